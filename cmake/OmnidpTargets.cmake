@@ -1,0 +1,38 @@
+# Helpers shared by every target of the project.
+
+# Warnings per target (never global).
+function(omnidp_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor
+      -Wcast-align -Wunused -Woverloaded-virtual -Wnull-dereference -Wformat=2>)
+  if(OMNIDP_WERROR)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Werror>)
+  endif()
+endfunction()
+
+# omnidp_library(NAME area SOURCES ... DEPS ...): static library omnidp_<area>, alias omnidp::<area>.
+function(omnidp_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(omnidp_${name} STATIC ${ARG_SOURCES})
+  add_library(omnidp::${name} ALIAS omnidp_${name})
+  target_include_directories(omnidp_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(omnidp_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  set_target_properties(omnidp_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  omnidp_warnings(omnidp_${name})
+endfunction()
+
+# omnidp_torch_pch(target): precompiled torch header (torch TUs are slow to parse).
+function(omnidp_torch_pch target)
+  target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+endfunction()
+
+# The git revision at configure time, "unknown" outside a checkout.
+function(omnidp_git_revision out)
+  execute_process(COMMAND git rev-parse --short=12 HEAD
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR rev STREQUAL "")
+    set(rev "unknown")
+  endif()
+  set(${out} ${rev} PARENT_SCOPE)
+endfunction()

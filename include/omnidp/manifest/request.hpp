@@ -1,0 +1,35 @@
+#pragma once
+// One validated video request: a manifest line with the generation defaults filled in.
+// Plain value type; serialized for MPI by runtime/protocol.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace omnidp {
+
+enum class Task { t2v, i2v };
+[[nodiscard]] const char* to_string(Task task) noexcept;
+
+struct Request {
+  std::string id;
+  std::string prompt;
+  std::string negative_prompt;
+  std::uint64_t seed = 0;  // 0 .. 2^63-1
+  Task task = Task::t2v;
+  std::string image;          // absolute path, empty for t2v
+  std::string image_sha256;   // hex SHA-256 of the image bytes, empty for t2v
+  std::string prompt_embeds;  // absolute path of precomputed embeddings, may be empty
+  int num_frames = 0;
+  int height = 0;
+  int width = 0;
+  int num_inference_steps = 0;
+  double guidance_scale = 0.0;
+  double flow_shift = 0.0;
+  int fps = 0;
+  std::size_t line = 0;      // 1-based line in the manifest
+  std::size_t index = 0;     // 0-based position among the manifest's requests
+  std::string input_key;     // hex SHA-256 of the canonical encoding (SPEC section 4)
+};
+
+}  // namespace omnidp

@@ -1,0 +1,68 @@
+#pragma once
+// The one narrow interface the worker sees of a model, plus what the coordinator may know of a
+// model without loading it. Torch-free: runtime code includes this header only.
+//
+// Ownership: a worker owns its Pipeline (std::unique_ptr) for the whole job, creates it once
+// on its own thread and calls generate() from that thread only, one request at a time.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "omnidp/common/video.hpp"
+#include "omnidp/config/config.hpp"
+#include "omnidp/manifest/request.hpp"
+
+namespace omnidp {
+
+// The device a rank's replica runs on.
+struct DeviceBinding {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;          // CUDA ordinal (ignored on cpu)
+  std::string name;       // human-readable, e.g. "cuda:3 (NVIDIA H200)" or "cpu"
+};
+
+// Static facts of a model family used for cost estimates and latent shapes.
+struct ModelInfo {
+  std::string name;
+  int vae_temporal = 4;    // latent frames = (frames - 1) / vae_temporal + 1
+  int vae_spatial = 16;    // latent height = height / vae_spatial
+  int patch_t = 1;
+  int patch_h = 1;
+  int patch_w = 1;
+  bool supports_i2v = true;
+  int hidden_size = 0;     // transformer width (cost model's a, b scale with it)
+  int num_layers = 0;
+};
+
+// Facts of a registered model, without loading weights. Throws ConfigError for unknown names.
+[[nodiscard]] ModelInfo describe_model(const ModelConfig& model);
+
+// The "weights identity" part of the input key: "random:<seed>" for seeded weights, otherwise
+// a SHA-256 over the snapshot's model_index.json, each component's config.json and every
+// safetensors header (not the tensor bytes). Throws WeightsError if the snapshot is unreadable.
+[[nodiscard]] std::string weights_identity(const ModelConfig& model);
+
+// Passed to generate(): lets a long generation stop early when the job abandons work.
+struct GenerateContext {
+  std::function<bool()> abandoned;            // polled between denoising steps; may be empty
+  std::function<void(int step, int total)> on_step;  // progress callback; may be empty
+};
+
+class Pipeline {
+ public:
+  virtual ~Pipeline() = default;
+  Pipeline() = default;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Generates one request. Throws omnidp::Error (ModelError, InputError, ...) on failure; the
+  // worker records the failure and goes on. Must be deterministic given request.input_key.
+  [[nodiscard]] virtual Video generate(const Request& request, const GenerateContext& ctx) = 0;
+  [[nodiscard]] virtual std::string model_name() const = 0;
+  [[nodiscard]] virtual std::string device_name() const = 0;
+};
+
+using PipelineFactory = std::function<std::unique_ptr<Pipeline>(const DeviceBinding&)>;
+
+}  // namespace omnidp
