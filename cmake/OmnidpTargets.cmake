@@ -1,5 +1,18 @@
 # Helpers shared by every target of the project.
 
+option(OMNIDP_SANITIZE "Build every omni-dp target with AddressSanitizer + UBSan (preset asan)" OFF)
+
+# ASan + UBSan on one target when OMNIDP_SANITIZE is on (called by omnidp_warnings, so every
+# omni-dp library, test and executable gets it; the link flags propagate to whatever links an
+# omni-dp library). UB is fatal (-fno-sanitize-recover) so a test fails on the first report.
+function(omnidp_sanitize target)
+  if(OMNIDP_SANITIZE)
+    target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:
+      -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer>)
+    target_link_options(${target} PUBLIC $<$<CXX_COMPILER_ID:GNU,Clang>:-fsanitize=address,undefined>)
+  endif()
+endfunction()
+
 # Warnings per target (never global).
 function(omnidp_warnings target)
   target_compile_options(${target} PRIVATE
@@ -8,6 +21,7 @@ function(omnidp_warnings target)
   if(OMNIDP_WERROR)
     target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Werror>)
   endif()
+  omnidp_sanitize(${target})
 endfunction()
 
 # omnidp_library(NAME area SOURCES ... DEPS ...): static library omnidp_<area>, alias omnidp::<area>.

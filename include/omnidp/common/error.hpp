@@ -120,6 +120,13 @@ class ModelError : public Error {
       : Error(ErrorKind::model, message, std::move(context)) {}
 };
 
+// A model failure that may succeed on another attempt (out of memory, a device fault): the
+// runtime retries the request on another replica, up to scheduler.max_retries times.
+class TransientModelError : public ModelError {
+ public:
+  using ModelError::ModelError;
+};
+
 class RuntimeError : public Error {
  public:
   explicit RuntimeError(const std::string& message, std::vector<std::string> context = {})

@@ -1,15 +1,18 @@
 #pragma once
 // The configuration of one omni-dp job (SPEC section 3).
 //
-// Flow: YAML text -> RawConfig-free parse straight into these plain structs (defaults below)
-// -> --set overrides -> validate_and_resolve() -> one immutable Config shared by every actor.
+// Flow: YAML text -> parsed straight into these plain structs (defaults below) -> --set
+// overrides -> validate_and_resolve() -> one immutable Config shared by every actor.
+// The YAML keys are exactly the field names below, in sections named like the members of
+// Config (docs/configuration.md lists them). Special YAML forms: parallel.data_parallel_size
+// `auto` (stored as 0), parallel.devices `auto` (stored as an empty list), output.compression
+// `none | gzip:N | lzf` (stored as compression + gzip_level).
 // Every error is a ConfigError naming the YAML path and the bad value; unknown keys also name
 // the nearest valid key. Owned by value; read-only after resolution, so safe to share across
 // threads.
 
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,8 @@ struct ModelConfig {
   DeviceKind device = DeviceKind::cpu;
   int torch_threads = 0;            // intra-op threads per rank; 0 = libtorch's default
   bool offload_text_encoder = true;  // move text encoders to the CPU after encoding
+
+  friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
 
 struct ParallelConfig {
@@ -40,6 +45,8 @@ struct ParallelConfig {
   int cfg_parallel_size = 1;
   std::vector<std::string> devices;  // empty = auto (GPU local_rank); else one per local rank
   bool coordinator_runs_work = true;
+
+  friend bool operator==(const ParallelConfig&, const ParallelConfig&) = default;
 };
 
 struct SchedulerConfig {
@@ -50,6 +57,8 @@ struct SchedulerConfig {
   double request_timeout_s = 0.0;   // 0 = off; hung request -> MPI_Abort
   std::size_t lookahead = 4096;     // cost_desc: requests read ahead and ordered
   double heartbeat_s = 5.0;         // worker heartbeat period
+
+  friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
 
 struct GenerationConfig {  // defaults; each manifest line may override them
@@ -62,12 +71,16 @@ struct GenerationConfig {  // defaults; each manifest line may override them
   std::uint64_t seed = 42;
   int fps = 24;
   std::string negative_prompt;
+
+  friend bool operator==(const GenerationConfig&, const GenerationConfig&) = default;
 };
 
 struct InputConfig {
   std::string manifest;                       // JSONL; relative to the config file's folder
   std::size_t max_line_bytes = 1U << 20;      // longer lines are refused
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // larger images refused before decoding
+
+  friend bool operator==(const InputConfig&, const InputConfig&) = default;
 };
 
 struct OutputConfig {
@@ -76,16 +89,22 @@ struct OutputConfig {
   CompressionKind compression = CompressionKind::none;
   int gzip_level = 0;                 // 1..9 when compression is gzip
   std::vector<std::string> export_formats;  // e.g. [mp4]
+
+  friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };
 
 struct DeterminismConfig {
   bool strict = true;
+
+  friend bool operator==(const DeterminismConfig&, const DeterminismConfig&) = default;
 };
 
 // Timing of the `synthetic` model (SPEC section 8).
 struct SyntheticConfig {
   double seconds_per_gcost = 0.0;  // wall seconds per 1e9 units of estimated cost
   WaitMode wait = WaitMode::sleep;
+
+  friend bool operator==(const SyntheticConfig&, const SyntheticConfig&) = default;
 };
 
 // Fault injection, for tests and drills. All off by default.
@@ -97,6 +116,8 @@ struct FaultConfig {
   int kill_after = 0;            // ... after this many of its own completions (0 = off)
   bool kill_in_write = false;    // ... between the dataset write and the flush instead
   std::vector<std::string> hang_ids;  // these requests never finish (request_timeout tests)
+
+  friend bool operator==(const FaultConfig&, const FaultConfig&) = default;
 };
 
 struct Config {
@@ -110,20 +131,45 @@ struct Config {
   SyntheticConfig synthetic;
   FaultConfig faults;
   std::filesystem::path source_file;  // the YAML file, if any (relative paths resolve from it)
+
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
-// Parses YAML text into a Config on top of the defaults. `origin` names the text in errors.
+// Parses YAML text into a Config on top of the defaults. `origin` names the text in YAML
+// syntax errors ("<origin>:<line>:<col>: ..."). Unknown keys, duplicate keys and wrong types
+// throw ConfigError; ranges are checked later by validate_and_resolve().
 [[nodiscard]] Config parse_config_yaml(const std::string& yaml_text, const std::string& origin);
-// Reads and parses a file; relative paths in it resolve against its folder.
+// Reads and parses a file and sets `source_file` (absolute): relative `input.manifest` and
+// `model.path` in it resolve against its folder. An unreadable file is a ConfigError.
 [[nodiscard]] Config load_config_file(const std::filesystem::path& path);
-// The embedded default (configs/tiny.yaml compiled in).
+// The embedded default (configs/tiny.yaml compiled in); `source_file` stays empty, so its
+// relative paths resolve against the current directory.
 [[nodiscard]] Config default_config();
-// Applies "a.b=c" overrides (YAML scalar or flow syntax for c), with the same checks as a file.
+// Applies "section.key=value" overrides in order. `value` is parsed as YAML (a scalar, or
+// flow syntax such as [a, b]) and goes through the same checks as the file.
 void apply_overrides(Config& config, const std::vector<std::string>& assignments);
-// Checks ranges and cross-field rules; resolves relative paths. Throws ConfigError.
+// Checks ranges and cross-field rules (first violation -> ConfigError naming the YAML path
+// and the bad value), then resolves paths: `input.manifest` and `model.path` against the
+// config file's folder (the current directory without one), `output.dir` against the current
+// directory. Idempotent.
 void validate_and_resolve(Config& config);
-// Serializes to YAML that parse_config_yaml() reads back to an equal Config.
+// Serializes every key (not `source_file`) to YAML that parse_config_yaml() reads back to an
+// equal Config; doubles are written in shortest round-trip form.
 [[nodiscard]] std::string to_yaml(const Config& config);
+
+// Range rules of the generation values, shared with the manifest reader so that a manifest
+// line and the config accept the same values. Each returns "" when the value is valid, else
+// the reason, naming the value (e.g. "10 is not of the form 4k+1 (e.g. 9 or 13)").
+[[nodiscard]] std::string check_num_frames(long long frames);
+[[nodiscard]] std::string check_frame_size(long long pixels);  // height or width
+[[nodiscard]] std::string check_num_inference_steps(long long steps);
+[[nodiscard]] std::string check_guidance_scale(double scale);
+[[nodiscard]] std::string check_flow_shift(double shift);
+[[nodiscard]] std::string check_fps(long long fps);
+[[nodiscard]] std::string check_seed(long long seed);  // 0 .. 2^63-1
+
+// The registered model names (SPEC section 8), for validation and suggestions.
+[[nodiscard]] const std::vector<std::string>& known_model_names();
 
 [[nodiscard]] const char* to_string(DType v) noexcept;
 [[nodiscard]] const char* to_string(DeviceKind v) noexcept;

@@ -20,6 +20,7 @@ struct Request {
   std::string image;          // absolute path, empty for t2v
   std::string image_sha256;   // hex SHA-256 of the image bytes, empty for t2v
   std::string prompt_embeds;  // absolute path of precomputed embeddings, may be empty
+  std::string prompt_embeds_sha256;  // hex SHA-256 of that file's bytes, empty without one
   int num_frames = 0;
   int height = 0;
   int width = 0;
@@ -30,6 +31,11 @@ struct Request {
   std::size_t line = 0;      // 1-based line in the manifest
   std::size_t index = 0;     // 0-based position among the manifest's requests
   std::string input_key;     // hex SHA-256 of the canonical encoding (SPEC section 4)
+  // A per-request input defect found while reading the manifest (image missing, unreadable,
+  // not a PNG/JPEG, over the pixel limit; embeddings file missing). Empty when the inputs are
+  // fine. Non-empty: the request is recorded as failed with this message and never runs; its
+  // image_sha256/prompt_embeds_sha256 and input_key are then empty. See docs/manifest.md.
+  std::string input_error;
 };
 
 }  // namespace omnidp

@@ -47,6 +47,7 @@ struct ModelInfo {
 struct GenerateContext {
   std::function<bool()> abandoned;            // polled between denoising steps; may be empty
   std::function<void(int step, int total)> on_step;  // progress callback; may be empty
+  int attempt = 1;  // 1-based attempt of this request (retries after transient failures)
 };
 
 class Pipeline {

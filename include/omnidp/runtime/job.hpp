@@ -1,25 +1,64 @@
 #pragma once
-// Entry point of a whole omni-dp-batch job on one rank. Called by every rank of the MPI world
-// (after MPI_Init_thread through runtime::MpiEnvironment); rank 0 coordinates.
+// Entry point of a whole omni-dp-batch job on one rank. Called by every rank of the MPI world;
+// run_job initialises MPI itself (runtime::MpiEnvironment, MPI_THREAD_FUNNELED) and finalizes
+// it before returning. Rank 0 coordinates (docs/runtime.md).
 
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/results/record.hpp"
 
 namespace omnidp::runtime {
+
+// What a rank's results file records about its writer.
+struct SinkInfo {
+  int rank = 0;
+  int world_size = 1;
+  std::string host;
+  std::string device;
+  std::string model;
+  std::string config_yaml;  // the effective configuration
+};
+
+// Builds the rank's ResultSink (called on its writer thread, once the model has loaded).
+using SinkFactory = std::function<std::unique_ptr<ResultSink>(const SinkInfo&)>;
+// id -> input_key of the requests already done in an output folder (resume).
+using DoneScanner =
+    std::function<std::unordered_map<std::string, std::string>(const std::filesystem::path&)>;
+// Rank 0, after every rank closed its files: writes <dir>/results.h5 from the rank files.
+using Merger = std::function<void(const std::filesystem::path& dir, const RunSummary& summary,
+                                  const std::string& config_yaml)>;
 
 struct JobOptions {
   Config config;               // validated and resolved
   bool resume = true;          // --resume / --no-resume
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
+  // Results hooks; empty = the HDF5 results (results::RankWriter, results::scan_done,
+  // results::merge_directory). Tests substitute their own.
+  SinkFactory make_sink;
+  DoneScanner scan_done;
+  Merger merge;
+  double progress_interval_s = 10.0;  // plain progress lines (not on a terminal)
 };
 
 // Runs the job to its end on this rank and returns the process exit code (same on every rank:
 // 0 all done, 1 some failed, 75 drained by a signal). Throws omnidp::Error for errors that
-// stop the job before it starts (exit 2).
+// stop the job before it starts (exit 2), the same on every rank. Rank 0 prints the effective
+// configuration at start and the summary at the end (stdout), progress on stderr.
 [[nodiscard]] ExitCode run_job(const JobOptions& options);
+
+// `omni-dp-batch --dry-run`: prints what a job of `world_size` ranks would do, without MPI and
+// without loading a model: the requests (and how many resume would skip), the replicas and
+// their groups, the devices, and the first requests in service order with their estimated
+// cost. Reads the manifest (and the output folder when resuming). Throws like run_job's
+// pre-start checks (ConfigError, ManifestError, ...).
+void print_plan(const JobOptions& options, int world_size, std::ostream& out);
 
 }  // namespace omnidp::runtime

@@ -1,0 +1,39 @@
+#pragma once
+// Reading the conditioning images of i2v requests: PNG (libpng) and JPEG (libjpeg), the two
+// formats accepted in manifests. Every failure is an InputError naming the file (a per-request
+// defect): missing, unreadable, not a PNG/JPEG, truncated or corrupt, or over the pixel limit.
+// The libraries' error handlers are replaced, so nothing aborts the process.
+// Thread-safe: no shared state.
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace omnidp {
+
+enum class ImageFormat { png, jpeg };
+[[nodiscard]] const char* to_string(ImageFormat format) noexcept;
+
+struct ImageInfo {
+  int width = 0;
+  int height = 0;
+  ImageFormat format = ImageFormat::png;
+};
+
+// 8-bit RGB pixels, [height, width, 3] in C order.
+struct RgbImage {
+  int width = 0;
+  int height = 0;
+  std::vector<std::uint8_t> data;
+};
+
+// Reads only the header (PNG signature + IHDR, JPEG markers up to the start of scan).
+[[nodiscard]] ImageInfo probe_image(const std::filesystem::path& path);
+
+// Decodes to 8-bit RGB the way PIL's Image.convert("RGB") does: palette and grey expanded,
+// alpha dropped (not composited), 16-bit samples truncated to their high byte. Refuses before
+// decoding when width * height > max_pixels. A truncated or corrupt file is an error (libjpeg's
+// "premature end" warnings included).
+[[nodiscard]] RgbImage decode_image_rgb(const std::filesystem::path& path, std::uint64_t max_pixels);
+
+}  // namespace omnidp

@@ -1,0 +1,101 @@
+#pragma once
+// The streaming JSONL manifest reader (SPEC section 4, docs/manifest.md).
+//
+// Rank 0 only (the coordinator, and `omni-dp-batch --validate-only`). Reads the file in
+// fixed-size chunks: memory stays constant whatever the file's size, except for the set of ids
+// seen (20 bytes a slot, see docs/manifest.md). Not thread-safe; move-only.
+//
+// Two kinds of defects (issue 8):
+//  - a malformed manifest (JSON syntax, types, ranges, unknown fields, duplicate ids, paths that
+//    escape the manifest's folder, over-long lines) throws ManifestError "file:line:field:
+//    reason": the job must stop before it starts;
+//  - a per-request input defect (image missing, unreadable, not a PNG/JPEG, too many pixels;
+//    embeddings file missing) does not throw: next() returns the request with
+//    Request::input_error set, and the job records it as failed.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/config/config.hpp"
+#include "omnidp/manifest/request.hpp"
+
+namespace omnidp {
+
+struct ManifestOptions {
+  std::filesystem::path path;   // the JSONL file; image paths resolve against its folder
+  GenerationConfig defaults;    // fills the fields a line leaves out
+  std::string model_name;       // part of the input key
+  std::string weights_identity;  // part of the input key (models/pipeline.hpp)
+  std::size_t max_line_bytes = 1U << 20;  // longer lines are refused (line end not counted)
+  std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
+  // true: open, probe (header only) and hash each image / embeddings file, and compute
+  // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
+  // input_key stay empty, input_error is never set): a fast syntax/duplicate check.
+  bool read_inputs = true;
+};
+
+// Options from a resolved Config: input.manifest, generation, model.name, input limits.
+[[nodiscard]] ManifestOptions manifest_options(const Config& config,
+                                               std::string weights_identity);
+
+class ManifestReader {
+ public:
+  // Opens the file; IoError if it cannot be opened or its folder cannot be resolved.
+  explicit ManifestReader(ManifestOptions options);
+  ~ManifestReader();
+  ManifestReader(ManifestReader&&) noexcept;
+  ManifestReader& operator=(ManifestReader&&) noexcept;
+  ManifestReader(const ManifestReader&) = delete;
+  ManifestReader& operator=(const ManifestReader&) = delete;
+
+  // The next request (blank and '#' lines skipped), or nullopt at the end of the file.
+  // A malformed line throws ManifestError; the reader stays usable and the next call goes on
+  // with the following line (validate_manifest(all_errors) relies on this). An id is
+  // remembered as soon as it is read, so a later duplicate of a rejected line is reported too.
+  // IoError if reading fails.
+  [[nodiscard]] std::optional<Request> next();
+
+  [[nodiscard]] std::size_t line() const noexcept;      // lines read so far (1-based last line)
+  [[nodiscard]] std::size_t requests() const noexcept;  // requests returned so far
+  // High-water mark of the line and chunk buffers: the constant-memory counter. Bounded by
+  // the chunk size (64 KiB) plus about 2 x the longest accepted line, never by the file size.
+  [[nodiscard]] std::size_t peak_buffer_bytes() const noexcept;
+  // Bytes held by the duplicate-id set now (grows with the number of distinct ids).
+  [[nodiscard]] std::size_t id_set_bytes() const noexcept;
+  [[nodiscard]] const ManifestOptions& options() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+struct ValidationReport {
+  std::size_t requests = 0;             // valid request lines (including those with input errors)
+  std::vector<ManifestError> errors;    // malformed lines: the job must not start
+  // Per-request input defects (each request's Request::input_error, "file:line:field:
+  // reason"): the job would run and record these requests as failed.
+  std::vector<std::string> input_errors;
+  [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
+};
+
+// One line's JSON checked and turned into a Request with the defaults filled in: syntax,
+// UTF-8, field names, types, ranges, task/image rules. No file access and no duplicate check;
+// `image` and `prompt_embeds` keep the line's text, input_key stays empty. `text` is one line
+// without its line end (not blank, not a comment). Throws ManifestError naming `file`, `line`
+// and the field. The unit the manifest fuzzer drives; ManifestReader::next() builds on it.
+[[nodiscard]] Request parse_manifest_line(std::string_view text, const GenerationConfig& defaults,
+                                          const std::string& file, std::size_t line);
+
+// Whole-file validation (for --validate-only and the pre-start check of a job). Stops at the
+// first error unless all_errors. A manifest without any request is an error too (reported at
+// the last line read, field empty). IoError if the file cannot be read.
+[[nodiscard]] ValidationReport validate_manifest(const ManifestOptions& options, bool all_errors);
+
+}  // namespace omnidp

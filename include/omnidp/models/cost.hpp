@@ -1,0 +1,40 @@
+#pragma once
+// The a-priori cost of a request (torch-free): how much work a diffusion transformer does for
+// it, from the model's static facts (describe_model). Used by the coordinator to order work
+// and estimate ETAs (runtime/cost_model.hpp calibrates it online) and by the synthetic model
+// to decide how long to take. Pure functions; thread-safe.
+//
+//   latent_frames = (frames - 1) / vae_temporal + 1
+//   tokens        = latent_frames / patch_t x (height / vae_spatial / patch_h)
+//                                           x (width / vae_spatial / patch_w)
+//   passes        = steps x (2 if guidance_scale > 1 else 1)       (CFG doubles the work)
+//   cost          = passes x (a x tokens^2 + b x tokens)
+// with a = 4 x layers x hidden (attention scores and values) and b = 24 x layers x hidden^2
+// (projections and a 4x FFN): FLOPs per token pair and per token of one transformer pass.
+
+#include "omnidp/manifest/request.hpp"
+#include "omnidp/models/pipeline.hpp"
+
+namespace omnidp {
+
+// The two features the cost is linear in: passes x tokens^2 and passes x tokens.
+struct CostFeatures {
+  double quadratic = 0.0;  // passes x tokens^2
+  double linear = 0.0;     // passes x tokens
+};
+
+struct CostCoefficients {
+  double a = 0.0;  // per passes x tokens^2
+  double b = 0.0;  // per passes x tokens
+  [[nodiscard]] double apply(const CostFeatures& f) const noexcept {
+    return a * f.quadratic + b * f.linear;
+  }
+};
+
+[[nodiscard]] double latent_tokens(const ModelInfo& info, int frames, int height, int width);
+[[nodiscard]] CostFeatures cost_features(const ModelInfo& info, const Request& request);
+[[nodiscard]] CostCoefficients prior_coefficients(const ModelInfo& info);
+// prior_coefficients(info).apply(cost_features(info, request)).
+[[nodiscard]] double prior_cost(const ModelInfo& info, const Request& request);
+
+}  // namespace omnidp

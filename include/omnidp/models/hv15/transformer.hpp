@@ -1,0 +1,239 @@
+#pragma once
+// HunyuanVideo-1.5 diffusion transformer (Diffusers `HunyuanVideo15Transformer3DModel`):
+// patch embedding over [latent, condition latent, mask] channels, a token refiner over the
+// Qwen2.5-VL embeddings, the byT5 glyph MLP, the SigLIP image projection, `cond_type_embed`,
+// double-stream blocks with joint attention (per-head RMSNorm on q/k, 3D RoPE on video tokens
+// only) and the AdaLN output head. Submodules are registered with the checkpoint's names, so
+// `load_state_dict` reads a Diffusers `transformer/` folder unchanged.
+//
+// Not thread-safe (one replica per thread); the forward pass is a pure function of its inputs
+// and the weights, so it is deterministic under deterministic kernels.
+
+#include <nlohmann/json_fwd.hpp>
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+
+namespace omnidp::models::hv15 {
+
+// config.json of the `transformer/` folder. Defaults are the released 8.3B model (SPEC §8).
+struct TransformerOptions {
+  std::int64_t in_channels = 65;
+  std::int64_t out_channels = 32;
+  std::int64_t num_attention_heads = 16;
+  std::int64_t attention_head_dim = 128;
+  std::int64_t num_layers = 54;
+  std::int64_t num_refiner_layers = 2;
+  double mlp_ratio = 4.0;
+  std::int64_t patch_size = 1;
+  std::int64_t patch_size_t = 1;
+  std::string qk_norm = "rms_norm";
+  std::int64_t text_embed_dim = 3584;
+  std::int64_t text_embed_2_dim = 1472;
+  std::int64_t image_embed_dim = 1152;
+  double rope_theta = 256.0;
+  std::array<std::int64_t, 3> rope_axes_dim{16, 56, 56};
+  std::int64_t target_size = 640;
+  std::string task_type = "i2v";
+  bool use_meanflow = false;
+
+  [[nodiscard]] std::int64_t inner_dim() const noexcept {
+    return num_attention_heads * attention_head_dim;
+  }
+  // Reads a Diffusers config.json; absent keys keep the defaults above. Throws WeightsError
+  // naming `origin` for wrong types or inconsistent values (rope dims not summing to the head
+  // dim, qk_norm other than rms_norm, ...).
+  [[nodiscard]] static TransformerOptions from_json(const nlohmann::json& config,
+                                                    const std::string& origin);
+};
+
+// How padded text tokens are handled (both give the same video-token outputs; see
+// docs/models.md "HunyuanVideo-1.5"):
+//   mask: the reference layout [valid image, valid byT5, valid Qwen, padding] with padding
+//         masked as keys and its query rows zeroed; works for any batch size.
+//   drop: padded tokens are removed before the refiner and the blocks (batch 1 only): no mask,
+//         shorter sequences, the fused attention kernels apply.
+//   automatic: drop for batch 1, mask otherwise.
+enum class TextPadding { automatic, mask, drop };
+
+// The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
+struct TransformerInputs {
+  torch::Tensor hidden_states;             // [B, in_channels, F, H, W]
+  torch::Tensor timestep;                  // [B] (0..1000)
+  torch::Tensor encoder_hidden_states;     // [B, L, text_embed_dim] (Qwen2.5-VL)
+  torch::Tensor encoder_attention_mask;    // [B, L]
+  torch::Tensor encoder_hidden_states_2;   // [B, L2, text_embed_2_dim] (byT5)
+  torch::Tensor encoder_attention_mask_2;  // [B, L2]
+  torch::Tensor image_embeds;              // [B, Li, image_embed_dim]; undefined or all 0 = t2v
+  torch::Tensor timestep_r;                // [B], only with use_meanflow; may be undefined
+};
+
+// --- building blocks (public for module tests) -------------------------------------------
+
+// diffusers `get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0)`.
+[[nodiscard]] torch::Tensor timestep_sinusoid(const torch::Tensor& timesteps, std::int64_t dim);
+
+// 3D RoPE tables for a (frames, height, width) grid of video tokens in F,H,W order: returns
+// (cos, sin), each [F*H*W, sum(axes_dim)] float32, every frequency repeated twice
+// (diffusers get_1d_rotary_pos_embed with use_real=True, repeat_interleave_real=True).
+[[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> rope_tables(
+    std::int64_t frames, std::int64_t height, std::int64_t width,
+    const std::array<std::int64_t, 3>& axes_dim, double theta, const torch::Device& device);
+
+// Applies the rotation to x [B, S, H, D] with (cos, sin) [S, D] (interleaved real pairs).
+[[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                                       const torch::Tensor& sin);
+
+// Per-head RMSNorm over the last dim with a learned `weight` (eps 1e-6), float32 statistics.
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(std::int64_t dim, double eps);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RmsNorm);
+
+// diffusers FeedForward: net.0.proj (Linear) + activation, net.1 dropout (no weights),
+// net.2 Linear. activation: "gelu-approximate" (tanh GELU) or "linear-silu".
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  torch::nn::Linear proj_{nullptr};
+  torch::nn::Linear out_{nullptr};
+  bool tanh_gelu_ = true;
+};
+TORCH_MODULE(FeedForward);
+
+// The token refiner's self-attention (diffusers Attention with AttnProcessor2_0): to_q, to_k,
+// to_v, to_out.0. key_mask [B, L] bool or undefined.
+class RefinerAttentionImpl : public torch::nn::Module {
+ public:
+  RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_mask);
+
+ private:
+  std::int64_t heads_;
+  torch::nn::Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr}, to_out_{nullptr};
+};
+TORCH_MODULE(RefinerAttention);
+
+class RefinerBlockImpl : public torch::nn::Module {
+ public:
+  RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& temb,
+                                      const torch::Tensor& key_mask);
+
+ private:
+  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  RefinerAttention attn_{nullptr};
+  FeedForward ff_{nullptr};
+  torch::nn::Linear norm_out_{nullptr};  // norm_out.linear
+};
+TORCH_MODULE(RefinerBlock);
+
+// `context_embedder`: pooled (masked mean) text + timestep conditioning, proj_in, refiner
+// blocks. mask [B, L] bool or undefined (all valid).
+class TokenRefinerImpl : public torch::nn::Module {
+ public:
+  TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads, std::int64_t head_dim,
+                   std::int64_t num_layers, double mlp_ratio);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& timestep,
+                                      const torch::Tensor& mask);
+
+ private:
+  torch::nn::Linear time_l1_{nullptr}, time_l2_{nullptr};  // time_text_embed.timestep_embedder
+  torch::nn::Linear text_l1_{nullptr}, text_l2_{nullptr};  // time_text_embed.text_embedder
+  torch::nn::Linear proj_in_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};  // token_refiner.refiner_blocks
+};
+TORCH_MODULE(TokenRefiner);
+
+// Joint attention of a double-stream block. `text_key_mask` [B, Lt] bool or undefined;
+// (cos, sin) are the video tokens' RoPE tables.
+class JointAttentionImpl : public torch::nn::Module {
+ public:
+  JointAttentionImpl(std::int64_t heads, std::int64_t head_dim);
+  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
+      const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
+      const torch::Tensor& cos, const torch::Tensor& sin);
+
+ private:
+  std::int64_t heads_;
+  torch::nn::Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
+  torch::nn::Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
+  RmsNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
+  torch::nn::Linear to_out_{nullptr}, to_add_out_{nullptr};
+};
+TORCH_MODULE(JointAttention);
+
+class DoubleStreamBlockImpl : public torch::nn::Module {
+ public:
+  DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
+  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
+      const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
+      const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin);
+
+ private:
+  torch::nn::Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
+  JointAttention attn_{nullptr};
+  FeedForward ff_{nullptr}, ff_context_{nullptr};
+  std::int64_t dim_;
+};
+TORCH_MODULE(DoubleStreamBlock);
+
+// --- the model ----------------------------------------------------------------------------
+
+class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
+ public:
+  explicit HunyuanVideo15Transformer3DModelImpl(TransformerOptions options);
+
+  // Returns the velocity prediction [B, out_channels, F, H, W] in the weights' dtype.
+  // Throws ModelError for inconsistent shapes (naming the input).
+  [[nodiscard]] torch::Tensor forward(const TransformerInputs& inputs);
+
+  [[nodiscard]] const TransformerOptions& options() const noexcept { return options_; }
+  void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
+  [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
+
+ private:
+  struct Context {
+    torch::Tensor tokens;    // [B, Lc, D]
+    torch::Tensor key_mask;  // [B, Lc] bool, or undefined when every token is valid
+  };
+  [[nodiscard]] Context build_context(const TransformerInputs& in, const torch::Tensor& timestep,
+                                      bool drop);
+  void check_inputs(const TransformerInputs& in) const;
+
+  TransformerOptions options_;
+  TextPadding padding_ = TextPadding::automatic;
+
+  torch::nn::Conv3d x_embedder_{nullptr};  // x_embedder.proj
+  torch::nn::LayerNorm image_norm_in_{nullptr}, image_norm_out_{nullptr};
+  torch::nn::Linear image_l1_{nullptr}, image_l2_{nullptr};
+  TokenRefiner context_embedder_{nullptr};
+  torch::nn::LayerNorm byt5_norm_{nullptr};
+  torch::nn::Linear byt5_l1_{nullptr}, byt5_l2_{nullptr}, byt5_l3_{nullptr};
+  torch::nn::Linear time_l1_{nullptr}, time_l2_{nullptr};      // time_embed.timestep_embedder
+  torch::nn::Linear time_r_l1_{nullptr}, time_r_l2_{nullptr};  // time_embed.timestep_embedder_r
+  torch::nn::Embedding cond_type_embed_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};  // transformer_blocks
+  torch::nn::Linear norm_out_{nullptr};    // norm_out.linear (AdaLayerNormContinuous)
+  torch::nn::Linear proj_out_{nullptr};
+
+  // RoPE tables cached for the last (F, H, W, device).
+  std::array<std::int64_t, 3> rope_grid_{-1, -1, -1};
+  torch::Tensor rope_cos_, rope_sin_;
+};
+TORCH_MODULE(HunyuanVideo15Transformer3DModel);
+
+}  // namespace omnidp::models::hv15

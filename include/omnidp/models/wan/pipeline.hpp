@@ -1,0 +1,99 @@
+#pragma once
+// WanPipeline: Wan2.2-TI2V-5B text-to-video and image-to-video as Diffusers' WanPipeline /
+// WanImageToVideoPipeline with expand_timesteps=True (per-token timesteps; in I2V the first
+// latent frame is the encoded image, blended in with a mask and given timestep 0).
+//
+//   noise = randn_cpu([1, z, T, h, w], seed) -> device; UniPC (flow, shift = request.flow_shift);
+//   CFG (cond + uncond as one batch of 2 when both text contexts have the same length; skipped
+//   when guidance <= 1); latents / (1/std) + mean; VAE decode; (x/2 + 0.5).clamp(0, 1);
+//   uint8 = round(255 x video) -> Video [F, H, W, 3].
+//
+// Registry keys: `wan2.2-ti2v-5b` (a Diffusers snapshot folder, or the real config with seeded
+// random weights) and `tiny-wan` (the fixtures' tiny transformer + VAE configs, embedded, with
+// seeded bf16-exact random weights). Text: a request's `prompt_embeds` safetensors file
+// (`prompt_embeds` [1, L, D], optional `negative_prompt_embeds`) or the pipeline's TextEncoder.
+//
+// Ownership and threading: the worker owns the pipeline and calls generate() from one thread.
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/schedulers/unipc.hpp"
+#include "omnidp/models/text/encoder.hpp"
+#include "omnidp/models/wan/transformer.hpp"
+#include "omnidp/models/wan/vae.hpp"
+
+namespace omnidp::models::wan {
+
+struct WanPipelineParts {
+  WanTransformer3DModel transformer{nullptr};
+  AutoencoderKLWan vae{nullptr};
+  std::unique_ptr<TextEncoder> text_encoder;  // may be null: requests then need prompt_embeds
+  UniPCOptions scheduler;                     // flow_shift is replaced per request
+  std::string model_name;
+  std::string device_name;
+  bool cfg_batch = true;  // cond + uncond as one forward of batch 2 (when the shapes allow)
+  std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // I2V images larger are refused
+};
+
+// One sampling run, everything explicit (the refcheck runners call this directly).
+struct WanSampleInputs {
+  int num_frames = 0;  // rounded down to 4k+1 as the reference does
+  int height = 0;      // rounded down to a multiple of vae_spatial * patch
+  int width = 0;
+  int num_inference_steps = 0;
+  double guidance_scale = 5.0;
+  double flow_shift = 5.0;
+  torch::Tensor noise;                   // [1, z, T, h, w] float32, any device
+  torch::Tensor prompt_embeds;           // [1, L, text_dim]
+  torch::Tensor negative_prompt_embeds;  // [1, L', text_dim]; needed when guidance > 1
+  torch::Tensor image;                   // [1, 3, H, W] in [-1, 1] (I2V); undefined for T2V
+};
+
+struct WanSampleOutputs {
+  torch::Tensor final_latents;  // [1, z, T, h, w] float32 (before de-normalisation)
+  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the CPU
+};
+
+class WanPipeline final : public Pipeline {
+ public:
+  WanPipeline(WanPipelineParts parts, torch::Device device);
+
+  [[nodiscard]] Video generate(const Request& request, const GenerateContext& ctx) override;
+  [[nodiscard]] std::string model_name() const override { return parts_.model_name; }
+  [[nodiscard]] std::string device_name() const override { return parts_.device_name; }
+
+  // The denoising loop and decode. `ctx` may be null. Throws ModelError on bad shapes and
+  // when abandoned.
+  [[nodiscard]] WanSampleOutputs sample(const WanSampleInputs& in, const GenerateContext* ctx);
+
+  // The latent shape [1, z, T, h, w] of a request size (after the reference's rounding).
+  [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height,
+                                                       int width) const;
+
+  [[nodiscard]] WanTransformer3DModel& transformer() noexcept { return parts_.transformer; }
+  [[nodiscard]] AutoencoderKLWan& vae() noexcept { return parts_.vae; }
+  [[nodiscard]] torch::Device device() const noexcept { return device_; }
+
+ private:
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> text_embeddings(const Request& request,
+                                                                        bool need_negative);
+  [[nodiscard]] torch::Tensor encode_text(const std::string& text);
+
+  WanPipelineParts parts_;
+  torch::Device device_;
+  std::string cached_negative_text_;
+  torch::Tensor cached_negative_;
+};
+
+// Builds the registry's `tiny-wan` / `wan2.2-ti2v-5b` pipeline from the configuration (model
+// path, weights, dtype, device, determinism). Throws ConfigError / WeightsError / ModelError.
+[[nodiscard]] std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config,
+                                                            const DeviceBinding& device);
+
+}  // namespace omnidp::models::wan

@@ -1,0 +1,235 @@
+#pragma once
+// WanTransformer3DModel: the Wan2.1 / Wan2.2 video DiT as Diffusers implements it
+// (models/transformers/transformer_wan.py), text-to-video layout (no image embedder).
+//
+// Parameter names equal the Diffusers checkpoint names (`patch_embedding.weight`,
+// `condition_embedder.time_embedder.linear_1.weight`, `blocks.N.attn1.to_out.0.weight`,
+// `blocks.N.ffn.net.0.proj.weight`, `scale_shift_table`, ...), so a snapshot's
+// `transformer/` folder loads strictly into it.
+//
+// Numerics follow the reference: LayerNorms, modulation and residual updates in float32;
+// projections in the module's dtype. `to_dtype()` keeps the reference's fp32 modules
+// (time_embedder, scale_shift_table, norm*) in float32 when the rest goes to bf16/fp16.
+//
+// Threading: a module is used by one thread at a time (the worker); forward() is inference
+// only (call under torch::NoGradGuard / InferenceMode).
+
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+namespace omnidp::models::wan {
+
+// The fields of a Diffusers `transformer/config.json` for WanTransformer3DModel.
+struct WanTransformerOptions {
+  std::array<std::int64_t, 3> patch_size{1, 2, 2};
+  std::int64_t num_attention_heads = 40;
+  std::int64_t attention_head_dim = 128;
+  std::int64_t in_channels = 16;
+  std::int64_t out_channels = 16;
+  std::int64_t text_dim = 4096;
+  std::int64_t freq_dim = 256;
+  std::int64_t ffn_dim = 13824;
+  std::int64_t num_layers = 40;
+  bool cross_attn_norm = true;
+  double eps = 1e-6;
+  std::int64_t rope_max_seq_len = 1024;
+  double rope_theta = 10000.0;  // fixed in the reference, not a config field
+
+  [[nodiscard]] std::int64_t inner_dim() const noexcept {
+    return num_attention_heads * attention_head_dim;
+  }
+
+  // Parses config.json text. Unsupported variants (image_dim / added_kv_proj_dim set: the
+  // Wan2.1 I2V model; qk_norm other than rms_norm_across_heads) are ModelErrors. `origin`
+  // names the text in errors.
+  [[nodiscard]] static WanTransformerOptions from_json_text(const std::string& text,
+                                                            const std::string& origin);
+  [[nodiscard]] static WanTransformerOptions from_file(const std::filesystem::path& config_json);
+};
+
+// 3D rotary embedding tables as WanRotaryPosEmbed computes them: per-axis tables of
+// get_1d_rotary_pos_embed (float64, repeat-interleaved, then float32) for head-dim split
+// t = D - 2*2*(D/6), h = w = 2*(D/6), concatenated, then re-split as [D - 2*(D/3), D/3, D/3]
+// for frame / row / column indexing (the reference's split, kept even where the two splits
+// differ). Returns (cos, sin), each [frames*height*width, D/2] float32: cos = even columns,
+// sin = odd columns, which is all the reference's apply_rotary_emb reads. Tokens are in
+// (frame, row, column) order. frames/height/width are in patches.
+[[nodiscard]] std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(
+    std::int64_t head_dim, std::int64_t max_seq_len, double theta, std::int64_t frames,
+    std::int64_t height, std::int64_t width);
+
+// Rotates x [B, L, H, D] pairwise (x[2i], x[2i+1]) by (cos, sin) [L, D/2]; computed in float32,
+// returned in x's dtype.
+[[nodiscard]] torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                                           const torch::Tensor& sin);
+
+// RMSNorm with a weight (torch.nn.RMSNorm): x * rsqrt(mean(x^2) + eps), computed in float32,
+// cast back, then times `weight`.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(std::int64_t dim, double eps);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+// WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
+// on q and k (norm_q/norm_k), optional rotary embedding (self-attention).
+class WanAttentionImpl : public torch::nn::Module {
+ public:
+  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross);
+  // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
+  // rope (cos, sin) for self-attention, undefined tensors to skip.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
+                                      const torch::Tensor& rope_cos,
+                                      const torch::Tensor& rope_sin);
+  // Concatenates the q/k/v (self) or k/v (cross) weights into one matrix so that one GEMM
+  // computes them; the named parameters become views into it (the state dict is unchanged).
+  // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
+  void fuse_projections();
+  [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
+
+  torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
+  torch::nn::ModuleList to_out{nullptr};  // [0] = Linear (the reference's [1] is Dropout)
+  RMSNorm norm_q{nullptr}, norm_k{nullptr};
+
+ private:
+  std::int64_t heads_;
+  bool cross_;
+  torch::Tensor fused_weight_, fused_bias_;
+};
+TORCH_MODULE(WanAttention);
+
+// Diffusers' FeedForward(dim, inner_dim=ffn_dim, activation_fn="gelu-approximate"):
+// net.0 = GELU(tanh) with a `proj` Linear, net.1 = Dropout, net.2 = Linear.
+class WanFeedForwardImpl : public torch::nn::Module {
+ public:
+  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::ModuleList net{nullptr};
+
+ private:
+  torch::nn::Linear proj_in_{nullptr};
+  torch::nn::Linear proj_out_{nullptr};
+};
+TORCH_MODULE(WanFeedForward);
+
+class WanTransformerBlockImpl : public torch::nn::Module {
+ public:
+  explicit WanTransformerBlockImpl(const WanTransformerOptions& options);
+  // x [B, N, dim]; context [B, L, dim] (already text-embedded); temb_proj [B, 6, dim]
+  // (scalar timestep) or [B, N, 6, dim] (per-token timesteps).
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
+                                      const torch::Tensor& temb_proj,
+                                      const torch::Tensor& rope_cos,
+                                      const torch::Tensor& rope_sin);
+
+  WanAttention attn1{nullptr}, attn2{nullptr};
+  torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
+  WanFeedForward ffn{nullptr};
+  torch::Tensor scale_shift_table;  // [1, 6, dim]
+
+ private:
+  std::int64_t dim_;
+  double eps_;
+};
+TORCH_MODULE(WanTransformerBlock);
+
+// Diffusers TimestepEmbedding: linear_1 -> SiLU -> linear_2.
+class WanTimestepEmbeddingImpl : public torch::nn::Module {
+ public:
+  WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+};
+TORCH_MODULE(WanTimestepEmbedding);
+
+// Diffusers PixArtAlphaTextProjection with act_fn="gelu_tanh": linear_1 -> GELU(tanh) ->
+// linear_2.
+class WanTextProjectionImpl : public torch::nn::Module {
+ public:
+  WanTextProjectionImpl(std::int64_t in, std::int64_t out);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+};
+TORCH_MODULE(WanTextProjection);
+
+// WanTimeTextImageEmbedding without the image branch.
+class WanConditionEmbedderImpl : public torch::nn::Module {
+ public:
+  explicit WanConditionEmbedderImpl(const WanTransformerOptions& options);
+  WanTimestepEmbedding time_embedder{nullptr};
+  torch::nn::Linear time_proj{nullptr};
+  WanTextProjection text_embedder{nullptr};
+
+ private:
+  std::int64_t freq_dim_;
+  friend class WanTransformer3DModelImpl;
+};
+TORCH_MODULE(WanConditionEmbedder);
+
+// Diffusers get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0):
+// [N] -> [N, dim] float32 = [cos(t*f), sin(t*f)], f_i = exp(-ln(10000) * i / (dim/2)).
+[[nodiscard]] torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps,
+                                                     std::int64_t dim);
+
+class WanTransformer3DModelImpl : public torch::nn::Module {
+ public:
+  explicit WanTransformer3DModelImpl(WanTransformerOptions options);
+
+  // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
+  // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
+  // context [B, L, text_dim]. Returns [B, out_channels, F, H, W] in hidden's dtype.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
+                                      const torch::Tensor& context);
+
+  // Moves to device and dtype; the reference's _keep_in_fp32_modules (time_embedder,
+  // scale_shift_table, norm1/norm2/norm3) stay float32.
+  void to_dtype(torch::Device device, torch::ScalarType dtype);
+  // The dtype of the projections (the "transformer dtype" of the pipelines).
+  [[nodiscard]] torch::ScalarType dtype() const;
+  // Fuses the attention projections of every block (see WanAttention::fuse_projections).
+  void fuse_projections();
+
+  [[nodiscard]] const WanTransformerOptions& options() const noexcept { return options_; }
+
+  torch::nn::Conv3d patch_embedding{nullptr};
+  WanConditionEmbedder condition_embedder{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::Linear proj_out{nullptr};
+  torch::Tensor scale_shift_table;  // [1, 2, dim]
+
+ private:
+  // Cached rope tables for the last (F, H, W) in patches, on the model's device.
+  std::pair<torch::Tensor, torch::Tensor> rope_for(std::int64_t f, std::int64_t h,
+                                                   std::int64_t w, torch::Device device);
+
+  WanTransformerOptions options_;
+  std::array<std::int64_t, 3> rope_key_{-1, -1, -1};
+  torch::Tensor rope_cos_, rope_sin_;
+};
+TORCH_MODULE(WanTransformer3DModel);
+
+// Builds the transformer from a Diffusers `transformer/` folder (config.json + safetensors,
+// sharded or not), loads the weights strictly, then to_dtype(device, dtype).
+// Throws WeightsError / ModelError.
+[[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
+                                                         torch::ScalarType dtype,
+                                                         torch::Device device);
+
+// FLOPs of one forward as issue 10 counts them, generalised to the options:
+// L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
+// tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
+// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2).
+[[nodiscard]] double wan_forward_flops(const WanTransformerOptions& options, std::int64_t tokens,
+                                       std::int64_t text_tokens);
+
+}  // namespace omnidp::models::wan

@@ -1,0 +1,97 @@
+#pragma once
+// The reference-check framework behind `omni-dp-refcheck DIR`: every folder under DIR with a
+// `case.json` is a case; its kind comes from case.json (`model`, `pipeline`, `what`, or the
+// presence of `euler`/`unipc`), with the folder name as a fallback; the kind's runner compares
+// our outputs with the expected tensors in the folder's `io.safetensors` and returns one
+// CaseResult per check. Unknown kinds, and kinds whose runner is not built, are SKIP.
+//
+// Runners: `std::vector<CaseResult> run_X(const std::filesystem::path& case_dir,
+// const nlohmann::json& case_json, const RefcheckOptions&)`, declared in
+// include/omnidp/refcheck/<family>_cases.hpp and registered with one line in the runner table
+// of src/refcheck/refcheck.cpp. A runner reads every shape, seed, step count and parameter
+// from the case files (never the fixture's values) and may throw: the dispatcher reports an
+// exception as one FAIL line of the case. Runners may leave CaseResult::case_name empty: the
+// dispatcher sets it to the folder's path relative to DIR.
+// Thread-safety: run from one thread.
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace omnidp::refcheck {
+
+struct RefcheckOptions {
+  torch::Device device = torch::kCPU;
+  torch::ScalarType dtype = torch::kFloat32;  // kFloat32 or kBFloat16 (model weights/compute)
+  std::string filter;  // run only cases whose name contains this (empty: all)
+};
+
+struct CaseResult {
+  std::string case_name;  // folder path relative to DIR
+  std::string check;      // what was compared, e.g. "out_scalar_t"
+  double max_rel_error = 0.0;
+  double tolerance = 0.0;
+  enum class Status { pass, fail, skip } status = Status::skip;
+  std::string note;  // why a check failed or was skipped; optional detail otherwise
+};
+
+[[nodiscard]] std::string_view to_string(CaseResult::Status status) noexcept;
+
+// max|ours - ref| / max(1, max|ref|) over the whole tensor, in float64 on the CPU.
+// NaN or inf in `ours` gives +inf. Shapes must match (throws std::invalid_argument otherwise).
+[[nodiscard]] double max_rel_error(const torch::Tensor& ours, const torch::Tensor& ref);
+
+// Tolerance classes of the fixture READMEs. float32: exact 0, scheduler 1e-6, forward 1e-4
+// (one transformer / VAE / text-encoder forward), pipeline 1e-3 (video in [0,1]).
+// bf16 (weights and compute in bf16): forward 3e-2 and pipeline 5e-2; exact and scheduler
+// checks are computed in float32/float64 whatever the dtype and keep their tolerances.
+enum class ToleranceClass { exact, scheduler, forward, pipeline };
+[[nodiscard]] double tolerance(ToleranceClass cls, const RefcheckOptions& options) noexcept;
+
+// One check: PASS when the shapes match and max_rel_error <= tol; FAIL otherwise (the note
+// says why: shape mismatch, non-finite values).
+[[nodiscard]] CaseResult compare(const std::string& check, const torch::Tensor& ours,
+                                 const torch::Tensor& ref, double tol, std::string note = {});
+[[nodiscard]] CaseResult skip(const std::string& check, std::string note);
+
+using Runner = std::function<std::vector<CaseResult>(
+    const std::filesystem::path& case_dir, const nlohmann::json& case_json,
+    const RefcheckOptions& options)>;
+
+// The kind of a case folder ("rng", "schedulers", "wan_transformer", ...) or "" if unknown.
+[[nodiscard]] std::string identify_case(const std::filesystem::path& case_dir,
+                                        const nlohmann::json& case_json);
+// The runner of a kind; empty when the kind is unknown or its family is not built.
+[[nodiscard]] Runner find_runner(std::string_view kind);
+
+// Every case folder under `root` (a folder with case.json; `root` itself may be one), sorted.
+[[nodiscard]] std::vector<std::filesystem::path> find_cases(const std::filesystem::path& root);
+
+// Runs one case folder: identifies it, runs its runner, catches its exceptions.
+[[nodiscard]] std::vector<CaseResult> run_case(const std::filesystem::path& case_dir,
+                                               const std::string& case_name,
+                                               const RefcheckOptions& options);
+
+// "name  max_rel_err  tol  STATUS[  # note]" (name = case_name/check).
+[[nodiscard]] std::string format_result(const CaseResult& result);
+
+struct RefcheckSummary {
+  int cases = 0;
+  int pass = 0;
+  int fail = 0;
+  int skip = 0;
+  std::vector<CaseResult> results;
+};
+
+// Runs every case under `root`, printing one line per check to `out` as it goes.
+// Throws IoError when `root` is not a folder.
+[[nodiscard]] RefcheckSummary run_refcheck(const std::filesystem::path& root,
+                                           const RefcheckOptions& options, std::ostream& out);
+
+}  // namespace omnidp::refcheck

@@ -1,0 +1,18 @@
+#pragma once
+// Refcheck runner for the Wan2.2 VAE case (AutoencoderKLWan; see refcheck.hpp for the runner
+// contract).
+
+#include "omnidp/refcheck/refcheck.hpp"
+
+namespace omnidp::refcheck {
+
+// A folder with the VAE (config.json + safetensors, the Diffusers `vae/` layout) and
+// io.safetensors. Checks, each where its tensors are present:
+//   `decoded` = decode(`latents`) (raw latents);
+//   `encoded_mean` / `encoded_logvar` = encode(`image`) latent distribution.
+// Forward tolerance (1e-4 in float32). Shapes, sizes and frame counts come from the files.
+[[nodiscard]] std::vector<CaseResult> run_wan_vae(const std::filesystem::path& case_dir,
+                                                  const nlohmann::json& case_json,
+                                                  const RefcheckOptions& options);
+
+}  // namespace omnidp::refcheck

@@ -1,0 +1,79 @@
+#pragma once
+// omni-dp-compare as a library (SPEC section 6): read two result sets, join them by input key,
+// report. HDF5-free header. Plain functions; no shared state.
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::results {
+
+// One request of a result set (after de-duplication by id, as in the merge).
+struct ResultEntry {
+  std::string id;
+  std::string input_key;
+  std::string video_sha256;   // as stored in the row
+  RequestStatus status = RequestStatus::ok;
+  std::string error;
+  bool video_present = false;
+  std::string actual_sha256;  // SHA-256 of the stored video bytes; empty when not checked
+};
+
+struct ResultSet {
+  std::string source;               // the path given
+  std::vector<std::string> files;   // the HDF5 files read
+  std::vector<ResultEntry> entries; // sorted by id
+};
+
+struct ReadOptions {
+  bool verify_videos = true;  // re-hash every stored video and compare with its row
+};
+
+// `path` is a results.h5, a rank file, or a folder: its rank-*.h5 files when it has any,
+// else its results.h5. Throws IoError (nothing there) or Hdf5Error.
+[[nodiscard]] ResultSet read_results(const std::filesystem::path& path,
+                                     const ReadOptions& options = {});
+
+struct Mismatch {
+  std::string id_a;
+  std::string id_b;
+  std::string input_key;
+  std::string sha_a;  // the hash that counts for A: actual when checked, else stored
+  std::string sha_b;
+  std::string reason;
+};
+
+struct CompareReport {
+  std::string source_a;
+  std::string source_b;
+  std::size_t requests_a = 0;
+  std::size_t requests_b = 0;
+  std::size_t matched = 0;     // requests of A with an ok, equal-hash request in B
+  std::size_t mismatched = 0;  // both ok, hashes differ (or a video does not match its row)
+  std::size_t only_in_a = 0;   // input key absent from B
+  std::size_t only_in_b = 0;   // input key absent from A
+  std::size_t failed_a = 0;    // requests of A recorded failed
+  std::size_t failed_b = 0;    // requests of B (joined with A) recorded failed
+  std::vector<Mismatch> mismatches;        // every mismatch, sorted by id of A
+  std::vector<std::string> only_in_a_ids;  // sorted
+  std::vector<std::string> only_in_b_ids;
+  std::vector<std::string> failed_ids;     // "A:<id>" / "B:<id>", sorted
+
+  // Every request of A is matched with an equal hash in B (allow_missing: except those that
+  // are absent from B).
+  [[nodiscard]] bool passed(bool allow_missing) const noexcept;
+};
+
+[[nodiscard]] CompareReport compare_results(const ResultSet& a, const ResultSet& b);
+
+// Human-readable report listing up to max_list items per list.
+[[nodiscard]] std::string format_report(const CompareReport& report, std::size_t max_list,
+                                        bool allow_missing);
+// The same as one JSON object (lists cut to max_list, with their full counts).
+[[nodiscard]] std::string report_to_json(const CompareReport& report, std::size_t max_list,
+                                         bool allow_missing);
+
+}  // namespace omnidp::results

@@ -1,0 +1,57 @@
+#pragma once
+// Reading what an output folder holds: the rank files, their provenance, their rows, and the
+// rule that picks one row per id. HDF5-free header; used by the resume scan, the merge, compare
+// and the batch CLI. Plain functions; files are opened read-only.
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::results {
+
+// <dir>/rank-*.h5, sorted by (rank, segment). Empty when the folder is missing.
+[[nodiscard]] std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& dir);
+
+// True when another process holds the HDF5 write lock (flock) of `file`: a live writer.
+[[nodiscard]] bool is_locked_by_writer(const std::filesystem::path& file);
+
+// Root attributes of a rank file or results.h5.
+struct ResultsFileInfo {
+  std::string format;  // "omni-dp-rank/1" | "omni-dp-results/1"
+  std::string software_version;
+  std::string git_revision;
+  std::string config_yaml;
+  std::string model;
+  int world_size = 0;
+  int rank = -1;        // -1 for results.h5
+  int segment = 0;      // run segment of a rank file (0 = first run)
+  std::string host;
+  std::string device;
+  bool store_video = true;
+  std::string compression;  // none | gzip:N | lzf
+  std::string state;        // "open" (written to, or its writer died) | "closed"
+  double created = 0.0;     // seconds since the epoch
+};
+[[nodiscard]] ResultsFileInfo read_file_info(const std::filesystem::path& file);
+
+struct StoredRow {
+  ResultRecord record;          // the table's columns (prompt/seed/fps left default)
+  std::filesystem::path file;   // where the row lives
+  std::size_t file_order = 0;   // position of the file in the list read
+  bool video_expected = false;  // ok and the file stores videos
+  bool video_present = false;   // /videos/<id> link exists in `file`
+};
+// Rows of one file with their video presence.
+[[nodiscard]] std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file,
+                                                      std::size_t file_order = 0);
+
+// One row per id, sorted by id (bytewise). Rule (docs/results.md): an ok row whose expected
+// video is missing is dropped (a writer died between the two); then ok beats failed; then the
+// newest end_time, then the higher attempt, then the later file. `dropped` counts the rest.
+[[nodiscard]] std::vector<StoredRow> select_rows(std::vector<StoredRow> rows,
+                                                 std::size_t* dropped = nullptr);
+
+}  // namespace omnidp::results

@@ -1,0 +1,64 @@
+#pragma once
+// The on-disk layout shared by rank files and results.h5 (SPEC section 5; docs/results.md):
+// the /requests compound table, /videos/<escaped id> datasets and their attributes, and the
+// reversible escaping of ids into HDF5 link names. Internal to the results area.
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "omnidp/common/video.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::results {
+
+inline constexpr const char* kRankFormat = "omni-dp-rank/1";       // root attribute "format"
+inline constexpr const char* kResultsFormat = "omni-dp-results/1";
+inline constexpr const char* kRequestsPath = "/requests";
+inline constexpr const char* kVideosPath = "/videos";
+inline constexpr std::size_t kHashChars = 64;  // hex SHA-256
+
+// Reversible link name for an id: '%' , '/', control bytes, DEL, leading and trailing spaces
+// and every '.' of an all-dots id become %XX (uppercase hex); everything else (UTF-8 too) is
+// kept. unescape_link_name(escape_link_name(id)) == id for every non-empty id.
+[[nodiscard]] std::string escape_link_name(std::string_view id);
+// Throws RuntimeError on a malformed escape.
+[[nodiscard]] std::string unescape_link_name(std::string_view name);
+// "/videos/<escaped id>"
+[[nodiscard]] std::string video_path(std::string_view id);
+
+// ---- /requests --------------------------------------------------------------------------------
+// Creates an empty extendible (chunked, unlimited) table at `loc`/`name`.
+[[nodiscard]] h5::Dataset create_requests_table(hid_t loc, const std::string& name);
+// Appends rows (extends the dataset, writes the new rows).
+void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows);
+// Every row, in stored order. Video attributes (prompt, seed, fps) are not in the table.
+[[nodiscard]] std::vector<ResultRecord> read_requests(const h5::Dataset& table);
+
+// ---- /videos/<id> -----------------------------------------------------------------------------
+struct VideoStorage {
+  int gzip_level = 0;   // 1..9: deflate
+  bool lzf = false;     // LZF filter (id 32000)
+};
+// Creates /videos/<escaped id> (uint8 [F,H,W,3], chunked by frame) under the file `file`, writes
+// the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256.
+void write_video(hid_t file, const ResultRecord& record, const Video& video,
+                 const VideoStorage& storage);
+[[nodiscard]] Video read_video(hid_t file, std::string_view id);
+// SHA-256 of the stored bytes, read frame by frame (the video is never whole in memory).
+[[nodiscard]] std::string hash_stored_video(hid_t file, std::string_view id);
+
+struct VideoAttributes {
+  std::string id;
+  std::string prompt;
+  std::uint64_t seed = 0;
+  int fps = 0;
+  std::string input_key;
+  std::string video_sha256;
+};
+[[nodiscard]] VideoAttributes read_video_attributes(hid_t file, std::string_view id);
+
+}  // namespace omnidp::results

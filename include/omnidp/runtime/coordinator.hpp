@@ -1,0 +1,127 @@
+#pragma once
+// The coordinator (rank 0): hands requests to replicas, retries transient failures elsewhere,
+// drains on signals, ends the job and computes its summary (docs/runtime.md). A message-driven
+// state machine: it never blocks and never touches MPI; whoever drives it feeds it envelopes
+// (handle) and time (tick), and it answers through `send`. In a job it runs on its own thread
+// on rank 0; tests drive it step by step over an InProcessNetwork. Not thread-safe.
+//
+// Phases: setup (Start sent, waiting for every replica's Ready) -> running -> draining (a
+// signal, faults.drain_after or a Fatal: no new work, running requests finish) -> closing
+// (Shutdown sent, waiting for every rank's Closed) -> finished (Finish sent).
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "omnidp/config/config.hpp"
+#include "omnidp/results/record.hpp"
+#include "omnidp/runtime/cost_model.hpp"
+#include "omnidp/runtime/plan.hpp"
+#include "omnidp/runtime/progress.hpp"
+#include "omnidp/runtime/protocol.hpp"
+#include "omnidp/runtime/scheduler.hpp"
+#include "omnidp/runtime/topology.hpp"
+
+namespace omnidp::runtime {
+
+struct CoordinatorOptions {
+  Config config;
+  Topology topology;
+  JobPlan plan;
+  std::size_t skipped_resume = 0;
+  std::function<double()> now;         // monotonic seconds; empty = std::chrono::steady_clock
+  std::FILE* progress_out = nullptr;   // nullptr: no progress output
+  bool progress_in_place = false;
+  double progress_interval_s = 10.0;
+  // Runs after every rank closed its files, before Finish (writes summary.json, results.h5).
+  // An exception ends the job with that error.
+  std::function<void(const RunSummary&)> finalize;
+};
+
+class Coordinator {
+ public:
+  enum class Phase { setup, running, draining, closing, finished };
+  using Send = std::function<void(int dest, const Message& message)>;
+
+  // `source` yields the requests to run (already resume-filtered); it must outlive this.
+  Coordinator(CoordinatorOptions options, RequestSource& source, Send send);
+
+  void start();  // Start to every rank
+  void handle(const Envelope& envelope);
+  void tick();   // progress output and the heartbeat watch
+  // Ends the job at once with `error` (Finish{error} to every rank).
+  void fail(const ErrorInfo& error);
+
+  [[nodiscard]] Phase phase() const noexcept { return phase_; }
+  [[nodiscard]] bool finished() const noexcept { return phase_ == Phase::finished; }
+  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
+  [[nodiscard]] const RunSummary& summary() const noexcept { return summary_; }
+  [[nodiscard]] std::size_t outstanding(int replica) const;
+  [[nodiscard]] std::size_t completed() const noexcept { return completed_; }
+  [[nodiscard]] std::size_t failed() const noexcept { return failed_; }
+  [[nodiscard]] ProgressSnapshot progress() const;
+
+ private:
+  struct ReplicaState {
+    bool ready = false;
+    int slots = 0;
+    int outstanding = 0;
+    double outstanding_cost = 0.0;
+    double busy_s = 0.0;
+    double last_heartbeat = 0.0;
+    bool warned_silent = false;
+    std::string device;
+  };
+  struct Assigned {
+    WorkItem item;
+    int replica = 0;
+  };
+
+  void on(int from, const ReadyMsg& m);
+  void on(int from, const DoneMsg& m);
+  void on(int from, const RetryMsg& m);
+  void on(int from, const ReturnedMsg& m);
+  void on(int from, const SignalMsg& m);
+  void on(int from, const HeartbeatMsg& m);
+  void on(int from, const FatalMsg& m);
+  void on(int from, const ClosedMsg& m);
+  template <class M>
+  void on(int from, const M& m);  // messages the coordinator never receives
+
+  [[nodiscard]] double now() const;
+  void broadcast(const Message& m);  // every other rank first, rank 0 last
+  std::optional<Assigned> release(const std::string& id, int from, const char* what);
+  void dispatch();
+  void begin_drain(bool abandon);
+  void check_done();
+  void begin_shutdown();
+  void finish();
+
+  CoordinatorOptions options_;
+  Send send_;
+  CostModel cost_;
+  WorkQueue work_;
+  Phase phase_ = Phase::setup;
+  std::vector<ReplicaState> replicas_;
+  std::unordered_map<std::string, Assigned> outstanding_;
+  std::size_t completed_ = 0;
+  std::size_t failed_ = 0;
+  std::vector<double> latencies_;
+  CostFeatures done_features_;
+  double go_time_ = 0.0;
+  double last_completion_ = 0.0;
+  int signal_level_ = 0;
+  bool drain_requested_ = false;
+  bool drained_ = false;
+  bool abandon_sent_ = false;
+  bool has_fatal_ = false;
+  ErrorInfo fatal_;
+  int closed_ = 0;
+  int exit_code_ = 0;
+  RunSummary summary_;
+  ProgressReporter progress_;
+};
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,70 @@
+#pragma once
+// What a run shows on rank 0 (SPEC section 9): the progress line while it runs and the final
+// summary (printed; written to <dir>/summary.json and, by the merge, to results.h5).
+// Not thread-safe (the coordinator's thread).
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::runtime {
+
+struct ProgressSnapshot {
+  std::size_t done = 0;    // finished this run (ok + failed)
+  std::size_t failed = 0;
+  std::size_t total = 0;   // to run this run
+  double elapsed_s = 0.0;
+  double eta_s = -1.0;     // < 0: unknown yet
+};
+
+// "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s"
+[[nodiscard]] std::string format_progress(const ProgressSnapshot& s);
+// "6m40s", "1h02m", "45s", "--" for a negative value.
+[[nodiscard]] std::string format_duration(double seconds);
+
+// Prints progress to `out`: rewritten in place ("\r", at most every 0.5 s) when `in_place`
+// (a terminal), else one plain line every `interval_s`.
+class ProgressReporter {
+ public:
+  ProgressReporter(std::FILE* out, bool in_place, double interval_s);
+  // Prints if a refresh is due at `now_s` (any monotonic clock in seconds).
+  void update(const ProgressSnapshot& s, double now_s);
+  // Prints the final state (ends the in-place line).
+  void finish(const ProgressSnapshot& s);
+
+ private:
+  std::FILE* out_;
+  bool in_place_;
+  double interval_s_;
+  double last_s_ = -1e300;
+  std::size_t last_done_ = static_cast<std::size_t>(-1);
+};
+
+// Inputs of the summary, gathered by the coordinator.
+struct SummaryInputs {
+  std::size_t total = 0;
+  std::size_t completed = 0;  // ok
+  std::size_t failed = 0;
+  std::size_t skipped_resume = 0;
+  double makespan_s = 0.0;
+  std::vector<double> latencies_s;   // generation seconds of the ok requests
+  std::vector<double> busy_s_per_replica;
+  std::vector<std::vector<int>> ranks_of_replica;
+  int world_size = 1;
+  int tensor_parallel_size = 1;
+  int cfg_parallel_size = 1;
+  std::string policy;
+  std::string order;
+  bool interrupted = false;
+};
+
+// Latency percentiles interpolate linearly between order statistics (results::percentile).
+// Busy seconds of a replica count for every rank of its group. (results/summary.hpp writes
+// the result to <dir>/summary.json.)
+[[nodiscard]] RunSummary make_summary(const SummaryInputs& in);
+// The multi-line summary printed at the end of a job.
+[[nodiscard]] std::string format_summary(const RunSummary& s);
+
+}  // namespace omnidp::runtime

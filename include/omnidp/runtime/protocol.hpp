@@ -1,0 +1,254 @@
+#pragma once
+// The typed messages between ranks (docs/runtime.md, "Protocol"), each with its binary
+// serialization beside it. Encoding: one type byte, then the fields in declaration order;
+// integers little-endian fixed width, doubles as their IEEE-754 bits, strings and lists as a
+// u32 length and the elements. Decoding checks every length and refuses trailing bytes
+// (RuntimeError "protocol: ..."). Pure value types; thread-safe.
+//
+// Flow (C = coordinator on rank 0, L = a replica's leader rank, M = a group member):
+//   C->all Start; L->C Ready{slots}; C->L Assign; L->C Done | Retry | Returned; any->C Signal,
+//   Heartbeat, Fatal; C->all Drain{abandon}; C->all Shutdown; all->C Closed; C->all Finish.
+//   L->M GroupRun / GroupIdle on the replica's group communicator.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/manifest/request.hpp"
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::runtime {
+
+inline constexpr int kProtocolTag = 7101;  // world messages
+inline constexpr int kGroupTag = 7102;     // replica-group messages
+
+class Encoder {
+ public:
+  void u8(std::uint8_t v) { bytes_.push_back(v); }
+  void u32(std::uint32_t v);
+  void u64(std::uint64_t v);
+  void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void f64(double v);
+  void boolean(bool v) { u8(v ? 1 : 0); }
+  void str(const std::string& v);
+  [[nodiscard]] std::vector<std::uint8_t> take() { return std::move(bytes_); }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+};
+
+class Decoder {
+ public:
+  explicit Decoder(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+  [[nodiscard]] std::uint8_t u8();
+  [[nodiscard]] std::uint32_t u32();
+  [[nodiscard]] std::uint64_t u64();
+  [[nodiscard]] std::int32_t i32() { return static_cast<std::int32_t>(u32()); }
+  [[nodiscard]] double f64();
+  [[nodiscard]] bool boolean();
+  [[nodiscard]] std::string str();
+  // Throws unless every byte was consumed.
+  void finish() const;
+
+ private:
+  void need(std::size_t n) const;
+  std::span<const std::uint8_t> bytes_;
+  std::size_t pos_ = 0;
+};
+
+void encode(Encoder& out, const Request& request);
+[[nodiscard]] Request decode_request(Decoder& in);
+
+// A job-level error carried between ranks: its kind decides the exit code everywhere.
+struct ErrorInfo {
+  ErrorKind kind = ErrorKind::runtime;
+  std::string message;  // the original what()
+  void encode(Encoder& out) const;
+  static ErrorInfo decode(Decoder& in);
+  bool operator==(const ErrorInfo&) const = default;
+};
+
+enum class MessageType : std::uint8_t {
+  start = 1, ready, assign, done, retry, returned, drain, signal, heartbeat, fatal, shutdown,
+  closed, finish, group_run, group_idle
+};
+
+// C -> every rank: the manifest passed the pre-start checks; load the model, open the rank
+// file, then report Ready.
+struct StartMsg {
+  static constexpr MessageType type = MessageType::start;
+  std::uint64_t total = 0;  // requests to run (after resume skips)
+  void encode(Encoder& out) const;
+  static StartMsg decode(Decoder& in);
+  bool operator==(const StartMsg&) const = default;
+};
+
+// L -> C: the replica is ready with `slots` (1 running + prefetch), or could not start.
+struct ReadyMsg {
+  static constexpr MessageType type = MessageType::ready;
+  std::int32_t replica = 0;
+  std::int32_t slots = 0;
+  std::string device;
+  bool ok = true;
+  ErrorInfo error;  // when !ok
+  void encode(Encoder& out) const;
+  static ReadyMsg decode(Decoder& in);
+  bool operator==(const ReadyMsg&) const = default;
+};
+
+// C -> L: run this request (attempt is 1-based).
+struct AssignMsg {
+  static constexpr MessageType type = MessageType::assign;
+  Request request;
+  std::int32_t attempt = 1;
+  void encode(Encoder& out) const;
+  static AssignMsg decode(Decoder& in);
+};
+
+// L -> C: a request finished, ok or failed for good, and its row is durable in the rank file.
+struct DoneMsg {
+  static constexpr MessageType type = MessageType::done;
+  std::string id;
+  RequestStatus status = RequestStatus::ok;
+  std::string error;
+  std::int32_t rank = 0;
+  std::int32_t replica = 0;
+  std::int32_t attempt = 1;
+  double start_time = 0.0;  // Unix seconds
+  double end_time = 0.0;
+  double seconds = 0.0;     // generation time (busy time of the replica)
+  void encode(Encoder& out) const;
+  static DoneMsg decode(Decoder& in);
+  bool operator==(const DoneMsg&) const = default;
+};
+
+// L -> C: a transient failure (nothing recorded); the coordinator retries it elsewhere.
+struct RetryMsg {
+  static constexpr MessageType type = MessageType::retry;
+  std::string id;
+  std::int32_t replica = 0;
+  std::int32_t attempt = 1;  // the attempt that failed
+  std::string error;
+  double seconds = 0.0;
+  void encode(Encoder& out) const;
+  static RetryMsg decode(Decoder& in);
+  bool operator==(const RetryMsg&) const = default;
+};
+
+// L -> C: requests given back unfinished (queued when a drain came, or abandoned).
+struct ReturnedMsg {
+  static constexpr MessageType type = MessageType::returned;
+  std::int32_t replica = 0;
+  std::vector<std::string> ids;
+  void encode(Encoder& out) const;
+  static ReturnedMsg decode(Decoder& in);
+  bool operator==(const ReturnedMsg&) const = default;
+};
+
+// C -> every rank: stop taking work; give queued requests back; abandon running ones too.
+struct DrainMsg {
+  static constexpr MessageType type = MessageType::drain;
+  bool abandon = false;
+  void encode(Encoder& out) const;
+  static DrainMsg decode(Decoder& in);
+  bool operator==(const DrainMsg&) const = default;
+};
+
+// any rank -> C: this rank received `level` drain signals so far (SIGUSR1/SIGTERM).
+struct SignalMsg {
+  static constexpr MessageType type = MessageType::signal;
+  std::int32_t level = 1;
+  std::int32_t signal = 0;
+  void encode(Encoder& out) const;
+  static SignalMsg decode(Decoder& in);
+  bool operator==(const SignalMsg&) const = default;
+};
+
+// L -> C, every scheduler.heartbeat_s: liveness and what is running.
+struct HeartbeatMsg {
+  static constexpr MessageType type = MessageType::heartbeat;
+  std::int32_t replica = 0;
+  std::string running_id;  // empty when idle
+  double running_s = 0.0;
+  double busy_s = 0.0;
+  void encode(Encoder& out) const;
+  static HeartbeatMsg decode(Decoder& in);
+  bool operator==(const HeartbeatMsg&) const = default;
+};
+
+// any rank -> C: a job-level failure on that rank (e.g. its rank file cannot be written): the
+// coordinator drains the job and ends it with this error.
+struct FatalMsg {
+  static constexpr MessageType type = MessageType::fatal;
+  ErrorInfo error;
+  void encode(Encoder& out) const;
+  static FatalMsg decode(Decoder& in);
+  bool operator==(const FatalMsg&) const = default;
+};
+
+// C -> every rank: no more work; close the rank file and report Closed.
+struct ShutdownMsg {
+  static constexpr MessageType type = MessageType::shutdown;
+  void encode(Encoder& out) const;
+  static ShutdownMsg decode(Decoder& in);
+  bool operator==(const ShutdownMsg&) const = default;
+};
+
+// any rank -> C: files closed (after Shutdown).
+struct ClosedMsg {
+  static constexpr MessageType type = MessageType::closed;
+  double busy_s = 0.0;
+  void encode(Encoder& out) const;
+  static ClosedMsg decode(Decoder& in);
+  bool operator==(const ClosedMsg&) const = default;
+};
+
+// C -> every rank: the job is over (results.h5 written); return exit_code, or throw `error`
+// when has_error (a job that could not start, or a job-level failure).
+struct FinishMsg {
+  static constexpr MessageType type = MessageType::finish;
+  std::int32_t exit_code = 0;
+  bool has_error = false;
+  ErrorInfo error;
+  void encode(Encoder& out) const;
+  static FinishMsg decode(Decoder& in);
+  bool operator==(const FinishMsg&) const = default;
+};
+
+// L -> M (group communicator): the leader started a request / is idle again.
+struct GroupRunMsg {
+  static constexpr MessageType type = MessageType::group_run;
+  std::string id;
+  void encode(Encoder& out) const;
+  static GroupRunMsg decode(Decoder& in);
+  bool operator==(const GroupRunMsg&) const = default;
+};
+struct GroupIdleMsg {
+  static constexpr MessageType type = MessageType::group_idle;
+  std::string id;
+  void encode(Encoder& out) const;
+  static GroupIdleMsg decode(Decoder& in);
+  bool operator==(const GroupIdleMsg&) const = default;
+};
+
+using Message =
+    std::variant<StartMsg, ReadyMsg, AssignMsg, DoneMsg, RetryMsg, ReturnedMsg, DrainMsg,
+                 SignalMsg, HeartbeatMsg, FatalMsg, ShutdownMsg, ClosedMsg, FinishMsg,
+                 GroupRunMsg, GroupIdleMsg>;
+
+[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
+// Throws RuntimeError on an unknown type, a truncated body or trailing bytes.
+[[nodiscard]] Message decode(std::span<const std::uint8_t> bytes);
+[[nodiscard]] const char* message_name(const Message& message) noexcept;
+
+// A message with the rank it came from.
+struct Envelope {
+  int from = 0;
+  Message message;
+};
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,22 @@
+#pragma once
+// Drain signals (SPEC section 7): SIGUSR1 and SIGTERM only count (an async-signal-safe,
+// lock-free atomic increment); the rank's comm thread reads the count and tells the
+// coordinator: 1 = drain, 2 = abandon running requests too.
+
+namespace omnidp::runtime {
+
+// Installs the handlers for SIGUSR1 and SIGTERM, restores the previous ones when destroyed.
+// One at a time per process (the count is process-wide; it is reset on construction).
+class DrainSignals {
+ public:
+  DrainSignals();
+  ~DrainSignals();
+  DrainSignals(const DrainSignals&) = delete;
+  DrainSignals& operator=(const DrainSignals&) = delete;
+
+  // How many drain signals arrived since construction, and the last one's number.
+  [[nodiscard]] static int count() noexcept;
+  [[nodiscard]] static int last() noexcept;
+};
+
+}  // namespace omnidp::runtime

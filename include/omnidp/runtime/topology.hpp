@@ -1,0 +1,45 @@
+#pragma once
+// How the ranks of a job form replicas (SPEC section 2) and which device each rank uses.
+// Pure functions of the configuration and the world size, so every rank computes the same
+// answer without communicating. Thread-safe.
+//
+// Working ranks are 0..W-1, or 1..W-1 with `parallel.coordinator_runs_work: false`. They form
+// consecutive groups of G = tensor_parallel_size x cfg_parallel_size ranks; group k is replica
+// k and its first rank is the leader (it receives the work; the others wait for it).
+
+#include <string>
+#include <vector>
+
+#include "omnidp/config/config.hpp"
+#include "omnidp/models/pipeline.hpp"
+
+namespace omnidp::runtime {
+
+struct Topology {
+  int world_size = 1;
+  int group_size = 1;   // tensor_parallel_size x cfg_parallel_size
+  int replicas = 1;
+  bool coordinator_works = true;
+  std::vector<int> replica_of_rank;  // -1 for a rank that does no work (rank 0, if so configured)
+  std::vector<int> leader_of_replica;
+
+  [[nodiscard]] int replica(int rank) const { return replica_of_rank.at(static_cast<std::size_t>(rank)); }
+  [[nodiscard]] bool works(int rank) const { return replica(rank) >= 0; }
+  [[nodiscard]] bool is_leader(int rank) const;
+  [[nodiscard]] int leader(int replica_index) const {
+    return leader_of_replica.at(static_cast<std::size_t>(replica_index));
+  }
+  [[nodiscard]] std::vector<int> group_ranks(int replica_index) const;
+};
+
+// Throws ConfigError when the working ranks are not a multiple of the group size, when an
+// explicit parallel.data_parallel_size disagrees, or when no rank would work.
+[[nodiscard]] Topology make_topology(const ParallelConfig& parallel, int world_size);
+
+// The device of the rank with node-local index `local_rank`: `model.device: cpu` -> CPU;
+// otherwise `parallel.devices[local_rank]` ("cuda:N", "N" or "cpu") or GPU `local_rank` when
+// the list is empty (auto). ConfigError when the list has no entry for this local rank.
+[[nodiscard]] DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parallel,
+                                        int local_rank);
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Shared by scripts/test.sh and scripts/demo.sh: installs the Debian 12 packages omni-dp needs
+# (skipped when all are present), then configures and builds one CMake preset.
+#   scripts/setup.sh [PRESET] [TARGET...]     (PRESET: release | debug | asan; default release)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OMNIDP_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libtorch-dev libopenblas0-pthread
+  libopenmpi-dev openmpi-bin
+  libhdf5-dev hdf5-tools
+  libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev
+  libssl-dev libpng-dev libjpeg-dev libsentencepiece-dev libpcre2-dev
+)
+
+omnidp_install_packages() {
+  local missing=() pkg
+  for pkg in "${OMNIDP_PACKAGES[@]}"; do
+    if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
+      missing+=("$pkg")
+    fi
+  done
+  if ((${#missing[@]} == 0)); then
+    echo "setup: all ${#OMNIDP_PACKAGES[@]} Debian packages present"
+    return 0
+  fi
+  echo "setup: installing ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends \
+    "${missing[@]}"
+}
+
+omnidp_build() {
+  local preset="$1"
+  shift
+  cmake --preset "$preset"
+  local targets=()
+  for t in "$@"; do targets+=(--target "$t"); done
+  cmake --build --preset "$preset" --parallel "$(nproc)" "${targets[@]}"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  preset="${1:-release}"
+  shift || true
+  omnidp_install_packages
+  omnidp_build "$preset" "$@"
+fi

@@ -1,0 +1,266 @@
+#include "omnidp/cli/batch.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/config/config.hpp"
+#include "omnidp/manifest/manifest.hpp"
+#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/registry/registry.hpp"
+#include "omnidp/results/merge.hpp"
+#include "omnidp/runtime/job.hpp"
+
+namespace omnidp::cli {
+namespace {
+
+constexpr const char* kProgram = "omni-dp-batch";
+
+constexpr const char* kExamples = R"(Examples:
+  # the embedded tiny-wan default on the CPU, two ranks
+  mpirun -np 2 omni-dp-batch --config configs/tiny.yaml
+  # one node, 8 GPUs
+  mpirun -np 8 omni-dp-batch --config hv15.yaml --output /scratch/$USER/hv15
+  # two nodes x 4 GPUs under Slurm: a batch script that runs `mpirun omni-dp-batch ...`,
+  # drains on USR1 (exit 75) and requeues itself (README.md has one)
+  sbatch --nodes=2 --ntasks-per-node=4 --gpus-per-node=4 --signal=B:USR1@120 hv15.sbatch
+  # check a config and a manifest without running anything
+  omni-dp-batch --config hv15.yaml --manifest prompts.jsonl --validate-only --all-errors
+  # what 16 ranks would do, and the merged results.h5 rebuilt from the rank files
+  omni-dp-batch --config hv15.yaml --dry-run --world-size 16
+  omni-dp-batch --merge-only results/hv15
+
+Exit codes: 0 all done, 1 some requests failed, 2 usage/configuration/manifest error,
+75 interrupted by SIGUSR1/SIGTERM (resume with the same command).
+Docs: docs/cli.md, docs/configuration.md.)";
+
+struct BatchOptions {
+  std::string config_file;
+  std::string manifest;
+  std::string output;
+  std::vector<std::string> sets;
+  bool resume_flag = false;
+  bool no_resume_flag = false;
+  bool validate_only = false;
+  bool all_errors = false;
+  bool dry_run = false;
+  int world_size = 0;
+  std::string merge_only;
+  bool version = false;
+};
+
+// The first of the environment variables that holds an integer, else `fallback`.
+int env_int(std::initializer_list<const char*> names, int fallback) {
+  for (const char* name : names) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long parsed = std::strtol(value, &end, 10);
+    if (end != nullptr && *end == '\0' && parsed >= 0 && parsed < (1L << 30)) {
+      return static_cast<int>(parsed);
+    }
+  }
+  return fallback;
+}
+
+// Output of this process: only the launcher's rank 0 writes to the terminal, so an error
+// shared by every rank appears once.
+class Console {
+ public:
+  explicit Console(int rank) : rank_(rank) {}
+  [[nodiscard]] bool speaks() const noexcept { return rank_ == 0; }
+  void out(const std::string& text) const {
+    if (speaks()) std::cout << text << std::flush;
+  }
+  void error(const std::string& message) const {
+    if (speaks()) {
+      std::cerr << kProgram << ": error: " << message << '\n' << std::flush;
+    } else {
+      log_debug(std::string("error (printed by rank 0): ") + message);
+    }
+  }
+  void warning(const std::string& message) const {
+    if (speaks()) std::cerr << kProgram << ": warning: " << message << '\n' << std::flush;
+  }
+
+ private:
+  int rank_;
+};
+
+void define_options(CLI::App& app, BatchOptions& o) {
+  app.footer(kExamples);
+  app.add_option("--config", o.config_file,
+                 "YAML configuration (default: the embedded configs/tiny.yaml)")
+      ->type_name("FILE");
+  app.add_option("--manifest", o.manifest,
+                 "JSONL manifest; overrides input.manifest (relative to the current directory)")
+      ->type_name("FILE");
+  app.add_option("--output", o.output, "results folder; overrides output.dir")->type_name("DIR");
+  app.add_option("--set", o.sets,
+                 "override any key: section.key=value, value in YAML (e.g. [a, b]); repeatable")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  auto* resume = app.add_flag("--resume", o.resume_flag,
+                              "skip requests already done with the same input key (default)");
+  auto* no_resume = app.add_flag("--no-resume", o.no_resume_flag,
+                                 "do not skip requests already done in the output folder");
+  resume->excludes(no_resume);
+  auto* validate = app.add_flag("--validate-only", o.validate_only,
+                                "check the configuration and the manifest, then exit (0 or 2)");
+  app.add_flag("--all-errors", o.all_errors, "with --validate-only: list every error, not the first")
+      ->needs(validate);
+  auto* dry_run = app.add_flag("--dry-run", o.dry_run,
+                               "print the plan (requests, replicas, groups, cost order), run nothing");
+  app.add_option("--world-size", o.world_size,
+                 "ranks the --dry-run plans for (default: the launcher's world size, else 1)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20))
+      ->needs(dry_run);
+  auto* merge = app.add_option("--merge-only", o.merge_only,
+                               "rebuild DIR/results.h5 from the rank files in DIR, then exit")
+                    ->type_name("DIR");
+  app.add_flag("--version", o.version, "print the version and exit");
+  validate->excludes(dry_run);
+  merge->excludes(validate);
+  merge->excludes(dry_run);
+}
+
+// config file (or the embedded default) -> --set -> --manifest/--output -> validated.
+Config effective_config(const BatchOptions& o) {
+  Config config = o.config_file.empty() ? default_config() : load_config_file(o.config_file);
+  apply_overrides(config, o.sets);
+  if (!o.manifest.empty()) {
+    config.input.manifest = std::filesystem::absolute(o.manifest).lexically_normal().string();
+  }
+  if (!o.output.empty()) {
+    config.output.dir = std::filesystem::absolute(o.output).lexically_normal().string();
+  }
+  validate_and_resolve(config);
+  return config;
+}
+
+int validate_only(const Config& config, bool all_errors, const Console& console) {
+  const ManifestOptions options = manifest_options(config, weights_identity(config.model));
+  const ValidationReport report = validate_manifest(options, all_errors);
+  for (const auto& error : report.errors) console.error(error.what());
+  for (const auto& input_error : report.input_errors) {
+    console.warning(input_error + " (the request would be recorded as failed)");
+  }
+  std::ostringstream summary;
+  if (!report.ok()) {
+    if (all_errors) {
+      summary << config.input.manifest << ": " << report.errors.size() << " error"
+              << (report.errors.size() == 1 ? "" : "s") << ", " << report.requests
+              << " valid request" << (report.requests == 1 ? "" : "s") << "\n";
+    }
+    if (console.speaks()) std::cerr << summary.str() << std::flush;
+    return static_cast<int>(ExitCode::usage);
+  }
+  summary << config.input.manifest << ": OK, " << report.requests << " requests";
+  if (!report.input_errors.empty()) {
+    summary << " (" << report.input_errors.size() << " with input errors)";
+  }
+  summary << "; configuration OK (" << (config.source_file.empty() ? "embedded tiny.yaml"
+                                                                   : config.source_file.string())
+          << ")\n";
+  console.out(summary.str());
+  return static_cast<int>(ExitCode::ok);
+}
+
+int dry_run(const Config& config, bool resume, int world_size, const Console& console) {
+  runtime::JobOptions options;
+  options.config = config;
+  options.resume = resume;
+  std::ostringstream plan;
+  runtime::print_plan(options, world_size, plan);
+  console.out(plan.str());
+  return static_cast<int>(ExitCode::ok);
+}
+
+int merge_only(const std::filesystem::path& dir, const Console& console) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw UsageError("--merge-only: '" + dir.string() + "' is not a folder");
+  }
+  if (!console.speaks()) return static_cast<int>(ExitCode::ok);  // one writer of results.h5
+  const results::MergeResult merged = results::merge_directory(dir);
+  for (const auto& file : merged.unreadable_files) {
+    console.warning(file + ": unreadable rank file, skipped");
+  }
+  std::ostringstream out;
+  out << merged.path.string() << ": " << merged.rows << " requests from "
+      << merged.rank_files.size() << " rank file" << (merged.rank_files.size() == 1 ? "" : "s")
+      << " (summary: " << merged.summary_source << ")\n";
+  console.out(out.str());
+  return static_cast<int>(ExitCode::ok);
+}
+
+int run(const Config& config, bool resume) {
+  runtime::JobOptions options;
+  options.config = config;
+  options.resume = resume;
+  options.make_pipeline = [config](const DeviceBinding& device) {
+    return models::create_pipeline(config, device);
+  };
+  return static_cast<int>(runtime::run_job(options));
+}
+
+}  // namespace
+
+int batch_main(int argc, char** argv) {
+  const int rank = env_int({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, 0);
+  set_log_rank(rank);
+  const Console console(rank);
+
+  BatchOptions o;
+  CLI::App app("omni-dp-batch: generate every video of a JSONL manifest with a diffusion "
+               "transformer,\ndata-parallel over MPI ranks (one rank per device).",
+               kProgram);
+  define_options(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    console.out(app.help());
+    return static_cast<int>(ExitCode::ok);
+  } catch (const CLI::CallForAllHelp&) {
+    console.out(app.help("", CLI::AppFormatMode::All));
+    return static_cast<int>(ExitCode::ok);
+  } catch (const CLI::ParseError& e) {
+    console.error(std::string(e.what()) + " (see --help)");
+    return static_cast<int>(ExitCode::usage);
+  }
+
+  try {
+    if (o.version) {
+      console.out(version_line() + "\n");
+      return static_cast<int>(ExitCode::ok);
+    }
+    if (!o.merge_only.empty()) return merge_only(o.merge_only, console);
+    const Config config = effective_config(o);
+    const bool resume = !o.no_resume_flag;
+    if (o.validate_only) return validate_only(config, o.all_errors, console);
+    if (o.dry_run) {
+      const int world_size =
+          o.world_size > 0 ? o.world_size : env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
+      return dry_run(config, resume, world_size, console);
+    }
+    return run(config, resume);
+  } catch (const Error& e) {
+    console.error(e.what());
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    console.error(std::string("internal error: ") + e.what());
+    return static_cast<int>(ExitCode::some_failed);
+  }
+}
+
+}  // namespace omnidp::cli

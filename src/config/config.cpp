@@ -1,0 +1,766 @@
+#include "omnidp/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/config/suggest.hpp"
+
+namespace omnidp {
+namespace detail {
+extern const char* const kDefaultConfigYaml;  // generated from configs/tiny.yaml at configure time
+}  // namespace detail
+
+namespace {
+
+using Node = YAML::Node;
+
+// ---------------------------------------------------------------------------------------------
+// Enum names: one table per enum, used for parsing, printing and suggestions.
+
+template <class E>
+struct EnumName {
+  E value;
+  std::string_view name;
+};
+
+template <class E>
+struct EnumTable;
+
+template <>
+struct EnumTable<DType> {
+  static constexpr std::array<EnumName<DType>, 3> names{
+      {{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}}};
+};
+template <>
+struct EnumTable<DeviceKind> {
+  static constexpr std::array<EnumName<DeviceKind>, 2> names{
+      {{DeviceKind::cuda, "cuda"}, {DeviceKind::cpu, "cpu"}}};
+};
+template <>
+struct EnumTable<WeightsSource> {
+  static constexpr std::array<EnumName<WeightsSource>, 2> names{
+      {{WeightsSource::pretrained, "pretrained"}, {WeightsSource::random, "random"}}};
+};
+template <>
+struct EnumTable<SchedulerPolicy> {
+  static constexpr std::array<EnumName<SchedulerPolicy>, 2> names{
+      {{SchedulerPolicy::dynamic, "dynamic"}, {SchedulerPolicy::round_robin, "round_robin"}}};
+};
+template <>
+struct EnumTable<WorkOrder> {
+  static constexpr std::array<EnumName<WorkOrder>, 2> names{
+      {{WorkOrder::cost_desc, "cost_desc"}, {WorkOrder::manifest, "manifest"}}};
+};
+template <>
+struct EnumTable<WaitMode> {
+  static constexpr std::array<EnumName<WaitMode>, 2> names{
+      {{WaitMode::sleep, "sleep"}, {WaitMode::busy, "busy"}}};
+};
+
+template <class E>
+const char* enum_name(E value) noexcept {
+  for (const auto& entry : EnumTable<E>::names) {
+    if (entry.value == value) return entry.name.data();
+  }
+  return "unknown";
+}
+
+template <class E>
+std::vector<std::string> enum_names() {
+  std::vector<std::string> out;
+  for (const auto& entry : EnumTable<E>::names) out.emplace_back(entry.name);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
+std::string format_double(double value) {
+  std::array<char, 64> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  std::string text(buffer.data(), result.ptr);
+  if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading scalars. Numbers and booleans must be plain YAML scalars (a quoted "9" is a string);
+// strings may be plain or quoted. Null is never a value.
+
+std::string describe(const Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Scalar:
+      return node.Tag() == "!" ? "the string '" + node.Scalar() + "'" : "'" + node.Scalar() + "'";
+    case YAML::NodeType::Undefined: break;
+  }
+  return "nothing";
+}
+
+[[noreturn]] void type_error(const std::string& path, std::string_view expected, const Node& node) {
+  throw ConfigError(path, "expected " + std::string(expected) + ", got " + describe(node));
+}
+
+bool is_plain_scalar(const Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
+void read_into(const Node& node, const std::string& path, std::string& out) {
+  if (!node.IsScalar()) type_error(path, "a string", node);
+  out = node.Scalar();
+}
+
+void read_into(const Node& node, const std::string& path, bool& out) {
+  if (!is_plain_scalar(node)) type_error(path, "true or false", node);
+  const std::string& text = node.Scalar();
+  if (text == "true" || text == "True" || text == "TRUE") {
+    out = true;
+  } else if (text == "false" || text == "False" || text == "FALSE") {
+    out = false;
+  } else {
+    type_error(path, "true or false", node);
+  }
+}
+
+template <class T>
+  requires std::is_integral_v<T>
+void read_into(const Node& node, const std::string& path, T& out) {
+  constexpr std::string_view expected =
+      std::is_signed_v<T> ? "an integer" : "a non-negative integer";
+  if (!is_plain_scalar(node)) type_error(path, expected, node);
+  const std::string& text = node.Scalar();
+  T value{};
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    throw ConfigError(path, "'" + text + "' is out of range for this key");
+  }
+  if (ec != std::errc{} || ptr != text.data() + text.size()) type_error(path, expected, node);
+  out = value;
+}
+
+void read_into(const Node& node, const std::string& path, double& out) {
+  if (!is_plain_scalar(node)) type_error(path, "a number", node);
+  const std::string& text = node.Scalar();
+  double value = 0.0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || !std::isfinite(value)) {
+    type_error(path, "a finite number", node);
+  }
+  out = value;
+}
+
+void read_into(const Node& node, const std::string& path, std::vector<std::string>& out) {
+  if (!node.IsSequence()) type_error(path, "a list of strings", node);
+  std::vector<std::string> values;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const Node item = node[i];
+    if (!item.IsScalar()) type_error(path + "[" + std::to_string(i) + "]", "a string", item);
+    values.push_back(item.Scalar());
+  }
+  out = std::move(values);
+}
+
+template <class E>
+  requires std::is_enum_v<E>
+void read_into(const Node& node, const std::string& path, E& out) {
+  const std::vector<std::string> names = enum_names<E>();
+  if (!node.IsScalar()) type_error(path, "one of " + join(names, " | "), node);
+  const std::string& text = node.Scalar();
+  for (const auto& entry : EnumTable<E>::names) {
+    if (entry.name == text) {
+      out = entry.value;
+      return;
+    }
+  }
+  const std::string nearest = nearest_name(text, names);
+  throw ConfigError(path, "invalid value '" + text + "' (expected " + join(names, " | ") +
+                              (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing values. Strings are written plain when they read back as the same string, quoted
+// otherwise ("", "null", "~", leading blanks, ...).
+
+bool reads_back_as_plain(const std::string& text) {
+  YAML::Emitter probe;
+  probe << text;
+  if (!probe.good()) return false;
+  try {
+    const Node node = YAML::Load(probe.c_str());
+    return node.IsScalar() && node.Tag() != "!" && node.Scalar() == text;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
+void write_value(YAML::Emitter& out, const std::string& value) {
+  if (reads_back_as_plain(value)) {
+    out << value;
+  } else {
+    out << YAML::DoubleQuoted << value;
+  }
+}
+void write_value(YAML::Emitter& out, bool value) { out << (value ? "true" : "false"); }
+template <class T>
+  requires std::is_integral_v<T>
+void write_value(YAML::Emitter& out, T value) {
+  out << std::to_string(value);
+}
+void write_value(YAML::Emitter& out, double value) { out << format_double(value); }
+void write_value(YAML::Emitter& out, const std::vector<std::string>& values) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const auto& value : values) write_value(out, value);
+  out << YAML::EndSeq;
+}
+template <class E>
+  requires std::is_enum_v<E>
+void write_value(YAML::Emitter& out, E value) {
+  out << enum_name(value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schema: every section and key, in the order to_yaml writes them.
+
+struct FieldSpec {
+  std::string key;
+  std::function<void(Config&, const Node&, const std::string& path)> read;
+  std::function<void(const Config&, YAML::Emitter&)> write;
+};
+
+struct SectionSpec {
+  std::string key;
+  std::vector<FieldSpec> fields;
+};
+
+template <class S, class T>
+FieldSpec field(std::string key, S Config::*section, T S::*member) {
+  return FieldSpec{
+      std::move(key),
+      [section, member](Config& config, const Node& node, const std::string& path) {
+        T value{};
+        read_into(node, path, value);
+        (config.*section).*member = std::move(value);
+      },
+      [section, member](const Config& config, YAML::Emitter& out) {
+        write_value(out, (config.*section).*member);
+      }};
+}
+
+// parallel.data_parallel_size: `auto` (0) or an integer >= 1.
+FieldSpec data_parallel_field() {
+  return FieldSpec{
+      "data_parallel_size",
+      [](Config& config, const Node& node, const std::string& path) {
+        if (node.IsScalar() && node.Scalar() == "auto") {
+          config.parallel.data_parallel_size = 0;
+          return;
+        }
+        int value = 0;
+        if (!is_plain_scalar(node)) type_error(path, "'auto' or an integer >= 1", node);
+        read_into(node, path, value);
+        if (value < 1) {
+          throw ConfigError(path, std::to_string(value) + " is out of range (expected 'auto' or an integer >= 1)");
+        }
+        config.parallel.data_parallel_size = value;
+      },
+      [](const Config& config, YAML::Emitter& out) {
+        if (config.parallel.data_parallel_size == 0) {
+          out << "auto";
+        } else {
+          write_value(out, config.parallel.data_parallel_size);
+        }
+      }};
+}
+
+// parallel.devices: `auto` (empty list) or a non-empty list.
+FieldSpec devices_field() {
+  return FieldSpec{
+      "devices",
+      [](Config& config, const Node& node, const std::string& path) {
+        if (node.IsScalar() && node.Scalar() == "auto") {
+          config.parallel.devices.clear();
+          return;
+        }
+        if (!node.IsSequence()) type_error(path, "'auto' or a list of devices", node);
+        std::vector<std::string> values;
+        read_into(node, path, values);
+        if (values.empty()) throw ConfigError(path, "an empty list (write 'auto' for the default)");
+        config.parallel.devices = std::move(values);
+      },
+      [](const Config& config, YAML::Emitter& out) {
+        if (config.parallel.devices.empty()) {
+          out << "auto";
+        } else {
+          write_value(out, config.parallel.devices);
+        }
+      }};
+}
+
+// output.compression: none | gzip:N (N in 1..9) | lzf.
+FieldSpec compression_field() {
+  return FieldSpec{
+      "compression",
+      [](Config& config, const Node& node, const std::string& path) {
+        if (!node.IsScalar()) type_error(path, "none | gzip:1-9 | lzf", node);
+        const std::string& text = node.Scalar();
+        auto& output = config.output;
+        if (text == "none" || text == "lzf") {
+          output.compression = text == "none" ? CompressionKind::none : CompressionKind::lzf;
+          output.gzip_level = 0;
+          return;
+        }
+        if (text.size() == 6 && text.starts_with("gzip:") && text[5] >= '1' && text[5] <= '9') {
+          output.compression = CompressionKind::gzip;
+          output.gzip_level = text[5] - '0';
+          return;
+        }
+        throw ConfigError(path, "invalid value '" + text + "' (expected none | gzip:1-9 | lzf)");
+      },
+      [](const Config& config, YAML::Emitter& out) { out << compression_string(config.output); }};
+}
+
+const std::vector<SectionSpec>& schema() {
+  static const std::vector<SectionSpec> sections = [] {
+    using C = Config;
+    std::vector<SectionSpec> s;
+    s.push_back({"model",
+                 {field("name", &C::model, &ModelConfig::name),
+                  field("path", &C::model, &ModelConfig::path),
+                  field("weights", &C::model, &ModelConfig::weights),
+                  field("weights_seed", &C::model, &ModelConfig::weights_seed),
+                  field("dtype", &C::model, &ModelConfig::dtype),
+                  field("device", &C::model, &ModelConfig::device),
+                  field("torch_threads", &C::model, &ModelConfig::torch_threads),
+                  field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder)}});
+    s.push_back({"parallel",
+                 {data_parallel_field(),
+                  field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),
+                  field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size),
+                  devices_field(),
+                  field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)}});
+    s.push_back({"scheduler",
+                 {field("policy", &C::scheduler, &SchedulerConfig::policy),
+                  field("order", &C::scheduler, &SchedulerConfig::order),
+                  field("prefetch", &C::scheduler, &SchedulerConfig::prefetch),
+                  field("max_retries", &C::scheduler, &SchedulerConfig::max_retries),
+                  field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s),
+                  field("lookahead", &C::scheduler, &SchedulerConfig::lookahead),
+                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s)}});
+    s.push_back({"generation",
+                 {field("num_frames", &C::generation, &GenerationConfig::num_frames),
+                  field("height", &C::generation, &GenerationConfig::height),
+                  field("width", &C::generation, &GenerationConfig::width),
+                  field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps),
+                  field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale),
+                  field("flow_shift", &C::generation, &GenerationConfig::flow_shift),
+                  field("seed", &C::generation, &GenerationConfig::seed),
+                  field("fps", &C::generation, &GenerationConfig::fps),
+                  field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
+    s.push_back({"input",
+                 {field("manifest", &C::input, &InputConfig::manifest),
+                  field("max_line_bytes", &C::input, &InputConfig::max_line_bytes),
+                  field("max_image_pixels", &C::input, &InputConfig::max_image_pixels)}});
+    s.push_back({"output",
+                 {field("dir", &C::output, &OutputConfig::dir),
+                  field("store_video", &C::output, &OutputConfig::store_video),
+                  compression_field(),
+                  field("export_formats", &C::output, &OutputConfig::export_formats)}});
+    s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
+    s.push_back({"synthetic",
+                 {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost),
+                  field("wait", &C::synthetic, &SyntheticConfig::wait)}});
+    s.push_back({"faults",
+                 {field("fail_ids", &C::faults, &FaultConfig::fail_ids),
+                  field("transient_fail_ids", &C::faults, &FaultConfig::transient_fail_ids),
+                  field("drain_after", &C::faults, &FaultConfig::drain_after),
+                  field("kill_rank", &C::faults, &FaultConfig::kill_rank),
+                  field("kill_after", &C::faults, &FaultConfig::kill_after),
+                  field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
+                  field("hang_ids", &C::faults, &FaultConfig::hang_ids)}});
+    return s;
+  }();
+  return sections;
+}
+
+std::vector<std::string> section_names() {
+  std::vector<std::string> names;
+  for (const auto& section : schema()) names.push_back(section.key);
+  return names;
+}
+
+std::vector<std::string> field_names(const SectionSpec& section) {
+  std::vector<std::string> names;
+  for (const auto& f : section.fields) names.push_back(f.key);
+  return names;
+}
+
+[[noreturn]] void unknown_key(const std::string& path, const std::string& key,
+                              const std::vector<std::string>& valid) {
+  throw ConfigError(path, "unknown key" + suggestion_suffix(key, valid));
+}
+
+std::string key_text(const Node& key, const std::string& parent) {
+  if (!key.IsScalar()) {
+    throw ConfigError(parent.empty() ? "<top level>" : parent, "keys must be names, got " + describe(key));
+  }
+  return key.Scalar();
+}
+
+const SectionSpec& find_section(const std::string& key) {
+  for (const auto& section : schema()) {
+    if (section.key == key) return section;
+  }
+  unknown_key(key, key, section_names());
+}
+
+const FieldSpec& find_field(const SectionSpec& section, const std::string& key) {
+  for (const auto& f : section.fields) {
+    if (f.key == key) return f;
+  }
+  unknown_key(section.key + "." + key, key, field_names(section));
+}
+
+void apply_section(Config& config, const SectionSpec& section, const Node& node) {
+  if (node.IsNull()) return;  // "faults:" with nothing under it
+  if (!node.IsMap()) type_error(section.key, "a map of keys", node);
+  std::set<std::string> seen;
+  for (const auto& item : node) {
+    const std::string key = key_text(item.first, section.key);
+    const std::string path = section.key + "." + key;
+    if (!seen.insert(key).second) throw ConfigError(path, "duplicate key");
+    find_field(section, key).read(config, item.second, path);
+  }
+}
+
+void apply_document(Config& config, const Node& root) {
+  if (!root || root.IsNull()) return;  // an empty file: the defaults
+  if (!root.IsMap()) {
+    throw ConfigError("<top level>", "expected a map of sections (" + join(section_names(), ", ") +
+                                         "), got " + describe(root));
+  }
+  std::set<std::string> seen;
+  for (const auto& item : root) {
+    const std::string key = key_text(item.first, "");
+    if (!seen.insert(key).second) throw ConfigError(key, "duplicate key");
+    apply_section(config, find_section(key), item.second);
+  }
+}
+
+Node load_yaml(const std::string& text, const std::string& origin) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ":" +
+                          std::to_string(e.mark.column + 1),
+                      "invalid YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin, std::string("invalid YAML: ") + e.what());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation helpers.
+
+void require(bool ok, const std::string& path, const std::string& reason) {
+  if (!ok) throw ConfigError(path, reason);
+}
+
+void check(const std::string& reason, const std::string& path) {
+  if (!reason.empty()) throw ConfigError(path, reason);
+}
+
+std::string range_reason(long long value, long long lo, long long hi) {
+  if (value >= lo && value <= hi) return {};
+  return std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]";
+}
+
+void check_int(long long value, long long lo, long long hi, const std::string& path) {
+  check(range_reason(value, lo, hi), path);
+}
+
+// A finite number >= 0 (or > 0 when zero is not allowed).
+void check_non_negative(double value, bool zero_allowed, const std::string& path) {
+  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0.0 : value > 0.0);
+  require(ok, path, format_double(value) + " is out of range (expected a finite number " +
+                        (zero_allowed ? ">= 0)" : "> 0)"));
+}
+
+void check_ids(const std::vector<std::string>& ids, const std::string& path) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    require(!ids[i].empty(), path + "[" + std::to_string(i) + "]", "an empty id");
+  }
+}
+
+bool is_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A device entry: "cpu", "cuda:N" or a bare CUDA ordinal "N".
+void check_devices(const Config& config) {
+  const auto& devices = config.parallel.devices;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const std::string path = "parallel.devices[" + std::to_string(i) + "]";
+    const std::string& entry = devices[i];
+    const bool cuda = is_digits(entry) ||
+                      (entry.starts_with("cuda:") && is_digits(std::string_view(entry).substr(5)));
+    require(cuda || entry == "cpu", path,
+            "invalid device '" + entry + "' (expected cpu, cuda:N or a CUDA ordinal N)");
+    if (config.model.device == DeviceKind::cpu) {
+      require(entry == "cpu", path, "device '" + entry + "' with model.device cpu (expected cpu)");
+    } else {
+      require(cuda, path, "device '" + entry + "' with model.device cuda (expected cuda:N or N)");
+    }
+  }
+}
+
+std::filesystem::path resolve_against(const std::filesystem::path& base, const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return p.lexically_normal();
+  return (base / p).lexically_normal();
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------
+
+std::string check_num_frames(long long frames) {
+  if (std::string reason = range_reason(frames, 1, 1025); !reason.empty()) return reason;
+  if ((frames - 1) % 4 != 0) {
+    const long long below = frames - (frames - 1) % 4;
+    return std::to_string(frames) + " is not of the form 4k+1 (e.g. " + std::to_string(below) +
+           " or " + std::to_string(below + 4) + ")";
+  }
+  return {};
+}
+
+std::string check_frame_size(long long pixels) {
+  if (std::string reason = range_reason(pixels, 16, 4096); !reason.empty()) return reason;
+  if (pixels % 16 != 0) {
+    const long long below = pixels - pixels % 16;
+    return std::to_string(pixels) + " is not a multiple of 16 (e.g. " + std::to_string(below) +
+           " or " + std::to_string(below + 16) + ")";
+  }
+  return {};
+}
+
+std::string check_num_inference_steps(long long steps) { return range_reason(steps, 1, 1000); }
+
+std::string check_guidance_scale(double scale) {
+  if (std::isfinite(scale) && scale >= 0.0) return {};
+  return format_double(scale) + " is out of range (expected a finite number >= 0)";
+}
+
+std::string check_flow_shift(double shift) {
+  if (std::isfinite(shift) && shift > 0.0) return {};
+  return format_double(shift) + " is out of range (expected a finite number > 0)";
+}
+
+std::string check_fps(long long fps) { return range_reason(fps, 1, 240); }
+
+std::string check_seed(long long seed) {
+  if (seed >= 0) return {};
+  return std::to_string(seed) + " is out of range [0, 2^63-1]";
+}
+
+const std::vector<std::string>& known_model_names() {
+  static const std::vector<std::string> names{"synthetic", "tiny-wan", "wan2.2-ti2v-5b",
+                                              "hunyuanvideo-1.5"};
+  return names;
+}
+
+Config parse_config_yaml(const std::string& yaml_text, const std::string& origin) {
+  Config config;
+  apply_document(config, load_yaml(yaml_text, origin));
+  return config;
+}
+
+Config load_config_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(path.string(), "cannot read the config file: it is a folder");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path.string(), "cannot read the config file: no such file or not readable");
+  std::ostringstream text;
+  text << in.rdbuf();
+  Config config = parse_config_yaml(text.str(), path.string());
+  config.source_file = std::filesystem::absolute(path).lexically_normal();
+  return config;
+}
+
+Config default_config() { return parse_config_yaml(detail::kDefaultConfigYaml, "<embedded tiny.yaml>"); }
+
+void apply_overrides(Config& config, const std::vector<std::string>& assignments) {
+  for (const auto& assignment : assignments) {
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("--set", "'" + assignment + "' is not of the form section.key=value");
+    }
+    const std::string path = assignment.substr(0, eq);
+    const std::string value = assignment.substr(eq + 1);
+    const auto dot = path.find('.');
+    const SectionSpec& section = find_section(path.substr(0, dot));
+    if (dot == std::string::npos) {
+      throw ConfigError(path, "a section, not a key: use " + path + ".KEY=value (keys: " +
+                                  join(field_names(section), ", ") + ")");
+    }
+    const std::string key = path.substr(dot + 1);
+    const FieldSpec& spec = find_field(section, key);
+    spec.read(config, load_yaml(value, "--set " + path), path);
+  }
+}
+
+void validate_and_resolve(Config& config) {
+  // model
+  const auto& model = config.model;
+  {
+    const auto& names = known_model_names();
+    const std::string nearest = nearest_name(model.name, names);
+    require(std::find(names.begin(), names.end(), model.name) != names.end(), "model.name",
+            "unknown model '" + model.name + "' (expected " + join(names, " | ") +
+                (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
+  }
+  if (model.weights == WeightsSource::pretrained) {
+    require(model.name != "synthetic", "model.weights",
+            "'pretrained' is not available for model 'synthetic', which has no weights (use random)");
+    require(!model.path.empty(), "model.path",
+            "required when model.weights is 'pretrained' (got '')");
+  }
+  check_int(model.torch_threads, 0, 1024, "model.torch_threads");
+
+  // parallel
+  const auto& parallel = config.parallel;
+  require(parallel.data_parallel_size >= 0, "parallel.data_parallel_size",
+          std::to_string(parallel.data_parallel_size) +
+              " is out of range (expected 'auto' or an integer >= 1)");
+  check_int(parallel.tensor_parallel_size, 1, 1024, "parallel.tensor_parallel_size");
+  require(parallel.cfg_parallel_size == 1 || parallel.cfg_parallel_size == 2,
+          "parallel.cfg_parallel_size",
+          std::to_string(parallel.cfg_parallel_size) + " is not allowed (expected 1 or 2)");
+  check_devices(config);
+
+  // scheduler
+  const auto& scheduler = config.scheduler;
+  check_int(scheduler.prefetch, 0, 1024, "scheduler.prefetch");
+  check_int(scheduler.max_retries, 0, 100, "scheduler.max_retries");
+  check_non_negative(scheduler.request_timeout_s, true, "scheduler.request_timeout_s");
+  require(scheduler.lookahead >= 1 && scheduler.lookahead <= 100'000'000, "scheduler.lookahead",
+          std::to_string(scheduler.lookahead) + " is out of range [1, 100000000]");
+  check_non_negative(scheduler.heartbeat_s, false, "scheduler.heartbeat_s");
+
+  // generation
+  const auto& generation = config.generation;
+  check(check_num_frames(generation.num_frames), "generation.num_frames");
+  check(check_frame_size(generation.height), "generation.height");
+  check(check_frame_size(generation.width), "generation.width");
+  check(check_num_inference_steps(generation.num_inference_steps), "generation.num_inference_steps");
+  check(check_guidance_scale(generation.guidance_scale), "generation.guidance_scale");
+  check(check_flow_shift(generation.flow_shift), "generation.flow_shift");
+  require(generation.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+          "generation.seed", std::to_string(generation.seed) + " is out of range [0, 2^63-1]");
+  check(check_fps(generation.fps), "generation.fps");
+
+  // input
+  require(!config.input.manifest.empty(), "input.manifest", "required (got '')");
+  require(config.input.max_line_bytes >= 256 && config.input.max_line_bytes <= (1ULL << 30),
+          "input.max_line_bytes",
+          std::to_string(config.input.max_line_bytes) + " is out of range [256, 1073741824]");
+  require(config.input.max_image_pixels >= 1 && config.input.max_image_pixels <= (1ULL << 32),
+          "input.max_image_pixels",
+          std::to_string(config.input.max_image_pixels) + " is out of range [1, 4294967296]");
+
+  // output
+  require(!config.output.dir.empty(), "output.dir", "required (got '')");
+  if (config.output.compression == CompressionKind::gzip) {
+    check_int(config.output.gzip_level, 1, 9, "output.compression");
+  } else {
+    require(config.output.gzip_level == 0, "output.compression",
+            "a gzip level " + std::to_string(config.output.gzip_level) + " without gzip");
+  }
+  for (std::size_t i = 0; i < config.output.export_formats.size(); ++i) {
+    // No exporter exists in this build; refuse rather than silently ignore the request.
+    throw ConfigError("output.export_formats[" + std::to_string(i) + "]",
+                      "format '" + config.output.export_formats[i] +
+                          "' is not available in this build (expected [])");
+  }
+
+  // synthetic
+  check_non_negative(config.synthetic.seconds_per_gcost, true, "synthetic.seconds_per_gcost");
+
+  // faults
+  const auto& faults = config.faults;
+  check_ids(faults.fail_ids, "faults.fail_ids");
+  check_ids(faults.transient_fail_ids, "faults.transient_fail_ids");
+  check_ids(faults.hang_ids, "faults.hang_ids");
+  require(faults.drain_after >= 0, "faults.drain_after",
+          std::to_string(faults.drain_after) + " is out of range (expected >= 0; 0 = off)");
+  require(faults.kill_rank >= -1, "faults.kill_rank",
+          std::to_string(faults.kill_rank) + " is out of range (expected >= -1; -1 = off)");
+  require(faults.kill_after >= 0, "faults.kill_after",
+          std::to_string(faults.kill_after) + " is out of range (expected >= 0; 0 = off)");
+
+  // Paths: the file's own paths against its folder, the output against the current directory.
+  const std::filesystem::path cwd = std::filesystem::current_path();
+  const std::filesystem::path base =
+      config.source_file.empty() ? cwd : config.source_file.parent_path();
+  config.input.manifest = resolve_against(base, config.input.manifest).string();
+  if (!config.model.path.empty()) {
+    config.model.path = resolve_against(base, config.model.path).string();
+  }
+  config.output.dir = resolve_against(cwd, config.output.dir).string();
+}
+
+std::string to_yaml(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (const auto& section : schema()) {
+    out << YAML::Key << section.key << YAML::Value << YAML::BeginMap;
+    for (const auto& f : section.fields) {
+      out << YAML::Key << f.key << YAML::Value;
+      f.write(config, out);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  if (!out.good()) throw ConfigError("<to_yaml>", "YAML emitter error: " + out.GetLastError());
+  return std::string(out.c_str()) + "\n";
+}
+
+const char* to_string(DType v) noexcept { return enum_name(v); }
+const char* to_string(DeviceKind v) noexcept { return enum_name(v); }
+const char* to_string(WeightsSource v) noexcept { return enum_name(v); }
+const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
+const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
+const char* to_string(WaitMode v) noexcept { return enum_name(v); }
+
+std::string compression_string(const OutputConfig& output) {
+  switch (output.compression) {
+    case CompressionKind::none: return "none";
+    case CompressionKind::lzf: return "lzf";
+    case CompressionKind::gzip: return "gzip:" + std::to_string(output.gzip_level);
+  }
+  return "none";
+}
+
+}  // namespace omnidp

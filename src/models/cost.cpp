@@ -1,0 +1,29 @@
+#include "omnidp/models/cost.hpp"
+
+namespace omnidp {
+
+double latent_tokens(const ModelInfo& info, int frames, int height, int width) {
+  const double latent_frames = static_cast<double>((frames - 1) / info.vae_temporal + 1);
+  const double spatial = static_cast<double>(info.vae_spatial);
+  return (latent_frames / info.patch_t) * (height / spatial / info.patch_h) *
+         (width / spatial / info.patch_w);
+}
+
+CostFeatures cost_features(const ModelInfo& info, const Request& request) {
+  const double tokens = latent_tokens(info, request.num_frames, request.height, request.width);
+  const double passes =
+      static_cast<double>(request.num_inference_steps) * (request.guidance_scale > 1.0 ? 2.0 : 1.0);
+  return CostFeatures{passes * tokens * tokens, passes * tokens};
+}
+
+CostCoefficients prior_coefficients(const ModelInfo& info) {
+  const double layers = info.num_layers > 0 ? info.num_layers : 1;
+  const double hidden = info.hidden_size > 0 ? info.hidden_size : 1;
+  return CostCoefficients{4.0 * layers * hidden, 24.0 * layers * hidden * hidden};
+}
+
+double prior_cost(const ModelInfo& info, const Request& request) {
+  return prior_coefficients(info).apply(cost_features(info, request));
+}
+
+}  // namespace omnidp

@@ -1,0 +1,524 @@
+#include "omnidp/models/hv15/transformer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/attention.hpp"
+
+namespace omnidp::models::hv15 {
+namespace {
+
+namespace nn = torch::nn;
+
+// A weightless container so that checkpoint names nest ("x_embedder.proj", "ff.net.0.proj").
+std::shared_ptr<nn::Module> container(nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<nn::Module>(name));
+}
+
+nn::Linear linear(nn::Module& parent, const std::string& name, std::int64_t in,
+                  std::int64_t out) {
+  return nn::Linear(parent.register_module(name, nn::Linear(nn::LinearOptions(in, out))));
+}
+
+nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64_t dim,
+                         double eps) {
+  return nn::LayerNorm(
+      parent.register_module(name, nn::LayerNorm(nn::LayerNormOptions({dim}).eps(eps))));
+}
+
+// LayerNorm without affine parameters (eps 1e-6), as diffusers' AdaLN norms.
+torch::Tensor plain_layer_norm(const torch::Tensor& x) {
+  return torch::layer_norm(x, {x.size(-1)}, {}, {}, 1e-6);
+}
+
+// [B, L, H*D] -> [B, L, H, D]
+torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, x.size(2) / heads});
+}
+
+// Attention over [B, S, H, D] tensors with an optional key mask [B, S] (true = valid). Padded
+// query rows come out as zeros (what a masked-softmax with all keys masked gives in
+// PyTorch >= 2.5), so no NaN can appear. Returns [B, S, H*D].
+torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const torch::Tensor& key_mask) {
+  const auto qh = q.transpose(1, 2);
+  const auto kh = k.transpose(1, 2);
+  const auto vh = v.transpose(1, 2);
+  torch::Tensor out;
+  if (key_mask.defined()) {
+    const auto b = key_mask.size(0);
+    const auto s = key_mask.size(1);
+    out = scaled_dot_product_attention(qh, kh, vh, key_mask.view({b, 1, 1, s}));
+    out = out * key_mask.view({b, 1, s, 1}).to(out.scalar_type());
+  } else {
+    out = scaled_dot_product_attention(qh, kh, vh);
+  }
+  return out.transpose(1, 2).flatten(2);
+}
+
+template <typename T>
+T json_get(const nlohmann::json& j, const char* key, T fallback, const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
+  }
+}
+
+}  // namespace
+
+// --- options ------------------------------------------------------------------------------
+
+TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw WeightsError(origin, "transformer config is not a JSON object");
+  TransformerOptions o;
+  o.in_channels = json_get(j, "in_channels", o.in_channels, origin);
+  o.out_channels = json_get(j, "out_channels", o.out_channels, origin);
+  o.num_attention_heads = json_get(j, "num_attention_heads", o.num_attention_heads, origin);
+  o.attention_head_dim = json_get(j, "attention_head_dim", o.attention_head_dim, origin);
+  o.num_layers = json_get(j, "num_layers", o.num_layers, origin);
+  o.num_refiner_layers = json_get(j, "num_refiner_layers", o.num_refiner_layers, origin);
+  o.mlp_ratio = json_get(j, "mlp_ratio", o.mlp_ratio, origin);
+  o.patch_size = json_get(j, "patch_size", o.patch_size, origin);
+  o.patch_size_t = json_get(j, "patch_size_t", o.patch_size_t, origin);
+  o.qk_norm = json_get(j, "qk_norm", o.qk_norm, origin);
+  o.text_embed_dim = json_get(j, "text_embed_dim", o.text_embed_dim, origin);
+  o.text_embed_2_dim = json_get(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
+  o.image_embed_dim = json_get(j, "image_embed_dim", o.image_embed_dim, origin);
+  o.rope_theta = json_get(j, "rope_theta", o.rope_theta, origin);
+  const auto axes = json_get(j, "rope_axes_dim",
+                             std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()),
+                             origin);
+  if (axes.size() != 3) throw WeightsError(origin, "rope_axes_dim must have 3 entries");
+  for (std::size_t i = 0; i < 3; ++i) o.rope_axes_dim[i] = axes[i];
+  o.target_size = json_get(j, "target_size", o.target_size, origin);
+  o.task_type = json_get(j, "task_type", o.task_type, origin);
+  o.use_meanflow = json_get(j, "use_meanflow", o.use_meanflow, origin);
+
+  if (o.qk_norm != "rms_norm") {
+    throw WeightsError(origin, "qk_norm '" + o.qk_norm + "' is not supported (only rms_norm)");
+  }
+  if (o.in_channels <= 0 || o.out_channels <= 0 || o.num_attention_heads <= 0 ||
+      o.attention_head_dim <= 0 || o.num_layers < 0 || o.num_refiner_layers < 0 ||
+      o.patch_size <= 0 || o.patch_size_t <= 0 || o.text_embed_dim <= 0 ||
+      o.text_embed_2_dim <= 0 || o.image_embed_dim <= 0 || o.mlp_ratio <= 0.0) {
+    throw WeightsError(origin, "transformer config has a non-positive size");
+  }
+  const auto rope_sum = o.rope_axes_dim[0] + o.rope_axes_dim[1] + o.rope_axes_dim[2];
+  if (rope_sum != o.attention_head_dim) {
+    throw WeightsError(origin, "rope_axes_dim sums to " + std::to_string(rope_sum) +
+                                   ", not attention_head_dim " +
+                                   std::to_string(o.attention_head_dim));
+  }
+  for (const auto d : o.rope_axes_dim) {
+    if (d <= 0 || d % 2 != 0) throw WeightsError(origin, "rope_axes_dim entries must be even");
+  }
+  return o;
+}
+
+// --- building blocks ----------------------------------------------------------------------
+
+torch::Tensor timestep_sinusoid(const torch::Tensor& timesteps, std::int64_t dim) {
+  const std::int64_t half = dim / 2;
+  auto exponent =
+      torch::arange(0, half, torch::TensorOptions().dtype(torch::kFloat32).device(timesteps.device())) *
+      (-std::log(10000.0));
+  exponent = exponent / static_cast<double>(half);
+  const auto emb = timesteps.reshape({-1, 1}).to(torch::kFloat32) * torch::exp(exponent).unsqueeze(0);
+  auto out = torch::cat({torch::cos(emb), torch::sin(emb)}, -1);
+  if (dim % 2 == 1) out = torch::constant_pad_nd(out, {0, 1});
+  return out;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::int64_t height,
+                                                     std::int64_t width,
+                                                     const std::array<std::int64_t, 3>& axes_dim,
+                                                     double theta, const torch::Device& device) {
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const std::array<std::int64_t, 3> sizes{frames, height, width};
+  std::vector<torch::Tensor> axes;
+  for (const auto s : sizes) axes.push_back(torch::arange(0, s, f32));
+  const auto grid = torch::meshgrid(axes, "ij");
+  std::vector<torch::Tensor> cos_parts, sin_parts;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto dim = axes_dim[i];
+    const auto pos = grid[i].reshape({-1});
+    const auto exps = torch::arange(0, dim, 2, f32).slice(0, 0, dim / 2) / static_cast<double>(dim);
+    const auto freqs = torch::pow(theta, exps).reciprocal() * 1.0;
+    const auto angles = torch::outer(pos, freqs);
+    cos_parts.push_back(angles.cos().repeat_interleave(2, 1));
+    sin_parts.push_back(angles.sin().repeat_interleave(2, 1));
+  }
+  return {torch::cat(cos_parts, 1), torch::cat(sin_parts, 1)};
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
+  const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});
+  auto sizes = x.sizes().vec();
+  sizes.back() /= 2;
+  sizes.push_back(2);
+  const auto pairs = x.reshape(sizes);
+  const auto re = pairs.select(-1, 0);
+  const auto im = pairs.select(-1, 1);
+  const auto rotated = torch::stack({-im, re}, -1).flatten(3);
+  return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
+}
+
+RmsNormImpl::RmsNormImpl(std::int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
+  const auto variance = x.to(torch::kFloat32).pow(2).mean(-1, true);
+  auto y = x * torch::rsqrt(variance + eps_);
+  if (weight.scalar_type() == torch::kHalf || weight.scalar_type() == torch::kBFloat16) {
+    y = y.to(weight.scalar_type());
+  }
+  return (y * weight).to(x.scalar_type());
+}
+
+FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation)
+    : tanh_gelu_(activation == "gelu-approximate") {
+  if (activation != "gelu-approximate" && activation != "linear-silu") {
+    throw ModelError("unknown feed-forward activation '" + activation + "'");
+  }
+  const auto inner = static_cast<std::int64_t>(static_cast<double>(dim) * mult);
+  auto net = container(*this, "net");
+  auto first = container(*net, "0");
+  proj_ = linear(*first, "proj", dim, inner);
+  out_ = linear(*net, "2", inner, dim);
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  auto h = proj_(x);
+  h = tanh_gelu_ ? torch::gelu(h, "tanh") : torch::silu(h);
+  return out_(h);
+}
+
+RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
+  const auto dim = heads * head_dim;
+  to_q_ = linear(*this, "to_q", dim, dim);
+  to_k_ = linear(*this, "to_k", dim, dim);
+  to_v_ = linear(*this, "to_v", dim, dim);
+  auto out = container(*this, "to_out");
+  to_out_ = linear(*out, "0", dim, dim);
+}
+
+torch::Tensor RefinerAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& key_mask) {
+  const auto q = split_heads(to_q_(x), heads_);
+  const auto k = split_heads(to_k_(x), heads_);
+  const auto v = split_heads(to_v_(x), heads_);
+  return to_out_(masked_attention(q, k, v, key_mask));
+}
+
+RefinerBlockImpl::RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio) {
+  const auto dim = heads * head_dim;
+  norm1_ = layer_norm(*this, "norm1", dim, 1e-6);
+  attn_ = register_module("attn", RefinerAttention(heads, head_dim));
+  norm2_ = layer_norm(*this, "norm2", dim, 1e-6);
+  ff_ = register_module("ff", FeedForward(dim, mlp_ratio, "linear-silu"));
+  auto norm_out = container(*this, "norm_out");
+  norm_out_ = linear(*norm_out, "linear", dim, 2 * dim);
+}
+
+torch::Tensor RefinerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& temb,
+                                        const torch::Tensor& key_mask) {
+  const auto attn_out = attn_(norm1_(x), key_mask);
+  const auto gates = norm_out_(torch::silu(temb)).chunk(2, 1);
+  auto h = x + attn_out * gates[0].unsqueeze(1);
+  h = h + ff_(norm2_(h)) * gates[1].unsqueeze(1);
+  return h;
+}
+
+TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
+                                   std::int64_t head_dim, std::int64_t num_layers,
+                                   double mlp_ratio) {
+  const auto dim = heads * head_dim;
+  auto tte = container(*this, "time_text_embed");
+  auto te = container(*tte, "timestep_embedder");
+  time_l1_ = linear(*te, "linear_1", 256, dim);
+  time_l2_ = linear(*te, "linear_2", dim, dim);
+  auto xe = container(*tte, "text_embedder");
+  text_l1_ = linear(*xe, "linear_1", in_channels, dim);
+  text_l2_ = linear(*xe, "linear_2", dim, dim);
+  proj_in_ = linear(*this, "proj_in", in_channels, dim);
+  auto refiner = container(*this, "token_refiner");
+  blocks_ = refiner->register_module("refiner_blocks", nn::ModuleList());
+  for (std::int64_t i = 0; i < num_layers; ++i) blocks_->push_back(RefinerBlock(heads, head_dim, mlp_ratio));
+}
+
+torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Tensor& timestep,
+                                        const torch::Tensor& mask) {
+  torch::Tensor pooled;
+  if (mask.defined()) {
+    const auto m = mask.to(torch::kFloat32).unsqueeze(-1);
+    pooled = ((x * m).sum(1) / m.sum(1)).to(x.scalar_type());
+  } else {
+    pooled = x.mean(1);
+  }
+  const auto t = timestep_sinusoid(timestep, 256).to(pooled.scalar_type());
+  const auto temb = time_l2_(torch::silu(time_l1_(t))) + text_l2_(torch::silu(text_l1_(pooled)));
+  auto h = proj_in_(x);
+  for (const auto& block : *blocks_) h = block->as<RefinerBlock>()->forward(h, temb, mask);
+  return h;
+}
+
+JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
+  const auto dim = heads * head_dim;
+  to_q_ = linear(*this, "to_q", dim, dim);
+  to_k_ = linear(*this, "to_k", dim, dim);
+  to_v_ = linear(*this, "to_v", dim, dim);
+  norm_q_ = register_module("norm_q", RmsNorm(head_dim, 1e-6));
+  norm_k_ = register_module("norm_k", RmsNorm(head_dim, 1e-6));
+  add_q_proj_ = linear(*this, "add_q_proj", dim, dim);
+  add_k_proj_ = linear(*this, "add_k_proj", dim, dim);
+  add_v_proj_ = linear(*this, "add_v_proj", dim, dim);
+  norm_added_q_ = register_module("norm_added_q", RmsNorm(head_dim, 1e-6));
+  norm_added_k_ = register_module("norm_added_k", RmsNorm(head_dim, 1e-6));
+  auto out = container(*this, "to_out");
+  to_out_ = linear(*out, "0", dim, dim);
+  to_add_out_ = linear(*this, "to_add_out", dim, dim);
+}
+
+std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
+    const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
+    const torch::Tensor& cos, const torch::Tensor& sin) {
+  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), cos, sin);
+  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), cos, sin);
+  auto v = split_heads(to_v_(x), heads_);
+  const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
+  const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
+  const auto cv = split_heads(add_v_proj_(context), heads_);
+  torch::Tensor mask;
+  if (text_key_mask.defined()) {
+    mask = torch::cat({torch::ones({x.size(0), x.size(1)}, text_key_mask.options()), text_key_mask}, 1);
+  }
+  const auto out = masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1),
+                                    torch::cat({v, cv}, 1), mask);
+  const auto n = x.size(1);
+  return {to_out_(out.slice(1, 0, n)), to_add_out_(out.slice(1, n))};
+}
+
+DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio)
+    : dim_(heads * head_dim) {
+  norm1_ = linear(*container(*this, "norm1"), "linear", dim_, 6 * dim_);
+  norm1_context_ = linear(*container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
+  attn_ = register_module("attn", JointAttention(heads, head_dim));
+  ff_ = register_module("ff", FeedForward(dim_, mlp_ratio, "gelu-approximate"));
+  ff_context_ = register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate"));
+}
+
+std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
+    const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
+    const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const auto act = torch::silu(temb);
+  // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp.
+  const auto m = norm1_(act).unsqueeze(1).chunk(6, 2);
+  const auto c = norm1_context_(act).unsqueeze(1).chunk(6, 2);
+  const auto nx = plain_layer_norm(x) * (1 + m[1]) + m[0];
+  const auto nc = plain_layer_norm(context) * (1 + c[1]) + c[0];
+  auto [attn_out, ctx_out] = attn_(nx, nc, text_key_mask, cos, sin);
+  auto h = x + attn_out * m[2];
+  auto e = context + ctx_out * c[2];
+  h = h + m[5] * ff_(plain_layer_norm(h) * (1 + m[4]) + m[3]);
+  e = e + c[5] * ff_context_(plain_layer_norm(e) * (1 + c[4]) + c[3]);
+  return {h, e};
+}
+
+// --- the model ----------------------------------------------------------------------------
+
+HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(TransformerOptions options)
+    : options_(std::move(options)) {
+  const auto& o = options_;
+  const auto dim = o.inner_dim();
+  x_embedder_ = nn::Conv3d(container(*this, "x_embedder")
+                               ->register_module("proj", nn::Conv3d(nn::Conv3dOptions(
+                                                             o.in_channels, dim,
+                                                             {o.patch_size_t, o.patch_size, o.patch_size})
+                                                             .stride({o.patch_size_t, o.patch_size, o.patch_size}))));
+  auto image = container(*this, "image_embedder");
+  image_norm_in_ = layer_norm(*image, "norm_in", o.image_embed_dim, 1e-5);
+  image_l1_ = linear(*image, "linear_1", o.image_embed_dim, o.image_embed_dim);
+  image_l2_ = linear(*image, "linear_2", o.image_embed_dim, dim);
+  image_norm_out_ = layer_norm(*image, "norm_out", dim, 1e-5);
+  context_embedder_ = register_module(
+      "context_embedder", TokenRefiner(o.text_embed_dim, o.num_attention_heads, o.attention_head_dim,
+                                       o.num_refiner_layers, 4.0));
+  auto byt5 = container(*this, "context_embedder_2");
+  byt5_norm_ = layer_norm(*byt5, "norm", o.text_embed_2_dim, 1e-5);
+  byt5_l1_ = linear(*byt5, "linear_1", o.text_embed_2_dim, 2048);
+  byt5_l2_ = linear(*byt5, "linear_2", 2048, 2048);
+  byt5_l3_ = linear(*byt5, "linear_3", 2048, dim);
+  auto time = container(*this, "time_embed");
+  auto te = container(*time, "timestep_embedder");
+  time_l1_ = linear(*te, "linear_1", 256, dim);
+  time_l2_ = linear(*te, "linear_2", dim, dim);
+  if (o.use_meanflow) {
+    auto ter = container(*time, "timestep_embedder_r");
+    time_r_l1_ = linear(*ter, "linear_1", 256, dim);
+    time_r_l2_ = linear(*ter, "linear_2", dim, dim);
+  }
+  cond_type_embed_ = register_module("cond_type_embed", nn::Embedding(3, dim));
+  blocks_ = register_module("transformer_blocks", nn::ModuleList());
+  for (std::int64_t i = 0; i < o.num_layers; ++i) {
+    blocks_->push_back(DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio));
+  }
+  norm_out_ = linear(*container(*this, "norm_out"), "linear", dim, 2 * dim);
+  proj_out_ = linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
+}
+
+void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs& in) const {
+  const auto& o = options_;
+  auto fail = [](const std::string& what) { throw ModelError(what, {"HunyuanVideo15Transformer3DModel"}); };
+  if (!in.hidden_states.defined() || in.hidden_states.dim() != 5) fail("hidden_states must be [B, C, F, H, W]");
+  const auto b = in.hidden_states.size(0);
+  if (in.hidden_states.size(1) != o.in_channels) {
+    fail("hidden_states has " + std::to_string(in.hidden_states.size(1)) + " channels, the model " +
+         std::to_string(o.in_channels));
+  }
+  if (in.hidden_states.size(2) % o.patch_size_t != 0 || in.hidden_states.size(3) % o.patch_size != 0 ||
+      in.hidden_states.size(4) % o.patch_size != 0) {
+    fail("hidden_states frames/height/width are not multiples of the patch size");
+  }
+  if (!in.timestep.defined() || in.timestep.numel() != b) fail("timestep must have one value per batch entry");
+  auto check_text = [&](const torch::Tensor& x, const torch::Tensor& mask, std::int64_t dim, const char* name) {
+    if (!x.defined() || x.dim() != 3 || x.size(0) != b || x.size(2) != dim) {
+      fail(std::string(name) + " must be [B, L, " + std::to_string(dim) + "]");
+    }
+    if (!mask.defined() || mask.dim() != 2 || mask.size(0) != b || mask.size(1) != x.size(1)) {
+      fail(std::string(name) + " mask must be [B, L]");
+    }
+  };
+  check_text(in.encoder_hidden_states, in.encoder_attention_mask, o.text_embed_dim, "encoder_hidden_states");
+  check_text(in.encoder_hidden_states_2, in.encoder_attention_mask_2, o.text_embed_2_dim,
+             "encoder_hidden_states_2");
+  if (in.image_embeds.defined() &&
+      (in.image_embeds.dim() != 3 || in.image_embeds.size(0) != b || in.image_embeds.size(2) != o.image_embed_dim)) {
+    fail("image_embeds must be [B, L, " + std::to_string(o.image_embed_dim) + "]");
+  }
+  if (o.use_meanflow && in.timestep_r.defined() && in.timestep_r.numel() != b) {
+    fail("timestep_r must have one value per batch entry");
+  }
+}
+
+HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelImpl::build_context(
+    const TransformerInputs& in, const torch::Tensor& timestep, bool drop) {
+  const auto dtype = proj_out_->weight.scalar_type();
+  const auto device = proj_out_->weight.device();
+  const auto b = in.hidden_states.size(0);
+  const auto qwen = in.encoder_hidden_states.to(device, dtype);
+  const auto byt5 = in.encoder_hidden_states_2.to(device, dtype);
+  const auto qmask = in.encoder_attention_mask.to(device).to(torch::kBool);
+  const auto bmask = in.encoder_attention_mask_2.to(device).to(torch::kBool);
+  const bool has_image = in.image_embeds.defined() && in.image_embeds.size(1) > 0;
+  const bool is_t2v = !has_image || !in.image_embeds.ne(0).any().item<bool>();
+  const auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  auto cond = [&](std::int64_t type) { return cond_type_embed_(torch::full({1, 1}, type, long_opts)); };
+  auto byt5_mlp = [&](const torch::Tensor& x) {
+    auto h = torch::gelu(byt5_l1_(byt5_norm_(x)));
+    h = torch::gelu(byt5_l2_(h));
+    return byt5_l3_(h) + cond(1);
+  };
+  auto image_mlp = [&](const torch::Tensor& x) {
+    return image_norm_out_(image_l2_(torch::gelu(image_l1_(image_norm_in_(x)))));
+  };
+
+  if (drop) {
+    // Batch 1: keep only the valid tokens, in the reference's order.
+    std::vector<torch::Tensor> parts;
+    if (!is_t2v) parts.push_back(image_mlp(in.image_embeds.to(device, dtype)) + cond(2));
+    const auto bidx = bmask[0].nonzero().view({-1});
+    if (bidx.numel() > 0) parts.push_back(byt5_mlp(byt5.index_select(1, bidx)));
+    const auto qidx = qmask[0].nonzero().view({-1});
+    if (qidx.numel() == 0) throw ModelError("encoder_attention_mask has no valid token");
+    const auto qvalid = qwen.index_select(1, qidx);
+    parts.push_back(context_embedder_(qvalid, timestep, torch::Tensor()) + cond(0));
+    return {torch::cat(parts, 1), torch::Tensor()};
+  }
+
+  // Reference layout: [valid image, valid byT5, valid Qwen, invalid image, invalid byT5
+  // (zeroed), invalid Qwen (zeroed)], padding masked.
+  if (!qmask.any(1).all().item<bool>()) throw ModelError("encoder_attention_mask has no valid token");
+  const auto refined = context_embedder_(qwen, timestep, qmask) + cond(0);
+  const auto glyph = byt5_mlp(byt5);
+  std::vector<torch::Tensor> tokens;
+  std::vector<torch::Tensor> valid;
+  if (has_image) {
+    auto img = image_mlp(in.image_embeds.to(device, dtype));
+    if (is_t2v) img = img * 0.0;
+    tokens.push_back(img + cond(2));
+    valid.push_back(torch::full({b, img.size(1)}, !is_t2v, torch::TensorOptions().dtype(torch::kBool).device(device)));
+  }
+  tokens.push_back(glyph * bmask.unsqueeze(-1).to(dtype));
+  valid.push_back(bmask);
+  tokens.push_back(refined * qmask.unsqueeze(-1).to(dtype));
+  valid.push_back(qmask);
+  const auto all_tokens = torch::cat(tokens, 1);
+  const auto all_valid = torch::cat(valid, 1);
+  const auto order = std::get<1>(torch::sort(all_valid.logical_not().to(torch::kInt), /*stable=*/true, 1, false));
+  const auto gathered =
+      all_tokens.gather(1, order.unsqueeze(-1).expand({b, order.size(1), all_tokens.size(2)}));
+  return {gathered, all_valid.gather(1, order)};
+}
+
+torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in) {
+  check_inputs(in);
+  const auto& o = options_;
+  const auto dtype = proj_out_->weight.scalar_type();
+  const auto device = proj_out_->weight.device();
+  const auto x_in = in.hidden_states.to(device, dtype);
+  const auto b = x_in.size(0);
+  const auto pf = x_in.size(2) / o.patch_size_t;
+  const auto ph = x_in.size(3) / o.patch_size;
+  const auto pw = x_in.size(4) / o.patch_size;
+
+  // 1. RoPE tables (cached per grid).
+  if (!rope_cos_.defined() || rope_grid_ != std::array<std::int64_t, 3>{pf, ph, pw} ||
+      rope_cos_.device() != device) {
+    std::tie(rope_cos_, rope_sin_) = rope_tables(pf, ph, pw, o.rope_axes_dim, o.rope_theta, device);
+    rope_grid_ = {pf, ph, pw};
+  }
+
+  // 2. Conditioning.
+  const auto timestep = in.timestep.to(device).reshape({b});
+  auto temb = time_l2_(torch::silu(time_l1_(timestep_sinusoid(timestep, 256).to(dtype))));
+  if (o.use_meanflow && in.timestep_r.defined()) {
+    const auto tr = in.timestep_r.to(device).reshape({b});
+    temb = temb + time_r_l2_(torch::silu(time_r_l1_(timestep_sinusoid(tr, 256).to(dtype))));
+  }
+
+  torch::Tensor x;
+  if (o.patch_size == 1 && o.patch_size_t == 1) {
+    // A 1x1x1 convolution is a matmul over channels.
+    const auto w = x_embedder_->weight.view({x_embedder_->weight.size(0), -1});
+    x = torch::linear(x_in.flatten(2).transpose(1, 2), w, x_embedder_->bias);
+  } else {
+    x = x_embedder_(x_in).flatten(2).transpose(1, 2);
+  }
+
+  const bool drop = padding_ == TextPadding::drop || (padding_ == TextPadding::automatic && b == 1);
+  if (drop && b != 1) throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
+  auto [context, key_mask] = build_context(in, timestep, drop);
+
+  // 3. Double-stream blocks.
+  for (const auto& block : *blocks_) {
+    std::tie(x, context) = block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, rope_cos_, rope_sin_);
+  }
+
+  // 4. Output head (AdaLayerNormContinuous: scale first, then shift).
+  const auto mod = norm_out_(torch::silu(temb).to(dtype)).unsqueeze(1).chunk(2, 2);
+  x = plain_layer_norm(x) * (1 + mod[0]) + mod[1];
+  x = proj_out_(x);
+  x = x.reshape({b, pf, ph, pw, -1, o.patch_size_t, o.patch_size, o.patch_size});
+  x = x.permute({0, 4, 1, 5, 2, 6, 3, 7});
+  return x.reshape({b, x.size(1), pf * o.patch_size_t, ph * o.patch_size, pw * o.patch_size});
+}
+
+}  // namespace omnidp::models::hv15

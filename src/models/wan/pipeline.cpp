@@ -1,0 +1,340 @@
+#include "omnidp/models/wan/pipeline.hpp"
+
+#include <ATen/Context.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/image.hpp"
+#include "omnidp/common/log.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+
+namespace omnidp::models::wan {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kWanTextTokens = 512;  // the pipelines' max_sequence_length
+
+torch::ScalarType to_torch(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return torch::kBFloat16;
+    case DType::fp16: return torch::kFloat16;
+    case DType::fp32: break;
+  }
+  return torch::kFloat32;
+}
+
+void freeze(torch::nn::Module& module) {
+  for (auto& p : module.parameters(true)) p.set_requires_grad(false);
+}
+
+// Zeroes the positions the mask marks invalid and pads with zeros to 512 tokens, as
+// WanPipeline._get_t5_prompt_embeds does.
+torch::Tensor wan_text_context(const PromptEmbedding& e) {
+  auto x = e.embeds.to(torch::kFloat32);
+  if (e.mask.defined()) x = x * e.mask.to(x.device()).to(torch::kFloat32).unsqueeze(-1);
+  if (x.size(1) < kWanTextTokens) {
+    x = torch::cat({x, torch::zeros({x.size(0), kWanTextTokens - x.size(1), x.size(2)}, x.options())}, 1);
+  }
+  return x;
+}
+
+}  // namespace
+
+WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
+    : parts_(std::move(parts)), device_(device) {
+  if (!parts_.transformer || !parts_.vae) throw ModelError("WanPipeline needs a transformer and a VAE");
+  if (parts_.transformer->options().in_channels != parts_.vae->options().z_dim ||
+      parts_.transformer->options().out_channels != parts_.vae->options().z_dim) {
+    throw ModelError("transformer in/out channels do not match the VAE z_dim");
+  }
+}
+
+std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, int width) const {
+  const auto& vo = parts_.vae->options();
+  return {1, parts_.transformer->options().in_channels,
+          (num_frames - 1) / vo.scale_factor_temporal + 1, height / vo.scale_factor_spatial,
+          width / vo.scale_factor_spatial};
+}
+
+WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateContext* ctx) {
+  c10::InferenceMode inference;
+  auto& transformer = parts_.transformer;
+  auto& vae = parts_.vae;
+  const auto& to = transformer->options();
+  const auto& vo = vae->options();
+
+  // The reference's rounding of the size (with a warning there too).
+  const int t = static_cast<int>(vo.scale_factor_temporal);
+  int frames = in.num_frames % t != 1 ? in.num_frames / t * t + 1 : in.num_frames;
+  frames = std::max(frames, 1);
+  const int h_mult = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
+  const int w_mult = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
+  const int height = in.height / h_mult * h_mult;
+  const int width = in.width / w_mult * w_mult;
+  if (frames != in.num_frames || height != in.height || width != in.width) {
+    log_warn("wan: size " + std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
+             std::to_string(in.num_frames) + " adjusted to " + std::to_string(width) + "x" +
+             std::to_string(height) + "x" + std::to_string(frames) + " as the reference does");
+  }
+  if (height <= 0 || width <= 0) throw ModelError("height and width must be at least 32");
+  if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
+  const auto shape = latent_shape(frames, height, width);
+  if (!in.noise.defined() || in.noise.sizes().vec() != shape) {
+    throw ModelError("noise must have the latent shape [1, z, T, h, w]");
+  }
+
+  const bool do_cfg = in.guidance_scale > 1.0;
+  const auto tdtype = transformer->dtype();
+  const auto prompt = in.prompt_embeds.to(device_, tdtype);
+  torch::Tensor negative;
+  if (do_cfg) {
+    if (!in.negative_prompt_embeds.defined()) {
+      throw ModelError("guidance_scale > 1 needs negative prompt embeddings");
+    }
+    negative = in.negative_prompt_embeds.to(device_, tdtype);
+  }
+  const bool batch_cfg = do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
+  const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
+
+  UniPCOptions so = parts_.scheduler;
+  so.flow_shift = in.flow_shift;
+  UniPCScheduler scheduler(so);
+  scheduler.set_timesteps(in.num_inference_steps);
+  const int steps = scheduler.num_steps();
+
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  auto latents = in.noise.to(device_, torch::kFloat32);
+
+  // expand_timesteps: mask 0 on the conditioned first latent frame (I2V), 1 elsewhere.
+  auto mask = torch::ones({1, 1, shape[2], shape[3], shape[4]}, f32);
+  torch::Tensor condition;
+  if (in.image.defined()) {
+    const auto image = in.image.to(device_, torch::kFloat32).unsqueeze(2).to(vae->dtype());
+    const auto latent = vae->encode(image).mean.to(torch::kFloat32);
+    condition = vae->normalize_latents(latent);
+    mask.select(2, 0).zero_();
+  }
+  const auto token_mask = mask[0][0]
+                              .slice(0, 0, shape[2], to.patch_size[0])
+                              .slice(1, 0, shape[3], to.patch_size[1])
+                              .slice(2, 0, shape[4], to.patch_size[2])
+                              .flatten();
+  const auto blend = [&](const torch::Tensor& x) {
+    return condition.defined() ? (1 - mask) * condition + mask * x : x;
+  };
+
+  const auto timesteps = scheduler.timesteps().to(device_);
+  for (int i = 0; i < steps; ++i) {
+    if (ctx != nullptr && ctx->abandoned && ctx->abandoned()) {
+      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    }
+    const auto model_input = blend(latents).to(tdtype);
+    const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
+    torch::Tensor noise_pred;
+    if (batch_cfg) {
+      const auto out = transformer->forward(torch::cat({model_input, model_input}, 0),
+                                            ts.expand({2, -1}), context);
+      const auto cond = out.narrow(0, 0, 1);
+      const auto uncond = out.narrow(0, 1, 1);
+      noise_pred = uncond + in.guidance_scale * (cond - uncond);
+    } else {
+      noise_pred = transformer->forward(model_input, ts, prompt);
+      if (do_cfg) {
+        const auto uncond = transformer->forward(model_input, ts, negative);
+        noise_pred = uncond + in.guidance_scale * (noise_pred - uncond);
+      }
+    }
+    latents = scheduler.step(noise_pred, i, latents);
+    if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
+  }
+  latents = blend(latents);
+
+  WanSampleOutputs out;
+  out.final_latents = latents;
+  const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
+  auto video = vae->decode(z);  // [1, 3, F, H, W]
+  video = (video / 2 + 0.5).clamp(0, 1);
+  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous().cpu();
+  return out;
+}
+
+torch::Tensor WanPipeline::encode_text(const std::string& text) {
+  if (!parts_.text_encoder) {
+    throw InputError("<prompt>", "model '" + parts_.model_name +
+                                     "' has no text encoder in this build: give the request a "
+                                     "prompt_embeds file");
+  }
+  return wan_text_context(parts_.text_encoder->encode(text));
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanPipeline::text_embeddings(const Request& request,
+                                                                     bool need_negative) {
+  const auto text_dim = parts_.transformer->options().text_dim;
+  torch::Tensor positive, negative;
+  if (!request.prompt_embeds.empty()) {
+    try {
+      const SafetensorsFile file(request.prompt_embeds);
+      positive = file.tensor("prompt_embeds", torch::kFloat32);
+      if (need_negative && file.contains("negative_prompt_embeds")) {
+        negative = file.tensor("negative_prompt_embeds", torch::kFloat32);
+      }
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::input) throw;
+      throw InputError(request.prompt_embeds, e.what());
+    }
+    for (const auto* t : {&positive, &negative}) {
+      if (t->defined() && (t->dim() != 3 || t->size(0) != 1 || t->size(2) != text_dim)) {
+        throw InputError(request.prompt_embeds,
+                         "embeddings must be [1, L, " + std::to_string(text_dim) + "]");
+      }
+    }
+  } else {
+    positive = encode_text(request.prompt);
+  }
+  if (need_negative && !negative.defined()) {
+    if (!cached_negative_.defined() || cached_negative_text_ != request.negative_prompt) {
+      cached_negative_ = encode_text(request.negative_prompt);
+      cached_negative_text_ = request.negative_prompt;
+    }
+    negative = cached_negative_;
+  }
+  return {positive, negative};
+}
+
+Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) {
+  c10::InferenceMode inference;
+  WanSampleInputs in;
+  in.num_frames = request.num_frames;
+  in.height = request.height;
+  in.width = request.width;
+  in.num_inference_steps = request.num_inference_steps;
+  in.guidance_scale = request.guidance_scale;
+  in.flow_shift = request.flow_shift;
+  std::tie(in.prompt_embeds, in.negative_prompt_embeds) =
+      text_embeddings(request, request.guidance_scale > 1.0);
+  if (request.task == Task::i2v) {
+    if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
+    const RgbImage image = decode_image_rgb(request.image, parts_.max_image_pixels);
+    in.image = preprocess_image(image, request.height, request.width);
+  }
+  // The rounded size decides the latent shape (sample() rounds the same way).
+  const auto& vo = parts_.vae->options();
+  const int t = static_cast<int>(vo.scale_factor_temporal);
+  const int frames = std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1
+                                                          : request.num_frames, 1);
+  const auto& to = parts_.transformer->options();
+  const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
+  const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
+  in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
+                       request.seed);
+  const auto out = sample(in, &ctx);
+
+  const auto bytes = (out.video[0] * 255).round().to(torch::kUInt8).contiguous();
+  Video video;
+  video.frames = static_cast<int>(bytes.size(0));
+  video.height = static_cast<int>(bytes.size(1));
+  video.width = static_cast<int>(bytes.size(2));
+  video.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
+  video.check();
+  return video;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction
+
+WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarType dtype,
+                                           torch::Device device) {
+  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"));
+  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU);
+  model->to_dtype(device, dtype);
+  freeze(*model);
+  return model;
+}
+
+std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const DeviceBinding& binding) {
+  const auto& m = config.model;
+  torch::Device device(torch::kCPU);
+  if (binding.kind == DeviceKind::cuda) {
+    if (!torch::cuda::is_available()) {
+      throw ConfigError("model.device", "cuda requested but this libtorch/machine has no CUDA device");
+    }
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
+  }
+  const auto dtype = to_torch(m.dtype);
+  if (config.determinism.strict) {
+    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    at::globalContext().setDeterministicAlgorithms(true, false);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
+  if (m.torch_threads > 0) torch::set_num_threads(m.torch_threads);
+
+  WanPipelineParts parts;
+  parts.model_name = m.name;
+  parts.device_name = binding.name.empty() ? device.str() : binding.name;
+
+  WanTransformerOptions topts;
+  AutoencoderKLWanOptions vopts;
+  const fs::path root(m.path);
+  if (m.name == "tiny-wan") {
+    if (m.weights != WeightsSource::random) {
+      throw ConfigError("model.weights", "tiny-wan has seeded random weights only (weights: random)");
+    }
+    topts = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny-wan transformer");
+    vopts = AutoencoderKLWanOptions::from_json_text(tiny_wan_vae_config(), "tiny-wan vae");
+  } else if (m.name == "wan2.2-ti2v-5b") {
+    if (m.weights == WeightsSource::pretrained) {
+      if (m.path.empty()) throw ConfigError("model.path", "wan2.2-ti2v-5b with pretrained weights needs model.path");
+      const auto index = read_json(root / "model_index.json");
+      if (!index.value("expand_timesteps", false)) {
+        throw ModelError("only the Wan2.2 TI2V layout (model_index.json expand_timesteps: true) is supported",
+                         {(root / "model_index.json").string()});
+      }
+      if (index.contains("transformer_2") && !index.at("transformer_2").is_null() &&
+          !(index.at("transformer_2").is_array() && index.at("transformer_2").at(0).is_null())) {
+        throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
+                         {(root / "model_index.json").string()});
+      }
+      parts.transformer = load_wan_transformer(root / "transformer", dtype, device);
+      parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
+      parts.scheduler = unipc_options_from_config(read_json(root / "scheduler" / "scheduler_config.json"));
+    } else if (!m.path.empty()) {
+      topts = WanTransformerOptions::from_file(root / "transformer" / "config.json");
+      vopts = AutoencoderKLWanOptions::from_file(root / "vae");
+    } else {
+      topts = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(),
+                                                    "wan2.2-ti2v-5b transformer");
+      vopts = AutoencoderKLWanOptions::wan22_ti2v_5b();
+    }
+  } else {
+    throw ConfigError("model.name", "'" + m.name + "' is not a Wan model");
+  }
+  if (!parts.transformer) {
+    // Seeded random weights: transformer from weights_seed, VAE from weights_seed + 1.
+    WanTransformer3DModel transformer(topts);
+    init_random_weights(*transformer, m.weights_seed);
+    transformer->to_dtype(device, dtype);
+    freeze(*transformer);
+    parts.transformer = transformer;
+    AutoencoderKLWan vae(vopts);
+    init_random_weights(*vae, m.weights_seed + 1);
+    vae->to(device, dtype);
+    freeze(*vae);
+    parts.vae = vae;
+  }
+  parts.transformer->fuse_projections();
+  parts.max_image_pixels = config.input.max_image_pixels;
+  // Text: a request's prompt_embeds file until the prompt encoders are wired in.
+  return std::make_unique<WanPipeline>(std::move(parts), device);
+}
+
+}  // namespace omnidp::models::wan

@@ -1,0 +1,472 @@
+#include "omnidp/models/wan/transformer.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/attention.hpp"
+
+namespace omnidp::models::wan {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t get_int(const json& j, const char* key, std::int64_t fallback, const std::string& origin) {
+  if (!j.contains(key) || j.at(key).is_null()) return fallback;
+  if (!j.at(key).is_number_integer()) {
+    throw ModelError(std::string("field '") + key + "' must be an integer", {origin});
+  }
+  return j.at(key).get<std::int64_t>();
+}
+
+// GELU(tanh) with a projection: Diffusers' GELU module of FeedForward ("net.0").
+class GeluProjImpl : public torch::nn::Module {
+ public:
+  GeluProjImpl(std::int64_t in, std::int64_t out)
+      : proj(register_module("proj", torch::nn::Linear(in, out))) {}
+  torch::nn::Linear proj;
+};
+TORCH_MODULE(GeluProj);
+
+// Placeholder for the reference's parameter-free Dropout entries (keeps ModuleList indices).
+class NoParamsImpl : public torch::nn::Module {};
+TORCH_MODULE(NoParams);
+
+torch::Tensor fp32_layer_norm(const torch::Tensor& x, std::int64_t dim, double eps) {
+  return torch::layer_norm(x.to(torch::kFloat32), {dim}, {}, {}, eps);
+}
+
+}  // namespace
+
+WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& text,
+                                                            const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw ModelError(std::string("invalid JSON: ") + e.what(), {origin});
+  }
+  if (!j.is_object()) throw ModelError("config is not a JSON object", {origin});
+  WanTransformerOptions o;
+  if (j.contains("patch_size")) {
+    const auto& p = j.at("patch_size");
+    if (!p.is_array() || p.size() != 3) throw ModelError("patch_size must be a list of 3", {origin});
+    for (std::size_t i = 0; i < 3; ++i) o.patch_size[i] = p.at(i).get<std::int64_t>();
+  }
+  o.num_attention_heads = get_int(j, "num_attention_heads", o.num_attention_heads, origin);
+  o.attention_head_dim = get_int(j, "attention_head_dim", o.attention_head_dim, origin);
+  o.in_channels = get_int(j, "in_channels", o.in_channels, origin);
+  o.out_channels = get_int(j, "out_channels", o.in_channels, origin);
+  o.text_dim = get_int(j, "text_dim", o.text_dim, origin);
+  o.freq_dim = get_int(j, "freq_dim", o.freq_dim, origin);
+  o.ffn_dim = get_int(j, "ffn_dim", o.ffn_dim, origin);
+  o.num_layers = get_int(j, "num_layers", o.num_layers, origin);
+  o.rope_max_seq_len = get_int(j, "rope_max_seq_len", o.rope_max_seq_len, origin);
+  if (j.contains("cross_attn_norm")) o.cross_attn_norm = j.at("cross_attn_norm").get<bool>();
+  if (j.contains("eps")) o.eps = j.at("eps").get<double>();
+  if (j.contains("qk_norm") && !(j.at("qk_norm").is_string() &&
+                                 j.at("qk_norm").get<std::string>() == "rms_norm_across_heads")) {
+    throw ModelError("unsupported qk_norm " + j.at("qk_norm").dump() +
+                         " (only \"rms_norm_across_heads\")", {origin});
+  }
+  for (const char* key : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
+    if (j.contains(key) && !j.at(key).is_null()) {
+      throw ModelError(std::string("unsupported: '") + key +
+                           "' is set (the Wan2.1 image-embedding variant is not implemented)",
+                       {origin});
+    }
+  }
+  if (o.num_attention_heads <= 0 || o.attention_head_dim <= 0 || o.attention_head_dim % 2 != 0 ||
+      o.num_layers < 0 || o.in_channels <= 0 || o.out_channels <= 0 || o.freq_dim % 2 != 0 ||
+      o.patch_size[0] <= 0 || o.patch_size[1] <= 0 || o.patch_size[2] <= 0) {
+    throw ModelError("inconsistent transformer dimensions", {origin});
+  }
+  return o;
+}
+
+WanTransformerOptions WanTransformerOptions::from_file(const std::filesystem::path& config_json) {
+  std::ifstream in(config_json);
+  if (!in) throw ModelError("cannot read transformer config", {config_json.string()});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_json_text(ss.str(), config_json.string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rotary embedding
+
+std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(std::int64_t head_dim,
+                                                        std::int64_t max_seq_len, double theta,
+                                                        std::int64_t frames, std::int64_t height,
+                                                        std::int64_t width) {
+  if (frames > max_seq_len || height > max_seq_len || width > max_seq_len) {
+    throw ModelError("latent grid " + std::to_string(frames) + "x" + std::to_string(height) + "x" +
+                     std::to_string(width) + " exceeds rope_max_seq_len " +
+                     std::to_string(max_seq_len));
+  }
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  const std::int64_t hw_dim = 2 * (head_dim / 6);
+  const std::int64_t t_dim = head_dim - 2 * hw_dim;
+  std::vector<torch::Tensor> cos_parts, sin_parts;
+  const auto pos = torch::arange(max_seq_len, f64);
+  for (const std::int64_t dim : {t_dim, hw_dim, hw_dim}) {
+    const auto exponent = torch::arange(0, dim, 2, f64).slice(0, 0, dim / 2) / static_cast<double>(dim);
+    const auto freqs = 1.0 / torch::pow(theta, exponent);
+    const auto angles = torch::outer(pos, freqs);  // [S, dim/2] float64
+    cos_parts.push_back(angles.cos().repeat_interleave(2, 1).to(torch::kFloat32));
+    sin_parts.push_back(angles.sin().repeat_interleave(2, 1).to(torch::kFloat32));
+  }
+  const auto cos_table = torch::cat(cos_parts, 1);  // [S, head_dim]
+  const auto sin_table = torch::cat(sin_parts, 1);
+  const std::int64_t third = head_dim / 3;
+  const std::vector<std::int64_t> split{head_dim - 2 * third, third, third};
+  const auto build = [&](const torch::Tensor& table) {
+    const auto parts = table.split_with_sizes(split, 1);
+    const auto pf = parts[0].slice(0, 0, frames).view({frames, 1, 1, -1}).expand({frames, height, width, -1});
+    const auto ph = parts[1].slice(0, 0, height).view({1, height, 1, -1}).expand({frames, height, width, -1});
+    const auto pw = parts[2].slice(0, 0, width).view({1, 1, width, -1}).expand({frames, height, width, -1});
+    return torch::cat({pf, ph, pw}, -1).reshape({frames * height * width, head_dim});
+  };
+  const auto cos_full = build(cos_table);
+  const auto sin_full = build(sin_table);
+  return {cos_full.slice(1, 0, head_dim, 2).contiguous(), sin_full.slice(1, 1, head_dim, 2).contiguous()};
+}
+
+torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& cos,
+                             const torch::Tensor& sin) {
+  // x [B, L, H, D] -> pairs [B, L, H, D/2, 2]; cos/sin [L, D/2] -> [1, L, 1, D/2].
+  const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
+  const auto x1 = pairs.select(-1, 0);
+  const auto x2 = pairs.select(-1, 1);
+  const auto c = cos.unsqueeze(0).unsqueeze(2);
+  const auto s = sin.unsqueeze(0).unsqueeze(2);
+  const auto out = torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2);
+  return out.to(x.scalar_type());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers
+
+RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  const auto xf = x.to(torch::kFloat32);
+  const auto normed = (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps_)).to(x.scalar_type());
+  return normed * weight;
+}
+
+WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross)
+    : heads_(heads), cross_(cross) {
+  to_q = register_module("to_q", torch::nn::Linear(dim, dim));
+  to_k = register_module("to_k", torch::nn::Linear(dim, dim));
+  to_v = register_module("to_v", torch::nn::Linear(dim, dim));
+  to_out = register_module("to_out", torch::nn::ModuleList());
+  to_out->push_back(torch::nn::Linear(dim, dim));
+  norm_q = register_module("norm_q", RMSNorm(dim, eps));
+  norm_k = register_module("norm_k", RMSNorm(dim, eps));
+}
+
+void WanAttentionImpl::fuse_projections() {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::nn::Linear> parts;
+  if (!cross_) parts.push_back(to_q);
+  parts.push_back(to_k);
+  parts.push_back(to_v);
+  std::vector<torch::Tensor> weights, biases;
+  for (auto& p : parts) {
+    weights.push_back(p->weight);
+    biases.push_back(p->bias);
+  }
+  fused_weight_ = torch::cat(weights, 0);
+  fused_bias_ = torch::cat(biases, 0);
+  // Make the named parameters views into the fused storage: no duplicated memory.
+  std::int64_t offset = 0;
+  for (auto& p : parts) {
+    const std::int64_t rows = p->weight.size(0);
+    p->weight.set_data(fused_weight_.narrow(0, offset, rows));
+    p->bias.set_data(fused_bias_.narrow(0, offset, rows));
+    offset += rows;
+  }
+}
+
+torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
+                                        const torch::Tensor& rope_cos,
+                                        const torch::Tensor& rope_sin) {
+  const auto& kv_in = cross_ ? context : x;
+  // A later .to() replaces the parameters' storage; fall back to separate GEMMs then.
+  const bool use_fused =
+      fused_weight_.defined() && (cross_ ? to_k : to_q)->weight.is_alias_of(fused_weight_);
+  torch::Tensor q, k, v;
+  if (use_fused && !cross_) {
+    const auto qkv = torch::nn::functional::linear(x, fused_weight_, fused_bias_).chunk(3, -1);
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
+  } else if (use_fused) {
+    q = to_q->forward(x);
+    const auto kv = torch::nn::functional::linear(kv_in, fused_weight_, fused_bias_).chunk(2, -1);
+    k = kv[0];
+    v = kv[1];
+  } else {
+    q = to_q->forward(x);
+    k = to_k->forward(kv_in);
+    v = to_v->forward(kv_in);
+  }
+  q = norm_q->forward(q).unflatten(2, {heads_, -1});  // [B, L, H, Dh]
+  k = norm_k->forward(k).unflatten(2, {heads_, -1});
+  v = v.unflatten(2, {heads_, -1});
+  if (rope_cos.defined()) {
+    q = apply_wan_rope(q, rope_cos, rope_sin);
+    k = apply_wan_rope(k, rope_cos, rope_sin);
+  }
+  auto out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2));
+  out = out.transpose(1, 2).flatten(2, 3).to(q.scalar_type());
+  return to_out[0]->as<torch::nn::Linear>()->forward(out);
+}
+
+WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim) {
+  net = register_module("net", torch::nn::ModuleList());
+  auto gelu = GeluProj(dim, inner_dim);
+  proj_in_ = gelu->proj;
+  proj_out_ = torch::nn::Linear(inner_dim, dim);
+  net->push_back(gelu);
+  net->push_back(NoParams());
+  net->push_back(proj_out_);
+}
+
+torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
+  return proj_out_->forward(torch::gelu(proj_in_->forward(x), "tanh"));
+}
+
+WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
+    : dim_(o.inner_dim()), eps_(o.eps) {
+  attn1 = register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false));
+  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true));
+  if (o.cross_attn_norm) {
+    norm2 = register_module(
+        "norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
+  }
+  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim));
+  scale_shift_table = register_parameter(
+      "scale_shift_table", torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_)));
+}
+
+torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
+                                               const torch::Tensor& temb_proj,
+                                               const torch::Tensor& rope_cos,
+                                               const torch::Tensor& rope_sin) {
+  // Modulation: [1,6,D] + [B,6,D] -> six [B,1,D]; per token: [1,1,6,D] + [B,N,6,D] -> [B,N,D].
+  std::vector<torch::Tensor> mod;
+  if (temb_proj.dim() == 4) {
+    mod = (scale_shift_table.unsqueeze(0) + temb_proj.to(torch::kFloat32)).unbind(2);
+  } else {
+    const auto m = scale_shift_table + temb_proj.to(torch::kFloat32);
+    for (std::int64_t i = 0; i < 6; ++i) mod.push_back(m.narrow(1, i, 1));
+  }
+  const auto& shift_msa = mod[0];
+  const auto& scale_msa = mod[1];
+  const auto& gate_msa = mod[2];
+  const auto& c_shift = mod[3];
+  const auto& c_scale = mod[4];
+  const auto& c_gate = mod[5];
+  const auto dtype = x.scalar_type();
+
+  // 1. Self-attention.
+  auto norm_x = (fp32_layer_norm(x, dim_, eps_) * (1 + scale_msa) + shift_msa).to(dtype);
+  auto attn = attn1->forward(norm_x, {}, rope_cos, rope_sin);
+  auto h = (x.to(torch::kFloat32) + attn * gate_msa).to(dtype);
+
+  // 2. Cross-attention.
+  if (norm2) {
+    norm_x = torch::layer_norm(h.to(torch::kFloat32), {dim_}, norm2->weight.to(torch::kFloat32),
+                               norm2->bias.to(torch::kFloat32), eps_)
+                 .to(dtype);
+  } else {
+    norm_x = h;
+  }
+  h = h + attn2->forward(norm_x, context, {}, {});
+
+  // 3. Feed-forward.
+  norm_x = (fp32_layer_norm(h, dim_, eps_) * (1 + c_scale) + c_shift).to(dtype);
+  const auto ff = ffn->forward(norm_x);
+  return (h.to(torch::kFloat32) + ff.to(torch::kFloat32) * c_gate).to(dtype);
+}
+
+WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
+  linear_1 = register_module("linear_1", torch::nn::Linear(in, out));
+  linear_2 = register_module("linear_2", torch::nn::Linear(out, out));
+}
+
+torch::Tensor WanTimestepEmbeddingImpl::forward(const torch::Tensor& x) {
+  return linear_2->forward(torch::silu(linear_1->forward(x)));
+}
+
+WanTextProjectionImpl::WanTextProjectionImpl(std::int64_t in, std::int64_t out) {
+  linear_1 = register_module("linear_1", torch::nn::Linear(in, out));
+  linear_2 = register_module("linear_2", torch::nn::Linear(out, out));
+}
+
+torch::Tensor WanTextProjectionImpl::forward(const torch::Tensor& x) {
+  return linear_2->forward(torch::gelu(linear_1->forward(x), "tanh"));
+}
+
+WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& o)
+    : freq_dim_(o.freq_dim) {
+  time_embedder = register_module("time_embedder", WanTimestepEmbedding(o.freq_dim, o.inner_dim()));
+  time_proj = register_module("time_proj", torch::nn::Linear(o.inner_dim(), 6 * o.inner_dim()));
+  text_embedder = register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim()));
+}
+
+torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps, std::int64_t dim) {
+  const std::int64_t half = dim / 2;
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(timesteps.device());
+  const auto exponent = torch::arange(0, half, opts) * (-std::log(10000.0)) / static_cast<double>(half);
+  const auto args = timesteps.to(torch::kFloat32).unsqueeze(1) * torch::exp(exponent).unsqueeze(0);
+  auto emb = torch::cat({torch::cos(args), torch::sin(args)}, -1);
+  if (dim % 2 == 1) emb = torch::nn::functional::pad(emb, torch::nn::functional::PadFuncOptions({0, 1}));
+  return emb;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model
+
+WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options)
+    : options_(std::move(options)) {
+  const auto& o = options_;
+  const std::int64_t dim = o.inner_dim();
+  patch_embedding = register_module(
+      "patch_embedding",
+      torch::nn::Conv3d(torch::nn::Conv3dOptions(o.in_channels, dim,
+                                                 {o.patch_size[0], o.patch_size[1], o.patch_size[2]})
+                            .stride({o.patch_size[0], o.patch_size[1], o.patch_size[2]})));
+  condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o));
+  proj_out = register_module(
+      "proj_out",
+      torch::nn::Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
+  scale_shift_table = register_parameter(
+      "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanTransformer3DModelImpl::rope_for(std::int64_t f,
+                                                                            std::int64_t h,
+                                                                            std::int64_t w,
+                                                                            torch::Device device) {
+  const std::array<std::int64_t, 3> key{f, h, w};
+  if (key != rope_key_ || !rope_cos_.defined() || rope_cos_.device() != device) {
+    auto [c, s] = wan_rope_tables(options_.attention_head_dim, options_.rope_max_seq_len,
+                                  options_.rope_theta, f, h, w);
+    rope_cos_ = c.to(device);
+    rope_sin_ = s.to(device);
+    rope_key_ = key;
+  }
+  return {rope_cos_, rope_sin_};
+}
+
+torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
+                                                 const torch::Tensor& timestep,
+                                                 const torch::Tensor& context) {
+  torch::NoGradGuard no_grad;
+  const auto& o = options_;
+  if (hidden.dim() != 5 || hidden.size(1) != o.in_channels) {
+    throw ModelError("transformer input must be [B, " + std::to_string(o.in_channels) +
+                     ", F, H, W], got " + std::to_string(hidden.dim()) + " dims");
+  }
+  const std::int64_t batch = hidden.size(0);
+  const auto [pt, ph, pw] = o.patch_size;
+  if (hidden.size(2) % pt != 0 || hidden.size(3) % ph != 0 || hidden.size(4) % pw != 0) {
+    throw ModelError("latent frames/height/width must be multiples of the patch size");
+  }
+  const std::int64_t f = hidden.size(2) / pt;
+  const std::int64_t h = hidden.size(3) / ph;
+  const std::int64_t w = hidden.size(4) / pw;
+  const std::int64_t tokens = f * h * w;
+  if (context.dim() != 3 || context.size(0) != batch || context.size(2) != o.text_dim) {
+    throw ModelError("text context must be [B, L, " + std::to_string(o.text_dim) + "]");
+  }
+  const bool per_token = timestep.dim() == 2;
+  if (per_token ? (timestep.size(0) != batch || timestep.size(1) != tokens)
+                : (timestep.dim() != 1 || timestep.size(0) != batch)) {
+    throw ModelError("timestep must be [B] or [B, " + std::to_string(tokens) + "]");
+  }
+
+  const auto [rope_cos, rope_sin] = rope_for(f, h, w, hidden.device());
+
+  auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2);  // [B, N, D]
+
+  // Condition embedding.
+  auto& ce = *condition_embedder;
+  auto t_freq = wan_sinusoidal_embedding(timestep.flatten(), o.freq_dim);
+  if (per_token) t_freq = t_freq.unflatten(0, {batch, tokens});
+  t_freq = t_freq.to(ce.time_embedder->linear_1->weight.scalar_type());
+  const auto temb = ce.time_embedder->forward(t_freq).to(context.scalar_type());  // [B, D] / [B, N, D]
+  auto temb_proj = ce.time_proj->forward(torch::silu(temb));
+  temb_proj = per_token ? temb_proj.unflatten(2, {6, -1}) : temb_proj.unflatten(1, {6, -1});
+  const auto ctx = ce.text_embedder->forward(context);
+
+  for (const auto& block : *blocks) {
+    x = block->as<WanTransformerBlock>()->forward(x, ctx, temb_proj, rope_cos, rope_sin);
+  }
+
+  // Output head: shift/scale = table + temb (no SiLU, no projection).
+  torch::Tensor shift, scale;
+  if (per_token) {
+    const auto ss = scale_shift_table.unsqueeze(0) + temb.unsqueeze(2);  // [B, N, 2, D]
+    shift = ss.select(2, 0);
+    scale = ss.select(2, 1);
+  } else {
+    const auto ss = scale_shift_table + temb.unsqueeze(1);  // [B, 2, D]
+    shift = ss.narrow(1, 0, 1);
+    scale = ss.narrow(1, 1, 1);
+  }
+  x = (fp32_layer_norm(x, o.inner_dim(), o.eps) * (1 + scale) + shift).to(x.scalar_type());
+  x = proj_out->forward(x);
+
+  // Unpatchify: [B, f, h, w, pt, ph, pw, C] -> [B, C, f*pt, h*ph, w*pw].
+  x = x.reshape({batch, f, h, w, pt, ph, pw, -1}).permute({0, 7, 1, 4, 2, 5, 3, 6});
+  return x.reshape({batch, -1, f * pt, h * ph, w * pw});
+}
+
+void WanTransformer3DModelImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : named_parameters(true)) {
+    const auto& name = item.key();
+    const bool keep_fp32 = name.find("time_embedder") != std::string::npos ||
+                           name.find("scale_shift_table") != std::string::npos ||
+                           name.find("norm2") != std::string::npos;
+    item.value().set_data(item.value().to(device, keep_fp32 ? torch::kFloat32 : dtype));
+  }
+  for (auto& item : named_buffers(true)) item.value().set_data(item.value().to(device));
+  rope_cos_ = {};
+  rope_sin_ = {};
+}
+
+torch::ScalarType WanTransformer3DModelImpl::dtype() const {
+  return proj_out->weight.scalar_type();
+}
+
+void WanTransformer3DModelImpl::fuse_projections() {
+  for (const auto& block : *blocks) {
+    auto b = block->as<WanTransformerBlock>();
+    b->attn1->fuse_projections();
+    b->attn2->fuse_projections();
+  }
+}
+
+double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,
+                         std::int64_t text_tokens) {
+  const double n = static_cast<double>(tokens);
+  const double d = static_cast<double>(o.inner_dim());
+  const double ff = static_cast<double>(o.ffn_dim);
+  const double lc = static_cast<double>(text_tokens);
+  const double per_layer = 2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d +
+                           4.0 * n * lc * d + 4.0 * lc * d * d;
+  return static_cast<double>(o.num_layers) * per_layer;
+}
+
+}  // namespace omnidp::models::wan

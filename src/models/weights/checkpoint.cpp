@@ -1,0 +1,150 @@
+#include "omnidp/models/weights/checkpoint.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models {
+namespace fs = std::filesystem;
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string join_names(const std::vector<fs::path>& paths) {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : ", ") + p.filename().string();
+  return out;
+}
+
+// One file among candidates: the only one, or the one with a standard stem.
+fs::path choose(const fs::path& dir, std::vector<fs::path> candidates, std::string_view suffix) {
+  std::sort(candidates.begin(), candidates.end());
+  if (candidates.size() == 1) return candidates.front();
+  for (const char* stem : {"diffusion_pytorch_model", "model"}) {
+    const auto want = std::string(stem) + std::string(suffix);
+    for (const auto& c : candidates) {
+      if (c.filename() == want) return c;
+    }
+  }
+  throw WeightsError(dir.string(), "several candidate checkpoint files (" + join_names(candidates) +
+                                       "); keep one or name it explicitly");
+}
+
+}  // namespace
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw WeightsError(path.string(), "cannot open JSON file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw WeightsError(path.string(), "cannot read JSON file");
+  try {
+    return nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(path.string(), std::string("invalid JSON: ") + e.what());
+  }
+}
+
+Checkpoint Checkpoint::open(const fs::path& path) {
+  Checkpoint ckpt;
+  ckpt.path_ = path;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    ckpt.files_.emplace_back(path);
+    for (const auto& t : ckpt.files_.front().header().tensors) ckpt.where_.emplace(t.name, 0);
+    return ckpt;
+  }
+  if (!fs::is_directory(path, ec)) {
+    throw WeightsError(path.string(), "checkpoint folder or file does not exist");
+  }
+  std::vector<fs::path> indexes;
+  std::vector<fs::path> singles;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    const auto name = entry.path().filename().string();
+    if (!entry.is_regular_file()) continue;
+    if (ends_with(name, ".safetensors.index.json")) indexes.push_back(entry.path());
+    if (ends_with(name, ".safetensors")) singles.push_back(entry.path());
+  }
+  if (ec) throw WeightsError(path.string(), "cannot list folder: " + ec.message());
+
+  if (!indexes.empty()) {
+    const auto index_path = choose(path, indexes, ".safetensors.index.json");
+    const auto index = read_json(index_path);
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+      throw WeightsError(index_path.string(), "index has no 'weight_map' object");
+    }
+    std::map<std::string, std::size_t> shard_ids;
+    std::vector<std::string> problems;
+    for (const auto& item : index["weight_map"].items()) {
+      if (!item.value().is_string()) {
+        throw WeightsError(index_path.string(), "weight_map '" + item.key() + "' is not a string");
+      }
+      const auto shard = item.value().get<std::string>();
+      const fs::path shard_path = path / shard;
+      if (shard.empty() || fs::path(shard).has_parent_path() || shard == "." || shard == "..") {
+        throw WeightsError(index_path.string(), "weight_map '" + item.key() +
+                                                    "' names an invalid shard '" + shard + "'");
+      }
+      auto it = shard_ids.find(shard);
+      if (it == shard_ids.end()) {
+        ckpt.files_.emplace_back(shard_path);
+        it = shard_ids.emplace(shard, ckpt.files_.size() - 1).first;
+      }
+      if (!ckpt.files_[it->second].contains(item.key())) {
+        problems.push_back(item.key() + " (in " + shard + ")");
+        continue;
+      }
+      ckpt.where_.emplace(item.key(), it->second);
+    }
+    if (!problems.empty()) {
+      std::string msg = std::to_string(problems.size()) + " tensors of the weight_map are missing from their shard:";
+      for (std::size_t i = 0; i < problems.size() && i < 20; ++i) msg += " " + problems[i];
+      throw WeightsError(index_path.string(), msg);
+    }
+    return ckpt;
+  }
+  if (singles.empty()) {
+    throw WeightsError(path.string(), "no *.safetensors or *.safetensors.index.json in the folder");
+  }
+  ckpt.files_.emplace_back(choose(path, singles, ".safetensors"));
+  for (const auto& t : ckpt.files_.front().header().tensors) ckpt.where_.emplace(t.name, 0);
+  return ckpt;
+}
+
+std::vector<fs::path> Checkpoint::files() const {
+  std::vector<fs::path> out;
+  out.reserve(files_.size());
+  for (const auto& f : files_) out.push_back(f.path());
+  return out;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  out.reserve(where_.size());
+  for (const auto& [name, index] : where_) out.push_back(name);
+  return out;
+}
+
+bool Checkpoint::contains(std::string_view name) const noexcept {
+  return where_.find(name) != where_.end();
+}
+
+const SafetensorsFile& Checkpoint::file_of(std::string_view name) const {
+  const auto it = where_.find(name);
+  if (it == where_.end()) {
+    throw WeightsError(path_.string(), "checkpoint has no tensor named '" + std::string(name) + "'");
+  }
+  return files_[it->second];
+}
+
+const TensorMeta& Checkpoint::meta(std::string_view name) const { return file_of(name).meta(name); }
+
+torch::Tensor Checkpoint::tensor(std::string_view name, torch::ScalarType dtype) const {
+  return file_of(name).tensor(name, dtype);
+}
+
+}  // namespace omnidp::models

@@ -1,0 +1,121 @@
+#include "omnidp/models/weights/state_dict.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models {
+namespace {
+
+constexpr std::size_t kListed = 20;
+
+std::string shape_string(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void append_list(std::string& msg, const std::string& what, const std::vector<std::string>& items) {
+  if (items.empty()) return;
+  msg += "; " + std::to_string(items.size()) + " " + what + ":";
+  for (std::size_t i = 0; i < items.size() && i < kListed; ++i) msg += " " + items[i];
+  if (items.size() > kListed) msg += " ... (+" + std::to_string(items.size() - kListed) + " more)";
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// splitmix64 over (seed, FNV-1a of the name): an independent stream per parameter.
+std::uint64_t parameter_seed(std::uint64_t seed, const std::string& name) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (h | 1U);
+  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31U);
+}
+
+}  // namespace
+
+void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
+                     torch::ScalarType dtype, torch::Device device, const LoadOptions& options) {
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& item : module.named_parameters(true)) params.emplace(item.key(), item.value());
+  std::map<std::string, torch::Tensor> buffers;
+  for (const auto& item : module.named_buffers(true)) buffers.emplace(item.key(), item.value());
+
+  std::vector<std::string> missing;
+  std::vector<std::string> unexpected;
+  std::vector<std::string> mismatched;
+  std::vector<std::pair<std::string, torch::Tensor>> targets;
+  for (const auto& [name, param] : params) {
+    if (!checkpoint.contains(name)) {
+      if (!(options.ignore_missing && options.ignore_missing(name))) missing.push_back(name);
+      continue;
+    }
+    targets.emplace_back(name, param);
+  }
+  for (const auto& name : checkpoint.names()) {
+    if (params.count(name) != 0) continue;
+    const auto b = buffers.find(name);
+    if (b != buffers.end()) {
+      targets.emplace_back(name, b->second);
+      continue;
+    }
+    if (!(options.ignore_unexpected && options.ignore_unexpected(name))) unexpected.push_back(name);
+  }
+  for (const auto& [name, target] : targets) {
+    const auto& meta = checkpoint.meta(name);
+    if (target.sizes() != at::IntArrayRef(meta.shape)) {
+      mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + ", model " +
+                           shape_string(target.sizes()) + ")");
+    }
+  }
+  if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
+    std::string msg = "checkpoint does not match the model";
+    append_list(msg, "missing", missing);
+    append_list(msg, "unexpected", unexpected);
+    append_list(msg, "shape mismatches", mismatched);
+    throw WeightsError(checkpoint.path().string(), msg);
+  }
+
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) {
+    const auto stored = to_scalar_type(checkpoint.meta(name).dtype);
+    const bool floating = at::isFloatingType(stored) && at::isFloatingType(target.scalar_type());
+    auto value = checkpoint.tensor(name, floating ? dtype : target.scalar_type());
+    target.set_data(value.to(device));
+  }
+}
+
+void init_random_weights(torch::nn::Module& module, std::uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters(true)) {
+    const std::string& name = item.key();
+    auto& param = item.value();
+    torch::Tensor value;
+    if (param.dim() >= 2) {
+      auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+      const double fan_in = static_cast<double>(param.numel()) / static_cast<double>(param.size(0));
+      value = torch::randn(param.sizes(), gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
+    } else if (param.dim() == 1 &&
+               (ends_with(name, "weight") || ends_with(name, "scale") || ends_with(name, "gamma"))) {
+      value = torch::ones(param.sizes(), torch::kFloat32);
+    } else {
+      auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+      value = torch::randn(param.sizes(), gen, torch::kFloat32) * 0.02;
+    }
+    param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
+  }
+}
+
+}  // namespace omnidp::models

@@ -1,0 +1,270 @@
+#include "omnidp/refcheck/refcheck.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+#include <stdexcept>
+#include <utility>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/refcheck/basic_cases.hpp"
+// Each family's runners are compiled when src/refcheck/<family>_cases.cpp exists
+// (src/refcheck/CMakeLists.txt defines OMNIDP_REFCHECK_<FAMILY>).
+#ifdef OMNIDP_REFCHECK_WAN
+#include "omnidp/refcheck/wan_cases.hpp"
+#endif
+#ifdef OMNIDP_REFCHECK_WAN_VAE
+#include "omnidp/refcheck/wan_vae_cases.hpp"
+#endif
+#ifdef OMNIDP_REFCHECK_HV15
+#include "omnidp/refcheck/hv15_cases.hpp"
+#endif
+#ifdef OMNIDP_REFCHECK_TEXT
+#include "omnidp/refcheck/text_cases.hpp"
+#endif
+
+namespace omnidp::refcheck {
+namespace fs = std::filesystem;
+namespace {
+
+// How a case folder is recognised. `field` of case.json must exist; when `prefix` is not
+// empty, the field must be a string that starts with it as a whole word ("T5EncoderModel"
+// does not match "UMT5EncoderModel ..."; "AutoencoderKLWan (...)" matches "AutoencoderKLWan").
+// `folder` is the fallback when no entry matches case.json.
+struct CaseKind {
+  std::string_view kind;
+  std::string_view field;
+  std::string_view prefix;
+  std::string_view folder;
+};
+
+constexpr CaseKind kKinds[] = {
+    {"rng", "what", "torch.randn", "rng_cpu_randn"},
+    {"schedulers", "unipc", "", "schedulers"},
+    {"schedulers", "euler", "", "schedulers"},
+    {"wan_transformer", "model", "WanTransformer3DModel", "wan_transformer"},
+    {"wan_vae", "model", "AutoencoderKLWan", "wan22_vae"},
+    {"wan_pipeline_t2v", "pipeline", "WanPipeline", "wan_pipeline_t2v"},
+    {"wan_pipeline_i2v", "pipeline", "WanImageToVideoPipeline", "wan_pipeline_i2v"},
+    {"hv15_transformer", "model", "HunyuanVideo15Transformer3DModel", "hv15_transformer"},
+    {"hv15_vae", "model", "AutoencoderKLHunyuanVideo15", "hv15_vae"},
+    {"umt5_encoder", "model", "UMT5EncoderModel", "umt5_encoder"},
+    {"byt5_encoder", "model", "T5EncoderModel", "byt5_encoder"},
+    {"qwen25vl_text", "model", "Qwen2_5_VLTextModel", "qwen25vl_text"},
+};
+
+// kind -> runner. One line per runner; a family's lines sit in its #ifdef block.
+const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
+  static const std::vector<std::pair<std::string_view, Runner>> table = {
+      {"rng", &run_rng},
+      {"schedulers", &run_schedulers},
+#ifdef OMNIDP_REFCHECK_WAN
+      {"wan_transformer", &run_wan_transformer}, {"wan_pipeline_t2v", &run_wan_pipeline_t2v}, {"wan_pipeline_i2v", &run_wan_pipeline_i2v},
+#endif
+#ifdef OMNIDP_REFCHECK_WAN_VAE
+      {"wan_vae", &run_wan_vae},
+#endif
+#ifdef OMNIDP_REFCHECK_HV15
+      {"hv15_transformer", &run_hv15_transformer}, {"hv15_vae", &run_hv15_vae},
+#endif
+#ifdef OMNIDP_REFCHECK_TEXT
+  // text_cases.cpp: {"umt5_encoder", ...}, {"byt5_encoder", ...}, {"qwen25vl_text", ...},
+#endif
+  };
+  return table;
+}
+
+bool word_prefix(const std::string& value, std::string_view prefix) {
+  if (value.compare(0, prefix.size(), prefix) != 0) return false;
+  if (value.size() == prefix.size()) return true;
+  const auto next = static_cast<unsigned char>(value[prefix.size()]);
+  return std::isalnum(next) == 0 && next != '_';
+}
+
+std::string fmt_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(CaseResult::Status status) noexcept {
+  switch (status) {
+    case CaseResult::Status::pass: return "PASS";
+    case CaseResult::Status::fail: return "FAIL";
+    case CaseResult::Status::skip: return "SKIP";
+  }
+  return "?";
+}
+
+double max_rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
+  if (ours.sizes() != ref.sizes()) {
+    throw std::invalid_argument("max_rel_error: shapes differ");
+  }
+  if (ref.numel() == 0) return 0.0;
+  const auto a = ours.detach().to(torch::kCPU, torch::kFloat64);
+  const auto b = ref.detach().to(torch::kCPU, torch::kFloat64);
+  if (!torch::isfinite(a).all().item<bool>()) return std::numeric_limits<double>::infinity();
+  const double diff = (a - b).abs().max().item<double>();
+  const double scale = std::max(1.0, b.abs().max().item<double>());
+  return diff / scale;
+}
+
+double tolerance(ToleranceClass cls, const RefcheckOptions& options) noexcept {
+  const bool bf16 = options.dtype == torch::kBFloat16 || options.dtype == torch::kFloat16;
+  switch (cls) {
+    case ToleranceClass::exact: return 0.0;
+    case ToleranceClass::scheduler: return 1e-6;
+    case ToleranceClass::forward: return bf16 ? 3e-2 : 1e-4;
+    case ToleranceClass::pipeline: return bf16 ? 5e-2 : 1e-3;
+  }
+  return 0.0;
+}
+
+CaseResult compare(const std::string& check, const torch::Tensor& ours, const torch::Tensor& ref,
+                   double tol, std::string note) {
+  CaseResult r;
+  r.check = check;
+  r.tolerance = tol;
+  r.note = std::move(note);
+  if (ours.sizes() != ref.sizes()) {
+    r.status = CaseResult::Status::fail;
+    r.max_rel_error = std::numeric_limits<double>::infinity();
+    std::string a;
+    std::string b;
+    for (auto d : ours.sizes()) a += (a.empty() ? "" : ",") + std::to_string(d);
+    for (auto d : ref.sizes()) b += (b.empty() ? "" : ",") + std::to_string(d);
+    r.note = "shape mismatch: ours [" + a + "] vs reference [" + b + "]";
+    return r;
+  }
+  r.max_rel_error = max_rel_error(ours, ref);
+  if (std::isinf(r.max_rel_error)) r.note = "non-finite values in our output";
+  r.status = r.max_rel_error <= tol ? CaseResult::Status::pass : CaseResult::Status::fail;
+  return r;
+}
+
+CaseResult skip(const std::string& check, std::string note) {
+  CaseResult r;
+  r.check = check;
+  r.status = CaseResult::Status::skip;
+  r.note = std::move(note);
+  return r;
+}
+
+std::string identify_case(const fs::path& case_dir, const nlohmann::json& case_json) {
+  if (case_json.is_object()) {
+    for (const auto& k : kKinds) {
+      const auto it = case_json.find(std::string(k.field));
+      if (it == case_json.end()) continue;
+      if (k.prefix.empty()) return std::string(k.kind);
+      if (it->is_string() && word_prefix(it->get<std::string>(), k.prefix)) {
+        return std::string(k.kind);
+      }
+    }
+  }
+  const auto folder = case_dir.filename().string();
+  for (const auto& k : kKinds) {
+    if (folder == k.folder) return std::string(k.kind);
+  }
+  return {};
+}
+
+Runner find_runner(std::string_view kind) {
+  for (const auto& [k, runner] : runner_table()) {
+    if (k == kind) return runner;
+  }
+  return {};
+}
+
+std::vector<fs::path> find_cases(const fs::path& root) {
+  std::vector<fs::path> cases;
+  if (fs::is_regular_file(root / "case.json")) cases.push_back(root);
+  for (const auto& entry : fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied)) {
+    if (entry.is_directory() && fs::is_regular_file(entry.path() / "case.json")) {
+      cases.push_back(entry.path());
+    }
+  }
+  std::sort(cases.begin(), cases.end());
+  return cases;
+}
+
+std::vector<CaseResult> run_case(const fs::path& case_dir, const std::string& case_name,
+                                 const RefcheckOptions& options) {
+  std::vector<CaseResult> results;
+  try {
+    const auto case_json = models::read_json(case_dir / "case.json");
+    const auto kind = identify_case(case_dir, case_json);
+    if (kind.empty()) {
+      results.push_back(skip("", "unknown case kind"));
+    } else if (const auto runner = find_runner(kind); !runner) {
+      results.push_back(skip(kind, "no runner built for this kind"));
+    } else {
+      results = runner(case_dir, case_json, options);
+      if (results.empty()) {
+        CaseResult r = skip(kind, "the runner found nothing to check");
+        r.status = CaseResult::Status::fail;
+        results.push_back(r);
+      }
+    }
+  } catch (const std::exception& e) {
+    results.clear();
+    CaseResult r;
+    r.check = "error";
+    r.status = CaseResult::Status::fail;
+    r.max_rel_error = std::numeric_limits<double>::infinity();
+    r.note = e.what();
+    // c10::Error messages carry a multi-line backtrace: keep the first line.
+    if (const auto nl = r.note.find('\n'); nl != std::string::npos) r.note.resize(nl);
+    results.push_back(r);
+  }
+  for (auto& r : results) {
+    if (r.case_name.empty()) r.case_name = case_name;
+  }
+  return results;
+}
+
+std::string format_result(const CaseResult& r) {
+  std::string name = r.case_name;
+  if (!r.check.empty()) name += (name.empty() ? "" : "/") + r.check;
+  const bool skipped = r.status == CaseResult::Status::skip;
+  std::string line = name;
+  line.append(name.size() < 56 ? 56 - name.size() : 1, ' ');
+  const std::string err = skipped ? "-" : fmt_number(r.max_rel_error);
+  const std::string tol = skipped ? "-" : fmt_number(r.tolerance);
+  line += err + std::string(err.size() < 11 ? 11 - err.size() : 1, ' ');
+  line += tol + std::string(tol.size() < 11 ? 11 - tol.size() : 1, ' ');
+  line += std::string(to_string(r.status));
+  if (!r.note.empty()) line += "  # " + r.note;
+  return line;
+}
+
+RefcheckSummary run_refcheck(const fs::path& root, const RefcheckOptions& options,
+                             std::ostream& out) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw IoError(root.string(), "not a folder");
+  RefcheckSummary summary;
+  for (const auto& dir : find_cases(root)) {
+    auto name = fs::relative(dir, root, ec).generic_string();
+    if (ec || name.empty() || name == ".") name = dir.filename().string();
+    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
+    ++summary.cases;
+    for (auto& r : run_case(dir, name, options)) {
+      out << format_result(r) << '\n' << std::flush;
+      switch (r.status) {
+        case CaseResult::Status::pass: ++summary.pass; break;
+        case CaseResult::Status::fail: ++summary.fail; break;
+        case CaseResult::Status::skip: ++summary.skip; break;
+      }
+      summary.results.push_back(std::move(r));
+    }
+  }
+  return summary;
+}
+
+}  // namespace omnidp::refcheck

@@ -1,0 +1,131 @@
+#include "omnidp/refcheck/wan_cases.hpp"
+
+#include <regex>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/wan/pipeline.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
+
+namespace omnidp::refcheck {
+namespace fs = std::filesystem;
+using models::SafetensorsFile;
+
+namespace {
+
+torch::Tensor cpu_float(const torch::Tensor& t) { return t.to(torch::kCPU, torch::kFloat32); }
+
+template <typename T>
+T required(const nlohmann::json& j, const char* key, const fs::path& case_dir) {
+  if (!j.contains(key)) {
+    throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
+  }
+  return j.at(key).get<T>();
+}
+
+double flow_shift_of(const nlohmann::json& j) {
+  if (j.contains("flow_shift")) return j.at("flow_shift").get<double>();
+  if (j.contains("scheduler") && j.at("scheduler").is_string()) {
+    static const std::regex re(R"(flow_shift\s*=\s*([0-9.eE+-]+))");
+    std::smatch m;
+    const auto text = j.at("scheduler").get<std::string>();
+    if (std::regex_search(text, m, re)) return std::stod(m[1].str());
+  }
+  return 5.0;
+}
+
+std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohmann::json& j,
+                                         const RefcheckOptions& options, bool i2v) {
+  const SafetensorsFile io(case_dir / "io.safetensors");
+  const auto rel = [&](const char* key) {
+    return case_dir / required<std::string>(j, key, case_dir);
+  };
+  models::wan::WanPipelineParts parts;
+  parts.transformer = models::wan::load_wan_transformer(rel("transformer"), options.dtype, options.device);
+  parts.transformer->fuse_projections();
+  parts.vae = models::wan::load_autoencoder_kl_wan(rel("vae"), options.dtype, options.device);
+  parts.model_name = "refcheck";
+  parts.device_name = options.device.str();
+  models::wan::WanPipeline pipeline(std::move(parts), options.device);
+
+  models::wan::WanSampleInputs in;
+  in.num_frames = required<int>(j, "num_frames", case_dir);
+  in.height = required<int>(j, "height", case_dir);
+  in.width = required<int>(j, "width", case_dir);
+  in.num_inference_steps = required<int>(j, "steps", case_dir);
+  in.guidance_scale = required<double>(j, "guidance_scale", case_dir);
+  in.flow_shift = flow_shift_of(j);
+  in.noise = io.tensor("latents");
+  in.prompt_embeds = io.tensor("prompt_embeds");
+  if (io.contains("negative_prompt_embeds")) in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
+  if (i2v) {
+    const auto pixels = io.tensor("image_rgb_uint8").round().clamp(0, 255).to(torch::kUInt8).contiguous();
+    RgbImage image;
+    image.height = static_cast<int>(pixels.size(0));
+    image.width = static_cast<int>(pixels.size(1));
+    image.data.assign(pixels.data_ptr<std::uint8_t>(), pixels.data_ptr<std::uint8_t>() + pixels.numel());
+    in.image = models::wan::preprocess_image(image, in.height, in.width);
+  }
+
+  std::vector<CaseResult> results;
+  if (j.contains("latents_seed")) {
+    const auto noise = models::randn_cpu(in.noise.sizes(), j.at("latents_seed").get<std::uint64_t>());
+    results.push_back(compare("noise_from_seed", noise, in.noise, tolerance(ToleranceClass::exact, options)));
+  }
+  const auto out = pipeline.sample(in, nullptr);
+  const double tol = tolerance(ToleranceClass::pipeline, options);
+  if (io.contains("final_latents")) {
+    results.push_back(compare("final_latents", cpu_float(out.final_latents), io.tensor("final_latents"), tol));
+  }
+  const auto ref_video = io.tensor("video");
+  results.push_back(compare("video", out.video, ref_video, tol));
+  if (out.video.sizes() == ref_video.sizes()) {
+    const auto ours8 = (out.video * 255).round();
+    const auto ref8 = (ref_video * 255).round();
+    CaseResult r;
+    r.check = "video_uint8";
+    r.max_rel_error = (ours8 - ref8).abs().max().item<double>();
+    r.tolerance = 1.0;
+    r.status = r.max_rel_error <= r.tolerance ? CaseResult::Status::pass : CaseResult::Status::fail;
+    r.note = "largest difference in uint8 levels";
+    results.push_back(r);
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_wan_transformer(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
+                                            const RefcheckOptions& options) {
+  const SafetensorsFile io(case_dir / "io.safetensors");
+  auto model = models::wan::load_wan_transformer(case_dir, options.dtype, options.device);
+  model->fuse_projections();
+  c10::InferenceMode inference;
+  const auto dtype = model->dtype();
+  const auto hidden = io.tensor("hidden_states").to(options.device, dtype);
+  const auto context = io.tensor("encoder_hidden_states").to(options.device, dtype);
+  const double tol = tolerance(ToleranceClass::forward, options);
+  std::vector<CaseResult> results;
+  const std::vector<std::pair<const char*, const char*>> checks{
+      {"timestep", "out_scalar_t"}, {"timestep_per_token", "out_per_token_t"}};
+  for (const auto& [input, expected] : checks) {
+    if (!io.contains(input) || !io.contains(expected)) continue;
+    const auto t = io.tensor(input).to(options.device);
+    const auto out = model->forward(hidden, t, context);
+    results.push_back(compare(expected, cpu_float(out), io.tensor(expected), tol));
+  }
+  return results;
+}
+
+std::vector<CaseResult> run_wan_pipeline_t2v(const fs::path& case_dir, const nlohmann::json& case_json,
+                                             const RefcheckOptions& options) {
+  return run_wan_pipeline(case_dir, case_json, options, false);
+}
+
+std::vector<CaseResult> run_wan_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+                                             const RefcheckOptions& options) {
+  return run_wan_pipeline(case_dir, case_json, options, true);
+}
+
+}  // namespace omnidp::refcheck

@@ -1,0 +1,219 @@
+#include "omnidp/results/compare.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "omnidp/results/table.hpp"
+
+namespace omnidp::results {
+namespace {
+
+// The hash that counts for an entry: the bytes' hash when checked, else the stored one.
+const std::string& effective_sha(const ResultEntry& e) {
+  return e.actual_sha256.empty() ? e.video_sha256 : e.actual_sha256;
+}
+
+bool corrupt(const ResultEntry& e) {
+  return !e.actual_sha256.empty() && e.actual_sha256 != e.video_sha256;
+}
+
+template <class T>
+std::vector<T> first_n(const std::vector<T>& items, std::size_t n) {
+  return std::vector<T>(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(
+                                                           std::min(n, items.size())));
+}
+
+void list_section(std::ostringstream& out, const char* title, const std::vector<std::string>& ids,
+                  std::size_t max_list) {
+  if (ids.empty() || max_list == 0) return;
+  out << title << " (" << std::min(max_list, ids.size()) << " of " << ids.size() << "):\n";
+  for (const auto& id : first_n(ids, max_list)) out << "  " << id << "\n";
+}
+
+}  // namespace
+
+ResultSet read_results(const std::filesystem::path& path, const ReadOptions& options) {
+  ResultSet set;
+  set.source = path.string();
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    files = list_rank_files(path);
+    if (files.empty() && std::filesystem::exists(path / "results.h5", ec)) {
+      files.push_back(path / "results.h5");
+    }
+    if (files.empty()) throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
+  } else if (std::filesystem::is_regular_file(path, ec)) {
+    files.push_back(path);
+  } else {
+    throw IoError(path.string(), "no such file or folder");
+  }
+
+  std::vector<StoredRow> rows;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto part = read_stored_rows(files[i], i);
+    rows.insert(rows.end(), std::make_move_iterator(part.begin()),
+                std::make_move_iterator(part.end()));
+    set.files.push_back(files[i].string());
+  }
+  const auto selected = select_rows(std::move(rows));
+
+  std::map<std::filesystem::path, h5::File> open_files;
+  set.entries.reserve(selected.size());
+  for (const auto& row : selected) {
+    ResultEntry e;
+    e.id = row.record.id;
+    e.input_key = row.record.input_key;
+    e.video_sha256 = row.record.video_sha256;
+    e.status = row.record.status;
+    e.error = row.record.error;
+    e.video_present = row.video_present;
+    if (options.verify_videos && row.video_present && e.status == RequestStatus::ok) {
+      auto it = open_files.find(row.file);
+      if (it == open_files.end()) {
+        it = open_files.emplace(row.file, h5::open_file(row.file.string())).first;
+      }
+      e.actual_sha256 = hash_stored_video(it->second.id(), e.id);
+    }
+    set.entries.push_back(std::move(e));
+  }
+  return set;
+}
+
+bool CompareReport::passed(bool allow_missing) const noexcept {
+  const std::size_t excused = allow_missing ? only_in_a : 0;
+  return mismatched == 0 && failed_a == 0 && failed_b == 0 && matched + excused == requests_a;
+}
+
+CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
+  CompareReport r;
+  r.source_a = a.source;
+  r.source_b = b.source;
+  r.requests_a = a.entries.size();
+  r.requests_b = b.entries.size();
+
+  std::unordered_map<std::string, std::vector<const ResultEntry*>> b_by_key;
+  for (const auto& e : b.entries) b_by_key[e.input_key].push_back(&e);
+  std::unordered_set<std::string> a_keys;
+
+  for (const auto& ea : a.entries) {
+    a_keys.insert(ea.input_key);
+    if (ea.status == RequestStatus::failed) {
+      ++r.failed_a;
+      r.failed_ids.push_back("A:" + ea.id);
+      continue;
+    }
+    const auto found = b_by_key.find(ea.input_key);
+    if (found == b_by_key.end()) {
+      ++r.only_in_a;
+      r.only_in_a_ids.push_back(ea.id);
+      continue;
+    }
+    const ResultEntry* eb = found->second.front();
+    for (const ResultEntry* candidate : found->second) {
+      if (candidate->status == RequestStatus::ok) {
+        eb = candidate;
+        break;
+      }
+    }
+    if (eb->status == RequestStatus::failed) {
+      ++r.failed_b;
+      r.failed_ids.push_back("B:" + eb->id);
+      continue;
+    }
+    std::string reason;
+    if (corrupt(ea)) {
+      reason = "A's stored video does not match its recorded video_sha256 " + ea.video_sha256;
+    } else if (corrupt(*eb)) {
+      reason = "B's stored video does not match its recorded video_sha256 " + eb->video_sha256;
+    } else if (effective_sha(ea) != effective_sha(*eb)) {
+      reason = "video_sha256 differs";
+    }
+    if (reason.empty()) {
+      ++r.matched;
+      continue;
+    }
+    ++r.mismatched;
+    r.mismatches.push_back(
+        Mismatch{ea.id, eb->id, ea.input_key, effective_sha(ea), effective_sha(*eb), reason});
+  }
+  for (const auto& eb : b.entries) {
+    if (!a_keys.contains(eb.input_key)) {
+      ++r.only_in_b;
+      r.only_in_b_ids.push_back(eb.id);
+    }
+  }
+  std::sort(r.only_in_b_ids.begin(), r.only_in_b_ids.end());
+  std::sort(r.failed_ids.begin(), r.failed_ids.end());
+  return r;
+}
+
+std::string format_report(const CompareReport& r, std::size_t max_list, bool allow_missing) {
+  std::ostringstream out;
+  out << "A: " << r.source_a << " (" << r.requests_a << " requests)\n";
+  out << "B: " << r.source_b << " (" << r.requests_b << " requests)\n";
+  out << "matched:     " << r.matched << "\n";
+  out << "mismatched:  " << r.mismatched << "\n";
+  out << "only in A:   " << r.only_in_a << (allow_missing ? " (allowed)" : "") << "\n";
+  out << "only in B:   " << r.only_in_b << "\n";
+  out << "failed:      " << r.failed_a + r.failed_b << " (A: " << r.failed_a
+      << ", B: " << r.failed_b << ")\n";
+  if (!r.mismatches.empty() && max_list > 0) {
+    out << "mismatches (" << std::min(max_list, r.mismatches.size()) << " of "
+        << r.mismatches.size() << "):\n";
+    for (const auto& m : first_n(r.mismatches, max_list)) {
+      out << "  " << m.id_a;
+      if (m.id_b != m.id_a) out << " (B: " << m.id_b << ")";
+      out << ": A " << m.sha_a << " B " << m.sha_b << " (" << m.reason << ")\n";
+    }
+  }
+  list_section(out, "only in A", r.only_in_a_ids, max_list);
+  list_section(out, "only in B", r.only_in_b_ids, max_list);
+  list_section(out, "failed", r.failed_ids, max_list);
+  if (r.passed(allow_missing)) {
+    out << "PASS: every request of A is matched with an equal hash in B\n";
+  } else {
+    out << "FAIL: " << r.mismatched << " mismatched, " << r.only_in_a << " only in A, "
+        << r.failed_a + r.failed_b << " failed\n";
+  }
+  return out.str();
+}
+
+std::string report_to_json(const CompareReport& r, std::size_t max_list, bool allow_missing) {
+  using nlohmann::json;
+  json mismatches = json::array();
+  for (const auto& m : first_n(r.mismatches, max_list)) {
+    mismatches.push_back({{"id_a", m.id_a},
+                          {"id_b", m.id_b},
+                          {"input_key", m.input_key},
+                          {"sha_a", m.sha_a},
+                          {"sha_b", m.sha_b},
+                          {"reason", m.reason}});
+  }
+  const json j = {
+      {"a", {{"source", r.source_a}, {"requests", r.requests_a}}},
+      {"b", {{"source", r.source_b}, {"requests", r.requests_b}}},
+      {"matched", r.matched},
+      {"mismatched", r.mismatched},
+      {"only_in_a", r.only_in_a},
+      {"only_in_b", r.only_in_b},
+      {"failed", {{"a", r.failed_a}, {"b", r.failed_b}}},
+      {"mismatches", mismatches},
+      {"only_in_a_ids", first_n(r.only_in_a_ids, max_list)},
+      {"only_in_b_ids", first_n(r.only_in_b_ids, max_list)},
+      {"failed_ids", first_n(r.failed_ids, max_list)},
+      {"max_list", max_list},
+      {"allow_missing", allow_missing},
+      {"passed", r.passed(allow_missing)},
+  };
+  return j.dump(2) + "\n";
+}
+
+}  // namespace omnidp::results

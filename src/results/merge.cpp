@@ -1,0 +1,166 @@
+#include "omnidp/results/merge.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "omnidp/results/summary.hpp"
+#include "omnidp/results/table.hpp"
+
+namespace omnidp::results {
+namespace {
+
+void fsync_path(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(path.string(), std::string("cannot open: ") + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) throw IoError(path.string(), std::string("fsync failed: ") + std::strerror(saved));
+}
+
+void write_summary_group(hid_t root, const RunSummary& s, const std::string& source) {
+  const h5::Group g = h5::create_group(root, "summary");
+  const hid_t id = g.id();
+  const auto count = [](std::size_t v) { return static_cast<std::int64_t>(v); };
+  h5::write_attribute(id, "source", source);
+  h5::write_attribute(id, "total", count(s.total));
+  h5::write_attribute(id, "completed", count(s.completed));
+  h5::write_attribute(id, "failed", count(s.failed));
+  h5::write_attribute(id, "skipped_resume", count(s.skipped_resume));
+  h5::write_attribute(id, "makespan_s", s.makespan_s);
+  h5::write_attribute(id, "videos_per_min", s.videos_per_min);
+  h5::write_attribute(id, "latency_p50_s", s.latency_p50_s);
+  h5::write_attribute(id, "latency_p90_s", s.latency_p90_s);
+  h5::write_attribute(id, "latency_max_s", s.latency_max_s);
+  h5::write_attribute(id, "scheduling_efficiency", s.scheduling_efficiency);
+  h5::write_attribute(id, "world_size", static_cast<std::int64_t>(s.world_size));
+  h5::write_attribute(id, "replicas", static_cast<std::int64_t>(s.replicas));
+  h5::write_attribute(id, "tensor_parallel_size", static_cast<std::int64_t>(s.tensor_parallel_size));
+  h5::write_attribute(id, "cfg_parallel_size", static_cast<std::int64_t>(s.cfg_parallel_size));
+  h5::write_attribute(id, "policy", s.policy);
+  h5::write_attribute(id, "order", s.order);
+  h5::write_attribute(id, "interrupted", static_cast<std::int64_t>(s.interrupted ? 1 : 0));
+  h5::write_double_dataset(id, "busy_s_per_rank", s.busy_s_per_rank);
+  h5::write_double_dataset(id, "busy_fraction_per_rank", s.busy_fraction_per_rank);
+}
+
+}  // namespace
+
+MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* summary,
+                            const std::string& config_yaml) {
+  const auto files = list_rank_files(dir);
+  if (files.empty()) throw IoError(dir.string(), "no rank-*.h5 files to merge");
+
+  MergeResult result;
+  result.path = dir / "results.h5";
+  std::vector<StoredRow> all;
+  ResultsFileInfo newest;
+  bool any_store_video = false;
+  int world_size = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& file = files[i];
+    try {
+      const ResultsFileInfo info = read_file_info(file);
+      auto rows = read_stored_rows(file, i);
+      if (newest.format.empty() || info.created >= newest.created) newest = info;
+      any_store_video = any_store_video || info.store_video;
+      world_size = std::max(world_size, info.world_size);
+      all.insert(all.end(), std::make_move_iterator(rows.begin()),
+                 std::make_move_iterator(rows.end()));
+      result.rank_files.push_back(file.filename().string());
+    } catch (const Error& e) {
+      if (is_locked_by_writer(file)) {
+        throw IoError(file.string(), "is being written by a live process (file locked)");
+      }
+      log_warn("merge: skipping unreadable " + file.string() + ": " + e.what());
+      result.unreadable_files.push_back(file.filename().string());
+    }
+  }
+  if (result.rank_files.empty()) throw IoError(dir.string(), "no readable rank file to merge");
+
+  const auto selected = select_rows(std::move(all), &result.duplicates_dropped);
+  std::vector<ResultRecord> records;
+  records.reserve(selected.size());
+  for (const auto& row : selected) records.push_back(row.record);
+  result.rows = records.size();
+
+  RunSummary figures;
+  const auto summary_json = dir / "summary.json";
+  if (summary != nullptr) {
+    figures = *summary;
+    result.summary_source = "runtime";
+  } else if (std::filesystem::exists(summary_json)) {
+    figures = read_summary_json(summary_json);
+    result.summary_source = "summary.json";
+  } else {
+    figures = recompute_summary(records, world_size);
+    result.summary_source = "recomputed";
+  }
+
+  const auto tmp = dir / (".results.h5.tmp-" + std::to_string(::getpid()));
+  std::error_code ec;
+  std::filesystem::remove(tmp, ec);
+  try {
+    h5::File file = h5::create_file(tmp.string(), true);
+    const hid_t root = file.id();
+    h5::write_attribute(root, "format", std::string_view(kResultsFormat));
+    h5::write_attribute(root, "software_version", std::string_view(version()));
+    h5::write_attribute(root, "git_revision", std::string_view(git_revision()));
+    h5::write_attribute(root, "hdf5_version", std::string_view(H5_VERS_INFO));
+    h5::write_attribute(root, "model", newest.model);
+    h5::write_attribute(root, "world_size", static_cast<std::int64_t>(world_size));
+    h5::write_attribute(root, "store_video", static_cast<std::int64_t>(any_store_video ? 1 : 0));
+    h5::write_attribute(root, "created",
+                        std::chrono::duration<double>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count());
+    h5::write_attribute(root, "rank_files", result.rank_files);
+    h5::write_attribute(root, "unreadable_files", result.unreadable_files);
+    h5::write_attribute(root, "duplicates_dropped",
+                        static_cast<std::int64_t>(result.duplicates_dropped));
+    {
+      h5::Dataset table = create_requests_table(root, kRequestsPath);
+      append_requests(table, records);
+      table.close();
+    }
+    if (any_store_video) {
+      const h5::Group videos = h5::create_group(root, kVideosPath);
+      const h5::PropList lcpl = h5::link_create_utf8(false);
+      for (const auto& row : selected) {
+        if (!row.video_present) continue;
+        const std::string target_file = row.file.filename().string();
+        const std::string target = video_path(row.record.id);
+        const std::string name = escape_link_name(row.record.id);
+        h5::call("H5Lcreate_external", target, [&] {
+          return H5Lcreate_external(target_file.c_str(), target.c_str(), videos.id(), name.c_str(),
+                                    lcpl.id(), H5P_DEFAULT);
+        });
+      }
+    }
+    write_summary_group(root, figures, result.summary_source);
+    h5::write_string_dataset(root, "config", config_yaml.empty() ? newest.config_yaml : config_yaml);
+    h5::call("H5Fflush", tmp.string(), [&] { return H5Fflush(root, H5F_SCOPE_LOCAL); });
+    file.close();
+    fsync_path(tmp);
+    std::filesystem::rename(tmp, result.path, ec);
+    if (ec) throw IoError(result.path.string(), "cannot rename into place: " + ec.message());
+    fsync_path(dir);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  log_info("merge: " + result.path.string() + ": " + std::to_string(result.rows) + " requests from " +
+           std::to_string(result.rank_files.size()) + " rank files");
+  return result;
+}
+
+}  // namespace omnidp::results

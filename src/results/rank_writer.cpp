@@ -1,0 +1,233 @@
+#include "omnidp/results/rank_writer.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/table.hpp"
+
+namespace omnidp::results {
+namespace {
+
+constexpr H5Z_filter_t kLzfFilter = 32000;
+constexpr int kMaxSegments = 100000;
+
+bool is_hex_hash(const std::string& s) {
+  if (s.size() != kHashChars) return false;
+  for (const char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+bool filter_can_encode(H5Z_filter_t filter) {
+  if (h5::call("H5Zfilter_avail", "output.compression",
+               [&] { return H5Zfilter_avail(filter); }) <= 0) {
+    return false;
+  }
+  unsigned flags = 0;
+  h5::call("H5Zget_filter_info", "output.compression",
+           [&] { return H5Zget_filter_info(filter, &flags); });
+  return (flags & H5Z_FILTER_CONFIG_ENCODE_ENABLED) != 0;
+}
+
+std::string compression_label(const OutputConfig& output) {
+  switch (output.compression) {
+    case CompressionKind::none: return "none";
+    case CompressionKind::gzip: return "gzip:" + std::to_string(output.gzip_level);
+    case CompressionKind::lzf: return "lzf";
+  }
+  return "none";
+}
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void check_output_support(const OutputConfig& output) {
+  switch (output.compression) {
+    case CompressionKind::none:
+      return;
+    case CompressionKind::gzip:
+      if (output.gzip_level < 1 || output.gzip_level > 9) {
+        throw ConfigError("output.compression",
+                          "gzip level must be 1..9, got " + std::to_string(output.gzip_level));
+      }
+      if (!filter_can_encode(H5Z_FILTER_DEFLATE)) {
+        throw ConfigError("output.compression",
+                          "gzip is not available: this HDF5 library has no deflate encoder");
+      }
+      return;
+    case CompressionKind::lzf:
+      if (!filter_can_encode(kLzfFilter)) {
+        throw ConfigError("output.compression",
+                          "lzf is not available: this HDF5 library has no LZF filter "
+                          "(filter id 32000; it ships with h5py, not with HDF5). Install an "
+                          "LZF plugin into HDF5_PLUGIN_PATH, or use gzip:1-9 or none");
+      }
+      return;
+  }
+}
+
+std::string rank_file_name(int rank, int segment) {
+  char buffer[64];
+  if (segment == 0) {
+    std::snprintf(buffer, sizeof(buffer), "rank-%05d.h5", rank);
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "rank-%05d.%d.h5", rank, segment);
+  }
+  return buffer;
+}
+
+struct RankWriter::Impl {
+  std::filesystem::path path;
+  RankFileInfo info;
+  OutputConfig output;
+  VideoStorage storage;
+  std::function<void()> fault_hook;
+  std::size_t rows = 0;
+  bool closed = false;
+  // The file is declared before its objects, so it is destroyed after them.
+  h5::File file;
+  h5::Dataset table;
+
+  void check_record(const ResultRecord& r, const Video* video) const;
+};
+
+void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) const {
+  const std::vector<std::string> where = {path.string(), "request " + r.id};
+  if (r.id.empty()) throw RuntimeError("request id is empty", {path.string()});
+  if (!is_hex_hash(r.input_key)) {
+    throw RuntimeError("input_key is not 64 lowercase hex digits: '" + r.input_key + "'", where);
+  }
+  if (r.status == RequestStatus::failed) {
+    if (video != nullptr) throw RuntimeError("a failed request comes with a video", where);
+    if (!r.video_sha256.empty()) throw RuntimeError("a failed request has a video_sha256", where);
+    return;
+  }
+  if (!is_hex_hash(r.video_sha256)) {
+    throw RuntimeError("video_sha256 is not 64 lowercase hex digits: '" + r.video_sha256 + "'",
+                       where);
+  }
+  if (video == nullptr) {
+    if (output.store_video) throw RuntimeError("ok request without its video", where);
+    return;
+  }
+  video->check();
+  if (video->frames != r.frames || video->height != r.height || video->width != r.width) {
+    throw RuntimeError("video is " + std::to_string(video->frames) + "x" +
+                           std::to_string(video->height) + "x" + std::to_string(video->width) +
+                           " but the record says " + std::to_string(r.frames) + "x" +
+                           std::to_string(r.height) + "x" + std::to_string(r.width),
+                       where);
+  }
+  const std::string actual = video_sha256(*video);
+  if (actual != r.video_sha256) {
+    throw RuntimeError("video_sha256 mismatch: record " + r.video_sha256 + ", video bytes " +
+                           actual,
+                       where);
+  }
+}
+
+RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& info,
+                       const OutputConfig& output)
+    : impl_(std::make_unique<Impl>()) {
+  check_output_support(output);
+  impl_->info = info;
+  impl_->output = output;
+  if (output.compression == CompressionKind::gzip) impl_->storage.gzip_level = output.gzip_level;
+  impl_->storage.lzf = output.compression == CompressionKind::lzf;
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
+
+  int segment = 0;
+  for (; segment < kMaxSegments; ++segment) {
+    const auto candidate = dir / rank_file_name(info.rank, segment);
+    if (std::filesystem::exists(candidate)) continue;
+    impl_->path = candidate;
+    break;
+  }
+  if (impl_->path.empty()) throw IoError(dir.string(), "no free rank file name");
+
+  impl_->file = h5::create_file(impl_->path.string());  // exclusive: never overwrites
+  const hid_t root = impl_->file.id();
+  h5::write_attribute(root, "format", std::string_view(kRankFormat));
+  h5::write_attribute(root, "software_version", std::string_view(version()));
+  h5::write_attribute(root, "git_revision", std::string_view(git_revision()));
+  h5::write_attribute(root, "hdf5_version", std::string_view(H5_VERS_INFO));
+  h5::write_attribute(root, "config_yaml", info.config_yaml);
+  h5::write_attribute(root, "model", info.model);
+  h5::write_attribute(root, "world_size", static_cast<std::int64_t>(info.world_size));
+  h5::write_attribute(root, "rank", static_cast<std::int64_t>(info.rank));
+  h5::write_attribute(root, "segment", static_cast<std::int64_t>(segment));
+  h5::write_attribute(root, "host", info.host);
+  h5::write_attribute(root, "device", info.device);
+  h5::write_attribute(root, "store_video", static_cast<std::int64_t>(output.store_video ? 1 : 0));
+  h5::write_attribute(root, "compression", compression_label(output));
+  h5::write_attribute(root, "created", now_seconds());
+  h5::write_attribute(root, "state", std::string_view("open"));
+  impl_->table = create_requests_table(root, kRequestsPath);
+  if (output.store_video) h5::create_group(root, kVideosPath).close();
+  h5::flush_durable(impl_->file, impl_->path.string());
+  log_debug("results: writing " + impl_->path.string());
+}
+
+RankWriter::~RankWriter() {
+  if (!impl_ || impl_->closed) return;
+  try {
+    close();
+  } catch (const std::exception& e) {
+    try {
+      log_error(std::string("results: closing ") + impl_->path.string() + " failed: " + e.what());
+    } catch (...) {
+    }
+  }
+}
+
+void RankWriter::write(const ResultRecord& record, const Video* video) {
+  if (impl_->closed) throw RuntimeError("write after close", {impl_->path.string()});
+  impl_->check_record(record, video);
+  const hid_t root = impl_->file.id();
+  const bool with_video =
+      record.status == RequestStatus::ok && impl_->output.store_video && video != nullptr;
+  if (with_video) {
+    if (h5::link_exists(root, video_path(record.id))) {
+      throw RuntimeError("this rank file already holds a video for the id",
+                         {impl_->path.string(), "request " + record.id});
+    }
+    // The video first, then its row: a row on disk implies its video was written before it.
+    write_video(root, record, *video, impl_->storage);
+  }
+  append_requests(impl_->table, std::span<const ResultRecord>(&record, 1));
+  if (impl_->fault_hook) impl_->fault_hook();
+  h5::flush_durable(impl_->file, impl_->path.string());
+  ++impl_->rows;
+}
+
+void RankWriter::close() {
+  if (impl_->closed) return;
+  impl_->closed = true;
+  h5::write_attribute(impl_->file.id(), "state", std::string_view("closed"));
+  impl_->table.close();
+  h5::flush_durable(impl_->file, impl_->path.string());
+  impl_->file.close();
+}
+
+void RankWriter::set_fault_hook(std::function<void()> between_write_and_flush) {
+  impl_->fault_hook = std::move(between_write_and_flush);
+}
+
+const std::filesystem::path& RankWriter::path() const noexcept { return impl_->path; }
+
+std::size_t RankWriter::rows_written() const noexcept { return impl_->rows; }
+
+}  // namespace omnidp::results

@@ -1,0 +1,148 @@
+#include "omnidp/results/result_files.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <optional>
+#include <cerrno>
+#include <tuple>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/table.hpp"
+
+namespace omnidp::results {
+namespace {
+
+// "rank-00003.h5" -> (3, 0); "rank-00003.2.h5" -> (3, 2); anything else -> nullopt.
+std::optional<std::pair<int, int>> parse_rank_file_name(const std::string& name) {
+  constexpr std::string_view prefix = "rank-";
+  constexpr std::string_view suffix = ".h5";
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix)) {
+    return std::nullopt;
+  }
+  const std::string middle =
+      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const auto dot = middle.find('.');
+  const std::string rank_part = middle.substr(0, dot);
+  const std::string segment_part = dot == std::string::npos ? "0" : middle.substr(dot + 1);
+  const auto all_digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 9 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!all_digits(rank_part) || !all_digits(segment_part)) return std::nullopt;
+  return std::pair{std::stoi(rank_part), std::stoi(segment_part)};
+}
+
+int status_order(const StoredRow& row) { return row.record.status == RequestStatus::ok ? 0 : 1; }
+
+}  // namespace
+
+bool is_locked_by_writer(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // also drops our shared lock
+  return locked;
+}
+
+std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return {};
+  std::vector<std::tuple<int, int, std::filesystem::path>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const auto parsed = parse_rank_file_name(entry.path().filename().string());
+    if (parsed) found.emplace_back(parsed->first, parsed->second, entry.path());
+  }
+  if (ec) throw IoError(dir.string(), "cannot list the folder: " + ec.message());
+  std::sort(found.begin(), found.end());
+  std::vector<std::filesystem::path> paths;
+  paths.reserve(found.size());
+  for (auto& f : found) paths.push_back(std::move(std::get<2>(f)));
+  return paths;
+}
+
+ResultsFileInfo read_file_info(const std::filesystem::path& file) {
+  const h5::File f = h5::open_file(file.string());
+  const hid_t root = f.id();
+  ResultsFileInfo info;
+  const auto text = [&](const char* name) {
+    return h5::has_attribute(root, name) ? h5::read_string_attribute(root, name) : std::string();
+  };
+  const auto integer = [&](const char* name, std::int64_t fallback) {
+    return h5::has_attribute(root, name) ? h5::read_int_attribute(root, name) : fallback;
+  };
+  info.format = text("format");
+  if (info.format != kRankFormat && info.format != kResultsFormat) {
+    throw IoError(file.string(), "not an omni-dp results file (root attribute format = '" +
+                                     info.format + "')");
+  }
+  info.software_version = text("software_version");
+  info.git_revision = text("git_revision");
+  info.config_yaml = text("config_yaml");
+  if (info.format == kResultsFormat && h5::link_exists(root, "config")) {
+    info.config_yaml = h5::read_string_dataset(root, "config");
+  }
+  info.model = text("model");
+  info.world_size = static_cast<int>(integer("world_size", 0));
+  info.rank = static_cast<int>(integer("rank", -1));
+  info.segment = static_cast<int>(integer("segment", 0));
+  info.host = text("host");
+  info.device = text("device");
+  info.store_video = integer("store_video", 1) != 0;
+  info.compression = text("compression");
+  info.state = text("state");
+  info.created = h5::has_attribute(root, "created") ? h5::read_double_attribute(root, "created")
+                                                    : 0.0;
+  return info;
+}
+
+std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order) {
+  const h5::File f = h5::open_file(file.string());
+  const hid_t root = f.id();
+  const bool store_video =
+      !h5::has_attribute(root, "store_video") || h5::read_int_attribute(root, "store_video") != 0;
+  std::vector<ResultRecord> records;
+  {
+    const h5::Dataset table = h5::open_dataset(root, kRequestsPath);
+    records = read_requests(table);
+  }
+  const bool has_videos = h5::link_exists(root, kVideosPath);
+  std::vector<StoredRow> rows;
+  rows.reserve(records.size());
+  for (auto& record : records) {
+    StoredRow row;
+    row.file = file;
+    row.file_order = file_order;
+    row.video_expected = store_video && record.status == RequestStatus::ok;
+    row.video_present = has_videos && h5::link_exists(root, video_path(record.id));
+    row.record = std::move(record);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::vector<StoredRow> select_rows(std::vector<StoredRow> rows, std::size_t* dropped) {
+  const std::size_t before = rows.size();
+  std::erase_if(rows, [](const StoredRow& r) { return r.video_expected && !r.video_present; });
+  // Best row of an id first.
+  std::stable_sort(rows.begin(), rows.end(), [](const StoredRow& a, const StoredRow& b) {
+    if (a.record.id != b.record.id) return a.record.id < b.record.id;
+    if (status_order(a) != status_order(b)) return status_order(a) < status_order(b);
+    if (a.record.end_time != b.record.end_time) return a.record.end_time > b.record.end_time;
+    if (a.record.attempt != b.record.attempt) return a.record.attempt > b.record.attempt;
+    return a.file_order > b.file_order;
+  });
+  const auto last = std::unique(rows.begin(), rows.end(), [](const StoredRow& a, const StoredRow& b) {
+    return a.record.id == b.record.id;
+  });
+  rows.erase(last, rows.end());
+  if (dropped != nullptr) *dropped = before - rows.size();
+  return rows;
+}
+
+}  // namespace omnidp::results

@@ -1,0 +1,387 @@
+#include "omnidp/results/table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/sha256.hpp"
+
+namespace omnidp::results {
+namespace {
+
+constexpr hsize_t kTableChunkRows = 1024;
+constexpr hsize_t kReadBlockRows = 65536;
+constexpr H5Z_filter_t kLzfFilter = 32000;
+
+// One /requests row in memory. Variable-length strings are char* (HDF5 allocates them on read).
+struct RowBuffer {
+  char* id;
+  char input_key[kHashChars];
+  char video_sha256[kHashChars];
+  std::int8_t status;
+  char* error;
+  std::int32_t rank;
+  std::int32_t replica;
+  char* host;
+  char* device;
+  double start_time;
+  double end_time;
+  double seconds;
+  std::int32_t frames;
+  std::int32_t height;
+  std::int32_t width;
+  std::int32_t steps;
+  std::int32_t attempt;
+};
+
+h5::Datatype status_type() {
+  h5::Datatype type(h5::call("H5Tenum_create", "status type",
+                             [] { return H5Tenum_create(H5T_NATIVE_INT8); }));
+  const std::int8_t ok = 0;
+  const std::int8_t failed = 1;
+  h5::call("H5Tenum_insert", "status type", [&] { return H5Tenum_insert(type.id(), "ok", &ok); });
+  h5::call("H5Tenum_insert", "status type",
+           [&] { return H5Tenum_insert(type.id(), "failed", &failed); });
+  return type;
+}
+
+h5::Datatype row_memory_type() {
+  h5::Datatype type(h5::call("H5Tcreate", "requests type",
+                             [] { return H5Tcreate(H5T_COMPOUND, sizeof(RowBuffer)); }));
+  const h5::Datatype vstr = h5::vlen_string_type();
+  const h5::Datatype hash = h5::fixed_string_type(kHashChars);
+  const h5::Datatype status = status_type();
+  const auto insert = [&](const char* name, std::size_t offset, hid_t member) {
+    h5::call("H5Tinsert", name, [&] { return H5Tinsert(type.id(), name, offset, member); });
+  };
+  insert("id", offsetof(RowBuffer, id), vstr.id());
+  insert("input_key", offsetof(RowBuffer, input_key), hash.id());
+  insert("video_sha256", offsetof(RowBuffer, video_sha256), hash.id());
+  insert("status", offsetof(RowBuffer, status), status.id());
+  insert("error", offsetof(RowBuffer, error), vstr.id());
+  insert("rank", offsetof(RowBuffer, rank), H5T_NATIVE_INT32);
+  insert("replica", offsetof(RowBuffer, replica), H5T_NATIVE_INT32);
+  insert("host", offsetof(RowBuffer, host), vstr.id());
+  insert("device", offsetof(RowBuffer, device), vstr.id());
+  insert("start_time", offsetof(RowBuffer, start_time), H5T_NATIVE_DOUBLE);
+  insert("end_time", offsetof(RowBuffer, end_time), H5T_NATIVE_DOUBLE);
+  insert("seconds", offsetof(RowBuffer, seconds), H5T_NATIVE_DOUBLE);
+  insert("frames", offsetof(RowBuffer, frames), H5T_NATIVE_INT32);
+  insert("height", offsetof(RowBuffer, height), H5T_NATIVE_INT32);
+  insert("width", offsetof(RowBuffer, width), H5T_NATIVE_INT32);
+  insert("steps", offsetof(RowBuffer, steps), H5T_NATIVE_INT32);
+  insert("attempt", offsetof(RowBuffer, attempt), H5T_NATIVE_INT32);
+  return type;
+}
+
+// The stored (packed) version of the memory type.
+h5::Datatype row_file_type() {
+  const h5::Datatype memory = row_memory_type();
+  h5::Datatype type(h5::call("H5Tcopy", "requests type", [&] { return H5Tcopy(memory.id()); }));
+  h5::call("H5Tpack", "requests type", [&] { return H5Tpack(type.id()); });
+  return type;
+}
+
+void copy_hash(char (&dest)[kHashChars], const std::string& value, const char* field,
+               const std::string& id) {
+  if (value.size() > kHashChars) {
+    throw RuntimeError(std::string(field) + " longer than 64 characters", {"request " + id});
+  }
+  std::memset(dest, 0, kHashChars);
+  std::memcpy(dest, value.data(), value.size());
+}
+
+std::string hash_string(const char (&src)[kHashChars]) {
+  const auto* end = std::find(src, src + kHashChars, '\0');
+  return std::string(src, end);
+}
+
+RowBuffer to_buffer(const ResultRecord& r) {
+  RowBuffer b{};
+  // HDF5 only reads through these pointers when writing.
+  b.id = const_cast<char*>(r.id.c_str());
+  copy_hash(b.input_key, r.input_key, "input_key", r.id);
+  copy_hash(b.video_sha256, r.video_sha256, "video_sha256", r.id);
+  b.status = r.status == RequestStatus::ok ? 0 : 1;
+  b.error = const_cast<char*>(r.error.c_str());
+  b.rank = r.rank;
+  b.replica = r.replica;
+  b.host = const_cast<char*>(r.host.c_str());
+  b.device = const_cast<char*>(r.device.c_str());
+  b.start_time = r.start_time;
+  b.end_time = r.end_time;
+  b.seconds = r.seconds;
+  b.frames = r.frames;
+  b.height = r.height;
+  b.width = r.width;
+  b.steps = r.steps;
+  b.attempt = r.attempt;
+  return b;
+}
+
+std::string text(const char* p) { return p != nullptr ? std::string(p) : std::string(); }
+
+ResultRecord from_buffer(const RowBuffer& b) {
+  ResultRecord r;
+  r.id = text(b.id);
+  r.input_key = hash_string(b.input_key);
+  r.video_sha256 = hash_string(b.video_sha256);
+  r.status = b.status == 0 ? RequestStatus::ok : RequestStatus::failed;
+  r.error = text(b.error);
+  r.rank = b.rank;
+  r.replica = b.replica;
+  r.host = text(b.host);
+  r.device = text(b.device);
+  r.start_time = b.start_time;
+  r.end_time = b.end_time;
+  r.seconds = b.seconds;
+  r.frames = b.frames;
+  r.height = b.height;
+  r.width = b.width;
+  r.steps = b.steps;
+  r.attempt = b.attempt;
+  return r;
+}
+
+bool must_escape(unsigned char c) { return c == '%' || c == '/' || c < 0x20 || c == 0x7F; }
+
+void append_escape(std::string& out, unsigned char c) {
+  static constexpr std::array<char, 16> kHex = {'0', '1', '2', '3', '4', '5', '6', '7',
+                                                '8', '9', 'A', 'B', 'C', 'D', 'E', 'F'};
+  out += '%';
+  out += kHex[c >> 4U];
+  out += kHex[c & 0x0FU];
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+h5::Dataspace video_space(const Video& video) {
+  const std::array<hsize_t, 4> dims = {static_cast<hsize_t>(video.frames),
+                                       static_cast<hsize_t>(video.height),
+                                       static_cast<hsize_t>(video.width), 3};
+  return h5::Dataspace(h5::call("H5Screate_simple", "video",
+                                [&] { return H5Screate_simple(4, dims.data(), nullptr); }));
+}
+
+}  // namespace
+
+// ---- names -------------------------------------------------------------------------------------
+
+std::string escape_link_name(std::string_view id) {
+  const bool all_dots = !id.empty() && id.find_first_not_of('.') == std::string_view::npos;
+  const std::size_t first_kept = id.find_first_not_of(' ');
+  const std::size_t last_kept = id.find_last_not_of(' ');
+  std::string out;
+  out.reserve(id.size());
+  for (std::size_t i = 0; i < id.size(); ++i) {
+    const auto c = static_cast<unsigned char>(id[i]);
+    const bool edge_space = c == ' ' && (first_kept == std::string_view::npos || i < first_kept ||
+                                         i > last_kept);
+    if (must_escape(c) || edge_space || (all_dots && c == '.')) {
+      append_escape(out, c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string unescape_link_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] != '%') {
+      out += name[i];
+      continue;
+    }
+    const bool complete = i + 2 < name.size();
+    const int hi = complete ? hex_value(name[i + 1]) : -1;
+    const int lo = complete ? hex_value(name[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      throw RuntimeError("malformed escape in link name '" + std::string(name) + "'");
+    }
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string video_path(std::string_view id) {
+  return std::string(kVideosPath) + "/" + escape_link_name(id);
+}
+
+// ---- /requests --------------------------------------------------------------------------------
+
+h5::Dataset create_requests_table(hid_t loc, const std::string& name) {
+  const h5::Datatype type = row_file_type();
+  const hsize_t zero = 0;
+  const hsize_t unlimited = H5S_UNLIMITED;
+  const h5::Dataspace space(h5::call("H5Screate_simple", name,
+                                     [&] { return H5Screate_simple(1, &zero, &unlimited); }));
+  const h5::PropList dcpl(h5::call("H5Pcreate", name, [] { return H5Pcreate(H5P_DATASET_CREATE); }));
+  h5::call("H5Pset_chunk", name, [&] { return H5Pset_chunk(dcpl.id(), 1, &kTableChunkRows); });
+  const h5::PropList lcpl = h5::link_create_utf8(false);
+  return h5::Dataset(h5::call("H5Dcreate2", name, [&] {
+    return H5Dcreate2(loc, name.c_str(), type.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT);
+  }));
+}
+
+void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
+  if (rows.empty()) return;
+  std::vector<RowBuffer> buffers;
+  buffers.reserve(rows.size());
+  for (const auto& r : rows) buffers.push_back(to_buffer(r));
+
+  const hsize_t old_size = h5::dataset_dims(table).at(0);
+  const hsize_t count = rows.size();
+  const hsize_t new_size = old_size + count;
+  h5::call("H5Dset_extent", kRequestsPath,
+           [&] { return H5Dset_extent(table.id(), &new_size); });
+  const h5::Dataspace file_space = h5::dataset_space(table);
+  h5::call("H5Sselect_hyperslab", kRequestsPath, [&] {
+    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &old_size, nullptr, &count,
+                               nullptr);
+  });
+  const h5::Dataspace memory_space(h5::call(
+      "H5Screate_simple", kRequestsPath, [&] { return H5Screate_simple(1, &count, nullptr); }));
+  const h5::Datatype type = row_memory_type();
+  h5::call("H5Dwrite", kRequestsPath, [&] {
+    return H5Dwrite(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
+                    buffers.data());
+  });
+}
+
+std::vector<ResultRecord> read_requests(const h5::Dataset& table) {
+  const hsize_t total = h5::dataset_dims(table).at(0);
+  const h5::Datatype type = row_memory_type();
+  std::vector<ResultRecord> rows;
+  rows.reserve(static_cast<std::size_t>(total));
+  std::vector<RowBuffer> buffers;
+  for (hsize_t start = 0; start < total; start += kReadBlockRows) {
+    const hsize_t count = std::min(kReadBlockRows, total - start);
+    buffers.assign(static_cast<std::size_t>(count), RowBuffer{});
+    const h5::Dataspace file_space = h5::dataset_space(table);
+    h5::call("H5Sselect_hyperslab", kRequestsPath, [&] {
+      return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &start, nullptr, &count,
+                                 nullptr);
+    });
+    const h5::Dataspace memory_space(h5::call(
+        "H5Screate_simple", kRequestsPath, [&] { return H5Screate_simple(1, &count, nullptr); }));
+    h5::call("H5Dread", kRequestsPath, [&] {
+      return H5Dread(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
+                     buffers.data());
+    });
+    for (const auto& b : buffers) rows.push_back(from_buffer(b));
+    h5::reclaim_vlen(type.id(), memory_space.id(), buffers.data());
+  }
+  return rows;
+}
+
+// ---- /videos ----------------------------------------------------------------------------------
+
+void write_video(hid_t file, const ResultRecord& record, const Video& video,
+                 const VideoStorage& storage) {
+  video.check();
+  const std::string path = video_path(record.id);
+  const std::string context = "video " + path;
+  const h5::Dataspace space = video_space(video);
+  const h5::PropList dcpl(
+      h5::call("H5Pcreate", context, [] { return H5Pcreate(H5P_DATASET_CREATE); }));
+  const std::array<hsize_t, 4> chunk = {1, static_cast<hsize_t>(video.height),
+                                        static_cast<hsize_t>(video.width), 3};
+  h5::call("H5Pset_chunk", context, [&] { return H5Pset_chunk(dcpl.id(), 4, chunk.data()); });
+  h5::call("H5Pset_fill_time", context,
+           [&] { return H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER); });
+  if (storage.gzip_level > 0) {
+    h5::call("H5Pset_deflate", context, [&] {
+      return H5Pset_deflate(dcpl.id(), static_cast<unsigned>(storage.gzip_level));
+    });
+  } else if (storage.lzf) {
+    h5::call("H5Pset_filter", context, [&] {
+      return H5Pset_filter(dcpl.id(), kLzfFilter, H5Z_FLAG_MANDATORY, 0, nullptr);
+    });
+  }
+  const h5::PropList lcpl = h5::link_create_utf8(true);
+  const h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
+    return H5Dcreate2(file, path.c_str(), H5T_STD_U8LE, space.id(), lcpl.id(), dcpl.id(),
+                      H5P_DEFAULT);
+  }));
+  h5::call("H5Dwrite", context, [&] {
+    return H5Dwrite(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                    video.data.data());
+  });
+  h5::write_attribute(dataset.id(), "id", record.id);
+  h5::write_attribute(dataset.id(), "prompt", record.prompt);
+  h5::write_attribute(dataset.id(), "seed", static_cast<std::uint64_t>(record.seed));
+  h5::write_attribute(dataset.id(), "fps", static_cast<std::int64_t>(record.fps));
+  h5::write_attribute(dataset.id(), "input_key", record.input_key);
+  h5::write_attribute(dataset.id(), "video_sha256", record.video_sha256);
+}
+
+Video read_video(hid_t file, std::string_view id) {
+  const std::string path = video_path(id);
+  const h5::Dataset dataset = h5::open_dataset(file, path);
+  const auto dims = h5::dataset_dims(dataset);
+  if (dims.size() != 4 || dims[3] != 3) {
+    throw RuntimeError("not a [F,H,W,3] video dataset", {path});
+  }
+  Video video;
+  video.frames = static_cast<int>(dims[0]);
+  video.height = static_cast<int>(dims[1]);
+  video.width = static_cast<int>(dims[2]);
+  video.data.assign(video.byte_size(), 0);
+  h5::call("H5Dread", path, [&] {
+    return H5Dread(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                   video.data.data());
+  });
+  return video;
+}
+
+std::string hash_stored_video(hid_t file, std::string_view id) {
+  const std::string path = video_path(id);
+  const h5::Dataset dataset = h5::open_dataset(file, path);
+  const auto dims = h5::dataset_dims(dataset);
+  if (dims.size() != 4) throw RuntimeError("not a [F,H,W,3] video dataset", {path});
+  const hsize_t frame_bytes = dims[1] * dims[2] * dims[3];
+  std::vector<std::uint8_t> frame(static_cast<std::size_t>(frame_bytes));
+  const std::array<hsize_t, 4> count = {1, dims[1], dims[2], dims[3]};
+  const h5::Dataspace memory_space(h5::call(
+      "H5Screate_simple", path, [&] { return H5Screate_simple(4, count.data(), nullptr); }));
+  Sha256 hasher;
+  for (hsize_t f = 0; f < dims[0]; ++f) {
+    const h5::Dataspace file_space = h5::dataset_space(dataset);
+    const std::array<hsize_t, 4> start = {f, 0, 0, 0};
+    h5::call("H5Sselect_hyperslab", path, [&] {
+      return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start.data(), nullptr,
+                                 count.data(), nullptr);
+    });
+    h5::call("H5Dread", path, [&] {
+      return H5Dread(dataset.id(), H5T_NATIVE_UINT8, memory_space.id(), file_space.id(),
+                     H5P_DEFAULT, frame.data());
+    });
+    hasher.update(std::span<const std::uint8_t>(frame));
+  }
+  const Digest digest = hasher.finish();
+  return to_hex(digest);
+}
+
+VideoAttributes read_video_attributes(hid_t file, std::string_view id) {
+  const h5::Dataset dataset = h5::open_dataset(file, video_path(id));
+  VideoAttributes a;
+  a.id = h5::read_string_attribute(dataset.id(), "id");
+  a.prompt = h5::read_string_attribute(dataset.id(), "prompt");
+  a.seed = h5::read_uint_attribute(dataset.id(), "seed");
+  a.fps = static_cast<int>(h5::read_int_attribute(dataset.id(), "fps"));
+  a.input_key = h5::read_string_attribute(dataset.id(), "input_key");
+  a.video_sha256 = h5::read_string_attribute(dataset.id(), "video_sha256");
+  return a;
+}
+
+}  // namespace omnidp::results

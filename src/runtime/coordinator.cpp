@@ -1,0 +1,362 @@
+#include "omnidp/runtime/coordinator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include "omnidp/common/log.hpp"
+
+namespace omnidp::runtime {
+namespace {
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options, RequestSource& source, Send send)
+    : options_(std::move(options)),
+      send_(std::move(send)),
+      cost_(describe_model(options_.config.model)),
+      work_(options_.config.scheduler, options_.topology.replicas, source, cost_),
+      replicas_(static_cast<std::size_t>(options_.topology.replicas)),
+      progress_(options_.progress_out, options_.progress_in_place, options_.progress_interval_s) {}
+
+double Coordinator::now() const { return options_.now ? options_.now() : steady_seconds(); }
+
+void Coordinator::broadcast(const Message& m) {
+  for (int r = 1; r < options_.topology.world_size; ++r) send_(r, m);
+  send_(0, m);
+}
+
+std::size_t Coordinator::outstanding(int replica) const {
+  return static_cast<std::size_t>(replicas_.at(static_cast<std::size_t>(replica)).outstanding);
+}
+
+ProgressSnapshot Coordinator::progress() const {
+  ProgressSnapshot s;
+  s.done = completed_ + failed_;
+  s.failed = failed_;
+  s.total = options_.plan.to_run;
+  const double t = phase_ == Phase::setup ? go_time_ : now();
+  s.elapsed_s = std::max(0.0, t - go_time_);
+  if (cost_.calibrated()) {
+    const CostFeatures left{options_.plan.total_features.quadratic - done_features_.quadratic,
+                            options_.plan.total_features.linear - done_features_.linear};
+    s.eta_s = std::max(0.0, cost_.estimate(left)) / options_.topology.replicas;
+  }
+  return s;
+}
+
+void Coordinator::start() {
+  log_info("coordinator: " + std::to_string(options_.plan.to_run) + " request(s) to run" +
+           (options_.skipped_resume > 0
+                ? " (" + std::to_string(options_.skipped_resume) + " already done, skipped)"
+                : std::string()) +
+           " on " + std::to_string(options_.topology.replicas) + " replica(s), policy " +
+           to_string(options_.config.scheduler.policy) + "/" +
+           to_string(options_.config.scheduler.order));
+  broadcast(StartMsg{options_.plan.to_run});
+}
+
+void Coordinator::handle(const Envelope& envelope) {
+  std::visit([&](const auto& m) { on(envelope.from, m); }, envelope.message);
+}
+
+template <class M>
+void Coordinator::on(int from, const M& m) {
+  log_error(std::string("coordinator: unexpected ") + message_name(Message{m}) + " from rank " +
+            std::to_string(from));
+}
+
+void Coordinator::on(int from, const ReadyMsg& m) {
+  if (phase_ != Phase::setup) return;
+  if (!m.ok) {
+    fail(m.error);
+    return;
+  }
+  if (m.replica < 0 || m.replica >= options_.topology.replicas ||
+      options_.topology.leader(m.replica) != from) {
+    fail(ErrorInfo{ErrorKind::runtime, "protocol: Ready for replica " + std::to_string(m.replica) +
+                                           " from rank " + std::to_string(from)});
+    return;
+  }
+  auto& r = replicas_[static_cast<std::size_t>(m.replica)];
+  r.ready = true;
+  r.slots = std::max(1, m.slots);
+  r.device = m.device;
+  r.last_heartbeat = now();
+  if (!std::all_of(replicas_.begin(), replicas_.end(), [](const auto& x) { return x.ready; })) {
+    return;
+  }
+  go_time_ = now();
+  last_completion_ = go_time_;
+  phase_ = Phase::running;
+  log_info("coordinator: every replica is ready; work starts");
+  if (drain_requested_) {
+    begin_drain(signal_level_ >= 2);
+    return;
+  }
+  dispatch();
+  check_done();
+}
+
+std::optional<Coordinator::Assigned> Coordinator::release(const std::string& id, int from,
+                                                          const char* what) {
+  const auto it = outstanding_.find(id);
+  if (it == outstanding_.end()) {
+    log_error(std::string("coordinator: ") + what + " for request '" + id +
+              "' that is not outstanding (from rank " + std::to_string(from) + "); ignored");
+    return std::nullopt;
+  }
+  Assigned a = std::move(it->second);
+  outstanding_.erase(it);
+  auto& r = replicas_[static_cast<std::size_t>(a.replica)];
+  r.outstanding -= 1;
+  r.outstanding_cost -= a.item.key;
+  return a;
+}
+
+void Coordinator::on(int from, const DoneMsg& m) {
+  auto a = release(m.id, from, "Done");
+  if (!a) return;
+  auto& r = replicas_[static_cast<std::size_t>(a->replica)];
+  r.busy_s += m.seconds;
+  r.last_heartbeat = now();
+  last_completion_ = now();
+  done_features_.quadratic += a->item.features.quadratic;
+  done_features_.linear += a->item.features.linear;
+  if (m.status == RequestStatus::ok) {
+    ++completed_;
+    latencies_.push_back(m.seconds);
+    if (a->item.features.quadratic > 0.0) {
+      cost_.observe(a->item.features, m.seconds);
+      if (cost_.observations() <= 32 || cost_.observations() % 32 == 0) work_.rekey();
+    }
+  } else {
+    ++failed_;
+    log_warn("request '" + m.id + "' failed on rank " + std::to_string(m.rank) + " (attempt " +
+             std::to_string(m.attempt) + "): " + m.error);
+  }
+  const int drain_after = options_.config.faults.drain_after;
+  if (drain_after > 0 && phase_ == Phase::running &&
+      completed_ + failed_ >= static_cast<std::size_t>(drain_after)) {
+    log_info("coordinator: faults.drain_after=" + std::to_string(drain_after) + " reached");
+    begin_drain(false);
+  }
+  progress_.update(progress(), now());
+  dispatch();
+  check_done();
+}
+
+void Coordinator::on(int from, const RetryMsg& m) {
+  auto a = release(m.id, from, "Retry");
+  if (!a) return;
+  replicas_[static_cast<std::size_t>(a->replica)].busy_s += m.seconds;
+  if (phase_ == Phase::running) {
+    log_warn("request '" + m.id + "' failed transiently on replica " + std::to_string(a->replica) +
+             " (attempt " + std::to_string(m.attempt) + "): " + m.error + "; retrying" +
+             (options_.topology.replicas > 1 ? " on another replica" : ""));
+    a->item.attempt = m.attempt + 1;
+    work_.retry(std::move(a->item), a->replica);
+  }
+  dispatch();
+  check_done();
+}
+
+void Coordinator::on(int from, const ReturnedMsg& m) {
+  for (const auto& id : m.ids) {
+    auto a = release(id, from, "Returned");
+    if (!a) continue;
+    if (phase_ == Phase::running) work_.retry(std::move(a->item), a->replica);
+  }
+  dispatch();
+  check_done();
+}
+
+void Coordinator::on(int from, const SignalMsg& m) {
+  if (m.level <= signal_level_) return;
+  signal_level_ = m.level;
+  log_warn("coordinator: drain signal " + std::to_string(m.signal) + " (level " +
+           std::to_string(m.level) + ") from rank " + std::to_string(from));
+  if (phase_ == Phase::setup) {
+    drain_requested_ = true;
+  } else if (phase_ == Phase::running) {
+    begin_drain(signal_level_ >= 2);
+  } else if (phase_ == Phase::draining && signal_level_ >= 2 && !abandon_sent_) {
+    begin_drain(true);
+  }
+}
+
+void Coordinator::on(int /*from*/, const HeartbeatMsg& m) {
+  if (m.replica < 0 || m.replica >= options_.topology.replicas) return;
+  auto& r = replicas_[static_cast<std::size_t>(m.replica)];
+  r.last_heartbeat = now();
+  r.warned_silent = false;
+}
+
+void Coordinator::on(int from, const FatalMsg& m) {
+  log_error("coordinator: rank " + std::to_string(from) + " failed: " + m.error.message);
+  if (!has_fatal_) {
+    has_fatal_ = true;
+    fatal_ = m.error;
+  }
+  if (phase_ == Phase::setup) {
+    fail(m.error);
+  } else if (phase_ == Phase::running) {
+    begin_drain(false);
+  }
+}
+
+void Coordinator::on(int /*from*/, const ClosedMsg& /*m*/) {
+  if (phase_ != Phase::closing) return;
+  if (++closed_ == options_.topology.world_size) finish();
+}
+
+void Coordinator::dispatch() {
+  if (phase_ != Phase::running) return;
+  try {
+    while (true) {
+      std::vector<int> order;
+      for (int k = 0; k < options_.topology.replicas; ++k) {
+        const auto& r = replicas_[static_cast<std::size_t>(k)];
+        if (r.ready && r.outstanding < r.slots) order.push_back(k);
+      }
+      // Emptiest replica first: an idle one before a free prefetch slot, then the one with the
+      // least estimated work outstanding.
+      std::sort(order.begin(), order.end(), [&](int a, int b) {
+        const auto& ra = replicas_[static_cast<std::size_t>(a)];
+        const auto& rb = replicas_[static_cast<std::size_t>(b)];
+        return std::tie(ra.outstanding, ra.outstanding_cost, a) <
+               std::tie(rb.outstanding, rb.outstanding_cost, b);
+      });
+      bool assigned = false;
+      for (int k : order) {
+        auto item = work_.next_for(k);
+        if (!item) continue;
+        auto& r = replicas_[static_cast<std::size_t>(k)];
+        r.outstanding += 1;
+        r.outstanding_cost += item->key;
+        AssignMsg msg{item->request, item->attempt};
+        const std::string id = item->request.id;
+        outstanding_.emplace(id, Assigned{std::move(*item), k});
+        send_(options_.topology.leader(k), msg);
+        assigned = true;
+        break;
+      }
+      if (!assigned) return;
+    }
+  } catch (const Error& e) {
+    on(0, FatalMsg{ErrorInfo{e.kind(), e.what()}});
+  } catch (const std::exception& e) {
+    on(0, FatalMsg{ErrorInfo{ErrorKind::runtime, e.what()}});
+  }
+}
+
+void Coordinator::begin_drain(bool abandon) {
+  if (phase_ == Phase::running) {
+    phase_ = Phase::draining;
+    drained_ = true;
+    log_warn("coordinator: draining: no new work; " + std::to_string(outstanding_.size()) +
+             " assigned request(s) finish or come back" + (abandon ? " (abandoned)" : ""));
+  } else if (phase_ != Phase::draining) {
+    return;
+  }
+  if (abandon) {
+    if (abandon_sent_) return;
+    abandon_sent_ = true;
+    log_warn("coordinator: abandoning running requests");
+  }
+  broadcast(DrainMsg{abandon});
+  check_done();
+}
+
+void Coordinator::check_done() {
+  if (phase_ == Phase::running && work_.exhausted() && outstanding_.empty()) begin_shutdown();
+  if (phase_ == Phase::draining && outstanding_.empty()) begin_shutdown();
+}
+
+void Coordinator::begin_shutdown() {
+  phase_ = Phase::closing;
+  SummaryInputs in;
+  in.total = options_.plan.to_run;
+  in.completed = completed_;
+  in.failed = failed_;
+  in.skipped_resume = options_.skipped_resume;
+  in.makespan_s = std::max(0.0, last_completion_ - go_time_);
+  in.latencies_s = latencies_;
+  for (int k = 0; k < options_.topology.replicas; ++k) {
+    in.busy_s_per_replica.push_back(replicas_[static_cast<std::size_t>(k)].busy_s);
+    in.ranks_of_replica.push_back(options_.topology.group_ranks(k));
+  }
+  in.world_size = options_.topology.world_size;
+  in.tensor_parallel_size = options_.config.parallel.tensor_parallel_size;
+  in.cfg_parallel_size = options_.config.parallel.cfg_parallel_size;
+  in.policy = to_string(options_.config.scheduler.policy);
+  in.order = to_string(options_.config.scheduler.order);
+  in.interrupted = drained_ && completed_ + failed_ < options_.plan.to_run;
+  summary_ = make_summary(in);
+  progress_.finish(progress());
+  broadcast(ShutdownMsg{});
+}
+
+void Coordinator::finish() {
+  if (!has_fatal_ && options_.finalize) {
+    try {
+      options_.finalize(summary_);
+    } catch (const Error& e) {
+      has_fatal_ = true;
+      fatal_ = ErrorInfo{e.kind(), e.what()};
+    } catch (const std::exception& e) {
+      has_fatal_ = true;
+      fatal_ = ErrorInfo{ErrorKind::runtime, e.what()};
+    }
+  }
+  FinishMsg msg;
+  if (has_fatal_) {
+    msg.has_error = true;
+    msg.error = fatal_;
+    Error as_error(fatal_.kind, fatal_.message);
+    msg.exit_code = static_cast<int>(as_error.exit_code());
+  } else if (summary_.interrupted) {
+    msg.exit_code = static_cast<int>(ExitCode::interrupted);
+  } else if (failed_ > 0) {
+    msg.exit_code = static_cast<int>(ExitCode::some_failed);
+  } else {
+    msg.exit_code = static_cast<int>(ExitCode::ok);
+  }
+  exit_code_ = msg.exit_code;
+  phase_ = Phase::finished;
+  broadcast(msg);
+}
+
+void Coordinator::fail(const ErrorInfo& error) {
+  if (phase_ == Phase::finished) return;
+  has_fatal_ = true;
+  fatal_ = error;
+  FinishMsg msg;
+  msg.has_error = true;
+  msg.error = error;
+  msg.exit_code = static_cast<int>(Error(error.kind, error.message).exit_code());
+  exit_code_ = msg.exit_code;
+  phase_ = Phase::finished;
+  broadcast(msg);
+}
+
+void Coordinator::tick() {
+  if (phase_ != Phase::running && phase_ != Phase::draining) return;
+  const double t = now();
+  progress_.update(progress(), t);
+  const double period = options_.config.scheduler.heartbeat_s;
+  if (period <= 0.0) return;
+  for (int k = 0; k < options_.topology.replicas; ++k) {
+    auto& r = replicas_[static_cast<std::size_t>(k)];
+    if (r.ready && !r.warned_silent && t - r.last_heartbeat > 3.0 * period + 5.0) {
+      r.warned_silent = true;
+      log_warn("coordinator: replica " + std::to_string(k) + " (rank " +
+               std::to_string(options_.topology.leader(k)) + ") silent for " +
+               std::to_string(static_cast<int>(t - r.last_heartbeat)) + " s");
+    }
+  }
+}
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,201 @@
+#include "omnidp/runtime/job.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "omnidp/common/log.hpp"
+#include "omnidp/manifest/manifest.hpp"
+#include "omnidp/models/cost.hpp"
+#include "omnidp/results/merge.hpp"
+#include "omnidp/results/rank_writer.hpp"
+#include "omnidp/results/resume.hpp"
+#include "omnidp/runtime/mpi.hpp"
+#include "omnidp/runtime/plan.hpp"
+#include "omnidp/runtime/rank.hpp"
+#include "omnidp/runtime/signals.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The HDF5 results unless the caller substituted its own hooks.
+JobOptions with_default_hooks(const JobOptions& in) {
+  JobOptions o = in;
+  if (!o.make_sink) {
+    const Config config = o.config;
+    o.make_sink = [config](const SinkInfo& info) -> std::unique_ptr<ResultSink> {
+      auto writer = std::make_unique<results::RankWriter>(
+          config.output.dir,
+          results::RankFileInfo{info.rank, info.world_size, info.host, info.device, info.model,
+                                info.config_yaml},
+          config.output);
+      const auto& f = config.faults;
+      if (f.kill_in_write && f.kill_after > 0 && f.kill_rank == info.rank) {
+        writer->set_fault_hook([writes = 0, limit = f.kill_after, rank = info.rank]() mutable {
+          if (++writes == limit) {
+            log_warn("faults.kill_in_write: rank " + std::to_string(rank) +
+                     " kills itself inside write " + std::to_string(writes));
+            std::raise(SIGKILL);
+          }
+        });
+      }
+      return writer;
+    };
+  }
+  if (!o.scan_done) o.scan_done = [](const fs::path& dir) { return results::scan_done(dir); };
+  if (!o.merge) {
+    o.merge = [](const fs::path& dir, const RunSummary& summary, const std::string& yaml) {
+      (void)results::merge_directory(dir, &summary, yaml);
+    };
+  }
+  return o;
+}
+
+std::string gcost(double cost) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(cost / 1e9 < 10 ? 3 : 1) << cost / 1e9;
+  return o.str();
+}
+
+}  // namespace
+
+ExitCode run_job(const JobOptions& options) {
+  const JobOptions opts = with_default_hooks(options);
+  MpiEnvironment env;
+  const Communicator world = Communicator::world();
+  const int rank = world.rank();
+  const int size = world.size();
+  set_log_rank(rank);
+  // Checks every rank makes alike, so they all stop with the same error (exit 2).
+  const Topology topology = make_topology(opts.config.parallel, size);
+  results::check_output_support(opts.config.output);
+
+  const Communicator node = world.split_shared();
+  const Communicator group = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+  MpiTransport world_transport(world);
+  std::optional<MpiTransport> group_transport;
+  if (!group.null()) group_transport.emplace(group);
+
+  if (rank == 0) {
+    std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
+              << to_yaml(opts.config) << std::flush;
+  }
+  const DrainSignals signals;
+  RankSetup setup;
+  setup.options = &opts;
+  setup.world = &world_transport;
+  setup.group = group_transport ? &*group_transport : nullptr;
+  setup.topology = topology;
+  setup.local_rank = node.rank();
+  setup.host = host_name();
+  setup.signal_level = [] { return DrainSignals::count(); };
+  setup.last_signal = [] { return DrainSignals::last(); };
+  setup.progress_out = stderr;
+  setup.progress_in_place = isatty(fileno(stderr)) != 0;
+  return run_rank(setup);
+}
+
+void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
+  const JobOptions opts = with_default_hooks(options);
+  const Config& c = opts.config;
+  const Topology t = make_topology(c.parallel, world_size);
+  const ModelInfo info = describe_model(c.model);
+  const ManifestOptions mopts = manifest_options(c, weights_identity(c.model));
+  const fs::path dir = c.output.dir;
+  DoneMap done;
+  if (opts.resume && fs::exists(dir)) done = opts.scan_done(dir);
+  const CostModel cost(info);
+
+  JobPlan plan;
+  std::size_t skipped = 0;
+  {
+    ManifestSource source(mopts);
+    ResumeSource filtered(source, done, mopts.path.string(), dir.string());
+    plan = scan_plan(filtered, cost);
+    skipped = filtered.skipped();
+  }
+
+  out << "omni-dp dry run: " << world_size << " rank(s), model " << c.model.name << " ("
+      << to_string(c.model.dtype) << ", " << to_string(c.model.device) << ")\n";
+  out << "manifest: " << mopts.path.string() << ": " << plan.to_run + skipped << " request(s)";
+  if (skipped > 0) out << ", " << skipped << " already done in " << dir.string() << " (resume)";
+  out << ", " << plan.to_run << " to run";
+  if (plan.input_errors > 0) out << " (" << plan.input_errors << " with input errors: recorded failed)";
+  out << "\noutput: " << dir.string() << "\n";
+
+  out << "replicas: " << t.replicas << " of " << t.group_size << " rank(s) (tensor_parallel "
+      << c.parallel.tensor_parallel_size << " x cfg_parallel " << c.parallel.cfg_parallel_size
+      << "); coordinator on rank 0" << (t.coordinator_works ? " also works" : " only coordinates")
+      << "\n";
+  constexpr int kMaxListed = 16;
+  for (int k = 0; k < std::min(t.replicas, kMaxListed); ++k) {
+    const auto ranks = t.group_ranks(k);
+    out << "  replica " << k << ": rank" << (ranks.size() > 1 ? "s " : " ");
+    for (std::size_t i = 0; i < ranks.size(); ++i) out << (i > 0 ? "," : "") << ranks[i];
+    out << " (leader " << t.leader(k) << ")\n";
+  }
+  if (t.replicas > kMaxListed) out << "  ... " << t.replicas - kMaxListed << " more\n";
+  out << "devices by local rank:";
+  for (int l = 0; l < std::min(world_size, kMaxListed); ++l) {
+    out << " " << l << "=" << bind_device(c.model, c.parallel, l).name;
+  }
+  out << "\n";
+
+  const auto& s = c.scheduler;
+  out << "scheduler: " << to_string(s.policy) << ", order " << to_string(s.order) << ", prefetch "
+      << s.prefetch << ", lookahead " << s.lookahead << ", max_retries " << s.max_retries
+      << ", request_timeout_s " << s.request_timeout_s << "\n";
+  const double lower = std::max(plan.total_cost / t.replicas, plan.max_cost);
+  out << "estimated cost (Gcost = 1e9 units): total " << gcost(plan.total_cost) << ", largest "
+      << gcost(plan.max_cost) << ", makespan lower bound max(total/" << t.replicas
+      << ", largest) = " << gcost(lower);
+  if (c.model.name == "synthetic" && c.synthetic.seconds_per_gcost > 0.0) {
+    out << " (synthetic: " << std::fixed << std::setprecision(1)
+        << lower / 1e9 * c.synthetic.seconds_per_gcost << " s)" << std::defaultfloat;
+  }
+  out << "\n";
+
+  // The first requests in the order the coordinator hands them out.
+  ManifestSource source(mopts);
+  ResumeSource filtered(source, done, mopts.path.string(), dir.string());
+  WorkQueue queue(s, t.replicas, filtered, cost);
+  constexpr std::size_t kFirst = 20;
+  const bool rr = s.policy == SchedulerPolicy::round_robin;
+  out << "first requests in service order" << (rr ? "" : " (replica chosen at run time)") << ":\n";
+  out << "  #    id                        frames  height x width  steps  cfg  Gcost    replica\n";
+  std::size_t shown = 0;
+  int misses = 0;
+  for (int r = 0; shown < std::min(kFirst, plan.to_run) && misses < t.replicas; r = (r + 1) % t.replicas) {
+    auto item = queue.next_for(rr ? r : 0);
+    if (!item) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
+    const Request& q = item->request;
+    std::string id = q.id.size() > 24 ? q.id.substr(0, 21) + "..." : q.id;
+    char line[256];
+    std::snprintf(line, sizeof line, "  %-4zu %-25s %6d  %6d x %-5d  %5d  %3s  %-8s %s\n", shown,
+                  id.c_str(), q.num_frames, q.height, q.width, q.num_inference_steps,
+                  q.guidance_scale > 1.0 ? "x2" : "x1", gcost(cost.prior(item->features)).c_str(),
+                  rr ? std::to_string(r).c_str() : "-");
+    out << line;
+    ++shown;
+  }
+}
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,127 @@
+#include "omnidp/runtime/progress.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "omnidp/results/summary.hpp"
+
+namespace omnidp::runtime {
+namespace {
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+}  // namespace
+
+std::string format_duration(double seconds) {
+  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "--";
+  const auto s = static_cast<long long>(std::llround(seconds));
+  char buf[64];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  }
+  return buf;
+}
+
+std::string format_progress(const ProgressSnapshot& s) {
+  const double pct = s.total == 0 ? 100.0 : 100.0 * static_cast<double>(s.done) / static_cast<double>(s.total);
+  const double vpm = s.elapsed_s > 0.0 ? 60.0 * static_cast<double>(s.done) / s.elapsed_s : 0.0;
+  return std::to_string(s.done) + "/" + std::to_string(s.total) + " done (" + fixed(pct, 1) +
+         "%), " + std::to_string(s.failed) + " failed, " + fixed(vpm, 1) + " videos/min, ETA " +
+         format_duration(s.eta_s);
+}
+
+ProgressReporter::ProgressReporter(std::FILE* out, bool in_place, double interval_s)
+    : out_(out), in_place_(in_place), interval_s_(in_place ? 0.5 : interval_s) {}
+
+void ProgressReporter::update(const ProgressSnapshot& s, double now_s) {
+  if (out_ == nullptr || now_s - last_s_ < interval_s_) return;
+  if (in_place_ && s.done == last_done_ && now_s - last_s_ < 5.0) return;
+  last_s_ = now_s;
+  last_done_ = s.done;
+  const std::string line = format_progress(s);
+  if (in_place_) {
+    std::fprintf(out_, "\r\033[K%s", line.c_str());
+  } else {
+    std::fprintf(out_, "progress: %s\n", line.c_str());
+  }
+  std::fflush(out_);
+}
+
+void ProgressReporter::finish(const ProgressSnapshot& s) {
+  if (out_ == nullptr) return;
+  const std::string line = format_progress(s);
+  if (in_place_) {
+    std::fprintf(out_, "\r\033[K%s\n", line.c_str());
+  } else {
+    std::fprintf(out_, "progress: %s\n", line.c_str());
+  }
+  std::fflush(out_);
+}
+
+RunSummary make_summary(const SummaryInputs& in) {
+  RunSummary s;
+  s.total = in.total;
+  s.completed = in.completed;
+  s.failed = in.failed;
+  s.skipped_resume = in.skipped_resume;
+  s.makespan_s = in.makespan_s;
+  s.videos_per_min =
+      in.makespan_s > 0.0 ? 60.0 * static_cast<double>(in.completed) / in.makespan_s : 0.0;
+  s.latency_p50_s = results::percentile(in.latencies_s, 0.5);
+  s.latency_p90_s = results::percentile(in.latencies_s, 0.9);
+  s.latency_max_s = in.latencies_s.empty()
+                        ? 0.0
+                        : *std::max_element(in.latencies_s.begin(), in.latencies_s.end());
+  s.world_size = in.world_size;
+  s.replicas = static_cast<int>(in.busy_s_per_replica.size());
+  s.busy_s_per_rank.assign(static_cast<std::size_t>(in.world_size), 0.0);
+  double sum_busy = 0.0;
+  for (std::size_t k = 0; k < in.busy_s_per_replica.size(); ++k) {
+    sum_busy += in.busy_s_per_replica[k];
+    if (k < in.ranks_of_replica.size()) {
+      for (int rank : in.ranks_of_replica[k]) {
+        s.busy_s_per_rank.at(static_cast<std::size_t>(rank)) = in.busy_s_per_replica[k];
+      }
+    }
+  }
+  s.busy_fraction_per_rank.resize(s.busy_s_per_rank.size(), 0.0);
+  for (std::size_t r = 0; r < s.busy_s_per_rank.size(); ++r) {
+    s.busy_fraction_per_rank[r] = in.makespan_s > 0.0 ? s.busy_s_per_rank[r] / in.makespan_s : 0.0;
+  }
+  s.scheduling_efficiency =
+      (in.makespan_s > 0.0 && s.replicas > 0) ? sum_busy / (s.replicas * in.makespan_s) : 0.0;
+  s.tensor_parallel_size = in.tensor_parallel_size;
+  s.cfg_parallel_size = in.cfg_parallel_size;
+  s.policy = in.policy;
+  s.order = in.order;
+  s.interrupted = in.interrupted;
+  return s;
+}
+
+std::string format_summary(const RunSummary& s) {
+  std::ostringstream o;
+  o << "summary: " << s.completed << " completed, " << s.failed << " failed";
+  if (s.skipped_resume > 0) o << ", " << s.skipped_resume << " skipped (already done)";
+  if (s.interrupted) o << ", INTERRUPTED (" << (s.total - s.completed - s.failed) << " left: resume)";
+  o << "\n  makespan " << fixed(s.makespan_s, 2) << " s, " << fixed(s.videos_per_min, 2)
+    << " videos/min, " << s.replicas << " replica(s) on " << s.world_size << " rank(s), policy "
+    << s.policy << "/" << s.order << "\n";
+  o << "  latency p50 " << fixed(s.latency_p50_s, 2) << " s, p90 " << fixed(s.latency_p90_s, 2)
+    << " s, max " << fixed(s.latency_max_s, 2) << " s\n";
+  o << "  busy fraction per rank:";
+  for (std::size_t r = 0; r < s.busy_fraction_per_rank.size(); ++r) {
+    o << (r % 8 == 0 && r > 0 ? "\n   " : "") << " r" << r << " "
+      << fixed(100.0 * s.busy_fraction_per_rank[r], 1) << "%";
+  }
+  o << "\n  scheduling efficiency " << fixed(100.0 * s.scheduling_efficiency, 2) << "%\n";
+  return o.str();
+}
+
+}  // namespace omnidp::runtime

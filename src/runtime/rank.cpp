@@ -1,0 +1,623 @@
+#include "omnidp/runtime/rank.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <thread>
+#include <variant>
+
+#include "omnidp/common/log.hpp"
+#include "omnidp/manifest/manifest.hpp"
+#include "omnidp/results/summary.hpp"
+#include "omnidp/runtime/coordinator.hpp"
+#include "omnidp/runtime/mailbox.hpp"
+#include "omnidp/runtime/plan.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+double steady_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double unix_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ErrorInfo error_info(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    return ErrorInfo{err.kind(), err.what()};
+  } catch (const std::exception& err) {
+    return ErrorInfo{ErrorKind::runtime, err.what()};
+  } catch (...) {
+    return ErrorInfo{ErrorKind::runtime, "unknown exception"};
+  }
+}
+
+// A failure that may go away on another attempt: TransientModelError, or an out-of-memory
+// report from a library (e.g. a c10::Error "CUDA out of memory").
+bool looks_transient(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("CUDA error: an illegal memory access") != std::string::npos;
+}
+
+// Local events posted to the comm thread by the rank's other actors.
+struct OutMsg {
+  int dest = 0;
+  Message message;
+};
+struct Loaded {
+  std::string device;
+  std::exception_ptr error;
+};
+struct Opened {
+  std::exception_ptr error;
+};
+struct WorkerStarted {
+  std::string id;
+};
+struct WorkerIdle {
+  std::string id;
+  double busy_s = 0.0;
+};
+struct WriterFailed {
+  ErrorInfo error;
+};
+struct WriterClosed {};
+using LocalEvent =
+    std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerIdle, WriterFailed, WriterClosed>;
+
+struct OpenCmd {
+  std::string device;
+};
+struct WriteJob {
+  ResultRecord record;
+  Video video;  // empty when failed
+};
+using WriterItem = std::variant<OpenCmd, WriteJob>;
+
+bool for_coordinator(const Message& m) {
+  return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
+         std::holds_alternative<RetryMsg>(m) || std::holds_alternative<ReturnedMsg>(m) ||
+         std::holds_alternative<SignalMsg>(m) || std::holds_alternative<HeartbeatMsg>(m) ||
+         std::holds_alternative<FatalMsg>(m) || std::holds_alternative<ClosedMsg>(m);
+}
+
+class RankRuntime {
+ public:
+  explicit RankRuntime(const RankSetup& setup)
+      : s_(setup),
+        options_(*setup.options),
+        config_(setup.options->config),
+        rank_(setup.world->rank()),
+        replica_(setup.topology.replica(rank_)),
+        leader_(setup.topology.is_leader(rank_)) {}
+  ~RankRuntime() { stop_threads(); }
+  RankRuntime(const RankRuntime&) = delete;
+  RankRuntime& operator=(const RankRuntime&) = delete;
+
+  ExitCode run();
+
+ private:
+  void loop();
+  void route(const Envelope& env);
+  void on_agent(const Message& m);
+  void on_local(LocalEvent ev);
+  void send(int dest, const Message& m);
+  void check_signals();
+  void check_running();
+  void stop_threads() noexcept;
+
+  void coordinator_main();
+  void worker_main();
+  void writer_main();
+  void post(int dest, Message m) { local_.push(OutMsg{dest, std::move(m)}); }
+
+  const RankSetup& s_;
+  const JobOptions& options_;
+  const Config& config_;
+  int rank_;
+  int replica_;
+  bool leader_;
+
+  Mailbox<LocalEvent> local_;
+  Mailbox<Envelope> coord_inbox_;
+  Mailbox<AssignMsg> work_;
+  Mailbox<WriterItem> writes_;
+  std::atomic<bool> abandon_{false};
+  std::thread coordinator_;
+  std::thread worker_;
+  std::thread writer_;
+  std::exception_ptr coordinator_error_;
+
+  // Comm-thread state.
+  bool finished_ = false;
+  FinishMsg finish_;
+  bool draining_ = false;
+  bool ready_sent_ = false;
+  bool writer_broken_ = false;
+  std::string device_;
+  std::string running_id_;
+  double running_since_ = 0.0;
+  double busy_s_ = 0.0;
+  double next_heartbeat_ = 0.0;
+  int reported_signals_ = 0;
+};
+
+ExitCode RankRuntime::run() {
+  if (rank_ == 0) coordinator_ = std::thread([this] { coordinator_main(); });
+  try {
+    loop();
+  } catch (const JobAborted&) {
+    stop_threads();
+    throw;
+  } catch (const std::exception& e) {
+    log_error(std::string("rank failure: ") + e.what());
+    s_.world->abort_job(static_cast<int>(ExitCode::some_failed), e.what());
+  }
+  stop_threads();
+  s_.world->flush();
+  if (finish_.has_error) {
+    if (coordinator_error_) std::rethrow_exception(coordinator_error_);
+    throw Error(finish_.error.kind, finish_.error.message);
+  }
+  return static_cast<ExitCode>(finish_.exit_code);
+}
+
+void RankRuntime::stop_threads() noexcept {
+  abandon_.store(true);
+  work_.close();
+  writes_.close();
+  coord_inbox_.close();
+  for (auto* t : {&coordinator_, &worker_, &writer_}) {
+    if (t->joinable()) t->join();
+  }
+}
+
+void RankRuntime::loop() {
+  constexpr auto kMinIdle = std::chrono::microseconds(50);
+  constexpr auto kMaxIdle = std::chrono::microseconds(2000);
+  auto idle = kMinIdle;
+  while (!finished_) {
+    bool active = false;
+    for (int i = 0; i < 64 && !finished_; ++i) {
+      auto env = poll_message(*s_.world);
+      if (!env) break;
+      route(*env);
+      active = true;
+    }
+    if (s_.group != nullptr) {
+      while (auto env = poll_message(*s_.group)) {
+        if (const auto* run = std::get_if<GroupRunMsg>(&env->message)) {
+          log_debug("group: leader runs '" + run->id + "'");
+        }
+      }
+    }
+    while (!finished_) {
+      auto ev = local_.try_pop();
+      if (!ev) break;
+      on_local(std::move(*ev));
+      active = true;
+    }
+    if (finished_) break;
+    check_signals();
+    check_running();
+    if (active) {
+      idle = kMinIdle;
+      continue;
+    }
+    if (auto ev = local_.pop_for(idle)) {
+      on_local(std::move(*ev));
+      idle = kMinIdle;
+    } else {
+      idle = std::min(idle * 2, kMaxIdle);
+    }
+  }
+}
+
+void RankRuntime::send(int dest, const Message& m) {
+  if (dest == rank_) {
+    route(Envelope{rank_, m});
+  } else {
+    send_message(*s_.world, dest, m);
+  }
+}
+
+void RankRuntime::route(const Envelope& env) {
+  if (for_coordinator(env.message)) {
+    if (rank_ != 0) {
+      throw RuntimeError(std::string("protocol: ") + message_name(env.message) +
+                         " for the coordinator arrived at rank " + std::to_string(rank_));
+    }
+    coord_inbox_.push(env);
+    return;
+  }
+  on_agent(env.message);
+}
+
+void RankRuntime::on_agent(const Message& m) {
+  if (std::holds_alternative<StartMsg>(m)) {
+    if (leader_) {
+      writer_ = std::thread([this] { writer_main(); });
+      worker_ = std::thread([this] { worker_main(); });
+    }
+  } else if (const auto* assign = std::get_if<AssignMsg>(&m)) {
+    if (!leader_) throw RuntimeError("protocol: Assign at rank " + std::to_string(rank_) + ", not a replica leader");
+    if (draining_ || writer_broken_) {
+      send(0, ReturnedMsg{replica_, {assign->request.id}});
+    } else {
+      work_.push(*assign);
+    }
+  } else if (const auto* drain = std::get_if<DrainMsg>(&m)) {
+    draining_ = true;
+    if (drain->abandon) abandon_.store(true);
+    if (leader_) {
+      ReturnedMsg back{replica_, {}};
+      for (auto& a : work_.take_all()) back.ids.push_back(a.request.id);
+      if (!back.ids.empty()) send(0, back);
+    }
+  } else if (std::holds_alternative<ShutdownMsg>(m)) {
+    if (leader_ && writer_.joinable()) {
+      work_.close();    // the worker is idle: every assigned request was resolved
+      writes_.close();  // the writer closes the sink, then posts WriterClosed
+    } else {
+      send(0, ClosedMsg{busy_s_});
+    }
+  } else if (const auto* fin = std::get_if<FinishMsg>(&m)) {
+    finished_ = true;
+    finish_ = *fin;
+  } else {
+    throw RuntimeError(std::string("protocol: unexpected ") + message_name(m) + " at rank " +
+                       std::to_string(rank_));
+  }
+}
+
+void RankRuntime::on_local(LocalEvent ev) {
+  if (auto* out = std::get_if<OutMsg>(&ev)) {
+    send(out->dest, out->message);
+  } else if (auto* loaded = std::get_if<Loaded>(&ev)) {
+    if (loaded->error) {
+      send(0, ReadyMsg{replica_, 0, "", false, error_info(loaded->error)});
+    } else {
+      device_ = loaded->device;
+      writes_.push(OpenCmd{device_});
+    }
+  } else if (auto* opened = std::get_if<Opened>(&ev)) {
+    if (opened->error) {
+      send(0, ReadyMsg{replica_, 0, device_, false, error_info(opened->error)});
+    } else {
+      send(0, ReadyMsg{replica_, 1 + std::max(0, config_.scheduler.prefetch), device_, true, {}});
+      ready_sent_ = true;
+      next_heartbeat_ = steady_s() + config_.scheduler.heartbeat_s;
+    }
+  } else if (auto* started = std::get_if<WorkerStarted>(&ev)) {
+    running_id_ = started->id;
+    running_since_ = steady_s();
+    if (s_.group != nullptr) {
+      for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
+    }
+  } else if (auto* idle = std::get_if<WorkerIdle>(&ev)) {
+    running_id_.clear();
+    busy_s_ = idle->busy_s;
+    if (s_.group != nullptr) {
+      for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, GroupIdleMsg{idle->id}, kGroupTag);
+    }
+  } else if (auto* failed = std::get_if<WriterFailed>(&ev)) {
+    writer_broken_ = true;
+    send(0, FatalMsg{failed->error});
+  } else if (std::holds_alternative<WriterClosed>(ev)) {
+    send(0, ClosedMsg{busy_s_});
+  }
+}
+
+void RankRuntime::check_signals() {
+  if (!s_.signal_level) return;
+  const int level = s_.signal_level();
+  if (level <= reported_signals_) return;
+  reported_signals_ = level;
+  const int sig = s_.last_signal ? s_.last_signal() : 0;
+  log_warn("received drain signal " + std::to_string(sig) + " (" + std::to_string(level) +
+           (level >= 2 ? "): abandoning running requests" : "): draining the job"));
+  send(0, SignalMsg{level, sig});
+}
+
+void RankRuntime::check_running() {
+  if (!leader_ || !ready_sent_) return;
+  const double t = steady_s();
+  const double timeout = config_.scheduler.request_timeout_s;
+  if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
+    const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
+                            " has run for " + std::to_string(static_cast<int>(t - running_since_)) +
+                            " s, longer than scheduler.request_timeout_s = " +
+                            std::to_string(timeout) +
+                            " s; aborting the job (rerun with --resume to finish the rest)";
+    log_error(why);
+    s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);
+  }
+  if (config_.scheduler.heartbeat_s > 0.0 && t >= next_heartbeat_ && !finished_) {
+    next_heartbeat_ = t + config_.scheduler.heartbeat_s;
+    send(0, HeartbeatMsg{replica_, running_id_, running_id_.empty() ? 0.0 : t - running_since_, busy_s_});
+  }
+}
+
+// --- coordinator thread (rank 0) -------------------------------------------------------------
+
+void RankRuntime::coordinator_main() {
+  auto finish_all = [this](const FinishMsg& msg) {
+    for (int r = 1; r < s_.topology.world_size; ++r) post(r, msg);
+    post(0, msg);
+  };
+  try {
+    const fs::path dir = config_.output.dir;
+    const std::string wid = weights_identity(config_.model);
+    const ManifestOptions mopts = manifest_options(config_, wid);
+    DoneMap done;
+    if (options_.resume && fs::exists(dir) && options_.scan_done) done = options_.scan_done(dir);
+    const CostModel cost(describe_model(config_.model));
+    JobPlan plan;
+    std::size_t skipped = 0;
+    {
+      ManifestSource source(mopts);
+      ResumeSource filtered(source, done, mopts.path.string(), dir.string());
+      plan = scan_plan(filtered, cost);
+      skipped = filtered.skipped();
+    }
+    ManifestSource source(mopts);
+    ResumeSource filtered(source, done, mopts.path.string(), dir.string());
+
+    CoordinatorOptions co;
+    co.config = config_;
+    co.topology = s_.topology;
+    co.plan = plan;
+    co.skipped_resume = skipped;
+    co.progress_out = s_.progress_out;
+    co.progress_in_place = s_.progress_in_place;
+    co.progress_interval_s = options_.progress_interval_s;
+    co.finalize = [this, dir](const RunSummary& summary) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
+      results::write_summary_json(dir / "summary.json", summary);
+      if (options_.merge) options_.merge(dir, summary, to_yaml(config_));
+      std::cout << format_summary(summary) << std::flush;
+    };
+    Coordinator coordinator(std::move(co), filtered,
+                            [this](int dest, const Message& m) { post(dest, m); });
+    coordinator.start();
+    while (!coordinator.finished()) {
+      auto env = coord_inbox_.pop_for(200ms);
+      if (env) {
+        coordinator.handle(*env);
+      } else if (coord_inbox_.closed()) {
+        return;
+      }
+      coordinator.tick();
+    }
+  } catch (...) {
+    coordinator_error_ = std::current_exception();
+    FinishMsg msg;
+    msg.has_error = true;
+    msg.error = error_info(coordinator_error_);
+    msg.exit_code = static_cast<int>(Error(msg.error.kind, msg.error.message).exit_code());
+    log_debug("coordinator: job stops: " + msg.error.message);
+    finish_all(msg);
+  }
+}
+
+// --- worker thread (replica leaders) ---------------------------------------------------------
+
+void RankRuntime::worker_main() {
+  std::unique_ptr<Pipeline> pipeline;
+  std::string device;
+  try {
+    const DeviceBinding binding = bind_device(config_.model, config_.parallel, s_.local_rank);
+    if (!options_.make_pipeline) throw RuntimeError("no pipeline factory");
+    pipeline = options_.make_pipeline(binding);
+    if (!pipeline) throw ModelError("the pipeline factory returned nothing");
+    device = pipeline->device_name();
+    local_.push(Loaded{device, nullptr});
+  } catch (...) {
+    local_.push(Loaded{"", std::current_exception()});
+    return;
+  }
+  double busy = 0.0;
+  while (auto assignment = work_.pop()) {
+    const Request& req = assignment->request;
+    ResultRecord rec;
+    rec.id = req.id;
+    rec.input_key = req.input_key;
+    rec.rank = rank_;
+    rec.replica = replica_;
+    rec.host = s_.host;
+    rec.device = device;
+    rec.frames = req.num_frames;
+    rec.height = req.height;
+    rec.width = req.width;
+    rec.steps = req.num_inference_steps;
+    rec.attempt = assignment->attempt;
+    rec.prompt = req.prompt;
+    rec.seed = req.seed;
+    rec.fps = req.fps;
+    if (!req.input_error.empty()) {
+      rec.status = RequestStatus::failed;
+      rec.error = "input error: " + req.input_error;
+      rec.start_time = rec.end_time = unix_s();
+      writes_.push(WriteJob{std::move(rec), Video{}});
+      continue;
+    }
+    local_.push(WorkerStarted{req.id});
+    const double wall0 = unix_s();
+    const double t0 = steady_s();
+    Video video;
+    bool ok = false;
+    bool transient = false;
+    std::string error;
+    GenerateContext ctx;
+    ctx.attempt = assignment->attempt;
+    ctx.abandoned = [this] { return abandon_.load(); };
+    try {
+      video = pipeline->generate(req, ctx);
+      video.check();
+      if (video.frames != req.num_frames || video.height != req.height || video.width != req.width) {
+        throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
+                         std::to_string(video.height) + "x" + std::to_string(video.width) +
+                         " video for a " + std::to_string(req.num_frames) + "x" +
+                         std::to_string(req.height) + "x" + std::to_string(req.width) + " request");
+      }
+      rec.video_sha256 = video_sha256(video);
+      ok = true;
+    } catch (const TransientModelError& e) {
+      error = e.what();
+      transient = true;
+    } catch (const std::exception& e) {
+      error = e.what();
+      transient = looks_transient(error);
+    } catch (...) {
+      error = "unknown exception from the pipeline";
+    }
+    const double seconds = steady_s() - t0;
+    busy += seconds;
+    rec.start_time = wall0;
+    rec.end_time = wall0 + seconds;
+    rec.seconds = seconds;
+    local_.push(WorkerIdle{req.id, busy});
+    if (ok) {
+      rec.status = RequestStatus::ok;
+      writes_.push(WriteJob{std::move(rec), std::move(video)});
+    } else if (abandon_.load()) {
+      log_warn("request '" + req.id + "' abandoned: " + error);
+      post(0, ReturnedMsg{replica_, {req.id}});
+    } else if (transient && assignment->attempt <= config_.scheduler.max_retries) {
+      post(0, RetryMsg{req.id, replica_, assignment->attempt, error, seconds});
+    } else {
+      rec.status = RequestStatus::failed;
+      rec.error = error;
+      writes_.push(WriteJob{std::move(rec), Video{}});
+    }
+  }
+}
+
+// --- writer thread (replica leaders) ---------------------------------------------------------
+
+void RankRuntime::writer_main() {
+  auto first = writes_.pop();
+  const auto* open = first ? std::get_if<OpenCmd>(&*first) : nullptr;
+  if (open == nullptr) {
+    local_.push(WriterClosed{});
+    return;
+  }
+  std::unique_ptr<ResultSink> sink;
+  bool broken = false;
+  try {
+    if (!options_.make_sink) throw RuntimeError("no result sink factory");
+    sink = options_.make_sink(SinkInfo{rank_, s_.topology.world_size, s_.host, open->device,
+                                       config_.model.name, to_yaml(config_)});
+    local_.push(Opened{nullptr});
+  } catch (...) {
+    local_.push(Opened{std::current_exception()});
+    broken = true;
+  }
+  const auto& faults = config_.faults;
+  const bool kill_here = faults.kill_rank == rank_ && faults.kill_after > 0 && !faults.kill_in_write;
+  int writes = 0;
+  while (auto item = writes_.pop()) {
+    auto* job = std::get_if<WriteJob>(&*item);
+    if (job == nullptr) continue;
+    const ResultRecord& rec = job->record;
+    if (broken) {
+      post(0, ReturnedMsg{replica_, {rec.id}});
+      continue;
+    }
+    try {
+      sink->write(rec, rec.status == RequestStatus::ok ? &job->video : nullptr);
+    } catch (...) {
+      broken = true;
+      local_.push(WriterFailed{error_info(std::current_exception())});
+      post(0, ReturnedMsg{replica_, {rec.id}});
+      continue;
+    }
+    ++writes;
+    if (kill_here && writes == faults.kill_after) {
+      log_warn("faults.kill_rank: rank " + std::to_string(rank_) + " kills itself after " +
+               std::to_string(writes) + " completions");
+      std::raise(SIGKILL);
+    }
+    post(0, DoneMsg{rec.id, rec.status, rec.error, rec.rank, rec.replica, rec.attempt,
+                    rec.start_time, rec.end_time, rec.seconds});
+  }
+  if (sink && !broken) {
+    try {
+      sink->close();
+    } catch (...) {
+      local_.push(WriterFailed{error_info(std::current_exception())});
+    }
+  }
+  local_.push(WriterClosed{});
+}
+
+}  // namespace
+
+ExitCode run_rank(const RankSetup& setup) {
+  if (setup.options == nullptr || setup.world == nullptr) {
+    throw RuntimeError("run_rank: options and world transport are required");
+  }
+  set_log_rank(setup.world->rank());
+  RankRuntime runtime(setup);
+  return runtime.run();
+}
+
+std::vector<RankOutcome> run_job_in_process(const JobOptions& options, int world_size,
+                                            const std::vector<const std::atomic<int>*>& signal_levels) {
+  const Topology topology = make_topology(options.config.parallel, world_size);
+  InProcessNetwork world(world_size);
+  std::vector<std::unique_ptr<InProcessNetwork>> groups;
+  if (topology.group_size > 1) {
+    for (int k = 0; k < topology.replicas; ++k) {
+      groups.push_back(std::make_unique<InProcessNetwork>(topology.group_size));
+    }
+  }
+  std::vector<RankOutcome> outcomes(static_cast<std::size_t>(world_size));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world_size; ++rank) {
+    threads.emplace_back([&, rank] {
+      RankSetup setup;
+      setup.options = &options;
+      setup.world = &world.endpoint(rank);
+      const int replica = topology.replica(rank);
+      if (!groups.empty() && replica >= 0) {
+        setup.group = &groups[static_cast<std::size_t>(replica)]->endpoint(rank - topology.leader(replica));
+      }
+      setup.topology = topology;
+      setup.local_rank = rank;
+      setup.host = "in-process";
+      if (static_cast<std::size_t>(rank) < signal_levels.size() && signal_levels[static_cast<std::size_t>(rank)] != nullptr) {
+        const std::atomic<int>* level = signal_levels[static_cast<std::size_t>(rank)];
+        setup.signal_level = [level] { return level->load(); };
+        setup.last_signal = [] { return SIGUSR1; };
+      }
+      auto& out = outcomes[static_cast<std::size_t>(rank)];
+      try {
+        out.code = run_rank(setup);
+      } catch (const Error& e) {
+        out.threw = true;
+        out.kind = e.kind();
+        out.error = e.what();
+      } catch (const std::exception& e) {
+        out.threw = true;
+        out.error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,52 @@
+#include "omnidp/runtime/signals.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <string>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+static_assert(std::atomic<int>::is_always_lock_free, "signal flags must be lock-free");
+std::atomic<int> g_count{0};
+std::atomic<int> g_last{0};
+struct sigaction g_old_usr1 {};
+struct sigaction g_old_term {};
+
+void on_drain_signal(int sig) {
+  g_last.store(sig, std::memory_order_relaxed);
+  g_count.fetch_add(1, std::memory_order_relaxed);
+}
+
+void install(int sig, struct sigaction* old) {
+  struct sigaction sa {};
+  sa.sa_handler = &on_drain_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(sig, &sa, old) != 0) {
+    throw RuntimeError(std::string("sigaction failed: ") + std::strerror(errno),
+                       {"signal " + std::to_string(sig)});
+  }
+}
+
+}  // namespace
+
+DrainSignals::DrainSignals() {
+  g_count.store(0);
+  g_last.store(0);
+  install(SIGUSR1, &g_old_usr1);
+  install(SIGTERM, &g_old_term);
+}
+
+DrainSignals::~DrainSignals() {
+  sigaction(SIGUSR1, &g_old_usr1, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+int DrainSignals::count() noexcept { return g_count.load(std::memory_order_relaxed); }
+int DrainSignals::last() noexcept { return g_last.load(std::memory_order_relaxed); }
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,109 @@
+#include "omnidp/runtime/topology.hpp"
+
+#include <charconv>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::runtime {
+
+bool Topology::is_leader(int rank) const {
+  const int r = replica(rank);
+  return r >= 0 && leader(r) == rank;
+}
+
+std::vector<int> Topology::group_ranks(int replica_index) const {
+  std::vector<int> ranks;
+  for (int rank = 0; rank < world_size; ++rank) {
+    if (replica(rank) == replica_index) ranks.push_back(rank);
+  }
+  return ranks;
+}
+
+Topology make_topology(const ParallelConfig& parallel, int world_size) {
+  if (world_size < 1) throw RuntimeError("world size " + std::to_string(world_size));
+  Topology t;
+  t.world_size = world_size;
+  t.group_size = parallel.tensor_parallel_size * parallel.cfg_parallel_size;
+  t.coordinator_works = parallel.coordinator_runs_work;
+  if (t.group_size < 1) {
+    throw ConfigError("parallel.tensor_parallel_size",
+                      "tensor_parallel_size x cfg_parallel_size must be at least 1");
+  }
+  const int first = t.coordinator_works ? 0 : 1;
+  const int working = world_size - first;
+  if (working < 1) {
+    throw ConfigError("parallel.coordinator_runs_work",
+                      "false needs at least 2 ranks (the world has " + std::to_string(world_size) +
+                          "): rank 0 only coordinates");
+  }
+  if (working % t.group_size != 0) {
+    throw ConfigError(
+        "parallel",
+        std::to_string(working) + " working rank(s) (world size " + std::to_string(world_size) +
+            (t.coordinator_works ? "" : " minus the coordinator") +
+            ") cannot be split into replica groups of tensor_parallel_size x cfg_parallel_size = " +
+            std::to_string(parallel.tensor_parallel_size) + " x " +
+            std::to_string(parallel.cfg_parallel_size) + " = " + std::to_string(t.group_size) +
+            " ranks");
+  }
+  t.replicas = working / t.group_size;
+  if (parallel.data_parallel_size != 0 && parallel.data_parallel_size != t.replicas) {
+    throw ConfigError("parallel.data_parallel_size",
+                      std::to_string(parallel.data_parallel_size) + " replicas requested, but " +
+                          std::to_string(world_size) + " ranks in groups of " +
+                          std::to_string(t.group_size) + " give " + std::to_string(t.replicas) +
+                          " (use auto, or launch " +
+                          std::to_string(parallel.data_parallel_size * t.group_size + first) +
+                          " ranks)");
+  }
+  t.replica_of_rank.assign(static_cast<std::size_t>(world_size), -1);
+  for (int k = 0; k < t.replicas; ++k) {
+    t.leader_of_replica.push_back(first + k * t.group_size);
+    for (int i = 0; i < t.group_size; ++i) {
+      t.replica_of_rank[static_cast<std::size_t>(first + k * t.group_size + i)] = k;
+    }
+  }
+  return t;
+}
+
+DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parallel,
+                          int local_rank) {
+  DeviceBinding d;
+  if (model.device == DeviceKind::cpu) {
+    d.kind = DeviceKind::cpu;
+    d.name = "cpu";
+    return d;
+  }
+  d.kind = DeviceKind::cuda;
+  d.index = local_rank;
+  if (!parallel.devices.empty()) {
+    if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= parallel.devices.size()) {
+      throw ConfigError("parallel.devices",
+                        "no entry for local rank " + std::to_string(local_rank) + " (" +
+                            std::to_string(parallel.devices.size()) +
+                            " listed; list one device per rank of a node)");
+    }
+    std::string entry = parallel.devices[static_cast<std::size_t>(local_rank)];
+    if (entry == "cpu") {
+      d.kind = DeviceKind::cpu;
+      d.index = 0;
+      d.name = "cpu";
+      return d;
+    }
+    if (entry.starts_with("cuda:")) entry = entry.substr(5);
+    int index = -1;
+    const auto* end = entry.data() + entry.size();
+    const auto [ptr, ec] = std::from_chars(entry.data(), end, index);
+    if (ec != std::errc() || ptr != end || index < 0) {
+      throw ConfigError("parallel.devices",
+                        "entry '" + parallel.devices[static_cast<std::size_t>(local_rank)] +
+                            "' of local rank " + std::to_string(local_rank) +
+                            " is not cuda:N, N or cpu");
+    }
+    d.index = index;
+  }
+  d.name = "cuda:" + std::to_string(d.index);
+  return d;
+}
+
+}  // namespace omnidp::runtime

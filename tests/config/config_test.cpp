@@ -1,0 +1,579 @@
+#include "omnidp/config/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ConfigError message (what()) of parsing `yaml`, or "" when it parses.
+std::string parse_error(const std::string& yaml) {
+  try {
+    (void)parse_config_yaml(yaml, "test.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The ConfigError message of validating `yaml` (which must parse), or "" when valid.
+// The struct defaults have no manifest, so one is added unless `yaml` has an input section.
+std::string validate_error(const std::string& yaml) {
+  const bool has_input = yaml.find("input:") != std::string::npos;
+  Config config =
+      parse_config_yaml(has_input ? yaml : yaml + "input: {manifest: m.jsonl}\n", "test.yaml");
+  try {
+    validate_and_resolve(config);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string override_error(const std::vector<std::string>& sets) {
+  Config config = default_config();
+  try {
+    apply_overrides(config, sets);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("omnidp-config-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// --- defaults and the embedded default -------------------------------------------------------
+
+TEST(ConfigDefaults, EmptyTextGivesStructDefaults) {
+  EXPECT_EQ(parse_config_yaml("", "empty.yaml"), Config{});
+  EXPECT_EQ(parse_config_yaml("# only a comment\n", "c.yaml"), Config{});
+  EXPECT_EQ(parse_config_yaml("faults:\n", "c.yaml"), Config{});
+}
+
+TEST(ConfigDefaults, StructDefaultsMatchSpec) {
+  const Config c;
+  EXPECT_EQ(c.generation.num_frames, 121);
+  EXPECT_EQ(c.generation.height, 480);
+  EXPECT_EQ(c.generation.width, 848);
+  EXPECT_EQ(c.generation.num_inference_steps, 50);
+  EXPECT_EQ(c.scheduler.policy, SchedulerPolicy::dynamic);
+  EXPECT_EQ(c.scheduler.order, WorkOrder::cost_desc);
+  EXPECT_EQ(c.parallel.data_parallel_size, 0);
+  EXPECT_TRUE(c.parallel.devices.empty());
+  EXPECT_EQ(compression_string(c.output), "none");
+}
+
+TEST(ConfigDefaults, EmbeddedDefaultIsTinyYamlAndValidates) {
+  Config embedded = default_config();
+  EXPECT_TRUE(embedded.source_file.empty());
+  EXPECT_EQ(embedded.model.name, "tiny-wan");
+  EXPECT_EQ(embedded.model.weights, WeightsSource::random);
+  EXPECT_EQ(embedded.model.device, DeviceKind::cpu);
+  EXPECT_EQ(embedded.model.dtype, DType::fp32);
+  EXPECT_EQ(embedded.input.manifest, "prompts/demo.jsonl");
+  EXPECT_EQ(embedded.output.dir, "results/tiny");
+  // Identical to the file it was generated from.
+  Config from_file = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / "tiny.yaml");
+  from_file.source_file.clear();
+  EXPECT_EQ(embedded, from_file);
+  EXPECT_NO_THROW(validate_and_resolve(embedded));
+  EXPECT_EQ(embedded.input.manifest, (fs::current_path() / "prompts/demo.jsonl").string());
+}
+
+TEST(ConfigDefaults, ShippedConfigsValidate) {
+  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml"}) {
+    SCOPED_TRACE(name);
+    Config config = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
+    EXPECT_NO_THROW(validate_and_resolve(config));
+  }
+}
+
+TEST(ConfigDefaults, RealModelConfigsCarrySpecDefaults) {
+  const fs::path dir = fs::path(OMNIDP_SOURCE_DIR) / "configs";
+  const Config hv = load_config_file(dir / "hv15.yaml");
+  EXPECT_EQ(hv.model.name, "hunyuanvideo-1.5");
+  EXPECT_EQ(hv.model.dtype, DType::bf16);
+  EXPECT_EQ(hv.model.device, DeviceKind::cuda);
+  EXPECT_EQ(hv.model.weights, WeightsSource::pretrained);
+  EXPECT_EQ(hv.generation.width, 848);
+  EXPECT_EQ(hv.generation.height, 480);
+  EXPECT_EQ(hv.generation.num_frames, 121);
+  EXPECT_EQ(hv.generation.num_inference_steps, 50);
+  EXPECT_EQ(hv.generation.guidance_scale, 6.0);
+  EXPECT_EQ(hv.generation.flow_shift, 5.0);
+  const Config wan = load_config_file(dir / "wan22-ti2v-5b.yaml");
+  EXPECT_EQ(wan.model.name, "wan2.2-ti2v-5b");
+  EXPECT_EQ(wan.generation.width, 1280);
+  EXPECT_EQ(wan.generation.height, 704);
+  EXPECT_EQ(wan.generation.num_frames, 121);
+  EXPECT_EQ(wan.generation.num_inference_steps, 50);
+  EXPECT_EQ(wan.generation.guidance_scale, 5.0);
+  EXPECT_EQ(wan.generation.flow_shift, 5.0);
+  EXPECT_EQ(wan.model.dtype, DType::bf16);
+}
+
+// --- parsing ---------------------------------------------------------------------------------
+
+TEST(ConfigParse, ReadsEverySpecialForm) {
+  const Config c = parse_config_yaml(R"(
+model: {name: synthetic, dtype: bf16, device: cuda, weights_seed: 18446744073709551615}
+parallel:
+  data_parallel_size: 3
+  devices: [0, "cuda:1", 2]
+scheduler: {policy: round_robin, order: manifest, prefetch: 0, request_timeout_s: 2.5}
+generation: {guidance_scale: 7, negative_prompt: "blurry, dark", seed: 9223372036854775807}
+output: {compression: "gzip:4", store_video: false}
+synthetic: {wait: busy}
+faults: {fail_ids: [a, "b c"], kill_rank: 2}
+)",
+                                     "t.yaml");
+  EXPECT_EQ(c.model.name, "synthetic");
+  EXPECT_EQ(c.model.dtype, DType::bf16);
+  EXPECT_EQ(c.model.device, DeviceKind::cuda);
+  EXPECT_EQ(c.model.weights_seed, 18446744073709551615ULL);
+  EXPECT_EQ(c.parallel.data_parallel_size, 3);
+  EXPECT_EQ(c.parallel.devices, (std::vector<std::string>{"0", "cuda:1", "2"}));
+  EXPECT_EQ(c.scheduler.policy, SchedulerPolicy::round_robin);
+  EXPECT_EQ(c.scheduler.order, WorkOrder::manifest);
+  EXPECT_EQ(c.scheduler.prefetch, 0);
+  EXPECT_EQ(c.scheduler.request_timeout_s, 2.5);
+  EXPECT_EQ(c.generation.guidance_scale, 7.0);
+  EXPECT_EQ(c.generation.negative_prompt, "blurry, dark");
+  EXPECT_EQ(c.generation.seed, 9223372036854775807ULL);
+  EXPECT_EQ(c.output.compression, CompressionKind::gzip);
+  EXPECT_EQ(c.output.gzip_level, 4);
+  EXPECT_FALSE(c.output.store_video);
+  EXPECT_EQ(c.synthetic.wait, WaitMode::busy);
+  EXPECT_EQ(c.faults.fail_ids, (std::vector<std::string>{"a", "b c"}));
+  EXPECT_EQ(c.faults.kill_rank, 2);
+  // Untouched keys keep their defaults.
+  EXPECT_EQ(c.generation.num_frames, 121);
+}
+
+TEST(ConfigParse, AutoForms) {
+  const Config c = parse_config_yaml("parallel: {data_parallel_size: auto, devices: auto}\n", "t");
+  EXPECT_EQ(c.parallel.data_parallel_size, 0);
+  EXPECT_TRUE(c.parallel.devices.empty());
+  const Config lzf = parse_config_yaml("output: {compression: lzf}\n", "t");
+  EXPECT_EQ(lzf.output.compression, CompressionKind::lzf);
+  EXPECT_EQ(compression_string(lzf.output), "lzf");
+}
+
+TEST(ConfigParse, UnknownKeysNameThePathAndTheNearestKey) {
+  EXPECT_EQ(parse_error("scheduler:\n  polcy: dynamic\n"),
+            "scheduler.polcy: unknown key (did you mean 'policy'?)");
+  EXPECT_EQ(parse_error("modle:\n  name: tiny-wan\n"), "modle: unknown key (did you mean 'model'?)");
+  EXPECT_EQ(parse_error("generation: {frames: 9}\n"),
+            "generation.frames: unknown key (did you mean 'num_frames'?)");
+  EXPECT_EQ(parse_error("parallel: {data_paralel_size: 2}\n"),
+            "parallel.data_paralel_size: unknown key (did you mean 'data_parallel_size'?)");
+  EXPECT_EQ(parse_error("determinism: {zzz: 1}\n"), "determinism.zzz: unknown key (valid: strict)");
+}
+
+TEST(ConfigParse, DuplicateKeysAreErrors) {
+  EXPECT_EQ(parse_error("model: {name: a}\nmodel: {name: b}\n"), "model: duplicate key");
+  EXPECT_EQ(parse_error("model:\n  name: a\n  name: b\n"), "model.name: duplicate key");
+}
+
+TEST(ConfigParse, WrongTypesNameThePathAndTheValue) {
+  EXPECT_EQ(parse_error("generation: {num_frames: abc}\n"),
+            "generation.num_frames: expected an integer, got 'abc'");
+  EXPECT_EQ(parse_error("generation: {num_frames: 9.5}\n"),
+            "generation.num_frames: expected an integer, got '9.5'");
+  EXPECT_EQ(parse_error("generation: {num_frames: \"9\"}\n"),
+            "generation.num_frames: expected an integer, got the string '9'");
+  EXPECT_EQ(parse_error("generation: {num_frames: [9]}\n"),
+            "generation.num_frames: expected an integer, got a list");
+  EXPECT_EQ(parse_error("generation:\n  num_frames:\n"),
+            "generation.num_frames: expected an integer, got null");
+  EXPECT_EQ(parse_error("generation: {num_frames: 99999999999}\n"),
+            "generation.num_frames: '99999999999' is out of range for this key");
+  EXPECT_EQ(parse_error("generation: {seed: -1}\n"),
+            "generation.seed: expected a non-negative integer, got '-1'");
+  EXPECT_EQ(parse_error("generation: {guidance_scale: high}\n"),
+            "generation.guidance_scale: expected a finite number, got 'high'");
+  EXPECT_EQ(parse_error("generation: {guidance_scale: nan}\n"),
+            "generation.guidance_scale: expected a finite number, got 'nan'");
+  EXPECT_EQ(parse_error("output: {store_video: maybe}\n"),
+            "output.store_video: expected true or false, got 'maybe'");
+  EXPECT_EQ(parse_error("model: {name: {a: 1}}\n"), "model.name: expected a string, got a map");
+  EXPECT_EQ(parse_error("faults: {fail_ids: a}\n"),
+            "faults.fail_ids: expected a list of strings, got 'a'");
+  EXPECT_EQ(parse_error("faults: {fail_ids: [a, [b]]}\n"),
+            "faults.fail_ids[1]: expected a string, got a list");
+  EXPECT_EQ(parse_error("model: tiny-wan\n"), "model: expected a map of keys, got 'tiny-wan'");
+  EXPECT_EQ(parse_error("- a\n- b\n"),
+            "<top level>: expected a map of sections (model, parallel, scheduler, generation, "
+            "input, output, determinism, synthetic, faults), got a list");
+  EXPECT_EQ(parse_error("parallel: {data_parallel_size: many}\n"),
+            "parallel.data_parallel_size: expected an integer, got 'many'");
+  EXPECT_EQ(parse_error("parallel: {data_parallel_size: 0}\n"),
+            "parallel.data_parallel_size: 0 is out of range (expected 'auto' or an integer >= 1)");
+  EXPECT_EQ(parse_error("parallel: {devices: gpu}\n"),
+            "parallel.devices: expected 'auto' or a list of devices, got 'gpu'");
+  EXPECT_EQ(parse_error("parallel: {devices: []}\n"),
+            "parallel.devices: an empty list (write 'auto' for the default)");
+}
+
+TEST(ConfigParse, BadEnumsListTheValuesAndSuggest) {
+  EXPECT_EQ(parse_error("model: {dtype: bf32}\n"),
+            "model.dtype: invalid value 'bf32' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
+  EXPECT_EQ(parse_error("model: {device: tpu}\n"),
+            "model.device: invalid value 'tpu' (expected cuda | cpu; did you mean 'cpu'?)");
+  EXPECT_EQ(parse_error("model: {weights: pretrain}\n"),
+            "model.weights: invalid value 'pretrain' (expected pretrained | random; did you mean "
+            "'pretrained'?)");
+  EXPECT_EQ(parse_error("scheduler: {policy: roundrobin}\n"),
+            "scheduler.policy: invalid value 'roundrobin' (expected dynamic | round_robin; did you "
+            "mean 'round_robin'?)");
+  EXPECT_EQ(parse_error("scheduler: {order: random}\n"),
+            "scheduler.order: invalid value 'random' (expected cost_desc | manifest)");
+  EXPECT_EQ(parse_error("synthetic: {wait: spin}\n"),
+            "synthetic.wait: invalid value 'spin' (expected sleep | busy)");
+}
+
+TEST(ConfigParse, BadCompression) {
+  for (const char* bad : {"gzip", "gzip:0", "gzip:10", "zstd", "gzip:a", "GZIP:3"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(parse_error(std::string("output: {compression: \"") + bad + "\"}\n"),
+              std::string("output.compression: invalid value '") + bad +
+                  "' (expected none | gzip:1-9 | lzf)");
+  }
+  for (int level = 1; level <= 9; ++level) {
+    const Config c = parse_config_yaml(
+        "output: {compression: gzip:" + std::to_string(level) + "}\n", "t");
+    EXPECT_EQ(c.output.gzip_level, level);
+    EXPECT_EQ(compression_string(c.output), "gzip:" + std::to_string(level));
+  }
+}
+
+TEST(ConfigParse, SyntaxErrorsNameTheOriginLineAndColumn) {
+  const std::string message = parse_error("model:\n  name: [tiny\n");
+  EXPECT_EQ(message.rfind("test.yaml:", 0), 0U) << message;
+  EXPECT_NE(message.find("invalid YAML"), std::string::npos) << message;
+}
+
+// --- validation ------------------------------------------------------------------------------
+
+TEST(ConfigValidate, FramesMustBe4kPlus1InRange) {
+  EXPECT_EQ(validate_error("generation: {num_frames: 10}\n"),
+            "generation.num_frames: 10 is not of the form 4k+1 (e.g. 9 or 13)");
+  EXPECT_EQ(validate_error("generation: {num_frames: 0}\n"),
+            "generation.num_frames: 0 is out of range [1, 1025]");
+  EXPECT_EQ(validate_error("generation: {num_frames: -5}\n"),
+            "generation.num_frames: -5 is out of range [1, 1025]");
+  EXPECT_EQ(validate_error("generation: {num_frames: 1000000000}\n"),
+            "generation.num_frames: 1000000000 is out of range [1, 1025]");
+  EXPECT_EQ(validate_error("generation: {num_frames: 1}\n"), "");
+  EXPECT_EQ(validate_error("generation: {num_frames: 1025}\n"), "");
+}
+
+TEST(ConfigValidate, SizesMustBeMultiplesOf16InRange) {
+  EXPECT_EQ(validate_error("generation: {height: 500}\n"),
+            "generation.height: 500 is not a multiple of 16 (e.g. 496 or 512)");
+  EXPECT_EQ(validate_error("generation: {width: 1}\n"),
+            "generation.width: 1 is out of range [16, 4096]");
+  EXPECT_EQ(validate_error("generation: {width: 8192}\n"),
+            "generation.width: 8192 is out of range [16, 4096]");
+  EXPECT_EQ(validate_error("generation: {height: 16, width: 4096}\n"), "");
+}
+
+TEST(ConfigValidate, GenerationRanges) {
+  EXPECT_EQ(validate_error("generation: {num_inference_steps: 0}\n"),
+            "generation.num_inference_steps: 0 is out of range [1, 1000]");
+  EXPECT_EQ(validate_error("generation: {num_inference_steps: 100000}\n"),
+            "generation.num_inference_steps: 100000 is out of range [1, 1000]");
+  EXPECT_EQ(validate_error("generation: {guidance_scale: -0.5}\n"),
+            "generation.guidance_scale: -0.5 is out of range (expected a finite number >= 0)");
+  EXPECT_EQ(validate_error("generation: {flow_shift: 0}\n"),
+            "generation.flow_shift: 0.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(validate_error("generation: {fps: 0}\n"), "generation.fps: 0 is out of range [1, 240]");
+  EXPECT_EQ(validate_error("generation: {seed: 9223372036854775808}\n"),
+            "generation.seed: 9223372036854775808 is out of range [0, 2^63-1]");
+  EXPECT_EQ(validate_error("generation: {guidance_scale: 0, seed: 0}\n"), "");
+}
+
+TEST(ConfigValidate, ModelRules) {
+  EXPECT_EQ(validate_error("model: {name: tiny-wna}\n"),
+            "model.name: unknown model 'tiny-wna' (expected synthetic | tiny-wan | wan2.2-ti2v-5b | "
+            "hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b, weights: pretrained}\n"),
+            "model.path: required when model.weights is 'pretrained' (got '')");
+  EXPECT_EQ(validate_error("model: {name: synthetic, weights: pretrained, path: /m}\n"),
+            "model.weights: 'pretrained' is not available for model 'synthetic', which has no "
+            "weights (use random)");
+  EXPECT_EQ(validate_error("model: {torch_threads: -1}\n"),
+            "model.torch_threads: -1 is out of range [0, 1024]");
+}
+
+TEST(ConfigValidate, ParallelRules) {
+  EXPECT_EQ(validate_error("parallel: {tensor_parallel_size: 0}\n"),
+            "parallel.tensor_parallel_size: 0 is out of range [1, 1024]");
+  EXPECT_EQ(validate_error("parallel: {cfg_parallel_size: 3}\n"),
+            "parallel.cfg_parallel_size: 3 is not allowed (expected 1 or 2)");
+  EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [0, gpu1]}\n"),
+            "parallel.devices[1]: invalid device 'gpu1' (expected cpu, cuda:N or a CUDA ordinal N)");
+  EXPECT_EQ(validate_error("model: {device: cpu}\nparallel: {devices: [\"cuda:0\"]}\n"),
+            "parallel.devices[0]: device 'cuda:0' with model.device cpu (expected cpu)");
+  EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [cpu]}\n"),
+            "parallel.devices[0]: device 'cpu' with model.device cuda (expected cuda:N or N)");
+  EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [\"cuda:3\", 2], "
+                           "cfg_parallel_size: 2}\n"),
+            "");
+}
+
+TEST(ConfigValidate, SchedulerRules) {
+  EXPECT_EQ(validate_error("scheduler: {prefetch: -1}\n"),
+            "scheduler.prefetch: -1 is out of range [0, 1024]");
+  EXPECT_EQ(validate_error("scheduler: {max_retries: -2}\n"),
+            "scheduler.max_retries: -2 is out of range [0, 100]");
+  EXPECT_EQ(validate_error("scheduler: {request_timeout_s: -1}\n"),
+            "scheduler.request_timeout_s: -1.0 is out of range (expected a finite number >= 0)");
+  EXPECT_EQ(validate_error("scheduler: {heartbeat_s: 0}\n"),
+            "scheduler.heartbeat_s: 0.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(validate_error("scheduler: {lookahead: 0}\n"),
+            "scheduler.lookahead: 0 is out of range [1, 100000000]");
+}
+
+TEST(ConfigValidate, InputOutputAndFaultRules) {
+  EXPECT_EQ(validate_error("input: {manifest: \"\"}\n"), "input.manifest: required (got '')");
+  EXPECT_EQ(validate_error("input: {manifest: m, max_line_bytes: 10}\n"),
+            "input.max_line_bytes: 10 is out of range [256, 1073741824]");
+  EXPECT_EQ(validate_error("input: {manifest: m, max_image_pixels: 0}\n"),
+            "input.max_image_pixels: 0 is out of range [1, 4294967296]");
+  EXPECT_EQ(validate_error("output: {dir: \"\"}\n"), "output.dir: required (got '')");
+  EXPECT_EQ(validate_error("output: {export_formats: [mp4]}\n"),
+            "output.export_formats[0]: format 'mp4' is not available in this build (expected [])");
+  EXPECT_EQ(validate_error("synthetic: {seconds_per_gcost: -1}\n"),
+            "synthetic.seconds_per_gcost: -1.0 is out of range (expected a finite number >= 0)");
+  EXPECT_EQ(validate_error("faults: {fail_ids: [a, \"\"]}\n"), "faults.fail_ids[1]: an empty id");
+  EXPECT_EQ(validate_error("faults: {kill_rank: -2}\n"),
+            "faults.kill_rank: -2 is out of range (expected >= -1; -1 = off)");
+  EXPECT_EQ(validate_error("faults: {drain_after: -1}\n"),
+            "faults.drain_after: -1 is out of range (expected >= 0; 0 = off)");
+  EXPECT_EQ(validate_error("faults: {kill_after: -1}\n"),
+            "faults.kill_after: -1 is out of range (expected >= 0; 0 = off)");
+}
+
+TEST(ConfigValidate, ProgrammaticBadValuesAreCaughtToo) {
+  Config c = default_config();
+  c.output.compression = CompressionKind::gzip;
+  c.output.gzip_level = 0;
+  try {
+    validate_and_resolve(c);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "output.compression: 0 is out of range [1, 9]");
+    EXPECT_EQ(e.path(), "output.compression");
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  }
+  Config d = default_config();
+  d.parallel.data_parallel_size = -1;
+  EXPECT_THROW(validate_and_resolve(d), ConfigError);
+}
+
+TEST(ConfigValidate, PathsResolveAgainstTheConfigFolderAndOutputAgainstCwd) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "job");
+  write_file(dir.path() / "job" / "c.yaml",
+             "model: {name: wan2.2-ti2v-5b, weights: pretrained, path: ../models/wan}\n"
+             "input: {manifest: prompts/p.jsonl}\noutput: {dir: out/run1}\n");
+  Config c = load_config_file(dir.path() / "job" / "c.yaml");
+  EXPECT_EQ(c.source_file, (dir.path() / "job" / "c.yaml").lexically_normal());
+  validate_and_resolve(c);
+  EXPECT_EQ(c.input.manifest, (dir.path() / "job" / "prompts" / "p.jsonl").string());
+  EXPECT_EQ(c.model.path, (dir.path() / "models" / "wan").string());
+  EXPECT_EQ(c.output.dir, (fs::current_path() / "out" / "run1").string());
+  // Idempotent: resolving again changes nothing.
+  const Config once = c;
+  validate_and_resolve(c);
+  EXPECT_EQ(c, once);
+  // Absolute paths stay as they are.
+  Config abs = parse_config_yaml("input: {manifest: /data/m.jsonl}\noutput: {dir: /scratch/o}\n", "t");
+  validate_and_resolve(abs);
+  EXPECT_EQ(abs.input.manifest, "/data/m.jsonl");
+  EXPECT_EQ(abs.output.dir, "/scratch/o");
+}
+
+TEST(ConfigValidate, UnreadableFileIsAConfigError) {
+  TempDir dir;
+  const fs::path missing = dir.path() / "missing.yaml";
+  try {
+    (void)load_config_file(missing);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              missing.string() + ": cannot read the config file: no such file or not readable");
+  }
+  try {
+    (void)load_config_file(dir.path());
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": cannot read the config file: it is a folder");
+  }
+}
+
+// --- overrides -------------------------------------------------------------------------------
+
+TEST(ConfigOverrides, SetsAnyKeyIncludingListsAndSpecialForms) {
+  Config c = default_config();
+  apply_overrides(c, {"scheduler.policy=round_robin", "generation.num_frames=17",
+                      "parallel.devices=[cpu, cpu]", "faults.fail_ids=[x, 'y z']",
+                      "output.compression=gzip:9", "parallel.data_parallel_size=2",
+                      "generation.negative_prompt=blurry, low quality", "model.path=a=b",
+                      "generation.guidance_scale=3.25", "determinism.strict=false"});
+  EXPECT_EQ(c.scheduler.policy, SchedulerPolicy::round_robin);
+  EXPECT_EQ(c.generation.num_frames, 17);
+  EXPECT_EQ(c.parallel.devices, (std::vector<std::string>{"cpu", "cpu"}));
+  EXPECT_EQ(c.faults.fail_ids, (std::vector<std::string>{"x", "y z"}));
+  EXPECT_EQ(c.output.gzip_level, 9);
+  EXPECT_EQ(c.parallel.data_parallel_size, 2);
+  EXPECT_EQ(c.generation.negative_prompt, "blurry, low quality");
+  EXPECT_EQ(c.model.path, "a=b");
+  EXPECT_EQ(c.generation.guidance_scale, 3.25);
+  EXPECT_FALSE(c.determinism.strict);
+  // Later assignments win.
+  apply_overrides(c, {"generation.num_frames=5", "generation.num_frames=13"});
+  EXPECT_EQ(c.generation.num_frames, 13);
+  apply_overrides(c, {"parallel.devices=auto", "parallel.data_parallel_size=auto"});
+  EXPECT_TRUE(c.parallel.devices.empty());
+  EXPECT_EQ(c.parallel.data_parallel_size, 0);
+}
+
+TEST(ConfigOverrides, ErrorsAreTheSameAsInAFile) {
+  EXPECT_EQ(override_error({"scheduler.polcy=dynamic"}),
+            "scheduler.polcy: unknown key (did you mean 'policy'?)");
+  EXPECT_EQ(override_error({"schedular.policy=dynamic"}),
+            "schedular: unknown key (did you mean 'scheduler'?)");
+  EXPECT_EQ(override_error({"model.name.x=1"}), "model.name.x: unknown key (did you mean 'name'?)");
+  EXPECT_EQ(override_error({"generation.num_frames=many"}),
+            "generation.num_frames: expected an integer, got 'many'");
+  EXPECT_EQ(override_error({"generation.num_frames="}),
+            "generation.num_frames: expected an integer, got null");
+  EXPECT_EQ(override_error({"model.dtype=bf17"}),
+            "model.dtype: invalid value 'bf17' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
+  EXPECT_EQ(override_error({"noequals"}), "--set: 'noequals' is not of the form section.key=value");
+  EXPECT_EQ(override_error({"=3"}), "--set: '=3' is not of the form section.key=value");
+  EXPECT_EQ(override_error({"determinism=1"}),
+            "determinism: a section, not a key: use determinism.KEY=value (keys: strict)");
+  EXPECT_EQ(override_error({"faults.fail_ids=[a, [b]]"}),
+            "faults.fail_ids[1]: expected a string, got a list");
+  // Ranges are checked by validate_and_resolve, as for a file.
+  Config c = default_config();
+  apply_overrides(c, {"generation.height=100"});
+  try {
+    validate_and_resolve(c);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "generation.height: 100 is not a multiple of 16 (e.g. 96 or 112)");
+  }
+}
+
+// --- to_yaml ---------------------------------------------------------------------------------
+
+void expect_round_trip(const Config& config) {
+  const std::string text = to_yaml(config);
+  Config back = parse_config_yaml(text, "to_yaml");
+  back.source_file = config.source_file;  // not part of the YAML
+  EXPECT_EQ(back, config) << text;
+  EXPECT_EQ(to_yaml(back), text);
+}
+
+TEST(ConfigToYaml, RoundTripsExactly) {
+  expect_round_trip(Config{});
+  expect_round_trip(default_config());
+  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml"}) {
+    SCOPED_TRACE(name);
+    Config c = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
+    expect_round_trip(c);
+    validate_and_resolve(c);
+    expect_round_trip(c);
+  }
+}
+
+TEST(ConfigToYaml, RoundTripsAwkwardValues) {
+  Config c;
+  c.model.name = "null";
+  c.model.path = "  /models/with spaces and: colon # hash ";
+  c.model.weights_seed = 18446744073709551615ULL;
+  c.parallel.data_parallel_size = 7;
+  c.parallel.devices = {"0", "cuda:1", "cpu"};
+  c.generation.negative_prompt = "multi\nline \"quoted\" 'single' 日本語 ~";
+  c.generation.guidance_scale = 0.1 + 0.2;  // 0.30000000000000004 survives
+  c.generation.flow_shift = 1e-300;
+  c.generation.seed = 9223372036854775807ULL;
+  c.scheduler.request_timeout_s = 123456789.125;
+  c.output.compression = CompressionKind::gzip;
+  c.output.gzip_level = 3;
+  c.output.dir = "";
+  c.output.export_formats = {"", "true", "123", "[x]", "- y"};
+  c.faults.fail_ids = {"a/b", "#c", "d: e", "~", "yes", "a, b", "x]", "{y}", "&z", "*w", "!t"};
+  expect_round_trip(c);
+}
+
+TEST(ConfigToYaml, WritesEverySectionAndTheSpecialForms) {
+  const std::string text = to_yaml(Config{});
+  for (const char* expected :
+       {"model:\n  name: tiny-wan\n", "parallel:\n  data_parallel_size: auto\n",
+        "  devices: auto\n", "  guidance_scale: 6.0\n", "  compression: none\n",
+        "  negative_prompt: \"\"\n", "  fail_ids: []\n", "determinism:\n  strict: true\n",
+        "synthetic:\n  seconds_per_gcost: 0.0\n  wait: sleep\n"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << text;
+  }
+}
+
+// --- shared check helpers --------------------------------------------------------------------
+
+TEST(ConfigChecks, SharedGenerationRules) {
+  EXPECT_EQ(check_num_frames(121), "");
+  EXPECT_EQ(check_num_frames(120), "120 is not of the form 4k+1 (e.g. 117 or 121)");
+  EXPECT_EQ(check_frame_size(848), "");
+  EXPECT_EQ(check_frame_size(850), "850 is not a multiple of 16 (e.g. 848 or 864)");
+  EXPECT_EQ(check_num_inference_steps(50), "");
+  EXPECT_EQ(check_guidance_scale(6.0), "");
+  EXPECT_EQ(check_flow_shift(-1.0), "-1.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(check_fps(24), "");
+  EXPECT_EQ(check_seed(-7), "-7 is out of range [0, 2^63-1]");
+  EXPECT_EQ(known_model_names().size(), 4U);
+}
+
+TEST(ConfigChecks, EnumNames) {
+  EXPECT_STREQ(to_string(DType::bf16), "bf16");
+  EXPECT_STREQ(to_string(DeviceKind::cuda), "cuda");
+  EXPECT_STREQ(to_string(WeightsSource::pretrained), "pretrained");
+  EXPECT_STREQ(to_string(SchedulerPolicy::round_robin), "round_robin");
+  EXPECT_STREQ(to_string(WorkOrder::cost_desc), "cost_desc");
+  EXPECT_STREQ(to_string(WaitMode::busy), "busy");
+}
+
+}  // namespace
+}  // namespace omnidp

@@ -1,0 +1,710 @@
+#include "omnidp/manifest/manifest.hpp"
+
+#include <gtest/gtest.h>
+#include <png.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "omnidp/common/sha256.hpp"
+#include "omnidp/manifest/input_key.hpp"
+
+namespace omnidp {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+void write_file(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  ASSERT_TRUE(out.good()) << path;
+}
+
+void write_png(const fs::path& path, std::uint8_t shade) {
+  fs::create_directories(path.parent_path());
+  const std::vector<std::uint8_t> pixels(4 * 4 * 3, shade);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 4;
+  image.height = 4;
+  image.format = PNG_FORMAT_RGB;
+  ASSERT_NE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr), 0);
+}
+
+// A PNG signature and IHDR claiming width x height, and nothing else.
+void write_png_header(const fs::path& path, png_uint_32 width, png_uint_32 height) {
+  fs::create_directories(path.parent_path());
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
+  ASSERT_TRUE(file);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_init_io(png, file.get());
+  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  png_write_flush(png);
+  png_destroy_write_struct(&png, &info);
+}
+
+GenerationConfig test_defaults() {
+  GenerationConfig g;
+  g.num_frames = 9;
+  g.height = 64;
+  g.width = 96;
+  g.num_inference_steps = 4;
+  g.guidance_scale = 5.0;
+  g.flow_shift = 3.0;
+  g.seed = 42;
+  g.fps = 16;
+  g.negative_prompt = "low quality";
+  return g;
+}
+
+template <typename Fn>
+std::string manifest_error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ManifestError& e) {
+    return e.what();
+  }
+  return "(no ManifestError)";
+}
+
+class ManifestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    base_ = fs::temp_directory_path() /
+            ("omnidp_manifest_test_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(base_);
+    fs::create_directories(base_ / "job");
+    base_ = fs::canonical(base_);
+    dir_ = base_ / "job";
+    manifest_ = dir_ / "m.jsonl";
+    file_ = manifest_.string();
+  }
+  void TearDown() override { fs::remove_all(base_); }
+
+  [[nodiscard]] ManifestOptions options() const {
+    ManifestOptions o;
+    o.path = manifest_;
+    o.defaults = test_defaults();
+    o.model_name = "tiny-wan";
+    o.weights_identity = "random:0";
+    return o;
+  }
+
+  // Reads the whole manifest with `o`.
+  static std::vector<Request> read_all(const ManifestOptions& o) {
+    ManifestReader reader(o);
+    std::vector<Request> out;
+    while (auto r = reader.next()) out.push_back(std::move(*r));
+    return out;
+  }
+
+  std::vector<Request> read_all() const { return read_all(options()); }
+
+  // The message of the first ManifestError while reading `content` as the manifest.
+  std::string error_of(const std::string& content) const {
+    write_file(manifest_, content);
+    return manifest_error_of([&] { (void)read_all(); });
+  }
+
+  // The same for a one-line manifest.
+  std::string line_error(const std::string& line) const { return error_of(line + "\n"); }
+
+  fs::path base_;
+  fs::path dir_;
+  fs::path manifest_;
+  std::string file_;
+};
+
+TEST_F(ManifestTest, DefaultsFillAbsentFields) {
+  write_file(manifest_, R"({"id":"a","prompt":"a fox"})" "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 1U);
+  const Request& r = requests[0];
+  EXPECT_EQ(r.id, "a");
+  EXPECT_EQ(r.prompt, "a fox");
+  EXPECT_EQ(r.negative_prompt, "low quality");
+  EXPECT_EQ(r.seed, 42U);
+  EXPECT_EQ(r.task, Task::t2v);
+  EXPECT_EQ(r.num_frames, 9);
+  EXPECT_EQ(r.height, 64);
+  EXPECT_EQ(r.width, 96);
+  EXPECT_EQ(r.num_inference_steps, 4);
+  EXPECT_EQ(r.guidance_scale, 5.0);
+  EXPECT_EQ(r.flow_shift, 3.0);
+  EXPECT_EQ(r.fps, 16);
+  EXPECT_EQ(r.line, 1U);
+  EXPECT_EQ(r.index, 0U);
+  EXPECT_TRUE(r.image.empty());
+  EXPECT_TRUE(r.image_sha256.empty());
+  EXPECT_TRUE(r.input_error.empty());
+  EXPECT_EQ(r.input_key, compute_input_key(r, "tiny-wan", "random:0"));
+}
+
+TEST_F(ManifestTest, EveryFieldOverrides) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  write_file(dir_ / "emb" / "cat.bin", "embedding bytes");
+  write_file(manifest_,
+             R"({"id":"cat-001","prompt":"a cat","negative_prompt":"","seed":7,"task":"i2v",)"
+             R"("image":"img/cat.png","prompt_embeds":"emb/cat.bin","num_frames":33,)"
+             R"("height":480,"width":832,"num_inference_steps":30,"guidance_scale":5,)"
+             R"("flow_shift":7.5,"fps":24})" "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 1U);
+  const Request& r = requests[0];
+  EXPECT_EQ(r.id, "cat-001");
+  EXPECT_EQ(r.negative_prompt, "");
+  EXPECT_EQ(r.seed, 7U);
+  EXPECT_EQ(r.task, Task::i2v);
+  EXPECT_EQ(r.image, (dir_ / "img" / "cat.png").string());
+  EXPECT_EQ(r.image_sha256, sha256_file_hex(dir_ / "img" / "cat.png"));
+  EXPECT_EQ(r.prompt_embeds, (dir_ / "emb" / "cat.bin").string());
+  EXPECT_EQ(r.prompt_embeds_sha256, sha256_hex(std::string_view("embedding bytes")));
+  EXPECT_EQ(r.num_frames, 33);
+  EXPECT_EQ(r.height, 480);
+  EXPECT_EQ(r.width, 832);
+  EXPECT_EQ(r.num_inference_steps, 30);
+  EXPECT_EQ(r.guidance_scale, 5.0);
+  EXPECT_EQ(r.flow_shift, 7.5);
+  EXPECT_EQ(r.fps, 24);
+  EXPECT_TRUE(r.input_error.empty());
+  EXPECT_EQ(r.input_key, compute_input_key(r, "tiny-wan", "random:0"));
+}
+
+TEST_F(ManifestTest, TaskRules) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  EXPECT_EQ(read_all().at(0).task, Task::i2v);
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","task":"i2v"})"),
+            file_ + ":1:task: task i2v needs an \"image\"");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","task":"t2v","image":"img/cat.png"})"),
+            file_ + ":1:image: given for a t2v request (drop it, or use \"task\": \"i2v\")");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","task":"t2V"})"),
+            file_ + ":1:task: unknown task \"t2V\" (did you mean 't2v'?)");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","image":""})"),
+            file_ + ":1:image: must not be empty");
+}
+
+TEST_F(ManifestTest, BlankCommentLinesCrlfAndBom) {
+  write_file(manifest_,
+             "\xEF\xBB\xBF# a comment\r\n"
+             "\r\n"
+             "   \r\n"
+             "  # an indented comment\r\n"
+             "{\"id\":\"a\",\"prompt\":\"p\"}\r\n"
+             "\t\n"
+             "{\"id\":\"b\",\"prompt\":\"q\"}");  // no line end at the end of the file
+  ManifestReader reader(options());
+  const auto a = reader.next();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->id, "a");
+  EXPECT_EQ(a->prompt, "p");
+  EXPECT_EQ(a->line, 5U);
+  EXPECT_EQ(a->index, 0U);
+  const auto b = reader.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->prompt, "q");
+  EXPECT_EQ(b->line, 7U);
+  EXPECT_EQ(b->index, 1U);
+  EXPECT_FALSE(reader.next().has_value());
+  EXPECT_EQ(reader.line(), 7U);
+  EXPECT_EQ(reader.requests(), 2U);
+}
+
+TEST_F(ManifestTest, Utf8PromptsArePreserved) {
+  const std::string prompt = "Ein Fuchs im Schnee \xE2\x80\x94 \xE9\x9B\xAA\xE3\x81\xAE\xE4\xB8\xAD "
+                             "\xF0\x9F\xA6\x8A caf\xC3\xA9";
+  write_file(manifest_, "{\"id\":\"\xE9\x9B\xAA\",\"prompt\":\"" + prompt +
+                            "\",\"negative_prompt\":\"caf\\u00e9 \\ud83e\\udd8a\"}\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].id, "\xE9\x9B\xAA");
+  EXPECT_EQ(requests[0].prompt, prompt);
+  EXPECT_EQ(requests[0].negative_prompt, "caf\xC3\xA9 \xF0\x9F\xA6\x8A");
+}
+
+TEST_F(ManifestTest, InvalidUtf8NamesTheField) {
+  EXPECT_EQ(line_error("{\"id\":\"a\",\"prompt\":\"bad \xFF byte\"}"),
+            file_ + ":1:prompt: invalid UTF-8 in the value");
+  EXPECT_EQ(line_error("{\"id\":\"a\",\"prompt\":\"p\",\"negative_prompt\":\"cut \xC3\"}"),
+            file_ + ":1:negative_prompt: invalid UTF-8 in the value");
+  EXPECT_EQ(line_error("{\"id\":\"a\",\"prompt\":\"overlong \xC0\xAF\"}"),
+            file_ + ":1:prompt: invalid UTF-8 in the value");
+  EXPECT_EQ(line_error("{\"id\":\"a\",\"prompt\":\"surrogate \xED\xA0\x80\"}"),
+            file_ + ":1:prompt: invalid UTF-8 in the value");
+  EXPECT_EQ(line_error("{\"id\":\"\xFE\",\"prompt\":\"p\"}"),
+            file_ + ":1:id: invalid UTF-8 in the value");
+  EXPECT_EQ(line_error("{\"id\":\"a\",\"pro\xFFmpt\":\"p\"}"),
+            file_ + ":1: invalid UTF-8 in a field name");
+  // A lone surrogate escape is not a character either.
+  const std::string lone = line_error(R"({"id":"a","prompt":"\ud800"})");
+  EXPECT_EQ(lone.rfind(file_ + ":1:prompt: invalid JSON: column ", 0), 0U) << lone;
+}
+
+TEST_F(ManifestTest, HugeLineIsRefusedAndTheNextLineRead) {
+  // A 10 MB line under the default 1 MiB limit, between two good lines.
+  const std::string huge = R"({"id":"big","prompt":")" + std::string(10'000'000, 'x') + "\"}";
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" + huge + "\n" +
+                            R"({"id":"c","prompt":"r"})" "\n");
+  ManifestReader reader(options());
+  EXPECT_EQ(reader.next()->id, "a");
+  EXPECT_EQ(manifest_error_of([&] { (void)reader.next(); }),
+            file_ + ":2: line is longer than 1048576 bytes (input.max_line_bytes); refused");
+  EXPECT_EQ(reader.line(), 2U);
+  const auto c = reader.next();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->id, "c");
+  EXPECT_EQ(c->line, 3U);
+  EXPECT_FALSE(reader.next().has_value());
+  // The 10 MB were never held: the buffers stay within a chunk plus twice the limit.
+  EXPECT_LE(reader.peak_buffer_bytes(), 64U * 1024U + 2U * ((1U << 20) + 1U));
+}
+
+TEST_F(ManifestTest, LineLimitBoundary) {
+  ManifestOptions o = options();
+  o.max_line_bytes = 64;
+  const auto line_of = [](std::size_t bytes) {  // a valid line of exactly `bytes` bytes
+    return R"({"id":"a","prompt":")" + std::string(bytes - 22, 'x') + "\"}";
+  };
+  ASSERT_EQ(line_of(64).size(), 64U);
+  write_file(manifest_, line_of(64) + "\r\n");  // the CR does not count
+  EXPECT_EQ(read_all(o).size(), 1U);
+  write_file(manifest_, line_of(65) + "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":1: line is longer than 64 bytes (input.max_line_bytes); refused");
+  write_file(manifest_, "\n" + line_of(65));  // the last line, without a line end
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":2: line is longer than 64 bytes (input.max_line_bytes); refused");
+}
+
+TEST_F(ManifestTest, HundredThousandLinesInConstantMemory) {
+  constexpr std::size_t kLines = 100000;
+  {
+    std::ofstream out(manifest_, std::ios::binary);
+    for (std::size_t i = 0; i < kLines; ++i) {
+      if (i % 1000 == 0) out << "# block " << i / 1000 << "\n";
+      out << R"({"id":"req-)" << i << R"(","prompt":"a video of scene number )" << i
+          << R"( with a few words","seed":)" << i * 7919 << "}\n";
+    }
+  }
+  const auto file_size = fs::file_size(manifest_);
+  std::size_t longest = 0;
+  {
+    std::ifstream in(manifest_);
+    for (std::string line; std::getline(in, line);) longest = std::max(longest, line.size());
+  }
+  ManifestReader reader(options());
+  std::size_t count = 0;
+  std::size_t last_line = 0;
+  while (const auto r = reader.next()) {
+    ASSERT_EQ(r->index, count);
+    ++count;
+    last_line = r->line;
+  }
+  EXPECT_EQ(count, kLines);
+  EXPECT_EQ(last_line, kLines + kLines / 1000);
+  EXPECT_EQ(reader.line(), last_line);
+  // The buffers: one 64 KiB chunk plus a line string that never grew past twice the longest
+  // line (about 100 bytes), for a file of about 9 MB.
+  ASSERT_LT(longest, 110U);
+  EXPECT_LE(reader.peak_buffer_bytes(), 64U * 1024U + 2U * longest);
+  EXPECT_GT(file_size, 100U * reader.peak_buffer_bytes());
+  // The id set: 2^18 slots of 20 bytes for 10^5 ids.
+  EXPECT_EQ(reader.id_set_bytes(), 262144U * 20U);
+}
+
+TEST_F(ManifestTest, DuplicateIdsNameBothLines) {
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"p"})" "\n"
+                     R"({"id":"b","prompt":"p"})" "\n"
+                     "\n"
+                     R"({"id":"a","prompt":"other"})" "\n"),
+            file_ + ":4:id: duplicate id \"a\": first used on line 1");
+
+  // A rejected line's id still counts.
+  write_file(manifest_, R"({"id":"x","prompt":"p","seed":-1})" "\n"
+                        R"({"id":"x","prompt":"p"})" "\n");
+  const ValidationReport report = validate_manifest(options(), /*all_errors=*/true);
+  ASSERT_EQ(report.errors.size(), 2U);
+  EXPECT_EQ(report.errors[1].what(), file_ + ":2:id: duplicate id \"x\": first used on line 1");
+  EXPECT_EQ(report.errors[1].line(), 2U);
+  EXPECT_EQ(report.errors[1].field(), "id");
+}
+
+TEST_F(ManifestTest, IdRules) {
+  write_file(manifest_, R"({"id":"a/b/../c","prompt":"p"})" "\n"
+                        R"({"id":" spaced ","prompt":"p"})" "\n"
+                        "{\"id\":\"" + std::string(256, 'i') + "\",\"prompt\":\"p\"}\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 3U);
+  EXPECT_EQ(requests[0].id, "a/b/../c");
+  EXPECT_EQ(requests[1].id, " spaced ");
+
+  EXPECT_EQ(line_error(R"({"prompt":"p"})"), file_ + ":1:id: required field is missing");
+  EXPECT_EQ(line_error(R"({"id":"","prompt":"p"})"), file_ + ":1:id: must not be empty");
+  EXPECT_EQ(line_error("{\"id\":\"" + std::string(257, 'i') + "\",\"prompt\":\"p\"}"),
+            file_ + ":1:id: is 257 bytes long, over the limit of 256");
+  EXPECT_EQ(line_error(R"({"id":"a\tb","prompt":"p"})"),
+            file_ + ":1:id: \"a\\u0009b\" contains a control character");
+  EXPECT_EQ(line_error(R"({"id":7,"prompt":"p"})"), file_ + ":1:id: must be a string, got 7");
+  EXPECT_EQ(line_error(R"({"id":"a"})"), file_ + ":1:prompt: required field is missing");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":null})"),
+            file_ + ":1:prompt: must be a string, got null");
+}
+
+TEST_F(ManifestTest, Seeds) {
+  const std::string range = ":1:seed: must be an integer in 0..9223372036854775807 (2^63-1), got ";
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"7.0", "7.0"},
+      {"7.5", "7.5"},
+      {"-1", "-1"},
+      {"-9223372036854775808", "-9223372036854775808"},
+      {"9223372036854775808", "9223372036854775808"},
+      {"18446744073709551616", "18446744073709551616"},
+      {"1e3", "1e3"},
+      {"-0.0", "-0.0"},
+      {"\"7\"", "the string \"7\""},
+      {"true", "true"},
+      {"null", "null"},
+      {"[7]", "an array"},
+  };
+  for (const auto& [json, shown] : bad) {
+    EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":)" + json + "}"), file_ + range + shown)
+        << json;
+  }
+  for (const std::string json : {"NaN", "nan", "Infinity", "-Infinity", "+1", ".5"}) {
+    const std::string message = line_error(R"({"id":"a","prompt":"p","seed":)" + json + "}");
+    EXPECT_EQ(message.rfind(file_ + ":1:seed: invalid JSON: column ", 0), 0U) << message;
+  }
+  for (const std::string json : {"0x10", "07"}) {  // JSON reads "0", then chokes
+    const std::string message = line_error(R"({"id":"a","prompt":"p","seed":)" + json + "}");
+    EXPECT_EQ(message.rfind(file_ + ":1: invalid JSON: column ", 0), 0U) << message;
+  }
+  write_file(manifest_, R"({"id":"a","prompt":"p","seed":0})" "\n"
+                        R"({"id":"b","prompt":"p","seed":9223372036854775807})" "\n"
+                        R"({"id":"c","prompt":"p","seed":-0})" "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 3U);
+  EXPECT_EQ(requests[0].seed, 0U);
+  EXPECT_EQ(requests[1].seed, 9223372036854775807ULL);
+  EXPECT_EQ(requests[2].seed, 0U);
+}
+
+TEST_F(ManifestTest, RangesFollowTheConfigRules) {
+  const auto field = [this](const std::string& name, const std::string& json) {
+    return line_error(R"({"id":"a","prompt":"p",")" + name + "\":" + json + "}");
+  };
+  const auto expect = [this](const std::string& name, const std::string& reason) {
+    return file_ + ":1:" + name + ": " + reason;
+  };
+  EXPECT_EQ(field("num_frames", "10"), expect("num_frames", check_num_frames(10)));
+  EXPECT_EQ(field("num_frames", "-5"), expect("num_frames", check_num_frames(-5)));
+  EXPECT_EQ(field("num_frames", "1000000000"), expect("num_frames", check_num_frames(1000000000)));
+  EXPECT_EQ(field("num_frames", "33.0"), expect("num_frames", "must be an integer, got 33.0"));
+  EXPECT_EQ(field("num_frames", "99999999999999999999"),
+            expect("num_frames", "99999999999999999999 is out of range"));
+  EXPECT_EQ(field("height", "100"), expect("height", check_frame_size(100)));
+  EXPECT_EQ(field("height", "18446744073709551615"),
+            expect("height", "18446744073709551615 is out of range"));
+  EXPECT_EQ(field("height", "\"480\""), expect("height", "must be an integer, got the string \"480\""));
+  EXPECT_EQ(field("width", "1"), expect("width", check_frame_size(1)));
+  EXPECT_EQ(field("width", "8192"), expect("width", check_frame_size(8192)));
+  EXPECT_EQ(field("num_inference_steps", "0"),
+            expect("num_inference_steps", check_num_inference_steps(0)));
+  EXPECT_EQ(field("guidance_scale", "-1"), expect("guidance_scale", check_guidance_scale(-1.0)));
+  EXPECT_EQ(field("guidance_scale", "1e999"),
+            expect("guidance_scale", "invalid JSON: number overflow parsing '1e999'"));
+  EXPECT_EQ(field("guidance_scale", "\"5\""),
+            expect("guidance_scale", "must be a number, got the string \"5\""));
+  EXPECT_EQ(field("flow_shift", "0"), expect("flow_shift", check_flow_shift(0.0)));
+  EXPECT_EQ(field("fps", "0"), expect("fps", check_fps(0)));
+  EXPECT_EQ(field("fps", "true"), expect("fps", "must be an integer, got true"));
+
+  write_file(manifest_, R"({"id":"a","prompt":"p","num_frames":1,"guidance_scale":0,"fps":240})"
+                        "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].num_frames, 1);
+  EXPECT_EQ(requests[0].guidance_scale, 0.0);
+}
+
+TEST_F(ManifestTest, UnknownAndRepeatedFields) {
+  EXPECT_EQ(line_error(R"({"id":"a","promt":"p"})"),
+            file_ + ":1:promt: unknown field (did you mean 'prompt'?)");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","num_frame":9})"),
+            file_ + ":1:num_frame: unknown field (did you mean 'num_frames'?)");
+  const std::string message = line_error(R"({"id":"a","prompt":"p","zzzzzzzz":1})");
+  EXPECT_EQ(message.rfind(file_ + ":1:zzzzzzzz: unknown field (valid: id, prompt, ", 0), 0U)
+      << message;
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
+            file_ + ":1:seed: given twice");
+}
+
+TEST_F(ManifestTest, SyntaxErrors) {
+  const auto starts_with = [](const std::string& text, const std::string& prefix) {
+    return text.rfind(prefix, 0) == 0;
+  };
+  std::string m = line_error(R"({"id":"a","prompt":"p"} x)");
+  EXPECT_TRUE(starts_with(m, file_ + ":1: unexpected text after the JSON object (column ")) << m;
+  m = line_error(R"({"id":"a","prompt":"p"}{"id":"b","prompt":"q"})");
+  EXPECT_TRUE(starts_with(m, file_ + ":1: unexpected text after the JSON object (column ")) << m;
+  EXPECT_EQ(line_error("[1,2]"), file_ + ":1: a line must be a JSON object, got an array");
+  EXPECT_EQ(line_error(R"("text")"),
+            file_ + ":1: a line must be a JSON object, got the string \"text\"");
+  EXPECT_EQ(line_error("42"), file_ + ":1: a line must be a JSON object, got 42");
+  m = line_error(R"({"id":"a","prompt":"p")");
+  EXPECT_TRUE(starts_with(m, file_ + ":1: invalid JSON: column ")) << m;
+  m = line_error(R"({"id":"a","prompt":)");
+  EXPECT_TRUE(starts_with(m, file_ + ":1:prompt: invalid JSON: column ")) << m;
+  m = line_error(R"({'id':'a'})");
+  EXPECT_TRUE(starts_with(m, file_ + ":1: invalid JSON: column ")) << m;
+  m = line_error("{\"id\":\"a\",\"prompt\":\"raw\ttab\"}");
+  EXPECT_TRUE(starts_with(m, file_ + ":1:prompt: invalid JSON: column ")) << m;
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":{"text":"p"}})"),
+            file_ + ":1:prompt: must be a string, got an object");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":["p"]})"),
+            file_ + ":1:prompt: must be a string, got an array");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p\u0000q"})"),
+            file_ + ":1:prompt: contains a NUL character (\\u0000)");
+  // The error's line number counts every line, blank and comment lines included.
+  EXPECT_EQ(error_of("# c\n\n" R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b"})" "\n"),
+            file_ + ":4:prompt: required field is missing");
+}
+
+TEST_F(ManifestTest, PathsMayNotLeaveTheManifestFolder) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  write_png(base_ / "secret.png", 9);
+  fs::create_symlink(base_ / "secret.png", dir_ / "img" / "link.png");
+  fs::create_symlink(base_, dir_ / "up");
+  fs::create_symlink(dir_ / "img" / "cat.png", dir_ / "img" / "alias.png");
+
+  const std::string root = "\"" + dir_.string() + "\"";
+  const std::string secret = "\"" + (base_ / "secret.png").string() + "\"";
+  const auto image_line = [](const std::string& path) {
+    return R"({"id":"a","prompt":"p","image":")" + path + "\"}";
+  };
+  EXPECT_EQ(line_error(image_line("../secret.png")),
+            file_ + ":1:image: path \"../secret.png\" leaves the manifest's folder " + root +
+                " (it resolves to " + secret + ")");
+  EXPECT_EQ(line_error(image_line("img/../../secret.png")),
+            file_ + ":1:image: path \"img/../../secret.png\" leaves the manifest's folder " +
+                root + " (it resolves to " + secret + ")");
+  EXPECT_EQ(line_error(image_line((base_ / "secret.png").string())),
+            file_ + ":1:image: path " + secret + " leaves the manifest's folder " + root +
+                " (it resolves to " + secret + ")");
+  EXPECT_EQ(line_error(image_line("img/link.png")),
+            file_ + ":1:image: path \"img/link.png\" leaves the manifest's folder " + root +
+                " (it resolves to " + secret + ")");
+  EXPECT_EQ(line_error(image_line("up/secret.png")),
+            file_ + ":1:image: path \"up/secret.png\" leaves the manifest's folder " + root +
+                " (it resolves to " + secret + ")");
+  EXPECT_EQ(line_error(image_line("../missing.png")),
+            file_ + ":1:image: path \"../missing.png\" leaves the manifest's folder " + root +
+                " (it resolves to \"" + (base_ / "missing.png").string() + "\")");
+  const std::string etc = line_error(image_line("/etc/hostname"));
+  EXPECT_EQ(etc.rfind(file_ + ":1:image: path \"/etc/hostname\" leaves the manifest's folder " +
+                          root, 0),
+            0U) << etc;
+  // A folder whose name starts like the manifest's is still outside.
+  write_png(base_ / "job2" / "x.png", 1);
+  EXPECT_EQ(line_error(image_line("../job2/x.png")).rfind(file_ + ":1:image: path ", 0), 0U);
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","prompt_embeds":"../secret.png"})"),
+            file_ + ":1:prompt_embeds: path \"../secret.png\" leaves the manifest's folder " +
+                root + " (it resolves to " + secret + ")");
+
+  // Paths that stay inside are fine, however they are spelled.
+  const std::string cat = (dir_ / "img" / "cat.png").string();
+  for (const std::string& path : {std::string("img/cat.png"), std::string("./img//cat.png"),
+                                  std::string("../job/img/cat.png"), cat,
+                                  std::string("img/alias.png")}) {
+    write_file(manifest_, image_line(path) + "\n");
+    const auto requests = read_all();
+    ASSERT_EQ(requests.size(), 1U) << path;
+    EXPECT_EQ(requests[0].image, cat) << path;
+    EXPECT_TRUE(requests[0].input_error.empty()) << path;
+  }
+}
+
+TEST_F(ManifestTest, ManifestReachedThroughASymlinkedFolder) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  fs::create_symlink(dir_, base_ / "alias");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  ManifestOptions o = options();
+  o.path = base_ / "alias" / "m.jsonl";
+  const auto requests = read_all(o);
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].image, (dir_ / "img" / "cat.png").string());
+  EXPECT_TRUE(requests[0].input_error.empty());
+}
+
+TEST_F(ManifestTest, PerRequestInputDefectsDoNotStopTheManifest) {
+  write_file(dir_ / "img" / "notes.png", "not a picture\n");
+  write_png_header(dir_ / "img" / "huge.png", 20000, 20000);
+  write_png(dir_ / "img" / "cat.png", 7);
+  fs::create_directories(dir_ / "emb" / "folder");
+  write_file(manifest_, R"({"id":"missing","prompt":"p","image":"img/none.png"})" "\n"
+                        R"({"id":"text","prompt":"p","image":"img/notes.png"})" "\n"
+                        R"({"id":"huge","prompt":"p","image":"img/huge.png"})" "\n"
+                        R"({"id":"emb","prompt":"p","prompt_embeds":"emb/none.bin"})" "\n"
+                        R"({"id":"embdir","prompt":"p","prompt_embeds":"emb/folder"})" "\n"
+                        R"({"id":"ok","prompt":"p","image":"img/cat.png"})" "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 6U);
+  const std::string img = (dir_ / "img").string();
+  const std::string emb = (dir_ / "emb").string();
+  const std::vector<std::string> expected{
+      file_ + ":1:image: " + img + "/none.png: image not found",
+      file_ + ":2:image: " + img + "/notes.png: not a PNG or JPEG image",
+      file_ + ":3:image: " + img + "/huge.png: image is 20000x20000 = 400000000 pixels, over "
+                                   "the limit of 16777216 (input.max_image_pixels)",
+      file_ + ":4:prompt_embeds: " + emb + "/none.bin: file not found",
+      file_ + ":5:prompt_embeds: " + emb + "/folder: not a regular file",
+  };
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(requests[i].input_error, expected[i]);
+    EXPECT_TRUE(requests[i].input_key.empty()) << i;
+  }
+  EXPECT_TRUE(requests[5].input_error.empty());
+  EXPECT_EQ(requests[5].input_key.size(), 64U);
+
+  const ValidationReport report = validate_manifest(options(), /*all_errors=*/false);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.requests, 6U);
+  EXPECT_EQ(report.input_errors, expected);
+}
+
+TEST_F(ManifestTest, ImageBytesDetermineTheKey) {
+  write_png(dir_ / "a.png", 10);
+  write_png(dir_ / "same.png", 10);
+  write_png(dir_ / "b.png", 11);
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"a.png"})" "\n"
+                        R"({"id":"same","prompt":"p","image":"same.png"})" "\n"
+                        R"({"id":"b","prompt":"p","image":"b.png"})" "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 3U);
+  EXPECT_EQ(requests[0].input_key, requests[1].input_key);
+  EXPECT_NE(requests[0].input_key, requests[2].input_key);
+  EXPECT_NE(requests[0].image_sha256, requests[2].image_sha256);
+}
+
+TEST_F(ManifestTest, EmptyManifestsAreAnError) {
+  write_file(manifest_, "");
+  {
+    ManifestReader reader(options());
+    EXPECT_FALSE(reader.next().has_value());
+  }
+  ValidationReport report = validate_manifest(options(), false);
+  ASSERT_EQ(report.errors.size(), 1U);
+  EXPECT_FALSE(report.ok());
+  EXPECT_EQ(report.errors[0].what(), file_ + ":0: no requests: the manifest is empty or holds "
+                                             "only blank and comment lines");
+
+  write_file(manifest_, "# only\n\n   # comments\n");
+  report = validate_manifest(options(), true);
+  ASSERT_EQ(report.errors.size(), 1U);
+  EXPECT_EQ(report.errors[0].what(), file_ + ":3: no requests: the manifest is empty or holds "
+                                             "only blank and comment lines");
+}
+
+TEST_F(ManifestTest, ValidateStopsAtTheFirstErrorUnlessAllErrors) {
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n"
+                        R"({"id":"b","prompt":"p","seed":1.5})" "\n"
+                        R"({"id":"c","prompt":"p"})" "\n"
+                        R"({"id":"d","prompt":"p","colour":1})" "\n"
+                        R"({"id":"e","prompt":"p"})" "\n");
+  ValidationReport first = validate_manifest(options(), false);
+  ASSERT_EQ(first.errors.size(), 1U);
+  EXPECT_EQ(first.errors[0].file(), file_);
+  EXPECT_EQ(first.errors[0].line(), 2U);
+  EXPECT_EQ(first.errors[0].field(), "seed");
+  EXPECT_EQ(first.requests, 1U);
+
+  ValidationReport all = validate_manifest(options(), true);
+  ASSERT_EQ(all.errors.size(), 2U);
+  EXPECT_EQ(all.errors[0].line(), 2U);
+  EXPECT_EQ(all.errors[1].line(), 4U);
+  EXPECT_EQ(all.errors[1].field(), "colour");
+  EXPECT_EQ(all.requests, 3U);
+  EXPECT_EQ(all.errors[0].exit_code(), ExitCode::usage);
+}
+
+TEST_F(ManifestTest, UnreadableManifest) {
+  ManifestOptions o = options();
+  o.path = dir_ / "absent.jsonl";
+  try {
+    ManifestReader reader(o);
+    FAIL() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              o.path.string() + ": cannot open the manifest: No such file or directory");
+  }
+  o.path = dir_;
+  try {
+    ManifestReader reader(o);
+    FAIL() << "no IoError";
+  } catch (const IoError& e) {
+    EXPECT_EQ(std::string(e.what()), dir_.string() + ": is a folder, not a manifest file");
+  }
+}
+
+TEST_F(ManifestTest, PathRulesOnlyWithoutReadingInputs) {
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/none.png"})" "\n");
+  ManifestOptions o = options();
+  o.read_inputs = false;
+  const auto requests = read_all(o);
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].image, (dir_ / "img" / "none.png").string());
+  EXPECT_TRUE(requests[0].input_error.empty());
+  EXPECT_TRUE(requests[0].input_key.empty());
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"../x.png"})" "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).rfind(file_ + ":1:image: path ", 0), 0U);
+}
+
+TEST(ManifestLine, ParsesWithoutTouchingFiles) {
+  const Request r = parse_manifest_line(R"({"id":"a","prompt":"p","image":"../x.png"})",
+                                        test_defaults(), "f.jsonl", 7);
+  EXPECT_EQ(r.image, "../x.png");
+  EXPECT_EQ(r.task, Task::i2v);
+  EXPECT_EQ(r.line, 7U);
+  EXPECT_TRUE(r.input_key.empty());
+  EXPECT_EQ(manifest_error_of([] {
+              (void)parse_manifest_line(R"({"id":"a","prompt":"p","seed":"x"})",
+                                        test_defaults(), "f.jsonl", 7);
+            }),
+            "f.jsonl:7:seed: must be an integer in 0..9223372036854775807 (2^63-1), got the "
+            "string \"x\"");
+}
+
+TEST(ManifestOptionsFromConfig, CopiesTheRelevantSettings) {
+  Config config;
+  config.input.manifest = "/jobs/a/prompts.jsonl";
+  config.input.max_line_bytes = 4096;
+  config.input.max_image_pixels = 1000;
+  config.generation.num_frames = 17;
+  config.model.name = "synthetic";
+  const ManifestOptions o = manifest_options(config, "random:3");
+  EXPECT_EQ(o.path, fs::path("/jobs/a/prompts.jsonl"));
+  EXPECT_EQ(o.defaults, config.generation);
+  EXPECT_EQ(o.model_name, "synthetic");
+  EXPECT_EQ(o.weights_identity, "random:3");
+  EXPECT_EQ(o.max_line_bytes, 4096U);
+  EXPECT_EQ(o.max_image_pixels, 1000U);
+  EXPECT_TRUE(o.read_inputs);
+}
+
+}  // namespace
+}  // namespace omnidp

@@ -1,0 +1,242 @@
+#include "omnidp/models/wan/pipeline.hpp"
+
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <filesystem>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+
+namespace omnidp::models::wan {
+namespace {
+namespace fs = std::filesystem;
+
+class WanPipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("omnidp_wan_pipeline_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    torch::manual_seed(11);
+    save_safetensors(dir_ / "embeds.safetensors",
+                     {{"prompt_embeds", torch::randn({1, 6, 32})},
+                      {"negative_prompt_embeds", torch::randn({1, 6, 32})}});
+    save_safetensors(dir_ / "positive_only.safetensors", {{"prompt_embeds", torch::randn({1, 6, 32})}});
+    save_safetensors(dir_ / "wrong_dim.safetensors", {{"prompt_embeds", torch::randn({1, 6, 31})}});
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static Config tiny_config() {
+    Config c;
+    c.model.name = "tiny-wan";
+    c.model.weights = WeightsSource::random;
+    c.model.weights_seed = 5;
+    c.model.dtype = DType::fp32;
+    c.model.device = DeviceKind::cpu;
+    c.determinism.strict = true;
+    return c;
+  }
+
+  Request t2v(std::uint64_t seed = 3) const {
+    Request r;
+    r.id = "r1";
+    r.prompt = "a cat";
+    r.seed = seed;
+    r.task = Task::t2v;
+    r.prompt_embeds = (dir_ / "embeds.safetensors").string();
+    r.num_frames = 5;
+    r.height = 32;
+    r.width = 64;
+    r.num_inference_steps = 3;
+    r.guidance_scale = 5.0;
+    r.flow_shift = 5.0;
+    r.fps = 16;
+    return r;
+  }
+
+  // Both pipelines share one set of seeded modules.
+  static WanPipelineParts tiny_parts(bool cfg_batch) {
+    static WanTransformer3DModel transformer = [] {
+      WanTransformer3DModel t(WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "t"));
+      init_random_weights(*t, 1);
+      return t;
+    }();
+    static AutoencoderKLWan vae = [] {
+      AutoencoderKLWan v(AutoencoderKLWanOptions::from_json_text(tiny_wan_vae_config(), "v"));
+      init_random_weights(*v, 2);
+      return v;
+    }();
+    WanPipelineParts parts;
+    parts.transformer = transformer;
+    parts.vae = vae;
+    parts.model_name = "tiny-wan";
+    parts.device_name = "cpu";
+    parts.cfg_batch = cfg_batch;
+    return parts;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(WanPipelineTest, TextToVideoIsDeterministicAndSeeded) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  EXPECT_EQ(pipeline->model_name(), "tiny-wan");
+  EXPECT_EQ(pipeline->device_name(), "cpu");
+  int steps_seen = 0;
+  GenerateContext ctx;
+  ctx.on_step = [&](int step, int total) {
+    EXPECT_EQ(step, steps_seen + 1);
+    EXPECT_EQ(total, 3);
+    steps_seen = step;
+  };
+  const Video a = pipeline->generate(t2v(), ctx);
+  EXPECT_EQ(steps_seen, 3);
+  EXPECT_EQ(a.frames, 5);
+  EXPECT_EQ(a.height, 32);
+  EXPECT_EQ(a.width, 64);
+  EXPECT_EQ(a.data.size(), a.byte_size());
+  const Video b = pipeline->generate(t2v(), {});
+  EXPECT_EQ(video_sha256(a), video_sha256(b));
+  const Video c = pipeline->generate(t2v(4), {});
+  EXPECT_NE(video_sha256(a), video_sha256(c));
+  // A second pipeline with the same weights seed gives the same video.
+  const auto again = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  EXPECT_EQ(video_sha256(again->generate(t2v(), {})), video_sha256(a));
+}
+
+TEST_F(WanPipelineTest, SizesAreRoundedAsTheReference) {
+  WanPipeline pipeline(tiny_parts(true), torch::kCPU);
+  EXPECT_EQ(pipeline.latent_shape(5, 32, 64), (std::vector<std::int64_t>{1, 48, 2, 2, 4}));
+  auto r = t2v();
+  r.num_frames = 7;  // -> 5
+  r.height = 40;     // -> 32
+  const Video v = pipeline.generate(r, {});
+  EXPECT_EQ(v.frames, 5);
+  EXPECT_EQ(v.height, 32);
+  EXPECT_EQ(v.width, 64);
+}
+
+TEST_F(WanPipelineTest, CfgAsOneBatchEqualsTwoPasses) {
+  WanPipeline batched(tiny_parts(true), torch::kCPU);
+  WanPipeline separate(tiny_parts(false), torch::kCPU);
+  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
+  WanSampleInputs in;
+  in.num_frames = 5;
+  in.height = 32;
+  in.width = 64;
+  in.num_inference_steps = 3;
+  in.guidance_scale = 4.0;
+  in.flow_shift = 3.0;
+  in.noise = torch::randn({1, 48, 2, 2, 4});
+  in.prompt_embeds = embeds.tensor("prompt_embeds");
+  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  const auto a = batched.sample(in, nullptr);
+  const auto b = separate.sample(in, nullptr);
+  EXPECT_LT((a.final_latents - b.final_latents).abs().max().item<double>(), 1e-5);
+  EXPECT_LT((a.video - b.video).abs().max().item<double>(), 1e-5);
+  EXPECT_EQ(a.video.sizes(), (std::vector<std::int64_t>{1, 5, 32, 64, 3}));
+  EXPECT_GE(a.video.min().item<float>(), 0.0F);
+  EXPECT_LE(a.video.max().item<float>(), 1.0F);
+  // guidance <= 1 skips the unconditional pass: the negative embeddings are not needed.
+  in.guidance_scale = 1.0;
+  in.negative_prompt_embeds = {};
+  const auto c = batched.sample(in, nullptr);
+  EXPECT_GT((a.final_latents - c.final_latents).abs().max().item<double>(), 1e-4);
+  in.guidance_scale = 2.0;
+  EXPECT_THROW((void)batched.sample(in, nullptr), ModelError);
+}
+
+TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
+  WanPipeline pipeline(tiny_parts(true), torch::kCPU);
+  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
+  WanSampleInputs in;
+  in.num_frames = 5;
+  in.height = 32;
+  in.width = 64;
+  in.num_inference_steps = 2;
+  in.guidance_scale = 5.0;
+  in.flow_shift = 5.0;
+  in.noise = torch::randn({1, 48, 2, 2, 4});
+  in.prompt_embeds = embeds.tensor("prompt_embeds");
+  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  in.image = torch::rand({1, 3, 32, 64}) * 2 - 1;
+  const auto out = pipeline.sample(in, nullptr);
+  c10::InferenceMode guard;
+  const auto expected =
+      pipeline.vae()->normalize_latents(pipeline.vae()->encode(in.image.unsqueeze(2)).mean);
+  EXPECT_TRUE(torch::equal(out.final_latents.narrow(2, 0, 1), expected));
+  // The other frames were denoised from the noise.
+  in.image = {};
+  const auto t2v_out = pipeline.sample(in, nullptr);
+  EXPECT_GT((t2v_out.final_latents.narrow(2, 1, 1) - out.final_latents.narrow(2, 1, 1))
+                .abs().max().item<double>(), 1e-4);
+}
+
+TEST_F(WanPipelineTest, ImageRequestsReadPngs) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  std::vector<std::uint8_t> pixels(40 * 48 * 3);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 48;
+  image.height = 40;
+  image.format = PNG_FORMAT_RGB;
+  const auto png = dir_ / "in.png";
+  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  auto r = t2v();
+  r.task = Task::i2v;
+  r.image = png.string();
+  const Video a = pipeline->generate(r, {});
+  EXPECT_EQ(a.frames, 5);
+  EXPECT_EQ(video_sha256(a), video_sha256(pipeline->generate(r, {})));
+  EXPECT_NE(video_sha256(a), video_sha256(pipeline->generate(t2v(), {})));
+  r.image = (dir_ / "missing.png").string();
+  EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
+}
+
+TEST_F(WanPipelineTest, TextInputErrorsAreInputErrors) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  auto r = t2v();
+  r.prompt_embeds = (dir_ / "wrong_dim.safetensors").string();
+  EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
+  r.prompt_embeds = (dir_ / "nope.safetensors").string();
+  EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
+  // No negative embeddings and no text encoder to make them: only guidance <= 1 works.
+  r.prompt_embeds = (dir_ / "positive_only.safetensors").string();
+  EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
+  r.guidance_scale = 1.0;
+  EXPECT_EQ(pipeline->generate(r, {}).frames, 5);
+}
+
+TEST_F(WanPipelineTest, AbandonStopsBetweenSteps) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  GenerateContext ctx;
+  int steps = 0;
+  ctx.on_step = [&](int, int) { ++steps; };
+  ctx.abandoned = [&] { return steps >= 1; };
+  try {
+    (void)pipeline->generate(t2v(), ctx);
+    FAIL() << "not abandoned";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("abandoned at step 1/3"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(WanPipelineTest, ConfigErrors) {
+  auto c = tiny_config();
+  c.model.weights = WeightsSource::pretrained;
+  EXPECT_THROW((void)create_wan_pipeline(c, DeviceBinding{}), ConfigError);
+  c = tiny_config();
+  c.model.name = "wan2.2-ti2v-5b";
+  c.model.weights = WeightsSource::pretrained;
+  c.model.path = "";
+  EXPECT_THROW((void)create_wan_pipeline(c, DeviceBinding{}), ConfigError);
+}
+
+}  // namespace
+}  // namespace omnidp::models::wan

@@ -1,0 +1,238 @@
+#include "omnidp/models/wan/transformer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+
+namespace omnidp::models::wan {
+namespace {
+namespace fs = std::filesystem;
+
+const fs::path kFixture = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan_transformer";
+
+WanTransformerOptions tiny_options() {
+  return WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny");
+}
+
+WanTransformer3DModel random_tiny(std::uint64_t seed = 7) {
+  WanTransformer3DModel model(tiny_options());
+  init_random_weights(*model, seed);
+  return model;
+}
+
+TEST(WanTransformerOptions, ParsesTheFixtureConfig) {
+  const auto o = WanTransformerOptions::from_file(kFixture / "config.json");
+  EXPECT_EQ(o.patch_size, (std::array<std::int64_t, 3>{1, 2, 2}));
+  EXPECT_EQ(o.num_attention_heads, 2);
+  EXPECT_EQ(o.attention_head_dim, 64);
+  EXPECT_EQ(o.inner_dim(), 128);
+  EXPECT_EQ(o.in_channels, 48);
+  EXPECT_EQ(o.out_channels, 48);
+  EXPECT_EQ(o.text_dim, 32);
+  EXPECT_EQ(o.freq_dim, 256);
+  EXPECT_EQ(o.ffn_dim, 128);
+  EXPECT_EQ(o.num_layers, 2);
+  EXPECT_TRUE(o.cross_attn_norm);
+  EXPECT_DOUBLE_EQ(o.eps, 1e-6);
+  EXPECT_EQ(o.rope_max_seq_len, 1024);
+}
+
+TEST(WanTransformerOptions, TheRealConfigIsTheSpecs) {
+  const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
+  EXPECT_EQ(o.num_layers, 30);
+  EXPECT_EQ(o.inner_dim(), 3072);
+  EXPECT_EQ(o.num_attention_heads, 24);
+  EXPECT_EQ(o.ffn_dim, 14336);
+  EXPECT_EQ(o.in_channels, 48);
+  EXPECT_EQ(o.text_dim, 4096);
+}
+
+TEST(WanTransformerOptions, RejectsTheImageEmbeddingVariant) {
+  try {
+    (void)WanTransformerOptions::from_json_text(R"({"image_dim": 1280})", "cfg.json");
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("image_dim"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cfg.json"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)WanTransformerOptions::from_json_text(R"({"qk_norm": "rms_norm"})", "x"),
+               ModelError);
+  EXPECT_THROW((void)WanTransformerOptions::from_json_text("{not json", "x"), ModelError);
+}
+
+TEST(WanRope, MatchesAHandComputationWhereTheSplitsAgree) {
+  // head_dim 12: per-axis dims t = h = w = 4 (two frequencies each), split [4, 4, 4].
+  const double theta = 10000.0;
+  const auto [cos, sin] = wan_rope_tables(12, 16, theta, 2, 3, 5);
+  ASSERT_EQ(cos.sizes(), (std::vector<std::int64_t>{30, 6}));
+  ASSERT_EQ(sin.sizes(), (std::vector<std::int64_t>{30, 6}));
+  for (std::int64_t f = 0; f < 2; ++f) {
+    for (std::int64_t h = 0; h < 3; ++h) {
+      for (std::int64_t w = 0; w < 5; ++w) {
+        const std::int64_t token = (f * 3 + h) * 5 + w;
+        const std::int64_t pos[3] = {f, h, w};
+        for (std::int64_t i = 0; i < 6; ++i) {
+          const double freq = std::pow(theta, -2.0 * static_cast<double>(i % 2) / 4.0);
+          const double angle = static_cast<double>(pos[i / 2]) * freq;
+          EXPECT_NEAR(cos[token][i].item<double>(), std::cos(angle), 1e-6) << token << " " << i;
+          EXPECT_NEAR(sin[token][i].item<double>(), std::sin(angle), 1e-6) << token << " " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(WanRope, KeepsTheReferenceSplitWhereItDiffersFromTheTables) {
+  // head_dim 64 (the fixture): tables t=24, h=w=20 columns, but the reference splits them as
+  // [22, 21, 21]. Pair 21 then reads cos from column 42 (h table, frequency 9, by row) and
+  // sin from column 43 (h table, frequency 9, by column).
+  const double theta = 10000.0;
+  const auto [cos, sin] = wan_rope_tables(64, 1024, theta, 3, 4, 6);
+  const std::int64_t f = 2, h = 3, w = 5;
+  const std::int64_t token = (f * 4 + h) * 6 + w;
+  const double freq9 = std::pow(theta, -18.0 / 20.0);
+  EXPECT_NEAR(cos[token][21].item<double>(), std::cos(static_cast<double>(h) * freq9), 1e-6);
+  EXPECT_NEAR(sin[token][21].item<double>(), std::sin(static_cast<double>(w) * freq9), 1e-6);
+  // Pair 11: columns 22, 23 are the t table's frequency 11, indexed by row.
+  const double freq11 = std::pow(theta, -22.0 / 24.0);
+  EXPECT_NEAR(cos[token][11].item<double>(), std::cos(static_cast<double>(h) * freq11), 1e-6);
+  EXPECT_NEAR(sin[token][11].item<double>(), std::sin(static_cast<double>(h) * freq11), 1e-6);
+  // Pair 0: the frame position at frequency 0.
+  EXPECT_NEAR(cos[token][0].item<double>(), std::cos(static_cast<double>(f)), 1e-6);
+}
+
+TEST(WanRope, RotatesPairs) {
+  const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
+  const auto cos = torch::tensor({0.0F, 0.5F}).view({1, 2});
+  const auto sin = torch::tensor({1.0F, -0.5F}).view({1, 2});
+  const auto y = apply_wan_rope(x, cos, sin).flatten();
+  // (x1 c - x2 s, x1 s + x2 c) per pair.
+  EXPECT_FLOAT_EQ(y[0].item<float>(), 1 * 0.0F - 2 * 1.0F);
+  EXPECT_FLOAT_EQ(y[1].item<float>(), 1 * 1.0F + 2 * 0.0F);
+  EXPECT_FLOAT_EQ(y[2].item<float>(), 3 * 0.5F - 4 * -0.5F);
+  EXPECT_FLOAT_EQ(y[3].item<float>(), 3 * -0.5F + 4 * 0.5F);
+}
+
+TEST(WanSinusoidalEmbedding, IsCosThenSin) {
+  const auto e = wan_sinusoidal_embedding(torch::tensor({3.0F}), 4);
+  ASSERT_EQ(e.sizes(), (std::vector<std::int64_t>{1, 4}));
+  EXPECT_NEAR(e[0][0].item<double>(), std::cos(3.0), 1e-6);
+  EXPECT_NEAR(e[0][1].item<double>(), std::cos(3.0 * 0.01), 1e-6);
+  EXPECT_NEAR(e[0][2].item<double>(), std::sin(3.0), 1e-6);
+  EXPECT_NEAR(e[0][3].item<double>(), std::sin(3.0 * 0.01), 1e-6);
+}
+
+TEST(WanTransformer, LoadsTheFixtureStrictly) {
+  auto model = load_wan_transformer(kFixture, torch::kFloat32, torch::kCPU);
+  const auto ckpt = Checkpoint::open(kFixture);
+  EXPECT_EQ(model->named_parameters(true).size(), ckpt.size());
+  // Values are the checkpoint's (bf16 -> fp32 exact).
+  EXPECT_TRUE(torch::equal(model->blocks[1]->as<WanTransformerBlock>()->ffn->net[2]
+                               ->as<torch::nn::Linear>()->weight,
+                           ckpt.tensor("blocks.1.ffn.net.2.weight")));
+  EXPECT_TRUE(torch::equal(model->scale_shift_table, ckpt.tensor("scale_shift_table")));
+}
+
+TEST(WanTransformer, AWrongConfigFailsToLoadWithTheNames) {
+  auto o = tiny_options();
+  o.num_layers = 3;
+  WanTransformer3DModel model(o);
+  try {
+    load_state_dict(*model, Checkpoint::open(kFixture), torch::kFloat32, torch::kCPU);
+    FAIL() << "no error";
+  } catch (const WeightsError& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.2.attn1.to_q.weight"), std::string::npos) << e.what();
+  }
+}
+
+TEST(WanTransformer, OutputShapeEqualsInputShape) {
+  auto model = random_tiny();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({2, 48, 3, 4, 6});
+  const auto ctx = torch::randn({2, 5, 32});
+  const auto out = model->forward(x, torch::tensor({900.0F, 10.0F}), ctx);
+  EXPECT_EQ(out.sizes(), x.sizes());
+  EXPECT_TRUE(torch::isfinite(out).all().item<bool>());
+  EXPECT_THROW((void)model->forward(torch::randn({1, 48, 3, 3, 6}), torch::tensor({1.0F}),
+                                    torch::randn({1, 5, 32})),
+               ModelError);
+  EXPECT_THROW((void)model->forward(torch::randn({1, 48, 3, 4, 6}), torch::ones({1, 17}),
+                                    torch::randn({1, 5, 32})),
+               ModelError);
+}
+
+TEST(WanTransformer, PerTokenTimestepsEqualScalarWhenAllEqual) {
+  auto model = random_tiny();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({1, 48, 3, 4, 6});
+  const auto ctx = torch::randn({1, 7, 32});
+  const auto scalar = model->forward(x, torch::tensor({637.0F}), ctx);
+  const auto per_token = model->forward(x, torch::full({1, 18}, 637.0F), ctx);
+  EXPECT_LT((scalar - per_token).abs().max().item<double>(), 1e-5);
+  // ... and differ when the first frame's tokens get t = 0.
+  auto ts = torch::full({1, 18}, 637.0F);
+  ts.slice(1, 0, 6).zero_();
+  const auto mixed = model->forward(x, ts, ctx);
+  EXPECT_GT((scalar - mixed).abs().max().item<double>(), 1e-3);
+}
+
+TEST(WanTransformer, FusedProjectionsGiveTheSameResultAndKeepTheStateDict) {
+  auto model = random_tiny();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({1, 48, 3, 4, 6});
+  const auto ctx = torch::randn({1, 7, 32});
+  const auto t = torch::tensor({500.0F});
+  const auto before = model->forward(x, t, ctx);
+  const auto q_before = model->blocks[0]->as<WanTransformerBlock>()->attn1->to_q->weight.clone();
+  const auto names_before = model->named_parameters(true).keys();
+  model->fuse_projections();
+  auto attn1 = model->blocks[0]->as<WanTransformerBlock>()->attn1;
+  EXPECT_TRUE(attn1->fused());
+  EXPECT_TRUE(torch::equal(attn1->to_q->weight, q_before));
+  EXPECT_EQ(model->named_parameters(true).keys(), names_before);
+  const auto after = model->forward(x, t, ctx);
+  EXPECT_LT((before - after).abs().max().item<double>(), 1e-5);
+}
+
+TEST(WanTransformer, Bf16KeepsTheReferenceFp32Modules) {
+  auto model = random_tiny();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({1, 48, 3, 4, 6});
+  const auto ctx = torch::randn({1, 7, 32});
+  const auto t = torch::tensor({500.0F});
+  const auto ref = model->forward(x, t, ctx);
+  model->to_dtype(torch::kCPU, torch::kBFloat16);
+  const auto params = model->named_parameters(true);
+  EXPECT_EQ(params["condition_embedder.time_embedder.linear_1.weight"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(params["scale_shift_table"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(params["blocks.0.scale_shift_table"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(params["blocks.0.norm2.weight"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(params["blocks.0.attn1.to_q.weight"].scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(params["condition_embedder.time_proj.weight"].scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(model->dtype(), torch::kBFloat16);
+  const auto out = model->forward(x.to(torch::kBFloat16), t, ctx.to(torch::kBFloat16));
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  const double rel = (out.to(torch::kFloat32) - ref).abs().max().item<double>() /
+                     std::max(1.0, ref.abs().max().item<double>());
+  EXPECT_LT(rel, 5e-2);
+}
+
+TEST(WanForwardFlops, MatchesIssue10sFormulaAndFigures) {
+  const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
+  const double n = 3510, d = 3072, f = 14336;
+  const double expected = 30 * (2 * n * (6 * d * d + 2 * d * f) + 4 * n * n * d + 4 * n * 512 * d +
+                                4 * 512 * d * d);
+  EXPECT_DOUBLE_EQ(wan_forward_flops(o, 3510, 512), expected);
+  // The issue's table: 0.1039 s <-> 349 TFLOP/s, 1.183 s at 27280 tokens <-> 437 TFLOP/s.
+  EXPECT_NEAR(wan_forward_flops(o, 3510, 512) / 0.1039 / 1e12, 349.0, 1.0);
+  EXPECT_NEAR(wan_forward_flops(o, 27280, 512) / 1.183 / 1e12, 437.0, 1.0);
+}
+
+}  // namespace
+}  // namespace omnidp::models::wan

@@ -1,0 +1,192 @@
+#include "omnidp/models/weights/state_dict.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "omnidp/common/error.hpp"
+#include "test_files.hpp"
+
+namespace omnidp::models {
+namespace {
+
+using testing::fresh_dir;
+
+// A small module with Diffusers-style names: blocks.0.proj, to_out.0, a norm and a buffer.
+struct BlockImpl : torch::nn::Module {
+  BlockImpl() {
+    proj = register_module("proj", torch::nn::Linear(4, 6));
+    norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({6})));
+  }
+  torch::nn::Linear proj{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+};
+TORCH_MODULE(Block);
+
+struct TinyImpl : torch::nn::Module {
+  TinyImpl() {
+    blocks = register_module("blocks", torch::nn::ModuleList(Block(), Block()));
+    to_out = register_module("to_out", torch::nn::ModuleList(torch::nn::Linear(6, 3)));
+    table = register_parameter("scale_shift_table", torch::zeros({1, 2, 6}));
+    freqs = register_buffer("freqs", torch::zeros({5}));
+  }
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::ModuleList to_out{nullptr};
+  torch::Tensor table;
+  torch::Tensor freqs;
+};
+TORCH_MODULE(Tiny);
+
+std::vector<std::pair<std::string, torch::Tensor>> state_of(torch::nn::Module& m, float offset) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  float k = offset;
+  for (const auto& p : m.named_parameters()) {
+    out.emplace_back(p.key(), (torch::arange(p.value().numel(), torch::kFloat32).reshape(p.value().sizes()) / 8 + k)
+                                  .to(torch::kBFloat16));
+    k += 1;
+  }
+  return out;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const WeightsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StateDict, LoadsEveryParameterByName) {
+  const auto dir = fresh_dir("load");
+  Tiny model;
+  const auto state = state_of(*model, 0.5F);
+  save_safetensors(dir / "model.safetensors", state);
+  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU);
+  const auto params = model->named_parameters();
+  for (const auto& [name, value] : state) {
+    ASSERT_TRUE(params.contains(name)) << name;
+    EXPECT_EQ(params[name].scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(torch::equal(params[name], value.to(torch::kFloat32))) << name;
+  }
+  EXPECT_TRUE(params.contains("to_out.0.weight"));
+  EXPECT_TRUE(params.contains("blocks.1.norm.bias"));
+  // The module still works and trains through the loaded tensors.
+  const auto y = model->to_out[0]->as<torch::nn::Linear>()->forward(torch::ones({1, 6}));
+  EXPECT_EQ(y.sizes(), (std::vector<std::int64_t>{1, 3}));
+}
+
+TEST(StateDict, LoadsInBf16AndBuffersWhenPresent) {
+  const auto dir = fresh_dir("bf16");
+  Tiny model;
+  auto state = state_of(*model, 0.0F);
+  state.emplace_back("freqs", torch::full({5}, 7.0F));
+  save_safetensors(dir / "model.safetensors", state);
+  load_state_dict(*model, Checkpoint::open(dir), torch::kBFloat16, torch::kCPU);
+  EXPECT_EQ(model->blocks[0]->as<Block>()->proj->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(model->named_buffers()["freqs"].to(torch::kFloat32), torch::full({5}, 7.0F)));
+}
+
+TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
+  const auto dir = fresh_dir("strict");
+  Tiny model;
+  auto state = state_of(*model, 0.0F);
+  // Drop two names, add three unexpected ones and break one shape.
+  state.erase(std::remove_if(state.begin(), state.end(),
+                             [](const auto& kv) {
+                               return kv.first == "blocks.0.norm.weight" || kv.first == "to_out.0.bias";
+                             }),
+              state.end());
+  state.emplace_back("blocks.2.proj.weight", torch::zeros({6, 4}));
+  state.emplace_back("extra.a", torch::zeros({1}));
+  state.emplace_back("extra.b", torch::zeros({1}));
+  for (auto& [name, value] : state) {
+    if (name == "blocks.1.proj.weight") value = torch::zeros({4, 6});
+  }
+  save_safetensors(dir / "model.safetensors", state);
+  const auto before = model->blocks[1]->as<Block>()->proj->bias.clone();
+  const auto msg = error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
+  EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 missing: blocks.0.norm.weight to_out.0.bias"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 unexpected: blocks.2.proj.weight extra.a extra.b"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1 shape mismatches: blocks.1.proj.weight (checkpoint [4, 6], model [6, 4])"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(torch::equal(model->blocks[1]->as<Block>()->proj->bias, before));
+
+  LoadOptions lenient;
+  lenient.ignore_unexpected = [](const std::string& n) { return n.rfind("extra.", 0) == 0; };
+  lenient.ignore_missing = [](const std::string& n) { return n == "to_out.0.bias"; };
+  const auto msg2 =
+      error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, lenient); });
+  EXPECT_EQ(msg2.find("extra.a"), std::string::npos) << msg2;
+  EXPECT_EQ(msg2.find("to_out.0.bias"), std::string::npos) << msg2;
+  EXPECT_NE(msg2.find("1 missing: blocks.0.norm.weight"), std::string::npos) << msg2;
+}
+
+TEST(StateDict, LongListsAreCut) {
+  const auto dir = fresh_dir("long");
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  for (int i = 0; i < 25; ++i) state.emplace_back("junk." + std::to_string(100 + i), torch::zeros({1}));
+  save_safetensors(dir / "model.safetensors", state);
+  torch::nn::Linear lin(2, 2);
+  const auto msg = error_of([&] { load_state_dict(*lin, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
+  EXPECT_NE(msg.find("2 missing: bias weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("25 unexpected: junk.100"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("junk.119 ... (+5 more)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("junk.120"), std::string::npos) << msg;
+}
+
+TEST(StateDict, RandomWeightsDeterministicBf16ExactAndScaled) {
+  Tiny a;
+  Tiny b;
+  init_random_weights(*a, 42);
+  init_random_weights(*b, 42);
+  const auto pa = a->named_parameters();
+  const auto pb = b->named_parameters();
+  for (const auto& p : pa) {
+    EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+    EXPECT_TRUE(torch::equal(p.value(), p.value().to(torch::kBFloat16).to(torch::kFloat32))) << p.key();
+  }
+  EXPECT_TRUE(torch::equal(pa["blocks.0.norm.weight"], torch::ones({6})));
+  const auto bias = pa["blocks.0.proj.bias"];
+  EXPECT_GT(bias.abs().max().item<float>(), 0.0F);
+  EXPECT_LT(bias.abs().max().item<float>(), 0.1F);
+  // Different parameters draw different numbers; other seeds give other weights.
+  EXPECT_FALSE(torch::equal(pa["blocks.0.proj.weight"], pa["blocks.1.proj.weight"]));
+  Tiny c;
+  init_random_weights(*c, 43);
+  EXPECT_FALSE(torch::equal(pa["to_out.0.weight"], c->named_parameters()["to_out.0.weight"]));
+  // Buffers untouched.
+  EXPECT_TRUE(torch::equal(a->named_buffers()["freqs"], torch::zeros({5})));
+}
+
+TEST(StateDict, RandomWeightScaleFollowsFanIn) {
+  torch::nn::Linear wide(torch::nn::LinearOptions(1024, 256));
+  init_random_weights(*wide, 7);
+  const double std = wide->weight.std().item<double>();
+  EXPECT_NEAR(std * std::sqrt(1024.0), 1.0, 0.02);
+  EXPECT_NEAR(wide->weight.mean().item<double>(), 0.0, 0.002);
+}
+
+TEST(StateDict, RandomWeightsIndependentOfOtherParameters) {
+  // The same name gets the same values whatever else the module holds.
+  torch::nn::Sequential small(torch::nn::Linear(3, 3));
+  torch::nn::Sequential big(torch::nn::Linear(3, 3), torch::nn::Linear(3, 8));
+  init_random_weights(*small, 5);
+  init_random_weights(*big, 5);
+  EXPECT_TRUE(torch::equal(small->named_parameters()["0.weight"], big->named_parameters()["0.weight"]));
+}
+
+TEST(StateDict, RandomWeightsKeepDtype) {
+  torch::nn::Linear lin(8, 8);
+  lin->to(torch::kBFloat16);
+  init_random_weights(*lin, 1);
+  torch::nn::Linear ref(8, 8);
+  init_random_weights(*ref, 1);
+  EXPECT_EQ(lin->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(lin->weight.to(torch::kFloat32), ref->weight));
+}
+
+}  // namespace
+}  // namespace omnidp::models

@@ -1,0 +1,49 @@
+#include "omnidp/refcheck/wan_vae_cases.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::refcheck {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan22_vae";
+
+TEST(WanVaeCases, FixtureDecodeAndEncodePass) {
+  const auto results = run_wan_vae(kCase, nlohmann::json::object(), RefcheckOptions{});
+  ASSERT_EQ(results.size(), 3U);
+  EXPECT_EQ(results[0].check, "decoded");
+  EXPECT_EQ(results[1].check, "encoded_mean");
+  EXPECT_EQ(results[2].check, "encoded_logvar");
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " " << r.max_rel_error;
+    EXPECT_DOUBLE_EQ(r.tolerance, 1e-4);
+    EXPECT_LE(r.max_rel_error, 1e-4);
+  }
+}
+
+TEST(WanVaeCases, DispatcherRecognisesTheCase) {
+  const auto results = run_case(kCase, "wan22_vae", RefcheckOptions{});
+  ASSERT_EQ(results.size(), 3U);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
+  }
+}
+
+TEST(WanVaeCases, MissingWeightsAreAnError) {
+  const auto dir = fs::temp_directory_path() / "omnidp_wan_vae_cases_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kCase / "io.safetensors", dir / "io.safetensors");
+  fs::copy_file(kCase / "config.json", dir / "config.json");
+  EXPECT_THROW((void)run_wan_vae(dir, nlohmann::json::object(), RefcheckOptions{}), Error);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace omnidp::refcheck

@@ -1,0 +1,192 @@
+#include "omnidp/results/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/merge.hpp"
+#include "omnidp/results/table.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+using testing::ScratchDir;
+
+const std::vector<std::string> kIds = {"a", "b/1", "c", "d"};
+
+// Flips one byte of the stored video of `id` (the row keeps its old hash).
+void corrupt_video(const std::filesystem::path& file, const std::string& id) {
+  h5::File f = h5::open_file(file.string(), true);
+  Video v = read_video(f.id(), id);
+  v.data[0] ^= 0xFFU;
+  const h5::Dataset d = h5::open_dataset(f.id(), video_path(id));
+  ASSERT_GE(H5Dwrite(d.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data.data()), 0);
+}
+
+TEST(Compare, EqualSetsPassFromFoldersAndMergedFiles) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  testing::write_rank(b.path(), 0, 2, {"d", "a"});
+  testing::write_rank(b.path(), 1, 2, {"c", "b/1"});
+  merge_directory(b.path());
+  const ResultSet sa = read_results(a.path());
+  ASSERT_EQ(sa.entries.size(), 4U);
+  EXPECT_EQ(sa.entries[1].id, "b/1");
+  EXPECT_EQ(sa.entries[1].actual_sha256, sa.entries[1].video_sha256);
+  for (const auto& source : {b.path(), b.path() / "results.h5", b.path() / "rank-00001.h5"}) {
+    const CompareReport r = compare_results(sa, read_results(source));
+    const std::size_t expected_b = source.filename() == "rank-00001.h5" ? 2 : 4;
+    EXPECT_EQ(r.requests_b, expected_b) << source;
+    EXPECT_EQ(r.matched, expected_b) << source;
+    EXPECT_EQ(r.mismatched, 0U);
+    EXPECT_EQ(r.only_in_b, 0U);
+    EXPECT_EQ(r.passed(false), expected_b == 4) << source;
+  }
+  const CompareReport r = compare_results(sa, read_results(b.path()));
+  EXPECT_EQ(format_report(r, 10, false),
+            "A: " + a.path().string() + " (4 requests)\n" +
+                "B: " + b.path().string() + " (4 requests)\n" +
+                "matched:     4\n"
+                "mismatched:  0\n"
+                "only in A:   0\n"
+                "only in B:   0\n"
+                "failed:      0 (A: 0, B: 0)\n"
+                "PASS: every request of A is matched with an equal hash in B\n");
+}
+
+TEST(Compare, OneMismatchIsNamed) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  {
+    RankWriter writer(b.path(), testing::rank_info(0, 1), OutputConfig{});
+    for (const auto& id : kIds) {
+      const Video v = id == "c" ? testing::make_video(2, 4, 6, 12345) : testing::video_for(id);
+      writer.write(testing::ok_record(id, v), &v);
+    }
+  }
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  EXPECT_EQ(r.matched, 3U);
+  EXPECT_EQ(r.mismatched, 1U);
+  ASSERT_EQ(r.mismatches.size(), 1U);
+  EXPECT_EQ(r.mismatches[0].id_a, "c");
+  EXPECT_EQ(r.mismatches[0].sha_a, video_sha256(testing::video_for("c")));
+  EXPECT_EQ(r.mismatches[0].sha_b, video_sha256(testing::make_video(2, 4, 6, 12345)));
+  EXPECT_EQ(r.mismatches[0].reason, "video_sha256 differs");
+  EXPECT_FALSE(r.passed(false));
+  EXPECT_FALSE(r.passed(true));
+  const std::string text = format_report(r, 10, false);
+  EXPECT_NE(text.find("mismatches (1 of 1):\n  c: A " + r.mismatches[0].sha_a + " B " +
+                      r.mismatches[0].sha_b + " (video_sha256 differs)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("FAIL: 1 mismatched, 0 only in A, 0 failed\n"), std::string::npos) << text;
+}
+
+TEST(Compare, CorruptedVideoBytesAreAMismatchEvenWithEqualRows) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  testing::write_rank(b.path(), 0, 1, kIds);
+  merge_directory(b.path());
+  corrupt_video(b.path() / "rank-00000.h5", "b/1");
+  for (const auto& source : {b.path(), b.path() / "results.h5"}) {
+    const CompareReport r = compare_results(read_results(a.path()), read_results(source));
+    EXPECT_EQ(r.mismatched, 1U) << source;
+    ASSERT_EQ(r.mismatches.size(), 1U);
+    EXPECT_EQ(r.mismatches[0].id_a, "b/1");
+    EXPECT_NE(r.mismatches[0].reason.find("B's stored video does not match"), std::string::npos);
+  }
+  // Trusting the stored hashes does not see it.
+  const CompareReport trusting =
+      compare_results(read_results(a.path()), read_results(b.path(), ReadOptions{false}));
+  EXPECT_EQ(trusting.matched, 4U);
+}
+
+TEST(Compare, MissingRequestsFailUnlessAllowed) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  testing::write_rank(b.path(), 0, 1, {"a", "c", "extra"});
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  EXPECT_EQ(r.matched, 2U);
+  EXPECT_EQ(r.only_in_a, 2U);
+  EXPECT_EQ(r.only_in_a_ids, (std::vector<std::string>{"b/1", "d"}));
+  EXPECT_EQ(r.only_in_b, 1U);
+  EXPECT_EQ(r.only_in_b_ids, (std::vector<std::string>{"extra"}));
+  EXPECT_FALSE(r.passed(false));
+  EXPECT_TRUE(r.passed(true));
+  const std::string text = format_report(r, 1, true);
+  EXPECT_NE(text.find("only in A:   2 (allowed)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("only in A (1 of 2):\n  b/1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("only in B (1 of 1):\n  extra\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("PASS"), std::string::npos) << text;
+}
+
+TEST(Compare, FailedRequestsOnEitherSideFail) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 2, {"a", "b/1", "c"});
+  testing::write_failed_rank(a.path(), 1, 2, {"d"});
+  testing::write_rank(b.path(), 0, 2, {"a", "b/1", "d"});
+  testing::write_failed_rank(b.path(), 1, 2, {"c"});
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  EXPECT_EQ(r.matched, 2U);
+  EXPECT_EQ(r.failed_a, 1U);
+  EXPECT_EQ(r.failed_b, 1U);
+  EXPECT_EQ(r.failed_ids, (std::vector<std::string>{"A:d", "B:c"}));
+  EXPECT_FALSE(r.passed(true));
+  const std::string text = format_report(r, 10, false);
+  EXPECT_NE(text.find("failed:      2 (A: 1, B: 1)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("failed (2 of 2):\n  A:d\n  B:c\n"), std::string::npos) << text;
+}
+
+TEST(Compare, RetriedRequestCountsByItsOkAttempt) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, {"a"});
+  testing::write_failed_rank(b.path(), 0, 2, {"a"});  // first attempt failed ...
+  testing::write_rank(b.path(), 1, 2, {"a"});         // ... the retry succeeded
+  const ResultSet sb = read_results(b.path());
+  ASSERT_EQ(sb.entries.size(), 1U);
+  EXPECT_EQ(sb.entries[0].status, RequestStatus::ok);
+  EXPECT_TRUE(compare_results(read_results(a.path()), sb).passed(false));
+}
+
+TEST(Compare, JsonReport) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  testing::write_rank(b.path(), 0, 1, {"a"});
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  const auto j = nlohmann::json::parse(report_to_json(r, 2, false));
+  EXPECT_EQ(j["matched"], 1);
+  EXPECT_EQ(j["mismatched"], 0);
+  EXPECT_EQ(j["only_in_a"], 3);
+  EXPECT_EQ(j["only_in_b"], 0);
+  EXPECT_EQ(j["failed"]["a"], 0);
+  EXPECT_EQ(j["failed"]["b"], 0);
+  EXPECT_EQ(j["only_in_a_ids"], nlohmann::json::array({"b/1", "c"}));
+  EXPECT_EQ(j["a"]["requests"], 4);
+  EXPECT_EQ(j["b"]["source"], b.path().string());
+  EXPECT_EQ(j["passed"], false);
+}
+
+TEST(Compare, UnreadableInputsAreErrors) {
+  ScratchDir a("cmp-a");
+  EXPECT_THROW((void)read_results(a.path()), IoError);                // empty folder
+  EXPECT_THROW((void)read_results(a.path() / "nothing.h5"), IoError);  // missing
+  {
+    std::ofstream junk(a.path() / "junk.h5");
+    junk << "junk";
+  }
+  EXPECT_THROW((void)read_results(a.path() / "junk.h5"), Hdf5Error);
+}
+
+}  // namespace
+}  // namespace omnidp::results

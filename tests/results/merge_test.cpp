@@ -1,0 +1,234 @@
+#include "omnidp/results/merge.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "omnidp/results/summary.hpp"
+#include "omnidp/results/table.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+using testing::ScratchDir;
+
+// Three ranks' files: "dup" failed on rank 1 (attempt 1) and ok on rank 2 (attempt 2).
+void write_three_ranks(const std::filesystem::path& dir) {
+  testing::write_rank(dir, 0, 3, {"b", "a/1", "."});
+  {
+    RankWriter writer(dir, testing::rank_info(1, 3), OutputConfig{});
+    const Video v = testing::video_for("c");
+    writer.write(testing::ok_record("c", v, 1), &v);
+    ResultRecord failed = testing::failed_record("dup", "transient: out of memory", 1);
+    failed.end_time = 1700000000.0;
+    writer.write(failed, nullptr);
+    writer.write(testing::failed_record("never", "ManifestError: missing image", 1), nullptr);
+  }
+  {
+    RankWriter writer(dir, testing::rank_info(2, 3), OutputConfig{});
+    const Video v = testing::video_for("dup");
+    ResultRecord ok = testing::ok_record("dup", v, 2);
+    ok.attempt = 2;
+    ok.end_time = 1600000000.0;  // an earlier clock must not matter: ok beats failed
+    writer.write(ok, &v);
+  }
+}
+
+RunSummary sample_summary() {
+  RunSummary s;
+  s.total = 7;
+  s.completed = 6;
+  s.failed = 1;
+  s.skipped_resume = 2;
+  s.makespan_s = 12.5;
+  s.videos_per_min = 28.8;
+  s.latency_p50_s = 1.5;
+  s.latency_p90_s = 1.75;
+  s.latency_max_s = 2.0;
+  s.busy_s_per_rank = {4.0, 5.0, 6.0};
+  s.busy_fraction_per_rank = {0.32, 0.4, 0.48};
+  s.scheduling_efficiency = 0.4;
+  s.world_size = 3;
+  s.replicas = 3;
+  s.policy = "dynamic";
+  s.order = "cost_desc";
+  s.interrupted = true;
+  return s;
+}
+
+std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Merge, ThreeRanksSortedOneRowPerIdWithExternalLinks) {
+  ScratchDir dir("merge3");
+  write_three_ranks(dir.path());
+  const RunSummary summary = sample_summary();
+  const MergeResult result = merge_directory(dir.path(), &summary, "the: config\n");
+  EXPECT_EQ(result.path, dir.path() / "results.h5");
+  EXPECT_EQ(result.rows, 6U);
+  EXPECT_EQ(result.duplicates_dropped, 1U);
+  EXPECT_EQ(result.rank_files,
+            (std::vector<std::string>{"rank-00000.h5", "rank-00001.h5", "rank-00002.h5"}));
+  EXPECT_EQ(result.summary_source, "runtime");
+
+  const auto rows = read_stored_rows(result.path);
+  std::vector<std::string> order;
+  for (const auto& r : rows) order.push_back(r.record.id);
+  EXPECT_EQ(order, (std::vector<std::string>{".", "a/1", "b", "c", "dup", "never"}));
+  EXPECT_EQ(rows[4].record.status, RequestStatus::ok);
+  EXPECT_EQ(rows[4].record.attempt, 2);
+  EXPECT_EQ(rows[4].record.rank, 2);
+  EXPECT_EQ(rows[5].record.status, RequestStatus::failed);
+  EXPECT_EQ(rows[5].record.error, "ManifestError: missing image");
+  EXPECT_FALSE(rows[5].video_present);
+
+  const h5::File file = h5::open_file(result.path.string());
+  const hid_t root = file.id();
+  // External links with relative file names.
+  H5L_info_t info{};
+  ASSERT_GE(H5Lget_info(root, "/videos/dup", &info, H5P_DEFAULT), 0);
+  EXPECT_EQ(info.type, H5L_TYPE_EXTERNAL);
+  std::vector<char> value(info.u.val_size);
+  ASSERT_GE(H5Lget_val(root, "/videos/dup", value.data(), value.size(), H5P_DEFAULT), 0);
+  const char* target_file = nullptr;
+  const char* target_path = nullptr;
+  unsigned flags = 0;
+  ASSERT_GE(H5Lunpack_elink_val(value.data(), value.size(), &flags, &target_file, &target_path), 0);
+  EXPECT_STREQ(target_file, "rank-00002.h5");
+  EXPECT_STREQ(target_path, "/videos/dup");
+  EXPECT_EQ(read_video(root, "a/1").data, testing::video_for("a/1").data);
+  EXPECT_EQ(hash_stored_video(root, "."), video_sha256(testing::video_for(".")));
+
+  // /summary and /config.
+  const h5::Group s = h5::open_group(root, "summary");
+  EXPECT_EQ(h5::read_string_attribute(s.id(), "source"), "runtime");
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "total"), 7);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "completed"), 6);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "failed"), 1);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "skipped_resume"), 2);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "makespan_s"), 12.5);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "videos_per_min"), 28.8);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "latency_p50_s"), 1.5);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "latency_p90_s"), 1.75);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "latency_max_s"), 2.0);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "scheduling_efficiency"), 0.4);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "world_size"), 3);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "replicas"), 3);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "tensor_parallel_size"), 1);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "cfg_parallel_size"), 1);
+  EXPECT_EQ(h5::read_string_attribute(s.id(), "policy"), "dynamic");
+  EXPECT_EQ(h5::read_string_attribute(s.id(), "order"), "cost_desc");
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "interrupted"), 1);
+  EXPECT_EQ(h5::read_double_dataset(s.id(), "busy_s_per_rank"), summary.busy_s_per_rank);
+  EXPECT_EQ(h5::read_double_dataset(s.id(), "busy_fraction_per_rank"),
+            summary.busy_fraction_per_rank);
+  EXPECT_EQ(h5::read_string_dataset(root, "config"), "the: config\n");
+  const ResultsFileInfo fi = read_file_info(result.path);
+  EXPECT_EQ(fi.format, "omni-dp-results/1");
+  EXPECT_EQ(fi.config_yaml, "the: config\n");
+  EXPECT_EQ(fi.world_size, 3);
+  EXPECT_EQ(h5::read_strings_attribute(root, "rank_files"), result.rank_files);
+
+  // Nothing but the rank files and results.h5 is left behind.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"rank-00000.h5", "rank-00001.h5", "rank-00002.h5",
+                                             "results.h5"}));
+}
+
+TEST(Merge, LinksResolveBesideResultsNotInTheWorkingDirectory) {
+  ScratchDir dir("mergecwd");
+  ScratchDir decoy("decoy");
+  write_three_ranks(dir.path());
+  testing::write_rank(decoy.path(), 2, 3, {"dup"});  // a different rank-00002.h5 ...
+  {
+    // ... whose "dup" video differs.
+    h5::File f = h5::open_file((decoy.path() / "rank-00002.h5").string(), true);
+    const h5::Dataset d = h5::open_dataset(f.id(), "/videos/dup");
+    std::vector<std::uint8_t> zeros(testing::video_for("dup").byte_size(), 0);
+    ASSERT_GE(H5Dwrite(d.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()), 0);
+  }
+  merge_directory(dir.path());
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(decoy.path());
+  std::string hash;
+  try {
+    const h5::File file = h5::open_file((dir.path() / "results.h5").string());
+    hash = hash_stored_video(file.id(), "dup");
+  } catch (...) {
+    std::filesystem::current_path(cwd);
+    throw;
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(hash, video_sha256(testing::video_for("dup")));
+}
+
+TEST(Merge, VideoReadableWithH5dumpThroughTheLink) {
+  ScratchDir dir("mergedump");
+  write_three_ranks(dir.path());
+  merge_directory(dir.path());
+  const auto bin = dir.path() / "c.bin";
+  const std::string command = "cd / && h5dump -d /videos/c -b LE -o '" + bin.string() + "' '" +
+                              (dir.path() / "results.h5").string() + "' > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(read_bytes(bin), testing::video_for("c").data);
+}
+
+TEST(Merge, SummaryFromJsonElseRecomputed) {
+  ScratchDir dir("mergesummary");
+  write_three_ranks(dir.path());
+  const MergeResult recomputed = merge_directory(dir.path(), nullptr, {});
+  EXPECT_EQ(recomputed.summary_source, "recomputed");
+  {
+    const h5::File file = h5::open_file(recomputed.path.string());
+    const h5::Group s = h5::open_group(file.id(), "summary");
+    EXPECT_EQ(h5::read_string_attribute(s.id(), "source"), "recomputed");
+    EXPECT_EQ(h5::read_int_attribute(s.id(), "completed"), 5);
+    EXPECT_EQ(h5::read_int_attribute(s.id(), "failed"), 1);
+    EXPECT_EQ(h5::read_int_attribute(s.id(), "total"), 6);
+    // The newest rank file's configuration.
+    EXPECT_EQ(h5::read_string_dataset(file.id(), "config"), "model:\n  name: synthetic\n");
+  }
+  write_summary_json(dir.path() / "summary.json", sample_summary());
+  const MergeResult from_json = merge_directory(dir.path());
+  EXPECT_EQ(from_json.summary_source, "summary.json");
+  const h5::File file = h5::open_file(from_json.path.string());
+  const h5::Group s = h5::open_group(file.id(), "summary");
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "total"), 7);
+  EXPECT_EQ(h5::read_double_attribute(s.id(), "makespan_s"), 12.5);
+}
+
+TEST(Merge, StoreVideoOffHasNoVideosGroup) {
+  ScratchDir dir("mergenovideo");
+  OutputConfig output;
+  output.store_video = false;
+  {
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), output);
+    writer.write(testing::ok_record("a", testing::video_for("a")), nullptr);
+  }
+  const MergeResult result = merge_directory(dir.path());
+  EXPECT_EQ(result.rows, 1U);
+  const h5::File file = h5::open_file(result.path.string());
+  EXPECT_FALSE(h5::link_exists(file.id(), "/videos"));
+}
+
+TEST(Merge, NoRankFilesIsAnIoError) {
+  ScratchDir dir("mergeempty");
+  EXPECT_THROW(merge_directory(dir.path()), IoError);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "results.h5"));
+}
+
+}  // namespace
+}  // namespace omnidp::results

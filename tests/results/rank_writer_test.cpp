@@ -1,0 +1,311 @@
+#include "omnidp/results/rank_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "omnidp/results/table.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+using testing::ScratchDir;
+
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+
+CommandResult run(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  result.status = ::pclose(pipe);
+  return result;
+}
+
+std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(RankFileName, FirstAndLaterSegments) {
+  EXPECT_EQ(rank_file_name(3, 0), "rank-00003.h5");
+  EXPECT_EQ(rank_file_name(3, 2), "rank-00003.2.h5");
+  EXPECT_EQ(rank_file_name(123456, 0), "rank-123456.h5");
+}
+
+TEST(RankWriter, RoundTripOfEveryColumnAndAttribute) {
+  ScratchDir dir("writer");
+  const Video v1 = testing::make_video(3, 4, 5, 1);
+  const Video v2 = testing::make_video(1, 2, 2, 2);
+  ResultRecord r1 = testing::ok_record("cat/001", v1, 2);
+  r1.prompt = "a cat, \"quoted\", 猫";
+  r1.seed = (1ULL << 63U) - 1;
+  r1.fps = 30;
+  const ResultRecord r2 = testing::ok_record(".", v2, 2);
+  const ResultRecord r3 = testing::failed_record("dog", "ModelError: NaN in latents", 2);
+  RankFileInfo info = testing::rank_info(2, 4);
+  info.config_yaml = "model:\n  name: synthetic\noutput:\n  dir: x\n";
+  std::filesystem::path file;
+  {
+    RankWriter writer(dir.path() / "out", info, OutputConfig{});
+    file = writer.path();
+    EXPECT_EQ(file, dir.path() / "out" / "rank-00002.h5");
+    writer.write(r1, &v1);
+    writer.write(r2, &v2);
+    writer.write(r3, nullptr);
+    EXPECT_EQ(writer.rows_written(), 3U);
+    writer.close();
+    writer.close();  // idempotent
+    EXPECT_THROW(writer.write(r3, nullptr), RuntimeError);
+  }
+  const ResultsFileInfo fi = read_file_info(file);
+  EXPECT_EQ(fi.format, "omni-dp-rank/1");
+  EXPECT_EQ(fi.software_version, version());
+  EXPECT_EQ(fi.git_revision, git_revision());
+  EXPECT_EQ(fi.config_yaml, info.config_yaml);
+  EXPECT_EQ(fi.model, "synthetic");
+  EXPECT_EQ(fi.world_size, 4);
+  EXPECT_EQ(fi.rank, 2);
+  EXPECT_EQ(fi.segment, 0);
+  EXPECT_EQ(fi.host, "node-2");
+  EXPECT_EQ(fi.device, "cpu:2");
+  EXPECT_TRUE(fi.store_video);
+  EXPECT_EQ(fi.compression, "none");
+  EXPECT_EQ(fi.state, "closed");
+  EXPECT_GT(fi.created, 1.6e9);
+
+  const auto rows = read_stored_rows(file);
+  ASSERT_EQ(rows.size(), 3U);
+  const ResultRecord* expected[] = {&r1, &r2, &r3};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& a = *expected[i];
+    const auto& b = rows[i].record;
+    SCOPED_TRACE(a.id);
+    EXPECT_EQ(b.id, a.id);
+    EXPECT_EQ(b.input_key, a.input_key);
+    EXPECT_EQ(b.video_sha256, a.video_sha256);
+    EXPECT_EQ(b.status, a.status);
+    EXPECT_EQ(b.error, a.error);
+    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(b.replica, a.replica);
+    EXPECT_EQ(b.host, a.host);
+    EXPECT_EQ(b.device, a.device);
+    EXPECT_EQ(b.start_time, a.start_time);
+    EXPECT_EQ(b.end_time, a.end_time);
+    EXPECT_EQ(b.seconds, a.seconds);
+    EXPECT_EQ(b.frames, a.frames);
+    EXPECT_EQ(b.height, a.height);
+    EXPECT_EQ(b.width, a.width);
+    EXPECT_EQ(b.steps, a.steps);
+    EXPECT_EQ(b.attempt, a.attempt);
+    EXPECT_EQ(rows[i].video_present, a.status == RequestStatus::ok);
+    EXPECT_EQ(rows[i].video_expected, a.status == RequestStatus::ok);
+  }
+
+  const h5::File f = h5::open_file(file.string());
+  for (const ResultRecord* r : {static_cast<const ResultRecord*>(&r1), &r2}) {
+    const VideoAttributes attrs = read_video_attributes(f.id(), r->id);
+    EXPECT_EQ(attrs.id, r->id);
+    EXPECT_EQ(attrs.prompt, r->prompt);
+    EXPECT_EQ(attrs.seed, r->seed);
+    EXPECT_EQ(attrs.fps, r->fps);
+    EXPECT_EQ(attrs.input_key, r->input_key);
+    EXPECT_EQ(attrs.video_sha256, r->video_sha256);
+  }
+  EXPECT_EQ(read_video(f.id(), "cat/001").data, v1.data);
+  EXPECT_EQ(read_video(f.id(), ".").data, v2.data);
+  const h5::Dataset d = h5::open_dataset(f.id(), "/videos/cat%2F001");
+  EXPECT_EQ(h5::dataset_dims(d), (std::vector<hsize_t>{3, 4, 5, 3}));
+  const h5::PropList dcpl(H5Dget_create_plist(d.id()));
+  std::array<hsize_t, 4> chunk{};
+  ASSERT_EQ(H5Pget_chunk(dcpl.id(), 4, chunk.data()), 4);
+  EXPECT_EQ(chunk, (std::array<hsize_t, 4>{1, 4, 5, 3}));
+  EXPECT_EQ(H5Pget_nfilters(dcpl.id()), 0);
+}
+
+TEST(RankWriter, VideosAndAttributesReadableWithH5dump) {
+  ScratchDir dir("h5dump");
+  const Video v = testing::make_video(2, 3, 4, 17);
+  ResultRecord r = testing::ok_record("clip/7", v);
+  r.prompt = "a red fox";
+  std::filesystem::path file;
+  {
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+    writer.write(r, &v);
+    file = writer.path();
+  }  // closed by the destructor
+  const auto bin = dir.path() / "video.bin";
+  const CommandResult dump =
+      run("h5dump -d '/videos/clip%2F7' -b LE -o '" + bin.string() + "' '" + file.string() + "'");
+  ASSERT_EQ(dump.status, 0) << dump.output;
+  EXPECT_EQ(read_bytes(bin), v.data);
+
+  const CommandResult attrs = run("h5dump -A -g /videos '" + file.string() + "'");
+  ASSERT_EQ(attrs.status, 0) << attrs.output;
+  EXPECT_NE(attrs.output.find("DATASET \"clip%2F7\""), std::string::npos) << attrs.output;
+  EXPECT_NE(attrs.output.find("DATASPACE  SIMPLE { ( 2, 3, 4, 3 ) / ( 2, 3, 4, 3 ) }"),
+            std::string::npos)
+      << attrs.output;
+  EXPECT_NE(attrs.output.find("\"a red fox\""), std::string::npos) << attrs.output;
+  EXPECT_NE(attrs.output.find("\"" + r.video_sha256 + "\""), std::string::npos);
+  EXPECT_NE(attrs.output.find("\"" + r.input_key + "\""), std::string::npos);
+
+  const CommandResult table = run("h5dump -d /requests '" + file.string() + "'");
+  ASSERT_EQ(table.status, 0) << table.output;
+  EXPECT_NE(table.output.find("\"clip/7\""), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("H5T_ENUM"), std::string::npos);
+  EXPECT_NE(table.output.find("\"state\""), std::string::npos);  // root attribute listed
+}
+
+TEST(RankWriter, StoreVideoOffKeepsRowsOnly) {
+  ScratchDir dir("novideo");
+  OutputConfig output;
+  output.store_video = false;
+  const Video v = testing::make_video(1, 2, 2, 5);
+  std::filesystem::path file;
+  {
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), output);
+    writer.write(testing::ok_record("a", v), nullptr);
+    writer.write(testing::ok_record("b", v), &v);  // checked, not stored
+    writer.close();
+    file = writer.path();
+  }
+  const h5::File f = h5::open_file(file.string());
+  EXPECT_FALSE(h5::link_exists(f.id(), "/videos"));
+  const auto rows = read_stored_rows(file);
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_FALSE(rows[0].video_expected);
+  EXPECT_FALSE(rows[0].video_present);
+  EXPECT_FALSE(read_file_info(file).store_video);
+}
+
+TEST(RankWriter, RefusesInconsistentRecordsAndWritesNothing) {
+  ScratchDir dir("refuse");
+  RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+  const Video v = testing::make_video(2, 2, 2, 3);
+  ResultRecord wrong_hash = testing::ok_record("a", v);
+  wrong_hash.video_sha256 = std::string(64, 'a');
+  try {
+    writer.write(wrong_hash, &v);
+    FAIL();
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("video_sha256 mismatch: record aaaa"), std::string::npos)
+        << e.what();
+  }
+  ResultRecord wrong_dims = testing::ok_record("b", v);
+  wrong_dims.frames = 3;
+  EXPECT_THROW(writer.write(wrong_dims, &v), RuntimeError);
+  EXPECT_THROW(writer.write(testing::ok_record("c", v), nullptr), RuntimeError);  // no video
+  ResultRecord bad_key = testing::ok_record("d", v);
+  bad_key.input_key = "xyz";
+  EXPECT_THROW(writer.write(bad_key, &v), RuntimeError);
+  EXPECT_THROW(writer.write(testing::failed_record("e", "x"), &v), RuntimeError);
+  EXPECT_THROW(writer.write(testing::ok_record("", v), &v), RuntimeError);
+  writer.write(testing::ok_record("f", v), &v);
+  EXPECT_THROW(writer.write(testing::ok_record("f", v), &v), RuntimeError);  // same id twice
+  writer.close();
+  const auto rows = read_stored_rows(writer.path());
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].record.id, "f");
+}
+
+TEST(RankWriter, NeverOverwritesAnEarlierFile) {
+  ScratchDir dir("segments");
+  testing::write_rank(dir.path(), 1, 2, {"x"});
+  {
+    RankWriter second(dir.path(), testing::rank_info(1, 2), OutputConfig{});
+    EXPECT_EQ(second.path().filename(), "rank-00001.1.h5");
+  }
+  RankWriter third(dir.path(), testing::rank_info(1, 2), OutputConfig{});
+  EXPECT_EQ(third.path().filename(), "rank-00001.2.h5");
+  EXPECT_EQ(read_file_info(third.path()).segment, 2);
+  EXPECT_EQ(read_stored_rows(dir.path() / "rank-00001.h5").size(), 1U);
+  EXPECT_EQ(list_rank_files(dir.path()),
+            (std::vector<std::filesystem::path>{dir.path() / "rank-00001.h5",
+                                                dir.path() / "rank-00001.1.h5",
+                                                dir.path() / "rank-00001.2.h5"}));
+}
+
+TEST(RankWriter, GzipCompressesAndRoundTrips) {
+  ScratchDir dir("gzip");
+  OutputConfig output;
+  output.compression = CompressionKind::gzip;
+  output.gzip_level = 4;
+  Video v{4, 16, 16, std::vector<std::uint8_t>(4 * 16 * 16 * 3, 7)};
+  std::filesystem::path file;
+  {
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), output);
+    writer.write(testing::ok_record("z", v), &v);
+    file = writer.path();
+  }
+  EXPECT_EQ(read_file_info(file).compression, "gzip:4");
+  const h5::File f = h5::open_file(file.string());
+  const h5::Dataset d = h5::open_dataset(f.id(), "/videos/z");
+  const h5::PropList dcpl(H5Dget_create_plist(d.id()));
+  ASSERT_EQ(H5Pget_nfilters(dcpl.id()), 1);
+  unsigned flags = 0;
+  std::size_t nelmts = 1;
+  unsigned level = 0;
+  EXPECT_EQ(H5Pget_filter2(dcpl.id(), 0, &flags, &nelmts, &level, 0, nullptr, nullptr),
+            H5Z_FILTER_DEFLATE);
+  EXPECT_EQ(level, 4U);
+  EXPECT_LT(H5Dget_storage_size(d.id()), v.byte_size() / 4);
+  EXPECT_EQ(read_video(f.id(), "z").data, v.data);
+}
+
+TEST(RankWriter, LzfIsAConfigErrorWhenTheFilterIsMissing) {
+  if (H5Zfilter_avail(32000) > 0) GTEST_SKIP() << "an LZF plugin is installed here";
+  ScratchDir dir("lzf");
+  OutputConfig output;
+  output.compression = CompressionKind::lzf;
+  try {
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), output);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "output.compression");
+    EXPECT_NE(std::string(e.what()).find("lzf is not available"), std::string::npos);
+  }
+  EXPECT_TRUE(list_rank_files(dir.path()).empty());
+  output.compression = CompressionKind::gzip;
+  output.gzip_level = 0;
+  EXPECT_THROW(check_output_support(output), ConfigError);
+}
+
+TEST(RankWriter, FaultHookRunsBetweenWriteAndFlush) {
+  ScratchDir dir("hook");
+  RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+  int calls = 0;
+  writer.set_fault_hook([&] {
+    ++calls;
+    throw RuntimeError("injected");
+  });
+  const Video v = testing::make_video(1, 2, 2, 1);
+  EXPECT_THROW(writer.write(testing::ok_record("a", v), &v), RuntimeError);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(writer.rows_written(), 0U);  // not reported durable
+  writer.set_fault_hook({});
+  writer.write(testing::ok_record("b", v), &v);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(writer.rows_written(), 1U);
+}
+
+TEST(RankWriter, UnwritableFolderIsAnError) {
+  EXPECT_THROW(RankWriter(std::filesystem::path("/proc/omnidp-cannot-exist"),
+                          testing::rank_info(0, 1), OutputConfig{}),
+               Error);
+}
+
+}  // namespace
+}  // namespace omnidp::results

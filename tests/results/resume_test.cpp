@@ -1,0 +1,220 @@
+#include "omnidp/results/resume.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/compare.hpp"
+#include "omnidp/results/merge.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+using testing::ScratchDir;
+
+std::vector<std::string> ids(int from, int to) {
+  std::vector<std::string> out;
+  for (int i = from; i < to; ++i) out.push_back("req/" + std::to_string(i));
+  return out;
+}
+
+// Runs `body` in a forked child and returns its wait status. The child never returns into
+// GoogleTest: it either kills itself or _exit()s.
+template <class Fn>
+int in_child(Fn&& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      body();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+// A child that writes `done` requests, then starts one more and SIGKILLs itself inside
+// write(), between the data write and the flush.
+int killed_writer(const std::filesystem::path& dir, int rank, const std::vector<std::string>& done,
+                  const std::string& dies_on) {
+  return in_child([&] {
+    RankWriter writer(dir, testing::rank_info(rank, 2), OutputConfig{});
+    for (const auto& id : done) {
+      const Video v = testing::video_for(id);
+      writer.write(testing::ok_record(id, v, rank), &v);
+    }
+    writer.set_fault_hook([] { ::raise(SIGKILL); });
+    const Video v = testing::video_for(dies_on);
+    writer.write(testing::ok_record(dies_on, v, rank), &v);
+  });
+}
+
+std::unordered_map<std::string, std::string> expected_done(const std::vector<std::string>& list) {
+  std::unordered_map<std::string, std::string> out;
+  for (const auto& id : list) out[id] = testing::key_of("key:" + id);
+  return out;
+}
+
+TEST(Resume, ScanOfAKilledWritersFileSeesEveryFlushedRequest) {
+  ScratchDir dir("killed");
+  const auto done = ids(0, 5);
+  const int status = killed_writer(dir.path(), 0, done, "req/5");
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+
+  EXPECT_EQ(scan_done(dir.path()), expected_done(done));
+  const auto info = read_file_info(dir.path() / "rank-00000.h5");
+  EXPECT_EQ(info.state, "open");  // never closed
+  EXPECT_FALSE(is_locked_by_writer(dir.path() / "rank-00000.h5"));
+  // Every flushed video is intact: re-hashing the stored bytes matches the rows.
+  const ResultSet set = read_results(dir.path());
+  ASSERT_EQ(set.entries.size(), done.size());
+  for (const auto& e : set.entries) EXPECT_EQ(e.actual_sha256, e.video_sha256) << e.id;
+}
+
+TEST(Resume, ResumedRunWritesANewSegmentAndMergesToTheUninterruptedResult) {
+  ScratchDir interrupted("resume-a");
+  ScratchDir uninterrupted("resume-b");
+  const auto all = ids(0, 12);
+  // Uninterrupted: two ranks, six each.
+  testing::write_rank(uninterrupted.path(), 0, 2, ids(0, 6));
+  testing::write_rank(uninterrupted.path(), 1, 2, ids(6, 12));
+  merge_directory(uninterrupted.path());
+
+  // Interrupted: rank 0 killed inside its 4th write, rank 1 killed after 2 flushed writes.
+  ASSERT_TRUE(WIFSIGNALED(killed_writer(interrupted.path(), 0, ids(0, 3), "req/3")));
+  ASSERT_TRUE(WIFSIGNALED(in_child([&] {
+    RankWriter writer(interrupted.path(), testing::rank_info(1, 2), OutputConfig{});
+    for (const auto& id : ids(6, 8)) {
+      const Video v = testing::video_for(id);
+      writer.write(testing::ok_record(id, v, 1), &v);
+    }
+    ::raise(SIGKILL);
+  })));
+  auto done = scan_done(interrupted.path());
+  std::vector<std::string> flushed = ids(0, 3);
+  for (const auto& id : ids(6, 8)) flushed.push_back(id);
+  EXPECT_EQ(done, expected_done(flushed));
+
+  // Resume with another world size (one rank) doing the rest.
+  {
+    RankWriter writer(interrupted.path(), testing::rank_info(0, 1), OutputConfig{});
+    EXPECT_EQ(writer.path().filename(), "rank-00000.1.h5");
+    for (const auto& id : all) {
+      if (done.contains(id)) continue;
+      const Video v = testing::video_for(id);
+      writer.write(testing::ok_record(id, v, 0), &v);
+    }
+    writer.close();
+  }
+  EXPECT_EQ(scan_done(interrupted.path()), expected_done(all));
+  const MergeResult merged = merge_directory(interrupted.path());
+  EXPECT_EQ(merged.rows, all.size());
+  EXPECT_EQ(merged.duplicates_dropped, 0U);
+  EXPECT_TRUE(merged.unreadable_files.empty());
+
+  const ResultSet a = read_results(uninterrupted.path() / "results.h5");
+  const ResultSet b = read_results(interrupted.path() / "results.h5");
+  ASSERT_EQ(b.entries.size(), all.size());  // no duplicate rows
+  const CompareReport report = compare_results(a, b);
+  EXPECT_EQ(report.matched, all.size());
+  EXPECT_TRUE(report.passed(false)) << format_report(report, 10, false);
+}
+
+TEST(Resume, KillBeforeTheFirstFlushLeavesNothingDone) {
+  ScratchDir dir("first");
+  ASSERT_TRUE(WIFSIGNALED(killed_writer(dir.path(), 0, {}, "req/0")));
+  EXPECT_TRUE(scan_done(dir.path()).empty());
+  EXPECT_TRUE(read_stored_rows(dir.path() / "rank-00000.h5").empty());
+}
+
+TEST(Resume, UnreadableFileIsSkippedAndAMissingFolderIsEmpty) {
+  ScratchDir dir("garbage");
+  testing::write_rank(dir.path(), 0, 2, {"a", "b"});
+  {
+    std::ofstream junk(dir.path() / "rank-00001.h5", std::ios::binary);
+    junk << "this is not an HDF5 file";
+  }
+  EXPECT_EQ(scan_done(dir.path()), expected_done({"a", "b"}));
+  EXPECT_TRUE(scan_done(dir.path() / "missing").empty());
+  const MergeResult merged = merge_directory(dir.path());
+  EXPECT_EQ(merged.rows, 2U);
+  EXPECT_EQ(merged.unreadable_files, std::vector<std::string>{"rank-00001.h5"});
+}
+
+TEST(Resume, FailedRowsAreNotDone) {
+  ScratchDir dir("failed");
+  RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+  writer.write(testing::failed_record("bad", "boom"), nullptr);
+  const Video v = testing::video_for("good");
+  writer.write(testing::ok_record("good", v), &v);
+  writer.close();
+  EXPECT_EQ(scan_done(dir.path()), expected_done({"good"}));
+}
+
+TEST(Resume, OneIdDoneWithTwoInputKeysNamesBoth) {
+  ScratchDir dir("conflict");
+  testing::write_rank(dir.path(), 0, 2, {"same"});
+  {
+    RankWriter writer(dir.path(), testing::rank_info(1, 2), OutputConfig{});
+    const Video v = testing::video_for("same");
+    ResultRecord r = testing::ok_record("same", v, 1);
+    r.input_key = testing::key_of("another manifest");
+    writer.write(r, &v);
+  }
+  try {
+    (void)scan_done(dir.path());
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(testing::key_of("key:same")), std::string::npos) << what;
+    EXPECT_NE(what.find(testing::key_of("another manifest")), std::string::npos) << what;
+  }
+}
+
+TEST(Resume, AFileHeldByALiveWriterIsAnError) {
+  ScratchDir dir("locked");
+  int to_parent[2];
+  int to_child[2];
+  ASSERT_EQ(::pipe(to_parent), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(to_parent[0]);
+    ::close(to_child[1]);
+    RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+    char c = 'r';
+    (void)!::write(to_parent[1], &c, 1);  // ready
+    (void)!::read(to_child[0], &c, 1);    // wait for the parent's verdict
+    ::_exit(0);
+  }
+  ::close(to_parent[1]);
+  ::close(to_child[0]);
+  char c = 0;
+  ASSERT_EQ(::read(to_parent[0], &c, 1), 1);
+  EXPECT_TRUE(is_locked_by_writer(dir.path() / "rank-00000.h5"));
+  try {
+    (void)scan_done(dir.path());
+    ADD_FAILURE() << "expected IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("live process"), std::string::npos) << e.what();
+  }
+  (void)!::write(to_child[1], &c, 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  ::close(to_parent[0]);
+  ::close(to_child[1]);
+}
+
+}  // namespace
+}  // namespace omnidp::results

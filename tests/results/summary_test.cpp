@@ -1,0 +1,112 @@
+#include "omnidp/results/summary.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "omnidp/common/error.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+TEST(Summary, JsonRoundTripOfEveryField) {
+  RunSummary s;
+  s.total = 10;
+  s.completed = 8;
+  s.failed = 2;
+  s.skipped_resume = 3;
+  s.makespan_s = 61.5;
+  s.videos_per_min = 7.8;
+  s.latency_p50_s = 5.25;
+  s.latency_p90_s = 9.5;
+  s.latency_max_s = 11.0;
+  s.busy_s_per_rank = {30.0, 31.5};
+  s.busy_fraction_per_rank = {0.5, 0.51};
+  s.scheduling_efficiency = 0.505;
+  s.world_size = 2;
+  s.replicas = 2;
+  s.tensor_parallel_size = 1;
+  s.cfg_parallel_size = 2;
+  s.policy = "round_robin";
+  s.order = "manifest";
+  s.interrupted = true;
+  testing::ScratchDir dir("summary");
+  write_summary_json(dir.path() / "summary.json", s);
+  const RunSummary b = read_summary_json(dir.path() / "summary.json");
+  EXPECT_EQ(b.total, s.total);
+  EXPECT_EQ(b.completed, s.completed);
+  EXPECT_EQ(b.failed, s.failed);
+  EXPECT_EQ(b.skipped_resume, s.skipped_resume);
+  EXPECT_EQ(b.makespan_s, s.makespan_s);
+  EXPECT_EQ(b.videos_per_min, s.videos_per_min);
+  EXPECT_EQ(b.latency_p50_s, s.latency_p50_s);
+  EXPECT_EQ(b.latency_p90_s, s.latency_p90_s);
+  EXPECT_EQ(b.latency_max_s, s.latency_max_s);
+  EXPECT_EQ(b.busy_s_per_rank, s.busy_s_per_rank);
+  EXPECT_EQ(b.busy_fraction_per_rank, s.busy_fraction_per_rank);
+  EXPECT_EQ(b.scheduling_efficiency, s.scheduling_efficiency);
+  EXPECT_EQ(b.world_size, s.world_size);
+  EXPECT_EQ(b.replicas, s.replicas);
+  EXPECT_EQ(b.tensor_parallel_size, s.tensor_parallel_size);
+  EXPECT_EQ(b.cfg_parallel_size, s.cfg_parallel_size);
+  EXPECT_EQ(b.policy, s.policy);
+  EXPECT_EQ(b.order, s.order);
+  EXPECT_EQ(b.interrupted, s.interrupted);
+}
+
+TEST(Summary, MalformedJsonNamesTheFile) {
+  try {
+    (void)summary_from_json("{\"total\": \"many\"}", "x/summary.json");
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("x/summary.json: malformed summary JSON"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)summary_from_json("[1]", "y"), IoError);
+  EXPECT_THROW((void)summary_from_json("{", "y"), IoError);
+  EXPECT_EQ(summary_from_json("{}", "z").world_size, 1);  // defaults
+}
+
+TEST(Summary, Percentile) {
+  const std::vector<double> v = {4.0, 1.0, 3.0, 2.0};
+  EXPECT_EQ(percentile(v, 0.0), 1.0);
+  EXPECT_EQ(percentile(v, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(percentile(v, 0.9), 3.7);
+  EXPECT_EQ(percentile(v, 1.0), 4.0);
+  EXPECT_EQ(percentile({}, 0.5), 0.0);
+  EXPECT_EQ(percentile(std::vector<double>{7.0}, 0.9), 7.0);
+}
+
+TEST(Summary, RecomputedFromRows) {
+  std::vector<ResultRecord> rows(4);
+  const double t0 = 1000.0;
+  const auto set = [&](ResultRecord& r, int rank, double start, double seconds, bool ok) {
+    r.rank = rank;
+    r.start_time = t0 + start;
+    r.seconds = seconds;
+    r.end_time = r.start_time + seconds;
+    r.status = ok ? RequestStatus::ok : RequestStatus::failed;
+  };
+  set(rows[0], 0, 0.0, 10.0, true);
+  set(rows[1], 1, 0.0, 20.0, true);
+  set(rows[2], 0, 10.0, 30.0, true);
+  set(rows[3], 1, 20.0, 5.0, false);
+  const RunSummary s = recompute_summary(rows, 2);
+  EXPECT_EQ(s.total, 4U);
+  EXPECT_EQ(s.completed, 3U);
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_EQ(s.makespan_s, 40.0);
+  EXPECT_EQ(s.videos_per_min, 4.5);
+  EXPECT_EQ(s.latency_p50_s, 20.0);
+  EXPECT_EQ(s.latency_p90_s, 28.0);
+  EXPECT_EQ(s.latency_max_s, 30.0);
+  EXPECT_EQ(s.busy_s_per_rank, (std::vector<double>{40.0, 25.0}));
+  EXPECT_EQ(s.busy_fraction_per_rank, (std::vector<double>{1.0, 0.625}));
+  EXPECT_EQ(s.scheduling_efficiency, 65.0 / 80.0);
+  EXPECT_EQ(s.world_size, 2);
+}
+
+}  // namespace
+}  // namespace omnidp::results

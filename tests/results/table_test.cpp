@@ -1,0 +1,108 @@
+#include "omnidp/results/table.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/common/error.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+using testing::ScratchDir;
+
+TEST(LinkName, EscapesWhatHdf5CannotHoldAndNothingElse) {
+  EXPECT_EQ(escape_link_name("cat-001"), "cat-001");
+  EXPECT_EQ(escape_link_name("a/b"), "a%2Fb");
+  EXPECT_EQ(escape_link_name("100%"), "100%25");
+  EXPECT_EQ(escape_link_name("."), "%2E");
+  EXPECT_EQ(escape_link_name(".."), "%2E%2E");
+  EXPECT_EQ(escape_link_name("a.b"), "a.b");
+  EXPECT_EQ(escape_link_name(" x y "), "%20x y%20");
+  EXPECT_EQ(escape_link_name("   "), "%20%20%20");
+  EXPECT_EQ(escape_link_name("tab\there\n"), "tab%09here%0A");
+  EXPECT_EQ(escape_link_name("été/猫"), "été%2F猫");
+  EXPECT_EQ(video_path("a/b"), "/videos/a%2Fb");
+}
+
+TEST(LinkName, RoundTripsAndRejectsMalformedEscapes) {
+  for (const std::string id : {"cat-001", "a/b", "100%", ".", "..", "...", " x ", "%2F", "/",
+                               "a//b/", "\x7f", "été/猫", "a%b%"}) {
+    EXPECT_EQ(unescape_link_name(escape_link_name(id)), id) << id;
+  }
+  EXPECT_EQ(unescape_link_name("%2f"), "/");
+  EXPECT_THROW((void)unescape_link_name("%"), RuntimeError);
+  EXPECT_THROW((void)unescape_link_name("%2"), RuntimeError);
+  EXPECT_THROW((void)unescape_link_name("%zz"), RuntimeError);
+}
+
+TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
+  ScratchDir dir("table");
+  const auto path = (dir.path() / "t.h5").string();
+  std::vector<ResultRecord> rows;
+  for (int i = 0; i < 2500; ++i) {
+    const std::string id = "req/" + std::to_string(i) + (i % 7 == 0 ? " é" : "");
+    if (i % 3 == 0) {
+      rows.push_back(testing::failed_record(id, "error #" + std::to_string(i) + ": boom", i % 5));
+    } else {
+      rows.push_back(testing::ok_record(id, testing::video_for(id), i % 5));
+    }
+    rows.back().attempt = 1 + i % 4;
+    rows.back().steps = i;
+    rows.back().start_time = 1e9 + i * 0.125;
+  }
+  {
+    h5::File file = h5::create_file(path);
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath);
+    append_requests(table, std::span(rows).first(1));
+    append_requests(table, std::span(rows).subspan(1, 1500));
+    append_requests(table, std::span(rows).subspan(1501));
+  }
+  const h5::File file = h5::open_file(path);
+  const h5::Dataset table = h5::open_dataset(file.id(), kRequestsPath);
+  const auto back = read_requests(table);
+  ASSERT_EQ(back.size(), rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& a = rows[i];
+    const auto& b = back[i];
+    SCOPED_TRACE(a.id);
+    EXPECT_EQ(b.id, a.id);
+    EXPECT_EQ(b.input_key, a.input_key);
+    EXPECT_EQ(b.video_sha256, a.video_sha256);
+    EXPECT_EQ(b.status, a.status);
+    EXPECT_EQ(b.error, a.error);
+    EXPECT_EQ(b.rank, a.rank);
+    EXPECT_EQ(b.replica, a.replica);
+    EXPECT_EQ(b.host, a.host);
+    EXPECT_EQ(b.device, a.device);
+    EXPECT_EQ(b.start_time, a.start_time);
+    EXPECT_EQ(b.end_time, a.end_time);
+    EXPECT_EQ(b.seconds, a.seconds);
+    EXPECT_EQ(b.frames, a.frames);
+    EXPECT_EQ(b.height, a.height);
+    EXPECT_EQ(b.width, a.width);
+    EXPECT_EQ(b.steps, a.steps);
+    EXPECT_EQ(b.attempt, a.attempt);
+  }
+}
+
+TEST(Videos, HashOfStoredBytesEqualsVideoSha256) {
+  ScratchDir dir("videos");
+  const auto path = (dir.path() / "v.h5").string();
+  const Video video = testing::make_video(5, 3, 7, 99);
+  const ResultRecord record = testing::ok_record("../odd/id", video);
+  {
+    h5::File file = h5::create_file(path);
+    write_video(file.id(), record, video, VideoStorage{6, false});
+  }
+  const h5::File file = h5::open_file(path);
+  EXPECT_EQ(hash_stored_video(file.id(), record.id), video_sha256(video));
+  const Video back = read_video(file.id(), record.id);
+  EXPECT_EQ(back.frames, 5);
+  EXPECT_EQ(back.height, 3);
+  EXPECT_EQ(back.width, 7);
+  EXPECT_EQ(back.data, video.data);
+  EXPECT_TRUE(h5::link_exists(file.id(), "/videos/..%2Fodd%2Fid"));
+}
+
+}  // namespace
+}  // namespace omnidp::results

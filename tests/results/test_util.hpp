@@ -1,0 +1,141 @@
+#pragma once
+// Helpers shared by the results tests and the compare CLI test: scratch folders, records and
+// videos with known bytes, whole result folders written through RankWriter.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/sha256.hpp"
+#include "omnidp/common/video.hpp"
+#include "omnidp/config/config.hpp"
+#include "omnidp/results/rank_writer.hpp"
+#include "omnidp/results/record.hpp"
+
+namespace omnidp::results::testing {
+
+// A fresh empty folder under the system temp dir, removed by the destructor.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& tag) {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("omnidp-" + tag + "-" + std::to_string(::getpid()) + "-" +
+             std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Deterministic bytes that depend on `salt`.
+inline Video make_video(int frames, int height, int width, std::uint32_t salt) {
+  Video v{frames, height, width, {}};
+  v.data.assign(v.byte_size(), 0);
+  std::uint32_t x = salt * 2654435761U + 12345U;
+  for (auto& b : v.data) {
+    x = x * 1664525U + 1013904223U;
+    b = static_cast<std::uint8_t>(x >> 24U);
+  }
+  return v;
+}
+
+inline std::string key_of(const std::string& text) { return sha256_hex(std::string_view(text)); }
+
+// An ok record for `video` with every column set to something specific to `id`.
+inline ResultRecord ok_record(const std::string& id, const Video& video, int rank = 0) {
+  ResultRecord r;
+  r.id = id;
+  r.input_key = key_of("key:" + id);
+  r.video_sha256 = video_sha256(video);
+  r.status = RequestStatus::ok;
+  r.rank = rank;
+  r.replica = rank;
+  r.host = "node-" + std::to_string(rank);
+  r.device = "cpu:" + std::to_string(rank);
+  r.start_time = 1700000000.25 + static_cast<double>(id.size());
+  r.end_time = r.start_time + 1.5;
+  r.seconds = 1.5;
+  r.frames = video.frames;
+  r.height = video.height;
+  r.width = video.width;
+  r.steps = 4;
+  r.attempt = 1;
+  r.prompt = "a prompt for " + id;
+  r.seed = 1000 + id.size();
+  r.fps = 24;
+  return r;
+}
+
+inline ResultRecord failed_record(const std::string& id, const std::string& error, int rank = 0) {
+  ResultRecord r;
+  r.id = id;
+  r.input_key = key_of("key:" + id);
+  r.status = RequestStatus::failed;
+  r.error = error;
+  r.rank = rank;
+  r.replica = rank;
+  r.host = "node-" + std::to_string(rank);
+  r.device = "cpu:" + std::to_string(rank);
+  r.start_time = 1700000100.0;
+  r.end_time = 1700000100.5;
+  r.seconds = 0.5;
+  r.frames = 2;
+  r.height = 4;
+  r.width = 6;
+  r.steps = 4;
+  r.attempt = 1;
+  return r;
+}
+
+inline RankFileInfo rank_info(int rank, int world_size) {
+  RankFileInfo info;
+  info.rank = rank;
+  info.world_size = world_size;
+  info.host = "node-" + std::to_string(rank);
+  info.device = "cpu:" + std::to_string(rank);
+  info.model = "synthetic";
+  info.config_yaml = "model:\n  name: synthetic\n";
+  return info;
+}
+
+// The video of request `id` in the test's synthetic world (depends on the id only).
+inline Video video_for(const std::string& id) {
+  std::uint32_t salt = 7;
+  for (const char c : id) salt = salt * 31U + static_cast<unsigned char>(c);
+  return make_video(2, 4, 6, salt);
+}
+
+// Writes one rank file in `dir` holding ok records of `ids` (videos from video_for).
+inline void write_rank(const std::filesystem::path& dir, int rank, int world_size,
+                       const std::vector<std::string>& ids) {
+  RankWriter writer(dir, rank_info(rank, world_size), OutputConfig{});
+  for (const auto& id : ids) {
+    const Video v = video_for(id);
+    writer.write(ok_record(id, v, rank), &v);
+  }
+  writer.close();
+}
+
+// Writes one rank file holding a failed record for each of `ids`.
+inline void write_failed_rank(const std::filesystem::path& dir, int rank, int world_size,
+                              const std::vector<std::string>& ids) {
+  RankWriter writer(dir, rank_info(rank, world_size), OutputConfig{});
+  for (const auto& id : ids) writer.write(failed_record(id, "boom: " + id, rank), nullptr);
+  writer.close();
+}
+
+}  // namespace omnidp::results::testing
