@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -148,7 +149,26 @@ Config effective_config(const BatchOptions& o) {
   return config;
 }
 
+// A manifest that cannot be read is a configuration error (exit 2): nothing can start.
+void check_manifest_readable(const Config& config) {
+  const std::filesystem::path path(config.input.manifest);
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  std::string problem;
+  if (!std::filesystem::exists(status)) {
+    problem = "no such file";
+  } else if (std::filesystem::is_directory(status)) {
+    problem = "it is a folder";
+  } else if (!std::ifstream(path, std::ios::binary)) {
+    problem = "not readable";
+  }
+  if (!problem.empty()) {
+    throw ConfigError("input.manifest", "cannot read '" + path.string() + "': " + problem);
+  }
+}
+
 int validate_only(const Config& config, bool all_errors, const Console& console) {
+  check_manifest_readable(config);
   const ManifestOptions options = manifest_options(config, weights_identity(config.model));
   const ValidationReport report = validate_manifest(options, all_errors);
   for (const auto& error : report.errors) console.error(error.what());
@@ -177,6 +197,7 @@ int validate_only(const Config& config, bool all_errors, const Console& console)
 }
 
 int dry_run(const Config& config, bool resume, int world_size, const Console& console) {
+  check_manifest_readable(config);
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;

@@ -54,7 +54,7 @@ Video synthetic_video(std::uint64_t seed, int frames, int height, int width) {
     throw ModelError("synthetic: invalid video shape " + std::to_string(frames) + "x" +
                      std::to_string(height) + "x" + std::to_string(width));
   }
-  video.data.resize(video.byte_size());
+  video.data = std::vector<std::uint8_t>(video.byte_size());
   std::uint64_t key = splitmix64(seed);
   key = splitmix64(key ^ static_cast<std::uint64_t>(frames));
   key = splitmix64(key ^ static_cast<std::uint64_t>(height));

@@ -59,17 +59,19 @@ std::vector<CaseResult> run_hv15_vae(const fs::path& case_dir, const nlohmann::j
     const auto decoded = vae->decode(io.tensor("latents").to(options.device));
     results.push_back(compare("decoded", decoded.to(torch::kCPU, torch::kFloat32), io.tensor("decoded"), tol));
   }
-  if (io.contains("video") && io.contains("latent_mean")) {
-    const auto moments = vae->encode_moments(io.tensor("video").to(options.device)).to(torch::kCPU, torch::kFloat32);
+  // encode: the Wan case's names (`image` or `video` in, `encoded_mean` / `encoded_logvar` out).
+  const char* input = io.contains("image") ? "image" : "video";
+  if (io.contains(input) && io.contains("encoded_mean")) {
+    const auto moments = vae->encode_moments(io.tensor(input).to(options.device)).to(torch::kCPU, torch::kFloat32);
     const auto latent = vae->options().latent_channels;
-    results.push_back(compare("latent_mean", moments.slice(1, 0, latent), io.tensor("latent_mean"), tol));
-    if (io.contains("latent_logvar")) {
+    results.push_back(compare("encoded_mean", moments.slice(1, 0, latent), io.tensor("encoded_mean"), tol));
+    if (io.contains("encoded_logvar")) {
       // DiagonalGaussianDistribution clamps logvar to [-30, 20].
-      results.push_back(compare("latent_logvar", moments.slice(1, latent).clamp(-30.0, 20.0),
-                                io.tensor("latent_logvar"), tol));
+      results.push_back(compare("encoded_logvar", moments.slice(1, latent).clamp(-30.0, 20.0),
+                                io.tensor("encoded_logvar"), tol));
     }
   }
-  if (results.empty()) results.push_back(skip("decoded", "io.safetensors has neither latents/decoded nor video/latent_mean"));
+  if (results.empty()) results.push_back(skip("decoded", "io.safetensors has neither latents/decoded nor image/encoded_mean"));
   return results;
 }
 

@@ -293,6 +293,7 @@ void write_attribute(hid_t obj, const std::string& name, const std::vector<std::
   const Attribute attr(call("H5Acreate2", name, [&] {
     return H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT);
   }));
+  if (values.empty()) return;  // nothing to write; H5Awrite refuses a null buffer
   call("H5Awrite", name, [&] { return H5Awrite(attr.id(), type.id(), pointers.data()); });
 }
 

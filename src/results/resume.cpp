@@ -18,8 +18,12 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
       rows = read_stored_rows(file);
     } catch (const Hdf5Error& e) {
       if (is_locked_by_writer(file)) {
-        throw IoError(file.string(), "is being written by a live process (file locked); is "
-                                     "another job using this output folder?");
+        // Normally this job's own writer, which may create its new segment while rank 0
+        // scans: nothing in it is done yet. (Another live job's file would be redone.)
+        log_info("resume: " + file.string() +
+                 " is open for writing by a live process (this job's writer, or another job's); "
+                 "not read");
+        continue;
       }
       log_warn("resume: skipping unreadable " + file.string() +
                " (its requests are generated again): " + e.what());

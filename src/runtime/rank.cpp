@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <variant>
 
@@ -83,6 +84,12 @@ struct WriteJob {
   Video video;  // empty when failed
 };
 using WriterItem = std::variant<OpenCmd, WriteJob>;
+
+std::string shortest(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 bool for_coordinator(const Message& m) {
   return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
@@ -337,7 +344,7 @@ void RankRuntime::check_running() {
     const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
                             " has run for " + std::to_string(static_cast<int>(t - running_since_)) +
                             " s, longer than scheduler.request_timeout_s = " +
-                            std::to_string(timeout) +
+                            shortest(timeout) +
                             " s; aborting the job (rerun with --resume to finish the rest)";
     log_error(why);
     s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);

@@ -218,12 +218,17 @@ TEST(BatchCli, ValidateOnlyReportsTheFirstErrorOrAll) {
       << every.err;
 }
 
-TEST(BatchCli, ValidateOnlyMissingManifestExits2) {
+TEST(BatchCli, UnreadableManifestExits2) {
   TempDir dir;
-  const Outcome r = run_batch({"--validate-only", "--manifest", (dir.path() / "none.jsonl").string()});
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_EQ(count_lines_starting_with(r.err, "omni-dp-batch: error: "), 1U) << r.err;
-  EXPECT_NE(r.err.find((dir.path() / "none.jsonl").string()), std::string::npos) << r.err;
+  const fs::path absent = dir.path() / "none.jsonl";
+  const Outcome r = run_batch({"--validate-only", "--manifest", absent.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "omni-dp-batch: error: input.manifest: cannot read '" + absent.string() +
+                       "': no such file\n");
+  const Outcome folder = run_batch({"--dry-run", "--manifest", dir.path().string()});
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_EQ(folder.err, "omni-dp-batch: error: input.manifest: cannot read '" +
+                            dir.path().string() + "': it is a folder\n");
 }
 
 TEST(BatchCli, OnlyRankZeroPrints) {

@@ -130,7 +130,7 @@ TEST(InputKey, IndependentOfKeyOrderAndWhitespace) {
   };
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    const auto path = dir / ("m" + std::to_string(i)).append(".jsonl");
+    const auto path = (dir / std::to_string(i)).replace_extension(".jsonl");
     std::ofstream(path, std::ios::binary) << lines[i] << "\n";
     ManifestOptions options;
     options.path = path;

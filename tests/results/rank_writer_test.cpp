@@ -166,7 +166,10 @@ TEST(RankWriter, VideosAndAttributesReadableWithH5dump) {
   ASSERT_EQ(table.status, 0) << table.output;
   EXPECT_NE(table.output.find("\"clip/7\""), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("H5T_ENUM"), std::string::npos);
-  EXPECT_NE(table.output.find("\"state\""), std::string::npos);  // root attribute listed
+
+  const CommandResult state = run("h5dump -a /state '" + file.string() + "'");
+  ASSERT_EQ(state.status, 0) << state.output;
+  EXPECT_NE(state.output.find("(0): \"closed\""), std::string::npos) << state.output;
 }
 
 TEST(RankWriter, StoreVideoOffKeepsRowsOnly) {

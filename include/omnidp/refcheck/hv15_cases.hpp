@@ -16,8 +16,9 @@ namespace omnidp::refcheck {
                                                            const nlohmann::json& case_json,
                                                            const RefcheckOptions& options);
 
-// hv15_vae: decode(latents) against `decoded`; when the folder also holds `video` and
-// `latent_mean` (and optionally `latent_logvar`), encode(video) against them. Tolerance: forward.
+// hv15_vae: decode(latents) against `decoded`; when the folder also holds `image` (or `video`)
+// [B, 3, F, H, W] and `encoded_mean` (optionally `encoded_logvar`), the posterior of
+// encode(image) against them (the wan22_vae case's names). Tolerance: forward.
 [[nodiscard]] std::vector<CaseResult> run_hv15_vae(const std::filesystem::path& case_dir,
                                                    const nlohmann::json& case_json,
                                                    const RefcheckOptions& options);

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/synthetic.hpp"
 
 namespace omnidp::models {
@@ -24,6 +25,7 @@ std::unique_ptr<Pipeline> make_synthetic(const Config& config, const DeviceBindi
 // src/models/registry/CMakeLists.txt).
 constexpr std::array kEntries{
     Entry{"synthetic", &make_synthetic},
+    Entry{"hunyuanvideo-1.5", &hv15::create_hunyuanvideo15_pipeline},
 };
 
 }  // namespace

@@ -193,6 +193,17 @@ void WanAttentionImpl::fuse_projections() {
   }
 }
 
+void WanAttentionImpl::unfuse_projections() {
+  if (!fused_weight_.defined()) return;
+  torch::NoGradGuard no_grad;
+  for (auto* p : {&to_q, &to_k, &to_v}) {
+    (*p)->weight.set_data((*p)->weight.clone());
+    (*p)->bias.set_data((*p)->bias.clone());
+  }
+  fused_weight_ = torch::Tensor();
+  fused_bias_ = torch::Tensor();
+}
+
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                         const torch::Tensor& rope_cos,
                                         const torch::Tensor& rope_sin) {
@@ -442,8 +453,8 @@ void WanTransformer3DModelImpl::to_dtype(torch::Device device, torch::ScalarType
     item.value().set_data(item.value().to(device, keep_fp32 ? torch::kFloat32 : dtype));
   }
   for (auto& item : named_buffers(true)) item.value().set_data(item.value().to(device));
-  rope_cos_ = {};
-  rope_sin_ = {};
+  rope_cos_ = torch::Tensor();
+  rope_sin_ = torch::Tensor();
 }
 
 torch::ScalarType WanTransformer3DModelImpl::dtype() const {
@@ -455,6 +466,14 @@ void WanTransformer3DModelImpl::fuse_projections() {
     auto b = block->as<WanTransformerBlock>();
     b->attn1->fuse_projections();
     b->attn2->fuse_projections();
+  }
+}
+
+void WanTransformer3DModelImpl::unfuse_projections() {
+  for (const auto& block : *blocks) {
+    auto b = block->as<WanTransformerBlock>();
+    b->attn1->unfuse_projections();
+    b->attn2->unfuse_projections();
   }
 }
 

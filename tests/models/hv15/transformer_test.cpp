@@ -2,23 +2,239 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 
-#include "omnidp/refcheck/hv15_cases.hpp"
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
 
 namespace {
+
 const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/hv15_transformer";
+
+hv::TransformerOptions fixture_options() {
+  return hv::TransformerOptions::from_json(omnidp::models::read_json(kCase / "config.json"), "fixture");
 }
 
-TEST(Hv15Transformer, FixtureMatchesDiffusers) {
-  omnidp::refcheck::RefcheckOptions options;
-  const auto results = omnidp::refcheck::run_hv15_transformer(kCase, {}, options);
-  ASSERT_EQ(results.size(), 2U);
-  for (const auto& r : results) {
-    EXPECT_EQ(r.status, omnidp::refcheck::CaseResult::Status::pass) << r.check << " " << r.max_rel_error << " " << r.note;
-    std::printf("%s %.3e\n", r.check.c_str(), r.max_rel_error);
+// A small random model (fixture config) for the behavioural tests.
+hv::HunyuanVideo15Transformer3DModel random_model(std::uint64_t seed = 7) {
+  hv::HunyuanVideo15Transformer3DModel model(fixture_options());
+  omnidp::models::init_random_weights(*model, seed);
+  model->eval();
+  return model;
+}
+
+// Random inputs with padding in the text (and the byT5 padding in the middle).
+hv::TransformerInputs random_inputs(const hv::TransformerOptions& o, std::int64_t batch, bool with_image,
+                                    std::uint64_t seed) {
+  torch::manual_seed(static_cast<std::uint64_t>(seed));
+  hv::TransformerInputs in;
+  in.hidden_states = torch::randn({batch, o.in_channels, 2, 4, 6});
+  in.timestep = torch::full({batch}, 731.25F);
+  in.encoder_hidden_states = torch::randn({batch, 10, o.text_embed_dim});
+  in.encoder_attention_mask = torch::ones({batch, 10});
+  in.encoder_attention_mask.slice(1, 7).zero_();
+  in.encoder_hidden_states_2 = torch::randn({batch, 6, o.text_embed_2_dim});
+  in.encoder_attention_mask_2 = torch::ones({batch, 6});
+  in.encoder_attention_mask_2.slice(1, 2, 4).zero_();
+  in.image_embeds = with_image ? torch::randn({batch, 5, o.image_embed_dim}) : torch::zeros({batch, 5, o.image_embed_dim});
+  return in;
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+}  // namespace
+
+TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
+  torch::NoGradGuard no_grad;
+  hv::HunyuanVideo15Transformer3DModel model(fixture_options());
+  omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+  const omnidp::models::SafetensorsFile io(kCase / "io.safetensors");
+  hv::TransformerInputs in;
+  in.hidden_states = io.tensor("hidden_states");
+  in.timestep = io.tensor("timestep");
+  in.encoder_hidden_states = io.tensor("encoder_hidden_states");
+  in.encoder_attention_mask = io.tensor("encoder_attention_mask");
+  in.encoder_hidden_states_2 = io.tensor("encoder_hidden_states_2");
+  in.encoder_attention_mask_2 = io.tensor("encoder_attention_mask_2");
+  in.image_embeds = io.tensor("image_embeds");
+  const auto expected = io.tensor("out");
+  for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
+    model->set_text_padding(padding);
+    const auto out = model->forward(in);
+    ASSERT_EQ(out.sizes(), expected.sizes());
+    const double rel = max_abs_diff(out, expected) / std::max(1.0, expected.abs().max().item<double>());
+    EXPECT_LE(rel, 1e-4) << (padding == hv::TextPadding::mask ? "mask" : "drop");
   }
+}
+
+TEST(Hv15Transformer, ParameterNamesAreTheCheckpointNames) {
+  hv::HunyuanVideo15Transformer3DModel model(fixture_options());
+  std::set<std::string> ours;
+  for (const auto& p : model->named_parameters(true)) ours.insert(p.key());
+  const auto ckpt = omnidp::models::Checkpoint::open(kCase);
+  const auto names = ckpt.names();
+  const std::set<std::string> theirs(names.begin(), names.end());
+  EXPECT_EQ(ours, theirs);
+}
+
+TEST(Hv15Transformer, StrictLoadingNamesMissingTensors) {
+  auto o = fixture_options();
+  o.num_layers = 3;  // the checkpoint has 2 blocks
+  hv::HunyuanVideo15Transformer3DModel model(o);
+  try {
+    omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+    FAIL() << "expected WeightsError";
+  } catch (const omnidp::WeightsError& e) {
+    EXPECT_NE(std::string(e.what()).find("transformer_blocks.2.attn.to_q.weight"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Hv15Transformer, DropAndMaskPaddingGiveTheSameOutput) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model();
+  for (const bool with_image : {false, true}) {
+    const auto in = random_inputs(model->options(), 1, with_image, 11);
+    model->set_text_padding(hv::TextPadding::mask);
+    const auto masked = model->forward(in);
+    model->set_text_padding(hv::TextPadding::drop);
+    const auto dropped = model->forward(in);
+    EXPECT_EQ(masked.sizes(), (std::vector<std::int64_t>{1, 32, 2, 4, 6}));
+    EXPECT_TRUE(torch::isfinite(masked).all().item<bool>());
+    EXPECT_LT(max_abs_diff(masked, dropped), 2e-5 * std::max(1.0, masked.abs().max().item<double>()))
+        << "with_image=" << with_image;
+  }
+}
+
+TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model();
+  model->set_text_padding(hv::TextPadding::mask);
+  auto in = random_inputs(model->options(), 1, true, 3);
+  const auto before = model->forward(in);
+  in.encoder_hidden_states.slice(1, 7).fill_(1e3);  // masked Qwen tokens
+  in.encoder_hidden_states_2.slice(1, 2, 4).fill_(-50);  // masked byT5 tokens
+  const auto after = model->forward(in);
+  EXPECT_LT(max_abs_diff(before, after), 1e-5);
+  // A valid token does matter.
+  in.encoder_hidden_states.select(1, 0).fill_(3.0);
+  EXPECT_GT(max_abs_diff(before, model->forward(in)), 1e-3);
+}
+
+TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model();
+  auto in = random_inputs(model->options(), 2, true, 5);
+  // Different padding per sample; sample 1 is t2v-like text-only padding pattern.
+  in.encoder_attention_mask[1].fill_(1.0);
+  in.encoder_attention_mask[1].slice(0, 4).zero_();
+  in.encoder_attention_mask_2[1].zero_();
+  in.timestep[1] = 20.0F;
+  model->set_text_padding(hv::TextPadding::mask);
+  const auto batched = model->forward(in);
+  model->set_text_padding(hv::TextPadding::drop);
+  for (std::int64_t b = 0; b < 2; ++b) {
+    hv::TransformerInputs one;
+    one.hidden_states = in.hidden_states.slice(0, b, b + 1);
+    one.timestep = in.timestep.slice(0, b, b + 1);
+    one.encoder_hidden_states = in.encoder_hidden_states.slice(0, b, b + 1);
+    one.encoder_attention_mask = in.encoder_attention_mask.slice(0, b, b + 1);
+    one.encoder_hidden_states_2 = in.encoder_hidden_states_2.slice(0, b, b + 1);
+    one.encoder_attention_mask_2 = in.encoder_attention_mask_2.slice(0, b, b + 1);
+    one.image_embeds = in.image_embeds.slice(0, b, b + 1);
+    const auto single = model->forward(one);
+    EXPECT_LT(max_abs_diff(batched.slice(0, b, b + 1), single), 2e-5) << "sample " << b;
+  }
+}
+
+TEST(Hv15Transformer, DropNeedsBatchOne) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model();
+  model->set_text_padding(hv::TextPadding::drop);
+  EXPECT_THROW((void)model->forward(random_inputs(model->options(), 2, false, 1)), omnidp::ModelError);
+}
+
+TEST(Hv15Transformer, RejectsWrongInputShapes) {
+  torch::NoGradGuard no_grad;
+  auto model = random_model();
+  auto in = random_inputs(model->options(), 1, false, 1);
+  in.hidden_states = torch::randn({1, 64, 2, 4, 6});
+  try {
+    (void)model->forward(in);
+    FAIL() << "expected ModelError";
+  } catch (const omnidp::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("hidden_states has 64 channels, the model 65"), std::string::npos) << e.what();
+  }
+  in = random_inputs(model->options(), 1, false, 1);
+  in.encoder_attention_mask = torch::ones({1, 9});
+  EXPECT_THROW((void)model->forward(in), omnidp::ModelError);
+}
+
+TEST(Hv15Transformer, TimestepSinusoidMatchesTheFormula) {
+  const auto t = torch::tensor({0.0F, 500.0F, 999.0F});
+  const auto emb = hv::timestep_sinusoid(t, 256);
+  ASSERT_EQ(emb.sizes(), (std::vector<std::int64_t>{3, 256}));
+  for (int row = 0; row < 3; ++row) {
+    const double tv = t[row].item<double>();
+    for (int j : {0, 1, 17, 64, 127}) {
+      const double freq = std::exp(-std::log(10000.0) * j / 128.0);
+      EXPECT_NEAR(emb[row][j].item<double>(), std::cos(tv * freq), 2e-4) << row << "," << j;
+      EXPECT_NEAR(emb[row][128 + j].item<double>(), std::sin(tv * freq), 2e-4) << row << "," << j;
+    }
+  }
+}
+
+TEST(Hv15Transformer, RopeTablesMatchAHandComputation) {
+  // axes (2, 2, 4), theta 256 over a 2 x 3 x 4 grid.
+  const auto [cos, sin] = hv::rope_tables(2, 3, 4, {2, 2, 4}, 256.0, torch::kCPU);
+  ASSERT_EQ(cos.sizes(), (std::vector<std::int64_t>{24, 8}));
+  for (int f = 0; f < 2; ++f) {
+    for (int h = 0; h < 3; ++h) {
+      for (int w = 0; w < 4; ++w) {
+        const int token = (f * 3 + h) * 4 + w;
+        // per axis: frequencies theta^(-2i/dim), each angle repeated twice.
+        const double angles[8] = {1.0 * f, 1.0 * f, 1.0 * h, 1.0 * h, 1.0 * w, 1.0 * w, w / 16.0, w / 16.0};
+        for (int d = 0; d < 8; ++d) {
+          EXPECT_NEAR(cos[token][d].item<double>(), std::cos(angles[d]), 1e-6) << token << "," << d;
+          EXPECT_NEAR(sin[token][d].item<double>(), std::sin(angles[d]), 1e-6) << token << "," << d;
+        }
+      }
+    }
+  }
+  // Rotating the pair (1, 0) of token (f=1,...) by angle 1 gives (cos 1, sin 1).
+  auto x = torch::zeros({1, 24, 1, 8});
+  x.index_put_({0, 12, 0, 0}, 1.0);  // token 12: f = 1, h = 0, w = 0
+  const auto y = hv::apply_rope(x, cos, sin);
+  EXPECT_NEAR(y[0][12][0][0].item<double>(), std::cos(1.0), 1e-6);
+  EXPECT_NEAR(y[0][12][0][1].item<double>(), std::sin(1.0), 1e-6);
+  EXPECT_NEAR(y[0][12][0][2].item<double>(), 0.0, 1e-7);
+}
+
+TEST(Hv15Transformer, OptionsFromJsonValidate) {
+  auto cfg = omnidp::models::read_json(kCase / "config.json");
+  const auto o = hv::TransformerOptions::from_json(cfg, "x");
+  EXPECT_EQ(o.inner_dim(), 128);
+  EXPECT_EQ(o.rope_axes_dim, (std::array<std::int64_t, 3>{16, 24, 24}));
+  EXPECT_EQ(o.text_embed_dim, 48);
+  cfg["rope_axes_dim"] = {16, 24, 20};
+  EXPECT_THROW((void)hv::TransformerOptions::from_json(cfg, "x"), omnidp::WeightsError);
+  cfg = omnidp::models::read_json(kCase / "config.json");
+  cfg["qk_norm"] = "layer_norm";
+  EXPECT_THROW((void)hv::TransformerOptions::from_json(cfg, "x"), omnidp::WeightsError);
+  // The defaults are the released model (SPEC section 8).
+  const hv::TransformerOptions real;
+  EXPECT_EQ(real.num_layers, 54);
+  EXPECT_EQ(real.inner_dim(), 2048);
+  EXPECT_EQ(real.in_channels, 65);
+  EXPECT_EQ(real.rope_axes_dim, (std::array<std::int64_t, 3>{16, 56, 56}));
 }

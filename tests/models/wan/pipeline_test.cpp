@@ -144,7 +144,7 @@ TEST_F(WanPipelineTest, CfgAsOneBatchEqualsTwoPasses) {
   EXPECT_LE(a.video.max().item<float>(), 1.0F);
   // guidance <= 1 skips the unconditional pass: the negative embeddings are not needed.
   in.guidance_scale = 1.0;
-  in.negative_prompt_embeds = {};
+  in.negative_prompt_embeds = torch::Tensor();
   const auto c = batched.sample(in, nullptr);
   EXPECT_GT((a.final_latents - c.final_latents).abs().max().item<double>(), 1e-4);
   in.guidance_scale = 2.0;
@@ -171,7 +171,7 @@ TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
       pipeline.vae()->normalize_latents(pipeline.vae()->encode(in.image.unsqueeze(2)).mean);
   EXPECT_TRUE(torch::equal(out.final_latents.narrow(2, 0, 1), expected));
   // The other frames were denoised from the noise.
-  in.image = {};
+  in.image = torch::Tensor();
   const auto t2v_out = pipeline.sample(in, nullptr);
   EXPECT_GT((t2v_out.final_latents.narrow(2, 1, 1) - out.final_latents.narrow(2, 1, 1))
                 .abs().max().item<double>(), 1e-4);

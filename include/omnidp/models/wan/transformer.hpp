@@ -95,6 +95,8 @@ class WanAttentionImpl : public torch::nn::Module {
   // computes them; the named parameters become views into it (the state dict is unchanged).
   // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
   void fuse_projections();
+  // Gives the projections their own storage again (the benchmark's "separate" mode).
+  void unfuse_projections();
   [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
 
   torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
@@ -198,6 +200,7 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] torch::ScalarType dtype() const;
   // Fuses the attention projections of every block (see WanAttention::fuse_projections).
   void fuse_projections();
+  void unfuse_projections();
 
   [[nodiscard]] const WanTransformerOptions& options() const noexcept { return options_; }
 

@@ -1,0 +1,196 @@
+// omni-dp-bench-model: times one Wan transformer forward, one full request (denoising loop +
+// VAE decode) and the VAE decode alone for a model, size, dtype and device, and prints tokens,
+// seconds and TFLOP/s (FLOPs as issue 10 counts them, generalised to the config).
+//
+//   omni-dp-bench-model --model tiny-wan --size 832x480x33 --dtype fp32 --device cpu
+//   omni-dp-bench-model --model wan2.2-ti2v-5b --size 1280x704x121 --dtype bf16 --device cuda
+//
+// A benchmark, never a test: figures go to stdout, one `key value` block per measurement.
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/wan/pipeline.hpp"
+
+namespace {
+
+using omnidp::models::wan::WanPipeline;
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double median = 0.0;
+  double min = 0.0;
+};
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+template <typename F>
+Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  sync(device);
+  std::vector<double> seconds;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = Clock::now();
+    fn();
+    sync(device);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return {seconds[seconds.size() / 2], seconds.front()};
+}
+
+omnidp::DType parse_dtype(const std::string& s) {
+  if (s == "fp32") return omnidp::DType::fp32;
+  if (s == "bf16") return omnidp::DType::bf16;
+  if (s == "fp16") return omnidp::DType::fp16;
+  throw omnidp::UsageError("--dtype must be fp32, bf16 or fp16");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"omni-dp-bench-model: Wan transformer forward, full request and VAE decode timings"};
+  std::string model = "tiny-wan";
+  std::string path;
+  std::string size = "832x480x33";
+  std::string dtype = "fp32";
+  std::string device_arg = "cpu";
+  std::string what = "forward,request,decode";
+  int text_tokens = 512;
+  int steps = 30;
+  double guidance = 5.0;
+  int repeat = 5;
+  int warmup = 1;
+  int request_repeat = 1;
+  int threads = 0;
+  bool scalar_timestep = false;
+  bool no_fuse = false;
+  std::uint64_t weights_seed = 0;
+  int decode_chunk = 1;
+  app.add_option("--model", model, "tiny-wan | wan2.2-ti2v-5b")->capture_default_str();
+  app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
+  app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES")->capture_default_str();
+  app.add_option("--dtype", dtype, "fp32 | bf16 | fp16")->capture_default_str();
+  app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--what", what, "comma list of forward, request, decode")->capture_default_str();
+  app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
+  app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
+  app.add_option("--guidance", guidance, "CFG scale of the full request (<= 1: no CFG)")->capture_default_str();
+  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")->capture_default_str();
+  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
+  app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
+  app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")->capture_default_str();
+  app.add_flag("--scalar-timestep", scalar_timestep, "forward with one timestep per sample (default: per token)");
+  app.add_flag("--no-fuse", no_fuse, "keep separate q/k/v projections");
+  CLI11_PARSE(app, argc, argv);
+
+  int width = 0, height = 0, frames = 0;
+  if (std::sscanf(size.c_str(), "%dx%dx%d", &width, &height, &frames) != 3) {
+    throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES");
+  }
+  if (threads > 0) torch::set_num_threads(threads);
+
+  omnidp::Config config;
+  config.model.name = model;
+  config.model.path = path;
+  config.model.weights = path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
+  config.model.weights_seed = weights_seed;
+  config.model.dtype = parse_dtype(dtype);
+  config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
+  config.determinism.strict = false;
+  omnidp::DeviceBinding binding;
+  binding.kind = config.model.device;
+  binding.index = device_arg.size() > 5 ? std::stoi(device_arg.substr(5)) : 0;
+  binding.name = device_arg;
+
+  const auto load_start = Clock::now();
+  auto owned = omnidp::models::wan::create_wan_pipeline(config, binding);
+  auto* pipeline = dynamic_cast<WanPipeline*>(owned.get());
+  const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  auto transformer = pipeline->transformer();
+  if (no_fuse) transformer->unfuse_projections();
+  const auto device = pipeline->device();
+  const auto& to = transformer->options();
+  const auto shape = pipeline->latent_shape(frames, height, width);
+  const std::int64_t tokens = shape[2] / to.patch_size[0] * (shape[3] / to.patch_size[1]) * (shape[4] / to.patch_size[2]);
+  const auto tdtype = transformer->dtype();
+
+  std::cout << omnidp::version_line() << "\n"
+            << "model " << model << (path.empty() ? " (random weights)" : " (" + path + ")") << "\n"
+            << "device " << device.str() << "  dtype " << dtype << "  threads " << torch::get_num_threads() << "\n"
+            << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1] << ", "
+            << shape[2] << ", " << shape[3] << ", " << shape[4] << "]\n"
+            << "load_seconds " << load_s << "\n";
+
+  c10::InferenceMode inference;
+  const auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
+  const auto opts = torch::TensorOptions().device(device);
+  const auto latents = omnidp::models::randn_cpu(shape, 1).to(device, tdtype);
+  const auto context = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 2).to(device, tdtype);
+
+  if (has("forward")) {
+    const auto timestep = scalar_timestep ? torch::full({1}, 500.0F, opts.dtype(torch::kFloat32))
+                                          : torch::full({1, tokens}, 500.0F, opts.dtype(torch::kFloat32));
+    const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(latents, timestep, context); });
+    const double flops = omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+    std::cout << "\n[forward] batch 1, " << (scalar_timestep ? "scalar" : "per-token") << " timesteps, "
+              << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused() ? "fused" : "separate")
+              << " qkv\n"
+              << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+  }
+  if (has("decode")) {
+    auto vae = pipeline->vae();
+    const auto z = omnidp::models::randn_cpu(shape, 3).to(device, vae->dtype());
+    const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z, decode_chunk); });
+    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << frames << " frames, chunk "
+              << decode_chunk << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
+  }
+  if (has("request")) {
+    omnidp::models::wan::WanSampleInputs in;
+    in.num_frames = frames;
+    in.height = height;
+    in.width = width;
+    in.num_inference_steps = steps;
+    in.guidance_scale = guidance;
+    in.flow_shift = 5.0;
+    in.noise = omnidp::models::randn_cpu(shape, 4);
+    in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
+    in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
+    const auto t = time_it(device, 0, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+    const int passes = guidance > 1.0 ? 2 : 1;
+    const double flops = passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+    std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
+              << passes << "), VAE decode included\n"
+              << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"
+              << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const omnidp::Error& e) {
+    std::cerr << "omni-dp-bench-model: " << e.what() << "\n";
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << "omni-dp-bench-model: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,155 @@
+#pragma once
+// HunyuanVideo15Pipeline: HunyuanVideo-1.5 text-to-video and image-to-video as Diffusers'
+// HunyuanVideo15Pipeline / HunyuanVideo15ImageToVideoPipeline:
+//
+//   noise = randn_cpu([1, 32, (F-1)/4+1, H/16, W/16], seed) -> device, transformer dtype;
+//   flow-match Euler (sigmas linspace(1, 0, n+1)[:-1], shift = request.flow_shift);
+//   per step: transformer(cat[latents, condition latent, mask]) for the prompt and, when
+//   guidance_scale != 1, for the negative prompt; CFG uncond + g (cond - uncond);
+//   latents / scaling_factor -> VAE decode -> (x/2 + 0.5).clamp(0, 1) -> uint8 round(255 x).
+//   I2V: the image (resized to cover the request size with PIL's Lanczos, centre-cropped) is
+//   VAE-encoded (posterior mean x scaling_factor) into the first condition frame, the mask
+//   channel is 1 on that frame, and the SigLIP tokens enter through `image_embeds`.
+//
+// Text (until the prompt encoders are wired in): a request's `prompt_embeds` safetensors file
+// with the pipeline's own argument names (docs/models.md): prompt_embeds [1, L, 3584],
+// prompt_embeds_mask [1, L], prompt_embeds_2 [1, L2, 1472], prompt_embeds_mask_2 [1, L2]
+// (byT5; absent = no quoted text), the same four with a `negative_` prefix (needed when
+// guidance_scale != 1) and image_embeds [1, 729, 1152] (I2V). With `weights: random`, what a
+// request lacks is drawn as seeded random embeddings of the real shapes (benchmarks).
+//
+// Ownership and threading: the worker owns the pipeline and calls generate() from one thread.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "omnidp/models/hv15/factory.hpp"
+#include "omnidp/models/hv15/transformer.hpp"
+#include "omnidp/models/hv15/vae.hpp"
+#include "omnidp/models/pipeline.hpp"
+
+namespace omnidp::models::hv15 {
+
+// One prompt's conditioning (masks 1/0, any dtype). embeds_2 may be undefined (no glyph text).
+struct TextConditioning {
+  torch::Tensor embeds;   // [1, L, text_embed_dim]
+  torch::Tensor mask;     // [1, L]
+  torch::Tensor embeds_2; // [1, L2, text_embed_2_dim]
+  torch::Tensor mask_2;   // [1, L2]
+};
+
+// Classifier-free guidance as Diffusers' ClassifierFreeGuidance (guider/config.json).
+struct GuidanceOptions {
+  double guidance_rescale = 0.0;
+  double start = 0.0;  // CFG runs on steps [int(start n), int(stop n))
+  double stop = 1.0;
+  bool use_original_formulation = false;
+};
+
+// Shapes of the seeded random embeddings used with `weights: random` (benchmarks): the
+// reference's padded lengths, of which the first *_valid tokens are marked valid.
+struct RandomTextShape {
+  std::int64_t text_tokens = 1000;
+  std::int64_t text_valid = 256;
+  std::int64_t glyph_tokens = 256;
+  std::int64_t glyph_valid = 0;
+  std::int64_t image_tokens = 729;
+};
+
+struct PipelineParts {
+  HunyuanVideo15Transformer3DModel transformer{nullptr};
+  AutoencoderKLHunyuanVideo15 vae{nullptr};
+  GuidanceOptions guidance;
+  std::string model_name = "hunyuanvideo-1.5";
+  std::string device_name;
+  bool random_conditioning = false;  // weights: random -> seeded embeddings when missing
+  RandomTextShape random_shape;
+  std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
+};
+
+// One sampling run with everything explicit (tests and benchmarks call it directly).
+struct SampleInputs {
+  int num_frames = 0;
+  int height = 0;
+  int width = 0;
+  int num_inference_steps = 0;
+  double guidance_scale = 6.0;
+  double flow_shift = 5.0;
+  torch::Tensor noise;            // [1, latent, (F-1)/4+1, H/16, W/16] float32, any device
+  TextConditioning prompt;
+  TextConditioning negative;      // needed when CFG runs
+  torch::Tensor image;            // I2V: [1, 3, H, W] in [-1, 1]; undefined for T2V
+  torch::Tensor image_embeds;     // I2V: [1, Li, image_embed_dim]; undefined for T2V
+};
+
+struct SampleOutputs {
+  torch::Tensor final_latents;  // [1, latent, T, h, w] (before / scaling_factor)
+  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the CPU
+};
+
+class HunyuanVideo15Pipeline final : public Pipeline {
+ public:
+  HunyuanVideo15Pipeline(PipelineParts parts, torch::Device device);
+
+  [[nodiscard]] Video generate(const Request& request, const GenerateContext& ctx) override;
+  [[nodiscard]] std::string model_name() const override { return parts_.model_name; }
+  [[nodiscard]] std::string device_name() const override { return parts_.device_name; }
+
+  // The denoising loop and decode; `ctx` may be null. Throws ModelError on bad shapes and
+  // when abandoned.
+  [[nodiscard]] SampleOutputs sample(const SampleInputs& in, const GenerateContext* ctx);
+  // Only the latents (no decode), for benchmarks.
+  [[nodiscard]] torch::Tensor denoise(const SampleInputs& in, const GenerateContext* ctx);
+
+  // [1, latent, (F-1)/4+1, H/16, W/16] as the reference's prepare_latents.
+  [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;
+
+  // The conditioning of a request: its prompt_embeds file, else (weights: random) seeded
+  // random embeddings. Throws InputError naming the file and the missing/bad key.
+  [[nodiscard]] TextConditioning prompt_conditioning(const Request& request, bool negative) const;
+
+  [[nodiscard]] HunyuanVideo15Transformer3DModel& transformer() noexcept { return parts_.transformer; }
+  [[nodiscard]] AutoencoderKLHunyuanVideo15& vae() noexcept { return parts_.vae; }
+  [[nodiscard]] torch::Device device() const noexcept { return device_; }
+
+ private:
+  [[nodiscard]] torch::Tensor image_embeds_for(const Request& request) const;
+
+  PipelineParts parts_;
+  torch::Device device_;
+};
+
+// Seeded random conditioning of the real shapes (also used by benchmarks): Qwen and byT5
+// embeddings drawn with randn_cpu from a seed derived from `text`, masks valid on the first
+// *_valid tokens.
+[[nodiscard]] TextConditioning random_text_conditioning(const std::string& text, const TransformerOptions& options,
+                                                        const RandomTextShape& shape);
+
+// Guidance options from a Diffusers guider/config.json (ClassifierFreeGuidance). Throws
+// ModelError for another guider class.
+[[nodiscard]] GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin);
+
+// Seeded random weights (init_random_weights; the VAE's [C,1,1,1] RMS gains set to 1 like
+// real norm gains), frozen, in eval mode, on `device` in `dtype`.
+[[nodiscard]] HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options,
+                                                                  std::uint64_t seed, torch::ScalarType dtype,
+                                                                  torch::Device device);
+[[nodiscard]] AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed,
+                                                     torch::ScalarType dtype, torch::Device device);
+// A Diffusers component folder (config.json + safetensors or shards), loaded strictly.
+[[nodiscard]] HunyuanVideo15Transformer3DModel load_transformer(const std::filesystem::path& dir,
+                                                                torch::ScalarType dtype, torch::Device device);
+[[nodiscard]] AutoencoderKLHunyuanVideo15 load_vae(const std::filesystem::path& dir, torch::ScalarType dtype,
+                                                   torch::Device device);
+
+// Builds a pipeline from explicit options with seeded random weights (tests, benchmarks).
+[[nodiscard]] std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(
+    const TransformerOptions& transformer, const VaeOptions& vae, std::uint64_t seed,
+    torch::ScalarType dtype, torch::Device device);
+
+}  // namespace omnidp::models::hv15

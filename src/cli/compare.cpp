@@ -1,0 +1,53 @@
+#include "omnidp/cli/compare.hpp"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/results/compare.hpp"
+
+namespace omnidp::cli {
+
+int compare_main(int argc, char** argv) {
+  CLI::App app{"Joins two result sets by input key and compares their video hashes. Exit 0 when "
+               "every request of A is matched with an equal hash in B, 1 when not, 2 on usage or "
+               "read errors.",
+               "omni-dp-compare"};
+  std::string a;
+  std::string b;
+  std::size_t max_list = 20;
+  bool json = false;
+  bool allow_missing = false;
+  bool no_verify = false;
+  app.add_option("A", a, "baseline: a results.h5, a rank file, or an output folder")->required();
+  app.add_option("B", b, "the run to check, same forms as A")->required();
+  app.add_option("--max-list", max_list, "list at most N ids per category")->capture_default_str();
+  app.add_flag("--json", json, "print the report as JSON");
+  app.add_flag("--allow-missing", allow_missing,
+               "requests of A that are absent from B do not fail the comparison");
+  app.add_flag("--no-verify", no_verify,
+               "trust the stored video_sha256 columns instead of re-hashing the stored videos");
+  app.set_version_flag("--version", version_line());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+
+  try {
+    const results::ReadOptions options{!no_verify};
+    const results::ResultSet set_a = results::read_results(a, options);
+    const results::ResultSet set_b = results::read_results(b, options);
+    const results::CompareReport report = results::compare_results(set_a, set_b);
+    std::cout << (json ? results::report_to_json(report, max_list, allow_missing)
+                       : results::format_report(report, max_list, allow_missing))
+              << std::flush;
+    return report.passed(allow_missing) ? 0 : 1;
+  } catch (const Error& e) {
+    std::cerr << "omni-dp-compare: " << e.what() << "\n";
+    return static_cast<int>(ExitCode::usage);
+  }
+}
+
+}  // namespace omnidp::cli

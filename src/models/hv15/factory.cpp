@@ -1,0 +1,76 @@
+#include "omnidp/models/hv15/factory.hpp"
+
+#include <ATen/Context.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+
+namespace omnidp::models::hv15 {
+namespace fs = std::filesystem;
+namespace {
+
+torch::ScalarType to_torch(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return torch::kBFloat16;
+    case DType::fp16: return torch::kFloat16;
+    case DType::fp32: break;
+  }
+  return torch::kFloat32;
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, const DeviceBinding& binding) {
+  const auto& m = config.model;
+  torch::Device device(torch::kCPU);
+  if (binding.kind == DeviceKind::cuda) {
+    if (!torch::cuda::is_available()) {
+      throw ConfigError("model.device", "cuda requested but this libtorch/machine has no CUDA device");
+    }
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
+  }
+  const auto dtype = to_torch(m.dtype);
+  if (config.determinism.strict) {
+    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    at::globalContext().setDeterministicAlgorithms(true, false);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  }
+  if (m.torch_threads > 0) torch::set_num_threads(m.torch_threads);
+
+  PipelineParts parts;
+  parts.model_name = m.name;
+  parts.device_name = binding.name.empty() ? device.str() : binding.name;
+  parts.max_image_pixels = config.input.max_image_pixels;
+  const fs::path root(m.path);
+  const auto guider = root / "guider" / "config.json";
+  if (!m.path.empty() && fs::exists(guider)) {
+    parts.guidance = guidance_options_from_json(read_json(guider), guider.string());
+  }
+
+  if (m.weights == WeightsSource::pretrained) {
+    if (m.path.empty()) throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
+    parts.transformer = load_transformer(root / "transformer", dtype, device);
+    parts.vae = load_vae(root / "vae", dtype, device);
+  } else {
+    TransformerOptions topts;  // the released 8.3B configuration
+    VaeOptions vopts;
+    if (!m.path.empty()) {
+      const auto tconfig = root / "transformer" / "config.json";
+      const auto vconfig = root / "vae" / "config.json";
+      topts = TransformerOptions::from_json(read_json(tconfig), tconfig.string());
+      vopts = VaeOptions::from_json(read_json(vconfig), vconfig.string());
+    }
+    parts.transformer = random_transformer(topts, m.weights_seed, dtype, device);
+    parts.vae = random_vae(vopts, m.weights_seed + 1, dtype, device);
+    parts.random_conditioning = true;
+  }
+  return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
+}
+
+}  // namespace omnidp::models::hv15

@@ -1,0 +1,440 @@
+#include "omnidp/models/hv15/pipeline.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/image.hpp"
+#include "omnidp/common/sha256.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/schedulers/flow_match_euler.hpp"
+#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+
+namespace omnidp::models::hv15 {
+namespace fs = std::filesystem;
+
+namespace {
+
+void freeze(torch::nn::Module& module) {
+  for (auto& p : module.parameters(true)) p.set_requires_grad(false);
+}
+
+// A seed from a domain tag and a text: the first 8 bytes of SHA-256(tag \0 text).
+std::uint64_t text_seed(std::string_view tag, std::string_view text) {
+  Sha256 h;
+  h.update(tag);
+  h.update(std::string_view("\0", 1));
+  h.update(text);
+  const auto d = h.finish();
+  std::uint64_t seed = 0;
+  for (int i = 0; i < 8; ++i) seed = (seed << 8) | d[static_cast<std::size_t>(i)];
+  return seed & 0x7fffffffffffffffULL;
+}
+
+torch::Tensor valid_prefix_mask(std::int64_t length, std::int64_t valid) {
+  auto mask = torch::zeros({1, length}, torch::kFloat32);
+  mask.slice(1, 0, std::min(valid, length)).fill_(1.0);
+  return mask;
+}
+
+// Diffusers' ClassifierFreeGuidance with guidance_rescale (rescale_noise_cfg).
+torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& uncond, double scale,
+                             const GuidanceOptions& g) {
+  auto pred = g.use_original_formulation ? cond + scale * (cond - uncond) : uncond + scale * (cond - uncond);
+  if (g.guidance_rescale > 0.0) {
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 1; d < cond.dim(); ++d) dims.push_back(d);
+    const auto std_text = cond.std(dims, /*unbiased=*/true, /*keepdim=*/true);
+    const auto std_cfg = pred.std(dims, true, true);
+    const auto rescaled = pred * (std_text / std_cfg);
+    pred = g.guidance_rescale * rescaled + (1.0 - g.guidance_rescale) * pred;
+  }
+  return pred;
+}
+
+// ClassifierFreeGuidance._is_cfg_enabled for step i of n.
+bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
+  const auto first = static_cast<int>(g.start * steps);
+  const auto last = static_cast<int>(g.stop * steps);
+  const bool in_range = first <= step && step < last;
+  const double neutral = g.use_original_formulation ? 0.0 : 1.0;
+  const bool close = std::abs(scale - neutral) <= 1e-9 * std::max(std::abs(scale), std::abs(neutral));
+  return in_range && !close;
+}
+
+// VaeImageProcessor._resize_and_crop: resize (Lanczos) so the image covers width x height,
+// paste it centred on a black canvas of that size (cropping what sticks out).
+RgbImage resize_and_crop(const RgbImage& image, int width, int height) {
+  const double ratio = static_cast<double>(width) / height;
+  const double src_ratio = static_cast<double>(image.width) / image.height;
+  const int src_w = ratio > src_ratio ? width : image.width * height / image.height;
+  const int src_h = ratio <= src_ratio ? height : image.height * width / image.width;
+  const RgbImage resized = wan::pil_resize_lanczos(image, src_w, src_h);
+  RgbImage out;
+  out.width = width;
+  out.height = height;
+  out.data.assign(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3U, 0);
+  // PIL floor division of possibly negative offsets.
+  auto floor_div = [](int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const int ox = floor_div(width, 2) - floor_div(src_w, 2);
+  const int oy = floor_div(height, 2) - floor_div(src_h, 2);
+  for (int y = 0; y < src_h; ++y) {
+    const int ty = y + oy;
+    if (ty < 0 || ty >= height) continue;
+    for (int x = 0; x < src_w; ++x) {
+      const int tx = x + ox;
+      if (tx < 0 || tx >= width) continue;
+      const auto* src = &resized.data[(static_cast<std::size_t>(y) * src_w + x) * 3U];
+      auto* dst = &out.data[(static_cast<std::size_t>(ty) * width + tx) * 3U];
+      std::memcpy(dst, src, 3);
+    }
+  }
+  return out;
+}
+
+torch::Tensor image_to_tensor(const RgbImage& image) {
+  auto bytes = torch::from_blob(const_cast<std::uint8_t*>(image.data.data()), {image.height, image.width, 3},
+                                torch::kUInt8);
+  auto x = bytes.to(torch::kFloat32) / 255.0;
+  x = 2.0 * x - 1.0;
+  return x.permute({2, 0, 1}).unsqueeze(0).contiguous();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin) {
+  GuidanceOptions g;
+  if (!config.is_object()) throw ModelError("guider config is not an object", {origin});
+  const auto cls = config.value("_class_name", std::string("ClassifierFreeGuidance"));
+  if (cls != "ClassifierFreeGuidance") {
+    throw ModelError("guider '" + cls + "' is not supported (only ClassifierFreeGuidance)", {origin});
+  }
+  try {
+    g.guidance_rescale = config.value("guidance_rescale", 0.0);
+    g.start = config.value("start", 0.0);
+    g.stop = config.value("stop", 1.0);
+    g.use_original_formulation = config.value("use_original_formulation", false);
+  } catch (const nlohmann::json::exception& e) {
+    throw ModelError(std::string("bad guider config: ") + e.what(), {origin});
+  }
+  return g;
+}
+
+TextConditioning random_text_conditioning(const std::string& text, const TransformerOptions& options,
+                                          const RandomTextShape& shape) {
+  TextConditioning c;
+  c.embeds = randn_cpu({1, shape.text_tokens, options.text_embed_dim}, text_seed("hv15-qwen", text));
+  c.mask = valid_prefix_mask(shape.text_tokens, std::max<std::int64_t>(shape.text_valid, 1));
+  if (shape.glyph_valid > 0) {
+    c.embeds_2 = randn_cpu({1, shape.glyph_tokens, options.text_embed_2_dim}, text_seed("hv15-byt5", text));
+  } else {
+    c.embeds_2 = torch::zeros({1, shape.glyph_tokens, options.text_embed_2_dim});
+  }
+  c.mask_2 = valid_prefix_mask(shape.glyph_tokens, shape.glyph_valid);
+  return c;
+}
+
+HunyuanVideo15Pipeline::HunyuanVideo15Pipeline(PipelineParts parts, torch::Device device)
+    : parts_(std::move(parts)), device_(device) {
+  if (parts_.transformer.is_empty() || parts_.vae.is_empty()) {
+    throw ModelError("HunyuanVideo15Pipeline needs a transformer and a VAE");
+  }
+  const auto& to = parts_.transformer->options();
+  const auto latent = parts_.vae->options().latent_channels;
+  if (to.in_channels != 2 * latent + 1 || to.out_channels != latent) {
+    throw ModelError("transformer in/out channels (" + std::to_string(to.in_channels) + "/" +
+                     std::to_string(to.out_channels) + ") do not match the VAE's latent channels " +
+                     std::to_string(latent) + " (in = 2 x latent + 1, out = latent)");
+  }
+  if (parts_.device_name.empty()) parts_.device_name = device_.str();
+}
+
+std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height, int width) const {
+  const auto& vo = parts_.vae->options();
+  return {1, vo.latent_channels, (num_frames - 1) / vo.temporal_compression_ratio + 1,
+          height / vo.spatial_compression_ratio, width / vo.spatial_compression_ratio};
+}
+
+torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const GenerateContext* ctx) {
+  c10::InferenceMode inference;
+  auto& transformer = parts_.transformer;
+  auto& vae = parts_.vae;
+  const auto& to = transformer->options();
+  if (in.num_frames < 1 || in.height < 1 || in.width < 1) throw ModelError("frames, height and width must be >= 1");
+  if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
+  const auto shape = latent_shape(in.num_frames, in.height, in.width);
+  if (shape[3] % to.patch_size != 0 || shape[4] % to.patch_size != 0 || shape[3] < 1 || shape[4] < 1) {
+    throw ModelError("height and width must give latent sizes >= 1 that are multiples of the patch size");
+  }
+  if (!in.noise.defined() || in.noise.sizes().vec() != shape) {
+    throw ModelError("noise must have the latent shape [1, latent, (F-1)/4+1, H/16, W/16]");
+  }
+  const auto dtype = transformer->parameters().front().scalar_type();
+  const auto opts = torch::TensorOptions().dtype(dtype).device(device_);
+
+  // Condition latent and mask: zeros for T2V; the encoded image on frame 0 for I2V.
+  auto condition = torch::zeros(shape, opts);
+  auto mask = torch::zeros({shape[0], 1, shape[2], shape[3], shape[4]}, opts);
+  if (in.image.defined()) {
+    if (in.image.dim() != 4 || in.image.size(1) != 3 || in.image.size(2) != in.height ||
+        in.image.size(3) != in.width) {
+      throw ModelError("image must be [1, 3, height, width]");
+    }
+    const auto latent = vae->encode_mean(in.image.to(device_).unsqueeze(2)) * vae->options().scaling_factor;
+    condition.select(2, 0).copy_(latent.select(2, 0).to(dtype));
+    mask.select(2, 0).fill_(1.0);
+  }
+  torch::Tensor image_embeds = in.image_embeds;
+  if (!image_embeds.defined()) {
+    // The T2V reference passes zeros of [B, 729, image_embed_dim]; all-zero embeds are dropped.
+    image_embeds = torch::zeros({1, 0, to.image_embed_dim}, opts);
+  }
+
+  FlowMatchEulerOptions so;
+  so.shift = in.flow_shift;
+  FlowMatchEulerScheduler scheduler(so);
+  scheduler.set_timesteps(in.num_inference_steps);
+  const int steps = scheduler.num_steps();
+
+  auto text_inputs = [&](const TextConditioning& c) {
+    TransformerInputs t;
+    t.encoder_hidden_states = c.embeds.to(device_, dtype);
+    t.encoder_attention_mask = c.mask.to(device_);
+    if (c.embeds_2.defined()) {
+      t.encoder_hidden_states_2 = c.embeds_2.to(device_, dtype);
+      t.encoder_attention_mask_2 = c.mask_2.to(device_);
+    } else {
+      t.encoder_hidden_states_2 = torch::zeros({1, 0, to.text_embed_2_dim}, opts);
+      t.encoder_attention_mask_2 = torch::zeros({1, 0}, opts);
+    }
+    t.image_embeds = image_embeds.to(device_, dtype);
+    return t;
+  };
+  auto cond_in = text_inputs(in.prompt);
+  const bool any_cfg = [&] {
+    for (int i = 0; i < steps; ++i) {
+      if (cfg_enabled(in.guidance_scale, parts_.guidance, i, steps)) return true;
+    }
+    return false;
+  }();
+  TransformerInputs uncond_in;
+  if (any_cfg) {
+    if (!in.negative.embeds.defined()) throw ModelError("guidance_scale != 1 needs negative prompt embeddings");
+    uncond_in = text_inputs(in.negative);
+  }
+
+  auto latents = in.noise.to(device_, dtype);
+  const auto timesteps = scheduler.timesteps();
+  for (int i = 0; i < steps; ++i) {
+    if (ctx != nullptr && ctx->abandoned && ctx->abandoned()) {
+      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    }
+    const auto model_input = torch::cat({latents, condition, mask}, 1);
+    const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
+    cond_in.hidden_states = model_input;
+    cond_in.timestep = t;
+    auto noise_pred = transformer->forward(cond_in);
+    if (cfg_enabled(in.guidance_scale, parts_.guidance, i, steps)) {
+      uncond_in.hidden_states = model_input;
+      uncond_in.timestep = t;
+      const auto uncond = transformer->forward(uncond_in);
+      noise_pred = apply_guidance(noise_pred, uncond, in.guidance_scale, parts_.guidance);
+    }
+    latents = scheduler.step(noise_pred, i, latents);
+    if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
+  }
+  return latents;
+}
+
+SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const GenerateContext* ctx) {
+  c10::InferenceMode inference;
+  SampleOutputs out;
+  out.final_latents = denoise(in, ctx);
+  auto& vae = parts_.vae;
+  const auto vae_dtype = vae->parameters().front().scalar_type();
+  auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);
+  video = (video / 2 + 0.5).clamp(0, 1);
+  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous().cpu();
+  return out;
+}
+
+TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& request, bool negative) const {
+  const auto& to = parts_.transformer->options();
+  const std::string prefix = negative ? "negative_" : "";
+  if (!request.prompt_embeds.empty()) {
+    const auto& path = request.prompt_embeds;
+    TextConditioning c;
+    std::unique_ptr<SafetensorsFile> file;
+    try {
+      file = std::make_unique<SafetensorsFile>(path);
+    } catch (const Error& e) {
+      throw InputError(path, e.message());
+    }
+    const auto key = prefix + "prompt_embeds";
+    if (file->contains(key)) {
+      auto read = [&](const std::string& name, std::int64_t rank) {
+        if (!file->contains(name)) throw InputError(path, "'" + key + "' is present but '" + name + "' is missing");
+        auto t = file->tensor(name, torch::kFloat32);
+        if (t.dim() == rank - 1) t = t.unsqueeze(0);
+        if (t.dim() != rank || t.size(0) != 1) {
+          throw InputError(path, "'" + name + "' must have batch 1 and rank " + std::to_string(rank));
+        }
+        return t;
+      };
+      c.embeds = read(key, 3);
+      c.mask = read(key + "_mask", 2);
+      if (c.embeds.size(2) != to.text_embed_dim || c.mask.size(1) != c.embeds.size(1)) {
+        throw InputError(path, "'" + key + "' must be [1, L, " + std::to_string(to.text_embed_dim) +
+                                   "] with a [1, L] mask");
+      }
+      if (!(c.mask != 0).any().item<bool>()) throw InputError(path, "'" + key + "_mask' marks no token valid");
+      const auto key2 = prefix + "prompt_embeds_2";
+      if (file->contains(key2)) {
+        c.embeds_2 = read(key2, 3);
+        c.mask_2 = read(key2 + "_mask", 2);
+        if (c.embeds_2.size(2) != to.text_embed_2_dim || c.mask_2.size(1) != c.embeds_2.size(1)) {
+          throw InputError(path, "'" + key2 + "' must be [1, L2, " + std::to_string(to.text_embed_2_dim) +
+                                     "] with a [1, L2] mask");
+        }
+      }
+      return c;
+    }
+    if (!parts_.random_conditioning) throw InputError(path, "has no '" + key + "'");
+  } else if (!parts_.random_conditioning) {
+    throw InputError("<prompt_embeds>", "model '" + parts_.model_name +
+                                            "' has no prompt encoder in this build: give the request a "
+                                            "prompt_embeds file (docs/models.md)");
+  }
+  return random_text_conditioning(negative ? request.negative_prompt : request.prompt, to, parts_.random_shape);
+}
+
+torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request) const {
+  const auto& to = parts_.transformer->options();
+  if (!request.prompt_embeds.empty()) {
+    const SafetensorsFile file(request.prompt_embeds);
+    if (file.contains("image_embeds")) {
+      auto t = file.tensor("image_embeds", torch::kFloat32);
+      if (t.dim() == 2) t = t.unsqueeze(0);
+      if (t.dim() != 3 || t.size(0) != 1 || t.size(2) != to.image_embed_dim) {
+        throw InputError(request.prompt_embeds,
+                         "'image_embeds' must be [1, L, " + std::to_string(to.image_embed_dim) + "]");
+      }
+      return t;
+    }
+  }
+  if (!parts_.random_conditioning) {
+    throw InputError(request.prompt_embeds.empty() ? request.image : request.prompt_embeds,
+                     "i2v needs 'image_embeds' (SigLIP tokens) in the request's prompt_embeds file: this "
+                     "build has no image encoder");
+  }
+  return randn_cpu({1, parts_.random_shape.image_tokens, to.image_embed_dim},
+                   text_seed("hv15-siglip", request.image_sha256));
+}
+
+Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateContext& ctx) {
+  c10::InferenceMode inference;
+  SampleInputs in;
+  in.num_frames = request.num_frames;
+  in.height = request.height;
+  in.width = request.width;
+  in.num_inference_steps = request.num_inference_steps;
+  in.guidance_scale = request.guidance_scale;
+  in.flow_shift = request.flow_shift;
+  in.prompt = prompt_conditioning(request, false);
+  bool needs_negative = false;
+  for (int i = 0; i < request.num_inference_steps; ++i) {
+    needs_negative = needs_negative || cfg_enabled(request.guidance_scale, parts_.guidance, i, request.num_inference_steps);
+  }
+  if (needs_negative) in.negative = prompt_conditioning(request, true);
+  if (request.task == Task::i2v) {
+    if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
+    const RgbImage image = decode_image_rgb(request.image, parts_.max_image_pixels);
+    in.image = image_to_tensor(resize_and_crop(image, request.width, request.height));
+    in.image_embeds = image_embeds_for(request);
+  }
+  in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
+  const auto out = sample(in, &ctx);
+
+  const auto bytes = (out.video[0] * 255).round().to(torch::kUInt8).contiguous();
+  Video video;
+  video.frames = static_cast<int>(bytes.size(0));
+  video.height = static_cast<int>(bytes.size(1));
+  video.width = static_cast<int>(bytes.size(2));
+  video.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
+  video.check();
+  return video;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction
+
+namespace {
+
+void set_vae_gains_to_one(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.named_parameters(true)) {
+    const auto& name = p.key();
+    if (name.size() >= 5 && name.compare(name.size() - 5, 5, "gamma") == 0) p.value().fill_(1.0);
+  }
+}
+
+template <typename M>
+M ready(M model, torch::ScalarType dtype, torch::Device device) {
+  model->to(device, dtype);
+  freeze(*model);
+  model->eval();
+  return model;
+}
+
+}  // namespace
+
+HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options, std::uint64_t seed,
+                                                    torch::ScalarType dtype, torch::Device device) {
+  HunyuanVideo15Transformer3DModel model(options);
+  init_random_weights(*model, seed);
+  return ready(model, dtype, device);
+}
+
+AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed, torch::ScalarType dtype,
+                                       torch::Device device) {
+  AutoencoderKLHunyuanVideo15 vae(options);
+  init_random_weights(*vae, seed);
+  set_vae_gains_to_one(*vae);
+  return ready(vae, dtype, device);
+}
+
+HunyuanVideo15Transformer3DModel load_transformer(const fs::path& dir, torch::ScalarType dtype,
+                                                  torch::Device device) {
+  const auto config = dir / "config.json";
+  HunyuanVideo15Transformer3DModel model(TransformerOptions::from_json(read_json(config), config.string()));
+  load_state_dict(*model, Checkpoint::open(dir), dtype, device);
+  return ready(model, dtype, device);
+}
+
+AutoencoderKLHunyuanVideo15 load_vae(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
+  const auto config = dir / "config.json";
+  AutoencoderKLHunyuanVideo15 vae(VaeOptions::from_json(read_json(config), config.string()));
+  load_state_dict(*vae, Checkpoint::open(dir), dtype, device);
+  return ready(vae, dtype, device);
+}
+
+std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(const TransformerOptions& transformer,
+                                                              const VaeOptions& vae, std::uint64_t seed,
+                                                              torch::ScalarType dtype, torch::Device device) {
+  PipelineParts parts;
+  parts.transformer = random_transformer(transformer, seed, dtype, device);
+  parts.vae = random_vae(vae, seed + 1, dtype, device);
+  parts.random_conditioning = true;
+  parts.device_name = device.str();
+  return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
+}
+
+}  // namespace omnidp::models::hv15

@@ -1,0 +1,125 @@
+#include "omnidp/cli/compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "omnidp/results/merge.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::cli {
+namespace {
+
+using results::testing::ScratchDir;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_compare(std::vector<std::string> args) {
+  args.insert(args.begin(), "omni-dp-compare");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  Outcome o;
+  o.code = compare_main(static_cast<int>(argv.size()), argv.data());
+  o.out = ::testing::internal::GetCapturedStdout();
+  o.err = ::testing::internal::GetCapturedStderr();
+  return o;
+}
+
+class CompareCli : public ::testing::Test {
+ protected:
+  ScratchDir a_{"cli-a"};
+  ScratchDir b_{"cli-b"};
+  std::string a() const { return a_.path().string(); }
+  std::string b() const { return b_.path().string(); }
+};
+
+TEST_F(CompareCli, EqualExitsZero) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y/1"});
+  results::testing::write_rank(b_.path(), 0, 2, {"y/1"});
+  results::testing::write_rank(b_.path(), 1, 2, {"x"});
+  results::merge_directory(b_.path());
+  const Outcome o = run_compare({a(), (b_.path() / "results.h5").string()});
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("matched:     2\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("PASS"), std::string::npos) << o.out;
+}
+
+TEST_F(CompareCli, MismatchExitsOneAndNamesTheId) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y/1", "z"});
+  {
+    results::RankWriter writer(b_.path(), results::testing::rank_info(0, 1), OutputConfig{});
+    for (const std::string id : {"x", "y/1", "z"}) {
+      const Video v = id == "y/1" ? results::testing::make_video(2, 4, 6, 1) :
+                                    results::testing::video_for(id);
+      writer.write(results::testing::ok_record(id, v), &v);
+    }
+  }
+  const Outcome o = run_compare({a(), b()});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("mismatched:  1\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("mismatches (1 of 1):\n  y/1: A "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("FAIL: 1 mismatched"), std::string::npos) << o.out;
+  const Outcome quiet = run_compare({"--max-list", "0", a(), b()});
+  EXPECT_EQ(quiet.code, 1);
+  EXPECT_EQ(quiet.out.find("y/1"), std::string::npos) << quiet.out;
+}
+
+TEST_F(CompareCli, MissingExitsOneUnlessAllowed) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y", "z"});
+  results::testing::write_rank(b_.path(), 0, 1, {"x"});
+  const Outcome strict = run_compare({a(), b()});
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.out.find("only in A:   2\n"), std::string::npos) << strict.out;
+  EXPECT_NE(strict.out.find("only in A (2 of 2):\n  y\n  z\n"), std::string::npos) << strict.out;
+  const Outcome relaxed = run_compare({"--allow-missing", a(), b()});
+  EXPECT_EQ(relaxed.code, 0) << relaxed.out;
+  // Missing from A is never an error for A's requests.
+  EXPECT_EQ(run_compare({b(), a()}).code, 0);
+}
+
+TEST_F(CompareCli, FailedExitsOne) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y"});
+  results::testing::write_rank(b_.path(), 0, 2, {"x"});
+  results::testing::write_failed_rank(b_.path(), 1, 2, {"y"});
+  const Outcome o = run_compare({"--allow-missing", a(), b()});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("failed:      1 (A: 0, B: 1)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  B:y\n"), std::string::npos) << o.out;
+}
+
+TEST_F(CompareCli, JsonOutput) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y"});
+  results::testing::write_rank(b_.path(), 0, 1, {"x"});
+  const Outcome o = run_compare({"--json", "--max-list", "5", a(), b()});
+  EXPECT_EQ(o.code, 1);
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["matched"], 1);
+  EXPECT_EQ(j["only_in_a"], 1);
+  EXPECT_EQ(j["only_in_a_ids"], nlohmann::json::array({"y"}));
+  EXPECT_EQ(j["passed"], false);
+  EXPECT_EQ(j["max_list"], 5);
+}
+
+TEST_F(CompareCli, UsageAndReadErrorsExitTwo) {
+  EXPECT_EQ(run_compare({}).code, 2);
+  EXPECT_EQ(run_compare({a()}).code, 2);
+  EXPECT_EQ(run_compare({"--bogus", a(), b()}).code, 2);
+  EXPECT_EQ(run_compare({"--max-list", "many", a(), b()}).code, 2);
+  const Outcome missing = run_compare({a() + "/nope", b()});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("no such file or folder"), std::string::npos) << missing.err;
+  const Outcome empty = run_compare({a(), b()});  // empty folders
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("holds neither rank-*.h5 files nor results.h5"), std::string::npos)
+      << empty.err;
+  EXPECT_EQ(run_compare({"--help"}).code, 0);
+}
+
+}  // namespace
+}  // namespace omnidp::cli

@@ -1,0 +1,287 @@
+#include "omnidp/models/hv15/pipeline.hpp"
+
+#include <gtest/gtest.h>
+#include <png.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
+
+namespace fs = std::filesystem;
+namespace hv = omnidp::models::hv15;
+
+namespace {
+
+const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref";
+
+// A Diffusers-layout snapshot whose transformer/ and vae/ are the tiny fixture folders.
+class Hv15Pipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("omnidp-hv15-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "snapshot");
+    fs::create_directory_symlink(kRef / "hv15_transformer", dir_ / "snapshot" / "transformer");
+    fs::create_directory_symlink(kRef / "hv15_vae", dir_ / "snapshot" / "vae");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  omnidp::Config config(omnidp::WeightsSource weights) const {
+    omnidp::Config c;
+    c.model.name = "hunyuanvideo-1.5";
+    c.model.path = (dir_ / "snapshot").string();
+    c.model.weights = weights;
+    c.model.weights_seed = 5;
+    c.model.dtype = omnidp::DType::fp32;
+    c.model.device = omnidp::DeviceKind::cpu;
+    return c;
+  }
+
+  static hv::HunyuanVideo15Pipeline& as_hv15(std::unique_ptr<omnidp::Pipeline>& p) {
+    return dynamic_cast<hv::HunyuanVideo15Pipeline&>(*p);
+  }
+
+  static omnidp::Request request(const std::string& id, std::uint64_t seed) {
+    omnidp::Request r;
+    r.id = id;
+    r.prompt = "a red kite over the sea";
+    r.negative_prompt = "blurry";
+    r.seed = seed;
+    r.num_frames = 9;
+    r.height = 64;
+    r.width = 96;
+    r.num_inference_steps = 2;
+    r.guidance_scale = 6.0;
+    r.flow_shift = 5.0;
+    return r;
+  }
+
+  // Embeddings of the fixture's sizes (Qwen 48-d, byT5 40-d) written as a prompt_embeds file.
+  fs::path write_embeds(bool with_negative) const {
+    const auto path = dir_ / (with_negative ? "embeds_neg.safetensors" : "embeds.safetensors");
+    auto mask = torch::ones({1, 7});
+    mask.slice(1, 5).zero_();
+    std::vector<std::pair<std::string, torch::Tensor>> t = {
+        {"prompt_embeds", omnidp::models::randn_cpu({1, 7, 48}, 1)},
+        {"prompt_embeds_mask", mask},
+        {"prompt_embeds_2", omnidp::models::randn_cpu({1, 4, 40}, 2)},
+        {"prompt_embeds_mask_2", torch::tensor({{1.0F, 1.0F, 0.0F, 0.0F}})},
+    };
+    if (with_negative) {
+      t.emplace_back("negative_prompt_embeds", omnidp::models::randn_cpu({1, 3, 48}, 3));
+      t.emplace_back("negative_prompt_embeds_mask", torch::ones({1, 3}));
+    }
+    omnidp::models::save_safetensors(path, t);
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+hv::TextConditioning conditioning(std::uint64_t seed, std::int64_t len, std::int64_t valid) {
+  hv::TextConditioning c;
+  c.embeds = omnidp::models::randn_cpu({1, len, 48}, seed);
+  c.mask = torch::zeros({1, len});
+  c.mask.slice(1, 0, valid).fill_(1.0);
+  c.embeds_2 = omnidp::models::randn_cpu({1, 3, 40}, seed + 100);
+  c.mask_2 = torch::tensor({{1.0F, 0.0F, 1.0F}});
+  return c;
+}
+
+}  // namespace
+
+TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
+  auto& pipe = as_hv15(p);
+  torch::NoGradGuard no_grad;
+  hv::SampleInputs in;
+  in.num_frames = 9;
+  in.height = 64;
+  in.width = 96;
+  in.num_inference_steps = 1;
+  in.guidance_scale = 6.0;
+  in.flow_shift = 5.0;
+  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 42);
+  in.prompt = conditioning(1, 6, 4);
+  in.negative = conditioning(2, 5, 5);
+  const auto latents = pipe.denoise(in, nullptr);
+
+  // One step: sigma 1 -> 0 at timestep 1000; input = [noise, zero condition, zero mask].
+  auto forward = [&](const hv::TextConditioning& c) {
+    hv::TransformerInputs t;
+    t.hidden_states = torch::cat({in.noise, torch::zeros_like(in.noise), torch::zeros({1, 1, 3, 4, 6})}, 1);
+    t.timestep = torch::tensor({1000.0F});
+    t.encoder_hidden_states = c.embeds;
+    t.encoder_attention_mask = c.mask;
+    t.encoder_hidden_states_2 = c.embeds_2;
+    t.encoder_attention_mask_2 = c.mask_2;
+    return pipe.transformer()->forward(t);
+  };
+  const auto cond = forward(in.prompt);
+  const auto uncond = forward(in.negative);
+  const auto expected = in.noise - (uncond + 6.0 * (cond - uncond));
+  EXPECT_LT((latents - expected).abs().max().item<double>(), 1e-5);
+
+  // guidance 1: no negative pass (and none needed).
+  in.guidance_scale = 1.0;
+  in.negative = {};
+  const auto plain = pipe.denoise(in, nullptr);
+  EXPECT_LT((plain - (in.noise - cond)).abs().max().item<double>(), 1e-5);
+  in.guidance_scale = 3.0;
+  EXPECT_THROW((void)pipe.denoise(in, nullptr), omnidp::ModelError);
+}
+
+TEST_F(Hv15Pipeline, ImageToVideoConditionsTheFirstLatentFrame) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  auto& pipe = as_hv15(p);
+  torch::NoGradGuard no_grad;
+  hv::SampleInputs in;
+  in.num_frames = 9;
+  in.height = 64;
+  in.width = 96;
+  in.num_inference_steps = 1;
+  in.guidance_scale = 1.0;
+  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 4);
+  in.prompt = conditioning(1, 6, 6);
+  in.image = torch::rand({1, 3, 64, 96}) * 2 - 1;
+  in.image_embeds = omnidp::models::randn_cpu({1, 9, 24}, 8);
+  const auto latents = pipe.denoise(in, nullptr);
+
+  auto condition = torch::zeros_like(in.noise);
+  condition.select(2, 0).copy_(pipe.vae()->encode_mean(in.image.unsqueeze(2)).select(2, 0) * 1.03682);
+  auto mask = torch::zeros({1, 1, 3, 4, 6});
+  mask.select(2, 0).fill_(1.0);
+  hv::TransformerInputs t;
+  t.hidden_states = torch::cat({in.noise, condition, mask}, 1);
+  t.timestep = torch::tensor({1000.0F});
+  t.encoder_hidden_states = in.prompt.embeds;
+  t.encoder_attention_mask = in.prompt.mask;
+  t.encoder_hidden_states_2 = in.prompt.embeds_2;
+  t.encoder_attention_mask_2 = in.prompt.mask_2;
+  t.image_embeds = in.image_embeds;
+  const auto expected = in.noise - pipe.transformer()->forward(t);
+  EXPECT_LT((latents - expected).abs().max().item<double>(), 1e-5);
+  // The image tokens matter.
+  in.image_embeds = omnidp::models::randn_cpu({1, 9, 24}, 9);
+  EXPECT_GT((pipe.denoise(in, nullptr) - latents).abs().max().item<double>(), 1e-4);
+}
+
+TEST_F(Hv15Pipeline, GenerateIsDeterministicPerSeed) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  EXPECT_EQ(p->model_name(), "hunyuanvideo-1.5");
+  const auto a = p->generate(request("a", 7), {});
+  EXPECT_EQ(a.frames, 9);
+  EXPECT_EQ(a.height, 64);
+  EXPECT_EQ(a.width, 96);
+  ASSERT_EQ(a.data.size(), 9U * 64U * 96U * 3U);
+  const auto b = p->generate(request("b", 7), {});
+  EXPECT_EQ(a.data, b.data);
+  const auto c = p->generate(request("c", 8), {});
+  EXPECT_NE(a.data, c.data);
+  auto other = request("d", 7);
+  other.prompt = "another prompt";
+  EXPECT_NE(a.data, p->generate(other, {}).data);
+}
+
+TEST_F(Hv15Pipeline, GenerateMatchesSampleOnTheEmbeddingsFile) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
+  auto& pipe = as_hv15(p);
+  auto r = request("x", 11);
+  r.prompt_embeds = write_embeds(true).string();
+  int steps_seen = 0;
+  omnidp::GenerateContext ctx;
+  ctx.on_step = [&](int step, int total) {
+    EXPECT_EQ(total, 2);
+    steps_seen = step;
+  };
+  const auto video = p->generate(r, ctx);
+  EXPECT_EQ(steps_seen, 2);
+
+  hv::SampleInputs in;
+  in.num_frames = 9;
+  in.height = 64;
+  in.width = 96;
+  in.num_inference_steps = 2;
+  in.guidance_scale = 6.0;
+  in.flow_shift = 5.0;
+  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 11);
+  in.prompt = pipe.prompt_conditioning(r, false);
+  in.negative = pipe.prompt_conditioning(r, true);
+  EXPECT_EQ(in.prompt.embeds.sizes(), (std::vector<std::int64_t>{1, 7, 48}));
+  EXPECT_FALSE(in.negative.embeds_2.defined());  // no negative glyph text in the file
+  const auto out = pipe.sample(in, nullptr);
+  const auto bytes = (out.video[0] * 255).round().to(torch::kUInt8).contiguous();
+  ASSERT_EQ(static_cast<std::size_t>(bytes.numel()), video.data.size());
+  EXPECT_EQ(std::memcmp(bytes.data_ptr<std::uint8_t>(), video.data.data(), video.data.size()), 0);
+}
+
+TEST_F(Hv15Pipeline, PretrainedWeightsNeedEmbeddings) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
+  auto r = request("x", 1);
+  try {
+    (void)p->generate(r, {});
+    FAIL() << "expected InputError";
+  } catch (const omnidp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("prompt_embeds"), std::string::npos) << e.what();
+  }
+  r.prompt_embeds = write_embeds(false).string();  // CFG on, but no negative embeddings
+  try {
+    (void)p->generate(r, {});
+    FAIL() << "expected InputError";
+  } catch (const omnidp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("negative_prompt_embeds"), std::string::npos) << e.what();
+  }
+  r.guidance_scale = 1.0;  // no CFG: the positive embeddings suffice
+  EXPECT_EQ(p->generate(r, {}).frames, 9);
+}
+
+TEST_F(Hv15Pipeline, AbandonStopsBetweenSteps) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  omnidp::GenerateContext ctx;
+  ctx.abandoned = [] { return true; };
+  EXPECT_THROW((void)p->generate(request("a", 1), ctx), omnidp::ModelError);
+}
+
+TEST_F(Hv15Pipeline, ImageToVideoFromAPngAndRandomImageTokens) {
+  auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  // 50 x 40 image: resized to cover 96 x 64 (96 x 76), centre-cropped.
+  std::vector<std::uint8_t> pixels(50 * 40 * 3);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 50;
+  image.height = 40;
+  image.format = PNG_FORMAT_RGB;
+  const auto png = dir_ / "in.png";
+  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  auto r = request("i", 3);
+  r.task = omnidp::Task::i2v;
+  r.image = png.string();
+  r.image_sha256 = "abc";
+  const auto a = p->generate(r, {});
+  EXPECT_EQ(a.frames, 9);
+  auto t2v = request("t", 3);
+  EXPECT_NE(a.data, p->generate(t2v, {}).data);
+  r.image = (dir_ / "missing.png").string();
+  EXPECT_THROW((void)p->generate(r, {}), omnidp::InputError);
+}
+
+TEST(Hv15PipelineConfig, GuiderConfig) {
+  const auto g = hv::guidance_options_from_json(
+      nlohmann::json{{"_class_name", "ClassifierFreeGuidance"}, {"guidance_scale", 6.0}, {"guidance_rescale", 0.5}},
+      "guider/config.json");
+  EXPECT_DOUBLE_EQ(g.guidance_rescale, 0.5);
+  EXPECT_DOUBLE_EQ(g.stop, 1.0);
+  EXPECT_THROW((void)hv::guidance_options_from_json(nlohmann::json{{"_class_name", "AdaptiveProjectedGuidance"}}, "g"),
+               omnidp::ModelError);
+}

@@ -1,0 +1,324 @@
+// The coordinator driven step by step over a manually delivered in-process network: the test
+// plays the replicas and checks exactly which request each one gets.
+#include "omnidp/runtime/coordinator.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/runtime/transport.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+Request req(std::size_t index, int frames) {
+  Request r;
+  r.id = "r" + std::to_string(index);
+  r.index = index;
+  r.num_frames = frames;
+  r.height = 16;
+  r.width = 16;
+  r.num_inference_steps = 1;
+  r.guidance_scale = 1.0;
+  r.input_key = "key" + std::to_string(index);
+  return r;
+}
+
+bool for_coordinator(const Message& m) {
+  return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
+         std::holds_alternative<RetryMsg>(m) || std::holds_alternative<ReturnedMsg>(m) ||
+         std::holds_alternative<SignalMsg>(m) || std::holds_alternative<HeartbeatMsg>(m) ||
+         std::holds_alternative<FatalMsg>(m) || std::holds_alternative<ClosedMsg>(m);
+}
+
+class Harness {
+ public:
+  Harness(int world, const std::vector<int>& frames, SchedulerConfig sched, int drain_after = 0)
+      : net_(world, Delivery::manual), inbox_(static_cast<std::size_t>(world)) {
+    std::vector<Request> requests;
+    for (std::size_t i = 0; i < frames.size(); ++i) requests.push_back(req(i, frames[i]));
+    source_ = std::make_unique<VectorSource>(requests);
+    CoordinatorOptions o;
+    o.config.model.name = "synthetic";
+    o.config.scheduler = sched;
+    o.config.faults.drain_after = drain_after;
+    o.topology = make_topology(o.config.parallel, world);
+    o.plan.to_run = frames.size();
+    o.now = [this] { return clock_; };
+    o.finalize = [this](const RunSummary& s) { finalized_.push_back(s); };
+    coordinator_ = std::make_unique<Coordinator>(
+        o, *source_, [this](int dest, const Message& m) { send_message(net_.endpoint(0), dest, m); });
+  }
+
+  // Delivers everything in flight; the coordinator handles what reaches it, the rest is kept
+  // per rank for the test to read.
+  void pump() {
+    while (net_.deliver_all() > 0) {
+      for (int r = 0; r < net_.size(); ++r) {
+        while (auto env = poll_message(net_.endpoint(r))) {
+          if (r == 0 && for_coordinator(env->message)) {
+            coordinator_->handle(*env);
+          } else {
+            inbox_[static_cast<std::size_t>(r)].push_back(env->message);
+          }
+        }
+      }
+    }
+  }
+  std::vector<Message> take(int rank) {
+    pump();
+    return std::exchange(inbox_[static_cast<std::size_t>(rank)], {});
+  }
+  // The ids assigned to `rank` since the last call.
+  std::vector<std::string> assigned(int rank) {
+    std::vector<std::string> ids;
+    for (const auto& m : take(rank)) {
+      if (const auto* a = std::get_if<AssignMsg>(&m)) ids.push_back(a->request.id + "#" + std::to_string(a->attempt));
+    }
+    return ids;
+  }
+  void reply(int rank, const Message& m) {
+    send_message(net_.endpoint(rank), 0, m);
+    pump();
+  }
+  void ready_all(int slots) {
+    for (int r = 0; r < net_.size(); ++r) reply(r, ReadyMsg{r, slots, "cpu", true, {}});
+  }
+  void done(int rank, const std::string& id, double seconds,
+            RequestStatus status = RequestStatus::ok) {
+    reply(rank, DoneMsg{id, status, status == RequestStatus::ok ? "" : "boom", rank, rank, 1, 0, 0, seconds});
+  }
+  void close_all() {
+    for (int r = 0; r < net_.size(); ++r) reply(r, ClosedMsg{0});
+  }
+
+  Coordinator& coordinator() { return *coordinator_; }
+  double clock_ = 100.0;
+  std::vector<RunSummary> finalized_;
+
+ private:
+  InProcessNetwork net_;
+  std::vector<std::vector<Message>> inbox_;
+  std::unique_ptr<VectorSource> source_;
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+template <class T>
+std::size_t count_of(const std::vector<Message>& ms) {
+  return static_cast<std::size_t>(
+      std::count_if(ms.begin(), ms.end(), [](const Message& m) { return std::holds_alternative<T>(m); }));
+}
+
+SchedulerConfig round_robin(int prefetch) {
+  SchedulerConfig s;
+  s.policy = SchedulerPolicy::round_robin;
+  s.prefetch = prefetch;
+  return s;
+}
+
+TEST(Coordinator, RoundRobinAssignsIndexModuloReplicas) {
+  Harness h(3, {5, 5, 5, 5, 5, 5, 5}, round_robin(0));
+  h.coordinator().start();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(count_of<StartMsg>(h.take(r)), 1U) << r;
+  h.reply(0, ReadyMsg{0, 1, "cpu", true, {}});
+  h.reply(1, ReadyMsg{1, 1, "cpu", true, {}});
+  EXPECT_TRUE(h.assigned(0).empty());  // nothing before every replica is ready
+  h.reply(2, ReadyMsg{2, 1, "cpu", true, {}});
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::running);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1"}));
+  EXPECT_EQ(h.assigned(2), (std::vector<std::string>{"r2#1"}));
+  // Replica 2 finishes first but only ever gets 2, 5: static assignment.
+  h.done(2, "r2", 1.0);
+  EXPECT_EQ(h.assigned(2), (std::vector<std::string>{"r5#1"}));
+  h.done(2, "r5", 1.0);
+  EXPECT_TRUE(h.assigned(2).empty());
+  h.done(1, "r1", 1.0);
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r4#1"}));
+  h.done(0, "r0", 1.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r3#1"}));
+  h.done(0, "r3", 1.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r6#1"}));
+  h.done(0, "r6", 1.0);
+  h.done(1, "r4", 1.0);
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(count_of<ShutdownMsg>(h.take(r)), 1U);
+  h.close_all();
+  ASSERT_TRUE(h.coordinator().finished());
+  EXPECT_EQ(h.coordinator().exit_code(), 0);
+  for (int r = 0; r < 3; ++r) {
+    const auto ms = h.take(r);
+    ASSERT_EQ(ms.size(), 1U);
+    EXPECT_EQ(std::get<FinishMsg>(ms[0]).exit_code, 0);
+  }
+  ASSERT_EQ(h.finalized_.size(), 1U);
+  EXPECT_EQ(h.finalized_[0].completed, 7U);
+}
+
+TEST(Coordinator, DynamicCostDescWithPrefetch) {
+  SchedulerConfig s;  // dynamic, cost_desc
+  s.prefetch = 1;
+  //          r0 r1  r2 r3 r4 r5
+  Harness h(2, {5, 121, 9, 33, 5, 65}, s);
+  h.coordinator().start();
+  h.ready_all(2);
+  // The two biggest start at once, then each replica's prefetch slot is filled; the replica
+  // with less work queued (1, holding 65 < 121) gets the next biggest (33).
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r1#1", "r2#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r5#1", "r3#1"}));
+  EXPECT_EQ(h.coordinator().outstanding(0), 2U);
+  EXPECT_EQ(h.coordinator().outstanding(1), 2U);
+  // Nothing more until a slot frees: prefetch is honoured.
+  h.reply(1, HeartbeatMsg{1, "r5", 1.0, 0.0});
+  EXPECT_TRUE(h.assigned(1).empty());
+  h.done(1, "r5", 2.0);
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r0#1"}));
+  h.done(1, "r3", 1.0);
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r4#1"}));
+  h.done(0, "r1", 4.0);
+  EXPECT_TRUE(h.assigned(0).empty());
+  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{{0, "r2"}, {1, "r0"}, {1, "r4"}}) {
+    h.done(rank, id, 0.5);
+  }
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+}
+
+TEST(Coordinator, TransientFailureRetriedOnAnotherReplicaAndFailuresIsolated) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 0;
+  Harness h(2, {5, 5, 5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(1);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1"}));
+  h.reply(0, RetryMsg{"r0", 0, 1, "CUDA out of memory", 0.25});
+  // Replica 0 is free, but the retry waits for another replica; replica 0 takes new work.
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  h.done(1, "r1", 1.0, RequestStatus::failed);  // a permanent failure: the job goes on
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r0#2"}));
+  h.done(1, "r0", 1.0);
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r3#1"}));
+  h.done(0, "r2", 1.0);
+  h.done(1, "r3", 1.0);
+  h.close_all();
+  ASSERT_TRUE(h.coordinator().finished());
+  EXPECT_EQ(h.coordinator().completed(), 3U);
+  EXPECT_EQ(h.coordinator().failed(), 1U);
+  EXPECT_EQ(h.coordinator().exit_code(), 1);
+}
+
+TEST(Coordinator, SignalDrainsThenSecondSignalAbandons) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 1;
+  Harness h(2, {5, 5, 5, 5, 5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(2);
+  EXPECT_EQ(h.assigned(0).size(), 2U);
+  EXPECT_EQ(h.assigned(1).size(), 2U);
+  h.reply(1, SignalMsg{1, 10});  // SIGUSR1 on rank 1 drains the whole job
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::draining);
+  for (int r = 0; r < 2; ++r) {
+    const auto ms = h.take(r);
+    ASSERT_EQ(ms.size(), 1U);
+    EXPECT_EQ(std::get<DrainMsg>(ms[0]).abandon, false);
+  }
+  // Queued requests come back; running ones finish; nothing new is handed out.
+  h.reply(0, ReturnedMsg{0, {"r2"}});
+  h.reply(1, ReturnedMsg{1, {"r3"}});
+  h.done(0, "r0", 1.0);
+  EXPECT_TRUE(h.assigned(0).empty());
+  h.reply(0, SignalMsg{2, 10});  // second signal: abandon
+  for (int r = 0; r < 2; ++r) {
+    const auto ms = h.take(r);
+    ASSERT_EQ(ms.size(), 1U);
+    EXPECT_EQ(std::get<DrainMsg>(ms[0]).abandon, true);
+  }
+  h.reply(1, ReturnedMsg{1, {"r1"}});
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+  h.close_all();
+  EXPECT_EQ(h.coordinator().exit_code(), 75);
+  ASSERT_EQ(h.finalized_.size(), 1U);
+  EXPECT_TRUE(h.finalized_[0].interrupted);
+  EXPECT_EQ(h.finalized_[0].completed, 1U);
+  EXPECT_EQ(h.finalized_[0].total, 6U);
+}
+
+TEST(Coordinator, DrainAfterAndSummaryFigures) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 0;
+  Harness h(2, {5, 5, 5, 5}, s, /*drain_after=*/2);
+  h.coordinator().start();
+  h.ready_all(1);  // work starts at t = 100
+  (void)h.assigned(0);
+  (void)h.assigned(1);
+  h.clock_ = 103.0;
+  h.done(0, "r0", 3.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  h.clock_ = 104.0;
+  h.done(1, "r1", 4.0);  // the second completion: drain
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::draining);
+  h.clock_ = 106.0;
+  h.done(0, "r2", 3.0);
+  h.close_all();
+  ASSERT_EQ(h.finalized_.size(), 1U);
+  const RunSummary& sum = h.finalized_[0];
+  EXPECT_EQ(sum.completed, 3U);
+  EXPECT_TRUE(sum.interrupted);
+  EXPECT_DOUBLE_EQ(sum.makespan_s, 6.0);
+  EXPECT_DOUBLE_EQ(sum.videos_per_min, 30.0);
+  EXPECT_DOUBLE_EQ(sum.latency_p50_s, 3.0);
+  EXPECT_DOUBLE_EQ(sum.latency_p90_s, 3.8);
+  EXPECT_DOUBLE_EQ(sum.latency_max_s, 4.0);
+  EXPECT_EQ(sum.busy_s_per_rank, (std::vector<double>{6.0, 4.0}));
+  EXPECT_DOUBLE_EQ(sum.busy_fraction_per_rank[0], 1.0);
+  EXPECT_DOUBLE_EQ(sum.scheduling_efficiency, 10.0 / 12.0);
+  EXPECT_EQ(sum.policy, "dynamic");
+  EXPECT_EQ(sum.order, "manifest");
+  EXPECT_EQ(h.coordinator().exit_code(), 75);
+}
+
+TEST(Coordinator, AReplicaThatCannotStartStopsTheJob) {
+  Harness h(2, {5}, SchedulerConfig{});
+  h.coordinator().start();
+  (void)h.take(0);
+  (void)h.take(1);
+  h.reply(0, ReadyMsg{0, 2, "cpu", true, {}});
+  h.reply(1, ReadyMsg{1, 0, "", false, ErrorInfo{ErrorKind::weights, "x.safetensors: truncated"}});
+  ASSERT_TRUE(h.coordinator().finished());
+  EXPECT_EQ(h.coordinator().exit_code(), 2);
+  for (int r = 0; r < 2; ++r) {
+    const auto ms = h.take(r);
+    ASSERT_EQ(ms.size(), 1U);
+    const auto& fin = std::get<FinishMsg>(ms[0]);
+    EXPECT_TRUE(fin.has_error);
+    EXPECT_EQ(fin.error.kind, ErrorKind::weights);
+    EXPECT_EQ(fin.error.message, "x.safetensors: truncated");
+  }
+  EXPECT_TRUE(h.finalized_.empty());
+}
+
+TEST(Coordinator, AWriterFailureDrainsAndEndsWithItsError) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 0;
+  Harness h(2, {5, 5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(1);
+  (void)h.assigned(0);
+  (void)h.assigned(1);
+  h.reply(1, FatalMsg{ErrorInfo{ErrorKind::hdf5, "disk full"}});
+  h.reply(1, ReturnedMsg{1, {"r1"}});
+  h.done(0, "r0", 1.0);
+  EXPECT_TRUE(h.assigned(0).empty());
+  h.close_all();
+  ASSERT_TRUE(h.coordinator().finished());
+  EXPECT_EQ(h.coordinator().exit_code(), 1);
+  const auto ms = h.take(1);
+  const auto& fin = std::get<FinishMsg>(ms.back());
+  EXPECT_TRUE(fin.has_error);
+  EXPECT_EQ(fin.error.message, "disk full");
+}
+
+}  // namespace
+}  // namespace omnidp::runtime

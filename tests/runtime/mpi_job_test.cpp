@@ -1,0 +1,171 @@
+// Whole jobs under mpirun at 1, 2 and 4 ranks (synthetic model, HDF5 rank files): every
+// request done exactly once, failures isolated, round-robin assignment = i % R, drain + resume,
+// a killed rank + resume, a hung request past the timeout.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "job_test_support.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "omnidp/results/summary.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+using namespace omnidp::runtime::testing;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Runs `mpirun -np N mpi_job_driver config overrides...`, capturing stdout and stderr.
+RunResult mpirun(int ranks, const fs::path& config, const std::vector<std::string>& overrides) {
+  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
+                    "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " " +
+                    OMNIDP_BINARY_DIR "/tests/runtime/mpi_job_driver " + config.string();
+  for (const auto& o : overrides) cmd += " '" + o + "'";
+  cmd += " 2>&1";
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.output += buf;
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+fs::path write_config(const fs::path& dir, const fs::path& manifest) {
+  const fs::path file = dir / "job.yaml";
+  std::ofstream out(file);
+  out << "model:\n  name: synthetic\n  device: cpu\n"
+      << "scheduler:\n  heartbeat_s: 0.5\n"
+      << "input:\n  manifest: " << manifest.string() << "\n"
+      << "output:\n  dir: " << (dir / "out").string() << "\n";
+  return file;
+}
+
+// Every row of every rank file (not de-duplicated).
+std::vector<results::StoredRow> all_rows(const fs::path& dir) {
+  std::vector<results::StoredRow> rows;
+  std::size_t order = 0;
+  for (const auto& f : results::list_rank_files(dir)) {
+    auto part = results::read_stored_rows(f, order++);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  return rows;
+}
+
+std::map<std::string, int> count_ids(const std::vector<results::StoredRow>& rows) {
+  std::map<std::string, int> n;
+  for (const auto& r : rows) ++n[r.record.id];
+  return n;
+}
+
+class MpiJob : public ::testing::TestWithParam<int> {};
+
+TEST_P(MpiJob, EveryRequestOnceAndFailuresIsolated) {
+  const int ranks = GetParam();
+  TempDir dir("mpi-" + std::to_string(ranks));
+  const auto manifest = write_manifest(dir.path(), 16);
+  const auto run = mpirun(ranks, write_config(dir.path(), manifest),
+                          {"faults.fail_ids=[r005]", "faults.transient_fail_ids=[r007]"});
+  ASSERT_EQ(run.exit_code, 1) << run.output;
+  const auto rows = all_rows(dir.path() / "out");
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 16U) << run.output;
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id;
+  for (const auto& row : rows) {
+    const auto& r = row.record;
+    EXPECT_GE(r.rank, 0);
+    EXPECT_LT(r.rank, ranks);
+    if (r.id == "r005") {
+      EXPECT_EQ(r.status, RequestStatus::failed);
+      EXPECT_EQ(r.error, "request r005: synthetic failure injected (faults.fail_ids)");
+    } else {
+      EXPECT_EQ(r.status, RequestStatus::ok) << r.id << ": " << r.error;
+      EXPECT_TRUE(row.video_present) << r.id;
+      const int i = std::stoi(r.id.substr(1));
+      EXPECT_EQ(r.video_sha256, video_sha256(models::synthetic_video(1000 + i, r.frames, 32, 48)));
+      EXPECT_EQ(r.attempt, r.id == "r007" ? 2 : 1) << r.id;
+    }
+  }
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "results.h5"));
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.completed, 15U);
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_EQ(s.world_size, ranks);
+  EXPECT_NE(run.output.find("summary: 15 completed, 1 failed"), std::string::npos) << run.output;
+}
+
+TEST_P(MpiJob, RoundRobinRankIsIndexModuloRanks) {
+  const int ranks = GetParam();
+  TempDir dir("mpi-rr-" + std::to_string(ranks));
+  const auto manifest = write_manifest(dir.path(), 10);
+  const auto run = mpirun(ranks, write_config(dir.path(), manifest), {"scheduler.policy=round_robin"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto rows = all_rows(dir.path() / "out");
+  ASSERT_EQ(rows.size(), 10U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.record.rank, std::stoi(row.record.id.substr(1)) % ranks) << row.record.id;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MpiJob, ::testing::Values(1, 2, 4));
+
+TEST(MpiJobReliability, DrainThenResume) {
+  TempDir dir("mpi-drain");
+  const auto manifest = write_manifest(dir.path(), 12);
+  const auto config = write_config(dir.path(), manifest);
+  const auto first = mpirun(2, config, {"faults.drain_after=3"});
+  ASSERT_EQ(first.exit_code, 75) << first.output;
+  const auto partial = count_ids(all_rows(dir.path() / "out"));
+  EXPECT_GE(partial.size(), 3U);
+  EXPECT_LT(partial.size(), 12U);
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "results.h5"));  // the partial set, merged
+  const auto second = mpirun(2, config, {});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto counts = count_ids(all_rows(dir.path() / "out"));
+  ASSERT_EQ(counts.size(), 12U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.skipped_resume, partial.size());
+}
+
+TEST(MpiJobReliability, KilledRankThenResume) {
+  TempDir dir("mpi-kill");
+  const auto manifest = write_manifest(dir.path(), 12);
+  const auto config = write_config(dir.path(), manifest);
+  const auto first = mpirun(2, config, {"faults.kill_rank=1", "faults.kill_after=2",
+                                        "scheduler.policy=round_robin"});
+  EXPECT_NE(first.exit_code, 0) << first.output;
+  const auto rows = all_rows(dir.path() / "out");
+  std::size_t rank1_ok = 0;
+  for (const auto& r : rows) rank1_ok += (r.record.rank == 1 && r.record.status == RequestStatus::ok) ? 1 : 0;
+  EXPECT_EQ(rank1_ok, 2U);  // both flushed completions of the killed rank survive
+  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto counts = count_ids(all_rows(dir.path() / "out"));
+  ASSERT_EQ(counts.size(), 12U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+}
+
+TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {
+  TempDir dir("mpi-hang");
+  const auto manifest = write_manifest(dir.path(), 4);
+  const auto run = mpirun(2, write_config(dir.path(), manifest),
+                          {"faults.hang_ids=[r002]", "scheduler.request_timeout_s=1"});
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("request 'r002' on rank "), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("longer than scheduler.request_timeout_s = 1 s; aborting the job"),
+            std::string::npos)
+      << run.output;
+}
+
+}  // namespace
+}  // namespace omnidp::runtime

@@ -1,0 +1,294 @@
+// Whole jobs as N simulated ranks in one process (in-process transport, synthetic model,
+// in-memory results): every request exactly once, failures isolated, drains, errors.
+#include "omnidp/runtime/rank.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <set>
+
+#include "job_test_support.hpp"
+#include "omnidp/results/summary.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+using namespace omnidp::runtime::testing;
+
+std::vector<std::string> ids(int n) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "r%03d", i);
+    out.emplace_back(id);
+  }
+  return out;
+}
+
+std::vector<std::string> row_ids(const MemoryResults& r) {
+  std::vector<std::string> out;
+  for (const auto& row : r.rows) out.push_back(row.id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void expect_all(const std::vector<RankOutcome>& outcomes, ExitCode code) {
+  for (std::size_t r = 0; r < outcomes.size(); ++r) {
+    EXPECT_FALSE(outcomes[r].threw) << "rank " << r << ": " << outcomes[r].error;
+    EXPECT_EQ(outcomes[r].code, code) << "rank " << r;
+  }
+}
+
+class JobSizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(JobSizes, EveryRequestExactlyOnceWithDeterministicVideos) {
+  const int world = GetParam();
+  TempDir dir("exactly-once-" + std::to_string(world));
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 13), dir.path() / "out", results);
+  int merges = 0;
+  o.merge = [&](const fs::path& d, const RunSummary& s, const std::string& yaml) {
+    ++merges;
+    EXPECT_EQ(d, dir.path() / "out");
+    EXPECT_EQ(s.completed, 13U);
+    EXPECT_NE(yaml.find("synthetic"), std::string::npos);
+  };
+  expect_all(run_job_in_process(o, world), ExitCode::ok);
+  EXPECT_EQ(row_ids(*results), ids(13));
+  EXPECT_EQ(merges, 1);
+  for (const auto& row : results->rows) {
+    EXPECT_EQ(row.status, RequestStatus::ok);
+    EXPECT_EQ(row.attempt, 1);
+    EXPECT_EQ(row.replica, row.rank);
+    EXPECT_EQ(row.video_sha256, results->sha_of_video.at(row.id));
+    const int i = std::stoi(row.id.substr(1));
+    const Video expected = models::synthetic_video(1000 + i, row.frames, 32, 48);
+    EXPECT_EQ(row.video_sha256, video_sha256(expected)) << row.id;
+    EXPECT_FALSE(row.input_key.empty());
+  }
+  std::sort(results->closed.begin(), results->closed.end());
+  std::vector<int> all(static_cast<std::size_t>(world));
+  for (int r = 0; r < world; ++r) all[static_cast<std::size_t>(r)] = r;
+  EXPECT_EQ(results->closed, all);
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.total, 13U);
+  EXPECT_EQ(s.completed, 13U);
+  EXPECT_EQ(s.failed, 0U);
+  EXPECT_EQ(s.replicas, world);
+  EXPECT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(world));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, JobSizes, ::testing::Values(1, 2, 4));
+
+TEST(InProcessJob, RoundRobinRankIsIndexModuloReplicas) {
+  TempDir dir("rr");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 11), dir.path() / "out", results);
+  o.config.scheduler.policy = SchedulerPolicy::round_robin;
+  expect_all(run_job_in_process(o, 3), ExitCode::ok);
+  ASSERT_EQ(row_ids(*results), ids(11));
+  for (const auto& row : results->rows) {
+    EXPECT_EQ(row.rank, std::stoi(row.id.substr(1)) % 3) << row.id;
+  }
+}
+
+TEST(InProcessJob, FailuresAreIsolatedAndTransientOnesRetried) {
+  TempDir dir("failures");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(
+      write_manifest(dir.path(), 8,
+                     {R"({"id": "img", "prompt": "p", "image": "missing.png", "num_frames": 5, "height": 32, "width": 32, "num_inference_steps": 1})"}),
+      dir.path() / "out", results);
+  o.config.faults.fail_ids = {"r003"};
+  o.config.faults.transient_fail_ids = {"r005"};
+  refresh_pipeline(o);
+  expect_all(run_job_in_process(o, 2), ExitCode::some_failed);
+  auto expected = ids(8);
+  expected.push_back("img");
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(row_ids(*results), expected);
+  for (const auto& row : results->rows) {
+    if (row.id == "r003") {
+      EXPECT_EQ(row.status, RequestStatus::failed);
+      EXPECT_EQ(row.error, "request r003: synthetic failure injected (faults.fail_ids)");
+      EXPECT_TRUE(row.video_sha256.empty());
+    } else if (row.id == "img") {
+      EXPECT_EQ(row.status, RequestStatus::failed);
+      EXPECT_TRUE(row.error.starts_with("input error: ")) << row.error;
+      EXPECT_NE(row.error.find("missing.png"), std::string::npos) << row.error;
+    } else {
+      EXPECT_EQ(row.status, RequestStatus::ok) << row.id << ": " << row.error;
+      EXPECT_EQ(row.attempt, row.id == "r005" ? 2 : 1) << row.id;
+    }
+  }
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.completed, 7U);
+  EXPECT_EQ(s.failed, 2U);
+}
+
+TEST(InProcessJob, DrainAfterThenResumeCompletesTheRest) {
+  TempDir dir("drain");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 8), dir.path() / "out", results);
+  o.config.faults.drain_after = 3;
+  refresh_pipeline(o);
+  expect_all(run_job_in_process(o, 2), ExitCode::interrupted);
+  const auto first = row_ids(*results);
+  EXPECT_GE(first.size(), 3U);
+  EXPECT_LT(first.size(), 8U);  // at most 3 + the 4 outstanding when the drain came
+  EXPECT_TRUE(std::adjacent_find(first.begin(), first.end()) == first.end());
+  EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
+
+  // Resume: the done rows are skipped, the rest run, nothing twice.
+  o.config.faults.drain_after = 0;
+  refresh_pipeline(o);
+  o.scan_done = [results](const fs::path&) {
+    std::unordered_map<std::string, std::string> done;
+    for (const auto& row : results->rows) done[row.id] = row.input_key;
+    return done;
+  };
+  const std::size_t before = results->rows.size();
+  expect_all(run_job_in_process(o, 2), ExitCode::ok);
+  EXPECT_EQ(row_ids(*results), ids(8));
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.skipped_resume, before);
+  EXPECT_EQ(s.completed, 8U - before);
+}
+
+TEST(InProcessJob, ResumeWithAChangedRequestNamesBothKeys) {
+  TempDir dir("conflict");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 4), dir.path() / "out", results);
+  fs::create_directories(dir.path() / "out");
+  o.scan_done = [](const fs::path&) {
+    return std::unordered_map<std::string, std::string>{{"r002", "oldkey"}};
+  };
+  const auto outcomes = run_job_in_process(o, 2);
+  for (const auto& out : outcomes) {
+    ASSERT_TRUE(out.threw);
+    EXPECT_EQ(out.kind, ErrorKind::manifest);
+    EXPECT_NE(out.error.find(":3:id: request 'r002' is already done in " + (dir.path() / "out").string() +
+                             " with input key oldkey, but the manifest now gives input key "),
+              std::string::npos)
+        << out.error;
+  }
+  EXPECT_TRUE(results->rows.empty());
+  EXPECT_TRUE(results->opened.empty());  // nothing was created: the job never started
+}
+
+TEST(InProcessJob, AModelThatFailsToLoadStopsEveryRank) {
+  TempDir dir("load");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 4), dir.path() / "out", results);
+  o.make_pipeline = [](const DeviceBinding&) -> std::unique_ptr<Pipeline> {
+    throw WeightsError("/models/x/transformer.safetensors", "truncated header");
+  };
+  const auto outcomes = run_job_in_process(o, 3);
+  for (const auto& out : outcomes) {
+    ASSERT_TRUE(out.threw);
+    EXPECT_EQ(out.kind, ErrorKind::weights);
+    EXPECT_EQ(out.error, "/models/x/transformer.safetensors: truncated header");
+  }
+  EXPECT_TRUE(results->rows.empty());
+  EXPECT_TRUE(results->opened.empty());
+}
+
+TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {
+  {
+    TempDir dir("coord-only");
+    auto results = std::make_shared<MemoryResults>();
+    JobOptions o = synthetic_job(write_manifest(dir.path(), 7), dir.path() / "out", results);
+    o.config.parallel.coordinator_runs_work = false;
+    expect_all(run_job_in_process(o, 3), ExitCode::ok);
+    EXPECT_EQ(row_ids(*results), ids(7));
+    for (const auto& row : results->rows) {
+      EXPECT_NE(row.rank, 0);
+      EXPECT_EQ(row.replica, row.rank - 1);
+    }
+  }
+  {
+    TempDir dir("groups");
+    auto results = std::make_shared<MemoryResults>();
+    JobOptions o = synthetic_job(write_manifest(dir.path(), 9), dir.path() / "out", results);
+    o.config.parallel.tensor_parallel_size = 2;
+    o.config.scheduler.policy = SchedulerPolicy::round_robin;
+    expect_all(run_job_in_process(o, 4), ExitCode::ok);
+    EXPECT_EQ(row_ids(*results), ids(9));
+    for (const auto& row : results->rows) {
+      const int i = std::stoi(row.id.substr(1));
+      EXPECT_EQ(row.replica, i % 2) << row.id;
+      EXPECT_EQ(row.rank, 2 * (i % 2)) << row.id;  // the group leaders run the requests
+    }
+    const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+    EXPECT_EQ(s.replicas, 2);
+    EXPECT_EQ(s.tensor_parallel_size, 2);
+    ASSERT_EQ(s.busy_s_per_rank.size(), 4U);
+    EXPECT_EQ(s.busy_s_per_rank[1], s.busy_s_per_rank[0]);  // a member is busy with its leader
+    EXPECT_EQ(s.busy_s_per_rank[3], s.busy_s_per_rank[2]);
+  }
+}
+
+// Wraps the synthetic model and reports when a given request starts.
+class WatchedPipeline final : public Pipeline {
+ public:
+  WatchedPipeline(std::unique_ptr<Pipeline> inner, std::string id, std::shared_ptr<std::promise<void>> started)
+      : inner_(std::move(inner)), id_(std::move(id)), started_(std::move(started)) {}
+  Video generate(const Request& r, const GenerateContext& ctx) override {
+    if (r.id == id_) started_->set_value();
+    return inner_->generate(r, ctx);
+  }
+  std::string model_name() const override { return inner_->model_name(); }
+  std::string device_name() const override { return inner_->device_name(); }
+
+ private:
+  std::unique_ptr<Pipeline> inner_;
+  std::string id_;
+  std::shared_ptr<std::promise<void>> started_;
+};
+
+TEST(InProcessJob, SignalOnAnyRankDrainsAndASecondAbandons) {
+  TempDir dir("signal");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 6), dir.path() / "out", results);
+  o.config.faults.hang_ids = {"r003"};  // never finishes unless abandoned
+  o.config.scheduler.order = WorkOrder::manifest;
+  auto started = std::make_shared<std::promise<void>>();
+  std::future<void> running = started->get_future();
+  o.make_pipeline = [cfg = o.config, started](const DeviceBinding& d) -> std::unique_ptr<Pipeline> {
+    return std::make_unique<WatchedPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d), "r003", started);
+  };
+  std::atomic<int> level0{0};
+  std::atomic<int> level1{0};
+  std::vector<RankOutcome> outcomes;
+  std::thread job([&] { outcomes = run_job_in_process(o, 2, {&level0, &level1}); });
+  running.wait();       // r003 hangs now
+  level1.store(1);      // SIGUSR1 on rank 1: drain
+  level1.store(2);      // and again: abandon the hung request
+  job.join();
+  expect_all(outcomes, ExitCode::interrupted);
+  const auto done = row_ids(*results);
+  EXPECT_EQ(std::count(done.begin(), done.end(), "r003"), 0);
+  EXPECT_TRUE(std::adjacent_find(done.begin(), done.end()) == done.end());
+  EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
+}
+
+TEST(InProcessJob, AHungRequestPastTheTimeoutAbortsTheJob) {
+  TempDir dir("timeout");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 3), dir.path() / "out", results);
+  o.config.faults.hang_ids = {"r001"};
+  o.config.scheduler.request_timeout_s = 0.2;
+  refresh_pipeline(o);
+  const auto outcomes = run_job_in_process(o, 2);
+  for (const auto& out : outcomes) {
+    ASSERT_TRUE(out.threw);
+    EXPECT_NE(out.error.find("job aborted with exit code 75: request 'r001' on rank "), std::string::npos)
+        << out.error;
+    EXPECT_NE(out.error.find("longer than scheduler.request_timeout_s = 0.2"), std::string::npos)
+        << out.error;
+  }
+}
+
+}  // namespace
+}  // namespace omnidp::runtime

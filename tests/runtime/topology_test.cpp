@@ -1,0 +1,98 @@
+#include "omnidp/runtime/topology.hpp"
+
+#include <gtest/gtest.h>
+
+namespace omnidp::runtime {
+namespace {
+
+ParallelConfig parallel(int tp, int cfg, bool coordinator_works = true, int dp = 0) {
+  ParallelConfig p;
+  p.tensor_parallel_size = tp;
+  p.cfg_parallel_size = cfg;
+  p.coordinator_runs_work = coordinator_works;
+  p.data_parallel_size = dp;
+  return p;
+}
+
+TEST(Topology, OneRankPerReplica) {
+  const Topology t = make_topology(parallel(1, 1), 4);
+  EXPECT_EQ(t.replicas, 4);
+  EXPECT_EQ(t.group_size, 1);
+  EXPECT_EQ(t.replica_of_rank, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(t.leader_of_replica, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(t.is_leader(3));
+}
+
+TEST(Topology, GroupsOfTensorTimesCfgRanks) {
+  const Topology t = make_topology(parallel(2, 2), 8);
+  EXPECT_EQ(t.replicas, 2);
+  EXPECT_EQ(t.group_size, 4);
+  EXPECT_EQ(t.replica_of_rank, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(t.leader_of_replica, (std::vector<int>{0, 4}));
+  EXPECT_EQ(t.group_ranks(1), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_TRUE(t.is_leader(4));
+  EXPECT_FALSE(t.is_leader(5));
+}
+
+TEST(Topology, CoordinatorThatDoesNotWork) {
+  const Topology t = make_topology(parallel(2, 1, false), 5);
+  EXPECT_EQ(t.replicas, 2);
+  EXPECT_EQ(t.replica_of_rank, (std::vector<int>{-1, 0, 0, 1, 1}));
+  EXPECT_EQ(t.leader_of_replica, (std::vector<int>{1, 3}));
+  EXPECT_FALSE(t.works(0));
+  EXPECT_FALSE(t.is_leader(0));
+}
+
+TEST(Topology, ErrorsAreConfigErrors) {
+  try {
+    (void)make_topology(parallel(2, 2), 6);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "parallel: 6 working rank(s) (world size 6) cannot be split into replica groups "
+                 "of tensor_parallel_size x cfg_parallel_size = 2 x 2 = 4 ranks");
+  }
+  try {
+    (void)make_topology(parallel(1, 1, false), 1);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "parallel.coordinator_runs_work: false needs at least 2 ranks (the "
+                           "world has 1): rank 0 only coordinates");
+  }
+  try {
+    (void)make_topology(parallel(2, 1, true, 3), 4);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "parallel.data_parallel_size: 3 replicas requested, but 4 ranks in "
+                           "groups of 2 give 2 (use auto, or launch 6 ranks)");
+  }
+  EXPECT_EQ(make_topology(parallel(2, 1, true, 2), 4).replicas, 2);
+}
+
+TEST(DeviceBinding, CpuAutoAndList) {
+  ModelConfig model;
+  ParallelConfig p;
+  model.device = DeviceKind::cpu;
+  EXPECT_EQ(bind_device(model, p, 3).name, "cpu");
+  model.device = DeviceKind::cuda;
+  const DeviceBinding d = bind_device(model, p, 3);
+  EXPECT_EQ(d.kind, DeviceKind::cuda);
+  EXPECT_EQ(d.index, 3);
+  EXPECT_EQ(d.name, "cuda:3");
+  p.devices = {"cuda:4", "7", "cpu"};
+  EXPECT_EQ(bind_device(model, p, 0).index, 4);
+  EXPECT_EQ(bind_device(model, p, 1).index, 7);
+  EXPECT_EQ(bind_device(model, p, 2).kind, DeviceKind::cpu);
+  try {
+    (void)bind_device(model, p, 3);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "parallel.devices: no entry for local rank 3 (3 listed; list one "
+                           "device per rank of a node)");
+  }
+  p.devices = {"gpu0"};
+  EXPECT_THROW((void)bind_device(model, p, 0), ConfigError);
+}
+
+}  // namespace
+}  // namespace omnidp::runtime
