@@ -221,7 +221,7 @@ class LineSax {
     const auto& names = field_names();
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) {
-      return fail(name, "unknown field" + suggestion_suffix(name, names));
+      return fail(printable(name), "unknown field" + suggestion_suffix(name, names));
     }
     current_ = static_cast<std::size_t>(it - names.begin());
     if (fields[current_]) return fail(name, "given twice");

@@ -72,7 +72,7 @@ const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
       {"hv15_transformer", &run_hv15_transformer}, {"hv15_vae", &run_hv15_vae},
 #endif
 #ifdef OMNIDP_REFCHECK_TEXT
-  // text_cases.cpp: {"umt5_encoder", ...}, {"byt5_encoder", ...}, {"qwen25vl_text", ...},
+      {"umt5_encoder", &run_umt5_encoder}, {"byt5_encoder", &run_byt5_encoder}, {"qwen25vl_text", &run_qwen25vl_text},
 #endif
   };
   return table;

@@ -479,8 +479,7 @@ void RankRuntime::worker_main() {
                          " video for a " + std::to_string(req.num_frames) + "x" +
                          std::to_string(req.height) + "x" + std::to_string(req.width) + " request");
       }
-      rec.video_sha256 = video_sha256(video);
-      ok = true;
+      ok = true;  // the writer hashes it, off the model's critical path
     } catch (const TransientModelError& e) {
       error = e.what();
       transient = true;
@@ -538,12 +537,13 @@ void RankRuntime::writer_main() {
   while (auto item = writes_.pop()) {
     auto* job = std::get_if<WriteJob>(&*item);
     if (job == nullptr) continue;
-    const ResultRecord& rec = job->record;
+    ResultRecord& rec = job->record;
     if (broken) {
       post(0, ReturnedMsg{replica_, {rec.id}});
       continue;
     }
     try {
+      if (rec.status == RequestStatus::ok) rec.video_sha256 = video_sha256(job->video);
       sink->write(rec, rec.status == RequestStatus::ok ? &job->video : nullptr);
     } catch (...) {
       broken = true;

@@ -450,6 +450,10 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
   const std::string message = line_error(R"({"id":"a","prompt":"p","zzzzzzzz":1})");
   EXPECT_EQ(message.rfind(file_ + ":1:zzzzzzzz: unknown field (valid: id, prompt, ", 0), 0U)
       << message;
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","x\ty":1})"),
+            file_ + ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
+                    "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
+                    "guidance_scale, flow_shift, fps)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }

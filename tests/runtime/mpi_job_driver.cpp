@@ -1,11 +1,12 @@
 // A minimal batch front end for the MPI tests of the runtime: every rank runs
 //   mpi_job_driver <config.yaml> [section.key=value ...]
-// with the real pieces (registry models, HDF5 results) and exits with run_job's code.
+// with the synthetic model (torch-free, so this test needs no model libraries) and the real
+// HDF5 results, and exits with run_job's code.
 #include <cstdio>
 #include <vector>
 
 #include "omnidp/config/config.hpp"
-#include "omnidp/models/registry/registry.hpp"
+#include "omnidp/models/synthetic.hpp"
 #include "omnidp/runtime/job.hpp"
 
 int main(int argc, char** argv) {
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
     options.config = config;
     options.progress_interval_s = 2.0;
     options.make_pipeline = [config](const omnidp::DeviceBinding& device) {
-      return omnidp::models::create_pipeline(config, device);
+      return std::make_unique<omnidp::models::SyntheticPipeline>(config, device);
     };
     return static_cast<int>(omnidp::runtime::run_job(options));
   } catch (const omnidp::Error& e) {

@@ -256,12 +256,13 @@ TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
 
 torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Tensor& timestep,
                                         const torch::Tensor& mask) {
+  // Masked mean in float32 (as the reference); without a mask every token is valid.
   torch::Tensor pooled;
   if (mask.defined()) {
     const auto m = mask.to(torch::kFloat32).unsqueeze(-1);
     pooled = ((x * m).sum(1) / m.sum(1)).to(x.scalar_type());
   } else {
-    pooled = x.mean(1);
+    pooled = (x.to(torch::kFloat32).sum(1) / static_cast<double>(x.size(1))).to(x.scalar_type());
   }
   const auto t = timestep_sinusoid(timestep, 256).to(pooled.scalar_type());
   const auto temb = time_l2_(torch::silu(time_l1_(t))) + text_l2_(torch::silu(text_l1_(pooled)));

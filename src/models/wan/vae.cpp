@@ -245,4 +245,15 @@ AutoencoderKLWan load_autoencoder_kl_wan(const std::filesystem::path& dir,
   return vae;
 }
 
+void init_random_vae_weights(AutoencoderKLWanImpl& vae, std::uint64_t seed) {
+  init_random_weights(vae, seed);
+  torch::NoGradGuard no_grad;
+  for (auto& p : vae.named_parameters()) {
+    const auto& name = p.key();
+    if (name.size() >= 6 && name.compare(name.size() - 6, 6, ".gamma") == 0) {
+      p.value().fill_(1.0);
+    }
+  }
+}
+
 }  // namespace omnidp::models::wan

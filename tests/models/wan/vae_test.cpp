@@ -221,5 +221,21 @@ TEST(WanVae, Bfloat16DecodeStaysCloseToTheReference) {
   EXPECT_LE(rel_error(decoded.to(torch::kFloat32), fixture_io().tensor("decoded")), 3e-2);
 }
 
+TEST(WanVae, RandomWeightsAreSeededWithUnitGains) {
+  const auto options = AutoencoderKLWanOptions::from_file(kCase);
+  AutoencoderKLWan a(options), b(options), c(options);
+  init_random_vae_weights(*a, 7);
+  init_random_vae_weights(*b, 7);
+  init_random_vae_weights(*c, 8);
+  const auto pa = a->named_parameters(), pb = b->named_parameters(), pc = c->named_parameters();
+  EXPECT_TRUE(torch::equal(pa["decoder.norm_out.gamma"], torch::ones({16, 1, 1, 1})));
+  EXPECT_TRUE(torch::equal(pa["decoder.mid_block.attentions.0.norm.gamma"], torch::ones({32, 1, 1})));
+  EXPECT_TRUE(torch::equal(pa["decoder.conv_in.weight"], pb["decoder.conv_in.weight"]));
+  EXPECT_FALSE(torch::equal(pa["decoder.conv_in.weight"], pc["decoder.conv_in.weight"]));
+  const auto video = a->decode(torch::randn({1, 48, 2, 2, 2}));
+  EXPECT_TRUE(torch::isfinite(video).all().item<bool>());
+  EXPECT_GT(video.abs().max().item<float>(), 0.0F);
+}
+
 }  // namespace
 }  // namespace omnidp::models::wan

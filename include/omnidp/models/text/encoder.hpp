@@ -1,7 +1,7 @@
 #pragma once
-// A prompt encoder as a pipeline sees it. Implementations: UMT5 (Wan), Qwen2.5-VL text + byT5
-// (HunyuanVideo-1.5), the tiny byte-level T5 of tiny-wan, and precomputed embeddings read from
-// a safetensors file. Not thread-safe: one per replica, called from the worker thread.
+// A prompt encoder as a pipeline sees it. Implementations (models/text/prompt_encoders.hpp):
+// UMT5 (Wan), Qwen2.5-VL text + byT5 glyph (HunyuanVideo-1.5), the tiny byte-level T5 of
+// tiny-wan. Not thread-safe: one per replica, called from the worker thread.
 
 #include <torch/torch.h>
 
@@ -12,6 +12,10 @@ namespace omnidp::models {
 struct PromptEmbedding {
   torch::Tensor embeds;  // [1, L, D] float, on the encoder's device
   torch::Tensor mask;    // [1, L] int64/bool, 1 = valid token
+  // A second encoder's output where the model has one (HunyuanVideo-1.5's byT5 glyph
+  // embeddings, [1, L2, D2] and [1, L2]); undefined otherwise.
+  torch::Tensor embeds_2;
+  torch::Tensor mask_2;
 };
 
 class TextEncoder {

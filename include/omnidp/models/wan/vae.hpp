@@ -119,4 +119,10 @@ TORCH_MODULE(AutoencoderKLWan);
                                                        torch::ScalarType dtype,
                                                        torch::Device device);
 
+// Seeded random weights for `weights: random` and tiny-wan: init_random_weights(vae, seed)
+// (weights/state_dict.hpp), then every RMS gain (`*.gamma`, shaped [C,1,1(,1)], which the
+// generic rule would draw as a matrix) set to 1. bf16-exact; call before moving to a dtype
+// or after, the values are the same.
+void init_random_vae_weights(AutoencoderKLWanImpl& vae, std::uint64_t seed);
+
 }  // namespace omnidp::models::wan

@@ -1,0 +1,209 @@
+// omni-dp-bench-hv15: times one HunyuanVideo-1.5 transformer forward, the VAE decode and one
+// full request (denoising loop with CFG + decode) for a size, depth, dtype and device, and
+// prints tokens, seconds and TFLOP/s. FLOPs per forward (joint attention over S = N video +
+// T text tokens, width D, FFN width F, L blocks): L x [2S(4D^2 + 2DF) + 4 S^2 D]; the refiner,
+// embedders and head are left out (< 1% at real sizes).
+//
+//   omni-dp-bench-hv15 --layers 2 --size 256x256x9 --steps 2              # CPU, reduced depth
+//   omni-dp-bench-hv15 --size 848x480x121 --dtype bf16 --device cuda      # the real model
+//   omni-dp-bench-hv15 --path /models/HunyuanVideo-1.5 --dtype bf16 --device cuda
+//
+// A benchmark, never a test: figures go to stdout, one `key value` block per measurement.
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/version.hpp"
+#include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/layers/rng.hpp"
+
+namespace {
+
+namespace hv = omnidp::models::hv15;
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double median = 0.0;
+  double min = 0.0;
+};
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+template <typename F>
+Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  sync(device);
+  std::vector<double> seconds;
+  for (int i = 0; i < std::max(repeat, 1); ++i) {
+    const auto start = Clock::now();
+    fn();
+    sync(device);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return {seconds[seconds.size() / 2], seconds.front()};
+}
+
+torch::ScalarType parse_dtype(const std::string& s) {
+  if (s == "fp32") return torch::kFloat32;
+  if (s == "bf16") return torch::kBFloat16;
+  if (s == "fp16") return torch::kFloat16;
+  throw omnidp::UsageError("--dtype must be fp32, bf16 or fp16");
+}
+
+double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens, std::int64_t text_tokens) {
+  const double d = static_cast<double>(o.inner_dim());
+  const double f = d * o.mlp_ratio;
+  const double s = static_cast<double>(video_tokens + text_tokens);
+  return static_cast<double>(o.num_layers) * (2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"omni-dp-bench-hv15: HunyuanVideo-1.5 forward, VAE decode and full-request timings"};
+  std::string path;
+  std::string size = "848x480x121";
+  std::string dtype_arg = "fp32";
+  std::string device_arg = "cpu";
+  std::string what = "forward,decode,request";
+  int layers = -1;
+  int refiner_layers = -1;
+  int text_valid = 256;
+  int glyph_valid = 0;
+  int steps = 50;
+  double guidance = 6.0;
+  int repeat = 3;
+  int warmup = 1;
+  int request_repeat = 1;
+  int threads = 0;
+  std::uint64_t weights_seed = 0;
+  app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: random weights");
+  app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
+  app.add_option("--layers", layers, "double-stream blocks (default: the config's; reduce for CPU)");
+  app.add_option("--refiner-layers", refiner_layers, "token refiner blocks (default: the config's)");
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES")->capture_default_str();
+  app.add_option("--dtype", dtype_arg, "fp32 | bf16 | fp16")->capture_default_str();
+  app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--what", what, "comma list of forward, decode, request")->capture_default_str();
+  app.add_option("--text-valid", text_valid, "valid Qwen tokens (of 1000)")->capture_default_str();
+  app.add_option("--glyph-valid", glyph_valid, "valid byT5 tokens (of 256)")->capture_default_str();
+  app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
+  app.add_option("--guidance", guidance, "CFG scale of the full request (1: no CFG)")->capture_default_str();
+  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")->capture_default_str();
+  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
+  app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  int width = 0, height = 0, frames = 0;
+  if (std::sscanf(size.c_str(), "%dx%dx%d", &width, &height, &frames) != 3) {
+    throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES");
+  }
+  if (threads > 0) torch::set_num_threads(threads);
+  const auto dtype = parse_dtype(dtype_arg);
+  const torch::Device device(device_arg);
+
+  const auto load_start = Clock::now();
+  std::unique_ptr<hv::HunyuanVideo15Pipeline> pipeline;
+  if (!path.empty()) {
+    hv::PipelineParts parts;
+    parts.transformer = hv::load_transformer(std::filesystem::path(path) / "transformer", dtype, device);
+    parts.vae = hv::load_vae(std::filesystem::path(path) / "vae", dtype, device);
+    pipeline = std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), device);
+  } else {
+    hv::TransformerOptions to;  // the released configuration
+    if (layers >= 0) to.num_layers = layers;
+    if (refiner_layers >= 0) to.num_refiner_layers = refiner_layers;
+    pipeline = hv::make_random_pipeline(to, hv::VaeOptions{}, weights_seed, dtype, device);
+  }
+  const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  auto transformer = pipeline->transformer();
+  const auto& to = transformer->options();
+  const auto shape = pipeline->latent_shape(frames, height, width);
+  const std::int64_t tokens = shape[2] / to.patch_size_t * (shape[3] / to.patch_size) * (shape[4] / to.patch_size);
+
+  std::cout << omnidp::version_line() << "\n"
+            << "model hunyuanvideo-1.5 " << (path.empty() ? "(random weights)" : "(" + path + ")") << ", "
+            << to.num_layers << " blocks, " << to.num_refiner_layers << " refiner blocks, hidden "
+            << to.inner_dim() << "\n"
+            << "device " << device.str() << "  dtype " << dtype_arg << "  threads " << torch::get_num_threads()
+            << "\n"
+            << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1] << ", " << shape[2]
+            << ", " << shape[3] << ", " << shape[4] << "]\n"
+            << "load_seconds " << load_s << "\n";
+
+  c10::InferenceMode inference;
+  const auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
+  hv::RandomTextShape text_shape;
+  text_shape.text_valid = text_valid;
+  text_shape.glyph_valid = glyph_valid;
+  const auto prompt = hv::random_text_conditioning("a benchmark prompt", to, text_shape);
+  const auto negative = hv::random_text_conditioning("", to, text_shape);
+  const std::int64_t text_tokens = text_valid + glyph_valid;  // padding is dropped at batch 1
+
+  if (has("forward")) {
+    hv::TransformerInputs in;
+    in.hidden_states = omnidp::models::randn_cpu({1, to.in_channels, shape[2], shape[3], shape[4]}, 1).to(device, dtype);
+    in.timestep = torch::full({1}, 500.0F).to(device, dtype);
+    in.encoder_hidden_states = prompt.embeds.to(device, dtype);
+    in.encoder_attention_mask = prompt.mask.to(device);
+    in.encoder_hidden_states_2 = prompt.embeds_2.to(device, dtype);
+    in.encoder_attention_mask_2 = prompt.mask_2.to(device);
+    const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
+    const double flops = forward_flops(to, tokens, text_tokens);
+    std::cout << "\n[forward] batch 1, padding dropped\n"
+              << "video_tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+  }
+  if (has("decode")) {
+    auto vae = pipeline->vae();
+    const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
+    const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z); });
+    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1 << " frames\n"
+              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n";
+  }
+  if (has("request")) {
+    hv::SampleInputs in;
+    in.num_frames = frames;
+    in.height = height;
+    in.width = width;
+    in.num_inference_steps = steps;
+    in.guidance_scale = guidance;
+    in.flow_shift = 5.0;
+    in.noise = omnidp::models::randn_cpu(shape, 4);
+    in.prompt = prompt;
+    in.negative = negative;
+    const auto t = time_it(device, 0, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+    const int passes = guidance != 1.0 ? 2 : 1;
+    const double flops = passes * steps * forward_flops(to, tokens, text_tokens);
+    std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (" << passes
+              << " forwards per step), VAE decode included\n"
+              << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"
+              << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const omnidp::Error& e) {
+    std::cerr << "omni-dp-bench-hv15: " << e.what() << "\n";
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << "omni-dp-bench-hv15: " << e.what() << "\n";
+    return 1;
+  }
+}
