@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "omnidp/common/error.hpp"
+
 namespace omnidp::runtime {
 namespace {
 

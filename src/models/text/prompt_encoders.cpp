@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <string_view>
+#include <tuple>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"

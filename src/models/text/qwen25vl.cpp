@@ -170,7 +170,7 @@ torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids
     mask = torch::logical_or(torch::logical_and(mask, keys), torch::eye(l, bopts).view({1, 1, l, l}));
   }
   const auto run = std::min(entry, n);
-  for (std::int64_t i = 0; i < run; ++i) h = layers[i]->as<Qwen25VLDecoderLayerImpl>()->forward(h, cos, sin, mask);
+  for (std::int64_t i = 0; i < run; ++i) h = layers->ptr<Qwen25VLDecoderLayerImpl>(i)->forward(h, cos, sin, mask);
   return entry == n ? norm->forward(h) : h;
 }
 

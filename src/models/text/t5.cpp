@@ -219,7 +219,7 @@ torch::Tensor T5EncoderModelImpl::forward(const torch::Tensor& input_ids, const 
   }
   torch::Tensor bias;
   for (std::size_t i = 0; i < encoder->block->size(); ++i) {
-    const auto& blk = encoder->block[i]->as<T5BlockImpl>();
+    const auto& blk = encoder->block->ptr<T5BlockImpl>(i);
     const auto& attention = blk->self_attention->SelfAttention;
     if (attention->has_relative_attention_bias()) {
       // T5: block 0's bias serves every block; UMT5: each block its own.

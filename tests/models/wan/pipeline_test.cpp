@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "omnidp/common/error.hpp"
