@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <exception>
 #include <filesystem>
@@ -342,7 +343,7 @@ void RankRuntime::check_running() {
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
     const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
-                            " has run for " + std::to_string(static_cast<int>(t - running_since_)) +
+                            " has run for " + shortest(std::round((t - running_since_) * 10.0) / 10.0) +
                             " s, longer than scheduler.request_timeout_s = " +
                             shortest(timeout) +
                             " s; aborting the job (rerun with --resume to finish the rest)";

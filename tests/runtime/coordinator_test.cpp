@@ -11,14 +11,16 @@ namespace {
 
 Request req(std::size_t index, int frames) {
   Request r;
-  r.id = "r" + std::to_string(index);
+  r.id = std::to_string(index);
+  r.id.insert(0, 1, 'r');
   r.index = index;
   r.num_frames = frames;
   r.height = 16;
   r.width = 16;
   r.num_inference_steps = 1;
   r.guidance_scale = 1.0;
-  r.input_key = "key" + std::to_string(index);
+  r.input_key = std::to_string(index);
+  r.input_key.insert(0, "key");
   return r;
 }
 

@@ -16,7 +16,8 @@ ModelInfo synthetic_info() {
 // Request `index` with `frames` frames at 16x16, 1 step, no CFG: tokens = latent frames.
 Request req(std::size_t index, int frames) {
   Request r;
-  r.id = "r" + std::to_string(index);
+  r.id = std::to_string(index);
+  r.id.insert(0, 1, 'r');
   r.index = index;
   r.num_frames = frames;
   r.height = 16;

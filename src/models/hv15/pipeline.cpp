@@ -266,19 +266,18 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   return out;
 }
 
-TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& request, bool negative) const {
+TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& request, bool negative) {
   const auto& to = parts_.transformer->options();
   const std::string prefix = negative ? "negative_" : "";
+  const auto key = prefix + "prompt_embeds";
   if (!request.prompt_embeds.empty()) {
     const auto& path = request.prompt_embeds;
-    TextConditioning c;
     std::unique_ptr<SafetensorsFile> file;
     try {
       file = std::make_unique<SafetensorsFile>(path);
     } catch (const Error& e) {
       throw InputError(path, e.message());
     }
-    const auto key = prefix + "prompt_embeds";
     if (file->contains(key)) {
       auto read = [&](const std::string& name, std::int64_t rank) {
         if (!file->contains(name)) throw InputError(path, "'" + key + "' is present but '" + name + "' is missing");
@@ -289,6 +288,7 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
         }
         return t;
       };
+      TextConditioning c;
       c.embeds = read(key, 3);
       c.mask = read(key + "_mask", 2);
       if (c.embeds.size(2) != to.text_embed_dim || c.mask.size(1) != c.embeds.size(1)) {
@@ -307,13 +307,23 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
       }
       return c;
     }
-    if (!parts_.random_conditioning) throw InputError(path, "has no '" + key + "'");
-  } else if (!parts_.random_conditioning) {
-    throw InputError("<prompt_embeds>", "model '" + parts_.model_name +
-                                            "' has no prompt encoder in this build: give the request a "
-                                            "prompt_embeds file (docs/models.md)");
   }
-  return random_text_conditioning(negative ? request.negative_prompt : request.prompt, to, parts_.random_shape);
+  const auto& text = negative ? request.negative_prompt : request.prompt;
+  if (parts_.text_encoder) {
+    if (negative && cached_negative_.embeds.defined() && cached_negative_text_ == text) return cached_negative_;
+    const auto e = parts_.text_encoder->encode(text);
+    TextConditioning c{e.embeds, e.mask, e.embeds_2, e.mask_2};
+    if (negative) {
+      cached_negative_ = c;
+      cached_negative_text_ = text;
+    }
+    return c;
+  }
+  if (parts_.random_conditioning) return random_text_conditioning(text, to, parts_.random_shape);
+  if (!request.prompt_embeds.empty()) throw InputError(request.prompt_embeds, "has no '" + key + "'");
+  throw InputError("<prompt_embeds>", "model '" + parts_.model_name +
+                                          "' has no prompt encoder in this build: give the request a "
+                                          "prompt_embeds file (docs/models.md)");
 }
 
 torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request) const {

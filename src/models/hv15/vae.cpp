@@ -13,10 +13,6 @@ namespace {
 
 namespace nn = torch::nn;
 
-std::shared_ptr<nn::Module> container(nn::Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<nn::Module>(name));
-}
-
 nn::Conv3d pointwise(nn::Module& parent, const std::string& name, std::int64_t in, std::int64_t out) {
   return nn::Conv3d(parent.register_module(name, nn::Conv3d(nn::Conv3dOptions(in, out, 1))));
 }
@@ -295,16 +291,18 @@ torch::Tensor VaeEncoderImpl::forward(const torch::Tensor& x) {
 
 VaeDecoderImpl::VaeDecoderImpl(const VaeOptions& o) {
   const std::vector<std::int64_t> boc(o.block_out_channels.rbegin(), o.block_out_channels.rend());
-  repeat_ = boc[0] / o.latent_channels;
-  if (repeat_ < 1 || boc[0] % o.latent_channels != 0) {
+  if (boc.empty() || o.latent_channels <= 0) throw WeightsError("vae config", "block_out_channels is empty");
+  const auto top = boc.at(0);
+  repeat_ = top / o.latent_channels;
+  if (repeat_ < 1 || top % o.latent_channels != 0) {
     throw WeightsError("vae config", "block_out_channels[-1] must be a multiple of latent_channels");
   }
   const auto log_s = exact_log2(o.spatial_compression_ratio, "spatial_compression_ratio");
   const auto log_t = exact_log2(o.temporal_compression_ratio, "temporal_compression_ratio");
-  conv_in_ = register_module("conv_in", CausalConv3d(o.latent_channels, boc[0]));
-  mid_block_ = register_module("mid_block", VaeMidBlock(boc[0]));
+  conv_in_ = register_module("conv_in", CausalConv3d(o.latent_channels, top));
+  mid_block_ = register_module("mid_block", VaeMidBlock(top));
   up_blocks_ = register_module("up_blocks", nn::ModuleList());
-  auto input = boc[0];
+  auto input = top;
   for (std::size_t i = 0; i < boc.size(); ++i) {
     const auto idx = static_cast<std::int64_t>(i);
     auto stage = VaeStage(input, boc[i], o.layers_per_block + 1);

@@ -13,6 +13,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
 namespace fs = std::filesystem;
@@ -274,6 +275,49 @@ TEST_F(Hv15Pipeline, ImageToVideoFromAPngAndRandomImageTokens) {
   EXPECT_NE(a.data, p->generate(t2v, {}).data);
   r.image = (dir_ / "missing.png").string();
   EXPECT_THROW((void)p->generate(r, {}), omnidp::InputError);
+}
+
+// A prompt encoder that counts its calls and returns seeded embeddings of the fixture's sizes.
+class CountingEncoder final : public omnidp::models::TextEncoder {
+ public:
+  explicit CountingEncoder(int* calls) : calls_(calls) {}
+  omnidp::models::PromptEmbedding encode(const std::string& prompt) override {
+    ++*calls_;
+    omnidp::models::PromptEmbedding e;
+    const auto seed = static_cast<std::uint64_t>(prompt.size());
+    e.embeds = omnidp::models::randn_cpu({1, 6, 48}, seed);
+    e.mask = torch::tensor({{1, 1, 1, 1, 0, 0}});
+    e.embeds_2 = torch::zeros({1, 4, 40});
+    e.mask_2 = torch::zeros({1, 4}, torch::kLong);
+    return e;
+  }
+
+ private:
+  int* calls_;
+};
+
+TEST_F(Hv15Pipeline, TextEncoderIsUsedAndTheNegativeIsCached) {
+  int calls = 0;
+  hv::PipelineParts parts;
+  parts.transformer = hv::load_transformer(kRef / "hv15_transformer", torch::kFloat32, torch::kCPU);
+  parts.vae = hv::load_vae(kRef / "hv15_vae", torch::kFloat32, torch::kCPU);
+  parts.text_encoder = std::make_unique<CountingEncoder>(&calls);
+  hv::HunyuanVideo15Pipeline pipe(std::move(parts), torch::kCPU);
+  auto r = request("e", 2);
+  r.num_inference_steps = 1;
+  const auto a = pipe.generate(r, {});
+  EXPECT_EQ(calls, 2);  // prompt + negative prompt
+  r.prompt = "a different prompt";
+  const auto b = pipe.generate(r, {});
+  EXPECT_EQ(calls, 3);  // the negative prompt's encoding is reused
+  EXPECT_NE(a.data, b.data);
+  r.negative_prompt = "other";
+  (void)pipe.generate(r, {});
+  EXPECT_EQ(calls, 5);
+  // A prompt_embeds file wins over the encoder.
+  r.prompt_embeds = write_embeds(true).string();
+  (void)pipe.generate(r, {});
+  EXPECT_EQ(calls, 5);
 }
 
 TEST(Hv15PipelineConfig, GuiderConfig) {

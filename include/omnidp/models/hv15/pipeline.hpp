@@ -32,6 +32,7 @@
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/text/encoder.hpp"
 
 namespace omnidp::models::hv15 {
 
@@ -65,6 +66,9 @@ struct PipelineParts {
   HunyuanVideo15Transformer3DModel transformer{nullptr};
   AutoencoderKLHunyuanVideo15 vae{nullptr};
   GuidanceOptions guidance;
+  // Qwen2.5-VL + byT5 prompt encoder (PromptEmbedding with embeds_2/mask_2); may be null: then
+  // requests need a prompt_embeds file (or weights: random for seeded embeddings).
+  std::unique_ptr<TextEncoder> text_encoder;
   std::string model_name = "hunyuanvideo-1.5";
   std::string device_name;
   bool random_conditioning = false;  // weights: random -> seeded embeddings when missing
@@ -109,9 +113,10 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   // [1, latent, (F-1)/4+1, H/16, W/16] as the reference's prepare_latents.
   [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;
 
-  // The conditioning of a request: its prompt_embeds file, else (weights: random) seeded
-  // random embeddings. Throws InputError naming the file and the missing/bad key.
-  [[nodiscard]] TextConditioning prompt_conditioning(const Request& request, bool negative) const;
+  // The conditioning of a request, from the first source that has it: its prompt_embeds file,
+  // the text encoder (the negative prompt's encoding is cached per replica), seeded random
+  // embeddings (weights: random). Throws InputError naming the file and the missing/bad key.
+  [[nodiscard]] TextConditioning prompt_conditioning(const Request& request, bool negative);
 
   [[nodiscard]] HunyuanVideo15Transformer3DModel& transformer() noexcept { return parts_.transformer; }
   [[nodiscard]] AutoencoderKLHunyuanVideo15& vae() noexcept { return parts_.vae; }
@@ -122,6 +127,8 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 
   PipelineParts parts_;
   torch::Device device_;
+  std::string cached_negative_text_;
+  TextConditioning cached_negative_;
 };
 
 // Seeded random conditioning of the real shapes (also used by benchmarks): Qwen and byT5
