@@ -86,6 +86,8 @@ int run(int argc, char** argv) {
   int request_repeat = 1;
   int threads = 0;
   std::uint64_t weights_seed = 0;
+  bool vae_tiling = false;
+  app.add_flag("--vae-tiling", vae_tiling, "decode in 256x256 tiles (Diffusers enable_tiling)");
   app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: random weights");
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
   app.add_option("--layers", layers, "double-stream blocks (default: the config's; reduce for CPU)");
@@ -126,6 +128,11 @@ int run(int argc, char** argv) {
     pipeline = hv::make_random_pipeline(to, hv::VaeOptions{}, weights_seed, dtype, device);
   }
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  if (vae_tiling) {
+    omnidp::models::hv15::VaeTiling tiling;
+    tiling.enabled = true;
+    pipeline->vae()->set_tiling(tiling);
+  }
   auto transformer = pipeline->transformer();
   const auto& to = transformer->options();
   const auto shape = pipeline->latent_shape(frames, height, width);
@@ -169,7 +176,8 @@ int run(int argc, char** argv) {
     auto vae = pipeline->vae();
     const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
     const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z); });
-    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1 << " frames\n"
+    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1 << " frames"
+              << (vae_tiling ? ", 256x256 tiles" : ", untiled") << "\n"
               << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n";
   }
   if (has("request")) {

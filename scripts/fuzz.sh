@@ -30,14 +30,23 @@ mkdir -p "$out"
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
        -Iinclude)
 
-build_target() {
-  local t="$1"
-  case "$t" in
+sources_of() {
+  case "$1" in
     safetensors_header)
-      "$cxx" "${flags[@]}" tests/fuzz/safetensors_header_fuzz.cpp \
-        src/models/weights/safetensors_header.cpp src/common/error.cpp -o "$out/$t/fuzz" ;;
-    *) echo "fuzz: unknown target $t" >&2; return 2 ;;
+      echo tests/fuzz/safetensors_header_fuzz.cpp src/models/weights/safetensors_header.cpp \
+        src/common/error.cpp ;;
+    *) echo "fuzz: unknown target $1" >&2; return 2 ;;
   esac
+}
+
+build_target() {  # rebuilt only when a source or header is newer than the binary
+  local t="$1" bin="$out/$1/fuzz" srcs
+  srcs="$(sources_of "$t")"
+  if [[ -x "$bin" ]] && [[ -z "$(find $srcs include/omnidp/common include/omnidp/models/weights -newer "$bin" -print -quit)" ]]; then
+    return 0
+  fi
+  # shellcheck disable=SC2086
+  "$cxx" "${flags[@]}" $srcs -o "$bin"
 }
 
 seed_target() {

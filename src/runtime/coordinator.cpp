@@ -110,10 +110,28 @@ std::optional<Coordinator::Assigned> Coordinator::release(const std::string& id,
   }
   Assigned a = std::move(it->second);
   outstanding_.erase(it);
-  auto& r = replicas_[static_cast<std::size_t>(a.replica)];
-  r.outstanding -= 1;
-  r.outstanding_cost -= a.item.key;
+  free_slot(a);
+  replicas_[static_cast<std::size_t>(a.replica)].outstanding -= 1;
   return a;
+}
+
+void Coordinator::free_slot(Assigned& a) {
+  if (a.generated) return;
+  a.generated = true;
+  auto& r = replicas_[static_cast<std::size_t>(a.replica)];
+  r.in_model -= 1;
+  r.outstanding_cost -= a.item.key;
+}
+
+void Coordinator::on(int from, const GeneratedMsg& m) {
+  const auto it = outstanding_.find(m.id);
+  if (it == outstanding_.end()) {
+    log_error("coordinator: Generated for request '" + m.id +
+              "' that is not outstanding (from rank " + std::to_string(from) + "); ignored");
+    return;
+  }
+  free_slot(it->second);
+  dispatch();
 }
 
 void Coordinator::on(int from, const DoneMsg& m) {
@@ -216,26 +234,37 @@ void Coordinator::dispatch() {
   if (phase_ != Phase::running) return;
   try {
     while (true) {
+      // Requests not handed out yet (plan.to_run comes from the pre-start pass).
+      const std::size_t left = (options_.plan.to_run > handed_out_ ? options_.plan.to_run - handed_out_ : 0) +
+                               work_.retries();
+      const bool tail = options_.config.scheduler.policy == SchedulerPolicy::dynamic &&
+                        left <= static_cast<std::size_t>(options_.topology.replicas);
       std::vector<int> order;
       for (int k = 0; k < options_.topology.replicas; ++k) {
         const auto& r = replicas_[static_cast<std::size_t>(k)];
-        if (r.ready && r.outstanding < r.slots) order.push_back(k);
+        if (r.ready && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog &&
+            !(tail && r.in_model > 0)) {
+          order.push_back(k);
+        }
       }
       // Emptiest replica first: an idle one before a free prefetch slot, then the one with the
       // least estimated work outstanding.
       std::sort(order.begin(), order.end(), [&](int a, int b) {
         const auto& ra = replicas_[static_cast<std::size_t>(a)];
         const auto& rb = replicas_[static_cast<std::size_t>(b)];
-        return std::tie(ra.outstanding, ra.outstanding_cost, a) <
-               std::tie(rb.outstanding, rb.outstanding_cost, b);
+        return std::tie(ra.in_model, ra.outstanding_cost, a) <
+               std::tie(rb.in_model, rb.outstanding_cost, b);
       });
       bool assigned = false;
       for (int k : order) {
         auto item = work_.next_for(k);
         if (!item) continue;
         auto& r = replicas_[static_cast<std::size_t>(k)];
+        r.in_model += 1;
         r.outstanding += 1;
         r.outstanding_cost += item->key;
+        if (!item->handed_out) ++handed_out_;
+        item->handed_out = true;
         AssignMsg msg{item->request, item->attempt};
         const std::string id = item->request.id;
         outstanding_.emplace(id, Assigned{std::move(*item), k});

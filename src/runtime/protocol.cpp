@@ -283,6 +283,9 @@ FinishMsg FinishMsg::decode(Decoder& in) {
   return m;
 }
 
+void GeneratedMsg::encode(Encoder& out) const { out.str(id); }
+GeneratedMsg GeneratedMsg::decode(Decoder& in) { return GeneratedMsg{in.str()}; }
+
 void GroupRunMsg::encode(Encoder& out) const { out.str(id); }
 GroupRunMsg GroupRunMsg::decode(Decoder& in) { return GroupRunMsg{in.str()}; }
 void GroupIdleMsg::encode(Encoder& out) const { out.str(id); }
@@ -323,9 +326,18 @@ Message decode(std::span<const std::uint8_t> bytes) {
 const char* message_name(const Message& message) noexcept {
   constexpr const char* kNames[] = {"Start", "Ready", "Assign", "Done", "Retry",
                                     "Returned", "Drain", "Signal", "Heartbeat", "Fatal",
-                                    "Shutdown", "Closed", "Finish", "GroupRun", "GroupIdle"};
+                                    "Shutdown", "Closed", "Finish", "GroupRun", "GroupIdle",
+                                    "Generated"};
   static_assert(std::size(kNames) == std::variant_size_v<Message>);
   return kNames[message.index()];
+}
+
+bool for_coordinator(const Message& m) noexcept {
+  return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<GeneratedMsg>(m) ||
+         std::holds_alternative<DoneMsg>(m) || std::holds_alternative<RetryMsg>(m) ||
+         std::holds_alternative<ReturnedMsg>(m) || std::holds_alternative<SignalMsg>(m) ||
+         std::holds_alternative<HeartbeatMsg>(m) || std::holds_alternative<FatalMsg>(m) ||
+         std::holds_alternative<ClosedMsg>(m);
 }
 
 }  // namespace omnidp::runtime

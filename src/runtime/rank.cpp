@@ -92,12 +92,6 @@ std::string shortest(double v) {
   return o.str();
 }
 
-bool for_coordinator(const Message& m) {
-  return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
-         std::holds_alternative<RetryMsg>(m) || std::holds_alternative<ReturnedMsg>(m) ||
-         std::holds_alternative<SignalMsg>(m) || std::holds_alternative<HeartbeatMsg>(m) ||
-         std::holds_alternative<FatalMsg>(m) || std::holds_alternative<ClosedMsg>(m);
-}
 
 class RankRuntime {
  public:
@@ -270,6 +264,8 @@ void RankRuntime::on_agent(const Message& m) {
     if (leader_) {
       ReturnedMsg back{replica_, {}};
       for (auto& a : work_.take_all()) back.ids.push_back(a.request.id);
+      log_info("drain: " + std::to_string(back.ids.size()) + " queued request(s) given back" +
+               (running_id_.empty() ? std::string() : ", '" + running_id_ + "' running"));
       if (!back.ids.empty()) send(0, back);
     }
   } else if (std::holds_alternative<ShutdownMsg>(m)) {
@@ -458,6 +454,7 @@ void RankRuntime::worker_main() {
       rec.status = RequestStatus::failed;
       rec.error = "input error: " + req.input_error;
       rec.start_time = rec.end_time = unix_s();
+      post(0, GeneratedMsg{req.id});
       writes_.push(WriteJob{std::move(rec), Video{}});
       continue;
     }
@@ -498,6 +495,7 @@ void RankRuntime::worker_main() {
     local_.push(WorkerIdle{req.id, busy});
     if (ok) {
       rec.status = RequestStatus::ok;
+      post(0, GeneratedMsg{req.id});
       writes_.push(WriteJob{std::move(rec), std::move(video)});
     } else if (abandon_.load()) {
       log_warn("request '" + req.id + "' abandoned: " + error);
@@ -507,6 +505,7 @@ void RankRuntime::worker_main() {
     } else {
       rec.status = RequestStatus::failed;
       rec.error = error;
+      post(0, GeneratedMsg{req.id});
       writes_.push(WriteJob{std::move(rec), Video{}});
     }
   }
@@ -544,8 +543,12 @@ void RankRuntime::writer_main() {
       continue;
     }
     try {
+      const double t0 = steady_s();
       if (rec.status == RequestStatus::ok) rec.video_sha256 = video_sha256(job->video);
+      const double t1 = steady_s();
       sink->write(rec, rec.status == RequestStatus::ok ? &job->video : nullptr);
+      log_debug("writer: '" + rec.id + "' hashed in " + shortest(t1 - t0) + " s, written in " +
+                shortest(steady_s() - t1) + " s");
     } catch (...) {
       broken = true;
       local_.push(WriterFailed{error_info(std::current_exception())});

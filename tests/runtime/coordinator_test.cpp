@@ -24,12 +24,6 @@ Request req(std::size_t index, int frames) {
   return r;
 }
 
-bool for_coordinator(const Message& m) {
-  return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
-         std::holds_alternative<RetryMsg>(m) || std::holds_alternative<ReturnedMsg>(m) ||
-         std::holds_alternative<SignalMsg>(m) || std::holds_alternative<HeartbeatMsg>(m) ||
-         std::holds_alternative<FatalMsg>(m) || std::holds_alternative<ClosedMsg>(m);
-}
 
 class Harness {
  public:
@@ -171,16 +165,44 @@ TEST(Coordinator, DynamicCostDescWithPrefetch) {
   // Nothing more until a slot frees: prefetch is honoured.
   h.reply(1, HeartbeatMsg{1, "r5", 1.0, 0.0});
   EXPECT_TRUE(h.assigned(1).empty());
+  // Tail: with no more requests left than replicas, nothing is queued behind a running one
+  // (it would wait there while another replica may go idle); only an idle replica gets work.
   h.done(1, "r5", 2.0);
-  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r0#1"}));
+  EXPECT_TRUE(h.assigned(1).empty());
   h.done(1, "r3", 1.0);
-  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r4#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r0#1"}));
   h.done(0, "r1", 4.0);
   EXPECT_TRUE(h.assigned(0).empty());
-  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{{0, "r2"}, {1, "r0"}, {1, "r4"}}) {
-    h.done(rank, id, 0.5);
-  }
+  h.done(0, "r2", 1.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r4#1"}));
+  h.done(1, "r0", 0.5);
+  h.done(0, "r4", 0.5);
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+}
+
+TEST(Coordinator, GeneratedFreesTheSlotAndTheWriteBacklogIsBounded) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 0;
+  Harness h(1, {5, 5, 5, 5, 5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(1);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  // The model is done with r0 while its write is pending: the next one comes at once.
+  h.reply(0, GeneratedMsg{"r0"});
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r1#1"}));
+  h.reply(0, GeneratedMsg{"r1"});
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  // Three requests not yet durable = 1 slot + a write backlog of 2: no more until a Done.
+  h.reply(0, GeneratedMsg{"r2"});
+  EXPECT_TRUE(h.assigned(0).empty());
+  EXPECT_EQ(h.coordinator().outstanding(0), 3U);
+  h.done(0, "r0", 1.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r3#1"}));
+  for (const char* id : {"r1", "r2", "r3"}) h.done(0, id, 1.0);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r4#1"}));
+  h.done(0, "r4", 1.0);  // Done without Generated (e.g. an older leader) frees the slot too
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r5#1"}));
 }
 
 TEST(Coordinator, TransientFailureRetriedOnAnotherReplicaAndFailuresIsolated) {

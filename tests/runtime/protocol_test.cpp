@@ -63,6 +63,9 @@ TEST(Protocol, EveryMessageRoundTrips) {
   EXPECT_EQ(round_trip(finish), finish);
   EXPECT_EQ(round_trip(GroupRunMsg{"x"}), GroupRunMsg{"x"});
   EXPECT_EQ(round_trip(GroupIdleMsg{"x"}), GroupIdleMsg{"x"});
+  EXPECT_EQ(round_trip(GeneratedMsg{"y"}), GeneratedMsg{"y"});
+  EXPECT_TRUE(for_coordinator(Message{GeneratedMsg{}}));
+  EXPECT_FALSE(for_coordinator(Message{AssignMsg{}}));
 }
 
 TEST(Protocol, AssignCarriesEveryRequestField) {

@@ -5,6 +5,13 @@
 // (handle) and time (tick), and it answers through `send`. In a job it runs on its own thread
 // on rank 0; tests drive it step by step over an InProcessNetwork. Not thread-safe.
 //
+// Flow control: a replica holds at most `slots` (1 + prefetch) requests not yet generated, and
+// at most kWriteBacklog more that are generated but not yet durable (bounded memory when the
+// writer is slower than the model). Dynamic policy, at the tail (no more requests left than
+// replicas): a
+// request is only handed to a replica with nothing in its model: queued behind a running
+// request it could wait while another replica sits idle.
+//
 // Phases: setup (Start sent, waiting for every replica's Ready) -> running -> draining (a
 // signal, faults.drain_after or a Fatal: no new work, running requests finish) -> closing
 // (Shutdown sent, waiting for every rank's Closed) -> finished (Finish sent).
@@ -42,6 +49,7 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
+  static constexpr int kWriteBacklog = 2;
   enum class Phase { setup, running, draining, closing, finished };
   using Send = std::function<void(int dest, const Message& message)>;
 
@@ -67,8 +75,9 @@ class Coordinator {
   struct ReplicaState {
     bool ready = false;
     int slots = 0;
-    int outstanding = 0;
-    double outstanding_cost = 0.0;
+    int in_model = 0;            // assigned, not yet generated (bounded by slots)
+    int outstanding = 0;         // assigned, not yet durable (bounded by slots + write backlog)
+    double outstanding_cost = 0.0;  // estimated cost of the in_model ones
     double busy_s = 0.0;
     double last_heartbeat = 0.0;
     bool warned_silent = false;
@@ -77,9 +86,11 @@ class Coordinator {
   struct Assigned {
     WorkItem item;
     int replica = 0;
+    bool generated = false;  // Generated received: the slot is free, the write is pending
   };
 
   void on(int from, const ReadyMsg& m);
+  void on(int from, const GeneratedMsg& m);
   void on(int from, const DoneMsg& m);
   void on(int from, const RetryMsg& m);
   void on(int from, const ReturnedMsg& m);
@@ -93,6 +104,7 @@ class Coordinator {
   [[nodiscard]] double now() const;
   void broadcast(const Message& m);  // every other rank first, rank 0 last
   std::optional<Assigned> release(const std::string& id, int from, const char* what);
+  void free_slot(Assigned& a);
   void dispatch();
   void begin_drain(bool abandon);
   void check_done();
@@ -106,6 +118,7 @@ class Coordinator {
   Phase phase_ = Phase::setup;
   std::vector<ReplicaState> replicas_;
   std::unordered_map<std::string, Assigned> outstanding_;
+  std::size_t handed_out_ = 0;  // distinct requests assigned
   std::size_t completed_ = 0;
   std::size_t failed_ = 0;
   std::vector<double> latencies_;

@@ -6,7 +6,8 @@
 // (RuntimeError "protocol: ..."). Pure value types; thread-safe.
 //
 // Flow (C = coordinator on rank 0, L = a replica's leader rank, M = a group member):
-//   C->all Start; L->C Ready{slots}; C->L Assign; L->C Done | Retry | Returned; any->C Signal,
+//   C->all Start; L->C Ready{slots}; C->L Assign; L->C Generated then Done, or Retry, or
+//   Returned; any->C Signal,
 //   Heartbeat, Fatal; C->all Drain{abandon}; C->all Shutdown; all->C Closed; C->all Finish.
 //   L->M GroupRun / GroupIdle on the replica's group communicator.
 
@@ -74,7 +75,7 @@ struct ErrorInfo {
 
 enum class MessageType : std::uint8_t {
   start = 1, ready, assign, done, retry, returned, drain, signal, heartbeat, fatal, shutdown,
-  closed, finish, group_run, group_idle
+  closed, finish, group_run, group_idle, generated
 };
 
 // C -> every rank: the manifest passed the pre-start checks; load the model, open the rank
@@ -107,6 +108,16 @@ struct AssignMsg {
   std::int32_t attempt = 1;
   void encode(Encoder& out) const;
   static AssignMsg decode(Decoder& in);
+};
+
+// L -> C: the model is done with a request (ok or failed for good); its row is being written.
+// Frees the replica's slot at once, so the model never waits for the writer.
+struct GeneratedMsg {
+  static constexpr MessageType type = MessageType::generated;
+  std::string id;
+  void encode(Encoder& out) const;
+  static GeneratedMsg decode(Decoder& in);
+  bool operator==(const GeneratedMsg&) const = default;
 };
 
 // L -> C: a request finished, ok or failed for good, and its row is durable in the rank file.
@@ -238,12 +249,14 @@ struct GroupIdleMsg {
 using Message =
     std::variant<StartMsg, ReadyMsg, AssignMsg, DoneMsg, RetryMsg, ReturnedMsg, DrainMsg,
                  SignalMsg, HeartbeatMsg, FatalMsg, ShutdownMsg, ClosedMsg, FinishMsg,
-                 GroupRunMsg, GroupIdleMsg>;
+                 GroupRunMsg, GroupIdleMsg, GeneratedMsg>;
 
 [[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
 // Throws RuntimeError on an unknown type, a truncated body or trailing bytes.
 [[nodiscard]] Message decode(std::span<const std::uint8_t> bytes);
 [[nodiscard]] const char* message_name(const Message& message) noexcept;
+// True for the messages the coordinator handles (the rest go to a rank's agent).
+[[nodiscard]] bool for_coordinator(const Message& message) noexcept;
 
 // A message with the rank it came from.
 struct Envelope {

@@ -53,6 +53,7 @@ struct WorkItem {
   int avoid_replica = -1;  // the replica whose transient failure caused this retry
   CostFeatures features;
   double key = 0.0;        // cost_desc ordering key (estimated cost)
+  bool handed_out = false; // assigned once already (a retry or a returned request)
 };
 
 class WorkQueue {
@@ -72,6 +73,7 @@ class WorkQueue {
   [[nodiscard]] bool exhausted() const;
   [[nodiscard]] std::size_t buffered() const;      // requests read but not handed out
   [[nodiscard]] std::size_t peak_buffered() const noexcept { return peak_; }
+  [[nodiscard]] std::size_t retries() const noexcept { return retries_.size(); }
 
  private:
   bool read_one();  // appends one request from the source to the right buffer

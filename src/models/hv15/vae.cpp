@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -337,7 +338,60 @@ torch::Tensor AutoencoderKLHunyuanVideo15Impl::decode(const torch::Tensor& z) {
     throw ModelError("VAE decode expects [B, " + std::to_string(options_.latent_channels) + ", F, H, W] latents");
   }
   const auto& w = decoder_->parameters().front();
-  return decoder_(z.to(w.device(), w.scalar_type()));
+  const auto zz = z.to(w.device(), w.scalar_type());
+  const auto s = options_.spatial_compression_ratio;
+  if (tiling_.enabled && (zz.size(4) > tiling_.tile_sample_min_width / s ||
+                          zz.size(3) > tiling_.tile_sample_min_height / s)) {
+    return tiled_decode(zz);
+  }
+  return decoder_(zz);
+}
+
+namespace {
+
+// blend_v / blend_h of Diffusers (in place on b, row by row with Python-float weights).
+void blend(const torch::Tensor& a, torch::Tensor& b, std::int64_t extent, std::int64_t dim) {
+  extent = std::min({a.size(dim), b.size(dim), extent});
+  for (std::int64_t y = 0; y < extent; ++y) {
+    const double wb = static_cast<double>(y) / static_cast<double>(extent);
+    auto dst = b.select(dim, y);
+    dst.copy_(a.select(dim, a.size(dim) - extent + y) * (1 - wb) + dst * wb);
+  }
+}
+
+}  // namespace
+
+torch::Tensor AutoencoderKLHunyuanVideo15Impl::tiled_decode(const torch::Tensor& z) {
+  const auto s = options_.spatial_compression_ratio;
+  const auto latent_h = tiling_.tile_sample_min_height / s;
+  const auto latent_w = tiling_.tile_sample_min_width / s;
+  const auto overlap_h = static_cast<std::int64_t>(static_cast<double>(latent_h) * (1 - tiling_.overlap_factor));
+  const auto overlap_w = static_cast<std::int64_t>(static_cast<double>(latent_w) * (1 - tiling_.overlap_factor));
+  const auto blend_h = static_cast<std::int64_t>(static_cast<double>(tiling_.tile_sample_min_height) * tiling_.overlap_factor);
+  const auto blend_w = static_cast<std::int64_t>(static_cast<double>(tiling_.tile_sample_min_width) * tiling_.overlap_factor);
+  const auto limit_h = tiling_.tile_sample_min_height - blend_h;
+  const auto limit_w = tiling_.tile_sample_min_width - blend_w;
+  if (overlap_h < 1 || overlap_w < 1) throw ModelError("VAE tiling: tiles smaller than one latent");
+  std::vector<std::vector<torch::Tensor>> rows;
+  for (std::int64_t i = 0; i < z.size(3); i += overlap_h) {
+    std::vector<torch::Tensor> row;
+    for (std::int64_t j = 0; j < z.size(4); j += overlap_w) {
+      row.push_back(decoder_(z.slice(3, i, i + latent_h).slice(4, j, j + latent_w)));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<torch::Tensor> result_rows;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::vector<torch::Tensor> result_row;
+    for (std::size_t j = 0; j < rows[i].size(); ++j) {
+      auto& tile = rows[i][j];
+      if (i > 0) blend(rows[i - 1][j], tile, blend_h, 3);
+      if (j > 0) blend(rows[i][j - 1], tile, blend_w, 4);
+      result_row.push_back(tile.slice(3, 0, limit_h).slice(4, 0, limit_w));
+    }
+    result_rows.push_back(torch::cat(result_row, 4));
+  }
+  return torch::cat(result_rows, 3);
 }
 
 torch::Tensor AutoencoderKLHunyuanVideo15Impl::encode_moments(const torch::Tensor& x) {

@@ -6,6 +6,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/synthetic.hpp"
+#include "omnidp/models/wan/factory.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -26,6 +27,8 @@ std::unique_ptr<Pipeline> make_synthetic(const Config& config, const DeviceBindi
 constexpr std::array kEntries{
     Entry{"synthetic", &make_synthetic},
     Entry{"hunyuanvideo-1.5", &hv15::create_hunyuanvideo15_pipeline},
+    Entry{"tiny-wan", &wan::create_wan_pipeline},
+    Entry{"wan2.2-ti2v-5b", &wan::create_wan_pipeline},
 };
 
 }  // namespace

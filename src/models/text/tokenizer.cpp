@@ -96,7 +96,8 @@ AddedTokens AddedTokens::from_folder(const fs::path& dir) {
       }
     }
     if (fs::is_regular_file(added_json)) {
-      for (const auto& [content, id] : read_json_file(added_json).items()) {
+      const auto j = read_json_file(added_json);
+      for (const auto& [content, id] : j.items()) {
         added.add(content, id.get<std::int64_t>());
       }
     }

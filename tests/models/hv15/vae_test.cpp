@@ -136,6 +136,28 @@ TEST(Hv15Vae, FrameByFrameAttentionEqualsTheMaskedAttention) {
   EXPECT_LT((ours - expected).abs().max().item<double>(), 1e-5);
 }
 
+TEST(Hv15Vae, TiledDecodeShapesAndTheSingleTileCase) {
+  torch::NoGradGuard no_grad;
+  auto vae = random_vae(small_options());
+  const auto z = torch::randn({1, 8, 2, 5, 7});
+  const auto plain = vae->decode(z);
+  hv::VaeTiling tiling;
+  tiling.enabled = true;  // 256-pixel tiles: the latent (5 x 7) fits in one, so no tiling
+  vae->set_tiling(tiling);
+  EXPECT_TRUE(torch::equal(vae->decode(z), plain));
+  tiling.tile_sample_min_height = 64;  // 4-latent tiles with a stride of 3, 16-pixel blends
+  tiling.tile_sample_min_width = 64;
+  vae->set_tiling(tiling);
+  const auto tiled = vae->decode(z);
+  EXPECT_EQ(tiled.sizes(), plain.sizes());
+  EXPECT_TRUE(torch::isfinite(tiled).all().item<bool>());
+  // The top-left corner (48 x 48 pixels) is the first tile's, untouched by any blend.
+  vae->set_tiling({});
+  const auto first_tile = vae->decode(z.slice(3, 0, 4).slice(4, 0, 4));
+  EXPECT_TRUE(torch::equal(tiled.slice(3, 0, 48).slice(4, 0, 48), first_tile.slice(3, 0, 48).slice(4, 0, 48)));
+  EXPECT_FALSE(torch::equal(tiled, plain));
+}
+
 TEST(Hv15Vae, OptionsFromJsonValidate) {
   auto cfg = omnidp::models::read_json(kCase / "config.json");
   const auto o = hv::VaeOptions::from_json(cfg, "x");

@@ -19,8 +19,8 @@ using Ids = std::vector<std::int64_t>;
 
 #ifdef OMNIDP_HAVE_SENTENCEPIECE
 
-// A small T5-style model trained here: pad 0, </s> 1, <unk> 2, no <s>; the corpus repeats a
-// few words so that each becomes a whole piece.
+// A small T5-style model trained here: pad 0, </s> 1, <unk> 2, no <s>; a word model, so that
+// every corpus word is one piece "▁word" and the expected ids follow by hand.
 class SentencePieceTokenizerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -36,7 +36,7 @@ class SentencePieceTokenizerTest : public ::testing::Test {
     const auto prefix = (dir_->path / "spiece").string();
     const auto status = sentencepiece::SentencePieceTrainer::Train(
         "--input=" + (dir_->path / "corpus.txt").string() + " --model_prefix=" + prefix +
-        " --vocab_size=40 --model_type=unigram --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
+        " --vocab_size=20 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
         " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
     ASSERT_TRUE(status.ok()) << status.ToString();
   }

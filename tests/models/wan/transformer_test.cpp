@@ -8,6 +8,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 
 namespace omnidp::models::wan {
@@ -137,6 +138,22 @@ TEST(WanTransformer, LoadsTheFixtureStrictly) {
                                ->as<torch::nn::Linear>()->weight,
                            ckpt.tensor("blocks.1.ffn.net.2.weight")));
   EXPECT_TRUE(torch::equal(model->scale_shift_table, ckpt.tensor("scale_shift_table")));
+}
+
+TEST(WanTransformer, MatchesTheReferenceOutputsInBothTimestepModes) {
+  auto model = load_wan_transformer(kFixture, torch::kFloat32, torch::kCPU);
+  const SafetensorsFile io(kFixture / "io.safetensors");
+  const auto hidden = io.tensor("hidden_states");
+  const auto context = io.tensor("encoder_hidden_states");
+  const auto rel = [](const torch::Tensor& ours, const torch::Tensor& ref) {
+    return (ours - ref).abs().max().item<double>() / std::max(1.0, ref.abs().max().item<double>());
+  };
+  const auto scalar_ref = io.tensor("out_scalar_t");
+  const auto per_token_ref = io.tensor("out_per_token_t");
+  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep"), context), scalar_ref), 1e-4);
+  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref), 1e-4);
+  model->fuse_projections();
+  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref), 1e-4);
 }
 
 TEST(WanTransformer, AWrongConfigFailsToLoadWithTheNames) {

@@ -97,7 +97,8 @@ TEST(WanVaeRmsNorm, NormalizesOverChannelsTimesSqrtDimAndGamma) {
 
 TEST(WanVaeCausalConv, EqualsFrontZeroPaddedConvWhateverTheChunking) {
   torch::manual_seed(6);
-  WanCausalConv3d conv(3, 5, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  const std::array<std::int64_t, 3> k3{3, 3, 3}, one{1, 1, 1};
+  WanCausalConv3d conv(3, 5, k3, one, one);
   const auto x = torch::randn({2, 3, 7, 5, 4});
   torch::NoGradGuard no_grad;
   const auto expected = torch::conv3d(torch::constant_pad_nd(x, {1, 1, 1, 1, 2, 0}),

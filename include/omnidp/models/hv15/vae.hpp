@@ -148,14 +148,27 @@ class VaeDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(VaeDecoder);
 
+// Diffusers' enable_tiling(): decode in spatial tiles of tile_sample_min / spatial_ratio latents
+// with a stride of (1 - overlap) of that, blending neighbours linearly over overlap x
+// tile_sample_min pixels (the same arithmetic as tiled_decode). Off by default, as there.
+struct VaeTiling {
+  bool enabled = false;
+  std::int64_t tile_sample_min_height = 256;
+  std::int64_t tile_sample_min_width = 256;
+  double overlap_factor = 0.25;
+};
+
 class AutoencoderKLHunyuanVideo15Impl : public torch::nn::Module {
  public:
   // with_encoder = false leaves the encoder out (T2V replicas save its memory); such a model
   // must be loaded non-strictly for the `encoder.*` names (see load_vae in pipeline.cpp).
   explicit AutoencoderKLHunyuanVideo15Impl(VaeOptions options, bool with_encoder = true);
 
-  // Raw latents (already divided by scaling_factor) -> video in about [-1, 1].
+  // Raw latents (already divided by scaling_factor) -> video in about [-1, 1]. Tiled when
+  // tiling is enabled and the latent is larger than one tile (as Diffusers' _decode).
   [[nodiscard]] torch::Tensor decode(const torch::Tensor& z);
+  void set_tiling(const VaeTiling& tiling) noexcept { tiling_ = tiling; }
+  [[nodiscard]] const VaeTiling& tiling() const noexcept { return tiling_; }
   // Video [B, 3, F, H, W] in [-1, 1] -> the posterior mean (`latent_dist.mode()`), unscaled.
   // Throws ModelError when the model was built without its encoder.
   [[nodiscard]] torch::Tensor encode_mean(const torch::Tensor& x);
@@ -166,7 +179,10 @@ class AutoencoderKLHunyuanVideo15Impl : public torch::nn::Module {
   [[nodiscard]] bool has_encoder() const noexcept { return !encoder_.is_empty(); }
 
  private:
+  [[nodiscard]] torch::Tensor tiled_decode(const torch::Tensor& z);
+
   VaeOptions options_;
+  VaeTiling tiling_;
   VaeEncoder encoder_{nullptr};
   VaeDecoder decoder_{nullptr};
 };
