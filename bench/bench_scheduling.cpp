@@ -1,6 +1,6 @@
 // The scheduling benchmark (docs/scheduling.md; driven by scripts/bench_scheduling.sh). Not a
 // test: it prints figures.
-//   omni-dp-bench-scheduling manifest OUT.jsonl COUNT SEED   the heterogeneous mix
+//   omni-dp-bench-scheduling manifest OUT.jsonl COUNT SEED [SCALE]   the heterogeneous mix
 //   omni-dp-bench-scheduling run CONFIG.yaml [a.b=c ...]     one job (every rank, under mpirun;
 //                                                           results go to summary.json only)
 //   omni-dp-bench-scheduling table ROOT MIX.jsonl SPG        the table of ROOT/<policy>-n<N>/
@@ -27,13 +27,16 @@ using namespace omnidp;
 namespace {
 
 // 33, 65 and 121 frames at 480p (480x848) and 720p (720x1280), 50 steps, CFG 6: the costs
-// span a factor of 61.
-int write_mix(const fs::path& out, int count, unsigned seed) {
+// span a factor of 61. `scale` > 1 divides height and width (rounded to a multiple of 16):
+// the frame mix and nearly the same cost ratios with 1/scale^2 of the video bytes, for
+// machines without the memory for full-size synthetic videos on every rank.
+int write_mix(const fs::path& out, int count, unsigned seed, int scale) {
   struct Shape {
     int frames, height, width;
   };
-  const Shape shapes[] = {{33, 480, 848}, {65, 480, 848}, {121, 480, 848},
-                          {33, 720, 1280}, {65, 720, 1280}, {121, 720, 1280}};
+  auto px = [scale](int v) { return std::max(16, (v / scale + 8) / 16 * 16); };
+  const Shape shapes[] = {{33, px(480), px(848)},  {65, px(480), px(848)},  {121, px(480), px(848)},
+                          {33, px(720), px(1280)}, {65, px(720), px(1280)}, {121, px(720), px(1280)}};
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> pick(0, 5);
   std::ofstream file(out);
@@ -122,12 +125,13 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
 
 int main(int argc, char** argv) {
   const std::string usage =
-      "usage: omni-dp-bench-scheduling manifest OUT COUNT SEED | run CONFIG [a.b=c ...] | "
+      "usage: omni-dp-bench-scheduling manifest OUT COUNT SEED [SCALE] | run CONFIG [a.b=c ...] | "
       "table ROOT MIX SECONDS_PER_GCOST\n";
   try {
     const std::string mode = argc > 1 ? argv[1] : "";
-    if (mode == "manifest" && argc == 5) {
-      return write_mix(argv[2], std::stoi(argv[3]), static_cast<unsigned>(std::stoul(argv[4])));
+    if (mode == "manifest" && (argc == 5 || argc == 6)) {
+      return write_mix(argv[2], std::stoi(argv[3]), static_cast<unsigned>(std::stoul(argv[4])),
+                       argc == 6 ? std::stoi(argv[5]) : 1);
     }
     if (mode == "run" && argc >= 3) return run(argc - 2, argv + 2);
     if (mode == "table" && argc == 5) return table(argv[2], argv[3], std::stod(argv[4]));

@@ -6,7 +6,9 @@
 #   scripts/bench_scheduling.sh [BUILD_DIR]        (default build/release)
 # Environment: COUNT (requests, 48), SEED (mix, 7), SPG (synthetic.seconds_per_gcost, 0.002),
 #   RANKS ("1 2 4 8"), POLICIES ("dynamic round_robin"), WAIT (sleep|busy, sleep),
-#   PREFETCH (1), WORK (a folder to keep the runs in; default a temporary one).
+#   PREFETCH (1), SCALE (1: full 480p/720p videos; S > 1 divides height and width by S, for
+#   machines without ~5 GB free for 8 ranks of full-size synthetic videos), WORK (a folder to
+#   keep the runs in; default a temporary one).
 # Oversubscribed sleep mode works on any machine (8 ranks on 2 cores is fine).
 set -euo pipefail
 
@@ -22,6 +24,7 @@ RANKS=${RANKS:-"1 2 4 8"}
 POLICIES=${POLICIES:-"dynamic round_robin"}
 WAIT=${WAIT:-sleep}
 PREFETCH=${PREFETCH:-1}
+SCALE=${SCALE:-1}
 work=${WORK:-$(mktemp -d /tmp/omnidp-bench-XXXXXX)}
 mkdir -p "$work"
 
@@ -30,7 +33,8 @@ if [[ $(id -u) == 0 ]]; then
 fi
 export OMP_NUM_THREADS=1
 
-"$bench" manifest "$work/mix.jsonl" "$COUNT" "$SEED"
+cores=$(grep -c ^processor /proc/cpuinfo)
+"$bench" manifest "$work/mix.jsonl" "$COUNT" "$SEED" "$SCALE"
 cat > "$work/bench.yaml" <<YAML
 model:
   name: synthetic
@@ -46,8 +50,10 @@ output:
   store_video: false
 YAML
 
-echo "omni-dp scheduling benchmark: $COUNT requests, seconds_per_gcost $SPG ($WAIT), prefetch $PREFETCH"
-echo "host: $(hostname), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "omni-dp scheduling benchmark: $COUNT requests (seed $SEED, spatial scale 1/$SCALE)," \
+  "seconds_per_gcost $SPG ($WAIT), prefetch $PREFETCH"
+echo "host: $(hostname), $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "runs in $work"
 for policy in $POLICIES; do
   for n in $RANKS; do

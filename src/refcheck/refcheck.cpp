@@ -85,6 +85,15 @@ bool word_prefix(const std::string& value, std::string_view prefix) {
   return std::isalnum(next) == 0 && next != '_';
 }
 
+std::string shape_text(at::IntArrayRef sizes) {
+  std::string out;
+  for (const auto d : sizes) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(d);
+  }
+  return out;
+}
+
 std::string fmt_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3e", v);
@@ -135,11 +144,8 @@ CaseResult compare(const std::string& check, const torch::Tensor& ours, const to
   if (ours.sizes() != ref.sizes()) {
     r.status = CaseResult::Status::fail;
     r.max_rel_error = std::numeric_limits<double>::infinity();
-    std::string a;
-    std::string b;
-    for (auto d : ours.sizes()) a += (a.empty() ? "" : ",") + std::to_string(d);
-    for (auto d : ref.sizes()) b += (b.empty() ? "" : ",") + std::to_string(d);
-    r.note = "shape mismatch: ours [" + a + "] vs reference [" + b + "]";
+    r.note = "shape mismatch: ours [" + shape_text(ours.sizes()) + "] vs reference [" +
+             shape_text(ref.sizes()) + "]";
     return r;
   }
   r.max_rel_error = max_rel_error(ours, ref);
@@ -231,7 +237,10 @@ std::vector<CaseResult> run_case(const fs::path& case_dir, const std::string& ca
 
 std::string format_result(const CaseResult& r) {
   std::string name = r.case_name;
-  if (!r.check.empty()) name += (name.empty() ? "" : "/") + r.check;
+  if (!r.check.empty()) {
+    if (!name.empty()) name += '/';
+    name += r.check;
+  }
   const bool skipped = r.status == CaseResult::Status::skip;
   std::string line = name;
   line.append(name.size() < 56 ? 56 - name.size() : 1, ' ');

@@ -67,7 +67,7 @@ JobOptions with_default_hooks(const JobOptions& in) {
 
 std::string gcost(double cost) {
   std::ostringstream o;
-  o << std::fixed << std::setprecision(cost / 1e9 < 10 ? 3 : 1) << cost / 1e9;
+  o << std::setprecision(4) << cost / 1e9;
   return o.str();
 }
 

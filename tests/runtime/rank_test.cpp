@@ -130,13 +130,14 @@ TEST(InProcessJob, FailuresAreIsolatedAndTransientOnesRetried) {
 TEST(InProcessJob, DrainAfterThenResumeCompletesTheRest) {
   TempDir dir("drain");
   auto results = std::make_shared<MemoryResults>();
-  JobOptions o = synthetic_job(write_manifest(dir.path(), 8), dir.path() / "out", results);
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 20), dir.path() / "out", results);
   o.config.faults.drain_after = 3;
   refresh_pipeline(o);
   expect_all(run_job_in_process(o, 2), ExitCode::interrupted);
   const auto first = row_ids(*results);
   EXPECT_GE(first.size(), 3U);
-  EXPECT_LT(first.size(), 8U);  // at most 3 + the 4 outstanding when the drain came
+  // At most 3 + what was outstanding at the drain: 2 replicas x (2 slots + a write backlog of 2).
+  EXPECT_LE(first.size(), 11U);
   EXPECT_TRUE(std::adjacent_find(first.begin(), first.end()) == first.end());
   EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
 
@@ -150,10 +151,10 @@ TEST(InProcessJob, DrainAfterThenResumeCompletesTheRest) {
   };
   const std::size_t before = results->rows.size();
   expect_all(run_job_in_process(o, 2), ExitCode::ok);
-  EXPECT_EQ(row_ids(*results), ids(8));
+  EXPECT_EQ(row_ids(*results), ids(20));
   const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
   EXPECT_EQ(s.skipped_resume, before);
-  EXPECT_EQ(s.completed, 8U - before);
+  EXPECT_EQ(s.completed, 20U - before);
 }
 
 TEST(InProcessJob, ResumeWithAChangedRequestNamesBothKeys) {

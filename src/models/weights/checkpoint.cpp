@@ -16,7 +16,10 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 std::string join_names(const std::vector<fs::path>& paths) {
   std::string out;
-  for (const auto& p : paths) out += (out.empty() ? "" : ", ") + p.filename().string();
+  for (const auto& p : paths) {
+    if (!out.empty()) out += ", ";
+    out += p.filename().string();
+  }
   return out;
 }
 

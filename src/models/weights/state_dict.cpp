@@ -16,7 +16,10 @@ constexpr std::size_t kListed = 20;
 
 std::string shape_string(at::IntArrayRef shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 

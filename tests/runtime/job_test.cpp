@@ -1,0 +1,78 @@
+// print_plan (omni-dp-batch --dry-run); run_job itself is exercised under mpirun
+// (mpi_job_test.cpp).
+#include "omnidp/runtime/job.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "job_test_support.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+using namespace omnidp::runtime::testing;
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
+  TempDir dir("plan");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 6), dir.path() / "out", results);
+  o.config.parallel.tensor_parallel_size = 2;
+  o.config.scheduler.policy = SchedulerPolicy::round_robin;
+  o.config.synthetic.seconds_per_gcost = 1000.0;
+  std::ostringstream out;
+  print_plan(o, 4, out);
+  const auto l = lines(out.str());
+  ASSERT_GE(l.size(), 17U) << out.str();
+  EXPECT_EQ(l[0], "omni-dp dry run: 4 rank(s), model synthetic (fp32, cpu)");
+  EXPECT_EQ(l[1], "manifest: " + (dir.path() / "manifest.jsonl").string() + ": 6 request(s), 6 to run");
+  EXPECT_EQ(l[2], "output: " + (dir.path() / "out").string());
+  EXPECT_EQ(l[3], "replicas: 2 of 2 rank(s) (tensor_parallel 2 x cfg_parallel 1); coordinator on rank 0 also works");
+  EXPECT_EQ(l[4], "  replica 0: ranks 0,1 (leader 0)");
+  EXPECT_EQ(l[5], "  replica 1: ranks 2,3 (leader 2)");
+  EXPECT_EQ(l[6], "devices by local rank: 0=cpu 1=cpu 2=cpu 3=cpu");
+  EXPECT_EQ(l[7], "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, request_timeout_s 0");
+  // Frames 5, 9, 17, 33 at 32x48, 2 steps, CFG: 2, 3, 5, 9 latent frames x 6 tokens.
+  EXPECT_EQ(l[10], "  #    id                        frames  height x width  steps  cfg  Gcost    replica");
+  EXPECT_EQ(l[11].substr(0, 39), "  0    r000                           5");
+  EXPECT_EQ(l[11].substr(l[11].size() - 1), "0");
+  EXPECT_EQ(l[12].substr(0, 39), "  1    r001                           9");
+  EXPECT_EQ(l[12].substr(l[12].size() - 1), "1");
+  EXPECT_EQ(l[16].substr(0, 12), "  5    r005 ");
+}
+
+TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
+  TempDir dir("plan-dyn");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 5), dir.path() / "out", results);
+  std::ostringstream out;
+  print_plan(o, 2, out);
+  const auto l = lines(out.str());
+  ASSERT_EQ(l.size(), 16U) << out.str();
+  EXPECT_EQ(l[9], "first requests in service order (replica chosen at run time):");
+  // r003 (33 frames) first, then r002 (17), r001 (9), then r000 and r004 (5 frames, ties in order).
+  EXPECT_EQ(l[11].substr(0, 12), "  0    r003 ");
+  EXPECT_EQ(l[12].substr(0, 12), "  1    r002 ");
+  EXPECT_EQ(l[13].substr(0, 12), "  2    r001 ");
+  EXPECT_EQ(l[14].substr(0, 12), "  3    r000 ");
+  EXPECT_EQ(l[15].substr(0, 12), "  4    r004 ");
+}
+
+TEST(PrintPlan, BadWorldSizeIsAConfigError) {
+  TempDir dir("plan-bad");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 2), dir.path() / "out", results);
+  o.config.parallel.tensor_parallel_size = 2;
+  std::ostringstream out;
+  EXPECT_THROW(print_plan(o, 3, out), ConfigError);
+}
+
+}  // namespace
+}  // namespace omnidp::runtime
