@@ -118,6 +118,7 @@ int run(int argc, char** argv) {
   const auto load_start = Clock::now();
   auto owned = omnidp::models::wan::create_wan_pipeline(config, binding);
   auto* pipeline = dynamic_cast<WanPipeline*>(owned.get());
+  if (pipeline == nullptr) throw omnidp::UsageError("--model " + model + " is not a Wan pipeline");
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   auto transformer = pipeline->transformer();
   if (no_fuse) transformer->unfuse_projections();

@@ -150,7 +150,10 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   }
   if (t.replicas > kMaxListed) out << "  ... " << t.replicas - kMaxListed << " more\n";
   out << "devices by local rank:";
-  for (int l = 0; l < std::min(world_size, kMaxListed); ++l) {
+  const int local_ranks = c.parallel.devices.empty()
+                              ? world_size
+                              : std::min(world_size, static_cast<int>(c.parallel.devices.size()));
+  for (int l = 0; l < std::min(local_ranks, kMaxListed); ++l) {
     out << " " << l << "=" << bind_device(c.model, c.parallel, l).name;
   }
   out << "\n";

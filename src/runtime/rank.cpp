@@ -167,6 +167,7 @@ ExitCode RankRuntime::run() {
   }
   stop_threads();
   s_.world->flush();
+  if (s_.group != nullptr) s_.group->flush();
   if (finish_.has_error) {
     if (coordinator_error_) std::rethrow_exception(coordinator_error_);
     throw Error(finish_.error.kind, finish_.error.message);

@@ -6,13 +6,16 @@ fail() {
   exit 1
 }
 
-# batch N OUTPUT [--set ...]: runs omni-dp-batch on N ranks (synthetic model), prints its exit code.
+# batch N OUTPUT [--set ...]: runs omni-dp-batch on N ranks (synthetic model), appends its
+# output to OUTPUT.log and prints its exit code.
 batch() {
   local n=$1 out=$2
   shift 2
   local rc=0
+  echo "=== mpirun -np $n omni-dp-batch --output $out $*" >>"$out.log"
   "$MPIEXEC" -np "$n" --oversubscribe "$BATCH" --config "$CONFIG" --output "$out" \
-    --set synthetic.seconds_per_gcost=0.02 "$@" >"$out.log" 2>&1 || rc=$?
+    --set synthetic.seconds_per_gcost=0.02 "$@" >>"$out.log" 2>&1 || rc=$?
+  echo "=== exit $rc" >>"$out.log"
   echo "$rc"
 }
 

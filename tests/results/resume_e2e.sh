@@ -18,6 +18,7 @@ expect_rc "drained run" 75 "$(batch 2 "$WORK/drain" --set faults.drain_after=5)"
   "$WORK/drain.log"
 partial=$(rows "$WORK/drain/results.h5")
 [[ "$partial" -ge 5 && "$partial" -lt "$requests" ]] || fail "drained run holds $partial rows"
+echo "drained run: $partial of $requests requests in its results.h5"
 expect_rc "resumed run" 0 "$(batch 2 "$WORK/drain")" "$WORK/drain.log"
 [[ "$(rows "$WORK/drain/results.h5")" == "$requests" ]] || fail "drain: merged row count"
 [[ "$(rank_rows "$WORK/drain")" == "$requests" ]] || fail "drain: a request was generated twice"
@@ -29,6 +30,8 @@ echo "drain at 5 of $requests, resume: equal to the uninterrupted run"
 rc=$(batch 2 "$WORK/kill" --set faults.kill_rank=1 --set faults.kill_after=3 \
   --set faults.kill_in_write=true)
 [[ "$rc" != 0 && "$rc" != 75 ]] || fail "killed run: exit $rc"
+grep -q "kills itself inside write 3" "$WORK/kill.log" || fail "the kill did not happen in a write"
+echo "killed run: exit $rc, $(rank_rows "$WORK/kill") rows flushed before the kill"
 expect_rc "resumed N=4 after the kill" 0 "$(batch 4 "$WORK/kill")" "$WORK/kill.log"
 [[ "$(rows "$WORK/kill/results.h5")" == "$requests" ]] || fail "kill: merged row count"
 [[ "$(rank_rows "$WORK/kill")" == "$requests" ]] || fail "kill: a request was generated twice"

@@ -4,8 +4,9 @@
 //  - the coordinator thread (rank 0): pre-start pass over the manifest, then the Coordinator;
 //  - the worker thread (replica leaders): loads the Pipeline after Start, runs one request at
 //    a time from its mailbox (the running one plus `prefetch` queued);
-//  - the writer thread (replica leaders): opens the ResultSink after the model loaded, writes
-//    each finished request, and only then has Done sent to the coordinator.
+//  - the writer thread (replica leaders): opens the ResultSink after the model loaded, hashes
+//    each finished video (video_sha256, off the model's critical path), writes the request,
+//    and only then has Done sent to the coordinator.
 // Group members (tensor/cfg parallel > 1) follow their leader's GroupRun/GroupIdle messages.
 // run_job (job.hpp) wires this to MPI; run_job_in_process runs N simulated ranks as threads.
 
