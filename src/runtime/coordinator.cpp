@@ -121,6 +121,17 @@ void Coordinator::free_slot(Assigned& a) {
   auto& r = replicas_[static_cast<std::size_t>(a.replica)];
   r.in_model -= 1;
   r.outstanding_cost -= a.item.key;
+  r.pull = false;  // the running request changed; its successor will pull in turn
+}
+
+void Coordinator::on(int from, const PullMsg& m) {
+  const auto it = outstanding_.find(m.id);
+  if (it == outstanding_.end() || it->second.generated || it->second.replica != m.replica) {
+    log_debug("coordinator: stale Pull for '" + m.id + "' from rank " + std::to_string(from));
+    return;
+  }
+  replicas_[static_cast<std::size_t>(m.replica)].pull = true;
+  dispatch();
 }
 
 void Coordinator::on(int from, const GeneratedMsg& m) {
@@ -242,8 +253,8 @@ void Coordinator::dispatch() {
       std::vector<int> order;
       for (int k = 0; k < options_.topology.replicas; ++k) {
         const auto& r = replicas_[static_cast<std::size_t>(k)];
-        if (r.ready && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog &&
-            !(tail && r.in_model > 0)) {
+        const bool wants = r.in_model == 0 || (r.pull && !tail);
+        if (r.ready && wants && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog) {
           order.push_back(k);
         }
       }

@@ -286,6 +286,17 @@ FinishMsg FinishMsg::decode(Decoder& in) {
 void GeneratedMsg::encode(Encoder& out) const { out.str(id); }
 GeneratedMsg GeneratedMsg::decode(Decoder& in) { return GeneratedMsg{in.str()}; }
 
+void PullMsg::encode(Encoder& out) const {
+  out.i32(replica);
+  out.str(id);
+}
+PullMsg PullMsg::decode(Decoder& in) {
+  PullMsg m;
+  m.replica = in.i32();
+  m.id = in.str();
+  return m;
+}
+
 void GroupRunMsg::encode(Encoder& out) const { out.str(id); }
 GroupRunMsg GroupRunMsg::decode(Decoder& in) { return GroupRunMsg{in.str()}; }
 void GroupIdleMsg::encode(Encoder& out) const { out.str(id); }
@@ -327,13 +338,14 @@ const char* message_name(const Message& message) noexcept {
   constexpr const char* kNames[] = {"Start", "Ready", "Assign", "Done", "Retry",
                                     "Returned", "Drain", "Signal", "Heartbeat", "Fatal",
                                     "Shutdown", "Closed", "Finish", "GroupRun", "GroupIdle",
-                                    "Generated"};
+                                    "Generated", "Pull"};
   static_assert(std::size(kNames) == std::variant_size_v<Message>);
   return kNames[message.index()];
 }
 
 bool for_coordinator(const Message& m) noexcept {
   return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<GeneratedMsg>(m) ||
+         std::holds_alternative<PullMsg>(m) ||
          std::holds_alternative<DoneMsg>(m) || std::holds_alternative<RetryMsg>(m) ||
          std::holds_alternative<ReturnedMsg>(m) || std::holds_alternative<SignalMsg>(m) ||
          std::holds_alternative<HeartbeatMsg>(m) || std::holds_alternative<FatalMsg>(m) ||

@@ -66,6 +66,9 @@ struct Opened {
 struct WorkerStarted {
   std::string id;
 };
+struct WorkerNearlyDone {
+  std::string id;
+};
 struct WorkerIdle {
   std::string id;
   double busy_s = 0.0;
@@ -75,7 +78,8 @@ struct WriterFailed {
 };
 struct WriterClosed {};
 using LocalEvent =
-    std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerIdle, WriterFailed, WriterClosed>;
+    std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerNearlyDone, WorkerIdle, WriterFailed,
+                 WriterClosed>;
 
 struct OpenCmd {
   std::string device;
@@ -309,6 +313,8 @@ void RankRuntime::on_local(LocalEvent ev) {
     if (s_.group != nullptr) {
       for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
     }
+  } else if (auto* nearly = std::get_if<WorkerNearlyDone>(&ev)) {
+    if (!draining_) send(0, PullMsg{replica_, nearly->id});
   } else if (auto* idle = std::get_if<WorkerIdle>(&ev)) {
     running_id_.clear();
     busy_s_ = idle->busy_s;
@@ -469,6 +475,13 @@ void RankRuntime::worker_main() {
     GenerateContext ctx;
     ctx.attempt = assignment->attempt;
     ctx.abandoned = [this] { return abandon_.load(); };
+    // After the second-to-last step the request is nearly done: ask for the prefetch now.
+    ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
+      if (!pulled && step >= total - 1) {
+        pulled = true;
+        local_.push(WorkerNearlyDone{req.id});
+      }
+    };
     try {
       video = pipeline->generate(req, ctx);
       video.check();

@@ -149,34 +149,52 @@ TEST(Coordinator, RoundRobinAssignsIndexModuloReplicas) {
   EXPECT_EQ(h.finalized_[0].completed, 7U);
 }
 
-TEST(Coordinator, DynamicCostDescWithPrefetch) {
+TEST(Coordinator, DynamicCostDescWithLateBoundPrefetch) {
   SchedulerConfig s;  // dynamic, cost_desc
   s.prefetch = 1;
-  //          r0 r1  r2 r3 r4 r5
-  Harness h(2, {5, 121, 9, 33, 5, 65}, s);
+  //          r0 r1  r2 r3 r4 r5 r6 r7
+  Harness h(2, {5, 121, 9, 33, 5, 65, 17, 13}, s);
   h.coordinator().start();
   h.ready_all(2);
-  // The two biggest start at once, then each replica's prefetch slot is filled; the replica
-  // with less work queued (1, holding 65 < 121) gets the next biggest (33).
-  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r1#1", "r2#1"}));
-  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r5#1", "r3#1"}));
-  EXPECT_EQ(h.coordinator().outstanding(0), 2U);
-  EXPECT_EQ(h.coordinator().outstanding(1), 2U);
-  // Nothing more until a slot frees: prefetch is honoured.
+  // The two biggest start at once; prefetch slots stay empty until a replica pulls.
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r1#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r5#1"}));
   h.reply(1, HeartbeatMsg{1, "r5", 1.0, 0.0});
   EXPECT_TRUE(h.assigned(1).empty());
-  // Tail: with no more requests left than replicas, nothing is queued behind a running one
-  // (it would wait there while another replica may go idle); only an idle replica gets work.
-  h.done(1, "r5", 2.0);
+  // Replica 1's request is nearly done first: it gets the biggest pending one (33 frames),
+  // bound only now, not when the job started.
+  h.reply(1, PullMsg{1, "r5"});
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r3#1"}));
+  h.reply(1, PullMsg{1, "r5"});  // the prefetch (1) is full: nothing more
   EXPECT_TRUE(h.assigned(1).empty());
-  h.done(1, "r3", 1.0);
+  EXPECT_EQ(h.coordinator().outstanding(1), 2U);
+  h.reply(0, PullMsg{0, "r1"});
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r6#1"}));
+  // r5 is generated: r3 runs on replica 1 and will pull in turn.
+  h.reply(1, GeneratedMsg{"r5"});
+  EXPECT_TRUE(h.assigned(1).empty());
+  h.reply(1, PullMsg{1, "r3"});
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r7#1"}));
+  h.reply(1, PullMsg{1, "r999"});  // stale: ignored
+  EXPECT_TRUE(h.assigned(1).empty());
+  // Tail: no more requests left (r2, r0, r4) than... 3 > 2 replicas, so this pull is served.
+  h.reply(0, GeneratedMsg{"r1"});
+  h.reply(0, PullMsg{0, "r6"});
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  // Now 2 left (r0, r4) for 2 replicas: nothing is queued behind a running request, only an
+  // idle replica gets work.
+  h.reply(1, GeneratedMsg{"r3"});
+  h.reply(1, PullMsg{1, "r7"});
+  EXPECT_TRUE(h.assigned(1).empty());
+  h.reply(1, GeneratedMsg{"r7"});
   EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r0#1"}));
-  h.done(0, "r1", 4.0);
-  EXPECT_TRUE(h.assigned(0).empty());
-  h.done(0, "r2", 1.0);
+  h.reply(0, GeneratedMsg{"r6"});
+  h.reply(0, GeneratedMsg{"r2"});
   EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r4#1"}));
-  h.done(1, "r0", 0.5);
-  h.done(0, "r4", 0.5);
+  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{
+           {0, "r1"}, {0, "r6"}, {0, "r2"}, {0, "r4"}, {1, "r5"}, {1, "r3"}, {1, "r7"}, {1, "r0"}}) {
+    h.done(rank, id, 0.5);
+  }
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
 }
 
@@ -237,8 +255,10 @@ TEST(Coordinator, SignalDrainsThenSecondSignalAbandons) {
   Harness h(2, {5, 5, 5, 5, 5, 5}, s);
   h.coordinator().start();
   h.ready_all(2);
-  EXPECT_EQ(h.assigned(0).size(), 2U);
-  EXPECT_EQ(h.assigned(1).size(), 2U);
+  h.reply(0, PullMsg{0, "r0"});
+  h.reply(1, PullMsg{1, "r1"});
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1", "r2#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1", "r3#1"}));
   h.reply(1, SignalMsg{1, 10});  // SIGUSR1 on rank 1 drains the whole job
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::draining);
   for (int r = 0; r < 2; ++r) {

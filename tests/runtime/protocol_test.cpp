@@ -64,6 +64,7 @@ TEST(Protocol, EveryMessageRoundTrips) {
   EXPECT_EQ(round_trip(GroupRunMsg{"x"}), GroupRunMsg{"x"});
   EXPECT_EQ(round_trip(GroupIdleMsg{"x"}), GroupIdleMsg{"x"});
   EXPECT_EQ(round_trip(GeneratedMsg{"y"}), GeneratedMsg{"y"});
+  EXPECT_EQ(round_trip(PullMsg{3, "z"}), (PullMsg{3, "z"}));
   EXPECT_TRUE(for_coordinator(Message{GeneratedMsg{}}));
   EXPECT_FALSE(for_coordinator(Message{AssignMsg{}}));
 }

@@ -5,7 +5,10 @@
 // (handle) and time (tick), and it answers through `send`. In a job it runs on its own thread
 // on rank 0; tests drive it step by step over an InProcessNetwork. Not thread-safe.
 //
-// Flow control: a replica holds at most `slots` (1 + prefetch) requests not yet generated, and
+// Flow control: an idle replica gets a request at once; its prefetch (up to `slots` =
+// 1 + prefetch requests not yet generated) is handed out when it reports its running request
+// nearly done (Pull), so the choice of the next request is made as late as possible (exact
+// longest-first among replicas) while the model never waits for a round trip. A replica holds
 // at most kWriteBacklog more that are generated but not yet durable (bounded memory when the
 // writer is slower than the model). Dynamic policy, at the tail (no more requests left than
 // replicas): a
@@ -76,6 +79,7 @@ class Coordinator {
     bool ready = false;
     int slots = 0;
     int in_model = 0;            // assigned, not yet generated (bounded by slots)
+    bool pull = false;           // its running request is nearly done: fill the prefetch
     int outstanding = 0;         // assigned, not yet durable (bounded by slots + write backlog)
     double outstanding_cost = 0.0;  // estimated cost of the in_model ones
     double busy_s = 0.0;
@@ -91,6 +95,7 @@ class Coordinator {
 
   void on(int from, const ReadyMsg& m);
   void on(int from, const GeneratedMsg& m);
+  void on(int from, const PullMsg& m);
   void on(int from, const DoneMsg& m);
   void on(int from, const RetryMsg& m);
   void on(int from, const ReturnedMsg& m);

@@ -6,8 +6,8 @@
 // (RuntimeError "protocol: ..."). Pure value types; thread-safe.
 //
 // Flow (C = coordinator on rank 0, L = a replica's leader rank, M = a group member):
-//   C->all Start; L->C Ready{slots}; C->L Assign; L->C Generated then Done, or Retry, or
-//   Returned; any->C Signal,
+//   C->all Start; L->C Ready{slots}; C->L Assign; L->C Pull (near the end of a request),
+//   then Generated then Done, or Retry, or Returned; any->C Signal,
 //   Heartbeat, Fatal; C->all Drain{abandon}; C->all Shutdown; all->C Closed; C->all Finish.
 //   L->M GroupRun / GroupIdle on the replica's group communicator.
 
@@ -75,7 +75,7 @@ struct ErrorInfo {
 
 enum class MessageType : std::uint8_t {
   start = 1, ready, assign, done, retry, returned, drain, signal, heartbeat, fatal, shutdown,
-  closed, finish, group_run, group_idle, generated
+  closed, finish, group_run, group_idle, generated, pull
 };
 
 // C -> every rank: the manifest passed the pre-start checks; load the model, open the rank
@@ -108,6 +108,18 @@ struct AssignMsg {
   std::int32_t attempt = 1;
   void encode(Encoder& out) const;
   static AssignMsg decode(Decoder& in);
+};
+
+// L -> C: the running request `id` is nearly done (its last denoising step): hand out this
+// replica's prefetch now. Late binding keeps longest-first ordering exact while the model
+// never waits for a round trip.
+struct PullMsg {
+  static constexpr MessageType type = MessageType::pull;
+  std::int32_t replica = 0;
+  std::string id;
+  void encode(Encoder& out) const;
+  static PullMsg decode(Decoder& in);
+  bool operator==(const PullMsg&) const = default;
 };
 
 // L -> C: the model is done with a request (ok or failed for good); its row is being written.
@@ -249,7 +261,7 @@ struct GroupIdleMsg {
 using Message =
     std::variant<StartMsg, ReadyMsg, AssignMsg, DoneMsg, RetryMsg, ReturnedMsg, DrainMsg,
                  SignalMsg, HeartbeatMsg, FatalMsg, ShutdownMsg, ClosedMsg, FinishMsg,
-                 GroupRunMsg, GroupIdleMsg, GeneratedMsg>;
+                 GroupRunMsg, GroupIdleMsg, GeneratedMsg, PullMsg>;
 
 [[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
 // Throws RuntimeError on an unknown type, a truncated body or trailing bytes.

@@ -9,6 +9,7 @@
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -333,7 +334,15 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   }
   parts.transformer->fuse_projections();
   parts.max_image_pixels = config.input.max_image_pixels;
-  // Text: a request's prompt_embeds file until the prompt encoders are wired in.
+  // Text (a request's prompt_embeds file still wins): UMT5 from the snapshot, or for seeded
+  // weights the tiny byte-level T5 of width text_dim (seed weights_seed + 2; docs/models.md).
+  const text::EncoderPlacement placement{device, m.offload_text_encoder};
+  if (m.weights == WeightsSource::pretrained) {
+    parts.text_encoder = text::load_wan_text_encoder(root, dtype, placement);
+  } else {
+    parts.text_encoder =
+        text::make_tiny_byte_t5(m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
+  }
   return std::make_unique<WanPipeline>(std::move(parts), device);
 }
 

@@ -208,11 +208,25 @@ TEST_F(WanPipelineTest, TextInputErrorsAreInputErrors) {
   EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
   r.prompt_embeds = (dir_ / "nope.safetensors").string();
   EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
-  // No negative embeddings and no text encoder to make them: only guidance <= 1 works.
+  // No negative embeddings in the file: the text encoder makes them from negative_prompt.
   r.prompt_embeds = (dir_ / "positive_only.safetensors").string();
-  EXPECT_THROW((void)pipeline->generate(r, {}), InputError);
+  EXPECT_EQ(pipeline->generate(r, {}).frames, 5);
   r.guidance_scale = 1.0;
   EXPECT_EQ(pipeline->generate(r, {}).frames, 5);
+}
+
+TEST_F(WanPipelineTest, TextPromptsAloneUseTheTinyByteT5) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  auto r = t2v();
+  r.prompt_embeds.clear();
+  const Video a = pipeline->generate(r, {});
+  EXPECT_EQ(video_sha256(a), video_sha256(pipeline->generate(r, {})));
+  r.prompt = "a dog";
+  EXPECT_NE(video_sha256(a), video_sha256(pipeline->generate(r, {})));
+  // Another pipeline of the same config: the encoder's weights come from the seed.
+  r.prompt = "a cat";
+  const auto again = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  EXPECT_EQ(video_sha256(a), video_sha256(again->generate(r, {})));
 }
 
 TEST_F(WanPipelineTest, AbandonStopsBetweenSteps) {

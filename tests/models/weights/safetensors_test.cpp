@@ -30,7 +30,7 @@ bool bitwise_equal(const torch::Tensor& a, const torch::Tensor& b) {
 TEST(Safetensors, RoundTripKeepsDtypesShapesAndBytes) {
   const auto dir = fresh_dir("rt");
   const auto f32 = torch::arange(12, torch::kFloat32).reshape({3, 4}) / 7;
-  const auto i64 = torch::tensor({-5, 0, 1LL << 40}, torch::kInt64);
+  const auto i64 = torch::tensor(std::vector<std::int64_t>{-5, 0, std::int64_t{1} << 40});
   const auto flags = torch::tensor({true, false, true});
   const auto strided = torch::arange(6, torch::kFloat64).reshape({2, 3}).t();  // non-contiguous
   save_safetensors(dir / "a.safetensors",
