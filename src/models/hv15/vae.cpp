@@ -337,7 +337,7 @@ torch::Tensor AutoencoderKLHunyuanVideo15Impl::decode(const torch::Tensor& z) {
   if (z.dim() != 5 || z.size(1) != options_.latent_channels) {
     throw ModelError("VAE decode expects [B, " + std::to_string(options_.latent_channels) + ", F, H, W] latents");
   }
-  const auto& w = decoder_->parameters().front();
+  const auto w = decoder_->parameters().front();
   const auto zz = z.to(w.device(), w.scalar_type());
   const auto s = options_.spatial_compression_ratio;
   if (tiling_.enabled && (zz.size(4) > tiling_.tile_sample_min_width / s ||
@@ -399,7 +399,7 @@ torch::Tensor AutoencoderKLHunyuanVideo15Impl::encode_moments(const torch::Tenso
   if (x.dim() != 5 || x.size(1) != options_.in_channels) {
     throw ModelError("VAE encode expects [B, " + std::to_string(options_.in_channels) + ", F, H, W] video");
   }
-  const auto& w = encoder_->parameters().front();
+  const auto w = encoder_->parameters().front();
   return encoder_(x.to(w.device(), w.scalar_type()));
 }
 

@@ -84,13 +84,13 @@ void UniPCScheduler::set_timesteps(int num_inference_steps) {
   const int n = num_inference_steps;
   const double train = options_.num_train_timesteps;
   const double shift = options_.flow_shift;
-  const auto alphas = numpy_linspace(1.0, 1.0 / train, n + 1);
-  std::vector<double> shifted(static_cast<std::size_t>(n + 1));
-  for (std::size_t i = 0; i < shifted.size(); ++i) {
-    const double s = 1.0 - alphas[i];
-    shifted[i] = shift * s / (1.0 + (shift - 1.0) * s);
-  }
-  std::reverse(shifted.begin(), shifted.end());  // flip, then drop the last
+  // sigmas = linspace(1, 1/T, n+1)[:-1], shifted; a first sigma of 1 becomes 1 - 1e-6 (so
+  // that log(sigma) and log(1 - sigma) stay finite).
+  auto shifted = numpy_linspace(1.0, 1.0 / train, n + 1);
+  shifted.pop_back();
+  for (auto& s : shifted) s = shift * s / (1.0 + (shift - 1.0) * s);
+  constexpr double kEps = 1e-6;
+  if (std::abs(shifted.front() - 1.0) < kEps) shifted.front() -= kEps;
   sigmas_ = torch::zeros({n + 1}, torch::kFloat32);
   timesteps_ = torch::empty({n}, torch::kFloat32);
   auto* sig = sigmas_.data_ptr<float>();

@@ -3,8 +3,8 @@
 // prediction_type="flow_prediction", use_flow_sigmas=True, predict_x0=True, solver_type="bh2",
 // lower_order_final=True, final_sigmas_type="zero", no thresholding, no disabled correctors.
 // Schedule (float64 as numpy, then float32): sigmas = shift*s / (1 + (shift-1)*s) over
-// s = 1 - linspace(1, 1/T, n+1), reversed, the last dropped, then a final 0; timesteps =
-// int(sigma * T) (truncated, as the reference's int64 cast). Step: the UniC corrector on the
+// s = linspace(1, 1/T, n+1)[:-1], a first sigma of 1 lowered by 1e-6, then a final 0;
+// timesteps = int(sigma * T) (truncated, as the reference's int64 cast). Step: the UniC corrector on the
 // previous prediction, then the UniP predictor of order min(solver_order, steps done + 1,
 // steps left), with all scalar coefficients computed as float32 tensors in the reference's
 // order. Samples and history are float32; the result has the sample's dtype.
