@@ -115,7 +115,13 @@ WanRMSNormImpl::WanRMSNormImpl(std::int64_t dim, bool images)
 
 torch::Tensor WanRMSNormImpl::forward(const torch::Tensor& x) {
   namespace F = torch::nn::functional;
-  return F::normalize(x, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale_ * gamma;
+  if (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kFloat64) {
+    return F::normalize(x, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale_ * gamma;
+  }
+  // bf16/fp16: the norm accumulates in float32 and sqrt(dim)/norm is rounded once.
+  const auto norm = torch::linalg_vector_norm(x, 2, std::vector<std::int64_t>{1}, true,
+                                              torch::kFloat32);
+  return x * (scale_ / norm.clamp_min(1e-12)).to(x.scalar_type()) * gamma;
 }
 
 WanCausalConv3dImpl::WanCausalConv3dImpl(std::int64_t in, std::int64_t out,
