@@ -65,13 +65,13 @@ TEST(Identify, ByCaseJsonThenFolderName) {
   const auto id = [](const char* folder, const char* json) {
     return identify_case(folder, nlohmann::json::parse(json));
   };
-  EXPECT_EQ(id("x", R"({"what": "torch.randn(shape, ...)"})"), "rng");
+  EXPECT_EQ(id("x", R"j({"what": "torch.randn(shape, ...)"})j"), "rng");
   EXPECT_EQ(id("x", R"({"euler": "..."})"), "schedulers");
   EXPECT_EQ(id("x", R"({"model": "WanTransformer3DModel"})"), "wan_transformer");
-  EXPECT_EQ(id("x", R"({"model": "AutoencoderKLWan (Wan2.2 layout)"})"), "wan_vae");
-  EXPECT_EQ(id("x", R"({"pipeline": "WanPipeline(expand_timesteps=True) = ..."})"), "wan_pipeline_t2v");
-  EXPECT_EQ(id("x", R"({"pipeline": "WanImageToVideoPipeline(expand_timesteps=True)"})"), "wan_pipeline_i2v");
-  EXPECT_EQ(id("x", R"({"model": "T5EncoderModel (T5 v1.1)"})"), "byt5_encoder");
+  EXPECT_EQ(id("x", R"j({"model": "AutoencoderKLWan (Wan2.2 layout)"})j"), "wan_vae");
+  EXPECT_EQ(id("x", R"j({"pipeline": "WanPipeline(expand_timesteps=True) = ..."})j"), "wan_pipeline_t2v");
+  EXPECT_EQ(id("x", R"j({"pipeline": "WanImageToVideoPipeline(expand_timesteps=True)"})j"), "wan_pipeline_i2v");
+  EXPECT_EQ(id("x", R"j({"model": "T5EncoderModel (T5 v1.1)"})j"), "byt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "UMT5EncoderModel"})"), "umt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLHunyuanVideo15"})"), "hv15_vae");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLWanX"})"), "");  // whole words only
@@ -156,7 +156,7 @@ TEST(Dispatcher, UnknownKindSkipsAndBrokenCaseFails) {
   fs::create_directories(root / "nested" / "broken");
   write_text(root / "nested" / "broken" / "case.json", "{not json");
   fs::create_directories(root / "nested" / "no_io");
-  write_text(root / "nested" / "no_io" / "case.json", R"({"what": "torch.randn(...)"})");
+  write_text(root / "nested" / "no_io" / "case.json", R"j({"what": "torch.randn(...)"})j");
 
   std::ostringstream out;
   const auto summary = run_refcheck(root, RefcheckOptions{}, out);

@@ -7,6 +7,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models::hv15 {
@@ -57,6 +58,8 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     if (m.path.empty()) throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
     parts.transformer = load_transformer(root / "transformer", dtype, device);
     parts.vae = load_vae(root / "vae", dtype, device);
+    // Qwen2.5-VL text + Glyph byT5 from tokenizer/, text_encoder/, tokenizer_2/, text_encoder_2/.
+    parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
   } else {
     TransformerOptions topts;  // the released 8.3B configuration
     VaeOptions vopts;

@@ -295,9 +295,44 @@ std::vector<std::int64_t> Qwen2Tokenizer::encode(const std::string& text, std::s
 std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir) {
   const auto vocab_path = dir / "vocab.json";
   const auto merges_path = dir / "merges.txt";
-  std::ifstream vin(vocab_path, std::ios::binary);
-  if (!vin) throw WeightsError(vocab_path.string(), "cannot open (a Qwen2 tokenizer folder needs vocab.json)");
+  const auto tokenizer_json = dir / "tokenizer.json";
   std::unordered_map<std::string, std::int64_t> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+  const auto split_merge = [](const std::string& line, const fs::path& file, std::size_t line_no) {
+    const auto space = line.find(' ');
+    if (space == std::string::npos || space == 0 || space + 1 == line.size()) {
+      throw WeightsError(file.string(), "merge " + std::to_string(line_no) + ": expected two tokens");
+    }
+    return std::make_pair(line.substr(0, space), line.substr(space + 1));
+  };
+
+  if (!fs::is_regular_file(vocab_path) && fs::is_regular_file(tokenizer_json)) {
+    // Only the fast tokenizer's file: its BPE model holds the same vocabulary and merges.
+    std::ifstream in(tokenizer_json, std::ios::binary);
+    try {
+      const auto j = nlohmann::json::parse(in);
+      const auto& model = j.at("model");
+      for (const auto& [token, id] : model.at("vocab").items()) vocab.emplace(token, id.get<std::int64_t>());
+      std::size_t n = 0;
+      for (const auto& m : model.at("merges")) {
+        ++n;
+        if (m.is_array()) {
+          merges.emplace_back(m.at(0).get<std::string>(), m.at(1).get<std::string>());
+        } else {
+          merges.push_back(split_merge(m.get<std::string>(), tokenizer_json, n));
+        }
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw WeightsError(tokenizer_json.string(), std::string("invalid BPE tokenizer: ") + e.what());
+    }
+    return std::make_unique<Qwen2Tokenizer>(std::move(vocab), merges, AddedTokens::from_folder(dir));
+  }
+
+  std::ifstream vin(vocab_path, std::ios::binary);
+  if (!vin) {
+    throw WeightsError(vocab_path.string(), "cannot open (a Qwen2 tokenizer folder needs vocab.json and merges.txt, "
+                                            "or tokenizer.json)");
+  }
   try {
     const auto j = nlohmann::json::parse(vin);
     vocab.reserve(j.size());
@@ -307,18 +342,13 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
   }
   std::ifstream min(merges_path, std::ios::binary);
   if (!min) throw WeightsError(merges_path.string(), "cannot open (a Qwen2 tokenizer folder needs merges.txt)");
-  std::vector<std::pair<std::string, std::string>> merges;
   std::string line;
   std::size_t line_no = 0;
   while (std::getline(min, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
-    const auto space = line.find(' ');
-    if (space == std::string::npos || space == 0 || space + 1 == line.size()) {
-      throw WeightsError(merges_path.string(), "line " + std::to_string(line_no) + ": expected two tokens");
-    }
-    merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+    merges.push_back(split_merge(line, merges_path, line_no));
   }
   return std::make_unique<Qwen2Tokenizer>(std::move(vocab), merges, AddedTokens::from_folder(dir));
 }

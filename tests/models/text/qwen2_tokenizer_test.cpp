@@ -151,8 +151,22 @@ TEST_F(Qwen2TokenizerTest, FromFolderMatchesTheInMemoryTokenizer) {
     (void)Qwen2Tokenizer::from_folder(dir.path);
     FAIL() << "expected WeightsError";
   } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("merge 2"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(Qwen2TokenizerTest, FromTokenizerJsonAlone) {
+  testing::TempDir dir;
+  nlohmann::json j;
+  for (const auto& [token, id] : tiny_vocab()) j["model"]["vocab"][token] = id;
+  j["model"]["merges"] = nlohmann::json::array();
+  for (const auto& [a, b] : tiny_merges()) j["model"]["merges"].push_back(nlohmann::json::array({a, b}));
+  j["added_tokens"] = {{{"id", 301}, {"content", "<|im_start|>"}}};
+  dir.write("tokenizer.json", j.dump());
+  const auto tok = Qwen2Tokenizer::from_folder(dir.path);
+  EXPECT_EQ(tok->encode("<|im_start|>hello cat"), (Ids{301, 261, 111, 258}));
+  testing::TempDir empty;
+  EXPECT_THROW((void)Qwen2Tokenizer::from_folder(empty.path), WeightsError);
 }
 
 TEST_F(Qwen2TokenizerTest, UnknownTokenIsAModelError) {

@@ -31,8 +31,8 @@ class Qwen2Tokenizer final : public Tokenizer {
   // Throws ModelError when the build lacks PCRE2.
   Qwen2Tokenizer(std::unordered_map<std::string, std::int64_t> vocab,
                  const std::vector<std::pair<std::string, std::string>>& merges, AddedTokens added);
-  // A Hugging Face tokenizer folder: vocab.json, merges.txt and its added tokens. Throws
-  // WeightsError naming a missing or malformed file.
+  // A Hugging Face tokenizer folder: vocab.json + merges.txt (else tokenizer.json's BPE model)
+  // and its added tokens. Throws WeightsError naming a missing or malformed file.
   [[nodiscard]] static std::unique_ptr<Qwen2Tokenizer> from_folder(const std::filesystem::path& dir);
   ~Qwen2Tokenizer() override;
 
