@@ -35,8 +35,9 @@ int write_mix(const fs::path& out, int count, unsigned seed, int scale) {
     int frames, height, width;
   };
   auto px = [scale](int v) { return std::max(16, (v / scale + 8) / 16 * 16); };
-  const Shape shapes[] = {{33, px(480), px(848)},  {65, px(480), px(848)},  {121, px(480), px(848)},
-                          {33, px(720), px(1280)}, {65, px(720), px(1280)}, {121, px(720), px(1280)}};
+  const Shape shapes[] = {{33, px(480), px(848)},  {65, px(480), px(848)},
+                          {121, px(480), px(848)}, {33, px(720), px(1280)},
+                          {65, px(720), px(1280)}, {121, px(720), px(1280)}};
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> pick(0, 5);
   std::ofstream file(out);
@@ -74,7 +75,9 @@ int run(int argc, char** argv) {
   options.make_sink = [](const runtime::SinkInfo&) -> std::unique_ptr<ResultSink> {
     return std::make_unique<NullSink>();
   };
-  options.scan_done = [](const fs::path&) { return std::unordered_map<std::string, std::string>{}; };
+  options.scan_done = [](const fs::path&) {
+    return std::unordered_map<std::string, std::string>{};
+  };
   options.merge = [](const fs::path&, const RunSummary&, const std::string&) {};
   return static_cast<int>(runtime::run_job(options));
 }
@@ -95,15 +98,17 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
     largest = std::max(largest, s);
     ++n;
   }
-  std::printf("workload: %zu requests, ideal total %.1f s, largest %.2f s (seconds_per_gcost %g)\n\n",
-              n, total, largest, spg);
+  std::printf(
+      "workload: %zu requests, ideal total %.1f s, largest %.2f s (seconds_per_gcost %g)\n\n", n,
+      total, largest, spg);
   std::printf("%-12s %3s  %10s  %8s  %7s  %10s  %12s  %8s  %12s  %8s\n", "policy", "N",
               "makespan_s", "vid/min", "scaling", "efficiency", "LB_ideal_s", "gap", "LB_meas_s",
               "gap_meas");
   for (const char* policy : {"dynamic", "round_robin"}) {
     double base = 0.0;
     for (int ranks : {1, 2, 4, 8}) {
-      const fs::path file = root / (std::string(policy) + "-n" + std::to_string(ranks)) / "summary.json";
+      const fs::path file =
+          root / (std::string(policy) + "-n" + std::to_string(ranks)) / "summary.json";
       if (!fs::exists(file)) continue;
       const RunSummary s = results::read_summary_json(file);
       if (ranks == 1) base = s.makespan_s;
@@ -111,11 +116,12 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
       for (double b : s.busy_s_per_rank) busy += b;
       const double lb_ideal = std::max(total / s.replicas, largest);
       const double lb_meas = std::max(busy / s.replicas, s.latency_max_s);
-      std::printf("%-12s %3d  %10.2f  %8.2f  %7.2f  %9.2f%%  %12.2f  %7.2f%%  %12.2f  %7.2f%%\n",
-                  policy, ranks, s.makespan_s, s.videos_per_min,
-                  base > 0.0 ? base / s.makespan_s : 0.0, 100.0 * s.scheduling_efficiency,
-                  lb_ideal, 100.0 * (s.makespan_s / lb_ideal - 1.0), lb_meas,
-                  100.0 * (s.makespan_s / lb_meas - 1.0));
+      char scaling[32] = "      -";
+      if (base > 0.0) std::snprintf(scaling, sizeof scaling, "%7.2f", base / s.makespan_s);
+      std::printf(
+          "%-12s %3d  %10.2f  %8.2f  %s  %9.2f%%  %12.2f  %7.2f%%  %12.2f  %7.2f%%\n", policy,
+          ranks, s.makespan_s, s.videos_per_min, scaling, 100.0 * s.scheduling_efficiency, lb_ideal,
+          100.0 * (s.makespan_s / lb_ideal - 1.0), lb_meas, 100.0 * (s.makespan_s / lb_meas - 1.0));
     }
   }
   return 0;

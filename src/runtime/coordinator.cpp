@@ -246,8 +246,9 @@ void Coordinator::dispatch() {
   try {
     while (true) {
       // Requests not handed out yet (plan.to_run comes from the pre-start pass).
-      const std::size_t left = (options_.plan.to_run > handed_out_ ? options_.plan.to_run - handed_out_ : 0) +
-                               work_.retries();
+      const std::size_t left =
+          (options_.plan.to_run > handed_out_ ? options_.plan.to_run - handed_out_ : 0) +
+          work_.retries();
       const bool tail = options_.config.scheduler.policy == SchedulerPolicy::dynamic &&
                         left <= static_cast<std::size_t>(options_.topology.replicas);
       std::vector<int> order;

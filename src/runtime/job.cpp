@@ -85,7 +85,8 @@ ExitCode run_job(const JobOptions& options) {
   results::check_output_support(opts.config.output);
 
   const Communicator node = world.split_shared();
-  const Communicator group = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+  const Communicator group =
+      world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
   MpiTransport world_transport(world);
   std::optional<MpiTransport> group_transport;
   if (!group.null()) group_transport.emplace(group);
@@ -134,7 +135,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "manifest: " << mopts.path.string() << ": " << plan.to_run + skipped << " request(s)";
   if (skipped > 0) out << ", " << skipped << " already done in " << dir.string() << " (resume)";
   out << ", " << plan.to_run << " to run";
-  if (plan.input_errors > 0) out << " (" << plan.input_errors << " with input errors: recorded failed)";
+  if (plan.input_errors > 0)
+    out << " (" << plan.input_errors << " with input errors: recorded failed)";
   out << "\noutput: " << dir.string() << "\n";
 
   out << "replicas: " << t.replicas << " of " << t.group_size << " rank(s) (tensor_parallel "
@@ -182,7 +184,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "  #    id                        frames  height x width  steps  cfg  Gcost    replica\n";
   std::size_t shown = 0;
   int misses = 0;
-  for (int r = 0; shown < std::min(kFirst, plan.to_run) && misses < t.replicas; r = (r + 1) % t.replicas) {
+  for (int r = 0; shown < std::min(kFirst, plan.to_run) && misses < t.replicas;
+       r = (r + 1) % t.replicas) {
     auto item = queue.next_for(rr ? r : 0);
     if (!item) {
       ++misses;

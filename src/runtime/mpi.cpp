@@ -31,8 +31,7 @@ MpiEnvironment::MpiEnvironment() {
               "MPI_Init_thread");
     owns_ = true;
   }
-  mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-            "MPI_Comm_set_errhandler");
+  mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   int rank = 0;
   mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   g_world_rank.store(rank);

@@ -19,9 +19,9 @@ std::optional<Request> ResumeSource::next() {
       ++skipped_;
       continue;
     }
-    const std::string now =
-        request->input_key.empty() ? "none (input error: " + request->input_error + ")"
-                                   : request->input_key;
+    const std::string now = request->input_key.empty()
+                                ? "none (input error: " + request->input_error + ")"
+                                : request->input_key;
     throw ManifestError(manifest_file_, request->line, "id",
                         "request '" + request->id + "' is already done in " + output_dir_ +
                             " with input key " + it->second +

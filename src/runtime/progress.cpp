@@ -30,7 +30,8 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_progress(const ProgressSnapshot& s) {
-  const double pct = s.total == 0 ? 100.0 : 100.0 * static_cast<double>(s.done) / static_cast<double>(s.total);
+  const double pct =
+      s.total == 0 ? 100.0 : 100.0 * static_cast<double>(s.done) / static_cast<double>(s.total);
   const double vpm = s.elapsed_s > 0.0 ? 60.0 * static_cast<double>(s.done) / s.elapsed_s : 0.0;
   return std::to_string(s.done) + "/" + std::to_string(s.total) + " done (" + fixed(pct, 1) +
          "%), " + std::to_string(s.failed) + " failed, " + fixed(vpm, 1) + " videos/min, ETA " +
@@ -109,7 +110,8 @@ std::string format_summary(const RunSummary& s) {
   std::ostringstream o;
   o << "summary: " << s.completed << " completed, " << s.failed << " failed";
   if (s.skipped_resume > 0) o << ", " << s.skipped_resume << " skipped (already done)";
-  if (s.interrupted) o << ", INTERRUPTED (" << (s.total - s.completed - s.failed) << " left: resume)";
+  if (s.interrupted)
+    o << ", INTERRUPTED (" << (s.total - s.completed - s.failed) << " left: resume)";
   o << "\n  makespan " << fixed(s.makespan_s, 2) << " s, " << fixed(s.videos_per_min, 2)
     << " videos/min, " << s.replicas << " replica(s) on " << s.world_size << " rank(s), policy "
     << s.policy << "/" << s.order << "\n";

@@ -115,7 +115,8 @@ Request decode_request(Decoder& in) {
   r.negative_prompt = in.str();
   r.seed = in.u64();
   const std::uint8_t task = in.u8();
-  if (task > static_cast<std::uint8_t>(Task::i2v)) protocol_error("unknown task " + std::to_string(task));
+  if (task > static_cast<std::uint8_t>(Task::i2v))
+    protocol_error("unknown task " + std::to_string(task));
   r.task = static_cast<Task>(task);
   r.image = in.str();
   r.image_sha256 = in.str();
@@ -335,9 +336,9 @@ Message decode(std::span<const std::uint8_t> bytes) {
 }
 
 const char* message_name(const Message& message) noexcept {
-  constexpr const char* kNames[] = {"Start", "Ready", "Assign", "Done", "Retry",
-                                    "Returned", "Drain", "Signal", "Heartbeat", "Fatal",
-                                    "Shutdown", "Closed", "Finish", "GroupRun", "GroupIdle",
+  constexpr const char* kNames[] = {"Start",     "Ready",  "Assign", "Done",      "Retry",
+                                    "Returned",  "Drain",  "Signal", "Heartbeat", "Fatal",
+                                    "Shutdown",  "Closed", "Finish", "GroupRun",  "GroupIdle",
                                     "Generated", "Pull"};
   static_assert(std::size(kNames) == std::variant_size_v<Message>);
   return kNames[message.index()];
@@ -345,11 +346,10 @@ const char* message_name(const Message& message) noexcept {
 
 bool for_coordinator(const Message& m) noexcept {
   return std::holds_alternative<ReadyMsg>(m) || std::holds_alternative<GeneratedMsg>(m) ||
-         std::holds_alternative<PullMsg>(m) ||
-         std::holds_alternative<DoneMsg>(m) || std::holds_alternative<RetryMsg>(m) ||
-         std::holds_alternative<ReturnedMsg>(m) || std::holds_alternative<SignalMsg>(m) ||
-         std::holds_alternative<HeartbeatMsg>(m) || std::holds_alternative<FatalMsg>(m) ||
-         std::holds_alternative<ClosedMsg>(m);
+         std::holds_alternative<PullMsg>(m) || std::holds_alternative<DoneMsg>(m) ||
+         std::holds_alternative<RetryMsg>(m) || std::holds_alternative<ReturnedMsg>(m) ||
+         std::holds_alternative<SignalMsg>(m) || std::holds_alternative<HeartbeatMsg>(m) ||
+         std::holds_alternative<FatalMsg>(m) || std::holds_alternative<ClosedMsg>(m);
 }
 
 }  // namespace omnidp::runtime

@@ -77,9 +77,8 @@ struct WriterFailed {
   ErrorInfo error;
 };
 struct WriterClosed {};
-using LocalEvent =
-    std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerNearlyDone, WorkerIdle, WriterFailed,
-                 WriterClosed>;
+using LocalEvent = std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerNearlyDone, WorkerIdle,
+                                WriterFailed, WriterClosed>;
 
 struct OpenCmd {
   std::string device;
@@ -95,7 +94,6 @@ std::string shortest(double v) {
   o << v;
   return o.str();
 }
-
 
 class RankRuntime {
  public:
@@ -257,7 +255,9 @@ void RankRuntime::on_agent(const Message& m) {
       worker_ = std::thread([this] { worker_main(); });
     }
   } else if (const auto* assign = std::get_if<AssignMsg>(&m)) {
-    if (!leader_) throw RuntimeError("protocol: Assign at rank " + std::to_string(rank_) + ", not a replica leader");
+    if (!leader_)
+      throw RuntimeError("protocol: Assign at rank " + std::to_string(rank_) +
+                         ", not a replica leader");
     if (draining_ || writer_broken_) {
       send(0, ReturnedMsg{replica_, {assign->request.id}});
     } else {
@@ -311,7 +311,8 @@ void RankRuntime::on_local(LocalEvent ev) {
     running_id_ = started->id;
     running_since_ = steady_s();
     if (s_.group != nullptr) {
-      for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
+      for (int m = 1; m < s_.group->size(); ++m)
+        send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
     }
   } else if (auto* nearly = std::get_if<WorkerNearlyDone>(&ev)) {
     if (!draining_) send(0, PullMsg{replica_, nearly->id});
@@ -319,7 +320,8 @@ void RankRuntime::on_local(LocalEvent ev) {
     running_id_.clear();
     busy_s_ = idle->busy_s;
     if (s_.group != nullptr) {
-      for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, GroupIdleMsg{idle->id}, kGroupTag);
+      for (int m = 1; m < s_.group->size(); ++m)
+        send_message(*s_.group, m, GroupIdleMsg{idle->id}, kGroupTag);
     }
   } else if (auto* failed = std::get_if<WriterFailed>(&ev)) {
     writer_broken_ = true;
@@ -346,16 +348,17 @@ void RankRuntime::check_running() {
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
     const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
-                            " has run for " + shortest(std::round((t - running_since_) * 10.0) / 10.0) +
-                            " s, longer than scheduler.request_timeout_s = " +
-                            shortest(timeout) +
+                            " has run for " +
+                            shortest(std::round((t - running_since_) * 10.0) / 10.0) +
+                            " s, longer than scheduler.request_timeout_s = " + shortest(timeout) +
                             " s; aborting the job (rerun with --resume to finish the rest)";
     log_error(why);
     s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);
   }
   if (config_.scheduler.heartbeat_s > 0.0 && t >= next_heartbeat_ && !finished_) {
     next_heartbeat_ = t + config_.scheduler.heartbeat_s;
-    send(0, HeartbeatMsg{replica_, running_id_, running_id_.empty() ? 0.0 : t - running_since_, busy_s_});
+    send(0, HeartbeatMsg{replica_, running_id_, running_id_.empty() ? 0.0 : t - running_since_,
+                         busy_s_});
   }
 }
 
@@ -485,7 +488,8 @@ void RankRuntime::worker_main() {
     try {
       video = pipeline->generate(req, ctx);
       video.check();
-      if (video.frames != req.num_frames || video.height != req.height || video.width != req.width) {
+      if (video.frames != req.num_frames || video.height != req.height ||
+          video.width != req.width) {
         throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
                          std::to_string(video.height) + "x" + std::to_string(video.width) +
                          " video for a " + std::to_string(req.num_frames) + "x" +
@@ -546,7 +550,8 @@ void RankRuntime::writer_main() {
     broken = true;
   }
   const auto& faults = config_.faults;
-  const bool kill_here = faults.kill_rank == rank_ && faults.kill_after > 0 && !faults.kill_in_write;
+  const bool kill_here =
+      faults.kill_rank == rank_ && faults.kill_after > 0 && !faults.kill_in_write;
   int writes = 0;
   while (auto item = writes_.pop()) {
     auto* job = std::get_if<WriteJob>(&*item);
@@ -599,8 +604,9 @@ ExitCode run_rank(const RankSetup& setup) {
   return runtime.run();
 }
 
-std::vector<RankOutcome> run_job_in_process(const JobOptions& options, int world_size,
-                                            const std::vector<const std::atomic<int>*>& signal_levels) {
+std::vector<RankOutcome> run_job_in_process(
+    const JobOptions& options, int world_size,
+    const std::vector<const std::atomic<int>*>& signal_levels) {
   const Topology topology = make_topology(options.config.parallel, world_size);
   InProcessNetwork world(world_size);
   std::vector<std::unique_ptr<InProcessNetwork>> groups;
@@ -618,12 +624,14 @@ std::vector<RankOutcome> run_job_in_process(const JobOptions& options, int world
       setup.world = &world.endpoint(rank);
       const int replica = topology.replica(rank);
       if (!groups.empty() && replica >= 0) {
-        setup.group = &groups[static_cast<std::size_t>(replica)]->endpoint(rank - topology.leader(replica));
+        setup.group =
+            &groups[static_cast<std::size_t>(replica)]->endpoint(rank - topology.leader(replica));
       }
       setup.topology = topology;
       setup.local_rank = rank;
       setup.host = "in-process";
-      if (static_cast<std::size_t>(rank) < signal_levels.size() && signal_levels[static_cast<std::size_t>(rank)] != nullptr) {
+      if (static_cast<std::size_t>(rank) < signal_levels.size() &&
+          signal_levels[static_cast<std::size_t>(rank)] != nullptr) {
         const std::atomic<int>* level = signal_levels[static_cast<std::size_t>(rank)];
         setup.signal_level = [level] { return level->load(); };
         setup.last_signal = [] { return SIGUSR1; };

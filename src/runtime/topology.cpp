@@ -48,13 +48,12 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
   }
   t.replicas = working / t.group_size;
   if (parallel.data_parallel_size != 0 && parallel.data_parallel_size != t.replicas) {
-    throw ConfigError("parallel.data_parallel_size",
-                      std::to_string(parallel.data_parallel_size) + " replicas requested, but " +
-                          std::to_string(world_size) + " ranks in groups of " +
-                          std::to_string(t.group_size) + " give " + std::to_string(t.replicas) +
-                          " (use auto, or launch " +
-                          std::to_string(parallel.data_parallel_size * t.group_size + first) +
-                          " ranks)");
+    throw ConfigError(
+        "parallel.data_parallel_size",
+        std::to_string(parallel.data_parallel_size) + " replicas requested, but " +
+            std::to_string(world_size) + " ranks in groups of " + std::to_string(t.group_size) +
+            " give " + std::to_string(t.replicas) + " (use auto, or launch " +
+            std::to_string(parallel.data_parallel_size * t.group_size + first) + " ranks)");
   }
   t.replica_of_rank.assign(static_cast<std::size_t>(world_size), -1);
   for (int k = 0; k < t.replicas; ++k) {
@@ -78,10 +77,10 @@ DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parall
   d.index = local_rank;
   if (!parallel.devices.empty()) {
     if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= parallel.devices.size()) {
-      throw ConfigError("parallel.devices",
-                        "no entry for local rank " + std::to_string(local_rank) + " (" +
-                            std::to_string(parallel.devices.size()) +
-                            " listed; list one device per rank of a node)");
+      throw ConfigError("parallel.devices", "no entry for local rank " +
+                                                std::to_string(local_rank) + " (" +
+                                                std::to_string(parallel.devices.size()) +
+                                                " listed; list one device per rank of a node)");
     }
     std::string entry = parallel.devices[static_cast<std::size_t>(local_rank)];
     if (entry == "cpu") {

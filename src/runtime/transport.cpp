@@ -71,8 +71,9 @@ void InProcessNetwork::check_aborted() const {
 
 void InProcessNetwork::post(int from, int to, int tag, std::vector<std::uint8_t> bytes) {
   if (to < 0 || to >= size_) {
-    throw RuntimeError("send to rank " + std::to_string(to) + " outside the world of " +
-                       std::to_string(size_), {"rank " + std::to_string(from)});
+    throw RuntimeError(
+        "send to rank " + std::to_string(to) + " outside the world of " + std::to_string(size_),
+        {"rank " + std::to_string(from)});
   }
   std::lock_guard lock(mutex_);
   if (aborted_) throw JobAborted(abort_code_, abort_why_);

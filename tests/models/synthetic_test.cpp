@@ -39,7 +39,8 @@ TEST(SyntheticVideo, CounterModeBytes) {
   key = mix(key ^ 5U);
   key = mix(key ^ 16U);
   key = mix(key ^ 32U);
-  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{4093}, v.data.size() - 1}) {
+  for (std::size_t i : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8},
+                        std::size_t{4093}, v.data.size() - 1}) {
     EXPECT_EQ(v.data[i], static_cast<std::uint8_t>(mix(key + i / 8) >> (8 * (i % 8)))) << i;
   }
   EXPECT_EQ(video_sha256(v), video_sha256(synthetic_video(7, 5, 16, 32)));  // deterministic
@@ -51,7 +52,8 @@ TEST(SyntheticVideo, CounterModeBytes) {
 // Computed independently (a Python transcription of the documented generator), so that the
 // format cannot drift silently: stored results would stop matching.
 TEST(SyntheticVideo, PinnedDigest) {
-  EXPECT_EQ(video_sha256(synthetic_video(42, 1, 16, 16)), "0c44efa89d3574e6b5b7b2c389bbfbc918fad27c202b074203de43697cdc9c89");
+  EXPECT_EQ(video_sha256(synthetic_video(42, 1, 16, 16)),
+            "0c44efa89d3574e6b5b7b2c389bbfbc918fad27c202b074203de43697cdc9c89");
 }
 
 Config config_with(double seconds_per_gcost) {

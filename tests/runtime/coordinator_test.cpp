@@ -24,7 +24,6 @@ Request req(std::size_t index, int frames) {
   return r;
 }
 
-
 class Harness {
  public:
   Harness(int world, const std::vector<int>& frames, SchedulerConfig sched, int drain_after = 0)
@@ -40,8 +39,9 @@ class Harness {
     o.plan.to_run = frames.size();
     o.now = [this] { return clock_; };
     o.finalize = [this](const RunSummary& s) { finalized_.push_back(s); };
-    coordinator_ = std::make_unique<Coordinator>(
-        o, *source_, [this](int dest, const Message& m) { send_message(net_.endpoint(0), dest, m); });
+    coordinator_ = std::make_unique<Coordinator>(o, *source_, [this](int dest, const Message& m) {
+      send_message(net_.endpoint(0), dest, m);
+    });
   }
 
   // Delivers everything in flight; the coordinator handles what reaches it, the rest is kept
@@ -67,7 +67,8 @@ class Harness {
   std::vector<std::string> assigned(int rank) {
     std::vector<std::string> ids;
     for (const auto& m : take(rank)) {
-      if (const auto* a = std::get_if<AssignMsg>(&m)) ids.push_back(a->request.id + "#" + std::to_string(a->attempt));
+      if (const auto* a = std::get_if<AssignMsg>(&m))
+        ids.push_back(a->request.id + "#" + std::to_string(a->attempt));
     }
     return ids;
   }
@@ -80,7 +81,8 @@ class Harness {
   }
   void done(int rank, const std::string& id, double seconds,
             RequestStatus status = RequestStatus::ok) {
-    reply(rank, DoneMsg{id, status, status == RequestStatus::ok ? "" : "boom", rank, rank, 1, 0, 0, seconds});
+    reply(rank, DoneMsg{id, status, status == RequestStatus::ok ? "" : "boom", rank, rank, 1, 0, 0,
+                        seconds});
   }
   void close_all() {
     for (int r = 0; r < net_.size(); ++r) reply(r, ClosedMsg{0});
@@ -99,8 +101,8 @@ class Harness {
 
 template <class T>
 std::size_t count_of(const std::vector<Message>& ms) {
-  return static_cast<std::size_t>(
-      std::count_if(ms.begin(), ms.end(), [](const Message& m) { return std::holds_alternative<T>(m); }));
+  return static_cast<std::size_t>(std::count_if(
+      ms.begin(), ms.end(), [](const Message& m) { return std::holds_alternative<T>(m); }));
 }
 
 SchedulerConfig round_robin(int prefetch) {
@@ -191,8 +193,14 @@ TEST(Coordinator, DynamicCostDescWithLateBoundPrefetch) {
   h.reply(0, GeneratedMsg{"r6"});
   h.reply(0, GeneratedMsg{"r2"});
   EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r4#1"}));
-  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{
-           {0, "r1"}, {0, "r6"}, {0, "r2"}, {0, "r4"}, {1, "r5"}, {1, "r3"}, {1, "r7"}, {1, "r0"}}) {
+  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{{0, "r1"},
+                                                                         {0, "r6"},
+                                                                         {0, "r2"},
+                                                                         {0, "r4"},
+                                                                         {1, "r5"},
+                                                                         {1, "r3"},
+                                                                         {1, "r7"},
+                                                                         {1, "r0"}}) {
     h.done(rank, id, 0.5);
   }
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);

@@ -32,15 +32,22 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   const auto l = lines(out.str());
   ASSERT_GE(l.size(), 17U) << out.str();
   EXPECT_EQ(l[0], "omni-dp dry run: 4 rank(s), model synthetic (fp32, cpu)");
-  EXPECT_EQ(l[1], "manifest: " + (dir.path() / "manifest.jsonl").string() + ": 6 request(s), 6 to run");
+  EXPECT_EQ(l[1],
+            "manifest: " + (dir.path() / "manifest.jsonl").string() + ": 6 request(s), 6 to run");
   EXPECT_EQ(l[2], "output: " + (dir.path() / "out").string());
-  EXPECT_EQ(l[3], "replicas: 2 of 2 rank(s) (tensor_parallel 2 x cfg_parallel 1); coordinator on rank 0 also works");
+  EXPECT_EQ(l[3],
+            "replicas: 2 of 2 rank(s) (tensor_parallel 2 x cfg_parallel 1); coordinator on rank 0 "
+            "also works");
   EXPECT_EQ(l[4], "  replica 0: ranks 0,1 (leader 0)");
   EXPECT_EQ(l[5], "  replica 1: ranks 2,3 (leader 2)");
   EXPECT_EQ(l[6], "devices by local rank: 0=cpu 1=cpu 2=cpu 3=cpu");
-  EXPECT_EQ(l[7], "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, request_timeout_s 0");
+  EXPECT_EQ(l[7],
+            "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, "
+            "request_timeout_s 0");
   // Frames 5, 9, 17, 33 at 32x48, 2 steps, CFG: 2, 3, 5, 9 latent frames x 6 tokens.
-  EXPECT_EQ(l[10], "  #    id                        frames  height x width  steps  cfg  Gcost    replica");
+  EXPECT_EQ(
+      l[10],
+      "  #    id                        frames  height x width  steps  cfg  Gcost    replica");
   EXPECT_EQ(l[11].substr(0, 39), "  0    r000                           5");
   EXPECT_EQ(l[11].substr(l[11].size() - 1), "0");
   EXPECT_EQ(l[12].substr(0, 39), "  1    r001                           9");

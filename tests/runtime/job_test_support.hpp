@@ -2,13 +2,14 @@
 // Shared helpers of the runtime tests: a manifest in a temporary folder, an in-memory result
 // sink, and a synthetic-model job configuration.
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "omnidp/models/synthetic.hpp"
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 class TempDir {
  public:
   explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() / ("omnidp-h3-" + name + "-" + std::to_string(::getpid()))) {
+      : path_(fs::temp_directory_path() /
+              ("omnidp-h3-" + name + "-" + std::to_string(::getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -39,7 +41,8 @@ class TempDir {
 };
 
 // Writes a manifest of `n` small t2v requests r000.. with frames cycling 5, 9, 17, 33.
-inline fs::path write_manifest(const fs::path& dir, int n, const std::vector<std::string>& extra_lines = {}) {
+inline fs::path write_manifest(const fs::path& dir, int n,
+                               const std::vector<std::string>& extra_lines = {}) {
   const fs::path file = dir / "manifest.jsonl";
   std::ofstream out(file);
   const int frames[] = {5, 9, 17, 33};
@@ -48,7 +51,8 @@ inline fs::path write_manifest(const fs::path& dir, int n, const std::vector<std
     std::snprintf(id, sizeof id, "r%03d", i);
     out << R"({"id": ")" << id << R"(", "prompt": "prompt )" << i << R"(", "seed": )" << 1000 + i
         << R"(, "num_frames": )" << frames[i % 4]
-        << R"(, "height": 32, "width": 48, "num_inference_steps": 2})" << "\n";
+        << R"(, "height": 32, "width": 48, "num_inference_steps": 2})"
+        << "\n";
   }
   for (const auto& line : extra_lines) out << line << "\n";
   return file;
@@ -59,13 +63,14 @@ struct MemoryResults {
   std::mutex mutex;
   std::vector<ResultRecord> rows;
   std::map<std::string, std::string> sha_of_video;  // id -> video_sha256 of the stored video
-  std::vector<int> opened;  // ranks
-  std::vector<int> closed;  // ranks
+  std::vector<int> opened;                          // ranks
+  std::vector<int> closed;                          // ranks
 };
 
 class MemorySink final : public ResultSink {
  public:
-  MemorySink(std::shared_ptr<MemoryResults> results, int rank) : results_(std::move(results)), rank_(rank) {
+  MemorySink(std::shared_ptr<MemoryResults> results, int rank)
+      : results_(std::move(results)), rank_(rank) {
     std::lock_guard lock(results_->mutex);
     results_->opened.push_back(rank_);
   }

@@ -30,9 +30,11 @@ struct RunResult {
 
 // Runs `mpirun -np N mpi_job_driver config overrides...`, capturing stdout and stderr.
 RunResult mpirun(int ranks, const fs::path& config, const std::vector<std::string>& overrides) {
-  std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
-                    "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " " +
-                    OMNIDP_BINARY_DIR "/tests/runtime/mpi_job_driver " + config.string();
+  std::string cmd =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
+      "mpirun --oversubscribe --bind-to none -np " +
+      std::to_string(ranks) + " " + OMNIDP_BINARY_DIR "/tests/runtime/mpi_job_driver " +
+      config.string();
   for (const auto& o : overrides) cmd += " '" + o + "'";
   cmd += " 2>&1";
   RunResult r;
@@ -48,8 +50,8 @@ RunResult mpirun(int ranks, const fs::path& config, const std::vector<std::strin
 // Starts mpirun in the background with its output in `log`; returns its pid.
 pid_t spawn_mpirun(int ranks, const fs::path& config, const std::vector<std::string>& overrides,
                    const fs::path& log) {
-  std::string cmd = "exec mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " " +
-                    OMNIDP_BINARY_DIR "/tests/runtime/mpi_job_driver " + config.string();
+  std::string cmd = "exec mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) +
+                    " " + OMNIDP_BINARY_DIR "/tests/runtime/mpi_job_driver " + config.string();
   for (const auto& o : overrides) cmd += " '" + o + "'";
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -149,7 +151,8 @@ TEST_P(MpiJob, RoundRobinRankIsIndexModuloRanks) {
   const int ranks = GetParam();
   TempDir dir("mpi-rr-" + std::to_string(ranks));
   const auto manifest = write_manifest(dir.path(), 10);
-  const auto run = mpirun(ranks, write_config(dir.path(), manifest), {"scheduler.policy=round_robin"});
+  const auto run =
+      mpirun(ranks, write_config(dir.path(), manifest), {"scheduler.policy=round_robin"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto rows = all_rows(dir.path() / "out");
   ASSERT_EQ(rows.size(), 10U);
@@ -191,8 +194,9 @@ TEST(MpiJobReliability, SignalsOnMpirunDrainThenAbandon) {
   ASSERT_TRUE(wait_for([&] { return read_text(log).find("work starts") != std::string::npos; }))
       << read_text(log);
   ::kill(pid, SIGUSR1);  // Open MPI forwards SIGUSR1 to every rank
-  ASSERT_TRUE(wait_for([&] { return read_text(log).find("coordinator: draining") != std::string::npos; }))
-      << read_text(log);
+  ASSERT_TRUE(wait_for([&] {
+    return read_text(log).find("coordinator: draining") != std::string::npos;
+  })) << read_text(log);
   ::kill(pid, SIGUSR1);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -211,18 +215,78 @@ TEST(MpiJobReliability, KilledRankThenResume) {
   TempDir dir("mpi-kill");
   const auto manifest = write_manifest(dir.path(), 12);
   const auto config = write_config(dir.path(), manifest);
-  const auto first = mpirun(2, config, {"faults.kill_rank=1", "faults.kill_after=2",
-                                        "scheduler.policy=round_robin"});
+  const auto first = mpirun(
+      2, config, {"faults.kill_rank=1", "faults.kill_after=2", "scheduler.policy=round_robin"});
   EXPECT_NE(first.exit_code, 0) << first.output;
   const auto rows = all_rows(dir.path() / "out");
   std::size_t rank1_ok = 0;
-  for (const auto& r : rows) rank1_ok += (r.record.rank == 1 && r.record.status == RequestStatus::ok) ? 1 : 0;
+  for (const auto& r : rows)
+    rank1_ok += (r.record.rank == 1 && r.record.status == RequestStatus::ok) ? 1 : 0;
   EXPECT_EQ(rank1_ok, 2U);  // both flushed completions of the killed rank survive
   const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
   ASSERT_EQ(second.exit_code, 0) << second.output;
   const auto counts = count_ids(all_rows(dir.path() / "out"));
   ASSERT_EQ(counts.size(), 12U);
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+}
+
+TEST(MpiJobReliability, KilledInsideAWriteThenResume) {
+  TempDir dir("mpi-kill-write");
+  const auto manifest = write_manifest(dir.path(), 10);
+  const auto config = write_config(dir.path(), manifest);
+  const auto first = mpirun(2, config,
+                            {"faults.kill_rank=1", "faults.kill_after=2",
+                             "faults.kill_in_write=true", "scheduler.policy=round_robin"});
+  EXPECT_NE(first.exit_code, 0) << first.output;
+  std::size_t rank1_ok = 0;
+  for (const auto& r : all_rows(dir.path() / "out")) {
+    rank1_ok +=
+        (r.record.rank == 1 && r.record.status == RequestStatus::ok && r.video_present) ? 1 : 0;
+  }
+  EXPECT_LE(rank1_ok, 2U);  // the first write is durable; the torn second may or may not be
+  EXPECT_GE(rank1_ok, 1U);
+  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto merged = results::select_rows(all_rows(dir.path() / "out"));
+  ASSERT_EQ(merged.size(), 10U);
+  for (const auto& row : merged) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    const int i = std::stoi(row.record.id.substr(1));
+    EXPECT_EQ(row.record.video_sha256,
+              video_sha256(models::synthetic_video(1000 + i, row.record.frames, 32, 48)));
+  }
+}
+
+TEST(MpiJobGroups, LeadersRunTheRequestsOfTheirGroup) {
+  TempDir dir("mpi-groups");
+  const auto manifest = write_manifest(dir.path(), 8);
+  const auto run = mpirun(4, write_config(dir.path(), manifest),
+                          {"parallel.tensor_parallel_size=2", "scheduler.policy=round_robin"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto rows = all_rows(dir.path() / "out");
+  ASSERT_EQ(rows.size(), 8U);
+  for (const auto& row : rows) {
+    const int i = std::stoi(row.record.id.substr(1));
+    EXPECT_EQ(row.record.replica, i % 2) << row.record.id;
+    EXPECT_EQ(row.record.rank, 2 * (i % 2)) << row.record.id;
+  }
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.replicas, 2);
+  EXPECT_EQ(s.tensor_parallel_size, 2);
+}
+
+TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
+  TempDir dir("mpi-groups-bad");
+  const auto manifest = write_manifest(dir.path(), 2);
+  const auto run =
+      mpirun(3, write_config(dir.path(), manifest), {"parallel.tensor_parallel_size=2"});
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(
+                "parallel: 3 working rank(s) (world size 3) cannot be split into "
+                "replica groups of tensor_parallel_size x cfg_parallel_size = 2 x 1 = 2 ranks"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
 TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {

@@ -111,7 +111,8 @@ TEST(Protocol, RejectsMalformedBytes) {
     (void)decode(truncated);
     FAIL() << "no error";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("protocol: truncated message"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("protocol: truncated message"), std::string::npos)
+        << e.what();
   }
   auto trailing = bytes;
   trailing.push_back(0);

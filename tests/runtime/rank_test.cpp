@@ -97,8 +97,9 @@ TEST(InProcessJob, FailuresAreIsolatedAndTransientOnesRetried) {
   TempDir dir("failures");
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(
-      write_manifest(dir.path(), 8,
-                     {R"({"id": "img", "prompt": "p", "image": "missing.png", "num_frames": 5, "height": 32, "width": 32, "num_inference_steps": 1})"}),
+      write_manifest(
+          dir.path(), 8,
+          {R"({"id": "img", "prompt": "p", "image": "missing.png", "num_frames": 5, "height": 32, "width": 32, "num_inference_steps": 1})"}),
       dir.path() / "out", results);
   o.config.faults.fail_ids = {"r003"};
   o.config.faults.transient_fail_ids = {"r005"};
@@ -169,9 +170,10 @@ TEST(InProcessJob, ResumeWithAChangedRequestNamesBothKeys) {
   for (const auto& out : outcomes) {
     ASSERT_TRUE(out.threw);
     EXPECT_EQ(out.kind, ErrorKind::manifest);
-    EXPECT_NE(out.error.find(":3:id: request 'r002' is already done in " + (dir.path() / "out").string() +
-                             " with input key oldkey, but the manifest now gives input key "),
-              std::string::npos)
+    EXPECT_NE(
+        out.error.find(":3:id: request 'r002' is already done in " + (dir.path() / "out").string() +
+                       " with input key oldkey, but the manifest now gives input key "),
+        std::string::npos)
         << out.error;
   }
   EXPECT_TRUE(results->rows.empty());
@@ -233,7 +235,8 @@ TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {
 // Wraps the synthetic model and reports when a given request starts.
 class WatchedPipeline final : public Pipeline {
  public:
-  WatchedPipeline(std::unique_ptr<Pipeline> inner, std::string id, std::shared_ptr<std::promise<void>> started)
+  WatchedPipeline(std::unique_ptr<Pipeline> inner, std::string id,
+                  std::shared_ptr<std::promise<void>> started)
       : inner_(std::move(inner)), id_(std::move(id)), started_(std::move(started)) {}
   Video generate(const Request& r, const GenerateContext& ctx) override {
     if (r.id == id_) started_->set_value();
@@ -257,15 +260,16 @@ TEST(InProcessJob, SignalOnAnyRankDrainsAndASecondAbandons) {
   auto started = std::make_shared<std::promise<void>>();
   std::future<void> running = started->get_future();
   o.make_pipeline = [cfg = o.config, started](const DeviceBinding& d) -> std::unique_ptr<Pipeline> {
-    return std::make_unique<WatchedPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d), "r003", started);
+    return std::make_unique<WatchedPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d),
+                                             "r003", started);
   };
   std::atomic<int> level0{0};
   std::atomic<int> level1{0};
   std::vector<RankOutcome> outcomes;
   std::thread job([&] { outcomes = run_job_in_process(o, 2, {&level0, &level1}); });
-  running.wait();       // r003 hangs now
-  level1.store(1);      // SIGUSR1 on rank 1: drain
-  level1.store(2);      // and again: abandon the hung request
+  running.wait();   // r003 hangs now
+  level1.store(1);  // SIGUSR1 on rank 1: drain
+  level1.store(2);  // and again: abandon the hung request
   job.join();
   expect_all(outcomes, ExitCode::interrupted);
   const auto done = row_ids(*results);
@@ -284,7 +288,8 @@ TEST(InProcessJob, AHungRequestPastTheTimeoutAbortsTheJob) {
   const auto outcomes = run_job_in_process(o, 2);
   for (const auto& out : outcomes) {
     ASSERT_TRUE(out.threw);
-    EXPECT_NE(out.error.find("job aborted with exit code 75: request 'r001' on rank "), std::string::npos)
+    EXPECT_NE(out.error.find("job aborted with exit code 75: request 'r001' on rank "),
+              std::string::npos)
         << out.error;
     EXPECT_NE(out.error.find("longer than scheduler.request_timeout_s = 0.2"), std::string::npos)
         << out.error;

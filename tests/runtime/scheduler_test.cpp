@@ -102,7 +102,8 @@ TEST(WorkQueue, CostDescServesTheBiggestFirst) {
   VectorSource source(with_frames({5, 121, 9, 33, 5, 65}));
   WorkQueue q(cfg, 2, source, cost);
   std::vector<std::size_t> order;
-  while (auto item = q.next_for(static_cast<int>(order.size() % 2))) order.push_back(item->request.index);
+  while (auto item = q.next_for(static_cast<int>(order.size() % 2)))
+    order.push_back(item->request.index);
   // 121 > 65 > 33 > 9 > 5 = 5 (ties: manifest order).
   EXPECT_EQ(order, (std::vector<std::size_t>{1, 5, 3, 2, 0, 4}));
   EXPECT_EQ(q.peak_buffered(), 6U);

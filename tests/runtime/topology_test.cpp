@@ -58,15 +58,17 @@ TEST(Topology, ErrorsAreConfigErrors) {
     (void)make_topology(parallel(1, 1, false), 1);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "parallel.coordinator_runs_work: false needs at least 2 ranks (the "
-                           "world has 1): rank 0 only coordinates");
+    EXPECT_STREQ(e.what(),
+                 "parallel.coordinator_runs_work: false needs at least 2 ranks (the "
+                 "world has 1): rank 0 only coordinates");
   }
   try {
     (void)make_topology(parallel(2, 1, true, 3), 4);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "parallel.data_parallel_size: 3 replicas requested, but 4 ranks in "
-                           "groups of 2 give 2 (use auto, or launch 6 ranks)");
+    EXPECT_STREQ(e.what(),
+                 "parallel.data_parallel_size: 3 replicas requested, but 4 ranks in "
+                 "groups of 2 give 2 (use auto, or launch 6 ranks)");
   }
   EXPECT_EQ(make_topology(parallel(2, 1, true, 2), 4).replicas, 2);
 }
@@ -89,8 +91,9 @@ TEST(DeviceBinding, CpuAutoAndList) {
     (void)bind_device(model, p, 3);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "parallel.devices: no entry for local rank 3 (3 listed; list one "
-                           "device per rank of a node)");
+    EXPECT_STREQ(e.what(),
+                 "parallel.devices: no entry for local rank 3 (3 listed; list one "
+                 "device per rank of a node)");
   }
   p.devices = {"gpu0"};
   EXPECT_THROW((void)bind_device(model, p, 0), ConfigError);

@@ -41,8 +41,8 @@ struct CoordinatorOptions {
   Topology topology;
   JobPlan plan;
   std::size_t skipped_resume = 0;
-  std::function<double()> now;         // monotonic seconds; empty = std::chrono::steady_clock
-  std::FILE* progress_out = nullptr;   // nullptr: no progress output
+  std::function<double()> now;        // monotonic seconds; empty = std::chrono::steady_clock
+  std::FILE* progress_out = nullptr;  // nullptr: no progress output
   bool progress_in_place = false;
   double progress_interval_s = 10.0;
   // Runs after every rank closed its files, before Finish (writes summary.json, results.h5).
@@ -61,7 +61,7 @@ class Coordinator {
 
   void start();  // Start to every rank
   void handle(const Envelope& envelope);
-  void tick();   // progress output and the heartbeat watch
+  void tick();  // progress output and the heartbeat watch
   // Ends the job at once with `error` (Finish{error} to every rank).
   void fail(const ErrorInfo& error);
 
@@ -78,9 +78,9 @@ class Coordinator {
   struct ReplicaState {
     bool ready = false;
     int slots = 0;
-    int in_model = 0;            // assigned, not yet generated (bounded by slots)
-    bool pull = false;           // its running request is nearly done: fill the prefetch
-    int outstanding = 0;         // assigned, not yet durable (bounded by slots + write backlog)
+    int in_model = 0;               // assigned, not yet generated (bounded by slots)
+    bool pull = false;              // its running request is nearly done: fill the prefetch
+    int outstanding = 0;            // assigned, not yet durable (bounded by slots + write backlog)
     double outstanding_cost = 0.0;  // estimated cost of the in_model ones
     double busy_s = 0.0;
     double last_heartbeat = 0.0;

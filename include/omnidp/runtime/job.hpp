@@ -37,8 +37,8 @@ using Merger = std::function<void(const std::filesystem::path& dir, const RunSum
                                   const std::string& config_yaml)>;
 
 struct JobOptions {
-  Config config;               // validated and resolved
-  bool resume = true;          // --resume / --no-resume
+  Config config;                  // validated and resolved
+  bool resume = true;             // --resume / --no-resume
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
   // Results hooks; empty = the HDF5 results (results::RankWriter, results::scan_done,
   // results::merge_directory). Tests substitute their own.

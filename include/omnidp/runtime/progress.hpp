@@ -12,11 +12,11 @@
 namespace omnidp::runtime {
 
 struct ProgressSnapshot {
-  std::size_t done = 0;    // finished this run (ok + failed)
+  std::size_t done = 0;  // finished this run (ok + failed)
   std::size_t failed = 0;
-  std::size_t total = 0;   // to run this run
+  std::size_t total = 0;  // to run this run
   double elapsed_s = 0.0;
-  double eta_s = -1.0;     // < 0: unknown yet
+  double eta_s = -1.0;  // < 0: unknown yet
 };
 
 // "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s"
@@ -49,7 +49,7 @@ struct SummaryInputs {
   std::size_t failed = 0;
   std::size_t skipped_resume = 0;
   double makespan_s = 0.0;
-  std::vector<double> latencies_s;   // generation seconds of the ok requests
+  std::vector<double> latencies_s;  // generation seconds of the ok requests
   std::vector<double> busy_s_per_replica;
   std::vector<std::vector<int>> ranks_of_replica;
   int world_size = 1;

@@ -74,8 +74,23 @@ struct ErrorInfo {
 };
 
 enum class MessageType : std::uint8_t {
-  start = 1, ready, assign, done, retry, returned, drain, signal, heartbeat, fatal, shutdown,
-  closed, finish, group_run, group_idle, generated, pull
+  start = 1,
+  ready,
+  assign,
+  done,
+  retry,
+  returned,
+  drain,
+  signal,
+  heartbeat,
+  fatal,
+  shutdown,
+  closed,
+  finish,
+  group_run,
+  group_idle,
+  generated,
+  pull
 };
 
 // C -> every rank: the manifest passed the pre-start checks; load the model, open the rank
@@ -143,7 +158,7 @@ struct DoneMsg {
   std::int32_t attempt = 1;
   double start_time = 0.0;  // Unix seconds
   double end_time = 0.0;
-  double seconds = 0.0;     // generation time (busy time of the replica)
+  double seconds = 0.0;  // generation time (busy time of the replica)
   void encode(Encoder& out) const;
   static DoneMsg decode(Decoder& in);
   bool operator==(const DoneMsg&) const = default;
@@ -258,10 +273,9 @@ struct GroupIdleMsg {
   bool operator==(const GroupIdleMsg&) const = default;
 };
 
-using Message =
-    std::variant<StartMsg, ReadyMsg, AssignMsg, DoneMsg, RetryMsg, ReturnedMsg, DrainMsg,
-                 SignalMsg, HeartbeatMsg, FatalMsg, ShutdownMsg, ClosedMsg, FinishMsg,
-                 GroupRunMsg, GroupIdleMsg, GeneratedMsg, PullMsg>;
+using Message = std::variant<StartMsg, ReadyMsg, AssignMsg, DoneMsg, RetryMsg, ReturnedMsg,
+                             DrainMsg, SignalMsg, HeartbeatMsg, FatalMsg, ShutdownMsg, ClosedMsg,
+                             FinishMsg, GroupRunMsg, GroupIdleMsg, GeneratedMsg, PullMsg>;
 
 [[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
 // Throws RuntimeError on an unknown type, a truncated body or trailing bytes.

@@ -27,7 +27,7 @@ struct RankSetup {
   Transport* world = nullptr;
   Transport* group = nullptr;  // the replica's group (ranks 0..G-1 = the group), or null if G = 1
   Topology topology;
-  int local_rank = 0;          // index on this node (device binding)
+  int local_rank = 0;  // index on this node (device binding)
   std::string host;
   std::function<int()> signal_level;  // drain signals received by this rank so far; may be empty
   std::function<int()> last_signal;   // the last one's number (for logs); may be empty

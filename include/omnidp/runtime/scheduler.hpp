@@ -52,8 +52,8 @@ struct WorkItem {
   int attempt = 1;         // 1-based
   int avoid_replica = -1;  // the replica whose transient failure caused this retry
   CostFeatures features;
-  double key = 0.0;        // cost_desc ordering key (estimated cost)
-  bool handed_out = false; // assigned once already (a retry or a returned request)
+  double key = 0.0;         // cost_desc ordering key (estimated cost)
+  bool handed_out = false;  // assigned once already (a retry or a returned request)
 };
 
 class WorkQueue {
@@ -71,7 +71,7 @@ class WorkQueue {
   void rekey();
   // True when the source is at its end and nothing is buffered or waiting for a retry.
   [[nodiscard]] bool exhausted() const;
-  [[nodiscard]] std::size_t buffered() const;      // requests read but not handed out
+  [[nodiscard]] std::size_t buffered() const;  // requests read but not handed out
   [[nodiscard]] std::size_t peak_buffered() const noexcept { return peak_; }
   [[nodiscard]] std::size_t retries() const noexcept { return retries_.size(); }
 
@@ -86,9 +86,9 @@ class WorkQueue {
   const CostModel& cost_;
   bool source_done_ = false;
   std::deque<WorkItem> retries_;
-  std::deque<WorkItem> fifo_;                       // dynamic + manifest
-  std::vector<WorkItem> heap_;                      // dynamic + cost_desc (max-heap on key)
-  std::vector<std::deque<WorkItem>> per_replica_;   // round_robin
+  std::deque<WorkItem> fifo_;                      // dynamic + manifest
+  std::vector<WorkItem> heap_;                     // dynamic + cost_desc (max-heap on key)
+  std::vector<std::deque<WorkItem>> per_replica_;  // round_robin
   std::size_t peak_ = 0;
 };
 

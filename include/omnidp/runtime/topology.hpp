@@ -17,13 +17,15 @@ namespace omnidp::runtime {
 
 struct Topology {
   int world_size = 1;
-  int group_size = 1;   // tensor_parallel_size x cfg_parallel_size
+  int group_size = 1;  // tensor_parallel_size x cfg_parallel_size
   int replicas = 1;
   bool coordinator_works = true;
   std::vector<int> replica_of_rank;  // -1 for a rank that does no work (rank 0, if so configured)
   std::vector<int> leader_of_replica;
 
-  [[nodiscard]] int replica(int rank) const { return replica_of_rank.at(static_cast<std::size_t>(rank)); }
+  [[nodiscard]] int replica(int rank) const {
+    return replica_of_rank.at(static_cast<std::size_t>(rank));
+  }
   [[nodiscard]] bool works(int rank) const { return replica(rank) >= 0; }
   [[nodiscard]] bool is_leader(int rank) const;
   [[nodiscard]] int leader(int replica_index) const {

@@ -58,8 +58,11 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     if (m.path.empty()) throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
     parts.transformer = load_transformer(root / "transformer", dtype, device);
     parts.vae = load_vae(root / "vae", dtype, device);
-    // Qwen2.5-VL text + Glyph byT5 from tokenizer/, text_encoder/, tokenizer_2/, text_encoder_2/.
-    parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
+    // Qwen2.5-VL text + Glyph byT5 from tokenizer/, text_encoder/, tokenizer_2/, text_encoder_2/;
+    // a snapshot without text_encoder/ (transformer and VAE only) takes prompt_embeds files.
+    if (fs::exists(root / "text_encoder")) {
+      parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
+    }
   } else {
     TransformerOptions topts;  // the released 8.3B configuration
     VaeOptions vopts;

@@ -299,7 +299,7 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
       const auto key2 = prefix + "prompt_embeds_2";
       if (file->contains(key2)) {
         c.embeds_2 = read(key2, 3);
-        c.mask_2 = read(key2 + "_mask", 2);
+        c.mask_2 = read(prefix + "prompt_embeds_mask_2", 2);
         if (c.embeds_2.size(2) != to.text_embed_2_dim || c.mask_2.size(1) != c.embeds_2.size(1)) {
           throw InputError(path, "'" + key2 + "' must be [1, L2, " + std::to_string(to.text_embed_2_dim) +
                                      "] with a [1, L2] mask");

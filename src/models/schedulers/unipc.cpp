@@ -19,6 +19,19 @@ namespace {
 // A 0-d float32 CPU tensor (the reference's scalar arithmetic is on such tensors).
 torch::Tensor scalar(double v) { return torch::scalar_tensor(v, torch::kFloat32); }
 
+// log of a 0-d float32 tensor, correctly rounded (computed in double): PyTorch 2.x's float32
+// log gives these values; libtorch 1.13's can be 1 ulp off, which moves trajectories by
+// ~1e-6 over 50 steps.
+torch::Tensor log32(const torch::Tensor& x) {
+  return scalar(static_cast<float>(std::log(static_cast<double>(x.item<float>()))));
+}
+
+// The reference's float32 torch.linalg.solve (LAPACK) agrees best with the float64 solution
+// rounded to float32; the system is at most 3x3.
+torch::Tensor solve32(const torch::Tensor& a, const torch::Tensor& b) {
+  return at::linalg_solve(a.to(torch::kFloat64), b.to(torch::kFloat64)).to(torch::kFloat32);
+}
+
 }  // namespace
 
 UniPCOptions unipc_options_from_config(const nlohmann::json& config) {
@@ -112,7 +125,7 @@ torch::Tensor UniPCScheduler::sigma(int i) const { return sigmas_[i]; }
 torch::Tensor UniPCScheduler::lambda(int i) const {
   const auto s = sigma(i);
   const auto a = 1.0 - s;  // flow: alpha_t = 1 - sigma, sigma_t = sigma
-  return torch::log(a) - torch::log(s);
+  return log32(a) - log32(s);
 }
 
 // UniP (B(h) = expm1(hh), bh2) from step_index_ to step_index_ + 1. model_outputs_.back() is
@@ -124,7 +137,7 @@ torch::Tensor UniPCScheduler::predictor(const torch::Tensor& x, int order) const
   const auto sigma_s0 = sigma(k);
   const auto alpha_t = 1.0 - sigma_t;
   const auto lambda_s0 = lambda(k);
-  const auto h = (torch::log(alpha_t) - torch::log(sigma_t)) - lambda_s0;
+  const auto h = (log32(alpha_t) - log32(sigma_t)) - lambda_s0;
 
   std::vector<torch::Tensor> rks;
   std::vector<torch::Tensor> d1s;
@@ -160,7 +173,7 @@ torch::Tensor UniPCScheduler::predictor(const torch::Tensor& x, int order) const
       const auto r = torch::stack(r_rows);
       const auto bt = torch::stack(b);
       const auto n = order - 1;
-      rhos_p = at::linalg_solve(r.slice(0, 0, n).slice(1, 0, n), bt.slice(0, 0, n));
+      rhos_p = solve32(r.slice(0, 0, n).slice(1, 0, n), bt.slice(0, 0, n));
     }
     auto pred_res = rhos_p[0] * d1s[0];
     for (std::size_t j = 1; j < d1s.size(); ++j) {
@@ -181,7 +194,7 @@ torch::Tensor UniPCScheduler::corrector(const torch::Tensor& model_t, const torc
   const auto sigma_s0 = sigma(k - 1);
   const auto alpha_t = 1.0 - sigma_t;
   const auto lambda_s0 = lambda(k - 1);
-  const auto h = (torch::log(alpha_t) - torch::log(sigma_t)) - lambda_s0;
+  const auto h = (log32(alpha_t) - log32(sigma_t)) - lambda_s0;
 
   std::vector<torch::Tensor> rks;
   std::vector<torch::Tensor> d1s;
@@ -208,7 +221,7 @@ torch::Tensor UniPCScheduler::corrector(const torch::Tensor& model_t, const torc
     h_phi_k = h_phi_k / hh - 1.0 / static_cast<double>(factorial_i);
   }
   const auto rhos_c = order == 1 ? torch::full({1}, 0.5, torch::kFloat32)
-                                 : at::linalg_solve(torch::stack(r_rows), torch::stack(b));
+                                 : solve32(torch::stack(r_rows), torch::stack(b));
 
   const auto x_t_ = sigma_t / sigma_s0 * last - alpha_t * h_phi_1 * m0;
   const auto d1_t = model_t - m0;

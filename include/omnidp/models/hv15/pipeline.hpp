@@ -11,12 +11,12 @@
 //   VAE-encoded (posterior mean x scaling_factor) into the first condition frame, the mask
 //   channel is 1 on that frame, and the SigLIP tokens enter through `image_embeds`.
 //
-// Text (until the prompt encoders are wired in): a request's `prompt_embeds` safetensors file
-// with the pipeline's own argument names (docs/models.md): prompt_embeds [1, L, 3584],
-// prompt_embeds_mask [1, L], prompt_embeds_2 [1, L2, 1472], prompt_embeds_mask_2 [1, L2]
-// (byT5; absent = no quoted text), the same four with a `negative_` prefix (needed when
-// guidance_scale != 1) and image_embeds [1, 729, 1152] (I2V). With `weights: random`, what a
-// request lacks is drawn as seeded random embeddings of the real shapes (benchmarks).
+// Text, from the first source that has it: a request's `prompt_embeds` safetensors file with
+// the pipeline's own argument names (docs/models.md): prompt_embeds [1, L, 3584],
+// prompt_embeds_mask [1, L], prompt_embeds_2 [1, L2, 1472], prompt_embeds_mask_2 [1, L2] (byT5;
+// absent = no quoted text), the same four with a `negative_` prefix (needed when CFG runs) and
+// image_embeds [1, 729, 1152] (I2V SigLIP tokens); the pipeline's TextEncoder (Qwen2.5-VL +
+// byT5); with `weights: random`, seeded random embeddings of the real shapes (benchmarks).
 //
 // Ownership and threading: the worker owns the pipeline and calls generate() from one thread.
 

@@ -7,7 +7,9 @@
 // timesteps = int(sigma * T) (truncated, as the reference's int64 cast). Step: the UniC corrector on the
 // previous prediction, then the UniP predictor of order min(solver_order, steps done + 1,
 // steps left), with all scalar coefficients computed as float32 tensors in the reference's
-// order. Samples and history are float32; the result has the sample's dtype.
+// order (log correctly rounded, the small linear solve in float64 rounded to float32: what
+// the reference's PyTorch 2.x / MKL produce). Samples and history are float32; the result has
+// the sample's dtype.
 
 #include <deque>
 #include <optional>
