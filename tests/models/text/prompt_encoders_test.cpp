@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"
+#include "omnidp/models/text/sentencepiece_tokenizer.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -114,6 +116,33 @@ TEST(TinyByteT5, OffloadedWeightsStayOnTheCpu) {
 TEST(WanTextEncoder, UmT5FixtureWithoutATokenizerFolderIsAClearError) {
   // A snapshot needs tokenizer/spiece.model: the fixture has only the model.
   EXPECT_THROW((void)load_wan_text_encoder(kRef / "umt5_encoder", torch::kFloat32, EncoderPlacement{}), Error);
+}
+
+// A snapshot laid out as Wan's: tokenizer/spiece.model (a word model trained here) and
+// text_encoder/ (the umt5_encoder fixture).
+TEST(WanTextEncoder, SnapshotFoldersEndToEnd) {
+  if (!SentencePieceTokenizer::available()) GTEST_SKIP() << "this build has no SentencePiece";
+  testing::TempDir snap;
+  fs::create_directories(snap.path / "tokenizer");
+  fs::create_directories(snap.path / "text_encoder");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(kRef / "umt5_encoder" / f, snap.path / "text_encoder" / f);
+  }
+  snap.write("corpus.txt", "the cat walks on the grass\nthe dog runs\n");
+  SentencePieceTokenizer::train_model("--input=" + (snap.path / "corpus.txt").string() +
+                                      " --model_prefix=" + (snap.path / "tokenizer" / "spiece").string() +
+                                      " --vocab_size=12 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2"
+                                      " --bos_id=-1 --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
+  auto enc = load_wan_text_encoder(snap.path, torch::kFloat32, EncoderPlacement{});
+  const SentencePieceTokenizer tok(snap.path / "tokenizer" / "spiece.model");
+  const auto ids = std::vector<std::int64_t>{tok.piece_id("\xE2\x96\x81the"), tok.piece_id("\xE2\x96\x81" "cat"), 1};
+  const auto e = enc->encode("  the   cat ");  // prompt_clean folds the whitespace
+  EXPECT_EQ(e.embeds.sizes(), (std::vector<std::int64_t>{1, 512, 64}));
+  EXPECT_EQ(e.mask.sum().item<std::int64_t>(), 3);
+  c10::InferenceMode guard;
+  const auto expected = enc->model()->forward(torch::tensor(ids, torch::kLong).view({1, 3}));
+  EXPECT_TRUE(torch::allclose(e.embeds.narrow(1, 0, 3), expected, 1e-6, 1e-7));
+  EXPECT_EQ(e.embeds.narrow(1, 3, 509).abs().max().item<float>(), 0.0F);
 }
 
 // HunyuanVideo-1.5's prompt handling over the fixture models, with the byte tokenizer standing

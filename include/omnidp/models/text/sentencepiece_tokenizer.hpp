@@ -1,12 +1,18 @@
 #pragma once
 // The T5 / UMT5 tokenizer: a SentencePiece model (`spiece.model` of a snapshot's `tokenizer/`
 // folder, Debian's libsentencepiece) followed by `</s>`, as transformers' T5Tokenizer does.
-// An optional build part: where libsentencepiece is missing, available() is false and
-// construction throws a ModelError saying so. Torch-free. Thread-safety: encode() may be
-// called concurrently (the processor is immutable after loading).
+//
+// Debian's libsentencepiece carries its own protobuf, which clashes with libtorch's: linked
+// into one process they abort at start-up. So SentencePiece lives in a small shim library
+// (libomnidp_sentencepiece_shim.so, built beside omnidp::text) that is dlopen()ed with
+// RTLD_LOCAL | RTLD_DEEPBIND on first use; OMNIDP_SENTENCEPIECE_SHIM overrides its path.
+// An optional build part: without libsentencepiece (or in sanitizer builds) available() is
+// false and construction throws a ModelError saying why. Torch-free. Thread-safety: encode()
+// may be called concurrently (the processor is immutable after loading).
 
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "omnidp/models/text/tokenizer.hpp"
 
@@ -14,8 +20,11 @@ namespace omnidp::models::text {
 
 class SentencePieceTokenizer final : public Tokenizer {
  public:
-  // True when this build has SentencePiece.
+  // True when this build has SentencePiece and its shim loads.
   [[nodiscard]] static bool available() noexcept;
+  // SentencePieceTrainer::Train(args) (command-line syntax) through the shim: tests train
+  // small models with it. Throws ModelError when training fails or SentencePiece is missing.
+  static void train_model(const std::string& args);
 
   // `model_file` is a serialized SentencePiece model; `added` are matched in the text first
   // (each plain piece between them is encoded on its own). Throws WeightsError when the model
