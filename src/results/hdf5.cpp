@@ -142,7 +142,15 @@ template class Handle<Kind::attribute>;
 
 // ---- files ----------------------------------------------------------------------------------
 
-PropList file_access() {
+bool can_skip_file_lock() noexcept {
+#if H5_VERSION_GE(1, 10, 7)
+  return true;
+#else
+  return false;
+#endif
+}
+
+PropList file_access(bool locking) {
   PropList fapl(call("H5Pcreate", "file access", [] { return H5Pcreate(H5P_FILE_ACCESS); }));
   call("H5Pset_libver_bounds", "file access", [&] {
     return H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V18, H5F_LIBVER_V18);
@@ -151,7 +159,9 @@ PropList file_access() {
   // Lock (flock) where the file system can; where it cannot (some Lustre/NFS mounts), go on
   // without: a rank file has exactly one writer by construction.
   call("H5Pset_file_locking", "file access",
-       [&] { return H5Pset_file_locking(fapl.id(), true, true); });
+       [&] { return H5Pset_file_locking(fapl.id(), locking, true); });
+#else
+  (void)locking;
 #endif
   return fapl;
 }
@@ -164,8 +174,8 @@ File create_file(const std::string& path, bool truncate) {
   }));
 }
 
-File open_file(const std::string& path, bool writable) {
-  const PropList fapl = file_access();
+File open_file(const std::string& path, bool writable, bool locking) {
+  const PropList fapl = file_access(locking);
   return File(call("H5Fopen", path, [&] {
     return H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.id());
   }));

@@ -101,8 +101,9 @@ ResultsFileInfo read_file_info(const std::filesystem::path& file) {
   return info;
 }
 
-std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order) {
-  const h5::File f = h5::open_file(file.string());
+std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order,
+                                        bool ignore_lock) {
+  const h5::File f = h5::open_file(file.string(), false, !ignore_lock);
   const hid_t root = f.id();
   const bool store_video =
       !h5::has_attribute(root, "store_video") || h5::read_int_attribute(root, "store_video") != 0;

@@ -17,17 +17,22 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
     try {
       rows = read_stored_rows(file);
     } catch (const Hdf5Error& e) {
-      if (is_locked_by_writer(file)) {
-        // Normally this job's own writer, which may create its new segment while rank 0
-        // scans: nothing in it is done yet. (Another live job's file would be redone.)
-        log_info("resume: " + file.string() +
-                 " is open for writing by a live process (this job's writer, or another job's); "
-                 "not read");
+      if (!is_locked_by_writer(file)) {
+        log_warn("resume: skipping unreadable " + file.string() +
+                 " (its requests are generated again): " + e.what());
         continue;
       }
-      log_warn("resume: skipping unreadable " + file.string() +
-               " (its requests are generated again): " + e.what());
-      continue;
+      // A live process holds HDF5's lock: the previous job's rank still exiting after mpirun
+      // returned (its file is final), or this job's own writer creating its new segment while
+      // rank 0 scans (nothing in it is done yet). Read what is flushed, without the lock.
+      try {
+        rows = read_stored_rows(file, 0, true);
+        log_info("resume: " + file.string() + " is locked by a live process; read without the lock");
+      } catch (const Error& again) {
+        log_info("resume: " + file.string() + " is locked by a live process and not readable; "
+                 "not read: " + again.what());
+        continue;
+      }
     }
     for (auto& row : rows) {
       if (row.record.status != RequestStatus::ok) continue;

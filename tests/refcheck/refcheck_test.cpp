@@ -144,7 +144,9 @@ TEST(Dispatcher, CorruptedExpectedTensorFails) {
   ASSERT_TRUE(WIFEXITED(status)) << cmd;
   EXPECT_EQ(WEXITSTATUS(status), 1) << cmd;
   std::ifstream in(root / "out.txt");
-  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
   EXPECT_NE(text.find("FAIL"), std::string::npos) << text;
   EXPECT_NE(text.find("1 cases: 5 PASS, 1 FAIL, 0 SKIP"), std::string::npos) << text;
 }

@@ -1,5 +1,7 @@
 # Shared by the end-to-end scripts of tests/results (sourced, not run).
-# Expects: BATCH COMPARE MPIEXEC CONFIG WORK set by the caller.
+# Expects: BATCH COMPARE MPIEXEC CONFIG WORK set by the caller; SECONDS_PER_GCOST optional (the
+# synthetic model's time per 1e9 cost units: 100 gives 0.01-0.3 s per request of demo.jsonl).
+SECONDS_PER_GCOST=${SECONDS_PER_GCOST:-100}
 
 fail() {
   echo "FAIL: $*" >&2
@@ -14,7 +16,7 @@ batch() {
   local rc=0
   echo "=== mpirun -np $n omni-dp-batch --output $out $*" >>"$out.log"
   "$MPIEXEC" -np "$n" --oversubscribe "$BATCH" --config "$CONFIG" --output "$out" \
-    --set synthetic.seconds_per_gcost=0.02 "$@" >>"$out.log" 2>&1 || rc=$?
+    --set synthetic.seconds_per_gcost=$SECONDS_PER_GCOST "$@" >>"$out.log" 2>&1 || rc=$?
   echo "=== exit $rc" >>"$out.log"
   echo "$rc"
 }

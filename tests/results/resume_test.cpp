@@ -185,7 +185,7 @@ TEST(Resume, OneIdDoneWithTwoInputKeysNamesBoth) {
   }
 }
 
-TEST(Resume, AFileHeldByALiveWriterIsNotReadButMergeRefusesIt) {
+TEST(Resume, AFileHeldByALiveWriterIsReadWithoutItsLockButMergeRefusesIt) {
   ScratchDir dir("locked");
   testing::write_rank(dir.path(), 1, 2, {"done"});
   int to_parent[2];
@@ -210,8 +210,9 @@ TEST(Resume, AFileHeldByALiveWriterIsNotReadButMergeRefusesIt) {
   ASSERT_EQ(::read(to_parent[0], &c, 1), 1);
   EXPECT_TRUE(is_locked_by_writer(dir.path() / "rank-00000.h5"));
   EXPECT_FALSE(is_locked_by_writer(dir.path() / "rank-00001.h5"));
-  // Like this job's own writer creating its file while rank 0 scans: skipped, no error.
-  EXPECT_EQ(scan_done(dir.path()), expected_done({"done"}));
+  // Like a rank of the killed job still exiting, or this job's writer: read without the lock.
+  EXPECT_EQ(scan_done(dir.path()), expected_done({"done", "live"}));
+  EXPECT_THROW((void)read_stored_rows(dir.path() / "rank-00000.h5"), Hdf5Error);  // locked
   try {
     (void)merge_directory(dir.path());
     ADD_FAILURE() << "expected IoError";

@@ -86,11 +86,13 @@ extern template class Handle<Kind::attribute>;
 // ---- files ----------------------------------------------------------------------------------
 // File access list: sec2, HDF5 1.8-compatible format (no file-consistency flags, so a file
 // left open by a killed process opens without h5clear), file locking on where the file system
-// supports it.
-[[nodiscard]] PropList file_access();
+// supports it (`locking` false: HDF5's flock is not taken, HDF5 >= 1.10.7 only).
+[[nodiscard]] PropList file_access(bool locking = true);
+// Whether file_access(false) can really switch locking off in this HDF5 version.
+[[nodiscard]] bool can_skip_file_lock() noexcept;
 // Creates `path`; fails if it exists (H5F_ACC_EXCL) unless `truncate`.
 [[nodiscard]] File create_file(const std::string& path, bool truncate = false);
-[[nodiscard]] File open_file(const std::string& path, bool writable = false);
+[[nodiscard]] File open_file(const std::string& path, bool writable = false, bool locking = true);
 // H5Fflush, then fsync of the file descriptor.
 void flush_durable(const File& file, std::string_view context);
 

@@ -44,9 +44,11 @@ struct StoredRow {
   bool video_expected = false;  // ok and the file stores videos
   bool video_present = false;   // /videos/<id> link exists in `file`
 };
-// Rows of one file with their video presence.
+// Rows of one file with their video presence. `ignore_lock`: read without taking HDF5's file
+// lock (for a file whose writer is exiting; see scan_done). Throws Hdf5Error/IoError.
 [[nodiscard]] std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file,
-                                                      std::size_t file_order = 0);
+                                                      std::size_t file_order = 0,
+                                                      bool ignore_lock = false);
 
 // One row per id, sorted by id (bytewise). Rule (docs/results.md): an ok row whose expected
 // video is missing is dropped (a writer died between the two); then ok beats failed; then the

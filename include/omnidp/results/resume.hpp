@@ -11,10 +11,12 @@ namespace omnidp::results {
 // id -> input_key of every request recorded ok in any <dir>/rank-*.h5 (of any earlier world
 // size or run segment) whose video is present when the file stores videos. Files left unclosed
 // by a killed process are read as of their last flush. A file that cannot be opened at all is
-// skipped with a warning (its requests are generated again); so is a file that a live process
-// holds open for writing (flock), which is normally this job's own writer creating its new
-// segment while rank 0 scans. The same id recorded ok with two input keys is a RuntimeError
-// naming both keys and files. A missing folder gives an empty map.
+// skipped with a warning (its requests are generated again). A file that a live process holds
+// open (HDF5's flock) is read without the lock: that process is normally the previous job's
+// rank still exiting after mpirun returned, or this job's own writer creating its new segment
+// while rank 0 scans (no rows yet); if even that read fails, the file is skipped. The same id
+// recorded ok with two input keys is a RuntimeError naming both keys and files. A missing
+// folder gives an empty map.
 [[nodiscard]] std::unordered_map<std::string, std::string> scan_done(
     const std::filesystem::path& dir);
 
