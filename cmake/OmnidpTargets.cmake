@@ -35,9 +35,21 @@ function(omnidp_library name)
   omnidp_warnings(omnidp_${name})
 endfunction()
 
-# omnidp_torch_pch(target): precompiled torch header (torch TUs are slow to parse).
+# omnidp_torch_pch(target): every torch translation unit of the project reuses ONE precompiled
+# <torch/torch.h> (parsing it costs over a minute per TU on a 2-core CI machine; loading the PCH
+# a few seconds). GCC accepts a PCH only when -fpic/-fpie match, so every user compiles with
+# -fPIC (libraries already do; executables get it here). -Winvalid-pch reports a rejected reuse.
 function(omnidp_torch_pch target)
-  target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  if(NOT TARGET omnidp_torch_pch_host)
+    file(WRITE ${PROJECT_BINARY_DIR}/omnidp_torch_pch_host.cpp "// host of the shared torch PCH\n")
+    add_library(omnidp_torch_pch_host OBJECT ${PROJECT_BINARY_DIR}/omnidp_torch_pch_host.cpp)
+    target_link_libraries(omnidp_torch_pch_host PRIVATE ${TORCH_LIBRARIES})
+    set_target_properties(omnidp_torch_pch_host PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_precompile_headers(omnidp_torch_pch_host PRIVATE <torch/torch.h>)
+    omnidp_sanitize(omnidp_torch_pch_host)
+  endif()
+  target_precompile_headers(${target} REUSE_FROM omnidp_torch_pch_host)
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-fPIC -Winvalid-pch>)
 endfunction()
 
 # The git revision at configure time, "unknown" outside a checkout.

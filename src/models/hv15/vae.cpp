@@ -1,6 +1,7 @@
 #include "omnidp/models/hv15/vae.hpp"
 
 #include <nlohmann/json.hpp>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -133,6 +134,19 @@ CausalConv3dImpl::CausalConv3dImpl(std::int64_t in, std::int64_t out, std::int64
 
 torch::Tensor CausalConv3dImpl::forward(const torch::Tensor& x) {
   const auto p = kernel_ / 2;
+#if TORCH_VERSION_MAJOR < 2
+  // libtorch 1.13 has no CPU replication_pad3d for bf16/fp16: replicate the edges by hand.
+  if (x.is_cpu() && (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kHalf)) {
+    auto edge = [](const torch::Tensor& t, std::int64_t dim, std::int64_t before, std::int64_t after) {
+      std::vector<torch::Tensor> parts;
+      for (std::int64_t i = 0; i < before; ++i) parts.push_back(t.narrow(dim, 0, 1));
+      parts.push_back(t);
+      for (std::int64_t i = 0; i < after; ++i) parts.push_back(t.narrow(dim, t.size(dim) - 1, 1));
+      return torch::cat(parts, dim);
+    };
+    return conv_(edge(edge(edge(x, 4, p, p), 3, p, p), 2, kernel_ - 1, 0));
+  }
+#endif
   const auto padded = nn::functional::pad(
       x, nn::functional::PadFuncOptions({p, p, p, p, kernel_ - 1, 0}).mode(torch::kReplicate));
   return conv_(padded);

@@ -3,9 +3,12 @@
 //
 // Why a shim: Debian's libsentencepiece exports its bundled protobuf-lite 3.14 symbols, and
 // libtorch loads libprotobuf 3.21; linked into one process the two interpose each other and
-// the process aborts at start-up. The shim links libsentencepiece and is dlopen()ed with
-// RTLD_LOCAL | RTLD_DEEPBIND, so SentencePiece binds to its own protobuf and nothing of it
-// enters the global symbol scope.
+// the process aborts at start-up. The shim links libsentencepiece and is loaded with
+// dlmopen(LM_ID_NEWLM): a separate link-map namespace (its own libstdc++ and libc copies), so
+// SentencePiece binds to its own protobuf and nothing of it reaches the main namespace.
+// (RTLD_DEEPBIND is not enough: SentencePiece's logging then writes to an unconstructed
+// std::cerr, the executable holding the copy-relocated one.) Only C types cross this ABI;
+// memory is freed on the side that allocated it and no exception leaves the shim.
 //
 // Every function reports failure by returning non-zero (or null) and writing a message into
 // `error` (size `error_size`, always NUL-terminated).

@@ -45,7 +45,7 @@ const Shim& shim() {
   static const Shim loaded = [] {
     Shim s;
 #if defined(__SANITIZE_ADDRESS__)
-    s.error = "SentencePiece is unavailable in sanitizer builds (its shim needs RTLD_DEEPBIND)";
+    s.error = "SentencePiece is unavailable in sanitizer builds (its shim runs in a separate link namespace)";
 #else
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("OMNIDP_SENTENCEPIECE_SHIM"); env != nullptr && *env != '\0') {
@@ -58,8 +58,8 @@ const Shim& shim() {
     void* lib = nullptr;
     std::string tried;
     for (const auto& path : candidates) {
-      // RTLD_LOCAL | RTLD_DEEPBIND: SentencePiece keeps its own protobuf (sentencepiece_shim.hpp).
-      lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      // A new link-map namespace: SentencePiece keeps its own protobuf (sentencepiece_shim.hpp).
+      lib = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (lib != nullptr) break;
       const char* why = dlerror();
       tried += "\n  " + path + ": " + (why != nullptr ? why : "not loadable");

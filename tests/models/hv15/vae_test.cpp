@@ -158,6 +158,23 @@ TEST(Hv15Vae, TiledDecodeShapesAndTheSingleTileCase) {
   EXPECT_FALSE(torch::equal(tiled, plain));
 }
 
+TEST(Hv15Vae, CausalConvPadsTheSameInEveryDtype) {
+  torch::NoGradGuard no_grad;
+  hv::CausalConv3d conv(2, 3);
+  omnidp::models::init_random_weights(*conv, 1);  // bf16-exact weights
+  const auto x = torch::randn({1, 2, 3, 4, 5}).to(torch::kBFloat16).to(torch::kFloat32);
+  const auto ref = conv(x);
+  conv->to(torch::kBFloat16);
+  const auto low = conv(x.to(torch::kBFloat16)).to(torch::kFloat32);
+  EXPECT_EQ(low.sizes(), ref.sizes());
+  EXPECT_LT((low - ref).abs().max().item<double>(), 0.05 * std::max(1.0, ref.abs().max().item<double>()));
+  // Causal padding: output frame 0 sees only input frame 0 (replicated).
+  auto y = x.clone();
+  y.select(2, 2).fill_(7.0);
+  conv->to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(conv(y).select(2, 0), ref.select(2, 0)));
+}
+
 TEST(Hv15Vae, OptionsFromJsonValidate) {
   auto cfg = omnidp::models::read_json(kCase / "config.json");
   const auto o = hv::VaeOptions::from_json(cfg, "x");

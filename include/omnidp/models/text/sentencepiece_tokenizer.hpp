@@ -4,8 +4,8 @@
 //
 // Debian's libsentencepiece carries its own protobuf, which clashes with libtorch's: linked
 // into one process they abort at start-up. So SentencePiece lives in a small shim library
-// (libomnidp_sentencepiece_shim.so, built beside omnidp::text) that is dlopen()ed with
-// RTLD_LOCAL | RTLD_DEEPBIND on first use; OMNIDP_SENTENCEPIECE_SHIM overrides its path.
+// (libomnidp_sentencepiece_shim.so, built beside omnidp::text) that is loaded on first use
+// into its own link-map namespace (dlmopen); OMNIDP_SENTENCEPIECE_SHIM overrides its path.
 // An optional build part: without libsentencepiece (or in sanitizer builds) available() is
 // false and construction throws a ModelError saying why. Torch-free. Thread-safety: encode()
 // may be called concurrently (the processor is immutable after loading).
