@@ -37,8 +37,9 @@ endfunction()
 
 # omnidp_torch_pch(target): every torch translation unit of the project reuses ONE precompiled
 # <torch/torch.h> (parsing it costs over a minute per TU on a 2-core CI machine; loading the PCH
-# a few seconds). GCC accepts a PCH only when -fpic/-fpie match, so every user compiles with
-# -fPIC (libraries already do; executables get it here). -Winvalid-pch reports a rejected reuse.
+# a few seconds). GCC accepts a PCH only when -fpic/-fpie and the predefined macros match, so
+# every user compiles with -fPIC (libraries already do; executables get it here) and the same
+# warning flags (-Wpedantic undefines __cpp_runtime_arrays). -Winvalid-pch reports a rejected reuse.
 function(omnidp_torch_pch target)
   if(NOT TARGET omnidp_torch_pch_host)
     file(WRITE ${PROJECT_BINARY_DIR}/omnidp_torch_pch_host.cpp "// host of the shared torch PCH\n")
@@ -46,7 +47,7 @@ function(omnidp_torch_pch target)
     target_link_libraries(omnidp_torch_pch_host PRIVATE ${TORCH_LIBRARIES})
     set_target_properties(omnidp_torch_pch_host PROPERTIES POSITION_INDEPENDENT_CODE ON)
     target_precompile_headers(omnidp_torch_pch_host PRIVATE <torch/torch.h>)
-    omnidp_sanitize(omnidp_torch_pch_host)
+    omnidp_warnings(omnidp_torch_pch_host)  # same flags as its users (-Wpedantic changes macros)
   endif()
   target_precompile_headers(${target} REUSE_FROM omnidp_torch_pch_host)
   target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-fPIC -Winvalid-pch>)
