@@ -14,6 +14,10 @@ OMNIDP_PACKAGES=(
   libssl-dev libpng-dev libjpeg-dev libsentencepiece-dev libpcre2-dev
 )
 
+# The machine's cores. (GNU nproc honours OMP_NUM_THREADS, which the test command sets to 1
+# for the test ranks: a plain `nproc` there would build on one core.)
+omnidp_cores() { env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc; }
+
 omnidp_install_packages() {
   local missing=() pkg
   for pkg in "${OMNIDP_PACKAGES[@]}"; do
@@ -39,7 +43,7 @@ omnidp_build() {
   cmake --preset "$preset"
   local targets=()
   for t in "$@"; do targets+=(--target "$t"); done
-  cmake --build --preset "$preset" --parallel "$(nproc)" "${targets[@]}"
+  cmake --build --preset "$preset" --parallel "$(omnidp_cores)" "${targets[@]}"
 }
 
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then

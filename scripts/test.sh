@@ -19,4 +19,4 @@ omnidp_install_packages
 omnidp_build "$preset"
 
 # ctest's own summary ("N% tests passed, M tests failed out of K") closes the output.
-exec ctest --preset "$preset" --output-on-failure --parallel "$(nproc)" "$@"
+exec ctest --preset "$preset" --output-on-failure --parallel "$(omnidp_cores)" "$@"

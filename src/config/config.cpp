@@ -620,7 +620,8 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
     const std::string path = assignment.substr(0, eq);
     const std::string value = assignment.substr(eq + 1);
     const auto dot = path.find('.');
-    const SectionSpec& section = find_section(path.substr(0, dot));
+    const std::string section_key = path.substr(0, dot);
+    const SectionSpec& section = find_section(section_key);
     if (dot == std::string::npos) {
       throw ConfigError(path, "a section, not a key: use " + path + ".KEY=value (keys: " +
                                   join(field_names(section), ", ") + ")");

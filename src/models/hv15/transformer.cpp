@@ -52,10 +52,10 @@ torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
   if (key_mask.defined()) {
     const auto b = key_mask.size(0);
     const auto s = key_mask.size(1);
-    out = scaled_dot_product_attention(qh, kh, vh, key_mask.view({b, 1, 1, s}));
+    out = omnidp::models::scaled_dot_product_attention(qh, kh, vh, key_mask.view({b, 1, 1, s}));
     out = out * key_mask.view({b, 1, s, 1}).to(out.scalar_type());
   } else {
-    out = scaled_dot_product_attention(qh, kh, vh);
+    out = omnidp::models::scaled_dot_product_attention(qh, kh, vh);
   }
   return out.transpose(1, 2).flatten(2);
 }

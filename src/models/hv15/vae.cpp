@@ -201,7 +201,7 @@ torch::Tensor VaeAttentionImpl::forward(const torch::Tensor& x) {
   for (std::int64_t i = 0; i < f; ++i) {
     const auto qi = q.slice(2, i * hw, (i + 1) * hw);
     const auto end = (i + 1) * hw;
-    frames.push_back(scaled_dot_product_attention(qi, k.slice(2, 0, end), v.slice(2, 0, end)));
+    frames.push_back(omnidp::models::scaled_dot_product_attention(qi, k.slice(2, 0, end), v.slice(2, 0, end)));
   }
   const auto out = torch::cat(frames, 2).squeeze(1).reshape({b, f, hh, ww, c}).permute({0, 4, 1, 2, 3});
   return proj_out_(out) + x;

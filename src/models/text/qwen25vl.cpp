@@ -94,7 +94,7 @@ torch::Tensor Qwen25VLAttentionImpl::forward(const torch::Tensor& x, const torch
     k = k.repeat_interleave(heads_ / kv_heads_, 1);
     v = v.repeat_interleave(heads_ / kv_heads_, 1);
   }
-  const auto out = scaled_dot_product_attention(q, k, v, mask);
+  const auto out = omnidp::models::scaled_dot_product_attention(q, k, v, mask);
   return o_proj->forward(out.transpose(1, 2).reshape({b, l, heads_ * head_dim_}));
 }
 

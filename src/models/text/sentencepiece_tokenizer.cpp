@@ -81,7 +81,7 @@ const Shim& shim() {
   return loaded;
 }
 
-const Shim& loaded_shim(const std::string& context) {
+const Shim& loaded_shim(const char* context) {
   const auto& s = shim();
   if (!s.error.empty()) throw ModelError("SentencePiece unavailable: " + s.error, {context});
   return s;
@@ -110,7 +110,7 @@ void SentencePieceTokenizer::train_model(const std::string& args) {
 
 SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file, AddedTokens added)
     : added_(std::move(added)) {
-  const auto& s = loaded_shim(model_file.string());
+  const auto& s = loaded_shim(model_file.c_str());
   if (!fs::is_regular_file(model_file)) throw WeightsError(model_file.string(), "SentencePiece model not found");
   std::array<char, 1024> error{};
   void* processor = s.open(model_file.c_str(), error.data(), error.size());

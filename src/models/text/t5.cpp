@@ -147,7 +147,7 @@ torch::Tensor T5AttentionImpl::forward(const torch::Tensor& x, const torch::Tens
   const auto l = x.size(1);
   auto heads = [&](const Linear& proj) { return proj->forward(x).view({b, l, num_heads_, d_kv_}).transpose(1, 2); };
   // T5 does not scale the scores (the 1/sqrt(d) is folded into the weights' initialisation).
-  const auto out = scaled_dot_product_attention(heads(q), heads(k), heads(v), bias, 1.0);
+  const auto out = omnidp::models::scaled_dot_product_attention(heads(q), heads(k), heads(v), bias, 1.0);
   return o->forward(out.transpose(1, 2).reshape({b, l, num_heads_ * d_kv_}));
 }
 

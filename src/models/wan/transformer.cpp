@@ -234,7 +234,7 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     q = apply_wan_rope(q, rope_cos, rope_sin);
     k = apply_wan_rope(k, rope_cos, rope_sin);
   }
-  auto out = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2));
+  auto out = omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2));
   out = out.transpose(1, 2).flatten(2, 3).to(q.scalar_type());
   return to_out[0]->as<torch::nn::Linear>()->forward(out);
 }

@@ -279,7 +279,7 @@ torch::Tensor WanAttentionBlockImpl::forward(const torch::Tensor& x) {
                        .reshape({b * t, 1, c * 3, h * w})
                        .permute({0, 1, 3, 2});
   const auto parts = qkv.chunk(3, -1);
-  const auto attended = scaled_dot_product_attention(parts[0].contiguous(),
+  const auto attended = omnidp::models::scaled_dot_product_attention(parts[0].contiguous(),
                                                      parts[1].contiguous(),
                                                      parts[2].contiguous());
   const auto y = proj->forward(attended.squeeze(1).permute({0, 2, 1}).reshape({b * t, c, h, w}));
