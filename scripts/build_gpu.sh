@@ -14,5 +14,5 @@ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$torch_prefix" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 \
   -DOMNIDP_SHARED_DIR="$shared"
-cmake --build "$build" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+cmake --build "$build" -- -k 0 -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
 echo "built in $build"

@@ -162,7 +162,8 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
   const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});
   auto sizes = x.sizes().vec();
-  sizes.back() /= 2;
+  const auto last = sizes.size() - 1;
+  sizes[last] /= 2;
   sizes.push_back(2);
   const auto pairs = x.reshape(sizes);
   const auto re = pairs.select(-1, 0);

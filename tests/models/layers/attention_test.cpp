@@ -11,7 +11,7 @@ TEST(Attention, MatchesExplicitSoftmax) {
   const auto k = torch::randn({1, 2, 7, 8});
   const auto v = torch::randn({1, 2, 7, 8});
   const auto ref = torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0), -1), v);
-  EXPECT_LT((scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(), 1e-5F);
+  EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(), 1e-5F);
 }
 
 TEST(Attention, BoolMaskExcludesKeys) {
@@ -22,9 +22,9 @@ TEST(Attention, BoolMaskExcludesKeys) {
   auto mask = torch::ones({1, 1, 1, 5}, torch::kBool);
   mask.index_put_({0, 0, 0, torch::indexing::Slice(3, 5)}, false);
   using torch::indexing::Slice;
-  const auto ref = scaled_dot_product_attention(q, k.index({Slice(), Slice(), Slice(0, 3)}),
+  const auto ref = omnidp::models::scaled_dot_product_attention(q, k.index({Slice(), Slice(), Slice(0, 3)}),
                                                 v.index({Slice(), Slice(), Slice(0, 3)}));
-  EXPECT_LT((scaled_dot_product_attention(q, k, v, mask) - ref).abs().max().item<float>(), 1e-6F);
+  EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v, mask) - ref).abs().max().item<float>(), 1e-6F);
 }
 
 }  // namespace
