@@ -42,7 +42,9 @@ TEST(TextCases, Byt5EncoderAndTokenizer) {
   EXPECT_EQ(expect_all_pass(results),
             (std::vector<std::string>{"last_hidden_state", "text0_ids", "text1_ids", "text2_ids"}));
   for (const auto& r : results) {
-    if (r.check != "last_hidden_state") EXPECT_EQ(r.tolerance, 0.0);
+    if (r.check != "last_hidden_state") {
+      EXPECT_EQ(r.tolerance, 0.0);
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "omnidp/common/error.hpp"
+
 namespace omnidp::models {
 namespace {
 
