@@ -55,7 +55,7 @@ TEST(Hv15ChatText, TemplateAndSystemMessage) {
             std::string::npos);
   EXPECT_NE(sys.find("objects.         4. background environment, light, style and atmosphere.         5. camera"),
             std::string::npos);
-  EXPECT_EQ(sys.substr(sys.size() - 17), "used in the video.");
+  EXPECT_EQ(sys.substr(sys.size() - 18), "used in the video.");
 }
 
 TEST(TinyByteT5, OptionsFollowTheTextDim) {

@@ -67,7 +67,7 @@ class T5AttentionImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor compute_bias(std::int64_t query_length, std::int64_t key_length) const;
   // x [B, L, d_model]; bias [B or 1, H, L, L] additive (position bias + mask), in x's dtype.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias) const;
-  [[nodiscard]] bool has_relative_attention_bias() const noexcept { return relative_attention_bias.ptr() != nullptr; }
+  [[nodiscard]] bool has_relative_attention_bias() const noexcept { return !relative_attention_bias.is_empty(); }
 
   Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   Embedding relative_attention_bias{nullptr};
