@@ -22,6 +22,12 @@ function(omnidp_warnings target)
     target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-Werror>)
   endif()
   omnidp_sanitize(${target})
+  # pip's libtorch (the GPU machine) exports its own copy of std::filesystem, part of which is
+  # broken (remove_all jumps to null). Naming libstdc++ first makes the dynamic linker bind the
+  # std:: symbols of our code to libstdc++ itself. (Not in sanitizer builds: libasan must be first.)
+  if(NOT OMNIDP_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_link_options(${target} PRIVATE LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state)
+  endif()
 endfunction()
 
 # omnidp_library(NAME area SOURCES ... DEPS ...): static library omnidp_<area>, alias omnidp::<area>.

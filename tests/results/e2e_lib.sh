@@ -3,6 +3,12 @@
 # synthetic model's time per 1e9 cost units: 100 gives 0.01-0.3 s per request of demo.jsonl).
 SECONDS_PER_GCOST=${SECONDS_PER_GCOST:-100}
 
+# The scripts read row counts with h5dump (Debian's hdf5-tools): without it they skip (77).
+if ! command -v h5dump >/dev/null 2>&1; then
+  echo "SKIP: h5dump (hdf5-tools) is not installed"
+  exit 77
+fi
+
 fail() {
   echo "FAIL: $*" >&2
   exit 1

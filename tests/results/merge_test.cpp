@@ -176,6 +176,7 @@ TEST(Merge, LinksResolveBesideResultsNotInTheWorkingDirectory) {
 }
 
 TEST(Merge, VideoReadableWithH5dumpThroughTheLink) {
+  OMNIDP_REQUIRE_H5DUMP();
   ScratchDir dir("mergedump");
   write_three_ranks(dir.path());
   merge_directory(dir.path());

@@ -136,6 +136,7 @@ TEST(RankWriter, RoundTripOfEveryColumnAndAttribute) {
 }
 
 TEST(RankWriter, VideosAndAttributesReadableWithH5dump) {
+  OMNIDP_REQUIRE_H5DUMP();
   ScratchDir dir("h5dump");
   const Video v = testing::make_video(2, 3, 4, 17);
   ResultRecord r = testing::ok_record("clip/7", v);

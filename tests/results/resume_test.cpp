@@ -65,6 +65,7 @@ std::unordered_map<std::string, std::string> expected_done(const std::vector<std
 }
 
 TEST(Resume, ScanOfAKilledWritersFileSeesEveryFlushedRequest) {
+  OMNIDP_REQUIRE_H5DUMP();
   ScratchDir dir("killed");
   const auto done = ids(0, 5);
   const int status = killed_writer(dir.path(), 0, done, "req/5");
