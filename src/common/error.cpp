@@ -54,7 +54,7 @@ ExitCode Error::exit_code() const noexcept {
 ManifestError::ManifestError(const std::string& file, std::size_t line, const std::string& field,
                              const std::string& message)
     : Error(ErrorKind::manifest, message,
-            {file + ":" + std::to_string(line) + (field.empty() ? "" : ":" + field)}),
+            {file + (line > 0 ? ":" + std::to_string(line) : "") + (field.empty() ? "" : ":" + field)}),
       file_(file),
       line_(line),
       field_(field) {}

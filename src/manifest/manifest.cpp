@@ -659,10 +659,12 @@ ManifestReader::ManifestReader(ManifestOptions options) : state_(std::make_uniqu
   s.file = s.options.path.string();
   std::error_code ec;
   if (fs::is_directory(s.options.path, ec)) {
-    throw IoError(s.file, "is a folder, not a manifest file");
+    throw ManifestError(s.file, 0, "", "is a folder, not a manifest file");
   }
   s.in.open(s.options.path, std::ios::binary);
-  if (!s.in) throw IoError(s.file, std::string("cannot open the manifest: ") + std::strerror(errno));
+  if (!s.in) {  // a usage error (exit 2), like any other defect of the manifest itself
+    throw ManifestError(s.file, 0, "", std::string("cannot open the manifest: ") + std::strerror(errno));
+  }
   s.root = fs::canonical(fs::absolute(s.options.path, ec).parent_path(), ec);
   if (ec) throw IoError(s.file, "cannot resolve the manifest's folder: " + ec.message());
   s.peak_buffer_bytes = s.chunk.capacity() + s.text.capacity();

@@ -58,7 +58,7 @@ void write_summary_group(hid_t root, const RunSummary& s, const std::string& sou
 MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* summary,
                             const std::string& config_yaml) {
   const auto files = list_rank_files(dir);
-  if (files.empty()) throw IoError(dir.string(), "no rank-*.h5 files to merge");
+  if (files.empty()) throw InputError(dir.string(), "no rank-*.h5 files to merge");
 
   MergeResult result;
   result.path = dir / "results.h5";

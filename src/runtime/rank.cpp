@@ -384,6 +384,10 @@ void RankRuntime::coordinator_main() {
       plan = scan_plan(filtered, cost);
       skipped = filtered.skipped();
     }
+    if (plan.to_run + skipped == 0) {  // nothing to do is a defect of the manifest (exit 2)
+      throw ManifestError(mopts.path.string(), 0, "",
+                          "no requests: the manifest is empty or holds only blank and comment lines");
+    }
     ManifestSource source(mopts);
     ResumeSource filtered(source, done, mopts.path.string(), dir.string());
 

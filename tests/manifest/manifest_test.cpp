@@ -614,7 +614,7 @@ TEST_F(ManifestTest, EmptyManifestsAreAnError) {
   ValidationReport report = validate_manifest(options(), false);
   ASSERT_EQ(report.errors.size(), 1U);
   EXPECT_FALSE(report.ok());
-  EXPECT_EQ(report.errors[0].what(), file_ + ":0: no requests: the manifest is empty or holds "
+  EXPECT_EQ(report.errors[0].what(), file_ + ": no requests: the manifest is empty or holds "
                                              "only blank and comment lines");
 
   write_file(manifest_, "# only\n\n   # comments\n");
@@ -651,16 +651,17 @@ TEST_F(ManifestTest, UnreadableManifest) {
   o.path = dir_ / "absent.jsonl";
   try {
     ManifestReader reader(o);
-    FAIL() << "no IoError";
-  } catch (const IoError& e) {
+    FAIL() << "no ManifestError";
+  } catch (const ManifestError& e) {
     EXPECT_EQ(std::string(e.what()),
               o.path.string() + ": cannot open the manifest: No such file or directory");
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
   }
   o.path = dir_;
   try {
     ManifestReader reader(o);
-    FAIL() << "no IoError";
-  } catch (const IoError& e) {
+    FAIL() << "no ManifestError";
+  } catch (const ManifestError& e) {
     EXPECT_EQ(std::string(e.what()), dir_.string() + ": is a folder, not a manifest file");
   }
 }
