@@ -51,10 +51,26 @@ ExitCode Error::exit_code() const noexcept {
   }
 }
 
+namespace {
+// "file[:line][:field]" (line 0: the file as a whole).
+std::string manifest_context(const std::string& file, std::size_t line, const std::string& field) {
+  std::string context = file;
+  if (line > 0) {
+    context += ':';
+    context += std::to_string(line);
+  }
+  if (!field.empty()) {
+    context += ':';
+    context += field;
+  }
+  return context;
+}
+}  // namespace
+
 ManifestError::ManifestError(const std::string& file, std::size_t line, const std::string& field,
                              const std::string& message)
     : Error(ErrorKind::manifest, message,
-            {file + (line > 0 ? ":" + std::to_string(line) : "") + (field.empty() ? "" : ":" + field)}),
+            {manifest_context(file, line, field)}),
       file_(file),
       line_(line),
       field_(field) {}
