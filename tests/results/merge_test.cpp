@@ -225,9 +225,15 @@ TEST(Merge, StoreVideoOffHasNoVideosGroup) {
   EXPECT_FALSE(h5::link_exists(file.id(), "/videos"));
 }
 
-TEST(Merge, NoRankFilesIsAnIoError) {
+TEST(Merge, NoRankFilesIsAnInputErrorExit2) {
   ScratchDir dir("mergeempty");
-  EXPECT_THROW(merge_directory(dir.path()), IoError);
+  try {
+    merge_directory(dir.path());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": no rank-*.h5 files to merge");
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "results.h5"));
 }
 
