@@ -1,0 +1,32 @@
+# Sourced by the job scripts of jobs/: the requeue-safe run of omni-dp-batch under Slurm.
+#   omnidp_job LAUNCHER...    e.g. omnidp_job mpirun -np "$SLURM_NTASKS"
+# - arguments: --config "$OMNIDP_CONFIG" --output "$OMNIDP_RESULTS/$SLURM_JOB_NAME"
+#   [--manifest "$OMNIDP_MANIFEST"] [--resume when SLURM_RESTART_COUNT > 0] $OMNIDP_ARGS;
+# - USR1 (from --signal=B:USR1@120 or `scancel --signal=USR1 --batch`) and TERM are forwarded to
+#   the launcher, which forwards them to every rank: the job drains and exits 75;
+# - exit 75 -> `scontrol requeue`: Slurm restarts the script, which resumes.
+# The environment: OMNIDP_BIN (folder of omni-dp-batch), OMNIDP_CONFIG, OMNIDP_MANIFEST,
+# OMNIDP_RESULTS (parent of the per-job-name results folder), OMNIDP_ARGS.
+omnidp_job() {
+  local bin=${OMNIDP_BIN:-build/release/bin}
+  local args=(--config "${OMNIDP_CONFIG:?set OMNIDP_CONFIG}" --output "${OMNIDP_RESULTS:-results}/${SLURM_JOB_NAME}")
+  [[ -n ${OMNIDP_MANIFEST:-} ]] && args+=(--manifest "$OMNIDP_MANIFEST")
+  if [[ ${SLURM_RESTART_COUNT:-0} -gt 0 ]]; then args+=(--resume); fi
+  # shellcheck disable=SC2206
+  args+=(${OMNIDP_ARGS:-})
+  if [[ $EUID -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+  echo "omni-dp job $SLURM_JOB_ID restart ${SLURM_RESTART_COUNT:-0} on ${SLURM_JOB_NODELIST:-?}: $* omni-dp-batch ${args[*]}"
+  "$@" "$bin/omni-dp-batch" "${args[@]}" &
+  local pid=$! rc=0
+  trap 'echo "omni-dp job $SLURM_JOB_ID: USR1, draining"; kill -USR1 '"$pid" USR1
+  trap 'echo "omni-dp job $SLURM_JOB_ID: TERM, draining"; kill -TERM '"$pid" TERM
+  wait "$pid" || rc=$?
+  while kill -0 "$pid" 2>/dev/null; do  # wait returned for a trap: wait for the drain
+    rc=0
+    wait "$pid" || rc=$?
+  done
+  echo "omni-dp job $SLURM_JOB_ID: omni-dp-batch exit $rc"
+  if [[ $rc -eq 75 ]]; then scontrol requeue "$SLURM_JOB_ID"; fi  # resumes (SLURM_RESTART_COUNT)
+  return "$rc"
+}
