@@ -38,6 +38,13 @@ std::string format_progress(const ProgressSnapshot& s) {
          format_duration(s.eta_s);
 }
 
+std::string progress_bar(const ProgressSnapshot& s, int width) {
+  const double f = s.total == 0 ? 1.0 : static_cast<double>(s.done) / static_cast<double>(s.total);
+  const int filled = std::clamp(static_cast<int>(std::floor(f * width)), 0, width);
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') +
+         std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+}
+
 ProgressReporter::ProgressReporter(std::FILE* out, bool in_place, double interval_s)
     : out_(out), in_place_(in_place), interval_s_(in_place ? 0.5 : interval_s) {}
 
@@ -48,7 +55,7 @@ void ProgressReporter::update(const ProgressSnapshot& s, double now_s) {
   last_done_ = s.done;
   const std::string line = format_progress(s);
   if (in_place_) {
-    std::fprintf(out_, "\r\033[K%s", line.c_str());
+    std::fprintf(out_, "\r\033[K%s %s", progress_bar(s, kBarWidth).c_str(), line.c_str());
   } else {
     std::fprintf(out_, "progress: %s\n", line.c_str());
   }
@@ -59,7 +66,7 @@ void ProgressReporter::finish(const ProgressSnapshot& s) {
   if (out_ == nullptr) return;
   const std::string line = format_progress(s);
   if (in_place_) {
-    std::fprintf(out_, "\r\033[K%s\n", line.c_str());
+    std::fprintf(out_, "\r\033[K%s %s\n", progress_bar(s, kBarWidth).c_str(), line.c_str());
   } else {
     std::fprintf(out_, "progress: %s\n", line.c_str());
   }

@@ -275,6 +275,29 @@ TEST(MpiJobGroups, LeadersRunTheRequestsOfTheirGroup) {
   EXPECT_EQ(s.tensor_parallel_size, 2);
 }
 
+// Device binding: the local rank comes from the shared-memory split, and each rank takes the
+// device of its local rank (the synthetic model accepts a cuda binding without a GPU).
+TEST(MpiJobDevices, EachRankTakesTheDeviceOfItsLocalRank) {
+  TempDir dir("mpi-devices");
+  const auto manifest = write_manifest(dir.path(), 4);
+  const auto run = mpirun(2, write_config(dir.path(), manifest), {"model.device=cuda"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto files = results::list_rank_files(dir.path() / "out");
+  ASSERT_EQ(files.size(), 2U);
+  for (const auto& f : files) {
+    const auto info = results::read_file_info(f);
+    EXPECT_EQ(info.device, "cuda:" + std::to_string(info.rank)) << f;  // one node: local = world rank
+  }
+  const auto listed = mpirun(2, write_config(dir.path(), manifest),
+                             {"model.device=cuda", "parallel.devices=[3, 5]", "output.dir=" +
+                                                                                  (dir.path() / "out2").string()});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  for (const auto& f : results::list_rank_files(dir.path() / "out2")) {
+    const auto info = results::read_file_info(f);
+    EXPECT_EQ(info.device, info.rank == 0 ? "cuda:3" : "cuda:5") << f;
+  }
+}
+
 TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
   TempDir dir("mpi-groups-bad");
   const auto manifest = write_manifest(dir.path(), 2);

@@ -21,6 +21,8 @@ struct ProgressSnapshot {
 
 // "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s"
 [[nodiscard]] std::string format_progress(const ProgressSnapshot& s);
+// "[#####.....]": `width` cells, filled in proportion to done/total (full when total is 0).
+[[nodiscard]] std::string progress_bar(const ProgressSnapshot& s, int width);
 // "6m40s", "1h02m", "45s", "--" for a negative value.
 [[nodiscard]] std::string format_duration(double seconds);
 
@@ -28,6 +30,7 @@ struct ProgressSnapshot {
 // (a terminal), else one plain line every `interval_s`.
 class ProgressReporter {
  public:
+  static constexpr int kBarWidth = 30;  // cells of the in-place bar
   ProgressReporter(std::FILE* out, bool in_place, double interval_s);
   // Prints if a refresh is due at `now_s` (any monotonic clock in seconds).
   void update(const ProgressSnapshot& s, double now_s);
