@@ -12,6 +12,7 @@ OMNIDP_PACKAGES=(
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev
   libssl-dev libpng-dev libjpeg-dev libsentencepiece-dev libpcre2-dev
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
 )
 
 # The machine's cores. (GNU nproc honours OMP_NUM_THREADS, which the test command sets to 1

@@ -700,10 +700,16 @@ void validate_and_resolve(Config& config) {
             "a gzip level " + std::to_string(config.output.gzip_level) + " without gzip");
   }
   for (std::size_t i = 0; i < config.output.export_formats.size(); ++i) {
-    // No exporter exists in this build; refuse rather than silently ignore the request.
-    throw ConfigError("output.export_formats[" + std::to_string(i) + "]",
-                      "format '" + config.output.export_formats[i] +
-                          "' is not available in this build (expected [])");
+    // Written during the run by the export area (docs/export.md); whether this build can
+    // write MP4/GIF is checked at startup (video_export::check_export_support).
+    const std::string& format = config.output.export_formats[i];
+    const std::string path = "output.export_formats[" + std::to_string(i) + "]";
+    require(format == "mp4" || format == "png" || format == "gif", path,
+            "unknown format '" + format + "' (expected mp4, png or gif)");
+    for (std::size_t j = 0; j < i; ++j) {
+      require(config.output.export_formats[j] != format, path,
+              "format '" + format + "' is listed twice");
+    }
   }
 
   // synthetic

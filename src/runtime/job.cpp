@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/export/export_sink.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
 #include "omnidp/results/merge.hpp"
@@ -53,7 +54,8 @@ JobOptions with_default_hooks(const JobOptions& in) {
           }
         });
       }
-      return writer;
+      // output.export_formats: files written on this writer thread after each durable write.
+      return video_export::with_export(std::move(writer), config.output);
     };
   }
   if (!o.scan_done) o.scan_done = [](const fs::path& dir) { return results::scan_done(dir); };
@@ -83,6 +85,7 @@ ExitCode run_job(const JobOptions& options) {
   // Checks every rank makes alike, so they all stop with the same error (exit 2).
   const Topology topology = make_topology(opts.config.parallel, size);
   results::check_output_support(opts.config.output);
+  video_export::check_export_support(opts.config.output);
 
   const Communicator node = world.split_shared();
   const Communicator group =

@@ -1,0 +1,47 @@
+#pragma once
+// Reading a finished (or interrupted) run for export and inspection: its rows (one per id),
+// its figures, and its stored videos with their fps. HDF5-free header. Files are opened
+// read-only; plain functions, no shared state.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "omnidp/common/video.hpp"
+#include "omnidp/results/record.hpp"
+#include "omnidp/results/result_files.hpp"
+
+namespace omnidp::video_export {
+
+struct StoredRun {
+  std::string source;                       // the path given
+  std::vector<std::filesystem::path> files; // the HDF5 files read
+  results::ResultsFileInfo info;            // root attributes of the first file read
+  std::vector<results::StoredRow> rows;     // one per id, sorted by id (results::select_rows)
+  std::size_t duplicates_dropped = 0;
+  RunSummary summary;
+  // "runtime" / "summary.json" / "recomputed": results.h5's /summary source attribute;
+  // for rank files: "summary.json" when the folder has one, else "recomputed" (from the rows).
+  std::string summary_source;
+};
+
+// `path`: a results.h5 (its rows and /summary), a rank file (its rows; figures recomputed), or
+// a folder: its rank-*.h5 files when it has any (figures from <dir>/summary.json, else
+// recomputed), else its results.h5. Throws IoError (nothing there, not an omni-dp file) or
+// Hdf5Error.
+[[nodiscard]] StoredRun read_stored_run(const std::filesystem::path& path);
+
+struct StoredVideo {
+  Video video;
+  int fps = 0;           // the request's fps (video attribute)
+  std::string prompt;
+  std::uint64_t seed = 0;
+};
+// /videos/<escaped id> of `file` (a rank file, or results.h5 through its external link).
+// Throws Hdf5Error when it is missing or unreadable.
+[[nodiscard]] StoredVideo read_stored_video(const std::filesystem::path& file, std::string_view id);
+
+}  // namespace omnidp::video_export

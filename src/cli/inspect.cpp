@@ -1,0 +1,225 @@
+#include "omnidp/cli/inspect.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/version.hpp"
+
+namespace omnidp::cli {
+namespace {
+
+constexpr const char* kProgram = "omni-dp-inspect";
+using Row = results::StoredRow;
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+struct RankFigures {
+  std::size_t requests = 0;
+  std::size_t ok = 0;
+  std::size_t failed = 0;
+  double busy_s = 0.0;
+  double busy_fraction = 0.0;
+};
+
+// Per rank: the rows' counts and the summary's busy figures (every rank of either).
+std::map<int, RankFigures> per_rank(const video_export::StoredRun& run) {
+  std::map<int, RankFigures> ranks;
+  const auto& s = run.summary;
+  for (std::size_t r = 0; r < s.busy_s_per_rank.size(); ++r) {
+    auto& f = ranks[static_cast<int>(r)];
+    f.busy_s = s.busy_s_per_rank[r];
+    if (r < s.busy_fraction_per_rank.size()) f.busy_fraction = s.busy_fraction_per_rank[r];
+  }
+  for (const auto& row : run.rows) {
+    auto& f = ranks[row.record.rank];
+    ++f.requests;
+    ++(row.record.status == RequestStatus::ok ? f.ok : f.failed);
+  }
+  return ranks;
+}
+
+std::vector<const Row*> failures(const video_export::StoredRun& run) {
+  std::vector<const Row*> out;
+  for (const auto& row : run.rows) {
+    if (row.record.status == RequestStatus::failed) out.push_back(&row);
+  }
+  return out;
+}
+
+// Longest first; ties by id.
+std::vector<const Row*> slowest(const video_export::StoredRun& run, std::size_t n) {
+  std::vector<const Row*> out;
+  for (const auto& row : run.rows) out.push_back(&row);
+  std::stable_sort(out.begin(), out.end(), [](const Row* a, const Row* b) {
+    return a->record.seconds > b->record.seconds;
+  });
+  if (out.size() > n) out.resize(n);
+  return out;
+}
+
+std::string file_names(const video_export::StoredRun& run) {
+  std::string s;
+  for (const auto& f : run.files) s += (s.empty() ? "" : ", ") + f.filename().string();
+  return s;
+}
+
+}  // namespace
+
+std::string format_inspect(const video_export::StoredRun& run, const InspectOptions& options) {
+  const RunSummary& s = run.summary;
+  std::ostringstream o;
+  o << "run:          " << run.source << "\n"
+    << "files:        " << run.files.size() << " (" << file_names(run) << ")\n"
+    << "model:        " << (run.info.model.empty() ? "?" : run.info.model) << " (omni-dp "
+    << run.info.software_version << ", git " << run.info.git_revision << ")\n"
+    << "requests:     " << s.total << " total, " << s.completed << " completed, " << s.failed
+    << " failed, " << s.skipped_resume << " skipped (done before)\n"
+    << "rows:         " << run.rows.size() << " (" << run.duplicates_dropped
+    << " duplicate(s) dropped)\n"
+    << "interrupted:  " << (s.interrupted ? "yes" : "no") << "\n"
+    << "makespan:     " << fixed(s.makespan_s, 3) << " s\n"
+    << "throughput:   " << fixed(s.videos_per_min, 2) << " videos/min\n"
+    << "latency:      p50 " << fixed(s.latency_p50_s, 3) << " s, p90 " << fixed(s.latency_p90_s, 3)
+    << " s, max " << fixed(s.latency_max_s, 3) << " s\n"
+    << "scheduling:   efficiency " << fixed(s.scheduling_efficiency, 3) << ", world size "
+    << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size
+    << ", cfg " << s.cfg_parallel_size << ", policy " << (s.policy.empty() ? "-" : s.policy)
+    << ", order " << (s.order.empty() ? "-" : s.order) << "\n"
+    << "figures from: " << run.summary_source << "\n";
+
+  o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
+  for (const auto& [rank, f] : per_rank(run)) {
+    o << "  " << pad_left(std::to_string(rank), 4) << pad_left(std::to_string(f.requests), 10)
+      << pad_left(std::to_string(f.ok), 7) << pad_left(std::to_string(f.failed), 8)
+      << pad_left(fixed(f.busy_s, 3), 11) << pad_left(fixed(100.0 * f.busy_fraction, 1) + "%", 7)
+      << "\n";
+  }
+
+  const auto failed = failures(run);
+  o << "\nfailures (" << std::min(failed.size(), options.max_list) << " of " << failed.size()
+    << "):\n";
+  for (std::size_t i = 0; i < failed.size() && i < options.max_list; ++i) {
+    const auto& r = failed[i]->record;
+    o << "  " << r.id << " (rank " << r.rank << ", attempt " << r.attempt << "): " << r.error
+      << "\n";
+  }
+
+  const auto slow = slowest(run, options.slowest);
+  o << "\nslowest " << slow.size() << " of " << run.rows.size() << " request(s):\n"
+    << "   seconds  rank  status  frames  size        id\n";
+  for (const auto* row : slow) {
+    const auto& r = row->record;
+    const std::string size = std::to_string(r.width) + "x" + std::to_string(r.height);
+    o << pad_left(fixed(r.seconds, 3), 10) << pad_left(std::to_string(r.rank), 6) << "  "
+      << to_string(r.status) << std::string(8 - std::string(to_string(r.status)).size(), ' ')
+      << pad_left(std::to_string(r.frames), 6) << "  " << size
+      << std::string(size.size() < 12 ? 12 - size.size() : 1, ' ') << r.id << "\n";
+  }
+  return o.str();
+}
+
+std::string inspect_to_json(const video_export::StoredRun& run, const InspectOptions& options) {
+  using Json = nlohmann::ordered_json;
+  const RunSummary& s = run.summary;
+  Json j;
+  j["source"] = run.source;
+  j["files"] = Json::array();
+  for (const auto& f : run.files) j["files"].push_back(f.string());
+  j["model"] = run.info.model;
+  j["software_version"] = run.info.software_version;
+  j["git_revision"] = run.info.git_revision;
+  j["rows"] = run.rows.size();
+  j["duplicates_dropped"] = run.duplicates_dropped;
+  j["summary_source"] = run.summary_source;
+  j["summary"] = {{"total", s.total},
+                  {"completed", s.completed},
+                  {"failed", s.failed},
+                  {"skipped_resume", s.skipped_resume},
+                  {"interrupted", s.interrupted},
+                  {"makespan_s", s.makespan_s},
+                  {"videos_per_min", s.videos_per_min},
+                  {"latency_p50_s", s.latency_p50_s},
+                  {"latency_p90_s", s.latency_p90_s},
+                  {"latency_max_s", s.latency_max_s},
+                  {"scheduling_efficiency", s.scheduling_efficiency},
+                  {"world_size", s.world_size},
+                  {"replicas", s.replicas},
+                  {"tensor_parallel_size", s.tensor_parallel_size},
+                  {"cfg_parallel_size", s.cfg_parallel_size},
+                  {"policy", s.policy},
+                  {"order", s.order}};
+  j["per_rank"] = Json::array();
+  for (const auto& [rank, f] : per_rank(run)) {
+    j["per_rank"].push_back({{"rank", rank},
+                             {"requests", f.requests},
+                             {"ok", f.ok},
+                             {"failed", f.failed},
+                             {"busy_s", f.busy_s},
+                             {"busy_fraction", f.busy_fraction}});
+  }
+  const auto failed = failures(run);
+  j["failures_total"] = failed.size();
+  j["failures"] = Json::array();
+  for (std::size_t i = 0; i < failed.size() && i < options.max_list; ++i) {
+    const auto& r = failed[i]->record;
+    j["failures"].push_back(
+        {{"id", r.id}, {"rank", r.rank}, {"attempt", r.attempt}, {"error", r.error}});
+  }
+  j["slowest"] = Json::array();
+  for (const auto* row : slowest(run, options.slowest)) {
+    const auto& r = row->record;
+    j["slowest"].push_back({{"id", r.id},
+                            {"seconds", r.seconds},
+                            {"rank", r.rank},
+                            {"status", to_string(r.status)},
+                            {"frames", r.frames},
+                            {"height", r.height},
+                            {"width", r.width}});
+  }
+  return j.dump(2) + "\n";
+}
+
+int inspect_main(int argc, char** argv) {
+  CLI::App app{"Shows the figures of a run: counts, failures with their errors, throughput, "
+               "latency, per-rank busy time and the slowest requests.",
+               kProgram};
+  std::string input;
+  bool json = false;
+  InspectOptions options;
+  app.add_option("RESULTS", input, "a results.h5, a rank file, or an output folder")->required();
+  app.add_flag("--json", json, "print one JSON object");
+  app.add_option("--slowest", options.slowest, "list the N slowest requests")->capture_default_str();
+  app.add_option("--max-list", options.max_list, "list at most N failures")->capture_default_str();
+  app.set_version_flag("--version", version_line());
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
+  }
+  try {
+    const auto run = video_export::read_stored_run(input);
+    std::cout << (json ? inspect_to_json(run, options) : format_inspect(run, options)) << std::flush;
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << kProgram << ": " << e.what() << "\n";
+    return static_cast<int>(ExitCode::usage);
+  }
+}
+
+}  // namespace omnidp::cli

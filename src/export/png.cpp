@@ -1,0 +1,30 @@
+#include "omnidp/export/png.hpp"
+
+#include <png.h>
+
+#include <string>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::video_export {
+
+void write_png(std::span<const std::uint8_t> rgb, int width, int height,
+               const std::filesystem::path& path) {
+  if (width <= 0 || height <= 0 ||
+      rgb.size() != static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3U) {
+    throw InputError(path.string(), "cannot write a PNG of " + std::to_string(width) + "x" +
+                                        std::to_string(height) + " from " +
+                                        std::to_string(rgb.size()) + " bytes");
+  }
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = PNG_FORMAT_RGB;
+  const int ok = png_image_write_to_file(&image, path.c_str(), 0, rgb.data(), width * 3, nullptr);
+  const std::string message = image.message;
+  png_image_free(&image);
+  if (ok == 0) throw IoError(path.string(), "cannot write PNG: " + message);
+}
+
+}  // namespace omnidp::video_export

@@ -1,0 +1,114 @@
+#include "omnidp/export/stored_results.hpp"
+
+#include <iterator>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/summary.hpp"
+#include "omnidp/results/table.hpp"
+
+namespace omnidp::video_export {
+namespace {
+
+namespace fs = std::filesystem;
+namespace h5 = results::h5;
+
+// The /summary group that results::merge_directory writes (docs/results.md).
+RunSummary read_summary_group(hid_t root, std::string& source) {
+  const h5::Group g = h5::open_group(root, "summary");
+  const hid_t id = g.id();
+  const auto count = [&](const char* name) {
+    return static_cast<std::size_t>(h5::read_int_attribute(id, name));
+  };
+  const auto integer = [&](const char* name) {
+    return static_cast<int>(h5::read_int_attribute(id, name));
+  };
+  RunSummary s;
+  source = h5::read_string_attribute(id, "source");
+  s.total = count("total");
+  s.completed = count("completed");
+  s.failed = count("failed");
+  s.skipped_resume = count("skipped_resume");
+  s.makespan_s = h5::read_double_attribute(id, "makespan_s");
+  s.videos_per_min = h5::read_double_attribute(id, "videos_per_min");
+  s.latency_p50_s = h5::read_double_attribute(id, "latency_p50_s");
+  s.latency_p90_s = h5::read_double_attribute(id, "latency_p90_s");
+  s.latency_max_s = h5::read_double_attribute(id, "latency_max_s");
+  s.scheduling_efficiency = h5::read_double_attribute(id, "scheduling_efficiency");
+  s.world_size = integer("world_size");
+  s.replicas = integer("replicas");
+  s.tensor_parallel_size = integer("tensor_parallel_size");
+  s.cfg_parallel_size = integer("cfg_parallel_size");
+  s.policy = h5::read_string_attribute(id, "policy");
+  s.order = h5::read_string_attribute(id, "order");
+  s.interrupted = h5::read_int_attribute(id, "interrupted") != 0;
+  s.busy_s_per_rank = h5::read_double_dataset(id, "busy_s_per_rank");
+  s.busy_fraction_per_rank = h5::read_double_dataset(id, "busy_fraction_per_rank");
+  return s;
+}
+
+std::vector<ResultRecord> records_of(const std::vector<results::StoredRow>& rows) {
+  std::vector<ResultRecord> records;
+  records.reserve(rows.size());
+  for (const auto& row : rows) records.push_back(row.record);
+  return records;
+}
+
+}  // namespace
+
+StoredRun read_stored_run(const fs::path& path) {
+  StoredRun run;
+  run.source = path.string();
+  std::error_code ec;
+  bool folder_of_rank_files = false;
+  if (fs::is_directory(path, ec)) {
+    run.files = results::list_rank_files(path);
+    folder_of_rank_files = !run.files.empty();
+    if (run.files.empty() && fs::exists(path / "results.h5", ec)) run.files.push_back(path / "results.h5");
+    if (run.files.empty()) throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
+  } else if (fs::is_regular_file(path, ec)) {
+    run.files.push_back(path);
+  } else {
+    throw IoError(path.string(), "no such file or folder");
+  }
+
+  run.info = results::read_file_info(run.files.front());
+  std::vector<results::StoredRow> rows;
+  for (std::size_t i = 0; i < run.files.size(); ++i) {
+    auto part = results::read_stored_rows(run.files[i], i);
+    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  run.rows = results::select_rows(std::move(rows), &run.duplicates_dropped);
+
+  const bool merged = run.info.format == results::kResultsFormat;
+  if (merged) {
+    const h5::File f = h5::open_file(run.files.front().string());
+    if (h5::link_exists(f.id(), "summary")) {
+      run.summary = read_summary_group(f.id(), run.summary_source);
+      return run;
+    }
+  }
+  const fs::path summary_json = path / "summary.json";
+  if (folder_of_rank_files && fs::exists(summary_json, ec)) {
+    run.summary = results::read_summary_json(summary_json);
+    run.summary_source = "summary.json";
+  } else {
+    const auto records = records_of(run.rows);
+    run.summary = results::recompute_summary(records, std::max(run.info.world_size, 1));
+    run.summary_source = "recomputed";
+  }
+  return run;
+}
+
+StoredVideo read_stored_video(const fs::path& file, std::string_view id) {
+  const h5::File f = h5::open_file(file.string());
+  StoredVideo out;
+  const results::VideoAttributes attributes = results::read_video_attributes(f.id(), id);
+  out.fps = attributes.fps;
+  out.prompt = attributes.prompt;
+  out.seed = attributes.seed;
+  out.video = results::read_video(f.id(), id);
+  return out;
+}
+
+}  // namespace omnidp::video_export

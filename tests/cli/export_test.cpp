@@ -1,0 +1,129 @@
+#include "omnidp/cli/export.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/common/image.hpp"
+#include "omnidp/export/video_export.hpp"
+#include "omnidp/results/merge.hpp"
+#include "results/test_util.hpp"
+#ifdef OMNIDP_TEST_HAVE_FFMPEG
+#include "export/decode_util.hpp"
+#endif
+
+namespace omnidp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace rt = results::testing;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_export(std::vector<std::string> args) {
+  args.insert(args.begin(), "omni-dp-export");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  Outcome o;
+  o.code = export_main(static_cast<int>(argv.size()), argv.data());
+  o.out = ::testing::internal::GetCapturedStdout();
+  o.err = ::testing::internal::GetCapturedStderr();
+  return o;
+}
+
+// A synthetic run of two ranks: ok "x", "y/1", failed "z", merged into results.h5.
+class ExportCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt::write_rank(run(), 0, 2, {"x"});
+    rt::write_rank(run(), 1, 2, {"y/1"});
+    rt::write_failed_rank(run(), 1, 2, {"z"});  // rank-00001.1.h5
+    (void)results::merge_directory(run());
+  }
+  fs::path run() const { return run_.path(); }
+  fs::path out() const { return out_.path() / "out"; }
+  rt::ScratchDir run_{"export-run"};
+  rt::ScratchDir out_{"export-out"};
+};
+
+TEST_F(ExportCli, PngFramesOfTheChosenIdsAreExact) {
+  const Outcome o = run_export({run().string(), "--format", "png", "--out", out().string(),
+                                "--ids", "y/1"});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_EQ(o.out, "y/1 -> " + (out() / "y%2F1").string() + " (2 frames, 6x4, 24 fps)\n" +
+                       "exported 1 of 1 video(s) as png to " + out().string() + "\n");
+  const Video v = rt::video_for("y/1");
+  std::vector<std::uint8_t> bytes;
+  for (const char* name : {"frame-00000.png", "frame-00001.png"}) {
+    const RgbImage image = decode_image_rgb(out() / "y%2F1" / name, 100);
+    bytes.insert(bytes.end(), image.data.begin(), image.data.end());
+  }
+  EXPECT_EQ(bytes, v.data);
+  EXPECT_FALSE(fs::exists(out() / "x"));
+}
+
+TEST_F(ExportCli, FailedAndUnknownIdsAreSkippedWithExitOne) {
+  const Outcome o = run_export({(run() / "results.h5").string(), "--format", "png", "--out",
+                                out().string(), "--ids", "z,nope,x"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.err, "omni-dp-export: skipped 'z': the request failed: boom: z\n"
+                   "omni-dp-export: skipped 'nope': no such request in " +
+                       (run() / "results.h5").string() + "\n");
+  EXPECT_NE(o.out.find("exported 1 of 3 video(s) as png"), std::string::npos) << o.out;
+  EXPECT_TRUE(fs::exists(out() / "x" / "frame-00001.png"));
+}
+
+TEST_F(ExportCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_export({run().string(), "--format", "webm", "--out", out().string()}).code, 2);
+  EXPECT_EQ(run_export({run().string(), "--format", "png"}).code, 2);
+  const Outcome o = run_export({(run() / "none").string(), "--format", "png", "--out", "o"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "omni-dp-export: " + (run() / "none").string() + ": no such file or folder\n");
+}
+
+#ifdef OMNIDP_TEST_HAVE_FFMPEG
+
+TEST_F(ExportCli, Mp4OfEveryOkVideoDecodesBack) {
+  const Outcome o =
+      run_export({(run() / "results.h5").string(), "--format", "mp4", "--out", out().string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_EQ(o.out, "x -> " + (out() / "x.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
+                       "y/1 -> " + (out() / "y%2F1.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
+                       "exported 2 of 2 video(s) as mp4 to " + out().string() + "\n");
+  for (const char* name : {"x.mp4", "y%2F1.mp4"}) {
+    const auto d = video_export::testing::decode_file(out() / name);
+    EXPECT_EQ(d.codec, "h264");
+    EXPECT_EQ(d.width, 6);
+    EXPECT_EQ(d.height, 4);
+    EXPECT_EQ(d.rgb.frames, 2);
+    EXPECT_EQ(d.frame_rate.num, 24 * d.frame_rate.den);
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(out()), fs::directory_iterator()), 2);
+}
+
+TEST_F(ExportCli, GifFromTheRankFilesFolder) {
+  const Outcome o =
+      run_export({run().string(), "--format", "gif", "--out", out().string(), "--ids", "x"});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const auto d = video_export::testing::decode_file(out() / "x.gif");
+  EXPECT_EQ(d.codec, "gif");
+  EXPECT_EQ(d.rgb.frames, 2);
+}
+
+#else
+
+TEST_F(ExportCli, WithoutFfmpegMp4ExitsTwoWithTheMessage) {
+  const Outcome o = run_export({run().string(), "--format", "mp4", "--out", out().string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, video_export::ffmpeg_missing_message("omni-dp-export") + "\n");
+  EXPECT_FALSE(fs::exists(out()));
+}
+
+#endif
+
+}  // namespace
+}  // namespace omnidp::cli

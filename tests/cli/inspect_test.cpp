@@ -1,0 +1,150 @@
+#include "omnidp/cli/inspect.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "omnidp/common/version.hpp"
+#include "omnidp/results/merge.hpp"
+#include "results/test_util.hpp"
+
+namespace omnidp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace rt = results::testing;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_inspect(std::vector<std::string> args) {
+  args.insert(args.begin(), "omni-dp-inspect");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  Outcome o;
+  o.code = inspect_main(static_cast<int>(argv.size()), argv.data());
+  o.out = ::testing::internal::GetCapturedStdout();
+  o.err = ::testing::internal::GetCapturedStderr();
+  return o;
+}
+
+// Two ranks: a (1.5 s), bb (4 s) on rank 0; c failed, d (2.25 s) on rank 1; merged with the
+// runtime's figures.
+class InspectCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    {
+      results::RankWriter w(dir_.path(), rt::rank_info(0, 2), OutputConfig{});
+      const Video a = rt::video_for("a");
+      w.write(rt::ok_record("a", a, 0), &a);
+      const Video bb = rt::video_for("bb");
+      ResultRecord r = rt::ok_record("bb", bb, 0);
+      r.seconds = 4.0;
+      w.write(r, &bb);
+      w.close();
+    }
+    {
+      results::RankWriter w(dir_.path(), rt::rank_info(1, 2), OutputConfig{});
+      w.write(rt::failed_record("c", "boom: c", 1), nullptr);
+      const Video d = rt::video_for("d");
+      ResultRecord r = rt::ok_record("d", d, 1);
+      r.seconds = 2.25;
+      w.write(r, &d);
+      w.close();
+    }
+    RunSummary s;
+    s.total = 4;
+    s.completed = 3;
+    s.failed = 1;
+    s.makespan_s = 10.0;
+    s.videos_per_min = 18.0;
+    s.latency_p50_s = 2.25;
+    s.latency_p90_s = 3.65;
+    s.latency_max_s = 4.0;
+    s.busy_s_per_rank = {5.5, 2.75};
+    s.busy_fraction_per_rank = {0.55, 0.275};
+    s.scheduling_efficiency = 0.5;
+    s.world_size = 2;
+    s.replicas = 2;
+    s.policy = "lpt";
+    s.order = "cost";
+    (void)results::merge_directory(dir_.path(), &s);
+  }
+  fs::path results_h5() const { return dir_.path() / "results.h5"; }
+  rt::ScratchDir dir_{"inspect"};
+};
+
+TEST_F(InspectCli, TableOfAKnownFile) {
+  const Outcome o = run_inspect({results_h5().string(), "--slowest", "3"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string expected =
+      "run:          " + results_h5().string() + "\n" +
+      "files:        1 (results.h5)\n"
+      "model:        synthetic (omni-dp " + std::string(version()) + ", git " +
+      std::string(git_revision()) + ")\n" +
+      "requests:     4 total, 3 completed, 1 failed, 0 skipped (done before)\n"
+      "rows:         4 (0 duplicate(s) dropped)\n"
+      "interrupted:  no\n"
+      "makespan:     10.000 s\n"
+      "throughput:   18.00 videos/min\n"
+      "latency:      p50 2.250 s, p90 3.650 s, max 4.000 s\n"
+      "scheduling:   efficiency 0.500, world size 2, replicas 2, tp 1, cfg 1, policy lpt, "
+      "order cost\n"
+      "figures from: runtime\n"
+      "\n"
+      "per rank:\n"
+      "  rank  requests     ok  failed     busy_s   busy\n"
+      "     0         2      2       0      5.500  55.0%\n"
+      "     1         2      1       1      2.750  27.5%\n"
+      "\n"
+      "failures (1 of 1):\n"
+      "  c (rank 1, attempt 1): boom: c\n"
+      "\n"
+      "slowest 3 of 4 request(s):\n"
+      "   seconds  rank  status  frames  size        id\n"
+      "     4.000     0  ok           2  6x4         bb\n"
+      "     2.250     1  ok           2  6x4         d\n"
+      "     1.500     0  ok           2  6x4         a\n";
+  EXPECT_EQ(o.out, expected);
+}
+
+TEST_F(InspectCli, FolderOfRankFilesRecomputesTheFigures) {
+  const Outcome o = run_inspect({dir_.path().string(), "--slowest", "1"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("files:        2 (rank-00000.h5, rank-00001.h5)\n"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("figures from: recomputed\n"), std::string::npos) << o.out;
+  // busy = sum of seconds per rank; the failed row counts (0.5 s)
+  EXPECT_NE(o.out.find("     1         2      1       1      2.750"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("slowest 1 of 4 request(s):\n"), std::string::npos) << o.out;
+}
+
+TEST_F(InspectCli, JsonHasTheSameFigures) {
+  const Outcome o = run_inspect({results_h5().string(), "--json", "--slowest", "2"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["summary"]["completed"], 3);
+  EXPECT_EQ(j["summary"]["policy"], "lpt");
+  EXPECT_EQ(j["summary_source"], "runtime");
+  EXPECT_EQ(j["failures_total"], 1);
+  EXPECT_EQ(j["failures"][0]["error"], "boom: c");
+  EXPECT_EQ(j["per_rank"][1]["busy_s"], 2.75);
+  EXPECT_EQ(j["per_rank"][1]["failed"], 1);
+  ASSERT_EQ(j["slowest"].size(), 2U);
+  EXPECT_EQ(j["slowest"][0]["id"], "bb");
+  EXPECT_EQ(j["slowest"][1]["seconds"], 2.25);
+}
+
+TEST_F(InspectCli, UnreadableInputExitsTwo) {
+  const Outcome o = run_inspect({(dir_.path() / "nope").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, "omni-dp-inspect: " + (dir_.path() / "nope").string() + ": no such file or folder\n");
+}
+
+}  // namespace
+}  // namespace omnidp::cli
