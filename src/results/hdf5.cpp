@@ -11,6 +11,13 @@
 namespace omnidp::results::h5 {
 namespace {
 
+// HDF5 1.10 frees a file whose close fails (a full disk: its last flush cannot be written) but
+// keeps its id, and the library's exit handler (H5_term_library) closes that id again and
+// crashes the process at exit. Every HDF5 object here is an RAII handle closed before exit, so
+// the exit handler has nothing left to do: turn it off, at static initialization, before the
+// first HDF5 call initializes the library (H5dont_atexit has no effect after that).
+[[maybe_unused]] const bool kNoExitHandler = [] { return H5dont_atexit() >= 0; }();
+
 herr_t collect_entry(unsigned n, const H5E_error2_t* err, void* client) {
   auto* out = static_cast<std::string*>(client);
   if (n > 0) *out += "; ";

@@ -1,7 +1,11 @@
 #include "omnidp/results/rank_writer.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <system_error>
 
 #include "omnidp/common/error.hpp"
@@ -49,9 +53,31 @@ double now_seconds() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
+// output.dir exists as a folder, or can be created: its nearest existing ancestor is a folder
+// this process may write in. Creates nothing.
+void check_output_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  for (;;) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(p, ec);
+    if (std::filesystem::exists(status)) {
+      if (!std::filesystem::is_directory(status)) {
+        throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +
+                                            p.string() + "' is not a folder");
+      }
+      if (::access(p.c_str(), W_OK | X_OK) != 0) {
+        throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +
+                                            p.string() + "': " + std::strerror(errno));
+      }
+      return;
+    }
+    if (!p.has_relative_path()) return;  // the root: let the creation report it
+    p = p.parent_path();
+  }
+}
 
-void check_output_support(const OutputConfig& output) {
+void check_filter(const OutputConfig& output) {
   switch (output.compression) {
     case CompressionKind::none:
       return;
@@ -76,6 +102,13 @@ void check_output_support(const OutputConfig& output) {
   }
 }
 
+}  // namespace
+
+void check_output_support(const OutputConfig& output) {
+  check_filter(output);
+  check_output_dir(output.dir);
+}
+
 std::string rank_file_name(int rank, int segment) {
   char buffer[64];
   if (segment == 0) {
@@ -94,6 +127,7 @@ struct RankWriter::Impl {
   std::function<void()> fault_hook;
   std::size_t rows = 0;
   bool closed = false;
+  bool failed = false;  // an HDF5 write or flush failed: the file is left as last flushed
   // The file is declared before its objects, so it is destroyed after them.
   h5::File file;
   h5::Dataset table;
@@ -104,7 +138,10 @@ struct RankWriter::Impl {
 void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) const {
   const std::vector<std::string> where = {path.string(), "request " + r.id};
   if (r.id.empty()) throw RuntimeError("request id is empty", {path.string()});
-  if (!is_hex_hash(r.input_key)) {
+  // A request whose image could not be read has no input key (manifest/request.hpp): its
+  // failed row is recorded with an empty one.
+  const bool keyless_failure = r.status == RequestStatus::failed && r.input_key.empty();
+  if (!keyless_failure && !is_hex_hash(r.input_key)) {
     throw RuntimeError("input_key is not 64 lowercase hex digits: '" + r.input_key + "'", where);
   }
   if (r.status == RequestStatus::failed) {
@@ -139,7 +176,7 @@ void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) c
 RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& info,
                        const OutputConfig& output)
     : impl_(std::make_unique<Impl>()) {
-  check_output_support(output);
+  check_filter(output);
   impl_->info = info;
   impl_->output = output;
   if (output.compression == CompressionKind::gzip) impl_->storage.gzip_level = output.gzip_level;
@@ -195,6 +232,7 @@ RankWriter::~RankWriter() {
 
 void RankWriter::write(const ResultRecord& record, const Video* video) {
   if (impl_->closed) throw RuntimeError("write after close", {impl_->path.string()});
+  if (impl_->failed) throw RuntimeError("write after a failed write", {impl_->path.string()});
   impl_->check_record(record, video);
   const hid_t root = impl_->file.id();
   const bool with_video =
@@ -204,18 +242,37 @@ void RankWriter::write(const ResultRecord& record, const Video* video) {
       throw RuntimeError("this rank file already holds a video for the id",
                          {impl_->path.string(), "request " + record.id});
     }
-    // The video first, then its row: a row on disk implies its video was written before it.
-    write_video(root, record, *video, impl_->storage);
   }
-  append_requests(impl_->table, std::span<const ResultRecord>(&record, 1));
-  if (impl_->fault_hook) impl_->fault_hook();
-  h5::flush_durable(impl_->file, impl_->path.string());
+  try {
+    // The video first, then its row: a row on disk implies its video was written before it.
+    if (with_video) write_video(root, record, *video, impl_->storage);
+    append_requests(impl_->table, std::span<const ResultRecord>(&record, 1));
+    if (impl_->fault_hook) impl_->fault_hook();
+    h5::flush_durable(impl_->file, impl_->path.string());
+  } catch (const Hdf5Error&) {  // the library or the disk failed (not a fault hook's throw)
+    impl_->failed = true;
+    throw;
+  } catch (const IoError&) {
+    impl_->failed = true;
+    throw;
+  }
   ++impl_->rows;
 }
 
 void RankWriter::close() {
   if (impl_->closed) return;
   impl_->closed = true;
+  if (impl_->failed) {
+    // A write failed (a full disk, an I/O error). Closing flushes HDF5's metadata, whose
+    // superblock would then claim space the disk never got: HDF5 refuses such a "truncated"
+    // file whole, the rows flushed before included. Leave the file as of its last successful
+    // flush instead (state "open", like a killed writer's); its earlier rows stay readable.
+    (void)impl_->table.release();
+    (void)impl_->file.release();
+    log_warn("results: " + impl_->path.string() +
+             " left as of its last flush, not closed: a write to it failed");
+    return;
+  }
   h5::write_attribute(impl_->file.id(), "state", std::string_view("closed"));
   impl_->table.close();
   h5::flush_durable(impl_->file, impl_->path.string());

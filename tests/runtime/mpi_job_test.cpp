@@ -230,6 +230,58 @@ TEST(MpiJobReliability, KilledRankThenResume) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
 }
 
+// Rank 0 is the coordinator and also works: it SIGKILLs itself after its second flushed
+// completion. mpirun ends the job; what both ranks flushed stays readable; --resume finishes the
+// rest with the hashes of an uninterrupted run and no duplicate rows.
+TEST(MpiJobReliability, KilledRankZeroThenResume) {
+  TempDir dir("mpi-kill0");
+  const auto manifest = write_manifest(dir.path(), 12);
+  const auto config = write_config(dir.path(), manifest);
+  const auto first = mpirun(
+      2, config, {"faults.kill_rank=0", "faults.kill_after=2", "scheduler.policy=round_robin"});
+  EXPECT_NE(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("faults.kill_rank: rank 0 kills itself after 2 completions"),
+            std::string::npos)
+      << first.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out" / "results.h5"));  // nobody merged
+  const auto before = all_rows(dir.path() / "out");
+  std::size_t rank0_ok = 0;
+  for (const auto& row : before) {
+    const auto& r = row.record;
+    rank0_ok += (r.rank == 0 && r.status == RequestStatus::ok) ? 1 : 0;
+    ASSERT_EQ(r.status, RequestStatus::ok) << r.id << ": " << r.error;
+    ASSERT_TRUE(row.video_present) << r.id;
+    const int i = std::stoi(r.id.substr(1));
+    EXPECT_EQ(r.rank, i % 2) << r.id;  // round robin
+    EXPECT_EQ(r.video_sha256, video_sha256(models::synthetic_video(1000 + i, r.frames, 32, 48)));
+  }
+  EXPECT_EQ(rank0_ok, 2U);  // both flushed completions of the killed coordinator survive
+  for (const auto& [id, n] : count_ids(before)) EXPECT_EQ(n, 1) << id;
+
+  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto rows = all_rows(dir.path() / "out");
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 12U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.skipped_resume, before.size());
+
+  // The merged results.h5 equals an uninterrupted run's, hash for hash.
+  const auto clean = mpirun(2, config, {"output.dir=" + (dir.path() / "clean").string()});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  const auto merged = results::read_stored_rows(dir.path() / "out" / "results.h5");
+  const auto reference = results::read_stored_rows(dir.path() / "clean" / "results.h5");
+  ASSERT_EQ(merged.size(), 12U);
+  ASSERT_EQ(reference.size(), 12U);
+  std::map<std::string, std::string> expected;
+  for (const auto& row : reference) expected[row.record.id] = row.record.video_sha256;
+  for (const auto& row : merged) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_EQ(row.record.video_sha256, expected[row.record.id]) << row.record.id;
+  }
+}
+
 TEST(MpiJobReliability, KilledInsideAWriteThenResume) {
   TempDir dir("mpi-kill-write");
   const auto manifest = write_manifest(dir.path(), 10);

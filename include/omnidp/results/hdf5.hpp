@@ -62,6 +62,9 @@ class Handle {
 
   void close();            // checked; the handle is empty afterwards
   void reset() noexcept;   // unchecked close
+  // Gives the id up without closing it: it stays open until the process ends. For a file whose
+  // write failed (RankWriter): closing would flush metadata for data the disk never got.
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
 
  private:
   hid_t id_ = H5I_INVALID_HID;

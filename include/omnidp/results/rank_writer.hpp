@@ -29,8 +29,10 @@ struct RankFileInfo {
 };
 
 // Throws ConfigError("output.compression", ...) when the configured filter (gzip, lzf) is not
-// available in this HDF5 build. Call it at startup, before any work is handed out; the
-// RankWriter constructor calls it as well.
+// available in this HDF5 build, and ConfigError("output.dir", ...) when output.dir cannot be
+// created (its nearest existing ancestor is not a folder, or not writable); creates nothing.
+// Call it at startup, before any work is handed out; the RankWriter constructor checks the
+// filter again.
 void check_output_support(const OutputConfig& output);
 
 // File name of a rank file: segment 0 -> "rank-00003.h5", segment K -> "rank-00003.K.h5".
@@ -49,7 +51,10 @@ class RankWriter final : public ResultSink {
   // Checks: video given iff ok and store_video; its dimensions equal the record's; its
   // video_sha256() equals record.video_sha256 (RuntimeError otherwise, nothing written).
   void write(const ResultRecord& record, const Video* video) override;
-  // Marks the file closed (root attribute state = "closed") and closes it. Idempotent.
+  // After a failed write (full disk, I/O error) the writer refuses further writes.
+  // Marks the file closed (root attribute state = "closed") and closes it. Idempotent. After a
+  // failed write it leaves the file as of its last flush instead (state "open"; the id is
+  // released unclosed), so the rows flushed before stay readable.
   void close() override;
 
   // Fault injection (tests, drills): called inside write() after the data is written and

@@ -1,0 +1,528 @@
+// The bad-input matrix (issue 8, docs/reliability.md): the real omni-dp-batch executable, one
+// fresh folder per case, run alone (singleton MPI) or under `mpirun -np 2`. Each row names how
+// its inputs are built, the exit code, the message fragments that name the file/line/field (or
+// the YAML path), and what the output folder must hold afterwards. Every case checks that the
+// process ended by exit(), never by a signal.
+//
+// The rule checked by the `output` column: a malformed config or manifest (or weights, or an
+// output folder that cannot be created) stops the job before it starts: exit 2 and no output
+// folder at all. A per-request input defect fails only that request: exit 1, results.h5 holds
+// every request, the others ok, the failed row carrying the error.
+
+#include <gtest/gtest.h>
+#include <png.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "omnidp/models/synthetic.hpp"
+#include "omnidp/results/result_files.hpp"
+
+namespace omnidp {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kWanTransformer =
+    fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan_transformer";
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("fixture text lacks '" + from + "'");
+  return text.replace(at, from.size(), to);
+}
+
+// A 64x64 RGB PNG of a gradient.
+void write_png(const fs::path& file) {
+  std::vector<std::uint8_t> pixels(64 * 64 * 3);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 64;
+  image.height = 64;
+  image.format = PNG_FORMAT_RGB;
+  ASSERT_NE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr), 0);
+}
+
+// A valid PNG signature and IHDR claiming width x height, and no image data.
+void write_png_header(const fs::path& file, png_uint_32 width, png_uint_32 height) {
+  struct Closer {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> out(std::fopen(file.c_str(), "wb"));
+  ASSERT_TRUE(out);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_init_io(png, out.get());
+  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  png_write_flush(png);
+  png_destroy_write_struct(&png, &info);
+}
+
+// The synthetic model, small sizes, manifest m.jsonl and output out/ next to the config.
+constexpr const char* kConfig = R"(model:
+  name: synthetic
+generation:
+  num_frames: 5
+  height: 32
+  width: 48
+  num_inference_steps: 2
+input:
+  manifest: m.jsonl
+output:
+  dir: out
+)";
+
+// Two good requests around the line a case puts in the middle.
+constexpr const char* kGoodA = R"({"id": "a", "prompt": "first", "seed": 1})";
+constexpr const char* kGoodC = R"({"id": "c", "prompt": "third", "seed": 3})";
+
+// What the output folder must hold after the run.
+enum class Output {
+  none,         // the job stopped before it started: no output folder at all
+  one_failed,   // per-request: results.h5 with a, b, c; only b failed, its error has `row_error`
+  custom,       // checked by the case's own `check`
+};
+
+struct Case {
+  std::string name;
+  std::function<void(const fs::path& dir)> build;  // writes c.yaml, m.jsonl, ... into dir
+  std::vector<std::string> args;                   // after `--config c.yaml`
+  int exit_code = 2;
+  std::vector<std::string> messages;  // fragments of stderr; @DIR@ = the case's folder
+  Output output = Output::none;
+  std::string row_error;  // one_failed: fragment of b's recorded error (@DIR@ allowed)
+  int ranks = 0;          // 0: alone; N: under mpirun -np N
+  std::string shell_prefix;  // e.g. "ulimit -f 8192; "
+  std::function<void(const fs::path& dir)> check;  // Output::custom
+};
+
+std::ostream& operator<<(std::ostream& out, const Case& c) { return out << c.name; }
+
+// Writes the standard config (edited by `edit`) and a manifest a, <middle>, c.
+std::function<void(const fs::path&)> inputs(std::function<std::string(std::string)> edit,
+                                             std::vector<std::string> middle) {
+  return [edit = std::move(edit), middle = std::move(middle)](const fs::path& dir) {
+    write_text(dir / "c.yaml", edit ? edit(kConfig) : std::string(kConfig));
+    std::string manifest = std::string(kGoodA) + "\n";
+    for (const auto& line : middle) manifest += line + "\n";
+    manifest += std::string(kGoodC) + "\n";
+    write_text(dir / "m.jsonl", manifest);
+  };
+}
+std::function<void(const fs::path&)> config_edit(const std::string& from, const std::string& to) {
+  return inputs([from, to](std::string text) { return replaced(std::move(text), from, to); },
+                {R"({"id": "b", "prompt": "second", "seed": 2})"});
+}
+std::function<void(const fs::path&)> manifest_line(const std::string& line) {
+  return inputs(nullptr, {line});
+}
+std::function<void(const fs::path&)> manifest_text(const std::string& text) {
+  return [text](const fs::path& dir) {
+    write_text(dir / "c.yaml", kConfig);
+    write_text(dir / "m.jsonl", text);
+  };
+}
+// A request b whose image is built by `image` (as img/b.png, or not at all).
+std::function<void(const fs::path&)> image_case(std::function<void(const fs::path&)> image,
+                                                const std::string& config = kConfig) {
+  return [image = std::move(image), config](const fs::path& dir) {
+    write_text(dir / "c.yaml", config);
+    fs::create_directories(dir / "img");
+    if (image) image(dir / "img" / "b.png");
+    write_text(dir / "m.jsonl", std::string(kGoodA) + "\n" +
+                                    R"({"id": "b", "prompt": "second", "image": "img/b.png"})" +
+                                    "\n" + kGoodC + "\n");
+  };
+}
+// A wan2.2-ti2v-5b snapshot: model_index.json and the fixture transformer, then `damage`
+// applied to its transformer folder (the transformer loads first, before vae and text).
+std::function<void(const fs::path&)> snapshot(std::function<void(const fs::path&)> damage) {
+  return [damage = std::move(damage)](const fs::path& dir) {
+    write_text(dir / "c.yaml",
+               replaced(replaced(kConfig, "  name: synthetic\n",
+                                 "  name: wan2.2-ti2v-5b\n  weights: pretrained\n  path: snap\n"),
+                        "height: 32\n  width: 48", "height: 64\n  width: 64"));
+    write_text(dir / "m.jsonl", std::string(kGoodA) + "\n");
+    const fs::path t = dir / "snap" / "transformer";
+    write_text(dir / "snap" / "model_index.json", R"({"expand_timesteps": true})");
+    write_text(t / "config.json", read_text(kWanTransformer / "config.json"));
+    write_text(t / "diffusion_pytorch_model.safetensors",
+               read_text(kWanTransformer / "diffusion_pytorch_model.safetensors"));
+    damage(t);
+  };
+}
+
+using Build = std::function<void(const fs::path& dir)>;
+
+// A defect that must stop the job before it starts: exit 2, no output folder.
+Case malformed(std::string name, Build build, std::vector<std::string> messages,
+               std::vector<std::string> args = {}, int ranks = 0) {
+  Case c;
+  c.name = std::move(name);
+  c.build = std::move(build);
+  c.args = std::move(args);
+  c.messages = std::move(messages);
+  c.ranks = ranks;
+  return c;
+}
+
+// A per-request defect of b: exit 1, a and c done, b's row records `row_error`.
+Case per_request(std::string name, Build build, std::string row_error, int ranks = 0) {
+  Case c;
+  c.name = std::move(name);
+  c.build = std::move(build);
+  c.exit_code = 1;
+  c.messages = {"request 'b' failed"};
+  c.output = Output::one_failed;
+  c.row_error = std::move(row_error);
+  c.ranks = ranks;
+  return c;
+}
+
+Case custom(Case c, std::function<void(const fs::path& dir)> check) {
+  c.output = Output::custom;
+  c.check = std::move(check);
+  return c;
+}
+
+std::vector<Case> cases() {
+  const std::string unknown_key = "generation.fsp: unknown key (did you mean 'fps'?)";
+  const std::string steps = "  num_inference_steps: 2\n";
+  const std::string dup = "@DIR@/m.jsonl:2:id: duplicate id \"a\": first used on line 1";
+  const std::string seed = "@DIR@/m.jsonl:2:seed: must be an integer in 0..9223372036854775807";
+  const std::string no_requests =
+      "@DIR@/m.jsonl: no requests: the manifest is empty or holds only blank and comment lines";
+  const std::string safetensors =
+      "@DIR@/snap/transformer/diffusion_pytorch_model.safetensors: invalid safetensors header: ";
+  const std::string missing_image = "input error: @DIR@/m.jsonl:2:image: @DIR@/img/b.png: ";
+  std::vector<Case> c;
+  // ---- config: exit 2, the YAML path and the value; nothing created.
+  c.push_back(malformed("config_unknown_key", config_edit(steps, steps + "  fsp: 3\n"), {unknown_key}));
+  c.push_back(malformed("config_unknown_key_mpirun", config_edit(steps, steps + "  fsp: 3\n"),
+                        {unknown_key}, {}, 2));
+  c.push_back(malformed("config_unknown_section", config_edit("output:", "outptu:\n  dir: x\noutput:"),
+                        {"outptu: unknown key (did you mean 'output'?)"}));
+  c.push_back(malformed("config_wrong_type", config_edit("height: 32", "height: tall"),
+                        {"generation.height: expected an integer, got 'tall'"}));
+  c.push_back(malformed("config_negative_frames", config_edit("num_frames: 5", "num_frames: -5"),
+                        {"generation.num_frames: -5 is out of range [1, 1025]"}));
+  c.push_back(malformed("config_billion_frames",
+                        config_edit("num_frames: 5", "num_frames: 1000000000"),
+                        {"generation.num_frames: 1000000000 is out of range [1, 1025]"}));
+  c.push_back(malformed("config_one_pixel_width", config_edit("width: 48", "width: 1"),
+                        {"generation.width: 1 is out of range [16, 4096]"}));
+  c.push_back(malformed("config_width_not_multiple_of_16", config_edit("width: 48", "width: 40"),
+                        {"generation.width: 40 is not a multiple of 16 (e.g. 32 or 48)"}));
+  c.push_back(malformed("config_height_not_multiple_of_16_by_set", config_edit("", ""),
+                        {"generation.height: 33 is not a multiple of 16 (e.g. 32 or 48)"},
+                        {"--set", "generation.height=33"}));
+  c.push_back(malformed("config_yaml_syntax", config_edit("model:\n", "model: [\n"),
+                        {"c.yaml:3:11: invalid YAML: end of sequence flow not found"}));
+  c.push_back(malformed("config_unknown_model", config_edit("name: synthetic", "name: synthetik"),
+                        {"model.name: unknown model 'synthetik'", "did you mean 'synthetic'?"}));
+  c.push_back(malformed("config_missing_file", manifest_text(""),
+                        {"nope.yaml: cannot read the config file"}, {"--config", "nope.yaml"}));
+
+  // ---- manifest: malformed -> exit 2 before anything runs; file:line:field.
+  c.push_back(malformed("manifest_duplicate_id", manifest_line(R"({"id": "a", "prompt": "again"})"),
+                        {dup}));
+  c.push_back(malformed("manifest_duplicate_id_mpirun",
+                        manifest_line(R"({"id": "a", "prompt": "again"})"), {dup}, {}, 2));
+  c.push_back(malformed("manifest_invalid_utf8_prompt",
+                        manifest_line("{\"id\": \"b\", \"prompt\": \"caf\xC3\x28 \xFF\"}"),
+                        {"@DIR@/m.jsonl:2:prompt: invalid UTF-8 in the value"}));
+  c.push_back(malformed(
+      "manifest_10mb_line",
+      manifest_line(R"({"id": "b", "prompt": ")" + std::string(10'000'000, 'x') + "\"}"),
+      {"@DIR@/m.jsonl:2: line is longer than 1048576 bytes (input.max_line_bytes); refused"}));
+  c.push_back(malformed("manifest_trailing_garbage",
+                        manifest_line(R"({"id": "b", "prompt": "p"} xyz)"),
+                        {"@DIR@/m.jsonl:2: unexpected text after the JSON object"}));
+  c.push_back(malformed("manifest_two_objects_on_a_line",
+                        manifest_line(R"({"id": "b", "prompt": "p"}{"id": "d", "prompt": "q"})"),
+                        {"@DIR@/m.jsonl:2: unexpected text after the JSON object"}));
+  c.push_back(malformed("manifest_truncated_json", manifest_line(R"({"id": "b", "prompt": "p")"),
+                        {"@DIR@/m.jsonl:2: invalid JSON"}));
+  c.push_back(malformed("manifest_seed_float",
+                        manifest_line(R"({"id": "b", "prompt": "p", "seed": 7.0})"),
+                        {seed, "got 7.0"}));
+  c.push_back(malformed("manifest_seed_string",
+                        manifest_line(R"({"id": "b", "prompt": "p", "seed": "7"})"),
+                        {seed, "got the string \"7\""}));
+  c.push_back(malformed("manifest_seed_negative",
+                        manifest_line(R"({"id": "b", "prompt": "p", "seed": -1})"),
+                        {seed, "got -1"}));
+  c.push_back(malformed("manifest_unknown_field",
+                        manifest_line(R"({"id": "b", "prompt": "p", "frames": 5})"),
+                        {"@DIR@/m.jsonl:2:frames: unknown field (did you mean 'num_frames'?)"}));
+  c.push_back(malformed("manifest_frames_not_4k_plus_1",
+                        manifest_line(R"({"id": "b", "prompt": "p", "num_frames": 6})"),
+                        {"@DIR@/m.jsonl:2:num_frames: 6 is not of the form 4k+1"}));
+  c.push_back(malformed("manifest_missing_prompt", manifest_line(R"({"id": "b"})"),
+                        {"@DIR@/m.jsonl:2:prompt: required field is missing"}));
+  c.push_back(malformed("manifest_empty", manifest_text(""), {no_requests}));
+  c.push_back(malformed("manifest_only_comments", manifest_text("# one\n\n   # two\n"), {no_requests}));
+  c.push_back(malformed("manifest_missing_file",
+                        [](const fs::path& dir) { write_text(dir / "c.yaml", kConfig); },
+                        {"@DIR@/m.jsonl: cannot open the manifest: No such file or directory"}));
+  c.push_back(malformed("manifest_image_path_with_dotdot",
+                        manifest_line(R"({"id": "b", "prompt": "p", "image": "../x.png"})"),
+                        {"@DIR@/m.jsonl:2:image: path \"../x.png\" leaves the manifest's folder"}));
+  // An id with '/' is valid (docs/manifest.md): stored under an escaped dataset name and read
+  // back unchanged; nothing is written outside the output folder.
+  Case slash = malformed("manifest_id_with_slash",
+                         manifest_line(R"({"id": "x/../y", "prompt": "p"})"), {});
+  slash.exit_code = 0;
+  c.push_back(custom(slash, [](const fs::path& dir) {
+    const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+    ASSERT_EQ(rows.size(), 3U);
+    std::vector<std::string> ids;
+    for (const auto& row : rows) {
+      ids.push_back(row.record.id);
+      EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+      EXPECT_TRUE(row.video_present) << row.record.id;
+    }
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(ids, (std::vector<std::string>{"a", "c", "x/../y"}));
+    EXPECT_FALSE(fs::exists(dir / "y"));
+  }));
+
+  // ---- images: per-request defects -> exit 1, only b failed, a and c done.
+  c.push_back(per_request("image_missing", image_case(nullptr), missing_image + "image not found"));
+  c.push_back(per_request("image_missing_mpirun", image_case(nullptr),
+                          missing_image + "image not found", 2));
+  c.push_back(per_request(
+      "image_not_an_image",
+      image_case([](const fs::path& f) { write_text(f, "hello, not an image\n"); }),
+      missing_image + "not a PNG or JPEG image"));
+  c.push_back(per_request(
+      "image_header_claims_20000x20000",
+      image_case([](const fs::path& f) { write_png_header(f, 20000, 20000); }),
+      missing_image + "image is 20000x20000 = 400000000 pixels, over the limit of 16777216 "
+                      "(input.max_image_pixels)"));
+  // Damage after the header is found when the model decodes the image: tiny-wan does.
+  c.push_back(per_request(
+      "image_truncated_png",
+      image_case(
+          [](const fs::path& f) {
+            write_png(f);
+            const std::string bytes = read_text(f);
+            write_text(f, bytes.substr(0, bytes.size() / 2));
+          },
+          replaced(replaced(kConfig, "name: synthetic", "name: tiny-wan"),
+                   "height: 32\n  width: 48", "height: 64\n  width: 64")),
+      "@DIR@/img/b.png: truncated or corrupt PNG"));
+
+  // ---- weights: exit 2 before any request runs, naming the file and the tensor.
+  c.push_back(malformed("weights_truncated_safetensors", snapshot([](const fs::path& t) {
+                          const auto f = t / "diffusion_pytorch_model.safetensors";
+                          const std::string bytes = read_text(f);
+                          write_text(f, bytes.substr(0, bytes.size() / 2));
+                        }),
+                        {safetensors, "exceed the data section",
+                         "(file truncated or offsets out of range)"}));
+  c.push_back(malformed("weights_header_lies_about_offsets", snapshot([](const fs::path& t) {
+                          const auto f = t / "diffusion_pytorch_model.safetensors";
+                          write_text(f, replaced(read_text(f), "[0,256]", "[9,265]"));  // same length
+                        }),
+                        {safetensors + "tensors 'blocks.0.attn1.norm_k.weight' [9, 265] and "
+                                       "'blocks.0.attn1.norm_q.weight' [256, 512] overlap"}));
+  c.push_back(malformed("weights_wrong_tensor_shape", snapshot([](const fs::path& t) {
+                          const auto f = t / "config.json";
+                          write_text(f, replaced(read_text(f), "\"ffn_dim\": 128", "\"ffn_dim\": 256"));
+                        }),
+                        {"@DIR@/snap/transformer: checkpoint does not match the model; 6 shape "
+                         "mismatches",
+                         "blocks.0.ffn.net.0.proj.bias (checkpoint [128], model [256])"}));
+  // The control of the three above: the intact transformer loads, and the next missing part of
+  // the snapshot (the VAE) is what stops the job.
+  c.push_back(malformed("weights_snapshot_without_vae", snapshot([](const fs::path&) {}),
+                        {"@DIR@/snap/vae: cannot open JSON file"}));
+
+  // ---- output
+  c.push_back(malformed("output_under_a_regular_file",
+                        [](const fs::path& dir) {
+                          write_text(dir / "c.yaml", kConfig);
+                          write_text(dir / "m.jsonl", std::string(kGoodA) + "\n");
+                          write_text(dir / "file", "x");
+                        },
+                        {"output.dir: cannot create the output folder '@DIR@/file/out': "
+                         "'@DIR@/file' is not a folder"},
+                        {"--output", "file/out"}));
+  c.push_back(custom(malformed("output_is_a_regular_file",
+                               [](const fs::path& dir) {
+                                 write_text(dir / "c.yaml", kConfig);
+                                 write_text(dir / "m.jsonl", std::string(kGoodA) + "\n");
+                                 write_text(dir / "out", "x");
+                               },
+                               {"output.dir: cannot create the output folder '@DIR@/out': "
+                                "'@DIR@/out' is not a folder"}),
+                     [](const fs::path& dir) { EXPECT_EQ(read_text(dir / "out"), "x"); }));
+  // A full disk, simulated by RLIMIT_FSIZE (8 MiB; SIGXFSZ ignored, so write() fails with
+  // EFBIG): a (small) is flushed, b (33x512x512 RGB = 26 MB) does not fit. The job stops
+  // (exit 1), no results.h5 is written, the rank file keeps a readable and intact.
+  Case full = malformed(
+      "output_full_disk",
+      manifest_text(std::string(kGoodA) + "\n" +
+                    R"({"id": "b", "prompt": "big", "num_frames": 33, "height": 512, "width": 512})" +
+                    "\n"),
+      {"@DIR@/out/rank-00000.h5", "error message = 'File too large'"},
+      {"--set", "scheduler.order=manifest"});
+  full.exit_code = 1;
+  full.shell_prefix = "trap '' XFSZ; ulimit -f 8192; ";
+  c.push_back(custom(full, [](const fs::path& dir) {
+    EXPECT_FALSE(fs::exists(dir / "out" / "results.h5"));
+    const auto rows = results::read_stored_rows(dir / "out" / "rank-00000.h5");
+    ASSERT_EQ(rows.size(), 1U);
+    EXPECT_EQ(rows[0].record.id, "a");
+    EXPECT_EQ(rows[0].record.status, RequestStatus::ok);
+    EXPECT_TRUE(rows[0].video_present);
+    EXPECT_EQ(rows[0].record.video_sha256, video_sha256(models::synthetic_video(1, 5, 32, 48)));
+  }));
+  return c;
+}
+
+struct BatchRun {
+  int exit_code = -1;
+  int signal = 0;
+  std::string err;
+};
+
+BatchRun run_batch(const fs::path& dir, const Case& c, const std::vector<std::string>& args) {
+  std::string cmd =
+      "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1; cd '" +
+      dir.string() + "' && " + c.shell_prefix + "exec ";
+  if (c.ranks > 0) {
+    cmd += "mpirun --oversubscribe --bind-to none -np " + std::to_string(c.ranks) + " ";
+  }
+  cmd += OMNIDP_BATCH_EXE;
+  if (std::find(args.begin(), args.end(), "--config") == args.end()) cmd += " --config c.yaml";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " > stdout.txt 2> stderr.txt";
+  BatchRun r;
+  const int status = std::system(cmd.c_str());
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.err = read_text(dir / "stderr.txt");
+  return r;
+}
+
+std::string expand(std::string text, const fs::path& dir) {
+  for (auto at = text.find("@DIR@"); at != std::string::npos; at = text.find("@DIR@", at)) {
+    text.replace(at, 5, dir.string());
+  }
+  return text;
+}
+
+class BadInput : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BadInput, ClearErrorRightExitCodeNoCrashNoPartialOutput) {
+  const Case& c = GetParam();
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-bad-input-" + c.name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  c.build(dir);
+  ASSERT_FALSE(::testing::Test::HasFatalFailure());
+
+  const BatchRun r = run_batch(dir, c, c.args);
+  EXPECT_EQ(r.signal, 0) << "killed by signal " << r.signal << "\n" << r.err;
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+  EXPECT_LT(r.exit_code, 3) << "never a signal's 128+N";
+  for (const auto& fragment : c.messages) {
+    EXPECT_NE(r.err.find(expand(fragment, dir)), std::string::npos)
+        << "missing: " << expand(fragment, dir) << "\nstderr:\n" << r.err;
+  }
+  if (c.exit_code == 2) {  // one error line, printed by rank 0 only
+    std::size_t lines = 0;
+    for (auto at = r.err.find("omni-dp-batch: error: "); at != std::string::npos;
+         at = r.err.find("omni-dp-batch: error: ", at + 1)) {
+      ++lines;
+    }
+    EXPECT_EQ(lines, 1U) << r.err;
+  }
+
+  const fs::path out = dir / "out";
+  switch (c.output) {
+    case Output::none:
+      EXPECT_FALSE(fs::exists(out)) << "the job created its output folder";
+      break;
+    case Output::one_failed: {
+      const auto rows = results::read_stored_rows(out / "results.h5");
+      std::map<std::string, results::StoredRow> by_id;
+      for (const auto& row : rows) by_id.emplace(row.record.id, row);
+      ASSERT_EQ(rows.size(), 3U);
+      ASSERT_EQ(by_id.size(), 3U);
+      for (const char* ok : {"a", "c"}) {
+        EXPECT_EQ(by_id[ok].record.status, RequestStatus::ok) << ok << ": " << by_id[ok].record.error;
+        EXPECT_TRUE(by_id[ok].video_present) << ok;
+      }
+      const auto& b = by_id["b"];
+      EXPECT_EQ(b.record.status, RequestStatus::failed);
+      EXPECT_FALSE(b.video_present);
+      EXPECT_NE(b.record.error.find(expand(c.row_error, dir)), std::string::npos)
+          << "row error: " << b.record.error;
+      break;
+    }
+    case Output::custom:
+      if (c.check) c.check(dir);
+      break;
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, BadInput, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& param) { return param.param.name; });
+
+// The full-disk case, then the same command without the limit: resume finishes the rest.
+TEST(BadInputRecovery, FullDiskThenResume) {
+  Case c = cases().back();
+  ASSERT_EQ(c.name, "output_full_disk");
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-bad-input-resume-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  c.build(dir);
+  const BatchRun full = run_batch(dir, c, c.args);
+  ASSERT_EQ(full.exit_code, 1) << full.err;
+  c.shell_prefix.clear();
+  const BatchRun again = run_batch(dir, c, c.args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("1 already done, skipped"), std::string::npos) << again.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(rows.size(), 2U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_TRUE(row.video_present) << row.record.id;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace omnidp
