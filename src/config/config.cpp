@@ -384,7 +384,7 @@ const std::vector<SectionSpec>& schema() {
                  {field("dir", &C::output, &OutputConfig::dir),
                   field("store_video", &C::output, &OutputConfig::store_video),
                   compression_field(),
-                  field("export_formats", &C::output, &OutputConfig::export_formats)}});
+                  field("export", &C::output, &OutputConfig::export_formats)}});
     s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
     s.push_back({"synthetic",
                  {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost),
@@ -703,7 +703,7 @@ void validate_and_resolve(Config& config) {
     // Written during the run by the export area (docs/export.md); whether this build can
     // write MP4/GIF is checked at startup (video_export::check_export_support).
     const std::string& format = config.output.export_formats[i];
-    const std::string path = "output.export_formats[" + std::to_string(i) + "]";
+    const std::string path = "output.export[" + std::to_string(i) + "]";
     require(format == "mp4" || format == "png" || format == "gif", path,
             "unknown format '" + format + "' (expected mp4, png or gif)");
     for (std::size_t j = 0; j < i; ++j) {

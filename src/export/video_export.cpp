@@ -47,7 +47,7 @@ std::string ffmpeg_missing_message(std::string_view program) {
 
 void check_export_support(const OutputConfig& output) {
   for (std::size_t i = 0; i < output.export_formats.size(); ++i) {
-    const std::string path = "output.export_formats[" + std::to_string(i) + "]";
+    const std::string path = "output.export[" + std::to_string(i) + "]";
     const auto format = parse_export_format(output.export_formats[i]);
     if (!format) {
       throw ConfigError(path, "unknown format '" + output.export_formats[i] +

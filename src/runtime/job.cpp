@@ -54,7 +54,7 @@ JobOptions with_default_hooks(const JobOptions& in) {
           }
         });
       }
-      // output.export_formats: files written on this writer thread after each durable write.
+      // output.export: files written on this writer thread after each durable write.
       return video_export::with_export(std::move(writer), config.output);
     };
   }

@@ -371,11 +371,11 @@ TEST(ConfigValidate, InputOutputAndFaultRules) {
   EXPECT_EQ(validate_error("input: {manifest: m, max_image_pixels: 0}\n"),
             "input.max_image_pixels: 0 is out of range [1, 4294967296]");
   EXPECT_EQ(validate_error("output: {dir: \"\"}\n"), "output.dir: required (got '')");
-  EXPECT_EQ(validate_error("output: {export_formats: [mp4, webm]}\n"),
-            "output.export_formats[1]: unknown format 'webm' (expected mp4, png or gif)");
-  EXPECT_EQ(validate_error("output: {export_formats: [png, gif, png]}\n"),
-            "output.export_formats[2]: format 'png' is listed twice");
-  EXPECT_EQ(validate_error("output: {export_formats: [mp4, png, gif]}\n"), "");
+  EXPECT_EQ(validate_error("output: {export: [mp4, webm]}\n"),
+            "output.export[1]: unknown format 'webm' (expected mp4, png or gif)");
+  EXPECT_EQ(validate_error("output: {export: [png, gif, png]}\n"),
+            "output.export[2]: format 'png' is listed twice");
+  EXPECT_EQ(validate_error("output: {export: [mp4, png, gif]}\n"), "");
   EXPECT_EQ(validate_error("synthetic: {seconds_per_gcost: -1}\n"),
             "synthetic.seconds_per_gcost: -1.0 is out of range (expected a finite number >= 0)");
   EXPECT_EQ(validate_error("faults: {fail_ids: [a, \"\"]}\n"), "faults.fail_ids[1]: an empty id");

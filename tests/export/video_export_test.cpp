@@ -55,7 +55,7 @@ TEST(CheckExportSupport, AcceptsKnownFormatsRefusesOthers) {
     check_export_support(output);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(e.path(), "output.export_formats[1]");
+    EXPECT_EQ(e.path(), "output.export[1]");
     EXPECT_EQ(e.message(), "unknown format 'webm' (expected mp4, png or gif)");
   }
   output.export_formats = {"mp4", "gif"};
@@ -66,7 +66,7 @@ TEST(CheckExportSupport, AcceptsKnownFormatsRefusesOthers) {
       check_export_support(output);
       FAIL() << "no error";
     } catch (const ConfigError& e) {
-      EXPECT_EQ(e.path(), "output.export_formats[0]");
+      EXPECT_EQ(e.path(), "output.export[0]");
       EXPECT_EQ(e.message(), ffmpeg_missing_message("omni-dp"));
     }
   }

@@ -1,5 +1,5 @@
 #pragma once
-// Export during a run (output.export_formats, docs/export.md): a ResultSink that hands every
+// Export during a run (output.export, docs/export.md): a ResultSink that hands every
 // record to the real sink (the rank's HDF5 writer) and, once that write has returned (the
 // video is durable), writes the ok video as each configured format into <output.dir>/export/.
 // Runs on the rank's writer thread, like the sink it wraps: the workers never wait for it.
@@ -18,7 +18,7 @@ namespace omnidp::video_export {
 
 class ExportingSink final : public ResultSink {
  public:
-  // `formats` from check_export_support-validated output.export_formats.
+  // `formats` from check_export_support-validated output.export.
   ExportingSink(std::unique_ptr<ResultSink> inner, std::filesystem::path out_dir,
                 std::vector<ExportFormat> formats);
 
@@ -38,9 +38,9 @@ class ExportingSink final : public ResultSink {
 
 // The folder a run exports into: <output dir>/export.
 [[nodiscard]] std::filesystem::path run_export_dir(const std::filesystem::path& output_dir);
-// output.export_formats as formats (unknown names throw ConfigError like check_export_support).
+// output.export as formats (unknown names throw ConfigError like check_export_support).
 [[nodiscard]] std::vector<ExportFormat> export_formats_of(const OutputConfig& output);
-// `inner` itself when output.export_formats is empty, else an ExportingSink around it.
+// `inner` itself when output.export is empty, else an ExportingSink around it.
 [[nodiscard]] std::unique_ptr<ResultSink> with_export(std::unique_ptr<ResultSink> inner,
                                                       const OutputConfig& output);
 

@@ -25,7 +25,7 @@ enum class ExportFormat { mp4, png, gif };
 [[nodiscard]] bool ffmpeg_available() noexcept;
 // What a build without FFmpeg says when asked for MP4 or GIF.
 [[nodiscard]] std::string ffmpeg_missing_message(std::string_view program);
-// Throws ConfigError("output.export_formats[i]", ...) for a format this build cannot write
+// Throws ConfigError("output.export[i]", ...) for a format this build cannot write
 // (mp4/gif without FFmpeg) or an unknown one. Call at startup, on every rank alike.
 void check_export_support(const OutputConfig& output);
 
