@@ -6,29 +6,17 @@
 
 #include "omnidp/results/merge.hpp"
 #include "results/test_util.hpp"
+#include "cli/run_main.hpp"
 
 namespace omnidp::cli {
 namespace {
 
 using results::testing::ScratchDir;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
 
 Outcome run_compare(std::vector<std::string> args) {
-  args.insert(args.begin(), "omni-dp-compare");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = compare_main(static_cast<int>(argv.size()), argv.data());
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
-  return o;
+  return testing::run_main(compare_main, "omni-dp-compare", std::move(args));
 }
 
 class CompareCli : public ::testing::Test {

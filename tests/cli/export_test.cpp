@@ -9,6 +9,7 @@
 #ifdef OMNIDP_TEST_HAVE_FFMPEG
 #include "export/decode_util.hpp"
 #endif
+#include "cli/run_main.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -16,23 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 namespace rt = results::testing;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
 
 Outcome run_export(std::vector<std::string> args) {
-  args.insert(args.begin(), "omni-dp-export");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = export_main(static_cast<int>(argv.size()), argv.data());
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
-  return o;
+  return testing::run_main(export_main, "omni-dp-export", std::move(args));
 }
 
 // A synthetic run of two ranks: ok "x", "y/1", failed "z", merged into results.h5.

@@ -7,6 +7,7 @@
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/merge.hpp"
 #include "results/test_util.hpp"
+#include "cli/run_main.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -14,23 +15,10 @@ namespace {
 namespace fs = std::filesystem;
 namespace rt = results::testing;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
 
 Outcome run_inspect(std::vector<std::string> args) {
-  args.insert(args.begin(), "omni-dp-inspect");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Outcome o;
-  o.code = inspect_main(static_cast<int>(argv.size()), argv.data());
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
-  return o;
+  return testing::run_main(inspect_main, "omni-dp-inspect", std::move(args));
 }
 
 // Two ranks: a (1.5 s), bb (4 s) on rank 0; c failed, d (2.25 s) on rank 1; merged with the
