@@ -374,6 +374,13 @@ TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {
   EXPECT_NE(run.output.find("longer than scheduler.request_timeout_s = 1 s; aborting the job"),
             std::string::npos)
       << run.output;
+  // Nothing is lost: the rerun (the hang gone, as after a Slurm requeue) resumes and finishes
+  // every request exactly once.
+  const auto second = mpirun(2, write_config(dir.path(), manifest), {});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto counts = count_ids(all_rows(dir.path() / "out"));
+  ASSERT_EQ(counts.size(), 4U) << second.output;
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
 }
 
 }  // namespace
