@@ -43,6 +43,9 @@ SlurmctldHost=$host
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A requeued job waits cred_expire seconds (default 120) before it may start again: slurmd
+# refuses its revoked credential until then. 5 is the smallest value.
+AuthInfo=cred_expire=5
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
 SlurmctldPidFile=$work/slurmctld.pid
@@ -106,14 +109,14 @@ job_state() {
     sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p; s/.*Restarts=\([0-9]*\).*/\1/p' | paste -sd' '
 }
 
-# wait_done ID SECONDS: waits until the job has ended (a requeued job's hold is lifted).
+# wait_done ID SECONDS: waits until the job has ended (a requeued job starts again after
+# cred_expire seconds).
 wait_done() {
   local id=$1 limit=$2 st
   for ((t = 0; t < limit; t++)); do
     st=$(job_state "$id")
     case $st in
       COMPLETED* | FAILED* | CANCELLED* | TIMEOUT* | NODE_FAIL* | OUT_OF_MEMORY*) echo "$st"; return 0 ;;
-      PENDING*) scontrol update jobid="$id" StartTime=now 2>/dev/null || true ;;  # skip the requeue delay
     esac
     sleep 1
   done
