@@ -41,8 +41,13 @@ std::string format_progress(const ProgressSnapshot& s) {
 std::string progress_bar(const ProgressSnapshot& s, int width) {
   const double f = s.total == 0 ? 1.0 : static_cast<double>(s.done) / static_cast<double>(s.total);
   const int filled = std::clamp(static_cast<int>(std::floor(f * width)), 0, width);
-  return "[" + std::string(static_cast<std::size_t>(filled), '#') +
-         std::string(static_cast<std::size_t>(width - filled), '.') + "]";
+  std::string bar;
+  bar.reserve(static_cast<std::size_t>(width) + 2);
+  bar += '[';
+  bar.append(static_cast<std::size_t>(filled), '#');
+  bar.append(static_cast<std::size_t>(width - filled), '.');
+  bar += ']';
+  return bar;
 }
 
 ProgressReporter::ProgressReporter(std::FILE* out, bool in_place, double interval_s)
