@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -23,6 +24,8 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/rng.hpp"
 
 namespace {
@@ -50,6 +53,7 @@ Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
     sync(device);
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
+  if (seconds.empty()) return {};
   std::sort(seconds.begin(), seconds.end());
   return {seconds[seconds.size() / 2], seconds.front()};
 }
@@ -92,7 +96,7 @@ int run(int argc, char** argv) {
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
   app.add_option("--layers", layers, "double-stream blocks (default: the config's; reduce for CPU)");
   app.add_option("--refiner-layers", refiner_layers, "token refiner blocks (default: the config's)");
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES")->capture_default_str();
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (forward at each)")->capture_default_str();
   app.add_option("--dtype", dtype_arg, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--what", what, "comma list of forward, decode, request")->capture_default_str();
@@ -104,12 +108,33 @@ int run(int argc, char** argv) {
   app.add_option("--request-repeat", request_repeat, "timed runs of the full request")->capture_default_str();
   app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
   app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
+  bool eager = false;
+  app.add_flag("--eager", eager,
+               "the Diffusers-equivalent eager path only: no fused elementwise kernels, libtorch's "
+               "attention choice");
+  bool compare = false;
+  app.add_flag("--compare-eager", compare, "forward on the fused path (--attention) and then the eager path");
+  std::string attention = "auto";
+  app.add_option("--attention", attention, "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  omnidp::models::set_fused_elementwise(!eager);
+  omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
 
-  int width = 0, height = 0, frames = 0;
-  if (std::sscanf(size.c_str(), "%dx%dx%d", &width, &height, &frames) != 3) {
-    throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES");
+  // --size takes a comma list: forward runs at each size; decode and request at the first.
+  std::vector<std::array<int, 3>> sizes;
+  for (std::size_t begin = 0; begin <= size.size();) {
+    const auto comma = size.find(',', begin);
+    const auto item = size.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    std::array<int, 3> whf{};
+    if (std::sscanf(item.c_str(), "%dx%dx%d", &whf[0], &whf[1], &whf[2]) != 3) {
+      throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + item + "'");
+    }
+    sizes.push_back(whf);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
   }
+  const int width = sizes.front()[0], height = sizes.front()[1], frames = sizes.front()[2];
   if (threads > 0) torch::set_num_threads(threads);
   const auto dtype = parse_dtype(dtype_arg);
   const torch::Device device(device_arg);
@@ -146,6 +171,7 @@ int run(int argc, char** argv) {
             << "\n"
             << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1] << ", " << shape[2]
             << ", " << shape[3] << ", " << shape[4] << "]\n"
+            << "attention " << attention << "  path " << (eager ? "eager (reference expressions)" : "fused") << "\n"
             << "load_seconds " << load_s << "\n";
 
   c10::InferenceMode inference;
@@ -157,20 +183,33 @@ int run(int argc, char** argv) {
   const auto negative = hv::random_text_conditioning("", to, text_shape);
   const std::int64_t text_tokens = text_valid + glyph_valid;  // padding is dropped at batch 1
 
-  if (has("forward")) {
+  for (const auto& whf : sizes) {
+    if (!has("forward")) break;
+    const auto fshape = pipeline->latent_shape(whf[2], whf[1], whf[0]);
+    const std::int64_t ftokens =
+        fshape[2] / to.patch_size_t * (fshape[3] / to.patch_size) * (fshape[4] / to.patch_size);
     hv::TransformerInputs in;
-    in.hidden_states = omnidp::models::randn_cpu({1, to.in_channels, shape[2], shape[3], shape[4]}, 1).to(device, dtype);
+    in.hidden_states =
+        omnidp::models::randn_cpu({1, to.in_channels, fshape[2], fshape[3], fshape[4]}, 1).to(device, dtype);
     in.timestep = torch::full({1}, 500.0F).to(device, dtype);
     in.encoder_hidden_states = prompt.embeds.to(device, dtype);
     in.encoder_attention_mask = prompt.mask.to(device);
     in.encoder_hidden_states_2 = prompt.embeds_2.to(device, dtype);
     in.encoder_attention_mask_2 = prompt.mask_2.to(device);
-    const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
-    const double flops = forward_flops(to, tokens, text_tokens);
-    std::cout << "\n[forward] batch 1, padding dropped\n"
-              << "video_tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+    for (const bool fused : compare ? std::vector<bool>{true, false} : std::vector<bool>{!eager}) {
+      omnidp::models::set_fused_elementwise(fused);
+      omnidp::models::set_attention_backend(
+          omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
+      const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
+      const double flops = forward_flops(to, ftokens, text_tokens);
+      std::cout << "\n[forward] " << whf[0] << "x" << whf[1] << "x" << whf[2] << ", batch 1, padding dropped, "
+                << (fused ? "fused path, attention " + attention : std::string("eager path, attention auto"))
+                << "\nvideo_tokens " << ftokens << "\ntext_tokens " << text_tokens << "\n"
+                << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+                << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+    }
+    omnidp::models::set_fused_elementwise(!eager);
+    omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
   }
   if (has("decode")) {
     auto vae = pipeline->vae();
@@ -191,7 +230,7 @@ int run(int argc, char** argv) {
     in.noise = omnidp::models::randn_cpu(shape, 4);
     in.prompt = prompt;
     in.negative = negative;
-    const auto t = time_it(device, 0, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+    const auto t = time_it(device, std::min(warmup, 1), request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
     const int passes = guidance != 1.0 ? 2 : 1;
     const double flops = passes * steps * forward_flops(to, tokens, text_tokens);
     std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (" << passes

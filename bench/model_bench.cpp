@@ -9,6 +9,11 @@
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2 && __has_include(<torch/csrc/autograd/profiler_kineto.h>)
+#include <torch/csrc/autograd/profiler_kineto.h>
+#define OMNIDP_HAVE_KINETO 1
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +24,8 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
+#include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 
@@ -47,8 +54,45 @@ Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
     sync(device);
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
+  if (seconds.empty()) return {};
   std::sort(seconds.begin(), seconds.end());
   return {seconds[seconds.size() / 2], seconds.front()};
+}
+
+// Runs fn once under libtorch's Kineto profiler (CPU ops and CUDA kernels) and writes a
+// Chrome trace to `path` (scripts/profile_summary.py tabulates it).
+template <typename F>
+void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
+#ifdef OMNIDP_HAVE_KINETO
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  fn();
+  sync(device);
+  prof::disableProfiler()->save(path);
+  std::cout << "profile " << path << "\n";
+#else
+  (void)device;
+  (void)fn;
+  throw omnidp::UsageError("--profile needs libtorch >= 2 with Kineto (" + path + ")");
+#endif
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto comma = text.find(',', begin);
+    const auto end = comma == std::string::npos ? text.size() : comma;
+    if (end > begin) items.push_back(text.substr(begin, end - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return items;
 }
 
 omnidp::DType parse_dtype(const std::string& s) {
@@ -80,10 +124,11 @@ int run(int argc, char** argv) {
   app.add_option("--model", model, "tiny-wan | wan2.2-ti2v-5b")->capture_default_str();
   app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES")->capture_default_str();
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)")->capture_default_str();
   app.add_option("--dtype", dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--what", what, "comma list of forward, request, decode")->capture_default_str();
+  app.add_option("--what", what, "comma list of forward, request (first size only), decode")
+      ->capture_default_str();
   app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
   app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
   app.add_option("--guidance", guidance, "CFG scale of the full request (<= 1: no CFG)")->capture_default_str();
@@ -94,12 +139,38 @@ int run(int argc, char** argv) {
   app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")->capture_default_str();
   app.add_flag("--scalar-timestep", scalar_timestep, "forward with one timestep per sample (default: per token)");
   app.add_flag("--no-fuse", no_fuse, "keep separate q/k/v projections");
+  std::string attention = "auto";
+  app.add_option("--attention", attention,
+                 "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math, or a comma list")
+      ->capture_default_str();
+  std::string profile;
+  app.add_option("--profile", profile,
+                 "write a Chrome trace of one forward to PREFIX.<size>.<attention>.json (libtorch >= 2)");
+  bool strict = false;
+  app.add_flag("--strict", strict, "determinism.strict: deterministic kernels (its cost)");
+  bool eager = false;
+  app.add_flag("--eager", eager,
+               "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
+               "elementwise kernels (layers/fused.hpp)");
   CLI11_PARSE(app, argc, argv);
+  omnidp::models::set_fused_elementwise(!eager);
+  if (eager) no_fuse = true;
 
-  int width = 0, height = 0, frames = 0;
-  if (std::sscanf(size.c_str(), "%dx%dx%d", &width, &height, &frames) != 3) {
-    throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES");
+  struct Size {
+    int width = 0, height = 0, frames = 0;
+    std::string text;
+  };
+  std::vector<Size> sizes;
+  for (const auto& item : split_list(size)) {
+    Size sz;
+    if (std::sscanf(item.c_str(), "%dx%dx%d", &sz.width, &sz.height, &sz.frames) != 3) {
+      throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + item + "'");
+    }
+    sz.text = item;
+    sizes.push_back(sz);
   }
+  const auto backends = split_list(attention);
+  for (const auto& b : backends) (void)omnidp::models::parse_attention_backend(b);
   if (threads > 0) torch::set_num_threads(threads);
 
   omnidp::Config config;
@@ -109,7 +180,7 @@ int run(int argc, char** argv) {
   config.model.weights_seed = weights_seed;
   config.model.dtype = parse_dtype(dtype);
   config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
-  config.determinism.strict = false;
+  config.determinism.strict = strict;
   omnidp::DeviceBinding binding;
   binding.kind = config.model.device;
   binding.index = device_arg.size() > 5 ? std::stoi(device_arg.substr(5)) : 0;
@@ -124,60 +195,73 @@ int run(int argc, char** argv) {
   if (no_fuse) transformer->unfuse_projections();
   const auto device = pipeline->device();
   const auto& to = transformer->options();
-  const auto shape = pipeline->latent_shape(frames, height, width);
-  const std::int64_t tokens = shape[2] / to.patch_size[0] * (shape[3] / to.patch_size[1]) * (shape[4] / to.patch_size[2]);
   const auto tdtype = transformer->dtype();
 
   std::cout << omnidp::version_line() << "\n"
             << "model " << model << (path.empty() ? " (random weights)" : " (" + path + ")") << "\n"
             << "device " << device.str() << "  dtype " << dtype << "  threads " << torch::get_num_threads() << "\n"
-            << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1] << ", "
-            << shape[2] << ", " << shape[3] << ", " << shape[4] << "]\n"
+            << "path " << (eager ? "eager (reference expressions)" : "fused")
+            << (strict ? "  determinism strict" : "") << "\n"
             << "load_seconds " << load_s << "\n";
 
   c10::InferenceMode inference;
   const auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
   const auto opts = torch::TensorOptions().device(device);
-  const auto latents = omnidp::models::randn_cpu(shape, 1).to(device, tdtype);
-  const auto context = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 2).to(device, tdtype);
-
-  if (has("forward")) {
-    const auto timestep = scalar_timestep ? torch::full({1}, 500.0F, opts.dtype(torch::kFloat32))
-                                          : torch::full({1, tokens}, 500.0F, opts.dtype(torch::kFloat32));
-    const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(latents, timestep, context); });
-    const double flops = omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-    std::cout << "\n[forward] batch 1, " << (scalar_timestep ? "scalar" : "per-token") << " timesteps, "
-              << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused() ? "fused" : "separate")
-              << " qkv\n"
-              << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
-  }
-  if (has("decode")) {
-    auto vae = pipeline->vae();
-    const auto z = omnidp::models::randn_cpu(shape, 3).to(device, vae->dtype());
-    const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z, decode_chunk); });
-    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << frames << " frames, chunk "
-              << decode_chunk << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
-  }
-  if (has("request")) {
-    omnidp::models::wan::WanSampleInputs in;
-    in.num_frames = frames;
-    in.height = height;
-    in.width = width;
-    in.num_inference_steps = steps;
-    in.guidance_scale = guidance;
-    in.flow_shift = 5.0;
-    in.noise = omnidp::models::randn_cpu(shape, 4);
-    in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
-    in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
-    const auto t = time_it(device, 0, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
-    const int passes = guidance > 1.0 ? 2 : 1;
-    const double flops = passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-    std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
-              << passes << "), VAE decode included\n"
-              << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"
-              << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+  for (const auto& sz : sizes) {
+    const auto shape = pipeline->latent_shape(sz.frames, sz.height, sz.width);
+    const std::int64_t tokens =
+        shape[2] / to.patch_size[0] * (shape[3] / to.patch_size[1]) * (shape[4] / to.patch_size[2]);
+    std::cout << "\n=== size " << sz.text << "  latent [" << shape[1] << ", " << shape[2] << ", "
+              << shape[3] << ", " << shape[4] << "]\n";
+    const auto latents = omnidp::models::randn_cpu(shape, 1).to(device, tdtype);
+    const auto context = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 2).to(device, tdtype);
+    for (const auto& backend : backends) {
+      omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(backend));
+      if (has("forward")) {
+        const auto timestep = scalar_timestep ? torch::full({1}, 500.0F, opts.dtype(torch::kFloat32))
+                                              : torch::full({1, tokens}, 500.0F, opts.dtype(torch::kFloat32));
+        const auto forward = [&] { (void)transformer->forward(latents, timestep, context); };
+        const auto t = time_it(device, warmup, repeat, forward);
+        const double flops = omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+        std::cout << "\n[forward] batch 1, " << (scalar_timestep ? "scalar" : "per-token") << " timesteps, "
+                  << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
+                          ? "fused"
+                          : "separate")
+                  << " qkv, attention " << backend << "\n"
+                  << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+                  << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+                  << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+        if (!profile.empty()) profile_to(profile + "." + sz.text + "." + backend + ".json", device, forward);
+      }
+      if (has("request") && &sz == &sizes.front()) {  // the first size only
+        omnidp::models::wan::WanSampleInputs in;
+        in.num_frames = sz.frames;
+        in.height = sz.height;
+        in.width = sz.width;
+        in.num_inference_steps = steps;
+        in.guidance_scale = guidance;
+        in.flow_shift = 5.0;
+        in.noise = omnidp::models::randn_cpu(shape, 4);
+        in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
+        in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
+        const auto t = time_it(device, std::min(warmup, 1), request_repeat,
+                               [&] { (void)pipeline->sample(in, nullptr); });
+        const int passes = guidance > 1.0 ? 2 : 1;
+        const double flops = passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+        std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
+                  << passes << "), VAE decode included, attention " << backend << "\n"
+                  << "seconds_median " << t.median << "\nseconds_min " << t.min
+                  << "\nvideos_per_min " << 60.0 / t.median << "\n"
+                  << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+      }
+    }
+    if (has("decode")) {
+      auto vae = pipeline->vae();
+      const auto z = omnidp::models::randn_cpu(shape, 3).to(device, vae->dtype());
+      const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z, decode_chunk); });
+      std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames << " frames, chunk "
+                << decode_chunk << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
+    }
   }
   return 0;
 }

@@ -25,8 +25,15 @@ function(omnidp_warnings target)
   # pip's libtorch (the GPU machine) exports its own copy of std::filesystem, part of which is
   # broken (remove_all jumps to null). Naming libstdc++ first makes the dynamic linker bind the
   # std:: symbols of our code to libstdc++ itself. (Not in sanitizer builds: libasan must be first.)
+  # The library file itself, not -lstdc++: a linker script behind -lstdc++ may re-impose
+  # AS_NEEDED, and then no NEEDED entry for it is written at all (seen on Ubuntu 24.04).
   if(NOT OMNIDP_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    target_link_options(${target} PRIVATE LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state)
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libstdc++.so.6
+                    OUTPUT_VARIABLE _libstdcxx OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(IS_ABSOLUTE "${_libstdcxx}")
+      target_link_options(${target} PRIVATE "LINKER:--push-state,--no-as-needed" "${_libstdcxx}"
+                          "LINKER:--pop-state")
+    endif()
   endif()
 endfunction()
 

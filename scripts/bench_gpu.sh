@@ -1,24 +1,73 @@
 #!/usr/bin/env bash
 # The GPU figures of docs/performance.md, on one GPU (the H200 of the device machine):
 # Wan2.2-TI2V-5B and HunyuanVideo-1.5 with their real configs and seeded random weights, bf16.
-#   scripts/bench_gpu.sh [build-dir] [part...]   parts: wan hv15 request (default: all)
+#   scripts/bench_gpu.sh [build-dir] [part...]
+# parts (default: wan request hv15 e2e e2e-strict):
+#   wan        transformer forward at 832x480x33 and 1280x704x121 (libtorch's SDPA choice and
+#              cuDNN attention), VAE decode at both sizes
+#   wan-eager  the same forward on the Diffusers-equivalent eager path (--eager)
+#   request    the reference server's recipe: 832x480x33, 30 steps, CFG 5, VAE decode
+#   hv15       HunyuanVideo-1.5 forward at 848x480x121 and 832x480x33, fused and eager
+#   e2e        omni-dp-batch on 8 requests of the recipe (two repeated under other ids: their
+#              hashes must agree); peak GPU memory from nvidia-smi
+#   e2e-strict the same with determinism.strict: true, 4 requests
+#   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 # Each benchmark prints its own figures (tokens, seconds, TFLOP/s, videos/min).
 set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-build/gpu}
 shift || true
-parts=${*:-wan hv15 request}
+parts=${*:-wan request hv15 e2e e2e-strict}
 bin=$build/bin
-run() { echo; echo "\$ $*"; timeout 300 "$@" 2>&1 | grep -v '^$'; }
+out=${BENCH_OUT:-/tmp/omnidp-bench}
+mkdir -p "$out"
+run() { echo; echo "\$ $*"; timeout 420 "$@" 2>&1 | grep -v '^$'; }
+wan=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16)
+hv=("$bin/omni-dp-bench-hv15" --device cuda --dtype bf16)
 for part in $parts; do
   case $part in
-    wan)
-      run "$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --what forward,decode --size 832x480x33 --repeat 5
-      run "$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --what forward,decode --size 1280x704x121 --repeat 5 ;;
-    hv15)
-      run "$bin/omni-dp-bench-hv15" --device cuda --dtype bf16 --what forward --size 832x480x33 --repeat 5
-      run "$bin/omni-dp-bench-hv15" --device cuda --dtype bf16 --what forward --size 848x480x121 --repeat 3 ;;
-    request)  # the reference server's recipe: 832x480, 33 frames, 30 steps, CFG
-      run "$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --what request --size 832x480x33 --steps 30 --guidance 5 --request-repeat 2 ;;
+    wan) run "${wan[@]}" --what forward,decode --size 832x480x33,1280x704x121 --attention auto,cudnn --repeat 5 ;;
+    wan-eager) run "${wan[@]}" --eager --what forward --size 832x480x33,1280x704x121 --repeat 5 ;;
+    request) run "${wan[@]}" --what request --size 832x480x33 --steps 30 --guidance 5 --attention cudnn --request-repeat 3 ;;
+    hv15) run "${hv[@]}" --what forward --size 848x480x121,832x480x33 --attention cudnn --compare-eager --repeat 3 ;;
+    profile)
+      run "${wan[@]}" --what forward --size 832x480x33,1280x704x121 --attention cudnn --repeat 2 --profile "$out/wan"
+      for trace in "$out"/wan.*.json; do echo; echo "== $trace"; python3 "$root/scripts/profile_summary.py" "$trace" --top 15; done ;;
+    e2e|e2e-strict)  # the reference server's recipe through the product: manifest -> omni-dp-batch -> HDF5
+      strict=false; count=8
+      if [ "$part" = e2e-strict ]; then strict=true; count=4; fi
+      manifest=$out/$part.jsonl; rm -f "$manifest.tmp"
+      # The last two requests repeat the first two under other ids: their hashes must agree.
+      for i in $(seq 1 $((count - 2))) 1 2; do
+        id=recipe-$i; [ -n "$(grep -s "\"recipe-$i\"" "$manifest.tmp")" ] && id=recipe-$i-again
+        echo "{\"id\": \"$id\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$manifest.tmp"
+      done
+      mv "$manifest.tmp" "$manifest"
+      rm -rf "$out/$part"
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/$part-mem.csv" &
+      smi=$!
+      run "$bin/omni-dp-batch" --config "$root/configs/wan22-ti2v-5b.yaml" \
+        --set model.weights=random --set 'model.path=""' --set model.attention=cudnn \
+        --set generation.width=832 --set generation.height=480 --set generation.num_frames=33 \
+        --set generation.num_inference_steps=30 --set determinism.strict=$strict \
+        --set input.manifest="$manifest" --set output.dir="$out/$part"
+      kill $smi
+      echo "peak_gpu_memory_used_mib $(sort -n "$out/$part-mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"
+      python3 - "$out/$part/results.h5" <<'PY'
+import sys, h5py
+rows = h5py.File(sys.argv[1], "r")["requests"][:]
+text = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+sha = {}
+for r in rows:
+    rid, digest = text(r["id"]), text(r["video_sha256"])
+    print(f"{rid:18s} {r['seconds']:7.2f} s  {digest[:16]}")
+    sha[rid] = digest
+for rid in sorted(sha):
+    if rid.endswith("-again"):
+        same = sha[rid] == sha[rid[:-len("-again")]]
+        print(f"{rid}: {'same video_sha256 as' if same else 'DIFFERENT video_sha256 from'} {rid[:-len('-again')]}")
+PY
+      ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

@@ -41,6 +41,11 @@ int refcheck_main(int argc, char** argv) {
       throw UsageError("--device " + device + ": CUDA is not available in this build or machine");
     }
     options.dtype = dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32;
+    if (options.device.is_cuda() && options.dtype == torch::kFloat32) {
+      // fp32 means fp32: cuDNN convolutions default to TF32 (10-bit mantissa) otherwise.
+      at::globalContext().setAllowTF32CuDNN(false);
+      at::globalContext().setAllowTF32CuBLAS(false);
+    }
     options.filter = filter;
     const auto summary = refcheck::run_refcheck(dir, options, std::cout);
     std::cout << summary.cases << " cases: " << summary.pass << " PASS, " << summary.fail

@@ -56,6 +56,15 @@ struct EnumTable<WeightsSource> {
       {{WeightsSource::pretrained, "pretrained"}, {WeightsSource::random, "random"}}};
 };
 template <>
+struct EnumTable<AttentionKernel> {
+  static constexpr std::array<EnumName<AttentionKernel>, 5> names{
+      {{AttentionKernel::automatic, "auto"},
+       {AttentionKernel::flash, "flash"},
+       {AttentionKernel::cudnn, "cudnn"},
+       {AttentionKernel::efficient, "efficient"},
+       {AttentionKernel::math, "math"}}};
+};
+template <>
 struct EnumTable<SchedulerPolicy> {
   static constexpr std::array<EnumName<SchedulerPolicy>, 2> names{
       {{SchedulerPolicy::dynamic, "dynamic"}, {SchedulerPolicy::round_robin, "round_robin"}}};
@@ -351,7 +360,8 @@ const std::vector<SectionSpec>& schema() {
                   field("dtype", &C::model, &ModelConfig::dtype),
                   field("device", &C::model, &ModelConfig::device),
                   field("torch_threads", &C::model, &ModelConfig::torch_threads),
-                  field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder)}});
+                  field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
+                  field("attention", &C::model, &ModelConfig::attention)}});
     s.push_back({"parallel",
                  {data_parallel_field(),
                   field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),
@@ -757,6 +767,7 @@ std::string to_yaml(const Config& config) {
 const char* to_string(DType v) noexcept { return enum_name(v); }
 const char* to_string(DeviceKind v) noexcept { return enum_name(v); }
 const char* to_string(WeightsSource v) noexcept { return enum_name(v); }
+const char* to_string(AttentionKernel v) noexcept { return enum_name(v); }
 const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }

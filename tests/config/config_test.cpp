@@ -139,6 +139,9 @@ TEST(ConfigDefaults, RealModelConfigsCarrySpecDefaults) {
   EXPECT_EQ(wan.generation.guidance_scale, 5.0);
   EXPECT_EQ(wan.generation.flow_shift, 5.0);
   EXPECT_EQ(wan.model.dtype, DType::bf16);
+  // Both GPU configs take cuDNN attention first (docs/performance.md).
+  EXPECT_EQ(hv.model.attention, AttentionKernel::cudnn);
+  EXPECT_EQ(wan.model.attention, AttentionKernel::cudnn);
 }
 
 // --- parsing ---------------------------------------------------------------------------------
@@ -259,6 +262,15 @@ TEST(ConfigParse, BadEnumsListTheValuesAndSuggest) {
             "scheduler.order: invalid value 'random' (expected cost_desc | manifest)");
   EXPECT_EQ(parse_error("synthetic: {wait: spin}\n"),
             "synthetic.wait: invalid value 'spin' (expected sleep | busy)");
+  EXPECT_EQ(parse_error("model: {attention: cudn}\n"),
+            "model.attention: invalid value 'cudn' (expected auto | flash | cudnn | efficient | math; "
+            "did you mean 'cudnn'?)");
+}
+
+TEST(ConfigParse, AttentionKernels) {
+  EXPECT_EQ(parse_config_yaml("model: {name: tiny-wan}\n", "t").model.attention, AttentionKernel::automatic);
+  EXPECT_EQ(parse_config_yaml("model: {attention: cudnn}\n", "t").model.attention, AttentionKernel::cudnn);
+  EXPECT_EQ(parse_config_yaml("model: {attention: flash}\n", "t").model.attention, AttentionKernel::flash);
 }
 
 TEST(ConfigParse, BadCompression) {
@@ -576,6 +588,7 @@ TEST(ConfigChecks, EnumNames) {
   EXPECT_STREQ(to_string(SchedulerPolicy::round_robin), "round_robin");
   EXPECT_STREQ(to_string(WorkOrder::cost_desc), "cost_desc");
   EXPECT_STREQ(to_string(WaitMode::busy), "busy");
+  EXPECT_STREQ(to_string(AttentionKernel::automatic), "auto");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ enum class SchedulerPolicy { dynamic, round_robin };
 enum class WorkOrder { cost_desc, manifest };
 enum class CompressionKind { none, gzip, lzf };
 enum class WaitMode { sleep, busy };
+enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
 
 struct ModelConfig {
   std::string name = "tiny-wan";  // synthetic | tiny-wan | wan2.2-ti2v-5b | hunyuanvideo-1.5
@@ -35,6 +36,8 @@ struct ModelConfig {
   DeviceKind device = DeviceKind::cpu;
   int torch_threads = 0;            // intra-op threads per rank; 0 = libtorch's default
   bool offload_text_encoder = true;  // move text encoders to the CPU after encoding
+  // CUDA attention kernels: auto (libtorch's choice) | flash | cudnn | efficient | math.
+  AttentionKernel attention = AttentionKernel::automatic;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -174,6 +177,7 @@ void validate_and_resolve(Config& config);
 [[nodiscard]] const char* to_string(DType v) noexcept;
 [[nodiscard]] const char* to_string(DeviceKind v) noexcept;
 [[nodiscard]] const char* to_string(WeightsSource v) noexcept;
+[[nodiscard]] const char* to_string(AttentionKernel v) noexcept;
 [[nodiscard]] const char* to_string(SchedulerPolicy v) noexcept;
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;

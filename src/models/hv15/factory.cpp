@@ -1,12 +1,10 @@
 #include "omnidp/models/hv15/factory.hpp"
 
-#include <ATen/Context.h>
-
-#include <cstdlib>
 #include <filesystem>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
@@ -35,14 +33,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
   }
   const auto dtype = to_torch(m.dtype);
-  if (config.determinism.strict) {
-    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
-    at::globalContext().setDeterministicAlgorithms(true, false);
-    at::globalContext().setDeterministicCuDNN(true);
-    at::globalContext().setBenchmarkCuDNN(false);
-  }
-  if (m.torch_threads > 0) torch::set_num_threads(m.torch_threads);
+  apply_torch_settings(config);
 
   PipelineParts parts;
   parts.model_name = m.name;

@@ -8,6 +8,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models::hv15 {
 namespace {
@@ -159,6 +160,13 @@ std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::i
 }
 
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  if (fused_elementwise()) {
+    // The tables repeat each frequency for a pair, so the rotation is one complex multiply.
+    const auto freqs = torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
+                           .view({1, cos.size(0), 1, cos.size(1) / 2});
+    const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
+    return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
+  }
   const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
   const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});
   auto sizes = x.sizes().vec();
@@ -177,6 +185,7 @@ RmsNormImpl::RmsNormImpl(std::int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
+  if (weight.scalar_type() == x.scalar_type()) return rms_norm(x, weight, eps_);
   const auto variance = x.to(torch::kFloat32).pow(2).mean(-1, true);
   auto y = x * torch::rsqrt(variance + eps_);
   if (weight.scalar_type() == torch::kHalf || weight.scalar_type() == torch::kBFloat16) {
@@ -321,17 +330,30 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
     const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
     const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin) {
   const auto act = torch::silu(temb);
-  // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp.
-  const auto m = norm1_(act).unsqueeze(1).chunk(6, 2);
-  const auto c = norm1_context_(act).unsqueeze(1).chunk(6, 2);
-  const auto nx = plain_layer_norm(x) * (1 + m[1]) + m[0];
-  const auto nc = plain_layer_norm(context) * (1 + c[1]) + c[0];
-  auto [attn_out, ctx_out] = attn_(nx, nc, text_key_mask, cos, sin);
-  auto h = x + attn_out * m[2];
-  auto e = context + ctx_out * c[2];
-  h = h + m[5] * ff_(plain_layer_norm(h) * (1 + m[4]) + m[3]);
-  e = e + c[5] * ff_context_(plain_layer_norm(e) * (1 + c[4]) + c[3]);
-  return {h, e};
+  // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, each a
+  // float32 [B, 1, 1, D] row; the streams are viewed as [B, 1, N, D] (one group).
+  const auto batch = x.size(0);
+  const auto rows = [&](const torch::Tensor& mod) {
+    const auto f = mod.to(torch::kFloat32).view({batch, 6, 1, 1, dim_});
+    std::vector<torch::Tensor> r;
+    for (std::int64_t i = 0; i < 6; ++i) r.push_back(f.select(1, i));
+    r[1] = r[1] + 1.0;
+    r[4] = r[4] + 1.0;
+    return r;
+  };
+  const auto m = rows(norm1_(act));
+  const auto c = rows(norm1_context_(act));
+  const auto dtype = x.scalar_type();
+  const auto g = [&](const torch::Tensor& t) { return t.reshape({batch, 1, -1, dim_}); };
+  const auto flat = [&](const torch::Tensor& t) { return t.reshape({batch, -1, dim_}); };
+  const auto nx = modulated_layer_norm(g(x), m[0], m[1], 1e-6, dtype);
+  const auto nc = modulated_layer_norm(g(context), c[0], c[1], 1e-6, dtype);
+  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text_key_mask, cos, sin);
+  auto h = gated_residual(g(x), g(attn_out), m[2], dtype);
+  auto e = gated_residual(g(context), g(ctx_out), c[2], dtype);
+  h = gated_residual(h, g(ff_(flat(modulated_layer_norm(h, m[3], m[4], 1e-6, dtype)))), m[5], dtype);
+  e = gated_residual(e, g(ff_context_(flat(modulated_layer_norm(e, c[3], c[4], 1e-6, dtype)))), c[5], dtype);
+  return {flat(h), flat(e)};
 }
 
 // --- the model ----------------------------------------------------------------------------

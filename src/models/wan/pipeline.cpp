@@ -1,14 +1,12 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
-#include <ATen/Context.h>
-
-#include <cstdlib>
 #include <filesystem>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
@@ -270,14 +268,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
   }
   const auto dtype = to_torch(m.dtype);
-  if (config.determinism.strict) {
-    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
-    at::globalContext().setDeterministicAlgorithms(true, false);
-    at::globalContext().setDeterministicCuDNN(true);
-    at::globalContext().setBenchmarkCuDNN(false);
-  }
-  if (m.torch_threads > 0) torch::set_num_threads(m.torch_threads);
+  apply_torch_settings(config);
 
   WanPipelineParts parts;
   parts.model_name = m.name;

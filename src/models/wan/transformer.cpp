@@ -7,6 +7,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -33,10 +34,6 @@ TORCH_MODULE(GeluProj);
 // Placeholder for the reference's parameter-free Dropout entries (keeps ModuleList indices).
 class NoParamsImpl : public torch::nn::Module {};
 TORCH_MODULE(NoParams);
-
-torch::Tensor fp32_layer_norm(const torch::Tensor& x, std::int64_t dim, double eps) {
-  return torch::layer_norm(x.to(torch::kFloat32), {dim}, {}, {}, eps);
-}
 
 }  // namespace
 
@@ -134,16 +131,12 @@ std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(std::int64_t head_dim,
   return {cos_full.slice(1, 0, head_dim, 2).contiguous(), sin_full.slice(1, 1, head_dim, 2).contiguous()};
 }
 
-torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                             const torch::Tensor& sin) {
-  // x [B, L, H, D] -> pairs [B, L, H, D/2, 2]; cos/sin [L, D/2] -> [1, L, 1, D/2].
-  const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
-  const auto x1 = pairs.select(-1, 0);
-  const auto x2 = pairs.select(-1, 1);
-  const auto c = cos.unsqueeze(0).unsqueeze(2);
-  const auto s = sin.unsqueeze(0).unsqueeze(2);
-  const auto out = torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2);
-  return out.to(x.scalar_type());
+torch::Tensor wan_rope_freqs(const torch::Tensor& cos, const torch::Tensor& sin) {
+  return torch::complex(cos, sin).unsqueeze(1);  // [L, 1, D/2] complex64
+}
+
+torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
+  return rotate_pairs(x, freqs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,9 +147,7 @@ RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps) : eps_(eps) {
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  const auto xf = x.to(torch::kFloat32);
-  const auto normed = (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps_)).to(x.scalar_type());
-  return normed * weight;
+  return omnidp::models::rms_norm(x, weight, eps_);
 }
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross)
@@ -205,8 +196,7 @@ void WanAttentionImpl::unfuse_projections() {
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
-                                        const torch::Tensor& rope_cos,
-                                        const torch::Tensor& rope_sin) {
+                                        const torch::Tensor& rope_freqs) {
   const auto& kv_in = cross_ ? context : x;
   // A later .to() replaces the parameters' storage; fall back to separate GEMMs then.
   const bool use_fused =
@@ -227,15 +217,15 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     k = to_k->forward(kv_in);
     v = to_v->forward(kv_in);
   }
-  q = norm_q->forward(q).unflatten(2, {heads_, -1});  // [B, L, H, Dh]
-  k = norm_k->forward(k).unflatten(2, {heads_, -1});
-  v = v.unflatten(2, {heads_, -1});
-  if (rope_cos.defined()) {
-    q = apply_wan_rope(q, rope_cos, rope_sin);
-    k = apply_wan_rope(k, rope_cos, rope_sin);
-  }
-  auto out = omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2));
-  out = out.transpose(1, 2).flatten(2, 3).to(q.scalar_type());
+  // RMSNorm across heads, then the rotary embedding (self-attention): one kernel each on CUDA.
+  const std::int64_t head_dim = q.size(2) / heads_;
+  q = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  v = v.unflatten(2, {heads_, -1});  // [B, L, H, Dh]
+  const auto out = omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                               v.transpose(1, 2))
+                       .transpose(1, 2)
+                       .flatten(2, 3);
   return to_out[0]->as<torch::nn::Linear>()->forward(out);
 }
 
@@ -268,43 +258,44 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                                const torch::Tensor& temb_proj,
-                                               const torch::Tensor& rope_cos,
-                                               const torch::Tensor& rope_sin) {
-  // Modulation: [1,6,D] + [B,6,D] -> six [B,1,D]; per token: [1,1,6,D] + [B,N,6,D] -> [B,N,D].
-  std::vector<torch::Tensor> mod;
-  if (temb_proj.dim() == 4) {
-    mod = (scale_shift_table.unsqueeze(0) + temb_proj.to(torch::kFloat32)).unbind(2);
-  } else {
-    const auto m = scale_shift_table + temb_proj.to(torch::kFloat32);
-    for (std::int64_t i = 0; i < 6; ++i) mod.push_back(m.narrow(1, i, 1));
-  }
-  const auto& shift_msa = mod[0];
-  const auto& scale_msa = mod[1];
-  const auto& gate_msa = mod[2];
-  const auto& c_shift = mod[3];
-  const auto& c_scale = mod[4];
-  const auto& c_gate = mod[5];
+                                               const torch::Tensor& rope_freqs) {
+  // Modulation [1, 1, 6, D] + [B, G, 6, D] -> six [B, G, 1, D], broadcast over the N/G tokens
+  // of each group: x is viewed as [B, G, N/G, D] (tokens are in frame-major order).
+  const std::int64_t batch = x.size(0);
+  const std::int64_t groups = temb_proj.size(1);
+  const auto mod = (scale_shift_table.unsqueeze(0) + temb_proj.to(torch::kFloat32)).unsqueeze(3);
+  const auto shift_msa = mod.select(2, 0);
+  const auto scale_msa = mod.select(2, 1) + 1.0;
+  const auto gate_msa = mod.select(2, 2);
+  const auto c_shift = mod.select(2, 3);
+  const auto c_scale = mod.select(2, 4) + 1.0;
+  const auto c_gate = mod.select(2, 5);
   const auto dtype = x.scalar_type();
+  const auto grouped = [&](const torch::Tensor& t) { return t.view({batch, groups, -1, dim_}); };
+  const auto flat = [&](const torch::Tensor& t) { return t.view({batch, -1, dim_}); };
 
-  // 1. Self-attention.
-  auto norm_x = (fp32_layer_norm(x, dim_, eps_) * (1 + scale_msa) + shift_msa).to(dtype);
-  auto attn = attn1->forward(norm_x, {}, rope_cos, rope_sin);
-  auto h = (x.to(torch::kFloat32) + attn * gate_msa).to(dtype);
+  // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
+  const auto xg = grouped(x);
+  auto norm_x = modulated_layer_norm(xg, shift_msa, scale_msa, eps_, dtype);
+  const auto attn = attn1->forward(flat(norm_x), {}, rope_freqs);
+  auto h = gated_residual(xg, grouped(attn), gate_msa, dtype);
 
-  // 2. Cross-attention.
+  // 2. Cross-attention (norm2 keeps float32 weights).
+  auto hf = flat(h);
   if (norm2) {
-    norm_x = torch::layer_norm(h.to(torch::kFloat32), {dim_}, norm2->weight.to(torch::kFloat32),
-                               norm2->bias.to(torch::kFloat32), eps_)
+    norm_x = torch::layer_norm(hf.to(torch::kFloat32), {dim_}, norm2->weight.to(torch::kFloat32),
+                              norm2->bias.to(torch::kFloat32), eps_)
                  .to(dtype);
   } else {
-    norm_x = h;
+    norm_x = hf;
   }
-  h = h + attn2->forward(norm_x, context, {}, {});
+  hf = hf + attn2->forward(norm_x, context, {});
 
-  // 3. Feed-forward.
-  norm_x = (fp32_layer_norm(h, dim_, eps_) * (1 + c_scale) + c_shift).to(dtype);
-  const auto ff = ffn->forward(norm_x);
-  return (h.to(torch::kFloat32) + ff.to(torch::kFloat32) * c_gate).to(dtype);
+  // 3. Feed-forward with c_shift/c_scale, residual with c_gate.
+  const auto hg = grouped(hf);
+  norm_x = modulated_layer_norm(hg, c_shift, c_scale, eps_, dtype);
+  const auto ff = ffn->forward(flat(norm_x));
+  return flat(gated_residual(hg, grouped(ff), c_gate, dtype));
 }
 
 WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
@@ -364,19 +355,31 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
       "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
 }
 
-std::pair<torch::Tensor, torch::Tensor> WanTransformer3DModelImpl::rope_for(std::int64_t f,
-                                                                            std::int64_t h,
-                                                                            std::int64_t w,
-                                                                            torch::Device device) {
+torch::Tensor WanTransformer3DModelImpl::rope_for(std::int64_t f, std::int64_t h, std::int64_t w,
+                                                  torch::Device device) {
   const std::array<std::int64_t, 3> key{f, h, w};
-  if (key != rope_key_ || !rope_cos_.defined() || rope_cos_.device() != device) {
-    auto [c, s] = wan_rope_tables(options_.attention_head_dim, options_.rope_max_seq_len,
-                                  options_.rope_theta, f, h, w);
-    rope_cos_ = c.to(device);
-    rope_sin_ = s.to(device);
+  if (key != rope_key_ || !rope_freqs_.defined() || rope_freqs_.device() != device) {
+    const auto [c, s] = wan_rope_tables(options_.attention_head_dim, options_.rope_max_seq_len,
+                                        options_.rope_theta, f, h, w);
+    rope_freqs_ = wan_rope_freqs(c, s).to(device);
     rope_key_ = key;
   }
-  return {rope_cos_, rope_sin_};
+  return rope_freqs_;
+}
+
+std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& timestep,
+                                                           std::int64_t frames) {
+  const std::int64_t batch = timestep.size(0);
+  if (timestep.dim() == 1) return {timestep.view({batch, 1}), 1};
+  if (!fused_elementwise()) return {timestep, timestep.size(1)};  // the reference: per token
+  const auto first = timestep.narrow(1, 0, 1);
+  if (torch::equal(timestep, first.expand_as(timestep))) return {first, 1};
+  const auto per_frame = timestep.view({batch, frames, -1});
+  const auto frame_first = per_frame.narrow(2, 0, 1);
+  if (torch::equal(per_frame, frame_first.expand_as(per_frame))) {
+    return {frame_first.squeeze(2), frames};
+  }
+  return {timestep, timestep.size(1)};
 }
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
@@ -406,37 +409,29 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
     throw ModelError("timestep must be [B] or [B, " + std::to_string(tokens) + "]");
   }
 
-  const auto [rope_cos, rope_sin] = rope_for(f, h, w, hidden.device());
+  const auto rope_freqs = rope_for(f, h, w, hidden.device());
 
-  auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2);  // [B, N, D]
+  auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2).contiguous();  // [B, N, D]
 
-  // Condition embedding.
+  // Condition embedding, once per timestep group [B, G] (see wan_timestep_groups).
   auto& ce = *condition_embedder;
-  auto t_freq = wan_sinusoidal_embedding(timestep.flatten(), o.freq_dim);
-  if (per_token) t_freq = t_freq.unflatten(0, {batch, tokens});
-  t_freq = t_freq.to(ce.time_embedder->linear_1->weight.scalar_type());
-  const auto temb = ce.time_embedder->forward(t_freq).to(context.scalar_type());  // [B, D] / [B, N, D]
-  auto temb_proj = ce.time_proj->forward(torch::silu(temb));
-  temb_proj = per_token ? temb_proj.unflatten(2, {6, -1}) : temb_proj.unflatten(1, {6, -1});
+  const auto [t_groups, groups] = wan_timestep_groups(timestep, f);
+  const auto t_freq = wan_sinusoidal_embedding(t_groups.flatten(), o.freq_dim)
+                          .unflatten(0, {batch, groups})
+                          .to(ce.time_embedder->linear_1->weight.scalar_type());
+  const auto temb = ce.time_embedder->forward(t_freq).to(context.scalar_type());  // [B, G, D]
+  const auto temb_proj = ce.time_proj->forward(torch::silu(temb)).unflatten(2, {6, -1});
   const auto ctx = ce.text_embedder->forward(context);
 
   for (const auto& block : *blocks) {
-    x = block->as<WanTransformerBlock>()->forward(x, ctx, temb_proj, rope_cos, rope_sin);
+    x = block->as<WanTransformerBlock>()->forward(x, ctx, temb_proj, rope_freqs);
   }
 
-  // Output head: shift/scale = table + temb (no SiLU, no projection).
-  torch::Tensor shift, scale;
-  if (per_token) {
-    const auto ss = scale_shift_table.unsqueeze(0) + temb.unsqueeze(2);  // [B, N, 2, D]
-    shift = ss.select(2, 0);
-    scale = ss.select(2, 1);
-  } else {
-    const auto ss = scale_shift_table + temb.unsqueeze(1);  // [B, 2, D]
-    shift = ss.narrow(1, 0, 1);
-    scale = ss.narrow(1, 1, 1);
-  }
-  x = (fp32_layer_norm(x, o.inner_dim(), o.eps) * (1 + scale) + shift).to(x.scalar_type());
-  x = proj_out->forward(x);
+  // Output head: shift/scale = table + temb (no SiLU, no projection), per group.
+  const auto ss = (scale_shift_table.unsqueeze(0) + temb.unsqueeze(2)).unsqueeze(3);  // [B, G, 2, 1, D]
+  x = modulated_layer_norm(x.view({batch, groups, -1, o.inner_dim()}), ss.select(2, 0),
+                           ss.select(2, 1) + 1.0, o.eps, x.scalar_type());
+  x = proj_out->forward(x.view({batch, tokens, o.inner_dim()}));
 
   // Unpatchify: [B, f, h, w, pt, ph, pw, C] -> [B, C, f*pt, h*ph, w*pw].
   x = x.reshape({batch, f, h, w, pt, ph, pw, -1}).permute({0, 7, 1, 4, 2, 5, 3, 6});
@@ -453,8 +448,7 @@ void WanTransformer3DModelImpl::to_dtype(torch::Device device, torch::ScalarType
     item.value().set_data(item.value().to(device, keep_fp32 ? torch::kFloat32 : dtype));
   }
   for (auto& item : named_buffers(true)) item.value().set_data(item.value().to(device));
-  rope_cos_ = torch::Tensor();
-  rope_sin_ = torch::Tensor();
+  rope_freqs_ = torch::Tensor();
 }
 
 torch::ScalarType WanTransformer3DModelImpl::dtype() const {

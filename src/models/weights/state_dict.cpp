@@ -102,23 +102,29 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
 
 void init_random_weights(torch::nn::Module& module, std::uint64_t seed) {
   torch::NoGradGuard no_grad;
-  for (auto& item : module.named_parameters(true)) {
-    const std::string& name = item.key();
-    auto& param = item.value();
-    torch::Tensor value;
-    if (param.dim() >= 2) {
-      auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-      const double fan_in = static_cast<double>(param.numel()) / static_cast<double>(param.size(0));
-      value = torch::randn(param.sizes(), gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
-    } else if (param.dim() == 1 &&
-               (ends_with(name, "weight") || ends_with(name, "scale") || ends_with(name, "gamma"))) {
-      value = torch::ones(param.sizes(), torch::kFloat32);
-    } else {
-      auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-      value = torch::randn(param.sizes(), gen, torch::kFloat32) * 0.02;
+  const auto params = module.named_parameters(true);
+  // Every parameter has its own generator, so the values do not depend on the order or the
+  // thread: generate them in parallel (a 5B model takes minutes on one core).
+  at::parallel_for(0, static_cast<std::int64_t>(params.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const auto& item = params[static_cast<std::size_t>(i)];
+      const std::string& name = item.key();
+      auto param = item.value();
+      torch::Tensor value;
+      if (param.dim() >= 2) {
+        auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+        const double fan_in = static_cast<double>(param.numel()) / static_cast<double>(param.size(0));
+        value = torch::randn(param.sizes(), gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
+      } else if (param.dim() == 1 &&
+                 (ends_with(name, "weight") || ends_with(name, "scale") || ends_with(name, "gamma"))) {
+        value = torch::ones(param.sizes(), torch::kFloat32);
+      } else {
+        auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+        value = torch::randn(param.sizes(), gen, torch::kFloat32) * 0.02;
+      }
+      param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
     }
-    param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
-  }
+  });
 }
 
 }  // namespace omnidp::models

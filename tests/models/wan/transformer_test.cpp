@@ -112,12 +112,57 @@ TEST(WanRope, RotatesPairs) {
   const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
   const auto cos = torch::tensor({0.0F, 0.5F}).view({1, 2});
   const auto sin = torch::tensor({1.0F, -0.5F}).view({1, 2});
-  const auto y = apply_wan_rope(x, cos, sin).flatten();
+  const auto y = apply_wan_rope(x, wan_rope_freqs(cos, sin)).flatten();
   // (x1 c - x2 s, x1 s + x2 c) per pair.
   EXPECT_FLOAT_EQ(y[0].item<float>(), 1 * 0.0F - 2 * 1.0F);
   EXPECT_FLOAT_EQ(y[1].item<float>(), 1 * 1.0F + 2 * 0.0F);
   EXPECT_FLOAT_EQ(y[2].item<float>(), 3 * 0.5F - 4 * -0.5F);
   EXPECT_FLOAT_EQ(y[3].item<float>(), 3 * -0.5F + 4 * 0.5F);
+}
+
+TEST(WanTimestepGroups, OneGroupPerSampleFramePerFrameOrPerToken) {
+  // Scalar timesteps, and per-token timesteps equal within each sample: one group.
+  auto [t1, g1] = wan_timestep_groups(torch::tensor({3.0F, 5.0F}), 3);
+  EXPECT_EQ(g1, 1);
+  EXPECT_TRUE(torch::equal(t1, torch::tensor({3.0F, 5.0F}).view({2, 1})));
+  auto [t2, g2] = wan_timestep_groups(torch::full({2, 12}, 7.0F), 3);
+  EXPECT_EQ(g2, 1);
+  EXPECT_TRUE(torch::equal(t2, torch::full({2, 1}, 7.0F)));
+  // TI2V: the first frame's 4 tokens at 0, the rest at 7: one group per frame.
+  auto ti2v = torch::full({1, 12}, 7.0F);
+  ti2v.slice(1, 0, 4).zero_();
+  auto [t3, g3] = wan_timestep_groups(ti2v, 3);
+  EXPECT_EQ(g3, 3);
+  EXPECT_TRUE(torch::equal(t3, torch::tensor({0.0F, 7.0F, 7.0F}).view({1, 3})));
+  // Anything else: per token.
+  auto mixed = ti2v.clone();
+  mixed[0][5] = 1.0F;
+  auto [t4, g4] = wan_timestep_groups(mixed, 3);
+  EXPECT_EQ(g4, 12);
+  EXPECT_TRUE(torch::equal(t4, mixed));
+}
+
+TEST(WanTransformerBlock, GroupedModulationEqualsPerTokenModulation) {
+  auto model = random_tiny();
+  torch::NoGradGuard no_grad;
+  auto block = model->blocks[0]->as<WanTransformerBlock>();
+  const auto& o = model->options();
+  const std::int64_t frames = 3, per_frame = 4, dim = o.inner_dim();
+  const auto x = torch::randn({2, frames * per_frame, dim});
+  const auto ctx = torch::randn({2, 5, dim});
+  const auto [cos, sin] = wan_rope_tables(o.attention_head_dim, o.rope_max_seq_len, o.rope_theta,
+                                          frames, 2, 2);
+  const auto freqs = wan_rope_freqs(cos, sin);
+  const auto per_group = torch::randn({2, frames, 6, dim});
+  const auto grouped = block->forward(x, ctx, per_group, freqs);
+  const auto per_token = block->forward(x, ctx, per_group.repeat_interleave(per_frame, 1), freqs);
+  EXPECT_LT((grouped - per_token).abs().max().item<double>(), 1e-5);
+  // One group for all tokens equals that group's row repeated for every token.
+  const auto one = per_group.narrow(1, 1, 1);
+  EXPECT_LT((block->forward(x, ctx, one, freqs) -
+             block->forward(x, ctx, one.expand({2, frames * per_frame, 6, dim}).contiguous(), freqs))
+                .abs().max().item<double>(),
+            1e-5);
 }
 
 TEST(WanSinusoidalEmbedding, IsCosThenSin) {

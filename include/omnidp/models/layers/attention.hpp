@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <string>
 
 namespace omnidp::models {
 
@@ -20,5 +21,17 @@ namespace omnidp::models {
 
 // True when the fused at::scaled_dot_product_attention is used (libtorch >= 2.0).
 [[nodiscard]] bool fused_attention_available() noexcept;
+
+// Which CUDA kernel family at::scaled_dot_product_attention tries first. `automatic` is
+// libtorch's own order (flash, memory-efficient, math, cuDNN); the others move that family to
+// the front and keep the rest, in libtorch's order, as fallbacks for shapes it cannot take.
+enum class AttentionBackend { automatic, flash, cudnn, efficient, math };
+
+// Parses "auto" | "flash" | "cudnn" | "efficient" | "math"; throws UsageError otherwise.
+[[nodiscard]] AttentionBackend parse_attention_backend(const std::string& name);
+
+// Sets the process-wide choice (libtorch's global context). Call before the first forward,
+// from the thread that runs the model; a no-op before libtorch 2.6 (no priority order).
+void set_attention_backend(AttentionBackend backend);
 
 }  // namespace omnidp::models

@@ -63,10 +63,21 @@ struct WanTransformerOptions {
     std::int64_t head_dim, std::int64_t max_seq_len, double theta, std::int64_t frames,
     std::int64_t height, std::int64_t width);
 
-// Rotates x [B, L, H, D] pairwise (x[2i], x[2i+1]) by (cos, sin) [L, D/2]; computed in float32,
-// returned in x's dtype.
-[[nodiscard]] torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                                           const torch::Tensor& sin);
+// The tables as one complex64 rotation per token and pair: cos + i sin, [L, 1, D/2].
+[[nodiscard]] torch::Tensor wan_rope_freqs(const torch::Tensor& cos, const torch::Tensor& sin);
+
+// Rotates x [B, L, H, D] pairwise (x[2i], x[2i+1]) by freqs [L, 1, D/2] (wan_rope_freqs):
+// one complex multiply in float32, returned in x's dtype.
+[[nodiscard]] torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs);
+
+// Groups of tokens that share a timestep, so that the time embedding and the modulation are
+// computed once per group and broadcast: timestep [B] -> ([B, 1], 1); [B, N] constant per
+// sample -> ([B, 1], 1); constant within each of the `frames` latent frames (Wan2.2 TI2V:
+// the conditioned first frame has t = 0) -> ([B, frames], frames); otherwise ([B, N], N).
+// Tokens are frame-major, so group g is tokens [g*N/G, (g+1)*N/G). Compares on the device
+// (one synchronisation). With fused_elementwise() off, per-token timesteps stay per token.
+[[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(
+    const torch::Tensor& timestep, std::int64_t frames);
 
 // RMSNorm with a weight (torch.nn.RMSNorm): x * rsqrt(mean(x^2) + eps), computed in float32,
 // cast back, then times `weight`.
@@ -74,6 +85,7 @@ class RMSNormImpl : public torch::nn::Module {
  public:
   RMSNormImpl(std::int64_t dim, double eps);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  [[nodiscard]] double eps() const noexcept { return eps_; }
   torch::Tensor weight;
 
  private:
@@ -87,10 +99,9 @@ class WanAttentionImpl : public torch::nn::Module {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross);
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
-  // rope (cos, sin) for self-attention, undefined tensors to skip.
+  // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
-                                      const torch::Tensor& rope_cos,
-                                      const torch::Tensor& rope_sin);
+                                      const torch::Tensor& rope_freqs);
   // Concatenates the q/k/v (self) or k/v (cross) weights into one matrix so that one GEMM
   // computes them; the named parameters become views into it (the state dict is unchanged).
   // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
@@ -127,12 +138,12 @@ TORCH_MODULE(WanFeedForward);
 class WanTransformerBlockImpl : public torch::nn::Module {
  public:
   explicit WanTransformerBlockImpl(const WanTransformerOptions& options);
-  // x [B, N, dim]; context [B, L, dim] (already text-embedded); temb_proj [B, 6, dim]
-  // (scalar timestep) or [B, N, 6, dim] (per-token timesteps).
+  // x [B, N, dim] contiguous; context [B, L, dim] (already text-embedded); temb_proj
+  // [B, G, 6, dim], one per group of N/G consecutive tokens (wan_timestep_groups); rope_freqs
+  // [N, 1, head_dim/2]. Elementwise work is fused per libtorch's ability (layers/fused.hpp).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
                                       const torch::Tensor& temb_proj,
-                                      const torch::Tensor& rope_cos,
-                                      const torch::Tensor& rope_sin);
+                                      const torch::Tensor& rope_freqs);
 
   WanAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
@@ -211,13 +222,12 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   torch::Tensor scale_shift_table;  // [1, 2, dim]
 
  private:
-  // Cached rope tables for the last (F, H, W) in patches, on the model's device.
-  std::pair<torch::Tensor, torch::Tensor> rope_for(std::int64_t f, std::int64_t h,
-                                                   std::int64_t w, torch::Device device);
+  // Cached rope rotation (wan_rope_freqs) for the last (F, H, W) in patches, on the device.
+  torch::Tensor rope_for(std::int64_t f, std::int64_t h, std::int64_t w, torch::Device device);
 
   WanTransformerOptions options_;
   std::array<std::int64_t, 3> rope_key_{-1, -1, -1};
-  torch::Tensor rope_cos_, rope_sin_;
+  torch::Tensor rope_freqs_;
 };
 TORCH_MODULE(WanTransformer3DModel);
 

@@ -1,0 +1,37 @@
+#pragma once
+// Fused CUDA kernels for the bf16 transformer hot path, compiled only where the build finds a
+// CUDA compiler and a CUDA libtorch (src/models/layers/cuda_kernels.cu); elsewhere
+// cuda_kernels() is null and callers take the libtorch path (layers/fused.hpp decides).
+// Torch-free on purpose: raw device pointers, element counts and strides. Every launcher runs
+// on libtorch's current CUDA stream of the current device and checks the launch.
+// Threading: as libtorch's own kernels (one stream per thread, no shared state).
+
+#include <cstdint>
+
+namespace omnidp::models {
+
+struct CudaKernels {
+  // out[r, :] = bf16( shift[g] + bf16(LayerNorm(x[r, :])) * scale1p[g] ), LayerNorm without
+  // affine parameters, statistics in fp32. x and out: bf16 [rows, dim] contiguous; shift and
+  // scale1p: fp32 rows of `dim`, row g = r / rows_per_group at g * group_stride.
+  void (*modulated_layer_norm)(const void* x, void* out, const float* shift, const float* scale1p,
+                               std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
+                               std::int64_t group_stride, float eps);
+  // out[r, :] = bf16( x[r, :] + y[r, :] * gate[g] ) in fp32; x, y, out bf16 [rows, dim]
+  // contiguous; gate as shift above.
+  void (*gated_residual)(const void* x, const void* y, void* out, const float* gate,
+                         std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
+                         std::int64_t group_stride);
+  // torch.nn.RMSNorm over each row (fp32 statistics), times the bf16 weight, then (freqs not
+  // null) the pairwise rotation of each head: (x[2i] + i x[2i+1]) * freqs[token, i % (head_dim/2)]
+  // with freqs complex64 [tokens, head_dim/2]. x: bf16 rows of `dim` at x + r * x_row_stride
+  // (a q/k slice of a fused projection); out: bf16 [rows, dim] contiguous. token = r % tokens.
+  void (*rms_norm_rope)(const void* x, std::int64_t x_row_stride, void* out, const void* weight,
+                        const float* freqs, std::int64_t rows, std::int64_t dim,
+                        std::int64_t tokens, std::int64_t head_dim, float eps);
+};
+
+// The kernels of this build, or null (no CUDA compiler or no CUDA libtorch at build time).
+[[nodiscard]] const CudaKernels* cuda_kernels() noexcept;
+
+}  // namespace omnidp::models

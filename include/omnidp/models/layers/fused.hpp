@@ -1,0 +1,58 @@
+#pragma once
+// Elementwise building blocks that cost one kernel on libtorch 2 where the naive expression
+// costs three to five (upcast, multiply, add, downcast): the modulation, gated residual and
+// norm steps around every transformer block. Same math as the reference expressions; on
+// libtorch 1.13 (Debian, CPU) they fall back to those expressions. Pure functions of their
+// inputs and of one process-wide switch (set_fused_elementwise): thread-safe.
+
+#include <torch/torch.h>
+
+namespace omnidp::models {
+
+// Process-wide switch, default on. Off: every function below, the models' rotary embeddings
+// and the Wan timestep grouping take the reference's eager expressions, kernel for kernel
+// (the "Diffusers-equivalent eager" baseline of the benchmarks). Set before running models.
+void set_fused_elementwise(bool on) noexcept;
+[[nodiscard]] bool fused_elementwise() noexcept;
+
+// (self + t1 * t2) computed in the inputs' promoted dtype (float32 when any input is) and
+// rounded once to `dtype`: the reference's `(x.float() + y * gate).type_as(x)` and
+// `(norm.float() * (1 + scale) + shift).type_as(x)`. Inputs broadcast; t1 gives the shape.
+[[nodiscard]] torch::Tensor addcmul_as(const torch::Tensor& self, const torch::Tensor& t1,
+                                       const torch::Tensor& t2, torch::ScalarType dtype);
+
+// torch.nn.RMSNorm over the last dimension: x * rsqrt(mean(x^2) + eps) computed in float32,
+// in x's dtype, times `weight` (undefined: no weight). libtorch's fused rms_norm where it has
+// one (>= 2.4).
+[[nodiscard]] torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                                     double eps);
+
+// LayerNorm over the last dimension without affine parameters, computed in float32 and
+// returned in x's dtype (Diffusers' FP32LayerNorm(elementwise_affine=False)).
+[[nodiscard]] torch::Tensor fp32_layer_norm(const torch::Tensor& x, double eps);
+
+// The AdaLN modulation: addcmul_as(shift, fp32_layer_norm(x, eps), scale1p, dtype) with x
+// [B, G, n, D] and shift/scale1p [B, G, 1, D] float32 (one row per group of n tokens). One
+// fused CUDA kernel for bf16 x where this build has them (layers/cuda_kernels.hpp).
+[[nodiscard]] torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& shift,
+                                                 const torch::Tensor& scale1p, double eps,
+                                                 torch::ScalarType dtype);
+
+// The gated residual addcmul_as(x, y, gate, dtype), x and y [B, G, n, D], gate [B, G, 1, D]
+// float32; one fused CUDA kernel for bf16 where available.
+[[nodiscard]] torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y,
+                                           const torch::Tensor& gate, torch::ScalarType dtype);
+
+// Rotates x [..., H, D] pairwise: (x[2i] + i x[2i+1]) * freqs[..., i], freqs complex64
+// broadcastable to [..., H, D/2] (cos + i sin); computed in float32, returned in x's dtype.
+[[nodiscard]] torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs);
+
+// rms_norm(x, weight, eps) over the whole last dimension of x [B, L, D], then (freqs defined)
+// rotate_pairs per head of head_dim with freqs complex64 [L, 1, head_dim/2]. Returns
+// [B, L, D] contiguous. x may be a column slice of a fused projection. One fused CUDA kernel
+// for bf16 where available.
+[[nodiscard]] torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
+                                          double eps, const torch::Tensor& freqs,
+                                          std::int64_t head_dim);
+
+}  // namespace omnidp::models

@@ -1,0 +1,15 @@
+#pragma once
+// The process-wide libtorch settings a model configuration asks for, applied in one place by
+// every pipeline factory before it builds its modules: determinism.strict (deterministic
+// algorithms and cuDNN, no cuDNN autotuning, a fixed cuBLAS workspace; otherwise cuDNN
+// autotuning per convolution shape), model.attention (the
+// CUDA SDPA kernels) and model.torch_threads. Call on the thread that will run the model,
+// before its first CUDA call (cuBLAS reads its workspace setting once). Not thread-safe.
+
+#include "omnidp/config/config.hpp"
+
+namespace omnidp::models {
+
+void apply_torch_settings(const Config& config);
+
+}  // namespace omnidp::models

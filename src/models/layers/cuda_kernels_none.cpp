@@ -1,0 +1,9 @@
+// Builds without the CUDA kernels (no CUDA compiler or a CPU libtorch): callers take the
+// libtorch path.
+#include "omnidp/models/layers/cuda_kernels.hpp"
+
+namespace omnidp::models {
+
+const CudaKernels* cuda_kernels() noexcept { return nullptr; }
+
+}  // namespace omnidp::models

@@ -1,0 +1,143 @@
+#include "omnidp/models/layers/fused.hpp"
+
+#include <torch/version.h>
+
+#include <atomic>
+#include <optional>
+
+#include "omnidp/models/layers/cuda_kernels.hpp"
+
+// libtorch >= 2.4 has at::rms_norm; its ternary TensorIterator ops cast the common dtype to
+// the output inside the kernel (libtorch 1.13 does not accept a narrower output there).
+#define OMNIDP_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace omnidp::models {
+namespace {
+std::atomic<bool> g_fused{true};
+
+// The fused CUDA kernels apply: switch on, kernels built, bf16 on a CUDA device.
+const CudaKernels* kernels_for(const torch::Tensor& x) {
+  if (!g_fused.load(std::memory_order_relaxed) || !x.is_cuda() || x.scalar_type() != torch::kBFloat16) {
+    return nullptr;
+  }
+  return cuda_kernels();
+}
+
+// Element offset between consecutive groups of a [B, G, 1, D] float32 row table, when one
+// stride walks them in (b, g) order with unit-stride rows; nullopt otherwise.
+std::optional<std::int64_t> group_stride(const torch::Tensor& t) {
+  if (t.dim() != 4 || t.scalar_type() != torch::kFloat32 || t.stride(3) != 1 || t.size(2) != 1) {
+    return std::nullopt;
+  }
+  if (t.size(1) == 1) return t.stride(0);
+  if (t.size(0) == 1 || t.stride(0) == t.size(1) * t.stride(1)) return t.stride(1);
+  return std::nullopt;
+}
+}  // namespace
+
+void set_fused_elementwise(bool on) noexcept { g_fused.store(on, std::memory_order_relaxed); }
+bool fused_elementwise() noexcept { return g_fused.load(std::memory_order_relaxed); }
+
+torch::Tensor addcmul_as(const torch::Tensor& self, const torch::Tensor& t1,
+                         const torch::Tensor& t2, torch::ScalarType dtype) {
+#if OMNIDP_TORCH_AT_LEAST(2, 4)
+  if (fused_elementwise()) {
+    auto out = torch::empty(t1.sizes(), t1.options().dtype(dtype));
+    at::addcmul_out(out, self, t1, t2);
+    return out;
+  }
+#endif
+  const auto wide = at::promote_types(at::promote_types(self.scalar_type(), t1.scalar_type()), t2.scalar_type());
+  return (self.to(wide) + t1.to(wide) * t2).to(dtype);
+}
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+#if OMNIDP_TORCH_AT_LEAST(2, 4)
+  if (fused_elementwise()) {
+    const std::optional<torch::Tensor> w = weight.defined() ? std::optional<torch::Tensor>(weight) : std::nullopt;
+    return at::rms_norm(x, {x.size(-1)}, w, eps);
+  }
+#endif
+  const auto xf = x.to(torch::kFloat32);
+  const auto normed = (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps)).to(x.scalar_type());
+  return weight.defined() ? normed * weight : normed;
+}
+
+torch::Tensor fp32_layer_norm(const torch::Tensor& x, double eps) {
+  if (x.is_cuda() && fused_elementwise()) {
+    // CUDA's layer_norm accumulates low-precision inputs in float32 and rounds the output
+    // once: the same as upcasting first, without the float32 copy.
+    return torch::layer_norm(x, {x.size(-1)}, {}, {}, eps);
+  }
+  return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, {}, {}, eps).to(x.scalar_type());
+}
+
+torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& shift,
+                                   const torch::Tensor& scale1p, double eps, torch::ScalarType dtype) {
+  const auto* k = kernels_for(x);
+  const auto sh = group_stride(shift);
+  const auto sc = group_stride(scale1p);
+  if (k != nullptr && dtype == torch::kBFloat16 && x.dim() == 4 && x.is_contiguous() && x.size(-1) % 2 == 0 &&
+      sh && sc && *sh == *sc && shift.sizes() == scale1p.sizes() && shift.size(0) == x.size(0) &&
+      shift.size(1) == x.size(1) && shift.size(3) == x.size(3)) {
+    auto out = torch::empty_like(x);
+    k->modulated_layer_norm(x.data_ptr(), out.data_ptr(), shift.data_ptr<float>(), scale1p.data_ptr<float>(),
+                            x.numel() / x.size(-1), x.size(-1), x.size(2), *sh, static_cast<float>(eps));
+    return out;
+  }
+  return addcmul_as(shift, fp32_layer_norm(x, eps), scale1p, dtype);
+}
+
+torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& gate,
+                             torch::ScalarType dtype) {
+  const auto* k = kernels_for(x);
+  const auto gs = group_stride(gate);
+  if (k != nullptr && dtype == torch::kBFloat16 && y.scalar_type() == torch::kBFloat16 && x.dim() == 4 &&
+      x.sizes() == y.sizes() && x.is_contiguous() && y.is_contiguous() && x.size(-1) % 2 == 0 && gs &&
+      gate.size(0) == x.size(0) && gate.size(1) == x.size(1) && gate.size(3) == x.size(3)) {
+    auto out = torch::empty_like(x);
+    k->gated_residual(x.data_ptr(), y.data_ptr(), out.data_ptr(), gate.data_ptr<float>(),
+                      x.numel() / x.size(-1), x.size(-1), x.size(2), *gs);
+    return out;
+  }
+  return addcmul_as(x, y, gate, dtype);
+}
+
+torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs) {
+  if (!fused_elementwise()) {
+    // The reference's expression: x1*cos - x2*sin, x1*sin + x2*cos, interleaved.
+    const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
+    const auto x1 = pairs.select(-1, 0);
+    const auto x2 = pairs.select(-1, 1);
+    const auto c = torch::real(freqs);
+    const auto s = torch::imag(freqs);
+    return torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2).to(x.scalar_type());
+  }
+  const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
+  return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
+}
+
+torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                            const torch::Tensor& freqs, std::int64_t head_dim) {
+  const auto* k = kernels_for(x);
+  const std::int64_t dim = x.size(-1);
+  const bool freqs_ok = !freqs.defined() ||
+                        (freqs.scalar_type() == torch::kComplexFloat && freqs.is_contiguous() &&
+                         freqs.dim() == 3 && freqs.size(0) == x.size(1) && freqs.size(2) * 2 == head_dim);
+  if (k != nullptr && x.dim() == 3 && x.stride(2) == 1 && (x.size(0) == 1 || x.stride(0) == x.size(1) * x.stride(1)) &&
+      x.stride(1) % 2 == 0 && dim % 2 == 0 && head_dim % 2 == 0 && dim % head_dim == 0 && weight.defined() &&
+      weight.scalar_type() == torch::kBFloat16 && weight.is_contiguous() && weight.numel() == dim && freqs_ok &&
+      reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 4 == 0) {
+    auto out = torch::empty({x.size(0), x.size(1), dim}, x.options());
+    const float* f = freqs.defined() ? torch::view_as_real(freqs).data_ptr<float>() : nullptr;
+    k->rms_norm_rope(x.data_ptr(), x.stride(1), out.data_ptr(), weight.data_ptr(), f, x.size(0) * x.size(1), dim,
+                     x.size(1), head_dim, static_cast<float>(eps));
+    return out;
+  }
+  const auto normed = rms_norm(x, weight, eps);
+  if (!freqs.defined()) return normed.contiguous();
+  return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
+}
+
+}  // namespace omnidp::models

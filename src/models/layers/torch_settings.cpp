@@ -1,0 +1,28 @@
+#include "omnidp/models/layers/torch_settings.hpp"
+
+#include <ATen/Context.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+
+#include "omnidp/models/layers/attention.hpp"
+
+namespace omnidp::models {
+
+void apply_torch_settings(const Config& config) {
+  if (config.determinism.strict) {
+    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    at::globalContext().setDeterministicAlgorithms(true, false);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+  } else {
+    // Without the determinism promise, let cuDNN time its convolution algorithms per shape
+    // (the VAE's causal 3D convolutions repeat the same shapes for every latent frame).
+    at::globalContext().setBenchmarkCuDNN(true);
+  }
+  set_attention_backend(parse_attention_backend(to_string(config.model.attention)));
+  if (config.model.torch_threads > 0) torch::set_num_threads(config.model.torch_threads);
+}
+
+}  // namespace omnidp::models

@@ -1,0 +1,151 @@
+#include "omnidp/models/layers/fused.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/models/layers/cuda_kernels.hpp"
+
+namespace omnidp::models {
+namespace {
+
+// Restores the process-wide switch at the end of a test.
+class FusedSwitch {
+ public:
+  explicit FusedSwitch(bool on) : before_(fused_elementwise()) { set_fused_elementwise(on); }
+  ~FusedSwitch() { set_fused_elementwise(before_); }
+  FusedSwitch(const FusedSwitch&) = delete;
+  FusedSwitch& operator=(const FusedSwitch&) = delete;
+
+ private:
+  bool before_;
+};
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>();
+}
+
+// [B, G, 6, 1, D] like a Wan block's modulation; select(2, i) gives strided [B, G, 1, D] rows.
+torch::Tensor modulation(std::int64_t b, std::int64_t g, std::int64_t d) {
+  return torch::randn({b, g, 6, 1, d});
+}
+
+TEST(FusedSwitch, TogglesAndDefaultsOn) {
+  EXPECT_TRUE(fused_elementwise());
+  {
+    const FusedSwitch off(false);
+    EXPECT_FALSE(fused_elementwise());
+  }
+  EXPECT_TRUE(fused_elementwise());
+}
+
+TEST(AddcmulAs, IsSelfPlusProductRoundedOnce) {
+  torch::manual_seed(3);
+  const auto x = torch::randn({2, 3, 4, 8}).to(torch::kBFloat16);
+  const auto y = torch::randn({2, 3, 4, 8}).to(torch::kBFloat16);
+  const auto gate = torch::randn({2, 3, 1, 8});
+  const auto ref = (x.to(torch::kFloat32) + y.to(torch::kFloat32) * gate).to(torch::kBFloat16);
+  const auto out = addcmul_as(x, y, gate, torch::kBFloat16);
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(out.sizes(), x.sizes());
+  EXPECT_LE(max_diff(out, ref), 1e-2 * ref.abs().max().item<double>());
+  const auto f = addcmul_as(x.to(torch::kFloat32), y.to(torch::kFloat32), gate, torch::kFloat32);
+  EXPECT_LT(max_diff(f, x.to(torch::kFloat32) + y.to(torch::kFloat32) * gate), 1e-6);
+}
+
+TEST(RmsNorm, IsTorchNnRmsNormOnBothPaths) {
+  torch::manual_seed(4);
+  const auto x = torch::randn({2, 5, 16});
+  const auto w = torch::randn({16});
+  const auto ref = x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * w;
+  EXPECT_LT(max_diff(rms_norm(x, w, 1e-6), ref), 1e-5);
+  const FusedSwitch off(false);
+  EXPECT_LT(max_diff(rms_norm(x, w, 1e-6), ref), 1e-5);
+  EXPECT_LT(max_diff(rms_norm(x, torch::Tensor(), 1e-6), x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)), 1e-5);
+}
+
+TEST(ModulatedLayerNorm, IsShiftPlusNormTimesScalePerGroup) {
+  torch::manual_seed(5);
+  const auto x = torch::randn({2, 3, 4, 8});
+  const auto mod = modulation(2, 3, 8);
+  const auto shift = mod.select(2, 0);
+  const auto scale1p = mod.select(2, 1) + 1.0;
+  const auto ref = shift + torch::layer_norm(x, {8}, {}, {}, 1e-6) * scale1p;
+  EXPECT_LT(max_diff(modulated_layer_norm(x, shift, scale1p, 1e-6, torch::kFloat32), ref), 1e-5);
+  const FusedSwitch off(false);
+  EXPECT_LT(max_diff(modulated_layer_norm(x, shift, scale1p, 1e-6, torch::kFloat32), ref), 1e-5);
+}
+
+TEST(GatedResidual, IsXPlusYTimesGatePerGroup) {
+  torch::manual_seed(6);
+  const auto x = torch::randn({1, 2, 3, 8});
+  const auto y = torch::randn({1, 2, 3, 8});
+  const auto gate = modulation(1, 2, 8).select(2, 2);
+  EXPECT_LT(max_diff(gated_residual(x, y, gate, torch::kFloat32), x + y * gate), 1e-6);
+}
+
+TEST(RotatePairs, IsTheComplexRotationOnBothPaths) {
+  const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
+  const auto freqs = torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
+  const auto expect = torch::tensor({1 * 0.0F - 2 * 1.0F, 1 * 1.0F + 2 * 0.0F, 3 * 0.5F - 4 * -0.5F,
+                                     3 * -0.5F + 4 * 0.5F});
+  EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
+  const FusedSwitch off(false);
+  EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
+}
+
+TEST(RmsNormRope, OnAColumnSliceEqualsNormThenRotatePerHead) {
+  torch::manual_seed(7);
+  const std::int64_t batch = 2, tokens = 5, heads = 3, head_dim = 8, dim = heads * head_dim;
+  const auto qkv = torch::randn({batch, tokens, 3 * dim});
+  const auto k = qkv.narrow(2, dim, dim);  // a strided slice, as a fused projection gives
+  const auto w = torch::randn({dim});
+  const auto angles = torch::randn({tokens, 1, head_dim / 2});
+  const auto freqs = torch::polar(torch::ones_like(angles), angles);
+  const auto normed = k * torch::rsqrt(k.pow(2).mean(-1, true) + 1e-6) * w;
+  const auto ref = rotate_pairs(normed.unflatten(-1, {heads, head_dim}), freqs).flatten(-2);
+  const auto out = rms_norm_rope(k, w, 1e-6, freqs, head_dim);
+  EXPECT_TRUE(out.is_contiguous());
+  EXPECT_LT(max_diff(out, ref), 1e-5);
+  EXPECT_LT(max_diff(rms_norm_rope(k, w, 1e-6, torch::Tensor(), head_dim), normed), 1e-5);
+}
+
+// The CUDA kernels against the libtorch path on the same bf16 inputs (GPU builds only).
+TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
+  if (cuda_kernels() == nullptr || !torch::cuda::is_available()) {
+    GTEST_SKIP() << "no fused CUDA kernels in this build or no CUDA device";
+  }
+  torch::manual_seed(8);
+  const auto cuda = torch::Device(torch::kCUDA);
+  const auto bf = torch::kBFloat16;
+  const std::int64_t batch = 2, groups = 3, per_group = 16, heads = 4, head_dim = 64, dim = heads * head_dim;
+  const auto x = torch::randn({batch, groups, per_group, dim}).to(bf);
+  const auto y = torch::randn({batch, groups, per_group, dim}).to(bf);
+  const auto mod = modulation(batch, groups, dim);
+  const auto shift = mod.select(2, 0);
+  const auto scale1p = mod.select(2, 1) + 1.0;
+  const auto gate = mod.select(2, 2);
+  const auto tol = [](const torch::Tensor& ref) { return 2e-2 * std::max(1.0, ref.abs().max().item<double>()); };
+  {
+    const auto ref = modulated_layer_norm(x, shift, scale1p, 1e-6, bf);  // CPU: libtorch path
+    const auto out = modulated_layer_norm(x.to(cuda), shift.to(cuda), scale1p.to(cuda), 1e-6, bf).cpu();
+    EXPECT_LE(max_diff(out, ref), tol(ref));
+  }
+  {
+    const auto ref = gated_residual(x, y, gate, bf);
+    const auto out = gated_residual(x.to(cuda), y.to(cuda), gate.to(cuda), bf).cpu();
+    EXPECT_LE(max_diff(out, ref), tol(ref));
+  }
+  {
+    const std::int64_t tokens = groups * per_group;
+    const auto qkv = torch::randn({batch, tokens, 3 * dim}).to(bf);
+    const auto q = qkv.narrow(2, 0, dim);
+    const auto w = torch::randn({dim}).to(bf);
+    const auto angles = torch::randn({tokens, 1, head_dim / 2});
+    const auto freqs = torch::polar(torch::ones_like(angles), angles);
+    const auto ref = rms_norm_rope(q, w, 1e-6, freqs, head_dim);
+    const auto out = rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim).cpu();
+    EXPECT_LE(max_diff(out, ref), tol(ref));
+  }
+}
+
+}  // namespace
+}  // namespace omnidp::models
