@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include "omnidp/common/image.hpp"
@@ -400,7 +401,8 @@ std::string read_id(const LineReader& in) {
   return *id;
 }
 
-Request build_request(const LineReader& in, std::string id, const GenerationConfig& defaults) {
+Request build_request(const LineReader& in, std::string id, const GenerationConfig& defaults,
+                      int size_multiple) {
   Request r;
   r.id = std::move(id);
   const auto prompt = in.string(Field::prompt);
@@ -418,6 +420,17 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
   r.num_frames = integer_field(Field::num_frames, defaults.num_frames, &check_num_frames);
   r.height = integer_field(Field::height, defaults.height, &check_frame_size);
   r.width = integer_field(Field::width, defaults.width, &check_frame_size);
+  // The model's own granularity (VAE x patch; 32 for Wan), beyond the generic multiple of 16.
+  for (const auto& [field, value, key] : {std::tuple{Field::height, r.height, "generation.height"},
+                                          std::tuple{Field::width, r.width, "generation.width"}}) {
+    if (size_multiple > 0 && value % size_multiple != 0) {
+      const int below = value - value % size_multiple;
+      in.fail(field, std::to_string(value) + (in.has(field) ? "" : std::string(" (from ") + key + ")") +
+                         " is not a multiple of " + std::to_string(size_multiple) +
+                         ", which this model needs (e.g. " + std::to_string(below) + " or " +
+                         std::to_string(below + size_multiple) + ")");
+    }
+  }
   r.num_inference_steps = integer_field(Field::num_inference_steps, defaults.num_inference_steps,
                                         &check_num_inference_steps);
   r.fps = integer_field(Field::fps, defaults.fps, &check_fps);
@@ -510,7 +523,7 @@ Request parse_manifest_line(std::string_view text, const GenerationConfig& defau
   const Fields fields = parse_fields(text, file, line);
   const LineReader in(fields, file, line);
   std::string id = read_id(in);
-  Request r = build_request(in, std::move(id), defaults);
+  Request r = build_request(in, std::move(id), defaults, 16);
   r.line = line;
   return r;
 }
@@ -640,7 +653,7 @@ struct ManifestReader::State {
         in.fail(Field::id, "duplicate id " + in_quotes(id) + ": first used on line " +
                                std::to_string(first));
       }
-      Request r = build_request(in, std::move(id), options.defaults);
+      Request r = build_request(in, std::move(id), options.defaults, options.size_multiple);
       r.line = line;
       if (!r.image.empty()) r.image = resolve_input(r.image, root, file, line, Field::image);
       if (!r.prompt_embeds.empty()) {

@@ -372,7 +372,8 @@ void RankRuntime::coordinator_main() {
   try {
     const fs::path dir = config_.output.dir;
     const std::string wid = weights_identity(config_.model);
-    const ManifestOptions mopts = manifest_options(config_, wid);
+    ManifestOptions mopts = manifest_options(config_, wid);
+    mopts.size_multiple = describe_model(config_.model).size_multiple();
     DoneMap done;
     if (options_.resume && fs::exists(dir) && options_.scan_done) done = options_.scan_done(dir);
     const CostModel cost(describe_model(config_.model));

@@ -404,6 +404,26 @@ TEST_F(ManifestTest, Seeds) {
   EXPECT_EQ(requests[2].seed, 0U);
 }
 
+TEST_F(ManifestTest, SizesMustSuitTheModel) {
+  // Wan (VAE 16 x patch 2) takes multiples of 32; the reference would round 48 down to 32.
+  auto o = options();
+  o.size_multiple = 32;
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":64,"width":48})" "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":1:width: 48 is not a multiple of 32, which this model needs (e.g. 32 or 64)");
+  // A default from the configuration is named as such.
+  o.defaults.height = 80;
+  write_file(manifest_, R"({"id":"a","prompt":"p","width":64})" "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":1:height: 80 (from generation.height) is not a multiple of 32, which this model "
+                    "needs (e.g. 64 or 96)");
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":96,"width":64})" "\n");
+  ASSERT_EQ(read_all(o).size(), 1U);
+  o.size_multiple = 16;  // HunyuanVideo-1.5 and the generic rule
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":80,"width":48})" "\n");
+  EXPECT_EQ(read_all(o).size(), 1U);
+}
+
 TEST_F(ManifestTest, RangesFollowTheConfigRules) {
   const auto field = [this](const std::string& name, const std::string& json) {
     return line_error(R"({"id":"a","prompt":"p",")" + name + "\":" + json + "}");

@@ -35,6 +35,9 @@ struct ManifestOptions {
   std::string weights_identity;  // part of the input key (models/pipeline.hpp)
   std::size_t max_line_bytes = 1U << 20;  // longer lines are refused (line end not counted)
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
+  // height and width must be multiples of this (the model's VAE x patch size, ModelInfo::
+  // size_multiple(); 32 for Wan); lines that are not are rejected with the nearest values.
+  int size_multiple = 16;
   // true: open, probe (header only) and hash each image / embeddings file, and compute
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.

@@ -33,6 +33,8 @@ struct ModelInfo {
   bool supports_i2v = true;
   int hidden_size = 0;     // transformer width (cost model's a, b scale with it)
   int num_layers = 0;
+  // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
+  [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
 };
 
 // Facts of a registered model, without loading weights. Throws ConfigError for unknown names.
