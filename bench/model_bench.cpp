@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
@@ -146,6 +147,8 @@ int run(int argc, char** argv) {
   std::string profile;
   app.add_option("--profile", profile,
                  "write a Chrome trace of one forward to PREFIX.<size>.<attention>.json (libtorch >= 2)");
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "debug log lines (e.g. the phases of the model load)");
   bool strict = false;
   app.add_flag("--strict", strict, "determinism.strict: deterministic kernels (its cost)");
   bool eager = false;
@@ -155,6 +158,7 @@ int run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   omnidp::models::set_fused_elementwise(!eager);
   if (eager) no_fuse = true;
+  if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
 
   struct Size {
     int width = 0, height = 0, frames = 0;

@@ -20,9 +20,9 @@ std::shared_ptr<nn::Module> container(nn::Module& parent, const std::string& nam
   return parent.register_module(name, std::make_shared<nn::Module>(name));
 }
 
-nn::Linear linear(nn::Module& parent, const std::string& name, std::int64_t in,
+Linear linear(nn::Module& parent, const std::string& name, std::int64_t in,
                   std::int64_t out) {
-  return nn::Linear(parent.register_module(name, nn::Linear(nn::LinearOptions(in, out))));
+  return Linear(parent.register_module(name, Linear(in, out)));
 }
 
 nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64_t dim,

@@ -1,5 +1,7 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "omnidp/common/error.hpp"
@@ -311,16 +313,33 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     throw ConfigError("model.name", "'" + m.name + "' is not a Wan model");
   }
   if (!parts.transformer) {
-    // Seeded random weights: transformer from weights_seed, VAE from weights_seed + 1.
+    // Seeded random weights: transformer from weights_seed, VAE from weights_seed + 1. The
+    // phases are timed for the log: the random-weight load of the 5B model is slow on some
+    // machines (docs/performance.md).
+    using Clock = std::chrono::steady_clock;
+    const auto since = [](Clock::time_point t) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.2f s", std::chrono::duration<double>(Clock::now() - t).count());
+      return std::string(text);
+    };
+    auto t = Clock::now();
     WanTransformer3DModel transformer(topts);
+    const std::string construct = since(t);
+    t = Clock::now();
     init_random_weights(*transformer, m.weights_seed);
+    const std::string init = since(t);
+    t = Clock::now();
     transformer->to_dtype(device, dtype);
     freeze(*transformer);
+    log_debug("wan: random transformer: construct " + construct + ", random init " + init + ", to " +
+              device.str() + " " + since(t));
     parts.transformer = transformer;
+    t = Clock::now();
     AutoencoderKLWan vae(vopts);
     init_random_weights(*vae, m.weights_seed + 1);
     vae->to(device, dtype);
     freeze(*vae);
+    log_debug("wan: random VAE: " + since(t));
     parts.vae = vae;
   }
   parts.transformer->fuse_projections();

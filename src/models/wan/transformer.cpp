@@ -26,8 +26,8 @@ std::int64_t get_int(const json& j, const char* key, std::int64_t fallback, cons
 class GeluProjImpl : public torch::nn::Module {
  public:
   GeluProjImpl(std::int64_t in, std::int64_t out)
-      : proj(register_module("proj", torch::nn::Linear(in, out))) {}
-  torch::nn::Linear proj;
+      : proj(register_module("proj", Linear(in, out))) {}
+  Linear proj;
 };
 TORCH_MODULE(GeluProj);
 
@@ -152,18 +152,18 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross)
     : heads_(heads), cross_(cross) {
-  to_q = register_module("to_q", torch::nn::Linear(dim, dim));
-  to_k = register_module("to_k", torch::nn::Linear(dim, dim));
-  to_v = register_module("to_v", torch::nn::Linear(dim, dim));
+  to_q = register_module("to_q", Linear(dim, dim));
+  to_k = register_module("to_k", Linear(dim, dim));
+  to_v = register_module("to_v", Linear(dim, dim));
   to_out = register_module("to_out", torch::nn::ModuleList());
-  to_out->push_back(torch::nn::Linear(dim, dim));
+  to_out->push_back(Linear(dim, dim));
   norm_q = register_module("norm_q", RMSNorm(dim, eps));
   norm_k = register_module("norm_k", RMSNorm(dim, eps));
 }
 
 void WanAttentionImpl::fuse_projections() {
   torch::NoGradGuard no_grad;
-  std::vector<torch::nn::Linear> parts;
+  std::vector<Linear> parts;
   if (!cross_) parts.push_back(to_q);
   parts.push_back(to_k);
   parts.push_back(to_v);
@@ -226,14 +226,14 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
                                                                v.transpose(1, 2))
                        .transpose(1, 2)
                        .flatten(2, 3);
-  return to_out[0]->as<torch::nn::Linear>()->forward(out);
+  return to_out[0]->as<Linear>()->forward(out);
 }
 
 WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim) {
   net = register_module("net", torch::nn::ModuleList());
   auto gelu = GeluProj(dim, inner_dim);
   proj_in_ = gelu->proj;
-  proj_out_ = torch::nn::Linear(inner_dim, dim);
+  proj_out_ = Linear(inner_dim, dim);
   net->push_back(gelu);
   net->push_back(NoParams());
   net->push_back(proj_out_);
@@ -299,8 +299,8 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const tor
 }
 
 WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
-  linear_1 = register_module("linear_1", torch::nn::Linear(in, out));
-  linear_2 = register_module("linear_2", torch::nn::Linear(out, out));
+  linear_1 = register_module("linear_1", Linear(in, out));
+  linear_2 = register_module("linear_2", Linear(out, out));
 }
 
 torch::Tensor WanTimestepEmbeddingImpl::forward(const torch::Tensor& x) {
@@ -308,8 +308,8 @@ torch::Tensor WanTimestepEmbeddingImpl::forward(const torch::Tensor& x) {
 }
 
 WanTextProjectionImpl::WanTextProjectionImpl(std::int64_t in, std::int64_t out) {
-  linear_1 = register_module("linear_1", torch::nn::Linear(in, out));
-  linear_2 = register_module("linear_2", torch::nn::Linear(out, out));
+  linear_1 = register_module("linear_1", Linear(in, out));
+  linear_2 = register_module("linear_2", Linear(out, out));
 }
 
 torch::Tensor WanTextProjectionImpl::forward(const torch::Tensor& x) {
@@ -319,7 +319,7 @@ torch::Tensor WanTextProjectionImpl::forward(const torch::Tensor& x) {
 WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& o)
     : freq_dim_(o.freq_dim) {
   time_embedder = register_module("time_embedder", WanTimestepEmbedding(o.freq_dim, o.inner_dim()));
-  time_proj = register_module("time_proj", torch::nn::Linear(o.inner_dim(), 6 * o.inner_dim()));
+  time_proj = register_module("time_proj", Linear(o.inner_dim(), 6 * o.inner_dim()));
   text_embedder = register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim()));
 }
 
@@ -350,7 +350,7 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
   for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o));
   proj_out = register_module(
       "proj_out",
-      torch::nn::Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
+      Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
   scale_shift_table = register_parameter(
       "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
 }

@@ -18,6 +18,8 @@
 #include <string>
 #include <tuple>
 
+#include "omnidp/models/layers/linear.hpp"
+
 namespace omnidp::models::hv15 {
 
 // config.json of the `transformer/` folder. Defaults are the released 8.3B model (SPEC §8).
@@ -108,8 +110,8 @@ class FeedForwardImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
 
  private:
-  torch::nn::Linear proj_{nullptr};
-  torch::nn::Linear out_{nullptr};
+  Linear proj_{nullptr};
+  Linear out_{nullptr};
   bool tanh_gelu_ = true;
 };
 TORCH_MODULE(FeedForward);
@@ -123,7 +125,7 @@ class RefinerAttentionImpl : public torch::nn::Module {
 
  private:
   std::int64_t heads_;
-  torch::nn::Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr}, to_out_{nullptr};
+  Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr}, to_out_{nullptr};
 };
 TORCH_MODULE(RefinerAttention);
 
@@ -137,7 +139,7 @@ class RefinerBlockImpl : public torch::nn::Module {
   torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
   RefinerAttention attn_{nullptr};
   FeedForward ff_{nullptr};
-  torch::nn::Linear norm_out_{nullptr};  // norm_out.linear
+  Linear norm_out_{nullptr};  // norm_out.linear
 };
 TORCH_MODULE(RefinerBlock);
 
@@ -151,9 +153,9 @@ class TokenRefinerImpl : public torch::nn::Module {
                                       const torch::Tensor& mask);
 
  private:
-  torch::nn::Linear time_l1_{nullptr}, time_l2_{nullptr};  // time_text_embed.timestep_embedder
-  torch::nn::Linear text_l1_{nullptr}, text_l2_{nullptr};  // time_text_embed.text_embedder
-  torch::nn::Linear proj_in_{nullptr};
+  Linear time_l1_{nullptr}, time_l2_{nullptr};  // time_text_embed.timestep_embedder
+  Linear text_l1_{nullptr}, text_l2_{nullptr};  // time_text_embed.text_embedder
+  Linear proj_in_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // token_refiner.refiner_blocks
 };
 TORCH_MODULE(TokenRefiner);
@@ -169,10 +171,10 @@ class JointAttentionImpl : public torch::nn::Module {
 
  private:
   std::int64_t heads_;
-  torch::nn::Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
-  torch::nn::Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
+  Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
+  Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
   RmsNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
-  torch::nn::Linear to_out_{nullptr}, to_add_out_{nullptr};
+  Linear to_out_{nullptr}, to_add_out_{nullptr};
 };
 TORCH_MODULE(JointAttention);
 
@@ -184,7 +186,7 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
       const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin);
 
  private:
-  torch::nn::Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
+  Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
   JointAttention attn_{nullptr};
   FeedForward ff_{nullptr}, ff_context_{nullptr};
   std::int64_t dim_;
@@ -219,16 +221,16 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
 
   torch::nn::Conv3d x_embedder_{nullptr};  // x_embedder.proj
   torch::nn::LayerNorm image_norm_in_{nullptr}, image_norm_out_{nullptr};
-  torch::nn::Linear image_l1_{nullptr}, image_l2_{nullptr};
+  Linear image_l1_{nullptr}, image_l2_{nullptr};
   TokenRefiner context_embedder_{nullptr};
   torch::nn::LayerNorm byt5_norm_{nullptr};
-  torch::nn::Linear byt5_l1_{nullptr}, byt5_l2_{nullptr}, byt5_l3_{nullptr};
-  torch::nn::Linear time_l1_{nullptr}, time_l2_{nullptr};      // time_embed.timestep_embedder
-  torch::nn::Linear time_r_l1_{nullptr}, time_r_l2_{nullptr};  // time_embed.timestep_embedder_r
+  Linear byt5_l1_{nullptr}, byt5_l2_{nullptr}, byt5_l3_{nullptr};
+  Linear time_l1_{nullptr}, time_l2_{nullptr};      // time_embed.timestep_embedder
+  Linear time_r_l1_{nullptr}, time_r_l2_{nullptr};  // time_embed.timestep_embedder_r
   torch::nn::Embedding cond_type_embed_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // transformer_blocks
-  torch::nn::Linear norm_out_{nullptr};    // norm_out.linear (AdaLayerNormContinuous)
-  torch::nn::Linear proj_out_{nullptr};
+  Linear norm_out_{nullptr};    // norm_out.linear (AdaLayerNormContinuous)
+  Linear proj_out_{nullptr};
 
   // RoPE tables cached for the last (F, H, W, device).
   std::array<std::int64_t, 3> rope_grid_{-1, -1, -1};

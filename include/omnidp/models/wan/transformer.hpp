@@ -22,6 +22,8 @@
 #include <string>
 #include <utility>
 
+#include "omnidp/models/layers/linear.hpp"
+
 namespace omnidp::models::wan {
 
 // The fields of a Diffusers `transformer/config.json` for WanTransformer3DModel.
@@ -110,7 +112,7 @@ class WanAttentionImpl : public torch::nn::Module {
   void unfuse_projections();
   [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
 
-  torch::nn::Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
+  Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
   torch::nn::ModuleList to_out{nullptr};  // [0] = Linear (the reference's [1] is Dropout)
   RMSNorm norm_q{nullptr}, norm_k{nullptr};
 
@@ -130,8 +132,8 @@ class WanFeedForwardImpl : public torch::nn::Module {
   torch::nn::ModuleList net{nullptr};
 
  private:
-  torch::nn::Linear proj_in_{nullptr};
-  torch::nn::Linear proj_out_{nullptr};
+  Linear proj_in_{nullptr};
+  Linear proj_out_{nullptr};
 };
 TORCH_MODULE(WanFeedForward);
 
@@ -161,7 +163,7 @@ class WanTimestepEmbeddingImpl : public torch::nn::Module {
  public:
   WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+  Linear linear_1{nullptr}, linear_2{nullptr};
 };
 TORCH_MODULE(WanTimestepEmbedding);
 
@@ -171,7 +173,7 @@ class WanTextProjectionImpl : public torch::nn::Module {
  public:
   WanTextProjectionImpl(std::int64_t in, std::int64_t out);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  torch::nn::Linear linear_1{nullptr}, linear_2{nullptr};
+  Linear linear_1{nullptr}, linear_2{nullptr};
 };
 TORCH_MODULE(WanTextProjection);
 
@@ -180,7 +182,7 @@ class WanConditionEmbedderImpl : public torch::nn::Module {
  public:
   explicit WanConditionEmbedderImpl(const WanTransformerOptions& options);
   WanTimestepEmbedding time_embedder{nullptr};
-  torch::nn::Linear time_proj{nullptr};
+  Linear time_proj{nullptr};
   WanTextProjection text_embedder{nullptr};
 
  private:
@@ -218,7 +220,7 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   torch::nn::Conv3d patch_embedding{nullptr};
   WanConditionEmbedder condition_embedder{nullptr};
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::Linear proj_out{nullptr};
+  Linear proj_out{nullptr};
   torch::Tensor scale_shift_table;  // [1, 2, dim]
 
  private:
