@@ -22,7 +22,7 @@ bin=$build/bin
 out=${BENCH_OUT:-/tmp/omnidp-bench}
 mkdir -p "$out"
 run() { echo; echo "\$ $*"; timeout 420 "$@" 2>&1 | grep -v '^$'; }
-wan=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16)
+wan=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --verbose)
 hv=("$bin/omni-dp-bench-hv15" --device cuda --dtype bf16)
 for part in $parts; do
   case $part in
