@@ -14,13 +14,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
@@ -31,32 +31,8 @@
 namespace {
 
 namespace hv = omnidp::models::hv15;
-using Clock = std::chrono::steady_clock;
-
-struct Timing {
-  double median = 0.0;
-  double min = 0.0;
-};
-
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-template <typename F>
-Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  sync(device);
-  std::vector<double> seconds;
-  for (int i = 0; i < std::max(repeat, 1); ++i) {
-    const auto start = Clock::now();
-    fn();
-    sync(device);
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  if (seconds.empty()) return {};
-  std::sort(seconds.begin(), seconds.end());
-  return {seconds[seconds.size() / 2], seconds.front()};
-}
+using omnidp::bench::Clock;
+using omnidp::bench::time_it;
 
 torch::ScalarType parse_dtype(const std::string& s) {
   if (s == "fp32") return torch::kFloat32;
@@ -122,19 +98,8 @@ int run(int argc, char** argv) {
   omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
 
   // --size takes a comma list: forward runs at each size; decode and request at the first.
-  std::vector<std::array<int, 3>> sizes;
-  for (std::size_t begin = 0; begin <= size.size();) {
-    const auto comma = size.find(',', begin);
-    const auto item = size.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    std::array<int, 3> whf{};
-    if (std::sscanf(item.c_str(), "%dx%dx%d", &whf[0], &whf[1], &whf[2]) != 3) {
-      throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + item + "'");
-    }
-    sizes.push_back(whf);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  const int width = sizes.front()[0], height = sizes.front()[1], frames = sizes.front()[2];
+  const auto sizes = omnidp::bench::parse_sizes(size);
+  const int width = sizes.front().width, height = sizes.front().height, frames = sizes.front().frames;
   if (threads > 0) torch::set_num_threads(threads);
   const auto dtype = parse_dtype(dtype_arg);
   const torch::Device device(device_arg);
@@ -185,7 +150,7 @@ int run(int argc, char** argv) {
 
   for (const auto& whf : sizes) {
     if (!has("forward")) break;
-    const auto fshape = pipeline->latent_shape(whf[2], whf[1], whf[0]);
+    const auto fshape = pipeline->latent_shape(whf.frames, whf.height, whf.width);
     const std::int64_t ftokens =
         fshape[2] / to.patch_size_t * (fshape[3] / to.patch_size) * (fshape[4] / to.patch_size);
     hv::TransformerInputs in;
@@ -202,7 +167,7 @@ int run(int argc, char** argv) {
           omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
       const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
       const double flops = forward_flops(to, ftokens, text_tokens);
-      std::cout << "\n[forward] " << whf[0] << "x" << whf[1] << "x" << whf[2] << ", batch 1, padding dropped, "
+      std::cout << "\n[forward] " << whf.text << ", batch 1, padding dropped, "
                 << (fused ? "fused path, attention " + attention : std::string("eager path, attention auto"))
                 << "\nvideo_tokens " << ftokens << "\ntext_tokens " << text_tokens << "\n"
                 << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
@@ -33,32 +34,8 @@
 namespace {
 
 using omnidp::models::wan::WanPipeline;
-using Clock = std::chrono::steady_clock;
-
-struct Timing {
-  double median = 0.0;
-  double min = 0.0;
-};
-
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-template <typename F>
-Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  sync(device);
-  std::vector<double> seconds;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = Clock::now();
-    fn();
-    sync(device);
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  if (seconds.empty()) return {};
-  std::sort(seconds.begin(), seconds.end());
-  return {seconds[seconds.size() / 2], seconds.front()};
-}
+using omnidp::bench::Clock;
+using omnidp::bench::time_it;
 
 // Runs fn once under libtorch's Kineto profiler (CPU ops and CUDA kernels) and writes a
 // Chrome trace to `path` (scripts/profile_summary.py tabulates it).
@@ -73,7 +50,7 @@ void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   fn();
-  sync(device);
+  omnidp::bench::sync(device);
   prof::disableProfiler()->save(path);
   std::cout << "profile " << path << "\n";
 #else
@@ -81,19 +58,6 @@ void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
   (void)fn;
   throw omnidp::UsageError("--profile needs libtorch >= 2 with Kineto (" + path + ")");
 #endif
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const auto comma = text.find(',', begin);
-    const auto end = comma == std::string::npos ? text.size() : comma;
-    if (end > begin) items.push_back(text.substr(begin, end - begin));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return items;
 }
 
 omnidp::DType parse_dtype(const std::string& s) {
@@ -160,20 +124,8 @@ int run(int argc, char** argv) {
   if (eager) no_fuse = true;
   if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
 
-  struct Size {
-    int width = 0, height = 0, frames = 0;
-    std::string text;
-  };
-  std::vector<Size> sizes;
-  for (const auto& item : split_list(size)) {
-    Size sz;
-    if (std::sscanf(item.c_str(), "%dx%dx%d", &sz.width, &sz.height, &sz.frames) != 3) {
-      throw omnidp::UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + item + "'");
-    }
-    sz.text = item;
-    sizes.push_back(sz);
-  }
-  const auto backends = split_list(attention);
+  const auto sizes = omnidp::bench::parse_sizes(size);
+  const auto backends = omnidp::bench::split_list(attention);
   for (const auto& b : backends) (void)omnidp::models::parse_attention_backend(b);
   if (threads > 0) torch::set_num_threads(threads);
 

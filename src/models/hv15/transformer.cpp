@@ -162,10 +162,8 @@ std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::i
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   if (fused_elementwise()) {
     // The tables repeat each frequency for a pair, so the rotation is one complex multiply.
-    const auto freqs = torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
-                           .view({1, cos.size(0), 1, cos.size(1) / 2});
-    const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
-    return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
+    return rotate_pairs(x, torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
+                               .view({1, cos.size(0), 1, cos.size(1) / 2}));
   }
   const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
   const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});

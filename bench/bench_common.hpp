@@ -1,0 +1,81 @@
+#pragma once
+// Helpers shared by the model benchmarks (omni-dp-bench-model, omni-dp-bench-hv15): timing
+// with device synchronisation and the comma lists of their options. Header-only, bench-only.
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::bench {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double median = 0.0;
+  double min = 0.0;
+};
+
+inline void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// `warmup` untimed runs, then at least one timed run; median and minimum in seconds, with
+// the device synchronised around every run.
+template <typename F>
+Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  sync(device);
+  std::vector<double> seconds;
+  for (int i = 0; i < std::max(repeat, 1); ++i) {
+    const auto start = Clock::now();
+    fn();
+    sync(device);
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return {seconds[seconds.size() / 2], seconds.front()};
+}
+
+// "a,b,,c" -> {"a", "b", "c"}.
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const auto comma = text.find(',', begin);
+    const auto end = comma == std::string::npos ? text.size() : comma;
+    if (end > begin) items.push_back(text.substr(begin, end - begin));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return items;
+}
+
+struct VideoSize {
+  int width = 0;
+  int height = 0;
+  int frames = 0;
+  std::string text;  // as given, "WxHxF"
+};
+
+// "832x480x33,1280x704x121" -> sizes; UsageError for a malformed item or an empty list.
+inline std::vector<VideoSize> parse_sizes(const std::string& text) {
+  std::vector<VideoSize> sizes;
+  for (const auto& item : split_list(text)) {
+    VideoSize s;
+    if (std::sscanf(item.c_str(), "%dx%dx%d", &s.width, &s.height, &s.frames) != 3) {
+      throw UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + item + "'");
+    }
+    s.text = item;
+    sizes.push_back(s);
+  }
+  if (sizes.empty()) throw UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + text + "'");
+  return sizes;
+}
+
+}  // namespace omnidp::bench
