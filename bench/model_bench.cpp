@@ -86,6 +86,10 @@ int run(int argc, char** argv) {
   bool no_fuse = false;
   std::uint64_t weights_seed = 0;
   int decode_chunk = 1;
+  std::string batch_list = "1";
+  std::string vae_layout = "channels-last";
+  int profile_steps = 3;
+  std::string cudnn_benchmark;
   app.add_option("--model", model, "tiny-wan | wan2.2-ti2v-5b")->capture_default_str();
   app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
@@ -102,6 +106,14 @@ int run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
   app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
   app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")->capture_default_str();
+  app.add_option("--batch", batch_list, "forward batch sizes, a comma list (2 = a CFG step)")->capture_default_str();
+  app.add_option("--vae-layout", vae_layout,
+                 "VAE weight layout for decode: channels-last (the CUDA default) | contiguous, or a comma list")
+      ->capture_default_str();
+  app.add_option("--cudnn-benchmark", cudnn_benchmark,
+                 "full request with cuDNN autotuning off and/or on, a comma list in order (default: the "
+                 "config's choice, on outside strict mode); the first run is timed apart");
+  app.add_option("--profile-steps", profile_steps, "denoising steps of the profiled request")->capture_default_str();
   app.add_flag("--scalar-timestep", scalar_timestep, "forward with one timestep per sample (default: per token)");
   app.add_flag("--no-fuse", no_fuse, "keep separate q/k/v projections");
   std::string attention = "auto";
@@ -110,7 +122,9 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   std::string profile;
   app.add_option("--profile", profile,
-                 "write a Chrome trace of one forward to PREFIX.<size>.<attention>.json (libtorch >= 2)");
+                 "Chrome traces (libtorch >= 2): one forward to PREFIX.<size>.b<batch>.<attention>.json, one "
+                 "request (--profile-steps) to PREFIX.request.<size>.<attention>.json, one decode to "
+                 "PREFIX.decode.<size>.json");
   bool verbose = false;
   app.add_flag("--verbose", verbose, "debug log lines (e.g. the phases of the model load)");
   bool strict = false;
@@ -125,9 +139,20 @@ int run(int argc, char** argv) {
   if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
 
   const auto sizes = omnidp::bench::parse_sizes(size);
+  const auto layouts = omnidp::bench::split_list(vae_layout);
+  for (const auto& layout : layouts) {
+    if (layout != "channels-last" && layout != "contiguous") {
+      throw omnidp::UsageError("--vae-layout: contiguous or channels-last, got '" + layout + "'");
+    }
+  }
   const auto backends = omnidp::bench::split_list(attention);
   for (const auto& b : backends) (void)omnidp::models::parse_attention_backend(b);
   if (threads > 0) torch::set_num_threads(threads);
+  std::vector<std::int64_t> batches;
+  for (const auto& b : omnidp::bench::split_list(batch_list)) {
+    batches.push_back(std::stoll(b));
+    if (batches.back() < 1) throw omnidp::UsageError("--batch must be positive");
+  }
 
   omnidp::Config config;
   config.model.name = model;
@@ -174,20 +199,30 @@ int run(int argc, char** argv) {
     for (const auto& backend : backends) {
       omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(backend));
       if (has("forward")) {
-        const auto timestep = scalar_timestep ? torch::full({1}, 500.0F, opts.dtype(torch::kFloat32))
-                                              : torch::full({1, tokens}, 500.0F, opts.dtype(torch::kFloat32));
-        const auto forward = [&] { (void)transformer->forward(latents, timestep, context); };
-        const auto t = time_it(device, warmup, repeat, forward);
-        const double flops = omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-        std::cout << "\n[forward] batch 1, " << (scalar_timestep ? "scalar" : "per-token") << " timesteps, "
-                  << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
-                          ? "fused"
-                          : "separate")
-                  << " qkv, attention " << backend << "\n"
-                  << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-                  << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-                  << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
-        if (!profile.empty()) profile_to(profile + "." + sz.text + "." + backend + ".json", device, forward);
+        for (const auto batch : batches) {
+          const auto x = latents.expand({batch, -1, -1, -1, -1}).contiguous();
+          const auto c = context.expand({batch, -1, -1}).contiguous();
+          const auto timestep = scalar_timestep
+                                    ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
+                                    : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
+          const auto forward = [&] { (void)transformer->forward(x, timestep, c); };
+          const auto t = time_it(device, warmup, repeat, forward);
+          const double flops =
+              static_cast<double>(batch) * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+          std::cout << "\n[forward] batch " << batch << ", " << (scalar_timestep ? "scalar" : "per-token")
+                    << " timesteps, "
+                    << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
+                            ? "fused"
+                            : "separate")
+                    << " qkv, attention " << backend << "\n"
+                    << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+                    << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+                    << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+          if (!profile.empty()) {
+            profile_to(profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json", device,
+                       forward);
+          }
+        }
       }
       if (has("request") && &sz == &sizes.front()) {  // the first size only
         omnidp::models::wan::WanSampleInputs in;
@@ -200,23 +235,45 @@ int run(int argc, char** argv) {
         in.noise = omnidp::models::randn_cpu(shape, 4);
         in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
         in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
-        const auto t = time_it(device, std::min(warmup, 1), request_repeat,
-                               [&] { (void)pipeline->sample(in, nullptr); });
         const int passes = guidance > 1.0 ? 2 : 1;
         const double flops = passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-        std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
-                  << passes << "), VAE decode included, attention " << backend << "\n"
-                  << "seconds_median " << t.median << "\nseconds_min " << t.min
-                  << "\nvideos_per_min " << 60.0 / t.median << "\n"
-                  << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+        const auto settings = cudnn_benchmark.empty() ? std::vector<std::string>{""}
+                                                      : omnidp::bench::split_list(cudnn_benchmark);
+        for (const auto& setting : settings) {
+          if (!setting.empty()) {
+            if (setting != "on" && setting != "off") throw omnidp::UsageError("--cudnn-benchmark: on or off");
+            at::globalContext().setBenchmarkCuDNN(setting == "on");
+          }
+          const auto first = time_it(device, 0, 1, [&] { (void)pipeline->sample(in, nullptr); });
+          const auto t = time_it(device, std::max(warmup - 1, 0), request_repeat,
+                                 [&] { (void)pipeline->sample(in, nullptr); });
+          std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
+                    << passes << "), VAE decode included, attention " << backend << ", cuDNN autotuning "
+                    << (at::globalContext().benchmarkCuDNN() ? "on" : "off") << "\n"
+                    << "first_run_seconds " << first.median << "\n"
+                    << "seconds_median " << t.median << "\nseconds_min " << t.min
+                    << "\nvideos_per_min " << 60.0 / t.median << "\n"
+                    << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+        }
+        if (!profile.empty()) {
+          in.num_inference_steps = profile_steps;
+          profile_to(profile + ".request." + sz.text + "." + backend + ".json", device,
+                     [&] { (void)pipeline->sample(in, nullptr); });
+        }
       }
     }
     if (has("decode")) {
       auto vae = pipeline->vae();
       const auto z = omnidp::models::randn_cpu(shape, 3).to(device, vae->dtype());
-      const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z, decode_chunk); });
-      std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames << " frames, chunk "
-                << decode_chunk << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
+      for (const auto& layout : layouts) {
+        vae->set_channels_last(layout == "channels-last");
+        const auto decode = [&] { (void)vae->decode(z, decode_chunk); };
+        const auto t = time_it(device, std::min(warmup, 1), repeat, decode);
+        std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames << " frames, chunk "
+                  << decode_chunk << ", weights " << layout << "\nseconds_median " << t.median
+                  << "\nseconds_min " << t.min << "\n";
+        if (!profile.empty()) profile_to(profile + ".decode." + sz.text + "." + layout + ".json", device, decode);
+      }
     }
   }
   return 0;

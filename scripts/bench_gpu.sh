@@ -3,14 +3,16 @@
 # Wan2.2-TI2V-5B and HunyuanVideo-1.5 with their real configs and seeded random weights, bf16.
 #   scripts/bench_gpu.sh [build-dir] [part...]
 # parts (default: wan request hv15 e2e e2e-strict):
-#   wan        transformer forward at 832x480x33 and 1280x704x121 (libtorch's SDPA choice and
-#              cuDNN attention), VAE decode at both sizes
+#   wan        transformer forward at 832x480x33 and 1280x704x121, batch 1 and 2 (libtorch's SDPA choice and
+#              cuDNN attention), VAE decode at both sizes in both weight layouts
 #   wan-eager  the same forward on the Diffusers-equivalent eager path (--eager)
 #   request    the reference server's recipe: 832x480x33, 30 steps, CFG 5, VAE decode
-#   hv15       HunyuanVideo-1.5 forward at 848x480x121 and 832x480x33, fused and eager
-#   e2e        omni-dp-batch on 8 requests of the recipe (two repeated under other ids: their
+#   hv15       HunyuanVideo-1.5 forward at 832x480x33 and 848x480x121, fused and eager; one
+#              request at 832x480x33 (30 steps, CFG 6) and its VAE decode
+#   e2e        omni-dp-batch on 12 requests of the recipe (two repeated under other ids: their
 #              hashes must agree); peak GPU memory from nvidia-smi
-#   e2e-strict the same with determinism.strict: true, 4 requests
+#   e2e-strict the same with determinism.strict: true, 8 requests
+#   e2e-offload the e2e part with model.offload_text_encoder: true (the encoder moved per request)
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 # Each benchmark prints its own figures (tokens, seconds, TFLOP/s, videos/min).
 set -uo pipefail
@@ -26,16 +28,19 @@ wan=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf1
 hv=("$bin/omni-dp-bench-hv15" --device cuda --dtype bf16)
 for part in $parts; do
   case $part in
-    wan) run "${wan[@]}" --what forward,decode --size 832x480x33,1280x704x121 --attention auto,cudnn --repeat 5 ;;
+    wan) run "${wan[@]}" --what forward,decode --size 832x480x33,1280x704x121 --batch 1,2 --attention auto,cudnn \
+           --vae-layout channels-last,contiguous --repeat 5 ;;
     wan-eager) run "${wan[@]}" --eager --what forward --size 832x480x33,1280x704x121 --repeat 5 ;;
     request) run "${wan[@]}" --what request --size 832x480x33 --steps 30 --guidance 5 --attention cudnn --request-repeat 3 ;;
-    hv15) run "${hv[@]}" --what forward --size 848x480x121,832x480x33 --attention cudnn --compare-eager --repeat 3 ;;
+    hv15) run "${hv[@]}" --what forward,request,decode --size 832x480x33,848x480x121 --attention cudnn --compare-eager \
+            --repeat 2 --steps 30 --guidance 6 ;;
     profile)
       run "${wan[@]}" --what forward --size 832x480x33,1280x704x121 --attention cudnn --repeat 2 --profile "$out/wan"
       for trace in "$out"/wan.*.json; do echo; echo "== $trace"; python3 "$root/scripts/profile_summary.py" "$trace" --top 15; done ;;
-    e2e|e2e-strict)  # the reference server's recipe through the product: manifest -> omni-dp-batch -> HDF5
-      strict=false; count=8
-      if [ "$part" = e2e-strict ]; then strict=true; count=4; fi
+    e2e|e2e-strict|e2e-offload)  # the reference server's recipe through the product: manifest -> omni-dp-batch -> HDF5
+      strict=false; count=12; offload=false
+      if [ "$part" = e2e-strict ]; then strict=true; count=8; fi
+      if [ "$part" = e2e-offload ]; then offload=true; fi
       manifest=$out/$part.jsonl; rm -f "$manifest.tmp"
       # The last two requests repeat the first two under other ids: their hashes must agree.
       for i in $(seq 1 $((count - 2))) 1 2; do
@@ -50,6 +55,7 @@ for part in $parts; do
         --set model.weights=random --set 'model.path=""' --set model.attention=cudnn \
         --set generation.width=832 --set generation.height=480 --set generation.num_frames=33 \
         --set generation.num_inference_steps=30 --set determinism.strict=$strict \
+        --set model.offload_text_encoder=$offload \
         --set input.manifest="$manifest" --set output.dir="$out/$part"
       kill $smi
       echo "peak_gpu_memory_used_mib $(sort -n "$out/$part-mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"

@@ -80,9 +80,10 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
     results.push_back(compare("final_latents", cpu_float(out.final_latents), io.tensor("final_latents"), tol));
   }
   const auto ref_video = io.tensor("video");
-  results.push_back(compare("video", out.video, ref_video, tol));
-  if (out.video.sizes() == ref_video.sizes()) {
-    const auto ours8 = (out.video * 255).round();
+  const auto video = out.video.cpu();
+  results.push_back(compare("video", video, ref_video, tol));
+  if (video.sizes() == ref_video.sizes()) {
+    const auto ours8 = (video * 255).round();
     const auto ref8 = (ref_video * 255).round();
     CaseResult r;
     r.check = "video_uint8";

@@ -10,6 +10,7 @@
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -262,7 +263,7 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   const auto vae_dtype = vae->parameters().front().scalar_type();
   auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);
   video = (video / 2 + 0.5).clamp(0, 1);
-  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous().cpu();
+  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous();
   return out;
 }
 
@@ -371,16 +372,7 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
     in.image_embeds = image_embeds_for(request);
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
-  const auto out = sample(in, &ctx);
-
-  const auto bytes = (out.video[0] * 255).round().to(torch::kUInt8).contiguous();
-  Video video;
-  video.frames = static_cast<int>(bytes.size(0));
-  video.height = static_cast<int>(bytes.size(1));
-  video.width = static_cast<int>(bytes.size(2));
-  video.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
-  video.check();
-  return video;
+  return video_from_frames(sample(in, &ctx).video);
 }
 
 // ---------------------------------------------------------------------------------------------

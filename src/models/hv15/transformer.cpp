@@ -205,9 +205,7 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::strin
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  auto h = proj_(x);
-  h = tanh_gelu_ ? torch::gelu(h, "tanh") : torch::silu(h);
-  return out_(h);
+  return out_(tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x)));
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {

@@ -1,7 +1,8 @@
 // Fused bf16 kernels of the transformer hot path (contracts: omnidp/models/layers/cuda_kernels.hpp).
-// One block per row for the row reductions (LayerNorm, RMSNorm), a grid-stride loop for the
-// elementwise residual; bf16 pairs per thread (128-byte warp accesses), fp32 arithmetic, the
-// same roundings as the libtorch expressions they replace.
+// Row reductions (LayerNorm, RMSNorm) run one block per row; the elementwise residual a
+// grid-stride loop. fp32 arithmetic, the same roundings as the libtorch expressions they replace.
+// Two variants of each: 16-byte vectors of 8 bf16 held in registers (one read of the input, for
+// aligned rows of up to kRowThreads * kMaxVectors * 8 elements), and bf16 pairs for the rest.
 #include "omnidp/models/layers/cuda_kernels.hpp"
 
 #include <c10/cuda/CUDAException.h>
@@ -9,11 +10,14 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace omnidp::models {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;     // pair kernels
+constexpr int kRowThreads = 128;  // vector kernels: one block per row
+constexpr int kMaxVectors = 4;    // vectors of 8 per thread: rows up to 4096 elements
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffU, v, offset);
@@ -39,12 +43,97 @@ __device__ float block_sum(float v, float* scratch) {
 
 __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
 
-__global__ void modulated_layer_norm_kernel(const __nv_bfloat162* __restrict__ x,
-                                            __nv_bfloat162* __restrict__ out,
-                                            const float2* __restrict__ shift,
-                                            const float2* __restrict__ scale1p, std::int64_t pairs,
-                                            std::int64_t rows_per_group, std::int64_t group_stride2,
-                                            float eps) {
+// 8 bf16 <-> 8 floats through one 16-byte access.
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __bfloat1622float2(h[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const float (&v)[8]) {
+  uint4 raw;
+  auto* h = reinterpret_cast<__nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<uint4*>(p) = raw;
+}
+
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p);
+  const float4 b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// --- LayerNorm + modulation / affine ---------------------------------------------------------
+// kRoundNorm: the normalised value is rounded to bf16 before the modulation (AdaLN: the
+// reference normalises in float32 and casts before modulating); otherwise the affine step is
+// applied in float32 and rounded once (FP32LayerNorm with weight and bias).
+
+template <bool kRoundNorm>
+__global__ void __launch_bounds__(kRowThreads)
+    layer_norm_v8_kernel(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ out,
+                         const float* __restrict__ shift, const float* __restrict__ scale, std::int64_t dim,
+                         std::int64_t rows_per_group, std::int64_t shift_stride, std::int64_t scale_stride,
+                         float eps) {
+  __shared__ float scratch[33];
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t vectors = dim / 8;
+  const __nv_bfloat16* xr = x + r * dim;
+  float v[kMaxVectors][8];
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      load8(xr + c * 8, v[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[i][j];
+    }
+  }
+  const float inv_dim = 1.0F / static_cast<float>(dim);
+  const float mean = block_sum(sum, scratch) * inv_dim;
+  float var = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    if (threadIdx.x + i * kRowThreads < vectors) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[i][j] - mean) * (v[i][j] - mean);
+    }
+  }
+  const float rstd = rsqrtf(block_sum(var, scratch) * inv_dim + eps);
+  const std::int64_t g = r / rows_per_group;
+  const float* sh = shift + g * shift_stride;
+  const float* sc = scale + g * scale_stride;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      float s[8], k[8];
+      load8(sh + c * 8, s);
+      load8(sc + c * 8, k);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float n = (v[i][j] - mean) * rstd;
+        if constexpr (kRoundNorm) n = round_bf16(n);
+        v[i][j] = s[j] + n * k[j];
+      }
+      store8(out + r * dim + c * 8, v[i]);
+    }
+  }
+}
+
+template <bool kRoundNorm>
+__global__ void layer_norm_pairs_kernel(const __nv_bfloat162* __restrict__ x, __nv_bfloat162* __restrict__ out,
+                                        const float2* __restrict__ shift, const float2* __restrict__ scale,
+                                        std::int64_t pairs, std::int64_t rows_per_group,
+                                        std::int64_t shift_stride2, std::int64_t scale_stride2, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const __nv_bfloat162* xr = x + r * pairs;
@@ -62,28 +151,84 @@ __global__ void modulated_layer_norm_kernel(const __nv_bfloat162* __restrict__ x
   }
   const float rstd = rsqrtf(block_sum(var, scratch) * inv_dim + eps);
   const std::int64_t g = r / rows_per_group;
-  const float2* sh = shift + g * group_stride2;
-  const float2* sc = scale1p + g * group_stride2;
+  const float2* sh = shift + g * shift_stride2;
+  const float2* sc = scale + g * scale_stride2;
   __nv_bfloat162* o = out + r * pairs;
   for (std::int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const float2 v = __bfloat1622float2(xr[p]);
     const float2 s = sh[p];
     const float2 k = sc[p];
-    const float n0 = round_bf16((v.x - mean) * rstd);
-    const float n1 = round_bf16((v.y - mean) * rstd);
+    float n0 = (v.x - mean) * rstd;
+    float n1 = (v.y - mean) * rstd;
+    if constexpr (kRoundNorm) {
+      n0 = round_bf16(n0);
+      n1 = round_bf16(n1);
+    }
     o[p] = __floats2bfloat162_rn(s.x + n0 * k.x, s.y + n1 * k.y);
   }
 }
 
-__global__ void gated_residual_kernel(const __nv_bfloat162* __restrict__ x,
-                                      const __nv_bfloat162* __restrict__ y,
-                                      __nv_bfloat162* __restrict__ out,
-                                      const float2* __restrict__ gate, std::int64_t total_pairs,
-                                      std::int64_t pairs, std::int64_t rows_per_group,
-                                      std::int64_t group_stride2) {
+template <bool kRoundNorm>
+void launch_layer_norm(const void* x, void* out, const float* shift, const float* scale, std::int64_t rows,
+                       std::int64_t dim, std::int64_t rows_per_group, std::int64_t shift_stride,
+                       std::int64_t scale_stride, float eps) {
+  if (rows == 0) return;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const auto grid = static_cast<unsigned>(rows);
+  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && shift_stride % 4 == 0 && scale_stride % 4 == 0 &&
+      aligned16(x) && aligned16(out) && aligned16(shift) && aligned16(scale)) {
+    layer_norm_v8_kernel<kRoundNorm><<<grid, kRowThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), shift, scale, dim, rows_per_group,
+        shift_stride, scale_stride, eps);
+  } else {
+    layer_norm_pairs_kernel<kRoundNorm><<<grid, kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat162*>(x), static_cast<__nv_bfloat162*>(out),
+        reinterpret_cast<const float2*>(shift), reinterpret_cast<const float2*>(scale), dim / 2, rows_per_group,
+        shift_stride / 2, scale_stride / 2, eps);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void launch_modulated_layer_norm(const void* x, void* out, const float* shift, const float* scale1p,
+                                 std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
+                                 std::int64_t shift_group_stride, std::int64_t scale_group_stride, float eps) {
+  launch_layer_norm<true>(x, out, shift, scale1p, rows, dim, rows_per_group, shift_group_stride,
+                          scale_group_stride, eps);
+}
+
+void launch_affine_layer_norm(const void* x, void* out, const float* weight, const float* bias,
+                              std::int64_t rows, std::int64_t dim, float eps) {
+  launch_layer_norm<false>(x, out, bias, weight, rows, dim, rows, 0, 0, eps);
+}
+
+// --- gated residual ---------------------------------------------------------------------------
+
+__global__ void gated_residual_v8_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y,
+                                         __nv_bfloat16* __restrict__ out, const float* __restrict__ gate,
+                                         std::int64_t total_vectors, std::int64_t row_vectors,
+                                         std::int64_t rows_per_group, std::int64_t group_stride) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < total_pairs; i += step) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_vectors;
+       i += step) {
+    const std::int64_t r = i / row_vectors;
+    const std::int64_t c = i - r * row_vectors;
+    float a[8], b[8], g[8];
+    load8(x + i * 8, a);
+    load8(y + i * 8, b);
+    load8(gate + (r / rows_per_group) * group_stride + c * 8, g);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) a[j] += b[j] * g[j];
+    store8(out + i * 8, a);
+  }
+}
+
+__global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x, const __nv_bfloat162* __restrict__ y,
+                                            __nv_bfloat162* __restrict__ out, const float2* __restrict__ gate,
+                                            std::int64_t total_pairs, std::int64_t pairs, std::int64_t rows_per_group,
+                                            std::int64_t group_stride2) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_pairs;
+       i += step) {
     const std::int64_t r = i / pairs;
     const std::int64_t p = i - r * pairs;
     const float2 a = __bfloat1622float2(x[i]);
@@ -93,11 +238,83 @@ __global__ void gated_residual_kernel(const __nv_bfloat162* __restrict__ x,
   }
 }
 
-__global__ void rms_norm_rope_kernel(const __nv_bfloat162* __restrict__ x, std::int64_t x_row_stride2,
-                                     __nv_bfloat162* __restrict__ out,
-                                     const __nv_bfloat162* __restrict__ weight,
-                                     const float2* __restrict__ freqs, std::int64_t pairs,
-                                     std::int64_t tokens, std::int64_t head_pairs, float eps) {
+void launch_gated_residual(const void* x, const void* y, void* out, const float* gate, std::int64_t rows,
+                           std::int64_t dim, std::int64_t rows_per_group, std::int64_t group_stride) {
+  if (rows * dim == 0) return;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const auto grid = [](std::int64_t items) {
+    return static_cast<unsigned>(std::min<std::int64_t>((items + kThreads - 1) / kThreads, 132 * 16));
+  };
+  if (dim % 8 == 0 && group_stride % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(out) && aligned16(gate)) {
+    const std::int64_t total = rows * dim / 8;
+    gated_residual_v8_kernel<<<grid(total), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(y), static_cast<__nv_bfloat16*>(out),
+        gate, total, dim / 8, rows_per_group, group_stride);
+  } else {
+    const std::int64_t total = rows * dim / 2;
+    gated_residual_pairs_kernel<<<grid(total), kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat162*>(x), static_cast<const __nv_bfloat162*>(y),
+        static_cast<__nv_bfloat162*>(out), reinterpret_cast<const float2*>(gate), total, dim / 2, rows_per_group,
+        group_stride / 2);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// --- RMSNorm (+ RoPE) -------------------------------------------------------------------------
+// rms_norm: (x * rstd) rounded to bf16, then times the weight, rounded again; the rotation of
+// (a, b) by (cos, sin) in fp32 and rounded once.
+
+__global__ void __launch_bounds__(kRowThreads)
+    rms_norm_rope_v8_kernel(const __nv_bfloat16* __restrict__ x, std::int64_t x_row_stride,
+                            __nv_bfloat16* __restrict__ out, const __nv_bfloat16* __restrict__ weight,
+                            const float* __restrict__ freqs, std::int64_t dim, std::int64_t tokens,
+                            std::int64_t head_dim, float eps) {
+  __shared__ float scratch[33];
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t vectors = dim / 8;
+  const __nv_bfloat16* xr = x + r * x_row_stride;
+  float v[kMaxVectors][8];
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      load8(xr + c * 8, v[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[i][j] * v[i][j];
+    }
+  }
+  const float rstd = rsqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
+  // freqs [tokens, head_dim / 2] complex64 = (cos, sin) float pairs: head_dim floats per token.
+  const float* f = freqs == nullptr ? nullptr : freqs + (r % tokens) * head_dim;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      float w[8];
+      load8(weight + c * 8, w);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = round_bf16(round_bf16(v[i][j] * rstd) * w[j]);
+      if (f != nullptr) {
+        float cs[8];  // 4 (cos, sin) pairs for the 4 element pairs of this vector
+        load8(f + (c * 8) % head_dim, cs);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float a = v[i][2 * j];
+          const float b = v[i][2 * j + 1];
+          v[i][2 * j] = a * cs[2 * j] - b * cs[2 * j + 1];
+          v[i][2 * j + 1] = a * cs[2 * j + 1] + b * cs[2 * j];
+        }
+      }
+      store8(out + r * dim + c * 8, v[i]);
+    }
+  }
+}
+
+__global__ void rms_norm_rope_pairs_kernel(const __nv_bfloat162* __restrict__ x, std::int64_t x_row_stride2,
+                                           __nv_bfloat162* __restrict__ out, const __nv_bfloat162* __restrict__ weight,
+                                           const float2* __restrict__ freqs, std::int64_t pairs, std::int64_t tokens,
+                                           std::int64_t head_pairs, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const __nv_bfloat162* xr = x + r * x_row_stride2;
@@ -112,7 +329,6 @@ __global__ void rms_norm_rope_kernel(const __nv_bfloat162* __restrict__ x, std::
   for (std::int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
     const float2 v = __bfloat1622float2(xr[p]);
     const float2 w = __bfloat1622float2(weight[p]);
-    // rms_norm: (x * rstd) rounded to bf16, then times the weight, rounded again.
     float a = round_bf16(round_bf16(v.x * rstd) * w.x);
     float b = round_bf16(round_bf16(v.y * rstd) * w.y);
     if (f != nullptr) {
@@ -126,42 +342,28 @@ __global__ void rms_norm_rope_kernel(const __nv_bfloat162* __restrict__ x, std::
   }
 }
 
-void launch_modulated_layer_norm(const void* x, void* out, const float* shift, const float* scale1p,
-                                 std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                                 std::int64_t group_stride, float eps) {
-  if (rows == 0) return;
-  modulated_layer_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-      static_cast<const __nv_bfloat162*>(x), static_cast<__nv_bfloat162*>(out),
-      reinterpret_cast<const float2*>(shift), reinterpret_cast<const float2*>(scale1p), dim / 2,
-      rows_per_group, group_stride / 2, eps);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-void launch_gated_residual(const void* x, const void* y, void* out, const float* gate,
-                           std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                           std::int64_t group_stride) {
-  const std::int64_t total = rows * dim / 2;
-  if (total == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((total + kThreads - 1) / kThreads, 132 * 16));
-  gated_residual_kernel<<<blocks, kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-      static_cast<const __nv_bfloat162*>(x), static_cast<const __nv_bfloat162*>(y),
-      static_cast<__nv_bfloat162*>(out), reinterpret_cast<const float2*>(gate), total, dim / 2,
-      rows_per_group, group_stride / 2);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
 void launch_rms_norm_rope(const void* x, std::int64_t x_row_stride, void* out, const void* weight,
                           const float* freqs, std::int64_t rows, std::int64_t dim, std::int64_t tokens,
                           std::int64_t head_dim, float eps) {
   if (rows == 0) return;
-  rms_norm_rope_kernel<<<static_cast<unsigned>(rows), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-      static_cast<const __nv_bfloat162*>(x), x_row_stride / 2, static_cast<__nv_bfloat162*>(out),
-      static_cast<const __nv_bfloat162*>(weight), reinterpret_cast<const float2*>(freqs), dim / 2,
-      tokens, head_dim / 2, eps);
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const auto grid = static_cast<unsigned>(rows);
+  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && x_row_stride % 8 == 0 && head_dim % 8 == 0 &&
+      aligned16(x) && aligned16(out) && aligned16(weight) && (freqs == nullptr || aligned16(freqs))) {
+    rms_norm_rope_v8_kernel<<<grid, kRowThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(x), x_row_stride, static_cast<__nv_bfloat16*>(out),
+        static_cast<const __nv_bfloat16*>(weight), freqs, dim, tokens, head_dim, eps);
+  } else {
+    rms_norm_rope_pairs_kernel<<<grid, kThreads, 0, stream>>>(
+        static_cast<const __nv_bfloat162*>(x), x_row_stride / 2, static_cast<__nv_bfloat162*>(out),
+        static_cast<const __nv_bfloat162*>(weight), reinterpret_cast<const float2*>(freqs), dim / 2, tokens,
+        head_dim / 2, eps);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_gated_residual, &launch_rms_norm_rope};
+const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm, &launch_gated_residual,
+                           &launch_rms_norm_rope};
 
 }  // namespace
 

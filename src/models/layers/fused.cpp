@@ -73,17 +73,57 @@ torch::Tensor fp32_layer_norm(const torch::Tensor& x, double eps) {
   return torch::layer_norm(x.to(torch::kFloat32), {x.size(-1)}, {}, {}, eps).to(x.scalar_type());
 }
 
+torch::Tensor fp32_affine_layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                                     const torch::Tensor& bias, double eps) {
+  const auto* k = kernels_for(x);
+  const std::int64_t dim = x.size(-1);
+  const auto row_ok = [&](const torch::Tensor& t) {
+    return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && t.numel() == dim &&
+           t.device() == x.device();
+  };
+  if (k != nullptr && x.is_contiguous() && dim % 2 == 0 && row_ok(weight) && row_ok(bias)) {
+    auto out = torch::empty_like(x);
+    k->affine_layer_norm(x.data_ptr(), out.data_ptr(), weight.data_ptr<float>(), bias.data_ptr<float>(),
+                         x.numel() / dim, dim, static_cast<float>(eps));
+    return out;
+  }
+  const auto f32 = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat32) : t; };
+  return torch::layer_norm(x.to(torch::kFloat32), {dim}, f32(weight), f32(bias), eps).to(x.scalar_type());
+}
+
+torch::Tensor linear_bias(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (fused_elementwise() && x.is_cuda() && bias.defined() && x.dim() > 2) {
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(0);
+    return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight.t()).view(sizes);
+  }
+  return torch::nn::functional::linear(x, weight, bias);
+}
+
+torch::Tensor linear_gelu_tanh(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (fused_elementwise() && x.is_cuda() && bias.defined() && x.dim() >= 2) {
+    const auto flat = x.reshape({-1, x.size(-1)});
+    auto out = at::_addmm_activation(bias, flat, weight.t(), 1, 1, /*use_gelu=*/true);
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(0);
+    return out.view(sizes);
+  }
+#endif
+  return torch::gelu(torch::nn::functional::linear(x, weight, bias), "tanh");
+}
+
 torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& shift,
                                    const torch::Tensor& scale1p, double eps, torch::ScalarType dtype) {
   const auto* k = kernels_for(x);
   const auto sh = group_stride(shift);
   const auto sc = group_stride(scale1p);
   if (k != nullptr && dtype == torch::kBFloat16 && x.dim() == 4 && x.is_contiguous() && x.size(-1) % 2 == 0 &&
-      sh && sc && *sh == *sc && shift.sizes() == scale1p.sizes() && shift.size(0) == x.size(0) &&
+      sh && sc && shift.sizes() == scale1p.sizes() && shift.size(0) == x.size(0) &&
       shift.size(1) == x.size(1) && shift.size(3) == x.size(3)) {
     auto out = torch::empty_like(x);
     k->modulated_layer_norm(x.data_ptr(), out.data_ptr(), shift.data_ptr<float>(), scale1p.data_ptr<float>(),
-                            x.numel() / x.size(-1), x.size(-1), x.size(2), *sh, static_cast<float>(eps));
+                            x.numel() / x.size(-1), x.size(-1), x.size(2), *sh, *sc, static_cast<float>(eps));
     return out;
   }
   return addcmul_as(shift, fp32_layer_norm(x, eps), scale1p, dtype);

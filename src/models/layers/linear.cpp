@@ -1,5 +1,7 @@
 #include "omnidp/models/layers/linear.hpp"
 
+#include "omnidp/models/layers/fused.hpp"
+
 namespace omnidp::models {
 
 LinearImpl::LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias)
@@ -13,7 +15,7 @@ void LinearImpl::reset() {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-  return torch::nn::functional::linear(x, weight, bias);
+  return linear_bias(x, weight, bias);
 }
 
 }  // namespace omnidp::models

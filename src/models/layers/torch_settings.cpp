@@ -17,9 +17,11 @@ void apply_torch_settings(const Config& config) {
     at::globalContext().setDeterministicCuDNN(true);
     at::globalContext().setBenchmarkCuDNN(false);
   } else {
-    // Without the determinism promise, let cuDNN time its convolution algorithms per shape
-    // (the VAE's causal 3D convolutions repeat the same shapes for every latent frame).
-    at::globalContext().setBenchmarkCuDNN(true);
+    // No cuDNN autotuning either: on the H200 it left a Wan request's steady time unchanged
+    // (4.22 s both ways) and made the first request seconds slower (docs/performance.md).
+    at::globalContext().setDeterministicAlgorithms(false, false);
+    at::globalContext().setDeterministicCuDNN(false);
+    at::globalContext().setBenchmarkCuDNN(false);
   }
   set_attention_backend(parse_attention_backend(to_string(config.model.attention)));
   if (config.model.torch_threads > 0) torch::set_num_threads(config.model.torch_threads);

@@ -9,6 +9,7 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
+#include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
@@ -163,7 +164,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);
-  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous().cpu();
+  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous();
   return out;
 }
 
@@ -236,16 +237,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
-  const auto out = sample(in, &ctx);
-
-  const auto bytes = (out.video[0] * 255).round().to(torch::kUInt8).contiguous();
-  Video video;
-  video.frames = static_cast<int>(bytes.size(0));
-  video.height = static_cast<int>(bytes.size(1));
-  video.width = static_cast<int>(bytes.size(2));
-  video.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
-  video.check();
-  return video;
+  return video_from_frames(sample(in, &ctx).video);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,6 +335,9 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     parts.vae = vae;
   }
   parts.transformer->fuse_projections();
+  // cuDNN's channels-last convolutions are the fast ones on recent GPUs (docs/performance.md);
+  // the CPU keeps the contiguous layout.
+  if (device.is_cuda()) parts.vae->set_channels_last(true);
   parts.max_image_pixels = config.input.max_image_pixels;
   // Text (a request's prompt_embeds file still wins): UMT5 from the snapshot, or for seeded
   // weights the tiny byte-level T5 of width text_dim (seed weights_seed + 2; docs/models.md).

@@ -203,13 +203,13 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
       fused_weight_.defined() && (cross_ ? to_k : to_q)->weight.is_alias_of(fused_weight_);
   torch::Tensor q, k, v;
   if (use_fused && !cross_) {
-    const auto qkv = torch::nn::functional::linear(x, fused_weight_, fused_bias_).chunk(3, -1);
+    const auto qkv = linear_bias(x, fused_weight_, fused_bias_).chunk(3, -1);
     q = qkv[0];
     k = qkv[1];
     v = qkv[2];
   } else if (use_fused) {
     q = to_q->forward(x);
-    const auto kv = torch::nn::functional::linear(kv_in, fused_weight_, fused_bias_).chunk(2, -1);
+    const auto kv = linear_bias(kv_in, fused_weight_, fused_bias_).chunk(2, -1);
     k = kv[0];
     v = kv[1];
   } else {
@@ -240,7 +240,7 @@ WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim)
 }
 
 torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
-  return proj_out_->forward(torch::gelu(proj_in_->forward(x), "tanh"));
+  return proj_out_->forward(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias));
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
@@ -283,9 +283,7 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const tor
   // 2. Cross-attention (norm2 keeps float32 weights).
   auto hf = flat(h);
   if (norm2) {
-    norm_x = torch::layer_norm(hf.to(torch::kFloat32), {dim_}, norm2->weight.to(torch::kFloat32),
-                              norm2->bias.to(torch::kFloat32), eps_)
-                 .to(dtype);
+    norm_x = fp32_affine_layer_norm(hf, norm2->weight, norm2->bias, eps_);
   } else {
     norm_x = hf;
   }

@@ -149,6 +149,14 @@ torch::ScalarType AutoencoderKLWanImpl::dtype() const {
   return post_quant_conv->weight.scalar_type();
 }
 
+void AutoencoderKLWanImpl::set_channels_last(bool on) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : parameters(true)) {
+    if (p.dim() == 5) p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::Contiguous));
+    if (p.dim() == 4) p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
+  }
+}
+
 torch::Device AutoencoderKLWanImpl::device() const { return post_quant_conv->weight.device(); }
 
 std::int64_t AutoencoderKLWanImpl::video_frames(std::int64_t latent_frames) const noexcept {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "omnidp/models/layers/cuda_kernels.hpp"
 
 namespace omnidp::models {
@@ -74,6 +76,42 @@ TEST(ModulatedLayerNorm, IsShiftPlusNormTimesScalePerGroup) {
   EXPECT_LT(max_diff(modulated_layer_norm(x, shift, scale1p, 1e-6, torch::kFloat32), ref), 1e-5);
 }
 
+TEST(Fp32AffineLayerNorm, IsTheFloat32LayerNormRoundedOnce) {
+  torch::manual_seed(10);
+  const auto x = torch::randn({2, 5, 16}).to(torch::kBFloat16);
+  const auto w = torch::randn({16});
+  const auto b = torch::randn({16});
+  const auto ref = torch::layer_norm(x.to(torch::kFloat32), {16}, w, b, 1e-6).to(torch::kBFloat16);
+  const auto out = fp32_affine_layer_norm(x, w, b, 1e-6);
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(out, ref));
+}
+
+TEST(LinearGeluTanh, IsGeluOfTheLinearOnBothPaths) {
+  torch::manual_seed(11);
+  const auto x = torch::randn({2, 3, 8});
+  const auto w = torch::randn({5, 8});
+  const auto b = torch::randn({5});
+  const auto lin = torch::matmul(x, w.t()) + b;
+  const auto ref = 0.5 * lin * (1 + torch::tanh(std::sqrt(2.0 / std::acos(-1.0)) * (lin + 0.044715 * lin.pow(3))));
+  const auto out = linear_gelu_tanh(x, w, b);
+  EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 3, 5}));
+  EXPECT_LT(max_diff(out, ref), 1e-5);
+  const FusedSwitch off(false);
+  EXPECT_LT(max_diff(linear_gelu_tanh(x, w, b), ref), 1e-5);
+}
+
+TEST(LinearBias, IsTheLinearOfTheLastDimension) {
+  torch::manual_seed(12);
+  const auto x = torch::randn({2, 3, 8});
+  const auto w = torch::randn({5, 8});
+  const auto b = torch::randn({5});
+  const auto out = linear_bias(x, w, b);
+  EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 3, 5}));
+  EXPECT_LT(max_diff(out, torch::matmul(x, w.t()) + b), 1e-5);
+  EXPECT_LT(max_diff(linear_bias(x, w, torch::Tensor()), torch::matmul(x, w.t())), 1e-5);
+}
+
 TEST(GatedResidual, IsXPlusYTimesGatePerGroup) {
   torch::manual_seed(6);
   const auto x = torch::randn({1, 2, 3, 8});
@@ -108,24 +146,22 @@ TEST(RmsNormRope, OnAColumnSliceEqualsNormThenRotatePerHead) {
   EXPECT_LT(max_diff(rms_norm_rope(k, w, 1e-6, torch::Tensor(), head_dim), normed), 1e-5);
 }
 
-// The CUDA kernels against the libtorch path on the same bf16 inputs (GPU builds only).
-TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
-  if (cuda_kernels() == nullptr || !torch::cuda::is_available()) {
-    GTEST_SKIP() << "no fused CUDA kernels in this build or no CUDA device";
-  }
-  torch::manual_seed(8);
+// The CUDA kernels against the libtorch path (CPU) on the same bf16 inputs, for rows of
+// heads x head_dim elements.
+void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
+  SCOPED_TRACE("heads " + std::to_string(heads) + " x head_dim " + std::to_string(head_dim));
   const auto cuda = torch::Device(torch::kCUDA);
   const auto bf = torch::kBFloat16;
-  const std::int64_t batch = 2, groups = 3, per_group = 16, heads = 4, head_dim = 64, dim = heads * head_dim;
+  const std::int64_t batch = 2, groups = 3, per_group = 16, dim = heads * head_dim;
   const auto x = torch::randn({batch, groups, per_group, dim}).to(bf);
   const auto y = torch::randn({batch, groups, per_group, dim}).to(bf);
   const auto mod = modulation(batch, groups, dim);
-  const auto shift = mod.select(2, 0);
-  const auto scale1p = mod.select(2, 1) + 1.0;
+  const auto shift = mod.select(2, 0);        // strided rows
+  const auto scale1p = mod.select(2, 1) + 1.0;  // contiguous rows: another group stride
   const auto gate = mod.select(2, 2);
   const auto tol = [](const torch::Tensor& ref) { return 2e-2 * std::max(1.0, ref.abs().max().item<double>()); };
   {
-    const auto ref = modulated_layer_norm(x, shift, scale1p, 1e-6, bf);  // CPU: libtorch path
+    const auto ref = modulated_layer_norm(x, shift, scale1p, 1e-6, bf);
     const auto out = modulated_layer_norm(x.to(cuda), shift.to(cuda), scale1p.to(cuda), 1e-6, bf).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
   }
@@ -133,6 +169,28 @@ TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
     const auto ref = gated_residual(x, y, gate, bf);
     const auto out = gated_residual(x.to(cuda), y.to(cuda), gate.to(cuda), bf).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
+  }
+  {
+    const auto w = torch::randn({dim});
+    const auto b = torch::randn({dim});
+    const auto flat = x.view({batch, -1, dim});
+    const auto ref = fp32_affine_layer_norm(flat, w, b, 1e-6);
+    const auto out = fp32_affine_layer_norm(flat.to(cuda), w.to(cuda), b.to(cuda), 1e-6).cpu();
+    EXPECT_LE(max_diff(out, ref), tol(ref));
+  }
+  {
+    const auto a = torch::randn({batch, 40, dim}).to(bf);
+    const auto w = (torch::randn({3 * dim, dim}) / 16).to(bf);
+    const auto b = torch::randn({3 * dim}).to(bf);
+    const auto af = a.to(torch::kFloat32), wf = w.to(torch::kFloat32), bf32 = b.to(torch::kFloat32);
+    const auto ref_gelu = linear_gelu_tanh(af, wf, bf32);
+    const auto out_gelu = linear_gelu_tanh(a.to(cuda), w.to(cuda), b.to(cuda)).cpu();
+    EXPECT_EQ(out_gelu.scalar_type(), bf);
+    EXPECT_LE(max_diff(out_gelu, ref_gelu), tol(ref_gelu));
+    const auto ref_linear = linear_bias(af, wf, bf32);
+    const auto out_linear = linear_bias(a.to(cuda), w.to(cuda), b.to(cuda)).cpu();
+    EXPECT_EQ(out_linear.sizes(), ref_linear.sizes());
+    EXPECT_LE(max_diff(out_linear, ref_linear), tol(ref_linear));
   }
   {
     const std::int64_t tokens = groups * per_group;
@@ -145,6 +203,17 @@ TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
     const auto out = rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
   }
+}
+
+// GPU builds only: 4 x 64 takes the 16-byte vector kernels, 2 x 10 (rows not a multiple of 8)
+// the bf16-pair kernels.
+TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
+  if (cuda_kernels() == nullptr || !torch::cuda::is_available()) {
+    GTEST_SKIP() << "no fused CUDA kernels in this build or no CUDA device";
+  }
+  torch::manual_seed(8);
+  expect_kernels_agree(4, 64);
+  expect_kernels_agree(2, 10);
 }
 
 }  // namespace

@@ -157,6 +157,22 @@ TEST(WanVae, DecodeChunkingDoesNotChangeTheResult) {
   }
 }
 
+// The channels-last layout (the CUDA default) computes the same decode and encode; the switch
+// stores the convolution weights in that layout and back.
+TEST(WanVae, ChannelsLastLayoutGivesTheReferenceResults) {
+  AutoencoderKLWan vae(AutoencoderKLWanOptions::from_file(kCase));
+  load_state_dict(*vae, Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+  vae->set_channels_last(true);
+  const auto weight = vae->named_parameters()["decoder.conv_in.weight"];  // [out, in, 3, 3, 3]
+  EXPECT_TRUE(weight.is_contiguous(at::MemoryFormat::ChannelsLast3d));
+  EXPECT_FALSE(weight.is_contiguous());
+  EXPECT_LE(rel_error(vae->decode(fixture_io().tensor("latents")), fixture_io().tensor("decoded")), 1e-4);
+  const auto dist = vae->encode(fixture_io().tensor("image"));
+  EXPECT_LE(rel_error(dist.mean, fixture_io().tensor("encoded_mean")), 1e-4);
+  vae->set_channels_last(false);
+  EXPECT_TRUE(vae->named_parameters()["decoder.conv_in.weight"].is_contiguous());
+}
+
 TEST(WanVae, DecodeIsCausalInTime) {
   torch::manual_seed(12);
   auto z = torch::randn({1, 48, 3, 2, 2});

@@ -93,7 +93,7 @@ struct SampleInputs {
 
 struct SampleOutputs {
   torch::Tensor final_latents;  // [1, latent, T, h, w] (before / scaling_factor)
-  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the CPU
+  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the pipeline's device
 };
 
 class HunyuanVideo15Pipeline final : public Pipeline {

@@ -13,10 +13,15 @@ namespace omnidp::models {
 struct CudaKernels {
   // out[r, :] = bf16( shift[g] + bf16(LayerNorm(x[r, :])) * scale1p[g] ), LayerNorm without
   // affine parameters, statistics in fp32. x and out: bf16 [rows, dim] contiguous; shift and
-  // scale1p: fp32 rows of `dim`, row g = r / rows_per_group at g * group_stride.
+  // scale1p: fp32 rows of `dim`, row g = r / rows_per_group at g * shift_group_stride and
+  // g * scale_group_stride.
   void (*modulated_layer_norm)(const void* x, void* out, const float* shift, const float* scale1p,
                                std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                               std::int64_t group_stride, float eps);
+                               std::int64_t shift_group_stride, std::int64_t scale_group_stride, float eps);
+  // out[r, :] = bf16( LayerNorm(x[r, :]) * weight + bias ) with fp32 statistics, fp32 weight
+  // and bias of `dim`, one rounding; x and out bf16 [rows, dim] contiguous.
+  void (*affine_layer_norm)(const void* x, void* out, const float* weight, const float* bias,
+                            std::int64_t rows, std::int64_t dim, float eps);
   // out[r, :] = bf16( x[r, :] + y[r, :] * gate[g] ) in fp32; x, y, out bf16 [rows, dim]
   // contiguous; gate as shift above.
   void (*gated_residual)(const void* x, const void* y, void* out, const float* gate,

@@ -31,6 +31,25 @@ void set_fused_elementwise(bool on) noexcept;
 // returned in x's dtype (Diffusers' FP32LayerNorm(elementwise_affine=False)).
 [[nodiscard]] torch::Tensor fp32_layer_norm(const torch::Tensor& x, double eps);
 
+// Diffusers' FP32LayerNorm with affine parameters: LayerNorm over the last dimension of x,
+// statistics and the affine step in float32 (weight and bias float32 [D]), rounded once to x's
+// dtype. One fused CUDA kernel for bf16 x where this build has them.
+[[nodiscard]] torch::Tensor fp32_affine_layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+                                                   const torch::Tensor& bias, double eps);
+
+// x @ weight^T + bias over the last dimension of x. On CUDA (fused switch on) one GEMM with the
+// bias added in its epilogue (addmm over the flattened rows), where libtorch's linear launches a
+// GEMM and a separate broadcast add for inputs of more than two dimensions. Elsewhere, or
+// without a bias, torch's linear.
+[[nodiscard]] torch::Tensor linear_bias(const torch::Tensor& x, const torch::Tensor& weight,
+                                        const torch::Tensor& bias);
+
+// gelu(x @ weight^T + bias, approximate="tanh"): the first layer of a FeedForward. On CUDA
+// (fused switch on, libtorch >= 2) one cuBLASLt GEMM with a bias+GELU epilogue: the activation
+// is applied to the float32 accumulator and rounded once. Elsewhere linear, then gelu.
+[[nodiscard]] torch::Tensor linear_gelu_tanh(const torch::Tensor& x, const torch::Tensor& weight,
+                                             const torch::Tensor& bias);
+
 // The AdaLN modulation: addcmul_as(shift, fp32_layer_norm(x, eps), scale1p, dtype) with x
 // [B, G, n, D] and shift/scale1p [B, G, 1, D] float32 (one row per group of n tokens). One
 // fused CUDA kernel for bf16 x where this build has them (layers/cuda_kernels.hpp).

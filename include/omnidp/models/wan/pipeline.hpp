@@ -57,7 +57,7 @@ struct WanSampleInputs {
 
 struct WanSampleOutputs {
   torch::Tensor final_latents;  // [1, z, T, h, w] float32 (before de-normalisation)
-  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the CPU
+  torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the pipeline's device
 };
 
 class WanPipeline final : public Pipeline {

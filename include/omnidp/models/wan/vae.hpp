@@ -90,6 +90,12 @@ class AutoencoderKLWanImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor normalize_latents(const torch::Tensor& z) const;
   [[nodiscard]] torch::Tensor denormalize_latents(const torch::Tensor& z) const;
 
+  // on: stores the convolution weights channels-last (NDHWC, NHWC); cuDNN then runs the
+  // convolutions, and the activations follow, in that layout. off: back to contiguous (the
+  // default). Same results up to the convolution algorithms' rounding. Call after moving the
+  // module; a later .to() keeps the layout only where libtorch preserves it.
+  void set_channels_last(bool on);
+
   [[nodiscard]] const AutoencoderKLWanOptions& options() const noexcept { return options_; }
   // Frames of video for T latent frames, and the reverse (latent frames for F video frames).
   [[nodiscard]] std::int64_t video_frames(std::int64_t latent_frames) const noexcept;

@@ -1,0 +1,17 @@
+#pragma once
+// The last step of every pipeline: decoded frames in [0, 1] -> the uint8 Video the worker
+// hashes and stores. The quantisation runs on the frames' device, so only the bytes cross to
+// the host (a quarter of the float32 frames). Pure function; thread-safe.
+
+#include <torch/torch.h>
+
+#include "omnidp/common/video.hpp"
+
+namespace omnidp::models {
+
+// frames [F, H, W, 3] or [1, F, H, W, 3], floating point in [0, 1], any device ->
+// Video{round(255 x) as uint8} (round half to even, as torch.round). Throws ModelError for
+// another shape or dtype.
+[[nodiscard]] Video video_from_frames(const torch::Tensor& frames);
+
+}  // namespace omnidp::models

@@ -1,0 +1,22 @@
+#include "omnidp/models/layers/video_frames.hpp"
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models {
+
+Video video_from_frames(const torch::Tensor& frames) {
+  const auto f = frames.dim() == 5 && frames.size(0) == 1 ? frames[0] : frames;
+  if (f.dim() != 4 || f.size(3) != 3 || !f.is_floating_point()) {
+    throw ModelError("video frames must be floating point [F, H, W, 3] in [0, 1]");
+  }
+  const auto bytes = (f.to(torch::kFloat32) * 255).round().to(torch::kUInt8).contiguous().cpu();
+  Video video;
+  video.frames = static_cast<int>(bytes.size(0));
+  video.height = static_cast<int>(bytes.size(1));
+  video.width = static_cast<int>(bytes.size(2));
+  video.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
+  video.check();
+  return video;
+}
+
+}  // namespace omnidp::models
