@@ -96,7 +96,10 @@ int run(int argc, char** argv) {
   app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)")->capture_default_str();
   app.add_option("--dtype", dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--what", what, "comma list of forward, request (first size only), decode")
+  app.add_option("--what", what,
+                 "comma list of forward, request (sampling + decode, first size only), generate (the "
+                 "product's path: text encoding, noise, sampling, decode, uint8 frames; first size only), "
+                 "decode")
       ->capture_default_str();
   app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
   app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
@@ -260,6 +263,29 @@ int run(int argc, char** argv) {
           profile_to(profile + ".request." + sz.text + "." + backend + ".json", device,
                      [&] { (void)pipeline->sample(in, nullptr); });
         }
+      }
+    }
+    if (has("generate") && &sz == &sizes.front()) {
+      omnidp::Request req;
+      req.id = "bench";
+      req.prompt = "A red fox running through fresh snow";
+      req.seed = 1;
+      req.num_frames = sz.frames;
+      req.height = sz.height;
+      req.width = sz.width;
+      req.num_inference_steps = steps;
+      req.guidance_scale = guidance;
+      req.flow_shift = 5.0;
+      const auto generate = [&] { (void)pipeline->generate(req, omnidp::GenerateContext{}); };
+      const auto first = time_it(device, 0, 1, generate);
+      const auto t = time_it(device, std::max(warmup - 1, 0), request_repeat, generate);
+      std::cout << "\n[generate] " << steps << " steps, guidance " << guidance
+                << ", text encoder and noise included\nfirst_run_seconds " << first.median
+                << "\nseconds_median " << t.median << "\nseconds_min " << t.min
+                << "\nvideos_per_min " << 60.0 / t.median << "\n";
+      if (!profile.empty()) {
+        req.num_inference_steps = profile_steps;
+        profile_to(profile + ".generate." + sz.text + ".json", device, generate);
       }
     }
     if (has("decode")) {

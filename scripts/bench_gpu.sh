@@ -6,7 +6,8 @@
 #   wan        transformer forward at 832x480x33 and 1280x704x121, batch 1 and 2 (libtorch's SDPA choice and
 #              cuDNN attention), VAE decode at both sizes in both weight layouts
 #   wan-eager  the same forward on the Diffusers-equivalent eager path (--eager)
-#   request    the reference server's recipe: 832x480x33, 30 steps, CFG 5, VAE decode
+#   request    the reference server's recipe: 832x480x33, 30 steps, CFG 5, VAE decode: sampling
+#              alone (cuDNN autotuning off, then on) and the product's generate()
 #   hv15       HunyuanVideo-1.5 forward at 832x480x33 and 848x480x121, fused and eager; one
 #              request at 832x480x33 (30 steps, CFG 6) and its VAE decode
 #   e2e        omni-dp-batch on 12 requests of the recipe (two repeated under other ids: their
@@ -31,7 +32,8 @@ for part in $parts; do
     wan) run "${wan[@]}" --what forward,decode --size 832x480x33,1280x704x121 --batch 1,2 --attention auto,cudnn \
            --vae-layout channels-last,contiguous --repeat 5 ;;
     wan-eager) run "${wan[@]}" --eager --what forward --size 832x480x33,1280x704x121 --repeat 5 ;;
-    request) run "${wan[@]}" --what request --size 832x480x33 --steps 30 --guidance 5 --attention cudnn --request-repeat 3 ;;
+    request) run "${wan[@]}" --what request,generate --size 832x480x33 --steps 30 --guidance 5 --attention cudnn \
+               --request-repeat 3 --cudnn-benchmark off,on ;;
     hv15) run "${hv[@]}" --what forward,request,decode --size 832x480x33,848x480x121 --attention cudnn --compare-eager \
             --repeat 2 --steps 30 --guidance 6 ;;
     profile)

@@ -133,6 +133,11 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     return condition.defined() ? (1 - mask) * condition + mask * x : x;
   };
 
+  // The text side of every step, once: the embedded context's keys and values per block.
+  const auto text = transformer->prepare_context(context);
+  const auto negative_text =
+      do_cfg && !batch_cfg ? transformer->prepare_context(negative) : WanPreparedContext{};
+
   const auto timesteps = scheduler.timesteps().to(device_);
   for (int i = 0; i < steps; ++i) {
     if (ctx != nullptr && ctx->abandoned && ctx->abandoned()) {
@@ -143,14 +148,14 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     torch::Tensor noise_pred;
     if (batch_cfg) {
       const auto out = transformer->forward(torch::cat({model_input, model_input}, 0),
-                                            ts.expand({2, -1}), context);
+                                            ts.expand({2, -1}), text);
       const auto cond = out.narrow(0, 0, 1);
       const auto uncond = out.narrow(0, 1, 1);
       noise_pred = uncond + in.guidance_scale * (cond - uncond);
     } else {
-      noise_pred = transformer->forward(model_input, ts, prompt);
+      noise_pred = transformer->forward(model_input, ts, text);
       if (do_cfg) {
-        const auto uncond = transformer->forward(model_input, ts, negative);
+        const auto uncond = transformer->forward(model_input, ts, negative_text);
         noise_pred = uncond + in.guidance_scale * (noise_pred - uncond);
       }
     }

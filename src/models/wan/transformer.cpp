@@ -195,38 +195,59 @@ void WanAttentionImpl::unfuse_projections() {
   fused_bias_ = torch::Tensor();
 }
 
-torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
-                                        const torch::Tensor& rope_freqs) {
-  const auto& kv_in = cross_ ? context : x;
-  // A later .to() replaces the parameters' storage; fall back to separate GEMMs then.
-  const bool use_fused =
-      fused_weight_.defined() && (cross_ ? to_k : to_q)->weight.is_alias_of(fused_weight_);
-  torch::Tensor q, k, v;
-  if (use_fused && !cross_) {
-    const auto qkv = linear_bias(x, fused_weight_, fused_bias_).chunk(3, -1);
-    q = qkv[0];
-    k = qkv[1];
-    v = qkv[2];
-  } else if (use_fused) {
-    q = to_q->forward(x);
-    const auto kv = linear_bias(kv_in, fused_weight_, fused_bias_).chunk(2, -1);
+bool WanAttentionImpl::use_fused() const {
+  return fused_weight_.defined() && (cross_ ? to_k : to_q)->weight.is_alias_of(fused_weight_);
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch::Tensor& context) {
+  if (!cross_) throw ModelError("context_kv: not a cross-attention");
+  torch::Tensor k, v;
+  if (use_fused()) {
+    const auto kv = linear_bias(context, fused_weight_, fused_bias_).chunk(2, -1);
     k = kv[0];
     v = kv[1];
   } else {
-    q = to_q->forward(x);
-    k = to_k->forward(kv_in);
-    v = to_v->forward(kv_in);
+    k = to_k->forward(context);
+    v = to_v->forward(context);
   }
-  // RMSNorm across heads, then the rotary embedding (self-attention): one kernel each on CUDA.
+  const std::int64_t head_dim = k.size(2) / heads_;
+  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), {}, head_dim).unflatten(2, {heads_, -1});
+  return {k, v.unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
+}
+
+torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
+  return attend_q(to_q->forward(x), kv.first, kv.second, {});
+}
+
+torch::Tensor WanAttentionImpl::attend_q(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v,
+                                         const torch::Tensor& rope_freqs) {
+  // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
   q = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  v = v.unflatten(2, {heads_, -1});  // [B, L, H, Dh]
   const auto out = omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
                                                                v.transpose(1, 2))
                        .transpose(1, 2)
                        .flatten(2, 3);
   return to_out[0]->as<Linear>()->forward(out);
+}
+
+torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
+                                        const torch::Tensor& rope_freqs) {
+  if (cross_) return attend(x, context_kv(context));
+  torch::Tensor q, k, v;
+  if (use_fused()) {
+    const auto qkv = linear_bias(x, fused_weight_, fused_bias_).chunk(3, -1);
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
+  } else {
+    q = to_q->forward(x);
+    k = to_k->forward(x);
+    v = to_v->forward(x);
+  }
+  const std::int64_t head_dim = k.size(2) / heads_;
+  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  return attend_q(q, k, v.unflatten(2, {heads_, -1}), rope_freqs);
 }
 
 WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim) {
@@ -259,6 +280,13 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                                const torch::Tensor& temb_proj,
                                                const torch::Tensor& rope_freqs) {
+  return forward(x, attn2->context_kv(context), temb_proj, rope_freqs);
+}
+
+torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
+                                               const std::pair<torch::Tensor, torch::Tensor>& context_kv,
+                                               const torch::Tensor& temb_proj,
+                                               const torch::Tensor& rope_freqs) {
   // Modulation [1, 1, 6, D] + [B, G, 6, D] -> six [B, G, 1, D], broadcast over the N/G tokens
   // of each group: x is viewed as [B, G, N/G, D] (tokens are in frame-major order).
   const std::int64_t batch = x.size(0);
@@ -287,7 +315,7 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const tor
   } else {
     norm_x = hf;
   }
-  hf = hf + attn2->forward(norm_x, context, {});
+  hf = hf + attn2->attend(norm_x, context_kv);
 
   // 3. Feed-forward with c_shift/c_scale, residual with c_gate.
   const auto hg = grouped(hf);
@@ -380,9 +408,33 @@ std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& 
   return {timestep, timestep.size(1)};
 }
 
+WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tensor& context) {
+  torch::NoGradGuard no_grad;
+  if (context.dim() != 3 || context.size(2) != options_.text_dim) {
+    throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
+  }
+  WanPreparedContext prepared;
+  prepared.batch = context.size(0);
+  prepared.dtype = context.scalar_type();
+  const auto ctx = condition_embedder->text_embedder->forward(context);
+  for (const auto& block : *blocks) {
+    prepared.blocks.push_back(block->as<WanTransformerBlock>()->attn2->context_kv(ctx));
+  }
+  return prepared;
+}
+
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
                                                  const torch::Tensor& context) {
+  if (context.dim() != 3 || (hidden.dim() > 0 && context.size(0) != hidden.size(0))) {
+    throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
+  }
+  return forward(hidden, timestep, prepare_context(context));
+}
+
+torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
+                                                 const torch::Tensor& timestep,
+                                                 const WanPreparedContext& context) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
   if (hidden.dim() != 5 || hidden.size(1) != o.in_channels) {
@@ -398,8 +450,10 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
   const std::int64_t h = hidden.size(3) / ph;
   const std::int64_t w = hidden.size(4) / pw;
   const std::int64_t tokens = f * h * w;
-  if (context.dim() != 3 || context.size(0) != batch || context.size(2) != o.text_dim) {
-    throw ModelError("text context must be [B, L, " + std::to_string(o.text_dim) + "]");
+  if (context.batch != batch || context.blocks.size() != blocks->size()) {
+    throw ModelError("the prepared text context is for batch " + std::to_string(context.batch) + " and " +
+                     std::to_string(context.blocks.size()) + " blocks, not " + std::to_string(batch) +
+                     " and " + std::to_string(blocks->size()));
   }
   const bool per_token = timestep.dim() == 2;
   if (per_token ? (timestep.size(0) != batch || timestep.size(1) != tokens)
@@ -417,12 +471,11 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
   const auto t_freq = wan_sinusoidal_embedding(t_groups.flatten(), o.freq_dim)
                           .unflatten(0, {batch, groups})
                           .to(ce.time_embedder->linear_1->weight.scalar_type());
-  const auto temb = ce.time_embedder->forward(t_freq).to(context.scalar_type());  // [B, G, D]
+  const auto temb = ce.time_embedder->forward(t_freq).to(context.dtype);  // [B, G, D]
   const auto temb_proj = ce.time_proj->forward(torch::silu(temb)).unflatten(2, {6, -1});
-  const auto ctx = ce.text_embedder->forward(context);
 
-  for (const auto& block : *blocks) {
-    x = block->as<WanTransformerBlock>()->forward(x, ctx, temb_proj, rope_freqs);
+  for (std::size_t i = 0; i < blocks->size(); ++i) {
+    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs);
   }
 
   // Output head: shift/scale = table + temb (no SiLU, no projection), per group.

@@ -229,6 +229,30 @@ TEST(WanTransformer, OutputShapeEqualsInputShape) {
                ModelError);
 }
 
+// The pipelines prepare the text side once per request: the same operations, so the same bits.
+TEST(WanTransformer, APreparedContextGivesTheSameBits) {
+  auto model = random_tiny();
+  model->fuse_projections();
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({2, 48, 3, 4, 6});
+  const auto ctx = torch::randn({2, 5, 32});
+  const auto t = torch::full({2, 18}, 700.0F);
+  const auto prepared = model->prepare_context(ctx);
+  EXPECT_EQ(prepared.batch, 2);
+  ASSERT_EQ(prepared.blocks.size(), model->blocks->size());
+  const auto& o = model->options();
+  EXPECT_EQ(prepared.blocks[0].first.sizes(),
+            (std::vector<std::int64_t>{2, 5, o.num_attention_heads, o.attention_head_dim}));
+  EXPECT_TRUE(torch::equal(model->forward(x, t, prepared), model->forward(x, t, ctx)));
+  try {
+    (void)model->forward(x.narrow(0, 0, 1), t.narrow(0, 0, 1), prepared);
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("prepared text context is for batch 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)model->prepare_context(torch::randn({2, 5, 31})), ModelError);
+}
+
 TEST(WanTransformer, PerTokenTimestepsEqualScalarWhenAllEqual) {
   auto model = random_tiny();
   torch::NoGradGuard no_grad;

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "omnidp/models/layers/linear.hpp"
 
@@ -104,6 +105,11 @@ class WanAttentionImpl : public torch::nn::Module {
   // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
                                       const torch::Tensor& rope_freqs);
+  // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
+  // each [B, Lc, heads, head_dim], then the attention of x to them. forward(x, context, {}) is
+  // attend(x, context_kv(context)) with the same operations.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> context_kv(const torch::Tensor& context);
+  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
   // Concatenates the q/k/v (self) or k/v (cross) weights into one matrix so that one GEMM
   // computes them; the named parameters become views into it (the state dict is unchanged).
   // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
@@ -117,6 +123,12 @@ class WanAttentionImpl : public torch::nn::Module {
   RMSNorm norm_q{nullptr}, norm_k{nullptr};
 
  private:
+  // The fused projection applies (a later .to() replaces the parameters' storage).
+  [[nodiscard]] bool use_fused() const;
+  // Attention of q [B, L, dim] (projected, not yet normalised) to k, v [B, Lc, H, Dh].
+  [[nodiscard]] torch::Tensor attend_q(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v,
+                                       const torch::Tensor& rope_freqs);
+
   std::int64_t heads_;
   bool cross_;
   torch::Tensor fused_weight_, fused_bias_;
@@ -146,6 +158,10 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
                                       const torch::Tensor& temb_proj,
                                       const torch::Tensor& rope_freqs);
+  // The same with the cross-attention's keys and values given (attn2->context_kv(context)).
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x,
+                                      const std::pair<torch::Tensor, torch::Tensor>& context_kv,
+                                      const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs);
 
   WanAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
@@ -196,6 +212,16 @@ TORCH_MODULE(WanConditionEmbedder);
 [[nodiscard]] torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps,
                                                      std::int64_t dim);
 
+// The part of a forward that depends on the text context alone: every block's cross-attention
+// keys and values of the text-embedded context. A pipeline prepares it once per request and
+// reuses it at every denoising step (the context does not change), saving the text embedding
+// and the k/v projections of 512 tokens in all 30 blocks per step.
+struct WanPreparedContext {
+  std::int64_t batch = 0;
+  torch::ScalarType dtype = torch::kFloat32;  // the context's: the time embedding is cast to it
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> blocks;  // (keys, values) per block
+};
+
 class WanTransformer3DModelImpl : public torch::nn::Module {
  public:
   explicit WanTransformer3DModelImpl(WanTransformerOptions options);
@@ -205,6 +231,12 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // context [B, L, text_dim]. Returns [B, out_channels, F, H, W] in hidden's dtype.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
                                       const torch::Tensor& context);
+  // context [B, L, text_dim] -> its WanPreparedContext; ModelError for another shape.
+  [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context);
+  // forward() with a prepared context of the same batch: the same operations in the same
+  // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
+                                      const WanPreparedContext& context);
 
   // Moves to device and dtype; the reference's _keep_in_fp32_modules (time_embedder,
   // scale_shift_table, norm1/norm2/norm3) stay float32.
