@@ -42,6 +42,20 @@ Timing time_it(const torch::Device& device, int warmup, int repeat, F&& fn) {
   return {seconds[seconds.size() / 2], seconds.front()};
 }
 
+struct ColdAndWarm {
+  double first = 0.0;  // seconds of the first run (attention plans, allocator growth, ...)
+  Timing warm;
+};
+
+// One timed cold run, then warmup - 1 untimed runs and `repeat` timed ones.
+template <typename F>
+ColdAndWarm time_cold_then_warm(const torch::Device& device, int warmup, int repeat, F&& fn) {
+  ColdAndWarm t;
+  t.first = time_it(device, 0, 1, fn).median;
+  t.warm = time_it(device, std::max(warmup - 1, 0), repeat, fn);
+  return t;
+}
+
 // "a,b,,c" -> {"a", "b", "c"}.
 inline std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;

@@ -60,6 +60,11 @@ void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
 #endif
 }
 
+void print_cold_and_warm(const omnidp::bench::ColdAndWarm& t) {
+  std::cout << "first_run_seconds " << t.first << "\nseconds_median " << t.warm.median << "\nseconds_min "
+            << t.warm.min << "\nvideos_per_min " << 60.0 / t.warm.median << "\n";
+}
+
 omnidp::DType parse_dtype(const std::string& s) {
   if (s == "fp32") return omnidp::DType::fp32;
   if (s == "bf16") return omnidp::DType::bf16;
@@ -247,16 +252,13 @@ int run(int argc, char** argv) {
             if (setting != "on" && setting != "off") throw omnidp::UsageError("--cudnn-benchmark: on or off");
             at::globalContext().setBenchmarkCuDNN(setting == "on");
           }
-          const auto first = time_it(device, 0, 1, [&] { (void)pipeline->sample(in, nullptr); });
-          const auto t = time_it(device, std::max(warmup - 1, 0), request_repeat,
-                                 [&] { (void)pipeline->sample(in, nullptr); });
+          const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat,
+                                                            [&] { (void)pipeline->sample(in, nullptr); });
           std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
                     << passes << "), VAE decode included, attention " << backend << ", cuDNN autotuning "
-                    << (at::globalContext().benchmarkCuDNN() ? "on" : "off") << "\n"
-                    << "first_run_seconds " << first.median << "\n"
-                    << "seconds_median " << t.median << "\nseconds_min " << t.min
-                    << "\nvideos_per_min " << 60.0 / t.median << "\n"
-                    << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+                    << (at::globalContext().benchmarkCuDNN() ? "on" : "off") << "\n";
+          print_cold_and_warm(t);
+          std::cout << "transformer_tflops_per_s " << flops / t.warm.median / 1e12 << "\n";
         }
         if (!profile.empty()) {
           in.num_inference_steps = profile_steps;
@@ -277,12 +279,10 @@ int run(int argc, char** argv) {
       req.guidance_scale = guidance;
       req.flow_shift = 5.0;
       const auto generate = [&] { (void)pipeline->generate(req, omnidp::GenerateContext{}); };
-      const auto first = time_it(device, 0, 1, generate);
-      const auto t = time_it(device, std::max(warmup - 1, 0), request_repeat, generate);
+      const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat, generate);
       std::cout << "\n[generate] " << steps << " steps, guidance " << guidance
-                << ", text encoder and noise included\nfirst_run_seconds " << first.median
-                << "\nseconds_median " << t.median << "\nseconds_min " << t.min
-                << "\nvideos_per_min " << 60.0 / t.median << "\n";
+                << ", text encoder, noise and uint8 frames included\n";
+      print_cold_and_warm(t);
       if (!profile.empty()) {
         req.num_inference_steps = profile_steps;
         profile_to(profile + ".generate." + sz.text + ".json", device, generate);
