@@ -71,6 +71,24 @@ __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// Vector kernels: loads this thread's vectors of a row (vector c = threadIdx.x + i * kRowThreads
+// for every c < vectors) into registers and returns the sum of f(value) over them.
+template <typename F>
+__device__ __forceinline__ float load_row(const __nv_bfloat16* row, std::int64_t vectors,
+                                          float (&v)[kMaxVectors][8], F f) {
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      load8(row + c * 8, v[i]);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += f(v[i][j]);
+    }
+  }
+  return sum;
+}
+
 // --- LayerNorm + modulation / affine ---------------------------------------------------------
 // kRoundNorm: the normalised value is rounded to bf16 before the modulation (AdaLN: the
 // reference normalises in float32 and casts before modulating); otherwise the affine step is
@@ -85,18 +103,8 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const std::int64_t vectors = dim / 8;
-  const __nv_bfloat16* xr = x + r * dim;
   float v[kMaxVectors][8];
-  float sum = 0.0F;
-#pragma unroll
-  for (int i = 0; i < kMaxVectors; ++i) {
-    const std::int64_t c = threadIdx.x + i * kRowThreads;
-    if (c < vectors) {
-      load8(xr + c * 8, v[i]);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) sum += v[i][j];
-    }
-  }
+  const float sum = load_row(x + r * dim, vectors, v, [](float a) { return a; });
   const float inv_dim = 1.0F / static_cast<float>(dim);
   const float mean = block_sum(sum, scratch) * inv_dim;
   float var = 0.0F;
@@ -272,18 +280,8 @@ __global__ void __launch_bounds__(kRowThreads)
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const std::int64_t vectors = dim / 8;
-  const __nv_bfloat16* xr = x + r * x_row_stride;
   float v[kMaxVectors][8];
-  float sum = 0.0F;
-#pragma unroll
-  for (int i = 0; i < kMaxVectors; ++i) {
-    const std::int64_t c = threadIdx.x + i * kRowThreads;
-    if (c < vectors) {
-      load8(xr + c * 8, v[i]);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) sum += v[i][j] * v[i][j];
-    }
-  }
+  const float sum = load_row(x + r * x_row_stride, vectors, v, [](float a) { return a * a; });
   const float rstd = rsqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
   // freqs [tokens, head_dim / 2] complex64 = (cos, sin) float pairs: head_dim floats per token.
   const float* f = freqs == nullptr ? nullptr : freqs + (r % tokens) * head_dim;
