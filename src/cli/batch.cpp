@@ -169,8 +169,7 @@ void check_manifest_readable(const Config& config) {
 
 int validate_only(const Config& config, bool all_errors, const Console& console) {
   check_manifest_readable(config);
-  ManifestOptions options = manifest_options(config, weights_identity(config.model));
-  options.size_multiple = describe_model(config.model).size_multiple();
+  const ManifestOptions options = job_manifest_options(config);
   const ValidationReport report = validate_manifest(options, all_errors);
   for (const auto& error : report.errors) console.error(error.what());
   for (const auto& input_error : report.input_errors) {

@@ -82,4 +82,10 @@ std::string weights_identity(const ModelConfig& model) {
   return "snapshot:" + to_hex(d);
 }
 
+ManifestOptions job_manifest_options(const Config& config) {
+  ManifestOptions options = manifest_options(config, weights_identity(config.model));
+  options.size_multiple = describe_model(config.model).size_multiple();
+  return options;
+}
+
 }  // namespace omnidp

@@ -118,8 +118,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   const Config& c = opts.config;
   const Topology t = make_topology(c.parallel, world_size);
   const ModelInfo info = describe_model(c.model);
-  ManifestOptions mopts = manifest_options(c, weights_identity(c.model));
-  mopts.size_multiple = info.size_multiple();
+  const ManifestOptions mopts = job_manifest_options(c);
   const fs::path dir = c.output.dir;
   DoneMap done;
   if (opts.resume && fs::exists(dir)) done = opts.scan_done(dir);

@@ -371,9 +371,7 @@ void RankRuntime::coordinator_main() {
   };
   try {
     const fs::path dir = config_.output.dir;
-    const std::string wid = weights_identity(config_.model);
-    ManifestOptions mopts = manifest_options(config_, wid);
-    mopts.size_multiple = describe_model(config_.model).size_multiple();
+    const ManifestOptions mopts = job_manifest_options(config_);
     DoneMap done;
     if (options_.resume && fs::exists(dir) && options_.scan_done) done = options_.scan_done(dir);
     const CostModel cost(describe_model(config_.model));

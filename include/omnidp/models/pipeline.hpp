@@ -11,6 +11,7 @@
 
 #include "omnidp/common/video.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/manifest/manifest.hpp"
 #include "omnidp/manifest/request.hpp"
 
 namespace omnidp {
@@ -44,6 +45,11 @@ struct ModelInfo {
 // a SHA-256 over the snapshot's model_index.json, each component's config.json and every
 // safetensors header (not the tensor bytes). Throws WeightsError if the snapshot is unreadable.
 [[nodiscard]] std::string weights_identity(const ModelConfig& model);
+
+// The options every reader of a job's manifest uses: manifest_options(config,
+// weights_identity(config.model)), with the model's size_multiple() so that a size the model
+// would round is an error. Throws as those do.
+[[nodiscard]] ManifestOptions job_manifest_options(const Config& config);
 
 // Passed to generate(): lets a long generation stop early when the job abandons work.
 struct GenerateContext {
