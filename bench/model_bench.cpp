@@ -137,6 +137,10 @@ int run(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "debug log lines (e.g. the phases of the model load)");
   bool strict = false;
   app.add_flag("--strict", strict, "determinism.strict: deterministic kernels (its cost)");
+  bool offload_text_encoder = false;
+  app.add_option("--offload-text-encoder", offload_text_encoder,
+                 "model.offload_text_encoder for --what generate (the shipped H200 configs: false)")
+      ->capture_default_str();
   bool eager = false;
   app.add_flag("--eager", eager,
                "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
@@ -170,6 +174,7 @@ int run(int argc, char** argv) {
   config.model.dtype = parse_dtype(dtype);
   config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
   config.determinism.strict = strict;
+  config.model.offload_text_encoder = offload_text_encoder;
   omnidp::DeviceBinding binding;
   binding.kind = config.model.device;
   binding.index = device_arg.size() > 5 ? std::stoi(device_arg.substr(5)) : 0;
@@ -281,7 +286,8 @@ int run(int argc, char** argv) {
       const auto generate = [&] { (void)pipeline->generate(req, omnidp::GenerateContext{}); };
       const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat, generate);
       std::cout << "\n[generate] " << steps << " steps, guidance " << guidance
-                << ", text encoder, noise and uint8 frames included\n";
+                << ", text encoder" << (offload_text_encoder ? " (offloaded)" : " (resident)")
+                << ", noise and uint8 frames included\n";
       print_cold_and_warm(t);
       if (!profile.empty()) {
         req.num_inference_steps = profile_steps;

@@ -74,6 +74,16 @@ for rid in sorted(sha):
     if rid.endswith("-again"):
         same = sha[rid] == sha[rid[:-len("-again")]]
         print(f"{rid}: {'same video_sha256 as' if same else 'DIFFERENT video_sha256 from'} {rid[:-len('-again')]}")
+# Throughput: over the whole run (first start to last end), and steady (between the first and
+# the last completion: every request after the first, with the gaps between them).
+starts, ends = sorted(r["start_time"] for r in rows), sorted(r["end_time"] for r in rows)
+secs = sorted(r["seconds"] for r in rows[1:]) if len(rows) > 1 else [0.0]
+print(f"requests {len(rows)}  first-start-to-last-end {ends[-1] - starts[0]:.2f} s = "
+      f"{60 * len(rows) / (ends[-1] - starts[0]):.2f} videos/min")
+if len(rows) > 1:
+    print(f"steady: {len(rows) - 1} completions in {ends[-1] - ends[0]:.2f} s = "
+          f"{60 * (len(rows) - 1) / (ends[-1] - ends[0]):.2f} videos/min; "
+          f"median request {secs[len(secs) // 2]:.3f} s")
 PY
       ;;
     *) echo "unknown part $part" >&2; exit 2 ;;

@@ -1,5 +1,7 @@
 #include "omnidp/runtime/signals.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -15,6 +17,7 @@ std::atomic<int> g_count{0};
 std::atomic<int> g_last{0};
 struct sigaction g_old_usr1 {};
 struct sigaction g_old_term {};
+sigset_t g_old_mask;
 
 void on_drain_signal(int sig) {
   g_last.store(sig, std::memory_order_relaxed);
@@ -39,9 +42,19 @@ DrainSignals::DrainSignals() {
   g_last.store(0);
   install(SIGUSR1, &g_old_usr1);
   install(SIGTERM, &g_old_term);
+  // A launcher may start the job with these signals blocked (a blocked mask is inherited
+  // through fork and exec): they would stay pending and never drain the job.
+  sigset_t drain;
+  sigemptyset(&drain);
+  sigaddset(&drain, SIGUSR1);
+  sigaddset(&drain, SIGTERM);
+  if (const int rc = pthread_sigmask(SIG_UNBLOCK, &drain, &g_old_mask); rc != 0) {
+    throw RuntimeError(std::string("pthread_sigmask failed: ") + std::strerror(rc), {"drain signals"});
+  }
 }
 
 DrainSignals::~DrainSignals() {
+  pthread_sigmask(SIG_SETMASK, &g_old_mask, nullptr);
   sigaction(SIGUSR1, &g_old_usr1, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
 }

@@ -5,8 +5,10 @@
 
 namespace omnidp::runtime {
 
-// Installs the handlers for SIGUSR1 and SIGTERM, restores the previous ones when destroyed.
-// One at a time per process (the count is process-wide; it is reset on construction).
+// Installs the handlers for SIGUSR1 and SIGTERM and unblocks both in the calling thread (a
+// launcher may pass them blocked); restores the previous handlers and mask when destroyed.
+// One at a time per process (the count is process-wide; it is reset on construction). Construct
+// it on the main thread before starting other threads: they inherit its mask.
 class DrainSignals {
  public:
   DrainSignals();

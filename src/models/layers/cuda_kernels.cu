@@ -89,6 +89,27 @@ __device__ __forceinline__ float load_row(const __nv_bfloat16* row, std::int64_t
   return sum;
 }
 
+// Vector kernels: v = bf16(v + bias) over this thread's vectors of a row (as load_row loaded
+// them); returns the new sum of squares.
+__device__ __forceinline__ float add_bias_row(const __nv_bfloat16* bias, std::int64_t vectors,
+                                              float (&v)[kMaxVectors][8]) {
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kMaxVectors; ++i) {
+    const std::int64_t c = threadIdx.x + i * kRowThreads;
+    if (c < vectors) {
+      float d[8];
+      load8(bias + c * 8, d);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[i][j] = round_bf16(v[i][j] + d[j]);
+        sum += v[i][j] * v[i][j];
+      }
+    }
+  }
+  return sum;
+}
+
 // --- LayerNorm + modulation / affine ---------------------------------------------------------
 // kRoundNorm: the normalised value is rounded to bf16 before the modulation (AdaLN: the
 // reference normalises in float32 and casts before modulating); otherwise the affine step is
@@ -210,29 +231,44 @@ void launch_affine_layer_norm(const void* x, void* out, const float* weight, con
 }
 
 // --- gated residual ---------------------------------------------------------------------------
+// y' = bf16(y + bias) (the GEMM's rounding of a deferred bias), then x + y' * gate in fp32.
 
 __global__ void gated_residual_v8_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y,
                                          __nv_bfloat16* __restrict__ out, const float* __restrict__ gate,
-                                         std::int64_t total_vectors, std::int64_t row_vectors,
-                                         std::int64_t rows_per_group, std::int64_t group_stride) {
+                                         const __nv_bfloat16* __restrict__ bias, std::int64_t total_vectors,
+                                         std::int64_t row_vectors, std::int64_t rows_per_group,
+                                         std::int64_t group_stride) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_vectors;
        i += step) {
     const std::int64_t r = i / row_vectors;
     const std::int64_t c = i - r * row_vectors;
-    float a[8], b[8], g[8];
+    float a[8], b[8];
     load8(x + i * 8, a);
     load8(y + i * 8, b);
-    load8(gate + (r / rows_per_group) * group_stride + c * 8, g);
+    if (bias != nullptr) {
+      float d[8];
+      load8(bias + c * 8, d);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) a[j] += b[j] * g[j];
+      for (int j = 0; j < 8; ++j) b[j] = round_bf16(b[j] + d[j]);
+    }
+    if (gate != nullptr) {
+      float g[8];
+      load8(gate + (r / rows_per_group) * group_stride + c * 8, g);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] += b[j] * g[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] += b[j];
+    }
     store8(out + i * 8, a);
   }
 }
 
 __global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x, const __nv_bfloat162* __restrict__ y,
                                             __nv_bfloat162* __restrict__ out, const float2* __restrict__ gate,
-                                            std::int64_t total_pairs, std::int64_t pairs, std::int64_t rows_per_group,
+                                            const __nv_bfloat162* __restrict__ bias, std::int64_t total_pairs,
+                                            std::int64_t pairs, std::int64_t rows_per_group,
                                             std::int64_t group_stride2) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_pairs;
@@ -240,48 +276,55 @@ __global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x
     const std::int64_t r = i / pairs;
     const std::int64_t p = i - r * pairs;
     const float2 a = __bfloat1622float2(x[i]);
-    const float2 b = __bfloat1622float2(y[i]);
-    const float2 gv = gate[(r / rows_per_group) * group_stride2 + p];
+    float2 b = __bfloat1622float2(y[i]);
+    if (bias != nullptr) {
+      const float2 d = __bfloat1622float2(bias[p]);
+      b = make_float2(round_bf16(b.x + d.x), round_bf16(b.y + d.y));
+    }
+    const float2 gv = gate != nullptr ? gate[(r / rows_per_group) * group_stride2 + p] : make_float2(1.0F, 1.0F);
     out[i] = __floats2bfloat162_rn(a.x + b.x * gv.x, a.y + b.y * gv.y);
   }
 }
 
-void launch_gated_residual(const void* x, const void* y, void* out, const float* gate, std::int64_t rows,
-                           std::int64_t dim, std::int64_t rows_per_group, std::int64_t group_stride) {
+void launch_gated_residual(const void* x, const void* y, void* out, const float* gate, const void* bias,
+                           std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group, std::int64_t group_stride) {
   if (rows * dim == 0) return;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto grid = [](std::int64_t items) {
     return static_cast<unsigned>(std::min<std::int64_t>((items + kThreads - 1) / kThreads, 132 * 16));
   };
-  if (dim % 8 == 0 && group_stride % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(out) && aligned16(gate)) {
+  if (dim % 8 == 0 && group_stride % 4 == 0 && aligned16(x) && aligned16(y) && aligned16(out) &&
+      (gate == nullptr || aligned16(gate)) && (bias == nullptr || aligned16(bias))) {
     const std::int64_t total = rows * dim / 8;
     gated_residual_v8_kernel<<<grid(total), kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(y), static_cast<__nv_bfloat16*>(out),
-        gate, total, dim / 8, rows_per_group, group_stride);
+        gate, static_cast<const __nv_bfloat16*>(bias), total, dim / 8, rows_per_group, group_stride);
   } else {
     const std::int64_t total = rows * dim / 2;
     gated_residual_pairs_kernel<<<grid(total), kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat162*>(x), static_cast<const __nv_bfloat162*>(y),
-        static_cast<__nv_bfloat162*>(out), reinterpret_cast<const float2*>(gate), total, dim / 2, rows_per_group,
-        group_stride / 2);
+        static_cast<__nv_bfloat162*>(out), reinterpret_cast<const float2*>(gate),
+        static_cast<const __nv_bfloat162*>(bias), total, dim / 2, rows_per_group, group_stride / 2);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // --- RMSNorm (+ RoPE) -------------------------------------------------------------------------
 // rms_norm: (x * rstd) rounded to bf16, then times the weight, rounded again; the rotation of
-// (a, b) by (cos, sin) in fp32 and rounded once.
+// (a, b) by (cos, sin) in fp32 and rounded once. A deferred projection bias is added to x first
+// and rounded, as the GEMM's epilogue would have.
 
 __global__ void __launch_bounds__(kRowThreads)
     rms_norm_rope_v8_kernel(const __nv_bfloat16* __restrict__ x, std::int64_t x_row_stride,
                             __nv_bfloat16* __restrict__ out, const __nv_bfloat16* __restrict__ weight,
-                            const float* __restrict__ freqs, std::int64_t dim, std::int64_t tokens,
-                            std::int64_t head_dim, float eps) {
+                            const __nv_bfloat16* __restrict__ bias, const float* __restrict__ freqs,
+                            std::int64_t dim, std::int64_t tokens, std::int64_t head_dim, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const std::int64_t vectors = dim / 8;
   float v[kMaxVectors][8];
-  const float sum = load_row(x + r * x_row_stride, vectors, v, [](float a) { return a * a; });
+  float sum = load_row(x + r * x_row_stride, vectors, v, [](float a) { return a * a; });
+  if (bias != nullptr) sum = add_bias_row(bias, vectors, v);
   const float rstd = rsqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
   // freqs [tokens, head_dim / 2] complex64 = (cos, sin) float pairs: head_dim floats per token.
   const float* f = freqs == nullptr ? nullptr : freqs + (r % tokens) * head_dim;
@@ -309,23 +352,32 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
+__device__ __forceinline__ float2 load_pair(const __nv_bfloat162* x, const __nv_bfloat162* bias, std::int64_t p) {
+  float2 v = __bfloat1622float2(x[p]);
+  if (bias != nullptr) {
+    const float2 d = __bfloat1622float2(bias[p]);
+    v = make_float2(round_bf16(v.x + d.x), round_bf16(v.y + d.y));
+  }
+  return v;
+}
+
 __global__ void rms_norm_rope_pairs_kernel(const __nv_bfloat162* __restrict__ x, std::int64_t x_row_stride2,
                                            __nv_bfloat162* __restrict__ out, const __nv_bfloat162* __restrict__ weight,
-                                           const float2* __restrict__ freqs, std::int64_t pairs, std::int64_t tokens,
-                                           std::int64_t head_pairs, float eps) {
+                                           const __nv_bfloat162* __restrict__ bias, const float2* __restrict__ freqs,
+                                           std::int64_t pairs, std::int64_t tokens, std::int64_t head_pairs, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const __nv_bfloat162* xr = x + r * x_row_stride2;
   float sum = 0.0F;
   for (std::int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
-    const float2 v = __bfloat1622float2(xr[p]);
+    const float2 v = load_pair(xr, bias, p);
     sum += v.x * v.x + v.y * v.y;
   }
   const float rstd = rsqrtf(block_sum(sum, scratch) / static_cast<float>(2 * pairs) + eps);
   const float2* f = freqs == nullptr ? nullptr : freqs + (r % tokens) * head_pairs;
   __nv_bfloat162* o = out + r * pairs;
   for (std::int64_t p = threadIdx.x; p < pairs; p += blockDim.x) {
-    const float2 v = __bfloat1622float2(xr[p]);
+    const float2 v = load_pair(xr, bias, p);
     const float2 w = __bfloat1622float2(weight[p]);
     float a = round_bf16(round_bf16(v.x * rstd) * w.x);
     float b = round_bf16(round_bf16(v.y * rstd) * w.y);
@@ -341,27 +393,103 @@ __global__ void rms_norm_rope_pairs_kernel(const __nv_bfloat162* __restrict__ x,
 }
 
 void launch_rms_norm_rope(const void* x, std::int64_t x_row_stride, void* out, const void* weight,
-                          const float* freqs, std::int64_t rows, std::int64_t dim, std::int64_t tokens,
-                          std::int64_t head_dim, float eps) {
+                          const void* bias, const float* freqs, std::int64_t rows, std::int64_t dim,
+                          std::int64_t tokens, std::int64_t head_dim, float eps) {
   if (rows == 0) return;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto grid = static_cast<unsigned>(rows);
   if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && x_row_stride % 8 == 0 && head_dim % 8 == 0 &&
-      aligned16(x) && aligned16(out) && aligned16(weight) && (freqs == nullptr || aligned16(freqs))) {
+      aligned16(x) && aligned16(out) && aligned16(weight) && (bias == nullptr || aligned16(bias)) &&
+      (freqs == nullptr || aligned16(freqs))) {
     rms_norm_rope_v8_kernel<<<grid, kRowThreads, 0, stream>>>(
         static_cast<const __nv_bfloat16*>(x), x_row_stride, static_cast<__nv_bfloat16*>(out),
-        static_cast<const __nv_bfloat16*>(weight), freqs, dim, tokens, head_dim, eps);
+        static_cast<const __nv_bfloat16*>(weight), static_cast<const __nv_bfloat16*>(bias), freqs, dim, tokens,
+        head_dim, eps);
   } else {
     rms_norm_rope_pairs_kernel<<<grid, kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat162*>(x), x_row_stride / 2, static_cast<__nv_bfloat162*>(out),
-        static_cast<const __nv_bfloat162*>(weight), reinterpret_cast<const float2*>(freqs), dim / 2, tokens,
-        head_dim / 2, eps);
+        static_cast<const __nv_bfloat162*>(weight), static_cast<const __nv_bfloat162*>(bias),
+        reinterpret_cast<const float2*>(freqs), dim / 2, tokens, head_dim / 2, eps);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// --- channel RMSNorm (+ SiLU): the Wan VAE, channels-last ------------------------------------
+// One warp per row of up to kWarpRowVectors * 32 vectors (1024 channels), kWarpRows rows per
+// block: the VAE's rows (96 to 1024 channels) are too short for a block each.
+
+constexpr int kWarpRows = 8;
+constexpr int kWarpRowVectors = 4;
+
+template <bool kSilu>
+__global__ void __launch_bounds__(kWarpRows * 32)
+    channel_rms_norm_kernel(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ out,
+                            const __nv_bfloat16* __restrict__ gamma, const __nv_bfloat16* __restrict__ bias,
+                            std::int64_t rows, std::int64_t dim, float scale) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpRows + (threadIdx.x >> 5);
+  if (r >= rows) return;  // whole warps leave together: no shuffle below misses a lane
+  const std::int64_t vectors = dim / 8;
+  const __nv_bfloat16* xr = x + r * dim;
+  float v[kWarpRowVectors][8];
+  float sum = 0.0F;
+#pragma unroll
+  for (int i = 0; i < kWarpRowVectors; ++i) {
+    const std::int64_t c = lane + i * 32;
+    if (c < vectors) {
+      load8(xr + c * 8, v[i]);
+      if (bias != nullptr) {
+        float d[8];
+        load8(bias + c * 8, d);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] = round_bf16(v[i][j] + d[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[i][j] * v[i][j];
+    }
+  }
+  const float f = round_bf16(scale / fmaxf(sqrtf(warp_sum(sum)), 1e-12F));
+#pragma unroll
+  for (int i = 0; i < kWarpRowVectors; ++i) {
+    const std::int64_t c = lane + i * 32;
+    if (c < vectors) {
+      float g[8];
+      load8(gamma + c * 8, g);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        float y = round_bf16(round_bf16(v[i][j] * f) * g[j]);
+        if constexpr (kSilu) y = y / (1.0F + expf(-y));
+        v[i][j] = y;
+      }
+      store8(out + r * dim + c * 8, v[i]);
+    }
+  }
+}
+
+bool launch_channel_rms_norm(const void* x, void* out, const void* gamma, const void* bias, std::int64_t rows,
+                             std::int64_t dim, float scale, bool silu) {
+  if (dim % 8 != 0 || dim > 8 * 32 * kWarpRowVectors || !aligned16(x) || !aligned16(out) || !aligned16(gamma) ||
+      (bias != nullptr && !aligned16(bias))) {
+    return false;
+  }
+  if (rows == 0) return true;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const auto grid = static_cast<unsigned>((rows + kWarpRows - 1) / kWarpRows);
+  const auto* xb = static_cast<const __nv_bfloat16*>(x);
+  auto* ob = static_cast<__nv_bfloat16*>(out);
+  const auto* gb = static_cast<const __nv_bfloat16*>(gamma);
+  const auto* bb = static_cast<const __nv_bfloat16*>(bias);
+  if (silu) {
+    channel_rms_norm_kernel<true><<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
+  } else {
+    channel_rms_norm_kernel<false><<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm, &launch_gated_residual,
-                           &launch_rms_norm_rope};
+                           &launch_rms_norm_rope, &launch_channel_rms_norm};
 
 }  // namespace
 

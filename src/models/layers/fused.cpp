@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <optional>
+#include <stdexcept>
 
 #include "omnidp/models/layers/cuda_kernels.hpp"
 
@@ -130,18 +131,25 @@ torch::Tensor modulated_layer_norm(const torch::Tensor& x, const torch::Tensor& 
 }
 
 torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y, const torch::Tensor& gate,
-                             torch::ScalarType dtype) {
+                             torch::ScalarType dtype, const torch::Tensor& bias) {
   const auto* k = kernels_for(x);
-  const auto gs = group_stride(gate);
+  const auto gs = gate.defined() ? group_stride(gate) : std::optional<std::int64_t>(0);
+  const bool gate_ok = !gate.defined() || (gs && gate.size(0) == x.size(0) && gate.size(1) == x.size(1) &&
+                                           gate.size(3) == x.size(3));
+  const bool bias_ok = !bias.defined() || (bias.scalar_type() == torch::kBFloat16 && bias.is_contiguous() &&
+                                           bias.numel() == x.size(-1) && bias.device() == x.device());
   if (k != nullptr && dtype == torch::kBFloat16 && y.scalar_type() == torch::kBFloat16 && x.dim() == 4 &&
-      x.sizes() == y.sizes() && x.is_contiguous() && y.is_contiguous() && x.size(-1) % 2 == 0 && gs &&
-      gate.size(0) == x.size(0) && gate.size(1) == x.size(1) && gate.size(3) == x.size(3)) {
+      x.sizes() == y.sizes() && x.is_contiguous() && y.is_contiguous() && x.size(-1) % 2 == 0 && gate_ok &&
+      bias_ok) {
     auto out = torch::empty_like(x);
-    k->gated_residual(x.data_ptr(), y.data_ptr(), out.data_ptr(), gate.data_ptr<float>(),
-                      x.numel() / x.size(-1), x.size(-1), x.size(2), *gs);
+    k->gated_residual(x.data_ptr(), y.data_ptr(), out.data_ptr(), gate.defined() ? gate.data_ptr<float>() : nullptr,
+                      bias.defined() ? bias.data_ptr() : nullptr, x.numel() / x.size(-1), x.size(-1), x.size(2),
+                      *gs);
     return out;
   }
-  return addcmul_as(x, y, gate, dtype);
+  const auto y_biased = bias.defined() ? y + bias : y;
+  if (!gate.defined()) return (x.to(dtype) + y_biased.to(dtype)).to(dtype);
+  return addcmul_as(x, y_biased, gate, dtype);
 }
 
 torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs) {
@@ -159,25 +167,63 @@ torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs) {
 }
 
 torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight, double eps,
-                            const torch::Tensor& freqs, std::int64_t head_dim) {
+                            const torch::Tensor& freqs, std::int64_t head_dim, const torch::Tensor& bias) {
   const auto* k = kernels_for(x);
   const std::int64_t dim = x.size(-1);
   const bool freqs_ok = !freqs.defined() ||
                         (freqs.scalar_type() == torch::kComplexFloat && freqs.is_contiguous() &&
                          freqs.dim() == 3 && freqs.size(0) == x.size(1) && freqs.size(2) * 2 == head_dim);
+  const bool bias_ok = !bias.defined() || (bias.scalar_type() == torch::kBFloat16 && bias.is_contiguous() &&
+                                           bias.numel() == dim && bias.device() == x.device());
   if (k != nullptr && x.dim() == 3 && x.stride(2) == 1 && (x.size(0) == 1 || x.stride(0) == x.size(1) * x.stride(1)) &&
       x.stride(1) % 2 == 0 && dim % 2 == 0 && head_dim % 2 == 0 && dim % head_dim == 0 && weight.defined() &&
       weight.scalar_type() == torch::kBFloat16 && weight.is_contiguous() && weight.numel() == dim && freqs_ok &&
-      reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 4 == 0) {
+      bias_ok && reinterpret_cast<std::uintptr_t>(x.data_ptr()) % 4 == 0) {
     auto out = torch::empty({x.size(0), x.size(1), dim}, x.options());
     const float* f = freqs.defined() ? torch::view_as_real(freqs).data_ptr<float>() : nullptr;
-    k->rms_norm_rope(x.data_ptr(), x.stride(1), out.data_ptr(), weight.data_ptr(), f, x.size(0) * x.size(1), dim,
-                     x.size(1), head_dim, static_cast<float>(eps));
+    k->rms_norm_rope(x.data_ptr(), x.stride(1), out.data_ptr(), weight.data_ptr(),
+                     bias.defined() ? bias.data_ptr() : nullptr, f, x.size(0) * x.size(1), dim, x.size(1), head_dim,
+                     static_cast<float>(eps));
     return out;
   }
-  const auto normed = rms_norm(x, weight, eps);
+  const auto normed = rms_norm(bias.defined() ? x + bias : x, weight, eps);
   if (!freqs.defined()) return normed.contiguous();
   return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
+}
+
+torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma, double scale, bool silu,
+                               const torch::Tensor& bias) {
+  if (x.dim() < 2) throw std::invalid_argument("channel_rms_norm: x must be [B, C, ...]");
+  const std::int64_t channels = x.size(1);
+  const auto* k = kernels_for(x);
+  const bool channels_last = (x.dim() == 5 && x.is_contiguous(torch::MemoryFormat::ChannelsLast3d)) ||
+                             (x.dim() == 4 && x.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  const auto row_ok = [&](const torch::Tensor& t) {
+    return t.scalar_type() == torch::kBFloat16 && t.is_contiguous() && t.numel() == channels &&
+           t.device() == x.device();
+  };
+  if (k != nullptr && channels_last && row_ok(gamma) && (!bias.defined() || row_ok(bias))) {
+    auto out = torch::empty_like(x);  // keeps the channels-last layout: rows of C channels
+    if (k->channel_rms_norm(x.data_ptr(), out.data_ptr(), gamma.data_ptr(),
+                            bias.defined() ? bias.data_ptr() : nullptr, x.numel() / channels, channels,
+                            static_cast<float>(scale), silu)) {
+      return out;
+    }
+  }
+  namespace F = torch::nn::functional;
+  std::vector<std::int64_t> bias_shape(static_cast<std::size_t>(x.dim()), 1);
+  bias_shape.at(1) = channels;
+  const auto xb = bias.defined() ? x + bias.view(bias_shape) : x;
+  torch::Tensor out;
+  if (xb.scalar_type() == torch::kFloat32 || xb.scalar_type() == torch::kFloat64) {
+    out = F::normalize(xb, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale * gamma;
+  } else {
+    // bf16/fp16: the norm accumulates in float32 and scale/norm is rounded once.
+    const auto norm = torch::linalg_vector_norm(xb, 2, std::vector<std::int64_t>{1}, true, torch::kFloat32);
+    out = xb * (scale / norm.clamp_min(1e-12)).to(xb.scalar_type()) * gamma;
+  }
+  if (silu) torch::silu_(out);
+  return out;
 }
 
 }  // namespace omnidp::models

@@ -216,19 +216,18 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch
 }
 
 torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
-  return attend_q(to_q->forward(x), kv.first, kv.second, {});
+  return to_out[0]->as<Linear>()->forward(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
 }
 
-torch::Tensor WanAttentionImpl::attend_q(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v,
-                                         const torch::Tensor& rope_freqs) {
+torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
+                                          const torch::Tensor& v, const torch::Tensor& rope_freqs) {
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
-  q = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  const auto out = omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                               v.transpose(1, 2))
-                       .transpose(1, 2)
-                       .flatten(2, 3);
-  return to_out[0]->as<Linear>()->forward(out);
+  const auto qn = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim, q_bias)
+                      .unflatten(2, {heads_, -1});
+  return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+      .transpose(1, 2)
+      .flatten(2, 3);
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -247,7 +246,38 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
   }
   const std::int64_t head_dim = k.size(2) / heads_;
   k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return attend_q(q, k, v.unflatten(2, {heads_, -1}), rope_freqs);
+  return to_out[0]->as<Linear>()->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs));
+}
+
+bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use_fused(); }
+
+torch::Tensor WanAttentionImpl::folded_out_bias() {
+  if (cross_) throw ModelError("folded_out_bias: not a self-attention");
+  torch::NoGradGuard no_grad;
+  const auto& out = to_out[0]->as<Linear>();
+  const auto f32 = torch::kFloat32;
+  return (out->bias.to(f32) + torch::mv(out->weight.to(f32), to_v->bias.to(f32))).to(out->bias.scalar_type());
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const torch::Tensor& x,
+                                                                           const torch::Tensor& rope_freqs,
+                                                                           const torch::Tensor& out_bias) {
+  if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs), {}};
+  const auto qkv = linear_bias(x, fused_weight_, {}).chunk(3, -1);
+  const auto bias = fused_bias_.chunk(3, 0);
+  const std::int64_t head_dim = qkv[1].size(2) / heads_;
+  const auto k = rms_norm_rope(qkv[1], norm_k->weight, norm_k->eps(), rope_freqs, head_dim, bias[1])
+                     .unflatten(2, {heads_, -1});
+  const auto o = attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs);
+  return {linear_bias(o, to_out[0]->as<Linear>()->weight, {}), out_bias};
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
+    const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
+  if (!defers_biases() || !cross_) return {attend(x, kv), {}};
+  const auto o = attention(linear_bias(x, to_q->weight, {}), to_q->bias, kv.first, kv.second, {});
+  const auto& out = to_out[0]->as<Linear>();
+  return {linear_bias(o, out->weight, {}), out->bias};
 }
 
 WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim) {
@@ -262,6 +292,12 @@ WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim)
 
 torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
   return proj_out_->forward(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias));
+}
+
+std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
+  if (!fused_elementwise()) return {forward(x), {}};
+  return {linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias), proj_out_->weight, {}),
+          proj_out_->bias};
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
@@ -280,11 +316,17 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                                const torch::Tensor& temb_proj,
                                                const torch::Tensor& rope_freqs) {
-  return forward(x, attn2->context_kv(context), temb_proj, rope_freqs);
+  return forward(x, prepare(context), temb_proj, rope_freqs);
 }
 
-torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
-                                               const std::pair<torch::Tensor, torch::Tensor>& context_kv,
+WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context) {
+  WanPreparedBlock prepared;
+  prepared.context_kv = attn2->context_kv(context);
+  if (attn1->defers_biases()) prepared.self_out_bias = attn1->folded_out_bias();
+  return prepared;
+}
+
+torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
                                                const torch::Tensor& temb_proj,
                                                const torch::Tensor& rope_freqs) {
   // Modulation [1, 1, 6, D] + [B, G, 6, D] -> six [B, G, 1, D], broadcast over the N/G tokens
@@ -301,27 +343,28 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   const auto dtype = x.scalar_type();
   const auto grouped = [&](const torch::Tensor& t) { return t.view({batch, groups, -1, dim_}); };
   const auto flat = [&](const torch::Tensor& t) { return t.view({batch, -1, dim_}); };
+  // Where the projections' biases are deferred (WanAttention::defers_biases), each residual
+  // below adds the bias of the output projection it receives.
+  if (attn1->defers_biases() && !prepared.self_out_bias.defined()) {
+    throw ModelError("the prepared block has no folded self-attention bias (prepared before fuse_projections?)");
+  }
 
   // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
   const auto xg = grouped(x);
   auto norm_x = modulated_layer_norm(xg, shift_msa, scale_msa, eps_, dtype);
-  const auto attn = attn1->forward(flat(norm_x), {}, rope_freqs);
-  auto h = gated_residual(xg, grouped(attn), gate_msa, dtype);
+  const auto [attn, attn_bias] = attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias);
+  auto h = gated_residual(xg, grouped(attn), gate_msa, dtype, attn_bias);
 
-  // 2. Cross-attention (norm2 keeps float32 weights).
-  auto hf = flat(h);
-  if (norm2) {
-    norm_x = fp32_affine_layer_norm(hf, norm2->weight, norm2->bias, eps_);
-  } else {
-    norm_x = hf;
-  }
-  hf = hf + attn2->attend(norm_x, context_kv);
+  // 2. Cross-attention (norm2 keeps float32 weights), plain residual.
+  const auto hf = flat(h);
+  norm_x = norm2 ? fp32_affine_layer_norm(hf, norm2->weight, norm2->bias, eps_) : hf;
+  const auto [cross, cross_bias] = attn2->attend_deferred(norm_x, prepared.context_kv);
+  h = gated_residual(h, grouped(cross), {}, dtype, cross_bias);
 
   // 3. Feed-forward with c_shift/c_scale, residual with c_gate.
-  const auto hg = grouped(hf);
-  norm_x = modulated_layer_norm(hg, c_shift, c_scale, eps_, dtype);
-  const auto ff = ffn->forward(flat(norm_x));
-  return flat(gated_residual(hg, grouped(ff), c_gate, dtype));
+  norm_x = modulated_layer_norm(h, c_shift, c_scale, eps_, dtype);
+  const auto [ff, ff_bias] = ffn->forward_deferred(flat(norm_x));
+  return flat(gated_residual(h, grouped(ff), c_gate, dtype, ff_bias));
 }
 
 WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
@@ -417,9 +460,7 @@ WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tenso
   prepared.batch = context.size(0);
   prepared.dtype = context.scalar_type();
   const auto ctx = condition_embedder->text_embedder->forward(context);
-  for (const auto& block : *blocks) {
-    prepared.blocks.push_back(block->as<WanTransformerBlock>()->attn2->context_kv(ctx));
-  }
+  for (const auto& block : *blocks) prepared.blocks.push_back(block->as<WanTransformerBlock>()->prepare(ctx));
   return prepared;
 }
 

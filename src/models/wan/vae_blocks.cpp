@@ -5,6 +5,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models::wan {
 
@@ -23,12 +24,6 @@ torch::Tensor conv_per_frame(const torch::Tensor& x, const torch::nn::Conv2d& co
                              std::int64_t stride, std::int64_t padding) {
   return torch::conv3d(x, conv->weight.unsqueeze(2), conv->bias, {1, stride, stride},
                        {0, padding, padding});
-}
-
-// SiLU in place on a fresh tensor (a tensor is a handle: the caller's is updated too).
-torch::Tensor silu_inplace(torch::Tensor x) {
-  torch::silu_(x);
-  return x;
 }
 
 }  // namespace
@@ -114,14 +109,11 @@ WanRMSNormImpl::WanRMSNormImpl(std::int64_t dim, bool images)
 }
 
 torch::Tensor WanRMSNormImpl::forward(const torch::Tensor& x) {
-  namespace F = torch::nn::functional;
-  if (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kFloat64) {
-    return F::normalize(x, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale_ * gamma;
-  }
-  // bf16/fp16: the norm accumulates in float32 and sqrt(dim)/norm is rounded once.
-  const auto norm = torch::linalg_vector_norm(x, 2, std::vector<std::int64_t>{1}, true,
-                                              torch::kFloat32);
-  return x * (scale_ / norm.clamp_min(1e-12)).to(x.scalar_type()) * gamma;
+  return channel_rms_norm(x, gamma, scale_, false);
+}
+
+torch::Tensor WanRMSNormImpl::forward_silu(const torch::Tensor& x, const torch::Tensor& bias) {
+  return channel_rms_norm(x, gamma, scale_, true, bias);
 }
 
 WanCausalConv3dImpl::WanCausalConv3dImpl(std::int64_t in, std::int64_t out,
@@ -135,7 +127,7 @@ WanCausalConv3dImpl::WanCausalConv3dImpl(std::int64_t in, std::int64_t out,
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
 }
 
-torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor* slot) {
+torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor* slot, bool with_bias) {
   const std::int64_t pad_t = 2 * padding_[0];
   torch::Tensor input = x;
   if (pad_t > 0) {
@@ -153,7 +145,7 @@ torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor
       input = torch::constant_pad_nd(input, {0, 0, 0, 0, pad_t - cached, 0});
     }
   }
-  return torch::conv3d(input, weight, bias, {stride_[0], stride_[1], stride_[2]},
+  return torch::conv3d(input, weight, with_bias ? bias : torch::Tensor(), {stride_[0], stride_[1], stride_[2]},
                        {0, padding_[1], padding_[2]});
 }
 
@@ -259,9 +251,9 @@ WanResidualBlockImpl::WanResidualBlockImpl(std::int64_t in, std::int64_t out) {
 
 torch::Tensor WanResidualBlockImpl::forward(const torch::Tensor& x, CausalCache& cache) {
   const auto shortcut = conv_shortcut ? conv_shortcut->forward(x) : x;
-  auto h = silu_inplace(norm1->forward(x));
-  h = conv1->forward(h, &cache.next_slot());
-  h = silu_inplace(norm2->forward(h));
+  auto h = norm1->forward_silu(x);
+  h = conv1->forward(h, &cache.next_slot(), /*with_bias=*/false);
+  h = norm2->forward_silu(h, conv1->bias);
   h = conv2->forward(h, &cache.next_slot());
   return h.add_(shortcut);
 }
@@ -401,7 +393,7 @@ torch::Tensor WanEncoder3dImpl::forward(const torch::Tensor& x, CausalCache& cac
     h = down_blocks->ptr<WanResidualDownBlockImpl>(i)->forward(h, cache);
   }
   h = mid_block->forward(h, cache);
-  h = silu_inplace(norm_out->forward(h));
+  h = norm_out->forward_silu(h);
   return conv_out->forward(h, &cache.next_slot());
 }
 
@@ -434,7 +426,7 @@ torch::Tensor WanDecoder3dImpl::forward(const torch::Tensor& x, CausalCache& cac
   for (std::size_t i = 0; i < up_blocks->size(); ++i) {
     h = up_blocks->ptr<WanResidualUpBlockImpl>(i)->forward(h, cache);
   }
-  h = silu_inplace(norm_out->forward(h));
+  h = norm_out->forward_silu(h);
   return conv_out->forward(h, &cache.next_slot());
 }
 

@@ -120,6 +120,22 @@ TEST(GatedResidual, IsXPlusYTimesGatePerGroup) {
   EXPECT_LT(max_diff(gated_residual(x, y, gate, torch::kFloat32), x + y * gate), 1e-6);
 }
 
+TEST(GatedResidual, AddsADeferredBiasAndTakesAMissingGateAsOne) {
+  torch::manual_seed(16);
+  const auto x = torch::randn({2, 3, 4, 8});
+  const auto y = torch::randn({2, 3, 4, 8});
+  const auto b = torch::randn({8});
+  const auto gate = modulation(2, 3, 8).select(2, 2);
+  EXPECT_LT(max_diff(gated_residual(x, y, gate, torch::kFloat32, b), x + (y + b) * gate), 1e-6);
+  EXPECT_LT(max_diff(gated_residual(x, y, torch::Tensor(), torch::kFloat32, b), x + y + b), 1e-6);
+  EXPECT_LT(max_diff(gated_residual(x, y, torch::Tensor(), torch::kFloat32), x + y), 1e-6);
+  // bf16: y + bias is rounded before the residual, as a GEMM's bias epilogue rounds.
+  const auto bf = torch::kBFloat16;
+  const auto yb = (y.to(bf) + b.to(bf)).to(torch::kFloat32);
+  const auto expect = (x.to(bf).to(torch::kFloat32) + yb * gate).to(bf);
+  EXPECT_TRUE(torch::equal(gated_residual(x.to(bf), y.to(bf), gate, bf, b.to(bf)), expect));
+}
+
 TEST(RotatePairs, IsTheComplexRotationOnBothPaths) {
   const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
   const auto freqs = torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
@@ -146,6 +162,48 @@ TEST(RmsNormRope, OnAColumnSliceEqualsNormThenRotatePerHead) {
   EXPECT_LT(max_diff(rms_norm_rope(k, w, 1e-6, torch::Tensor(), head_dim), normed), 1e-5);
 }
 
+TEST(RmsNormRope, AddsADeferredBiasBeforeTheNorm) {
+  torch::manual_seed(17);
+  const std::int64_t tokens = 5, head_dim = 8, dim = 3 * head_dim;
+  const auto qkv = torch::randn({2, tokens, 3 * dim});
+  const auto q = qkv.narrow(2, 0, dim);
+  const auto w = torch::randn({dim});
+  const auto b = torch::randn({dim});
+  const auto angles = torch::randn({tokens, 1, head_dim / 2});
+  const auto freqs = torch::polar(torch::ones_like(angles), angles);
+  EXPECT_LT(max_diff(rms_norm_rope(q, w, 1e-6, freqs, head_dim, b), rms_norm_rope(q + b, w, 1e-6, freqs, head_dim)),
+            1e-6);
+  EXPECT_LT(max_diff(rms_norm_rope(q, w, 1e-6, torch::Tensor(), head_dim, b), rms_norm(q + b, w, 1e-6)), 1e-6);
+}
+
+// The Wan VAE's RMS_norm: F.normalize over the channels, times sqrt(C) and gamma.
+TEST(ChannelRmsNorm, IsTheWanVaeExpressionWithBiasAndSilu) {
+  torch::manual_seed(18);
+  namespace F = torch::nn::functional;
+  const std::int64_t c = 16;
+  const auto x = torch::randn({2, c, 3, 4, 5});
+  const auto gamma = torch::randn({c, 1, 1, 1});
+  const auto b = torch::randn({c});
+  const double scale = std::sqrt(static_cast<double>(c));
+  const auto xb = x + b.view({1, c, 1, 1, 1});
+  const auto ref = F::normalize(xb, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale * gamma;
+  EXPECT_LT(max_diff(channel_rms_norm(x, gamma, scale, false, b), ref), 1e-5);
+  EXPECT_LT(max_diff(channel_rms_norm(x, gamma, scale, true, b), torch::silu(ref)), 1e-5);
+  EXPECT_LT(max_diff(channel_rms_norm(xb, gamma, scale, true), torch::silu(ref)), 1e-5);
+  // bf16: the norm in float32, scale/norm rounded once, then the bf16 products.
+  const auto bf = torch::kBFloat16;
+  const auto xh = x.to(bf);
+  const auto norm = xh.to(torch::kFloat32).pow(2).sum(1, true).sqrt();
+  const auto expect = torch::silu(xh * (scale / norm).to(bf) * gamma.to(bf));
+  const auto out = channel_rms_norm(xh, gamma.to(bf), scale, true);
+  EXPECT_EQ(out.scalar_type(), bf);
+  EXPECT_LT(max_diff(out, expect), 1.6e-2 * std::max(1.0, expect.abs().max().item<double>()));
+  // Channels-last input: the same values.
+  const auto cl = xh.contiguous(torch::MemoryFormat::ChannelsLast3d);
+  EXPECT_TRUE(torch::equal(channel_rms_norm(cl, gamma.to(bf), scale, true), out));
+  EXPECT_THROW((void)channel_rms_norm(torch::randn({4}), gamma, scale, false), std::invalid_argument);
+}
+
 // The CUDA kernels against the libtorch path (CPU) on the same bf16 inputs, for rows of
 // heads x head_dim elements.
 void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
@@ -169,6 +227,26 @@ void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
     const auto ref = gated_residual(x, y, gate, bf);
     const auto out = gated_residual(x.to(cuda), y.to(cuda), gate.to(cuda), bf).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
+    const auto b = torch::randn({dim}).to(bf);
+    const auto ref_bias = gated_residual(x, y, gate, bf, b);
+    const auto out_bias = gated_residual(x.to(cuda), y.to(cuda), gate.to(cuda), bf, b.to(cuda)).cpu();
+    EXPECT_LE(max_diff(out_bias, ref_bias), tol(ref_bias));
+    const auto ref_add = gated_residual(x, y, torch::Tensor(), bf, b);
+    const auto out_add = gated_residual(x.to(cuda), y.to(cuda), torch::Tensor(), bf, b.to(cuda)).cpu();
+    EXPECT_LE(max_diff(out_add, ref_add), tol(ref_add));
+  }
+  {
+    // The VAE's channels-last rows: dim channels at every position.
+    const auto v = torch::randn({1, dim, 3, 5, 7}).to(bf).contiguous(torch::MemoryFormat::ChannelsLast3d);
+    const auto g = torch::randn({dim, 1, 1, 1}).to(bf);
+    const auto b = torch::randn({dim}).to(bf);
+    const double scale = std::sqrt(static_cast<double>(dim));
+    for (const bool silu : {false, true}) {
+      const auto ref = channel_rms_norm(v, g, scale, silu, b);
+      const auto out = channel_rms_norm(v.to(cuda), g.to(cuda), scale, silu, b.to(cuda));
+      EXPECT_TRUE(out.is_contiguous(torch::MemoryFormat::ChannelsLast3d));
+      EXPECT_LE(max_diff(out.cpu(), ref), tol(ref));
+    }
   }
   {
     const auto w = torch::randn({dim});
@@ -202,11 +280,16 @@ void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
     const auto ref = rms_norm_rope(q, w, 1e-6, freqs, head_dim);
     const auto out = rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
+    const auto b = torch::randn({dim}).to(bf);
+    const auto ref_bias = rms_norm_rope(q, w, 1e-6, freqs, head_dim, b);
+    const auto out_bias = rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim, b.to(cuda)).cpu();
+    EXPECT_LE(max_diff(out_bias, ref_bias), tol(ref_bias));
   }
 }
 
 // GPU builds only: 4 x 64 takes the 16-byte vector kernels, 2 x 10 (rows not a multiple of 8)
-// the bf16-pair kernels.
+// the bf16-pair kernels (and libtorch for the channel norm), 8 x 128 the channel norm's longest
+// rows (1024 channels).
 TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
   if (cuda_kernels() == nullptr || !torch::cuda::is_available()) {
     GTEST_SKIP() << "no fused CUDA kernels in this build or no CUDA device";
@@ -214,6 +297,7 @@ TEST(CudaKernels, AgreeWithTheLibtorchPathInBf16) {
   torch::manual_seed(8);
   expect_kernels_agree(4, 64);
   expect_kernels_agree(2, 10);
+  expect_kernels_agree(8, 128);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -241,7 +242,7 @@ TEST(WanTransformer, APreparedContextGivesTheSameBits) {
   EXPECT_EQ(prepared.batch, 2);
   ASSERT_EQ(prepared.blocks.size(), model->blocks->size());
   const auto& o = model->options();
-  EXPECT_EQ(prepared.blocks[0].first.sizes(),
+  EXPECT_EQ(prepared.blocks[0].context_kv.first.sizes(),
             (std::vector<std::int64_t>{2, 5, o.num_attention_heads, o.attention_head_dim}));
   EXPECT_TRUE(torch::equal(model->forward(x, t, prepared), model->forward(x, t, ctx)));
   try {
@@ -251,6 +252,52 @@ TEST(WanTransformer, APreparedContextGivesTheSameBits) {
     EXPECT_NE(std::string(e.what()).find("prepared text context is for batch 2"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)model->prepare_context(torch::randn({2, 5, 31})), ModelError);
+  // Prepared before fuse_projections: no folded self-attention bias for the deferred path.
+  auto unfused = random_tiny();
+  const auto early = unfused->prepare_context(ctx);
+  unfused->fuse_projections();
+  EXPECT_THROW((void)unfused->forward(x, t, early), ModelError);
+}
+
+// Fused projections defer their biases to the next kernel (WanAttention::defers_biases): the
+// value bias is folded into the output bias, the rest are added where the tensor is read next.
+TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
+  torch::manual_seed(21);
+  torch::NoGradGuard no_grad;
+  const std::int64_t dim = 32, heads = 2, tokens = 6;
+  WanAttention self_attn(dim, heads, 1e-6, false);
+  WanAttention cross_attn(dim, heads, 1e-6, true);
+  for (auto* a : {&self_attn, &cross_attn}) {
+    for (auto& p : (*a)->parameters()) p.copy_(torch::randn_like(p) * 0.3);
+  }
+  const auto x = torch::randn({2, tokens, dim});
+  const auto ctx = torch::randn({2, 4, dim});
+  const auto angles = torch::randn({tokens, 1, dim / heads / 2});
+  const auto freqs = torch::polar(torch::ones_like(angles), angles);
+  const auto self_ref = self_attn->forward(x, {}, freqs);
+  const auto kv = cross_attn->context_kv(ctx);
+  const auto cross_ref = cross_attn->attend(x, kv);
+  EXPECT_FALSE(self_attn->defers_biases());  // not fused yet
+
+  self_attn->fuse_projections();
+  cross_attn->fuse_projections();
+  ASSERT_TRUE(self_attn->defers_biases());
+  const auto& out = self_attn->to_out[0]->as<Linear>();
+  const auto folded = self_attn->folded_out_bias();
+  EXPECT_LT((folded - (out->bias + torch::mv(out->weight, self_attn->to_v->bias))).abs().max().item<double>(), 1e-6);
+  const auto [value, bias] = self_attn->forward_deferred(x, freqs, folded);
+  EXPECT_TRUE(bias.is_same(folded));
+  EXPECT_LT((value + bias - self_ref).abs().max().item<double>(), 1e-5);
+  const auto [cross_value, cross_bias] = cross_attn->attend_deferred(x, cross_attn->context_kv(ctx));
+  EXPECT_TRUE(cross_bias.is_same(cross_attn->to_out[0]->as<Linear>()->bias));
+  EXPECT_LT((cross_value + cross_bias - cross_ref).abs().max().item<double>(), 1e-5);
+  EXPECT_THROW((void)cross_attn->folded_out_bias(), ModelError);
+
+  set_fused_elementwise(false);  // the eager baseline: every bias in its projection
+  const auto [eager, no_bias] = self_attn->forward_deferred(x, freqs, folded);
+  set_fused_elementwise(true);
+  EXPECT_FALSE(no_bias.defined());
+  EXPECT_LT((eager - self_ref).abs().max().item<double>(), 1e-5);
 }
 
 TEST(WanTransformer, PerTokenTimestepsEqualScalarWhenAllEqual) {

@@ -22,18 +22,29 @@ struct CudaKernels {
   // and bias of `dim`, one rounding; x and out bf16 [rows, dim] contiguous.
   void (*affine_layer_norm)(const void* x, void* out, const float* weight, const float* bias,
                             std::int64_t rows, std::int64_t dim, float eps);
-  // out[r, :] = bf16( x[r, :] + y[r, :] * gate[g] ) in fp32; x, y, out bf16 [rows, dim]
-  // contiguous; gate as shift above.
-  void (*gated_residual)(const void* x, const void* y, void* out, const float* gate,
+  // out[r, :] = bf16( x[r, :] + y'[r, :] * gate[g] ) in fp32 with y' = bf16(y + bias) (a
+  // projection's bias deferred from its GEMM); x, y, out bf16 [rows, dim] contiguous; gate as
+  // shift above, null for a gate of 1; bias bf16 [dim] or null.
+  void (*gated_residual)(const void* x, const void* y, void* out, const float* gate, const void* bias,
                          std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
                          std::int64_t group_stride);
   // torch.nn.RMSNorm over each row (fp32 statistics), times the bf16 weight, then (freqs not
   // null) the pairwise rotation of each head: (x[2i] + i x[2i+1]) * freqs[token, i % (head_dim/2)]
   // with freqs complex64 [tokens, head_dim/2]. x: bf16 rows of `dim` at x + r * x_row_stride
-  // (a q/k slice of a fused projection); out: bf16 [rows, dim] contiguous. token = r % tokens.
+  // (a q/k slice of a fused projection), first rounded as bf16(x + bias) where bias (bf16 [dim],
+  // a projection's deferred bias) is not null; out: bf16 [rows, dim] contiguous.
+  // token = r % tokens.
   void (*rms_norm_rope)(const void* x, std::int64_t x_row_stride, void* out, const void* weight,
-                        const float* freqs, std::int64_t rows, std::int64_t dim,
+                        const void* bias, const float* freqs, std::int64_t rows, std::int64_t dim,
                         std::int64_t tokens, std::int64_t head_dim, float eps);
+  // The Wan VAE's RMS_norm over the channels of a channels-last tensor, one row of `dim`
+  // channels per position: x' = bf16(x + bias) (bias bf16 [dim] or null: a convolution's
+  // deferred bias), f = bf16(scale / max(||x'||_2, 1e-12)) with the norm in fp32,
+  // out = bf16(bf16(x' * f) * gamma), then (silu) bf16(SiLU(out)). x, out bf16 [rows, dim]
+  // contiguous; gamma bf16 [dim]. Returns false (nothing launched) for rows it does not take:
+  // dim not a multiple of 8 or over 1024, or pointers not 16-byte aligned.
+  bool (*channel_rms_norm)(const void* x, void* out, const void* gamma, const void* bias,
+                           std::int64_t rows, std::int64_t dim, float scale, bool silu);
 };
 
 // The kernels of this build, or null (no CUDA compiler or no CUDA libtorch at build time).

@@ -57,21 +57,34 @@ void set_fused_elementwise(bool on) noexcept;
                                                  const torch::Tensor& scale1p, double eps,
                                                  torch::ScalarType dtype);
 
-// The gated residual addcmul_as(x, y, gate, dtype), x and y [B, G, n, D], gate [B, G, 1, D]
-// float32; one fused CUDA kernel for bf16 where available.
+// The gated residual addcmul_as(x, y', gate, dtype), x and y [B, G, n, D], gate [B, G, 1, D]
+// float32 (undefined: a gate of 1, a plain residual add), y' = y + bias rounded to y's dtype
+// (bias [D] in y's dtype, undefined: none): a projection's bias deferred from its GEMM, added
+// as the GEMM's epilogue would. One fused CUDA kernel for bf16 where available.
 [[nodiscard]] torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y,
-                                           const torch::Tensor& gate, torch::ScalarType dtype);
+                                           const torch::Tensor& gate, torch::ScalarType dtype,
+                                           const torch::Tensor& bias = {});
 
 // Rotates x [..., H, D] pairwise: (x[2i] + i x[2i+1]) * freqs[..., i], freqs complex64
 // broadcastable to [..., H, D/2] (cos + i sin); computed in float32, returned in x's dtype.
 [[nodiscard]] torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs);
 
-// rms_norm(x, weight, eps) over the whole last dimension of x [B, L, D], then (freqs defined)
-// rotate_pairs per head of head_dim with freqs complex64 [L, 1, head_dim/2]. Returns
-// [B, L, D] contiguous. x may be a column slice of a fused projection. One fused CUDA kernel
-// for bf16 where available.
+// rms_norm(x', weight, eps) over the whole last dimension of x' [B, L, D], then (freqs defined)
+// rotate_pairs per head of head_dim with freqs complex64 [L, 1, head_dim/2]; x' = x + bias
+// rounded to x's dtype (bias [D] in x's dtype, undefined: x' = x; a projection's deferred bias).
+// Returns [B, L, D] contiguous. x may be a column slice of a fused projection. One fused CUDA
+// kernel for bf16 where available.
 [[nodiscard]] torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
                                           double eps, const torch::Tensor& freqs,
-                                          std::int64_t head_dim);
+                                          std::int64_t head_dim, const torch::Tensor& bias = {});
+
+// The Wan VAE's RMS_norm over the channels (dim 1) of x [B, C, ...]:
+// x' * (scale / max(||x'||_2, 1e-12)) * gamma (gamma [C, 1, ...]), then SiLU where `silu`;
+// x' = x + bias over dim 1 (bias [C], undefined: x' = x; a convolution's deferred bias). bf16
+// and fp16 accumulate the norm in float32 and round scale/norm once; float32 is
+// F.normalize's expression. One fused CUDA kernel for channels-last bf16 x (the VAE's layout
+// on CUDA) with up to 1024 channels; elsewhere libtorch.
+[[nodiscard]] torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma, double scale,
+                                             bool silu, const torch::Tensor& bias = {});
 
 }  // namespace omnidp::models

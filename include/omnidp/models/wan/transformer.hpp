@@ -96,6 +96,12 @@ class RMSNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RMSNorm);
 
+// One block's request-invariant tensors (WanTransformerBlock::prepare), reused at every step.
+struct WanPreparedBlock {
+  std::pair<torch::Tensor, torch::Tensor> context_kv;  // attn2's keys (after norm_k) and values
+  torch::Tensor self_out_bias;  // attn1->folded_out_bias() where attn1 defers its biases
+};
+
 // WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
 // on q and k (norm_q/norm_k), optional rotary embedding (self-attention).
 class WanAttentionImpl : public torch::nn::Module {
@@ -110,6 +116,27 @@ class WanAttentionImpl : public torch::nn::Module {
   // attend(x, context_kv(context)) with the same operations.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> context_kv(const torch::Tensor& context);
   [[nodiscard]] torch::Tensor attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
+
+  // Deferred biases (the blocks' hot path; defers_biases()): the projections run as plain
+  // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k
+  // biases into their RMSNorm, the output bias into the caller's residual. The value bias is
+  // folded into the output bias (attention rows sum to one: attn(V + b) = attn(V) + b), so
+  // self-attention's output bias is to_out.bias + to_out.weight @ to_v.bias, computed once per
+  // request by folded_out_bias(). Results equal forward()'s up to rounding.
+  // The projections are fused and fused_elementwise() is on (never in the eager baseline).
+  [[nodiscard]] bool defers_biases() const;
+  // Self-attention: to_out.bias + to_out.weight @ to_v.bias (float32 math, the weights' dtype).
+  [[nodiscard]] torch::Tensor folded_out_bias();
+  // Self-attention of x (as forward(x, {}, rope_freqs)) without its output bias, which is
+  // `out_bias` (folded_out_bias()) and returned beside it for the residual to add. Without
+  // defers_biases(): {forward(x, {}, rope_freqs), undefined}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x,
+                                                                         const torch::Tensor& rope_freqs,
+                                                                         const torch::Tensor& out_bias);
+  // Cross-attention (as attend()) without its output bias: {value, to_out.bias}; without
+  // defers_biases(): {attend(x, kv), undefined}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
+      const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
   // Concatenates the q/k/v (self) or k/v (cross) weights into one matrix so that one GEMM
   // computes them; the named parameters become views into it (the state dict is unchanged).
   // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
@@ -125,9 +152,10 @@ class WanAttentionImpl : public torch::nn::Module {
  private:
   // The fused projection applies (a later .to() replaces the parameters' storage).
   [[nodiscard]] bool use_fused() const;
-  // Attention of q [B, L, dim] (projected, not yet normalised) to k, v [B, Lc, H, Dh].
-  [[nodiscard]] torch::Tensor attend_q(torch::Tensor q, const torch::Tensor& k, const torch::Tensor& v,
-                                       const torch::Tensor& rope_freqs);
+  // Attention of q [B, L, dim] (projected without q_bias, not yet normalised) to k, v
+  // [B, Lc, H, Dh], before the output projection: [B, L, dim].
+  [[nodiscard]] torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
+                                        const torch::Tensor& v, const torch::Tensor& rope_freqs);
 
   std::int64_t heads_;
   bool cross_;
@@ -141,6 +169,9 @@ class WanFeedForwardImpl : public torch::nn::Module {
  public:
   WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  // forward(x) as {value without net.2's bias, that bias} for the residual to add, where
+  // fused_elementwise() is on; else {forward(x), undefined}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x);
   torch::nn::ModuleList net{nullptr};
 
  private:
@@ -158,10 +189,12 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
                                       const torch::Tensor& temb_proj,
                                       const torch::Tensor& rope_freqs);
-  // The same with the cross-attention's keys and values given (attn2->context_kv(context)).
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x,
-                                      const std::pair<torch::Tensor, torch::Tensor>& context_kv,
+  // The same with the block's request-invariant part prepared (prepare(context)).
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
                                       const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs);
+  // The cross-attention's keys and values of context [B, L, dim], and the folded
+  // self-attention output bias where attn1 defers its biases.
+  [[nodiscard]] WanPreparedBlock prepare(const torch::Tensor& context);
 
   WanAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
@@ -212,14 +245,14 @@ TORCH_MODULE(WanConditionEmbedder);
 [[nodiscard]] torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps,
                                                      std::int64_t dim);
 
-// The part of a forward that depends on the text context alone: every block's cross-attention
-// keys and values of the text-embedded context. A pipeline prepares it once per request and
-// reuses it at every denoising step (the context does not change), saving the text embedding
-// and the k/v projections of 512 tokens in all 30 blocks per step.
+// The part of a forward that does not change within a request: every block's cross-attention
+// keys and values of the text-embedded context, and its folded self-attention output bias. A
+// pipeline prepares it once per request and reuses it at every denoising step, saving the text
+// embedding and the k/v projections of 512 tokens in all 30 blocks per step.
 struct WanPreparedContext {
   std::int64_t batch = 0;
   torch::ScalarType dtype = torch::kFloat32;  // the context's: the time embedding is cast to it
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> blocks;  // (keys, values) per block
+  std::vector<WanPreparedBlock> blocks;
 };
 
 class WanTransformer3DModelImpl : public torch::nn::Module {

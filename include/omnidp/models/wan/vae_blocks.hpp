@@ -71,6 +71,9 @@ class WanRMSNormImpl : public torch::nn::Module {
  public:
   WanRMSNormImpl(std::int64_t dim, bool images);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  // SiLU(forward(x + bias)) with bias [C] over the channels (undefined: none; the deferred bias
+  // of the convolution that produced x): one kernel on CUDA (layers::channel_rms_norm).
+  [[nodiscard]] torch::Tensor forward_silu(const torch::Tensor& x, const torch::Tensor& bias = {});
   torch::Tensor gamma;
 
  private:
@@ -86,8 +89,9 @@ class WanCausalConv3dImpl : public torch::nn::Module {
                       std::array<std::int64_t, 3> padding = {0, 0, 0});
   // x [B, in, T, H, W]. With a slot, the slot's frames (the previous chunk's last inputs)
   // replace the front zero padding and the slot is updated to this chunk's last 2*padding_t
-  // inputs; without one, the front is zero padded.
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, torch::Tensor* slot = nullptr);
+  // inputs; without one, the front is zero padded. with_bias false leaves the bias out (the
+  // caller adds it later, fused into the next operation).
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, torch::Tensor* slot = nullptr, bool with_bias = true);
   torch::Tensor weight, bias;
 
  private:
