@@ -323,7 +323,9 @@ __global__ void __launch_bounds__(kRowThreads)
   const std::int64_t r = blockIdx.x;
   const std::int64_t vectors = dim / 8;
   float v[kMaxVectors][8];
-  float sum = load_row(x + r * x_row_stride, vectors, v, [](float a) { return a * a; });
+  // The sum of squares is of x + bias where there is a bias (add_bias_row), of x otherwise.
+  float sum = load_row(x + r * x_row_stride, vectors, v,
+                       [bias](float a) { return bias == nullptr ? a * a : 0.0F; });
   if (bias != nullptr) sum = add_bias_row(bias, vectors, v);
   const float rstd = rsqrtf(block_sum(sum, scratch) / static_cast<float>(dim) + eps);
   // freqs [tokens, head_dim / 2] complex64 = (cos, sin) float pairs: head_dim floats per token.

@@ -27,6 +27,12 @@ const CudaKernels* kernels_for(const torch::Tensor& x) {
 
 // Element offset between consecutive groups of a [B, G, 1, D] float32 row table, when one
 // stride walks them in (b, g) order with unit-stride rows; nullopt otherwise.
+// t is a contiguous row of n elements of `dtype` on x's device: what a kernel reads as a
+// per-column weight or bias.
+bool is_row(const torch::Tensor& t, torch::ScalarType dtype, std::int64_t n, const torch::Tensor& x) {
+  return t.defined() && t.scalar_type() == dtype && t.is_contiguous() && t.numel() == n && t.device() == x.device();
+}
+
 std::optional<std::int64_t> group_stride(const torch::Tensor& t) {
   if (t.dim() != 4 || t.scalar_type() != torch::kFloat32 || t.stride(3) != 1 || t.size(2) != 1) {
     return std::nullopt;
@@ -78,11 +84,8 @@ torch::Tensor fp32_affine_layer_norm(const torch::Tensor& x, const torch::Tensor
                                      const torch::Tensor& bias, double eps) {
   const auto* k = kernels_for(x);
   const std::int64_t dim = x.size(-1);
-  const auto row_ok = [&](const torch::Tensor& t) {
-    return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && t.numel() == dim &&
-           t.device() == x.device();
-  };
-  if (k != nullptr && x.is_contiguous() && dim % 2 == 0 && row_ok(weight) && row_ok(bias)) {
+  if (k != nullptr && x.is_contiguous() && dim % 2 == 0 && is_row(weight, torch::kFloat32, dim, x) &&
+      is_row(bias, torch::kFloat32, dim, x)) {
     auto out = torch::empty_like(x);
     k->affine_layer_norm(x.data_ptr(), out.data_ptr(), weight.data_ptr<float>(), bias.data_ptr<float>(),
                          x.numel() / dim, dim, static_cast<float>(eps));
@@ -136,8 +139,7 @@ torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y, con
   const auto gs = gate.defined() ? group_stride(gate) : std::optional<std::int64_t>(0);
   const bool gate_ok = !gate.defined() || (gs && gate.size(0) == x.size(0) && gate.size(1) == x.size(1) &&
                                            gate.size(3) == x.size(3));
-  const bool bias_ok = !bias.defined() || (bias.scalar_type() == torch::kBFloat16 && bias.is_contiguous() &&
-                                           bias.numel() == x.size(-1) && bias.device() == x.device());
+  const bool bias_ok = !bias.defined() || is_row(bias, torch::kBFloat16, x.size(-1), x);
   if (k != nullptr && dtype == torch::kBFloat16 && y.scalar_type() == torch::kBFloat16 && x.dim() == 4 &&
       x.sizes() == y.sizes() && x.is_contiguous() && y.is_contiguous() && x.size(-1) % 2 == 0 && gate_ok &&
       bias_ok) {
@@ -148,7 +150,7 @@ torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y, con
     return out;
   }
   const auto y_biased = bias.defined() ? y + bias : y;
-  if (!gate.defined()) return (x.to(dtype) + y_biased.to(dtype)).to(dtype);
+  if (!gate.defined()) return x.to(dtype) + y_biased.to(dtype);
   return addcmul_as(x, y_biased, gate, dtype);
 }
 
@@ -173,8 +175,7 @@ torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
   const bool freqs_ok = !freqs.defined() ||
                         (freqs.scalar_type() == torch::kComplexFloat && freqs.is_contiguous() &&
                          freqs.dim() == 3 && freqs.size(0) == x.size(1) && freqs.size(2) * 2 == head_dim);
-  const bool bias_ok = !bias.defined() || (bias.scalar_type() == torch::kBFloat16 && bias.is_contiguous() &&
-                                           bias.numel() == dim && bias.device() == x.device());
+  const bool bias_ok = !bias.defined() || is_row(bias, torch::kBFloat16, dim, x);
   if (k != nullptr && x.dim() == 3 && x.stride(2) == 1 && (x.size(0) == 1 || x.stride(0) == x.size(1) * x.stride(1)) &&
       x.stride(1) % 2 == 0 && dim % 2 == 0 && head_dim % 2 == 0 && dim % head_dim == 0 && weight.defined() &&
       weight.scalar_type() == torch::kBFloat16 && weight.is_contiguous() && weight.numel() == dim && freqs_ok &&
@@ -198,11 +199,8 @@ torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamm
   const auto* k = kernels_for(x);
   const bool channels_last = (x.dim() == 5 && x.is_contiguous(torch::MemoryFormat::ChannelsLast3d)) ||
                              (x.dim() == 4 && x.is_contiguous(torch::MemoryFormat::ChannelsLast));
-  const auto row_ok = [&](const torch::Tensor& t) {
-    return t.scalar_type() == torch::kBFloat16 && t.is_contiguous() && t.numel() == channels &&
-           t.device() == x.device();
-  };
-  if (k != nullptr && channels_last && row_ok(gamma) && (!bias.defined() || row_ok(bias))) {
+  if (k != nullptr && channels_last && is_row(gamma, torch::kBFloat16, channels, x) &&
+      (!bias.defined() || is_row(bias, torch::kBFloat16, channels, x))) {
     auto out = torch::empty_like(x);  // keeps the channels-last layout: rows of C channels
     if (k->channel_rms_norm(x.data_ptr(), out.data_ptr(), gamma.data_ptr(),
                             bias.defined() ? bias.data_ptr() : nullptr, x.numel() / channels, channels,

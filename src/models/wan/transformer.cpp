@@ -263,6 +263,9 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const
                                                                            const torch::Tensor& rope_freqs,
                                                                            const torch::Tensor& out_bias) {
   if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs), {}};
+  if (!out_bias.defined()) {
+    throw ModelError("no folded self-attention output bias (the block was prepared before fuse_projections?)");
+  }
   const auto qkv = linear_bias(x, fused_weight_, {}).chunk(3, -1);
   const auto bias = fused_bias_.chunk(3, 0);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
@@ -345,9 +348,6 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const Wan
   const auto flat = [&](const torch::Tensor& t) { return t.view({batch, -1, dim_}); };
   // Where the projections' biases are deferred (WanAttention::defers_biases), each residual
   // below adds the bias of the output projection it receives.
-  if (attn1->defers_biases() && !prepared.self_out_bias.defined()) {
-    throw ModelError("the prepared block has no folded self-attention bias (prepared before fuse_projections?)");
-  }
 
   // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
   const auto xg = grouped(x);

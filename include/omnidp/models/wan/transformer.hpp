@@ -128,8 +128,8 @@ class WanAttentionImpl : public torch::nn::Module {
   // Self-attention: to_out.bias + to_out.weight @ to_v.bias (float32 math, the weights' dtype).
   [[nodiscard]] torch::Tensor folded_out_bias();
   // Self-attention of x (as forward(x, {}, rope_freqs)) without its output bias, which is
-  // `out_bias` (folded_out_bias()) and returned beside it for the residual to add. Without
-  // defers_biases(): {forward(x, {}, rope_freqs), undefined}.
+  // `out_bias` (folded_out_bias()) and returned beside it for the residual to add; ModelError
+  // if out_bias is undefined. Without defers_biases(): {forward(x, {}, rope_freqs), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x,
                                                                          const torch::Tensor& rope_freqs,
                                                                          const torch::Tensor& out_bias);
