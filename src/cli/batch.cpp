@@ -55,6 +55,7 @@ struct BatchOptions {
   bool all_errors = false;
   bool dry_run = false;
   int world_size = 0;
+  int num_replicas = 0;  // 0: not given
   std::string merge_only;
   bool version = false;
 };
@@ -106,6 +107,11 @@ void define_options(CLI::App& app, BatchOptions& o) {
                  "JSONL manifest; overrides input.manifest (relative to the current directory)")
       ->type_name("FILE");
   app.add_option("--output", o.output, "results folder; overrides output.dir")->type_name("DIR");
+  app.add_option("--num-replicas", o.num_replicas,
+                 "data-parallel replicas; overrides parallel.data_parallel_size (vLLM-Omni's "
+                 "--num-replicas)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--set", o.sets,
                  "override any key: section.key=value, value in YAML (e.g. [a, b]); repeatable")
       ->type_name("KEY=VALUE")
@@ -135,10 +141,14 @@ void define_options(CLI::App& app, BatchOptions& o) {
   merge->excludes(dry_run);
 }
 
-// config file (or the embedded default) -> --set -> --manifest/--output -> validated.
+// config file (or the embedded default) -> --set -> --num-replicas/--manifest/--output ->
+// validated.
 Config effective_config(const BatchOptions& o) {
   Config config = o.config_file.empty() ? default_config() : load_config_file(o.config_file);
   apply_overrides(config, o.sets);
+  if (o.num_replicas > 0) {
+    apply_overrides(config, {"parallel.data_parallel_size=" + std::to_string(o.num_replicas)});
+  }
   if (!o.manifest.empty()) {
     config.input.manifest = std::filesystem::absolute(o.manifest).lexically_normal().string();
   }

@@ -28,6 +28,7 @@
 
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/result_files.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp {
 namespace {
@@ -35,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kWanTransformer =
-    fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan_transformer";
+    omnidp::test::fixture("diffusers-ref/wan_transformer");
 
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -102,7 +102,7 @@ TEST(BatchCli, HelpListsOptionsAndExamples) {
   EXPECT_EQ(r.err, "");
   for (const char* expected :
        {"--config", "--manifest", "--output", "--set", "--resume", "--no-resume",
-        "--validate-only", "--all-errors", "--dry-run", "--world-size", "--merge-only",
+        "--validate-only", "--all-errors", "--dry-run", "--world-size", "--merge-only", "--num-replicas",
         "--version", "Examples:", "mpirun -np 8 omni-dp-batch --config hv15.yaml", "sbatch ",
         "--signal=B:USR1@120", "Exit codes: 0 all done, 1 some requests failed"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << "missing: " << expected;
@@ -243,6 +243,36 @@ TEST(BatchCli, OnlyRankZeroPrints) {
   const Outcome version = run_batch({"--version"});
   EXPECT_EQ(version.code, 0);
   EXPECT_EQ(version.out, "");
+}
+
+// --num-replicas N is parallel.data_parallel_size=N (vLLM-Omni's name for the replica count).
+TEST(BatchCli, NumReplicasIsTheDataParallelSize) {
+  const std::string config = (kConfigs / "synthetic.yaml").string();
+  const Outcome fits = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "4"});
+  EXPECT_EQ(fits.code, 0) << fits.err;
+  const Outcome same = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--set",
+                                  "parallel.data_parallel_size=4"});
+  EXPECT_EQ(same.code, 0) << same.err;
+  EXPECT_EQ(fits.out, same.out);
+
+  const std::string mismatch =
+      "omni-dp-batch: error: parallel.data_parallel_size: 3 replicas requested, but 4 ranks in "
+      "groups of 1 give 4 (use auto, or launch 3 ranks)\n";
+  const Outcome wrong = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "3"});
+  EXPECT_EQ(wrong.code, 2);
+  EXPECT_EQ(wrong.err, mismatch);
+  const Outcome wrong_set = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--set",
+                                       "parallel.data_parallel_size=3"});
+  EXPECT_EQ(wrong_set.err, mismatch);
+
+  // It is applied after --set, like --manifest and --output.
+  const Outcome later = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--set",
+                                   "parallel.data_parallel_size=3", "--num-replicas", "4"});
+  EXPECT_EQ(later.code, 0) << later.err;
+
+  const Outcome zero = run_batch({"--dry-run", "--num-replicas", "0"});
+  EXPECT_EQ(zero.code, 2);
+  EXPECT_NE(zero.err.find("--num-replicas"), std::string::npos) << zero.err;
 }
 
 TEST(BatchCli, MergeOnlyNeedsAFolder) {

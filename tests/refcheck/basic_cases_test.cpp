@@ -5,12 +5,13 @@
 #include <algorithm>
 
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kSchedulers = fs::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/schedulers";
+const fs::path kSchedulers = omnidp::test::fixture("diffusers-ref/schedulers");
 
 fs::path fresh_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

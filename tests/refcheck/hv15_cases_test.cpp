@@ -7,13 +7,14 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref";
+const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
 TEST(Hv15Cases, TransformerFixturePassesMaskedAndDropped) {
   const auto results = run_hv15_transformer(kRef / "hv15_transformer", nlohmann::json::object(), RefcheckOptions{});

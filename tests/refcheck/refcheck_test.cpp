@@ -10,12 +10,13 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kFixtures = fs::path(OMNIDP_SHARED_DIR) / "fixtures";
+const fs::path kFixtures = omnidp::test::fixtures_dir();
 
 fs::path fresh_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -7,12 +7,13 @@
 #include <random>
 
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "transformers-ref";
+const fs::path kRef = omnidp::test::fixture("transformers-ref");
 
 nlohmann::json case_json(const fs::path& dir) {
   std::ifstream in(dir / "case.json");

@@ -4,12 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref";
+const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
 nlohmann::json case_json(const fs::path& dir) {
   std::ifstream in(dir / "case.json");

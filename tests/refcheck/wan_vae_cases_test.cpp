@@ -6,13 +6,14 @@
 #include <fstream>
 
 #include "omnidp/common/error.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan22_vae";
+const fs::path kCase = omnidp::test::fixture("diffusers-ref/wan22_vae");
 
 TEST(WanVaeCases, FixtureDecodeAndEncodePass) {
   const auto results = run_wan_vae(kCase, nlohmann::json::object(), RefcheckOptions{});

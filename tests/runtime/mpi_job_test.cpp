@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -28,8 +30,28 @@ struct RunResult {
   std::string output;
 };
 
-// Runs `mpirun -np N mpi_job_driver config overrides...`, capturing stdout and stderr.
+// This process adopts every orphaned descendant (PR_SET_CHILD_SUBREAPER), so that it can wait
+// for the ranks of a job that mpirun tore down: after a kill, mpirun can return while ranks it
+// signalled are still exiting (slowly under ASan) and still hold their rank files' HDF5 locks.
+void adopt_orphans() {
+  static const bool adopted = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  ASSERT_TRUE(adopted) << "prctl(PR_SET_CHILD_SUBREAPER) failed";
+}
+
+// Waits until every descendant of this process has exited (waitpid until ECHILD).
+void wait_for_descendants() {
+  while (true) {
+    int status = 0;
+    if (::waitpid(-1, &status, 0) > 0) continue;
+    if (errno == EINTR) continue;
+    break;  // ECHILD: no process of an earlier job is left
+  }
+}
+
+// Runs `mpirun -np N mpi_job_driver config overrides...`, capturing stdout and stderr. Returns
+// once mpirun and every process it started are gone.
 RunResult mpirun(int ranks, const fs::path& config, const std::vector<std::string>& overrides) {
+  adopt_orphans();
   std::string cmd =
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 "
       "mpirun --oversubscribe --bind-to none -np " +
@@ -44,6 +66,7 @@ RunResult mpirun(int ranks, const fs::path& config, const std::vector<std::strin
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.output += buf;
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  wait_for_descendants();
   return r;
 }
 

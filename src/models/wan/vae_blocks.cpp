@@ -5,6 +5,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/conv.hpp"
 #include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models::wan {
@@ -22,8 +23,8 @@ torch::Tensor frames(const torch::Tensor& x, std::int64_t begin, std::int64_t en
 // with a (1, kh, kw) kernel, which avoids the reference's frames-into-batch permutes.
 torch::Tensor conv_per_frame(const torch::Tensor& x, const torch::nn::Conv2d& conv,
                              std::int64_t stride, std::int64_t padding) {
-  return torch::conv3d(x, conv->weight.unsqueeze(2), conv->bias, {1, stride, stride},
-                       {0, padding, padding});
+  return conv3d_fp32_accum(x, conv->weight.unsqueeze(2), conv->bias, {1, stride, stride},
+                        {0, padding, padding});
 }
 
 }  // namespace
@@ -145,8 +146,8 @@ torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor
       input = torch::constant_pad_nd(input, {0, 0, 0, 0, pad_t - cached, 0});
     }
   }
-  return torch::conv3d(input, weight, with_bias ? bias : torch::Tensor(), {stride_[0], stride_[1], stride_[2]},
-                       {0, padding_[1], padding_[2]});
+  return conv3d_fp32_accum(input, weight, with_bias ? bias : torch::Tensor(), {stride_[0], stride_[1], stride_[2]},
+                        {0, padding_[1], padding_[2]});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,14 +268,15 @@ WanAttentionBlockImpl::WanAttentionBlockImpl(std::int64_t dim) {
 torch::Tensor WanAttentionBlockImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
   const auto per_frame = x.permute({0, 2, 1, 3, 4}).reshape({b * t, c, h, w});
-  const auto qkv = to_qkv->forward(norm->forward(per_frame))
+  const auto qkv = conv2d_fp32_accum(norm->forward(per_frame), to_qkv->weight, to_qkv->bias, {1, 1}, {0, 0})
                        .reshape({b * t, 1, c * 3, h * w})
                        .permute({0, 1, 3, 2});
   const auto parts = qkv.chunk(3, -1);
   const auto attended = omnidp::models::scaled_dot_product_attention(parts[0].contiguous(),
                                                      parts[1].contiguous(),
                                                      parts[2].contiguous());
-  const auto y = proj->forward(attended.squeeze(1).permute({0, 2, 1}).reshape({b * t, c, h, w}));
+  const auto y = conv2d_fp32_accum(attended.squeeze(1).permute({0, 2, 1}).reshape({b * t, c, h, w}),
+                                proj->weight, proj->bias, {1, 1}, {0, 0});
   return y.reshape({b, t, c, h, w}).permute({0, 2, 1, 3, 4}) + x;
 }
 

@@ -16,13 +16,14 @@
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
 
 namespace {
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref";
+const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
 // A Diffusers-layout snapshot whose transformer/ and vae/ are the tiny fixture folders.
 class Hv15Pipeline : public ::testing::Test {

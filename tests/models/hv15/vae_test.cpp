@@ -13,13 +13,14 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
 
 namespace {
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/hv15_vae";
+const fs::path kCase = omnidp::test::fixture("diffusers-ref/hv15_vae");
 
 hv::VaeOptions fixture_options() {
   return hv::VaeOptions::from_json(omnidp::models::read_json(kCase / "config.json"), "fixture");

@@ -6,12 +6,13 @@
 #include <regex>
 
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
 TEST(Rng, MatchesTorchCpuGeneratorFixtureBitForBit) {
-  const SafetensorsFile io(std::filesystem::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/rng_cpu_randn/io.safetensors");
+  const SafetensorsFile io(omnidp::test::fixture("diffusers-ref/rng_cpu_randn/io.safetensors"));
   const std::regex pattern(R"(^randn_seed([0-9]+)_.*$)");
   int checked = 0;
   for (const auto& name : io.names()) {

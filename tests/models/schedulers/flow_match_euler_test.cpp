@@ -4,12 +4,13 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
 const std::filesystem::path kIo =
-    std::filesystem::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/schedulers/io.safetensors";
+    omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
 
 TEST(NumpyLinspace, MatchesNumpyValues) {
   // numpy.linspace(1, 0, 5) and (1, 1/1000, 4), written out.

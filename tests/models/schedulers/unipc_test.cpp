@@ -5,12 +5,13 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
 const std::filesystem::path kIo =
-    std::filesystem::path(OMNIDP_SHARED_DIR) / "fixtures/diffusers-ref/schedulers/io.safetensors";
+    omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
 
 double rel_error(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() /

@@ -6,12 +6,13 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "transformers-ref";
+const fs::path kRef = omnidp::test::fixture("transformers-ref");
 
 TEST(WanPromptClean, WhitespaceAndEntities) {
   EXPECT_EQ(wan_prompt_clean("  a   cat\n\twalks  "), "a cat walks");

@@ -6,12 +6,13 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "transformers-ref" / "qwen25vl_text";
+const fs::path kCase = omnidp::test::fixture("transformers-ref/qwen25vl_text");
 
 TEST(Qwen25VLTextOptions, FromTheFixtureConfig) {
   const auto o = Qwen25VLTextOptions::from_json(read_json(kCase / "config.json"), "qwen");

@@ -6,12 +6,13 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kRef = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "transformers-ref";
+const fs::path kRef = omnidp::test::fixture("transformers-ref");
 
 std::vector<std::string> param_names(torch::nn::Module& m) {
   std::vector<std::string> names;

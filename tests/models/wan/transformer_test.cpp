@@ -11,12 +11,13 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::wan {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kFixture = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "wan_transformer";
+const fs::path kFixture = omnidp::test::fixture("diffusers-ref/wan_transformer");
 
 WanTransformerOptions tiny_options() {
   return WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny");

@@ -4,6 +4,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "test_files.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -107,7 +108,7 @@ TEST(Checkpoint, MissingFolderAndEmptyFolder) {
 }
 
 TEST(Checkpoint, FixtureComponentsOpen) {
-  const fs::path root = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref";
+  const fs::path root = omnidp::test::fixture("diffusers-ref");
   for (const char* component : {"wan_transformer", "wan22_vae", "hv15_transformer", "hv15_vae"}) {
     const auto ckpt = Checkpoint::open(root / component);
     EXPECT_GT(ckpt.size(), 10U) << component;

@@ -6,6 +6,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "test_files.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -147,7 +148,7 @@ TEST(Safetensors, SaveRejectsDuplicatesAndUnsupportedDtypes) {
 }
 
 TEST(Safetensors, FixtureFilesLoad) {
-  const std::filesystem::path root = std::filesystem::path(OMNIDP_SHARED_DIR) / "fixtures";
+  const std::filesystem::path root = omnidp::test::fixtures_dir();
   int files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.path().extension() != ".safetensors") continue;
