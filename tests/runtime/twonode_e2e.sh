@@ -54,6 +54,7 @@ cleanup() {
   ip link del "$VETH_A" 2>/dev/null || true
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP  # so that the EXIT trap runs
 
 ip netns add "$NS_A" 2>"$WORK/netns.err" || skip "ip netns add failed: $(cat "$WORK/netns.err")"
 ip netns add "$NS_B"
@@ -103,7 +104,7 @@ run() {
   local hosts=$1 np=$2 out=$3 rc=0
   shift 3
   echo "=== mpirun --host $hosts -np $np omni-dp-batch --output $out $*" >>"$out.log"
-  timeout -k 5 90 ip netns exec "$NS_A" unshare --uts sh -c 'hostname nodeA && exec "$@"' sh \
+  timeout -k 5 60 ip netns exec "$NS_A" unshare --uts sh -c 'hostname nodeA && exec "$@"' sh \
     "$MPIRUN" --host "$hosts" -np "$np" --oversubscribe --bind-to none \
     --mca plm_rsh_agent "$WORK/agent.sh" --mca btl self,tcp \
     --mca btl_tcp_if_include "$NET" --mca oob_tcp_if_include "$NET" \
