@@ -20,6 +20,7 @@
 #include "omnidp/runtime/mpi.hpp"
 #include "omnidp/runtime/plan.hpp"
 #include "omnidp/runtime/rank.hpp"
+#include "omnidp/runtime/shared_dir.hpp"
 #include "omnidp/runtime/signals.hpp"
 
 namespace omnidp::runtime {
@@ -91,6 +92,11 @@ ExitCode run_job(const JobOptions& options) {
   const Communicator group =
       world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
   MpiTransport world_transport(world);
+  const std::string host = host_name();
+  // Before any work: a node-local output folder stops the job here (exit 2).
+  if (!opts.config.output.dir.empty()) {
+    check_shared_output_dir(world_transport, opts.config.output.dir, host);
+  }
   std::optional<MpiTransport> group_transport;
   if (!group.null()) group_transport.emplace(group);
 
@@ -105,7 +111,7 @@ ExitCode run_job(const JobOptions& options) {
   setup.group = group_transport ? &*group_transport : nullptr;
   setup.topology = topology;
   setup.local_rank = node.rank();
-  setup.host = host_name();
+  setup.host = host;
   setup.signal_level = [] { return DrainSignals::count(); };
   setup.last_signal = [] { return DrainSignals::last(); };
   setup.progress_out = stderr;

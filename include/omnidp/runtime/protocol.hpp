@@ -26,6 +26,7 @@ namespace omnidp::runtime {
 
 inline constexpr int kProtocolTag = 7101;  // world messages
 inline constexpr int kGroupTag = 7102;     // replica-group messages
+inline constexpr int kStartupTag = 7103;   // startup checks before the protocol (shared_dir.hpp)
 
 class Encoder {
  public:
