@@ -12,12 +12,14 @@
 #   scripts/bench_restart.sh [BUILD_DIR]          (default build/release)
 # Environment: COUNTS ("100000"; e.g. "100000 1000000"), IMAGES (a count N: one more row, N
 #   i2v requests with their own small 32x32 PNG each; 0 = none, default), WORK (a folder to keep
-#   the runs in; default a temporary one), KEEP (1: keep WORK).
+#   the runs in; default a temporary one), KEEP (1: keep WORK), BENCH (the omni-dp-bench-restart
+#   binary; default BUILD_DIR/bin's), REUSE (1: keep an output folder an earlier run left in WORK
+#   and skip its fresh run; "first_s" is then "-").
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build/release}
-bench=$build/bin/omni-dp-bench-restart
+bench=${BENCH:-$build/bin/omni-dp-bench-restart}
 [[ -x $bench ]] || { echo "no $bench: build the target omni-dp-bench-restart first" >&2; exit 2; }
 
 COUNTS=${COUNTS:-100000}
@@ -56,11 +58,16 @@ fig() { sed -n "s/^bench: $1 //p" "$2" | tail -1; }
 row() {  # label count [image_dir]
   local label=$1 n=$2 images=${3:-}
   local m="$work/$label.jsonl" out="$work/$label-out"
-  "$bench" manifest "$m" "$n" $images
-  rm -rf "$out"
-  mpirun --oversubscribe --bind-to none -np 1 -x LD_PRELOAD="$work/nofsync.so" \
-    "$bench" run --no-resume "$work/bench.yaml" "input.manifest=$m" "output.dir=$out" \
-    > "$work/$label-fresh.log" 2>&1 || { echo "fresh run failed: $work/$label-fresh.log" >&2; exit 1; }
+  if [[ ${REUSE:-0} == 1 && -f $m && -d $out ]]; then
+    rm -f "$out/results.h5" "$out/summary.json" "$out/.omnidp-file-hashes"
+    echo "bench: first_request_s -" > "$work/$label-fresh.log"
+  else
+    "$bench" manifest "$m" "$n" $images
+    rm -rf "$out"
+    mpirun --oversubscribe --bind-to none -np 1 -x LD_PRELOAD="$work/nofsync.so" \
+      "$bench" run --no-resume "$work/bench.yaml" "input.manifest=$m" "output.dir=$out" \
+      > "$work/$label-fresh.log" 2>&1 || { echo "fresh run failed: $work/$label-fresh.log" >&2; exit 1; }
+  fi
   mpirun --oversubscribe --bind-to none -np 1 \
     "$bench" run "$work/bench.yaml" "input.manifest=$m" "output.dir=$out" \
     > "$work/$label-resume.log" 2>&1 || { echo "resume run failed: $work/$label-resume.log" >&2; exit 1; }
