@@ -432,7 +432,8 @@ void RankRuntime::coordinator_main() {
     co.progress_out = s_.progress_out;
     co.progress_in_place = s_.progress_in_place;
     co.progress_interval_s = options_.progress_interval_s;
-    co.finalize = [this, dir](const RunSummary& summary) {
+    co.finalize = [this, dir, &done](const RunSummary& summary) {
+      DoneMap().swap(done);  // no request is read any more: free it before the merge
       std::error_code ec;
       fs::create_directories(dir, ec);
       if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
