@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/registry/registry.hpp"
@@ -179,7 +181,10 @@ void check_manifest_readable(const Config& config) {
 
 int validate_only(const Config& config, bool all_errors, const Console& console) {
   check_manifest_readable(config);
-  const ManifestOptions options = job_manifest_options(config);
+  ManifestOptions options = job_manifest_options(config);
+  // Unchanged inputs of an earlier run are not hashed again; nothing is written.
+  options.hash_cache = std::make_shared<FileHashCache>();
+  (void)options.hash_cache->load(file_hash_cache_path(config.output.dir));
   const ValidationReport report = validate_manifest(options, all_errors);
   for (const auto& error : report.errors) console.error(error.what());
   for (const auto& input_error : report.input_errors) {

@@ -536,6 +536,9 @@ struct ManifestReader::State {
   std::vector<char> chunk = std::vector<char>(kChunkBytes);
   std::size_t chunk_pos = 0;
   std::size_t chunk_end = 0;
+  std::uint64_t chunk_offset = 0;  // file offset of chunk[0]
+  std::uint64_t line_offset = 0;   // file offset of the current line's start
+  ManifestOptions::Position last;  // of the request returned last
   std::string text;  // the current line, at most max_line_bytes + 1 bytes
   std::size_t line = 0;
   std::size_t requests = 0;
@@ -544,6 +547,7 @@ struct ManifestReader::State {
 
   // Refills the chunk; false at the end of the file.
   bool fill() {
+    chunk_offset += chunk_end;
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     if (in.bad()) throw IoError(file, "read failed after line " + std::to_string(line));
     chunk_pos = 0;
@@ -557,11 +561,13 @@ struct ManifestReader::State {
     text.clear();
     too_long = false;
     bool any = false;
+    line_offset = chunk_offset + chunk_pos;
     for (;;) {
       if (chunk_pos == chunk_end && !fill()) {
         if (!any) return false;
         break;  // a last line without a line end
       }
+      if (!any) line_offset = chunk_offset + chunk_pos;
       any = true;
       const char* begin = chunk.data() + chunk_pos;
       const std::size_t available = chunk_end - chunk_pos;
@@ -595,11 +601,31 @@ struct ManifestReader::State {
     return ManifestError(file, line, name_of(field), reason).what();
   }
 
-  // Probes and hashes the request's files; a defect goes to request.input_error.
+  // SHA-256 of an input file: from the cache when it has the file unchanged.
+  [[nodiscard]] std::string hash_input(const std::string& path,
+                                       const std::optional<FileStamp>& stamp) const {
+    if (options.hash_cache && stamp) return options.hash_cache->hash(path, *stamp);
+    return sha256_file_hex(path);
+  }
+
+  // Probes and hashes the request's files; a defect goes to request.input_error. With a hash
+  // cache, an unchanged file is not opened at all.
   void read_inputs(Request& r) const {
+    FileHashCache* cache = options.hash_cache.get();
     if (!r.image.empty()) {
       try {
-        const ImageInfo info = probe_image(r.image);
+        const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image)
+                                                                : std::nullopt;
+        const FileHashCache::Entry* cached =
+            stamp ? cache->find(r.image, *stamp) : nullptr;
+        ImageInfo info;
+        const bool probed = cached == nullptr || cached->width == 0;
+        if (probed) {
+          info = probe_image(r.image);
+        } else {
+          info.width = cached->width;
+          info.height = cached->height;
+        }
         const auto pixels = static_cast<std::uint64_t>(info.width) *
                             static_cast<std::uint64_t>(info.height);
         if (pixels > options.max_image_pixels) {
@@ -611,7 +637,11 @@ struct ManifestReader::State {
                                 " (input.max_image_pixels)");
           return;
         }
-        r.image_sha256 = sha256_file_hex(r.image);
+        r.image_sha256 = hash_input(r.image, stamp);
+        if (stamp && probed) {
+          cache->put(r.image, *stamp, FileHashCache::Entry{r.image_sha256, info.width,
+                                                           info.height});
+        }
       } catch (const Error& e) {  // InputError from probing, IoError from hashing
         r.input_error = input_error(Field::image, e.what());
         return;
@@ -627,7 +657,8 @@ struct ManifestReader::State {
         return;
       }
       try {
-        r.prompt_embeds_sha256 = sha256_file_hex(r.prompt_embeds);
+        r.prompt_embeds_sha256 = hash_input(
+            r.prompt_embeds, cache != nullptr ? file_stamp(r.prompt_embeds) : std::nullopt);
       } catch (const Error& e) {
         r.input_error = input_error(Field::prompt_embeds, e.what());
         return;
@@ -660,6 +691,7 @@ struct ManifestReader::State {
         r.prompt_embeds = resolve_input(r.prompt_embeds, root, file, line, Field::prompt_embeds);
       }
       if (options.read_inputs) read_inputs(r);
+      last = ManifestOptions::Position{line_offset, line - 1, requests};
       r.index = requests++;
       return r;
     }
@@ -680,6 +712,15 @@ ManifestReader::ManifestReader(ManifestOptions options) : state_(std::make_uniqu
   }
   s.root = fs::canonical(fs::absolute(s.options.path, ec).parent_path(), ec);
   if (ec) throw IoError(s.file, "cannot resolve the manifest's folder: " + ec.message());
+  const ManifestOptions::Position& start = s.options.start;
+  if (start.offset > 0) {
+    s.in.seekg(static_cast<std::streamoff>(start.offset));
+    if (!s.in) throw IoError(s.file, "cannot seek to byte " + std::to_string(start.offset));
+  }
+  s.chunk_offset = start.offset;
+  s.line = start.line;
+  s.requests = start.requests;
+  s.last = start;
   s.peak_buffer_bytes = s.chunk.capacity() + s.text.capacity();
 }
 
@@ -690,6 +731,7 @@ ManifestReader& ManifestReader::operator=(ManifestReader&&) noexcept = default;
 std::optional<Request> ManifestReader::next() { return state_->next(); }
 std::size_t ManifestReader::line() const noexcept { return state_->line; }
 std::size_t ManifestReader::requests() const noexcept { return state_->requests; }
+ManifestOptions::Position ManifestReader::position() const noexcept { return state_->last; }
 std::size_t ManifestReader::peak_buffer_bytes() const noexcept {
   return state_->peak_buffer_bytes;
 }

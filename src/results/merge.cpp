@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -74,8 +75,12 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
       if (newest.format.empty() || info.created >= newest.created) newest = info;
       any_store_video = any_store_video || info.store_video;
       world_size = std::max(world_size, info.world_size);
-      all.insert(all.end(), std::make_move_iterator(rows.begin()),
-                 std::make_move_iterator(rows.end()));
+      if (all.empty()) {
+        all = std::move(rows);  // no second copy of a single file's rows
+      } else {
+        all.insert(all.end(), std::make_move_iterator(rows.begin()),
+                   std::make_move_iterator(rows.end()));
+      }
       result.rank_files.push_back(file.filename().string());
     } catch (const Error& e) {
       if (is_locked_by_writer(file)) {
@@ -88,10 +93,7 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
   if (result.rank_files.empty()) throw IoError(dir.string(), "no readable rank file to merge");
 
   const auto selected = select_rows(std::move(all), &result.duplicates_dropped);
-  std::vector<ResultRecord> records;
-  records.reserve(selected.size());
-  for (const auto& row : selected) records.push_back(row.record);
-  result.rows = records.size();
+  result.rows = selected.size();
 
   RunSummary figures;
   const auto summary_json = dir / "summary.json";
@@ -102,6 +104,9 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     figures = read_summary_json(summary_json);
     result.summary_source = "summary.json";
   } else {
+    std::vector<ResultRecord> records;  // only here: a copy of every row
+    records.reserve(selected.size());
+    for (const auto& row : selected) records.push_back(row.record);
     figures = recompute_summary(records, world_size);
     result.summary_source = "recomputed";
   }
@@ -128,8 +133,17 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     h5::write_attribute(root, "duplicates_dropped",
                         static_cast<std::int64_t>(result.duplicates_dropped));
     {
+      // Copied a block at a time (the rows are already in memory once, as `selected`).
       h5::Dataset table = create_requests_table(root, kRequestsPath);
-      append_requests(table, records);
+      constexpr std::size_t kBlock = 65536;
+      std::vector<ResultRecord> block;
+      block.reserve(std::min(kBlock, selected.size()));
+      for (std::size_t at = 0; at < selected.size(); at += kBlock) {
+        block.clear();
+        const std::size_t end = std::min(selected.size(), at + kBlock);
+        for (std::size_t i = at; i < end; ++i) block.push_back(selected[i].record);
+        append_requests(table, block);
+      }
       table.close();
     }
     if (any_store_video) {

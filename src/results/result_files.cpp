@@ -101,43 +101,78 @@ ResultsFileInfo read_file_info(const std::filesystem::path& file) {
   return info;
 }
 
-std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order,
-                                        bool ignore_lock) {
+namespace {
+
+// Opens `file` and hands its rows to `fn`; `reserve` first gets the number of rows.
+void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool ignore_lock,
+                 const std::function<void(std::size_t)>& reserve,
+                 const std::function<void(StoredRow&&)>& fn) {
   const h5::File f = h5::open_file(file.string(), false, !ignore_lock);
   const hid_t root = f.id();
   const bool store_video =
       !h5::has_attribute(root, "store_video") || h5::read_int_attribute(root, "store_video") != 0;
-  std::vector<ResultRecord> records;
-  {
-    const h5::Dataset table = h5::open_dataset(root, kRequestsPath);
-    records = read_requests(table);
-  }
   const bool has_videos = h5::link_exists(root, kVideosPath);
-  std::vector<StoredRow> rows;
-  rows.reserve(records.size());
-  for (auto& record : records) {
+  const h5::Dataset table = h5::open_dataset(root, kRequestsPath);
+  if (reserve) reserve(static_cast<std::size_t>(h5::dataset_dims(table).at(0)));
+  for_each_request(table, [&](ResultRecord&& record) {
     StoredRow row;
     row.file = file;
     row.file_order = file_order;
     row.video_expected = store_video && record.status == RequestStatus::ok;
     row.video_present = has_videos && h5::link_exists(root, video_path(record.id));
     row.record = std::move(record);
-    rows.push_back(std::move(row));
-  }
+    fn(std::move(row));
+  });
+}
+
+}  // namespace
+
+std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order,
+                                        bool ignore_lock) {
+  std::vector<StoredRow> rows;
+  stored_rows(
+      file, file_order, ignore_lock, [&rows](std::size_t n) { rows.reserve(n); },
+      [&rows](StoredRow&& row) { rows.push_back(std::move(row)); });
   return rows;
+}
+
+void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
+                         bool ignore_lock, const std::function<void(StoredRow&&)>& fn) {
+  stored_rows(file, file_order, ignore_lock, {}, fn);
 }
 
 std::vector<StoredRow> select_rows(std::vector<StoredRow> rows, std::size_t* dropped) {
   const std::size_t before = rows.size();
   std::erase_if(rows, [](const StoredRow& r) { return r.video_expected && !r.video_present; });
-  // Best row of an id first.
-  std::stable_sort(rows.begin(), rows.end(), [](const StoredRow& a, const StoredRow& b) {
+  // Best row of an id first: a stable sort of indices (rows are large; their temporary copies
+  // would double the memory of a 10^6-row merge), then the permutation applied in place.
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&rows](std::size_t i, std::size_t j) {
+    const StoredRow& a = rows[i];
+    const StoredRow& b = rows[j];
     if (a.record.id != b.record.id) return a.record.id < b.record.id;
     if (status_order(a) != status_order(b)) return status_order(a) < status_order(b);
     if (a.record.end_time != b.record.end_time) return a.record.end_time > b.record.end_time;
     if (a.record.attempt != b.record.attempt) return a.record.attempt > b.record.attempt;
     return a.file_order > b.file_order;
   });
+  // Position k receives rows[order[k]]: follow each cycle once (order[k] = k marks it done).
+  for (std::size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) continue;
+    StoredRow held = std::move(rows[start]);
+    std::size_t k = start;
+    for (;;) {
+      const std::size_t from = order[k];
+      order[k] = k;
+      if (from == start) {
+        rows[k] = std::move(held);
+        break;
+      }
+      rows[k] = std::move(rows[from]);
+      k = from;
+    }
+  }
   const auto last = std::unique(rows.begin(), rows.end(), [](const StoredRow& a, const StoredRow& b) {
     return a.record.id == b.record.id;
   });

@@ -7,15 +7,41 @@
 namespace omnidp::results {
 
 std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir) {
-  struct Done {
-    std::string input_key;
-    std::filesystem::path file;
+  // One map, id -> input_key, filled while the files stream by (a file is never whole in
+  // memory). The file of an earlier key is looked up again only for the error message.
+  std::unordered_map<std::string, std::string> done;
+  const auto files = list_rank_files(dir);
+  const auto first_file_with = [&](const std::string& id, const std::string& key,
+                                   std::size_t before) -> std::filesystem::path {
+    for (std::size_t i = 0; i < before; ++i) {
+      bool found = false;
+      try {
+        for_each_stored_row(files[i], i, true, [&](StoredRow&& row) {
+          found = found || (row.record.id == id && row.record.input_key == key);
+        });
+      } catch (const Error&) {
+        continue;
+      }
+      if (found) return files[i];
+    }
+    return "an earlier rank file";
   };
-  std::unordered_map<std::string, Done> done;
-  for (const auto& file : list_rank_files(dir)) {
-    std::vector<StoredRow> rows;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& file = files[i];
+    const auto add = [&](StoredRow&& row) {
+      if (row.record.status != RequestStatus::ok) return;
+      if (row.video_expected && !row.video_present) return;  // writer died in between
+      auto [it, inserted] = done.try_emplace(row.record.id, row.record.input_key);
+      if (!inserted && it->second != row.record.input_key) {
+        throw RuntimeError("id '" + row.record.id + "' is recorded done with input key " +
+                           it->second + " in " + first_file_with(row.record.id, it->second, i + 1).string() +
+                           " and with input key " + row.record.input_key + " in " +
+                           file.string() + "; the folder mixes two manifests");
+      }
+    };
+    // Rows of a file read before a failure are kept: what was flushed is done.
     try {
-      rows = read_stored_rows(file);
+      for_each_stored_row(file, i, false, add);
     } catch (const Hdf5Error& e) {
       if (!is_locked_by_writer(file)) {
         log_warn("resume: skipping unreadable " + file.string() +
@@ -26,30 +52,17 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
       // returned (its file is final), or this job's own writer creating its new segment while
       // rank 0 scans (nothing in it is done yet). Read what is flushed, without the lock.
       try {
-        rows = read_stored_rows(file, 0, true);
+        for_each_stored_row(file, i, true, add);
         log_info("resume: " + file.string() + " is locked by a live process; read without the lock");
       } catch (const Error& again) {
+        if (again.kind() == ErrorKind::runtime) throw;  // two input keys: not a read failure
         log_info("resume: " + file.string() + " is locked by a live process and not readable; "
                  "not read: " + again.what());
         continue;
       }
     }
-    for (auto& row : rows) {
-      if (row.record.status != RequestStatus::ok) continue;
-      if (row.video_expected && !row.video_present) continue;  // writer died in between
-      auto [it, inserted] = done.try_emplace(row.record.id, Done{row.record.input_key, file});
-      if (!inserted && it->second.input_key != row.record.input_key) {
-        throw RuntimeError("id '" + row.record.id + "' is recorded done with input key " +
-                           it->second.input_key + " in " + it->second.file.string() +
-                           " and with input key " + row.record.input_key + " in " +
-                           file.string() + "; the folder mixes two manifests");
-      }
-    }
   }
-  std::unordered_map<std::string, std::string> out;
-  out.reserve(done.size());
-  for (auto& [id, d] : done) out.emplace(id, std::move(d.input_key));
-  return out;
+  return done;
 }
 
 }  // namespace omnidp::results

@@ -234,6 +234,12 @@ h5::Dataset create_requests_table(hid_t loc, const std::string& name) {
 }
 
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
+  if (rows.size() > kReadBlockRows) {  // in blocks: the packed rows stay one block in memory
+    for (std::size_t at = 0; at < rows.size(); at += kReadBlockRows) {
+      append_requests(table, rows.subspan(at, std::min<std::size_t>(kReadBlockRows, rows.size() - at)));
+    }
+    return;
+  }
   if (rows.empty()) return;
   std::vector<RowBuffer> buffers;
   buffers.reserve(rows.size());
@@ -259,10 +265,15 @@ void append_requests(const h5::Dataset& table, std::span<const ResultRecord> row
 }
 
 std::vector<ResultRecord> read_requests(const h5::Dataset& table) {
+  std::vector<ResultRecord> rows;
+  rows.reserve(static_cast<std::size_t>(h5::dataset_dims(table).at(0)));
+  for_each_request(table, [&rows](ResultRecord&& r) { rows.push_back(std::move(r)); });
+  return rows;
+}
+
+void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn) {
   const hsize_t total = h5::dataset_dims(table).at(0);
   const h5::Datatype type = row_memory_type();
-  std::vector<ResultRecord> rows;
-  rows.reserve(static_cast<std::size_t>(total));
   std::vector<RowBuffer> buffers;
   for (hsize_t start = 0; start < total; start += kReadBlockRows) {
     const hsize_t count = std::min(kReadBlockRows, total - start);
@@ -278,10 +289,14 @@ std::vector<ResultRecord> read_requests(const h5::Dataset& table) {
       return H5Dread(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
                      buffers.data());
     });
-    for (const auto& b : buffers) rows.push_back(from_buffer(b));
+    try {
+      for (const auto& b : buffers) fn(from_buffer(b));
+    } catch (...) {
+      h5::reclaim_vlen(type.id(), memory_space.id(), buffers.data());
+      throw;
+    }
     h5::reclaim_vlen(type.id(), memory_space.id(), buffers.data());
   }
-  return rows;
 }
 
 // ---- /videos ----------------------------------------------------------------------------------

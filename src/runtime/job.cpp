@@ -12,6 +12,7 @@
 
 #include "omnidp/common/log.hpp"
 #include "omnidp/export/export_sink.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
 #include "omnidp/results/merge.hpp"
@@ -124,20 +125,17 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   const Config& c = opts.config;
   const Topology t = make_topology(c.parallel, world_size);
   const ModelInfo info = describe_model(c.model);
-  const ManifestOptions mopts = job_manifest_options(c);
+  ManifestOptions mopts = job_manifest_options(c);
   const fs::path dir = c.output.dir;
+  mopts.hash_cache = std::make_shared<FileHashCache>();  // read, never written by a dry run
+  (void)mopts.hash_cache->load(file_hash_cache_path(dir));
   DoneMap done;
   if (opts.resume && fs::exists(dir)) done = opts.scan_done(dir);
   const CostModel cost(info);
 
-  JobPlan plan;
-  std::size_t skipped = 0;
-  {
-    ManifestSource source(mopts);
-    ResumeSource filtered(source, done, mopts.path.string(), dir.string());
-    plan = scan_plan(filtered, cost);
-    skipped = filtered.skipped();
-  }
+  PlannedSource filtered(mopts, done, dir.string(), cost);
+  const JobPlan plan = filtered.plan();
+  const std::size_t skipped = filtered.skipped();
 
   out << "omni-dp dry run: " << world_size << " rank(s), model " << c.model.name << " ("
       << to_string(c.model.dtype) << ", " << to_string(c.model.device) << ")\n";
@@ -184,8 +182,6 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "\n";
 
   // The first requests in the order the coordinator hands them out.
-  ManifestSource source(mopts);
-  ResumeSource filtered(source, done, mopts.path.string(), dir.string());
   WorkQueue queue(s, t.replicas, filtered, cost);
   constexpr std::size_t kFirst = 20;
   const bool rr = s.policy == SchedulerPolicy::round_robin;

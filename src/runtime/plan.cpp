@@ -32,22 +32,79 @@ std::optional<Request> ResumeSource::next() {
   return std::nullopt;
 }
 
+namespace {
+
+void add_to_plan(JobPlan& plan, const Request& request, const CostModel& cost) {
+  ++plan.to_run;
+  if (!request.input_error.empty()) {
+    ++plan.input_errors;
+    return;
+  }
+  const CostFeatures f = cost.features(request);
+  plan.total_features.quadratic += f.quadratic;
+  plan.total_features.linear += f.linear;
+  const double c = cost.prior(f);
+  plan.total_cost += c;
+  plan.max_cost = std::max(plan.max_cost, c);
+}
+
+}  // namespace
+
 JobPlan scan_plan(RequestSource& source, const CostModel& cost) {
   JobPlan plan;
-  while (auto request = source.next()) {
-    ++plan.to_run;
-    if (!request->input_error.empty()) {
-      ++plan.input_errors;
-      continue;
-    }
-    const CostFeatures f = cost.features(*request);
-    plan.total_features.quadratic += f.quadratic;
-    plan.total_features.linear += f.linear;
-    const double c = cost.prior(f);
-    plan.total_cost += c;
-    plan.max_cost = std::max(plan.max_cost, c);
-  }
+  while (auto request = source.next()) add_to_plan(plan, *request, cost);
   return plan;
+}
+
+std::size_t request_bytes(const Request& r) noexcept {
+  constexpr std::size_t kInline = 15;      // libstdc++'s short-string buffer
+  constexpr std::size_t kOverhead = 16;    // an allocation's bookkeeping
+  std::size_t n = sizeof(Request);
+  for (const std::string* s : {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256,
+                               &r.prompt_embeds, &r.prompt_embeds_sha256, &r.input_key,
+                               &r.input_error}) {
+    if (s->capacity() > kInline) n += s->capacity() + 1 + kOverhead;
+  }
+  return n;
+}
+
+PlannedSource::PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
+                             const CostModel& cost, std::size_t max_kept_bytes)
+    : options_(std::move(options)), done_(done), output_dir_(std::move(output_dir)) {
+  ManifestSource source(options_);
+  ResumeSource filtered(source, done_, options_.path.string(), output_dir_);
+  passes_ = 1;
+  std::size_t bytes = 0;
+  while (auto request = filtered.next()) {
+    add_to_plan(plan_, *request, cost);
+    if (tail_start_) continue;
+    const std::size_t b = request_bytes(*request);
+    if (bytes + b <= max_kept_bytes) {
+      bytes += b;
+      kept_.push_back(std::move(*request));
+    } else {
+      tail_start_ = source.reader().position();  // this request's line
+    }
+  }
+  skipped_ = filtered.skipped();
+}
+
+std::optional<Request> PlannedSource::next() {
+  if (!kept_.empty()) {
+    std::optional<Request> r(std::move(kept_.front()));
+    kept_.pop_front();
+    return r;
+  }
+  if (!tail_start_) return std::nullopt;
+  if (!tail_) {
+    ManifestOptions o = options_;
+    o.start = *tail_start_;
+    tail_source_ = std::make_unique<ManifestSource>(std::move(o));
+    tail_ = std::make_unique<ResumeSource>(*tail_source_, done_, options_.path.string(),
+                                           output_dir_);
+    ++passes_;
+  }
+  return tail_->next();
 }
 
 }  // namespace omnidp::runtime

@@ -10,9 +10,11 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <variant>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/runtime/coordinator.hpp"
@@ -115,6 +117,7 @@ class RankRuntime {
   void route(const Envelope& env);
   void on_agent(const Message& m);
   void on_local(LocalEvent ev);
+  void on_loaded(Loaded loaded);
   void send(int dest, const Message& m);
   void check_signals();
   void check_running();
@@ -144,6 +147,8 @@ class RankRuntime {
 
   // Comm-thread state.
   bool finished_ = false;
+  bool started_ = false;          // Start arrived
+  std::optional<Loaded> loaded_;  // the model loaded before Start
   FinishMsg finish_;
   bool draining_ = false;
   bool ready_sent_ = false;
@@ -158,6 +163,9 @@ class RankRuntime {
 
 ExitCode RankRuntime::run() {
   if (rank_ == 0) coordinator_ = std::thread([this] { coordinator_main(); });
+  // Leaders load their models while rank 0 reads the manifest; the results files are opened
+  // only after Start, so a job that stops before it (a bad manifest) leaves no output.
+  if (leader_) worker_ = std::thread([this] { worker_main(); });
   try {
     loop();
   } catch (const JobAborted&) {
@@ -250,9 +258,10 @@ void RankRuntime::route(const Envelope& env) {
 
 void RankRuntime::on_agent(const Message& m) {
   if (std::holds_alternative<StartMsg>(m)) {
+    started_ = true;
     if (leader_) {
       writer_ = std::thread([this] { writer_main(); });
-      worker_ = std::thread([this] { worker_main(); });
+      if (loaded_) on_loaded(std::exchange(loaded_, std::nullopt).value());
     }
   } else if (const auto* assign = std::get_if<AssignMsg>(&m)) {
     if (!leader_)
@@ -293,11 +302,10 @@ void RankRuntime::on_local(LocalEvent ev) {
   if (auto* out = std::get_if<OutMsg>(&ev)) {
     send(out->dest, out->message);
   } else if (auto* loaded = std::get_if<Loaded>(&ev)) {
-    if (loaded->error) {
-      send(0, ReadyMsg{replica_, 0, "", false, error_info(loaded->error)});
+    if (started_) {
+      on_loaded(std::move(*loaded));
     } else {
-      device_ = loaded->device;
-      writes_.push(OpenCmd{device_});
+      loaded_ = std::move(*loaded);  // reported once Start arrives
     }
   } else if (auto* opened = std::get_if<Opened>(&ev)) {
     if (opened->error) {
@@ -328,6 +336,15 @@ void RankRuntime::on_local(LocalEvent ev) {
     send(0, FatalMsg{failed->error});
   } else if (std::holds_alternative<WriterClosed>(ev)) {
     send(0, ClosedMsg{busy_s_});
+  }
+}
+
+void RankRuntime::on_loaded(Loaded loaded) {
+  if (loaded.error) {
+    send(0, ReadyMsg{replica_, 0, "", false, error_info(loaded.error)});
+  } else {
+    device_ = loaded.device;
+    writes_.push(OpenCmd{device_});
   }
 }
 
@@ -370,25 +387,42 @@ void RankRuntime::coordinator_main() {
     post(0, msg);
   };
   try {
+    // The workers load their models meanwhile (docs/runtime.md "Job startup").
     const fs::path dir = config_.output.dir;
-    const ManifestOptions mopts = job_manifest_options(config_);
+    ManifestOptions mopts = job_manifest_options(config_);
+    mopts.hash_cache = std::make_shared<FileHashCache>();
+    const fs::path cache_file = file_hash_cache_path(dir);
+    (void)mopts.hash_cache->load(cache_file);
     DoneMap done;
     if (options_.resume && fs::exists(dir) && options_.scan_done) done = options_.scan_done(dir);
     const CostModel cost(describe_model(config_.model));
-    JobPlan plan;
-    std::size_t skipped = 0;
-    {
-      ManifestSource source(mopts);
-      ResumeSource filtered(source, done, mopts.path.string(), dir.string());
-      plan = scan_plan(filtered, cost);
-      skipped = filtered.skipped();
-    }
+    PlannedSource filtered(mopts, done, dir.string(), cost);
+    const JobPlan& plan = filtered.plan();
+    const std::size_t skipped = filtered.skipped();
     if (plan.to_run + skipped == 0) {  // nothing to do is a defect of the manifest (exit 2)
       throw ManifestError(mopts.path.string(), 0, "",
                           "no requests: the manifest is empty or holds only blank and comment lines");
     }
-    ManifestSource source(mopts);
-    ResumeSource filtered(source, done, mopts.path.string(), dir.string());
+    log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) +
+             " request(s), " + std::to_string(mopts.hash_cache->files_hashed()) +
+             " input file(s) hashed, " +
+             (filtered.all_kept() ? std::string("all to run kept in memory")
+                                  : std::to_string(filtered.kept()) +
+                                        " kept in memory, the rest read again later") +
+             ")");
+    // Saved into the output folder once the job has created it (its writers open their files
+    // after Start), so a job that stops before leaves no output.
+    bool cache_saved = !mopts.hash_cache->changed();
+    const auto save_cache = [&] {
+      std::error_code ec;
+      if (cache_saved || !fs::is_directory(dir, ec)) return;
+      cache_saved = true;
+      try {
+        mopts.hash_cache->save(cache_file);
+      } catch (const Error& e) {  // a cache only: the job goes on without it
+        log_warn(std::string("file hash cache not saved: ") + e.what());
+      }
+    };
 
     CoordinatorOptions co;
     co.config = config_;
@@ -398,7 +432,8 @@ void RankRuntime::coordinator_main() {
     co.progress_out = s_.progress_out;
     co.progress_in_place = s_.progress_in_place;
     co.progress_interval_s = options_.progress_interval_s;
-    co.finalize = [this, dir](const RunSummary& summary) {
+    co.finalize = [this, dir, &done](const RunSummary& summary) {
+      DoneMap().swap(done);  // no request is read any more: free it before the merge
       std::error_code ec;
       fs::create_directories(dir, ec);
       if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
@@ -417,6 +452,7 @@ void RankRuntime::coordinator_main() {
         return;
       }
       coordinator.tick();
+      if (coordinator.phase() != Coordinator::Phase::setup) save_cache();
     }
   } catch (...) {
     coordinator_error_ = std::current_exception();

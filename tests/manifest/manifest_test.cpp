@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -623,6 +624,91 @@ TEST_F(ManifestTest, ImageBytesDetermineTheKey) {
   EXPECT_EQ(requests[0].input_key, requests[1].input_key);
   EXPECT_NE(requests[0].input_key, requests[2].input_key);
   EXPECT_NE(requests[0].image_sha256, requests[2].image_sha256);
+}
+
+TEST_F(ManifestTest, AHashCacheHashesEachInputFileOnceAndGivesTheSameKeys) {
+  write_png(dir_ / "img" / "a.png", 10);
+  write_png(dir_ / "img" / "b.png", 11);
+  write_file(dir_ / "emb" / "e.bin", "embeddings");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/a.png"})" "\n"
+                        R"({"id":"a2","prompt":"q","image":"img/a.png"})" "\n"
+                        R"({"id":"b","prompt":"p","image":"img/b.png","prompt_embeds":"emb/e.bin"})" "\n"
+                        R"({"id":"t","prompt":"p","prompt_embeds":"emb/e.bin"})" "\n"
+                        R"({"id":"none","prompt":"p","image":"img/none.png"})" "\n");
+  const auto plain = read_all();
+  int calls = 0;
+  ManifestOptions o = options();
+  o.hash_cache = std::make_shared<FileHashCache>([&calls](const fs::path& path) {
+    ++calls;
+    return sha256_file_hex(path);
+  });
+  const auto first = read_all(o);
+  EXPECT_EQ(calls, 3);  // a.png, b.png, e.bin
+  const auto second = read_all(o);
+  EXPECT_EQ(calls, 3);  // nothing read again
+  ASSERT_EQ(first.size(), 5U);
+  ASSERT_EQ(second.size(), 5U);
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    for (const auto* r : {&first[i], &second[i]}) {
+      EXPECT_EQ(r->input_key, plain[i].input_key) << i;
+      EXPECT_EQ(r->image_sha256, plain[i].image_sha256) << i;
+      EXPECT_EQ(r->prompt_embeds_sha256, plain[i].prompt_embeds_sha256) << i;
+      EXPECT_EQ(r->input_error, plain[i].input_error) << i;
+    }
+  }
+  EXPECT_EQ(first[4].input_error, file_ + ":5:image: " + (dir_ / "img").string() +
+                                      "/none.png: image not found");
+  // Probed sizes are cached too: a cached image over a lowered limit is still refused.
+  o.max_image_pixels = 15;
+  const auto limited = read_all(o);
+  EXPECT_EQ(limited[0].input_error,
+            file_ + ":1:image: " + (dir_ / "img").string() +
+                "/a.png: image is 4x4 = 16 pixels, over the limit of 15 (input.max_image_pixels)");
+  EXPECT_EQ(calls, 3);
+  // A rewritten file is hashed again.
+  o.max_image_pixels = options().max_image_pixels;
+  write_png(dir_ / "img" / "b.png", 12);
+  fs::last_write_time(dir_ / "img" / "b.png",
+                      fs::last_write_time(dir_ / "img" / "b.png") + std::chrono::seconds(3));
+  const auto third = read_all(o);
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(third[2].image_sha256, sha256_file_hex(dir_ / "img" / "b.png"));
+  EXPECT_NE(third[2].input_key, plain[2].input_key);
+}
+
+TEST_F(ManifestTest, AReaderStartedAtAPositionReadsFromThatLine) {
+  write_file(manifest_, "\xEF\xBB\xBF" R"({"id":"a","prompt":"p"})" "\n"
+                        "# a comment\r\n"
+                        R"({"id":"b","prompt":"p"})" "\r\n"
+                        "\n"
+                        R"({"id":"c","prompt":"p"})" "\n"
+                        R"({"id":"d","prompt":"p"})");
+  ManifestReader reader(options());
+  EXPECT_EQ(reader.position().offset, 0U);
+  std::vector<ManifestOptions::Position> positions;
+  std::vector<Request> all;
+  while (auto r = reader.next()) {
+    positions.push_back(reader.position());
+    all.push_back(std::move(*r));
+  }
+  ASSERT_EQ(all.size(), 4U);
+  EXPECT_EQ(positions[0].offset, 0U);
+  EXPECT_EQ(positions[1].line, 2U);
+  EXPECT_EQ(positions[3].requests, 3U);
+  for (std::size_t k = 1; k < all.size(); ++k) {
+    ManifestOptions o = options();
+    o.start = positions[k];
+    const auto tail = read_all(o);
+    ASSERT_EQ(tail.size(), all.size() - k) << k;
+    for (std::size_t i = 0; i < tail.size(); ++i) {
+      EXPECT_EQ(tail[i].id, all[k + i].id);
+      EXPECT_EQ(tail[i].line, all[k + i].line);
+      EXPECT_EQ(tail[i].index, all[k + i].index);
+      EXPECT_EQ(tail[i].input_key, all[k + i].input_key);
+    }
+  }
+  EXPECT_EQ(all[2].line, 5U);
+  EXPECT_EQ(all[3].index, 3U);
 }
 
 TEST_F(ManifestTest, EmptyManifestsAreAnError) {

@@ -19,6 +19,53 @@ namespace {
 
 using testing::ScratchDir;
 
+// select_rows on many rows in a scrambled order: one row per id, by id, the rule's choice.
+TEST(SelectRows, OneBestRowPerIdInIdOrderWhateverTheInputOrder) {
+  std::vector<StoredRow> rows;
+  constexpr int kIds = 2000;
+  for (int k = 0; k < kIds; ++k) {
+    char id[16];
+    std::snprintf(id, sizeof id, "id%05d", k);
+    const auto row = [&](RequestStatus status, double end, int attempt, std::size_t file,
+                         bool expected, bool present) {
+      StoredRow r;
+      r.record.id = id;
+      r.record.status = status;
+      r.record.end_time = end;
+      r.record.attempt = attempt;
+      r.record.input_key = std::string(id) + "/" + std::to_string(file) + "/" + std::to_string(attempt);
+      r.file_order = file;
+      r.video_expected = expected;
+      r.video_present = present;
+      return r;
+    };
+    rows.push_back(row(RequestStatus::failed, 50.0, 3, 2, false, false));  // newest, but failed
+    rows.push_back(row(RequestStatus::ok, 20.0, 1, 0, true, true));
+    if (k % 2 == 0) rows.push_back(row(RequestStatus::ok, 30.0, 2, 1, true, true));  // the best
+    if (k % 3 == 0) rows.push_back(row(RequestStatus::ok, 90.0, 4, 3, true, false));  // no video
+    if (k % 5 == 0) rows.push_back(row(RequestStatus::ok, 20.0, 1, 4, true, true));  // later file
+  }
+  const std::size_t total = rows.size();
+  // A fixed scramble (an LCG), so the input order is far from the output order.
+  std::uint64_t state = 12345;
+  for (std::size_t i = rows.size() - 1; i > 0; --i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::swap(rows[i], rows[static_cast<std::size_t>(state >> 33) % (i + 1)]);
+  }
+  std::size_t dropped = 0;
+  const auto selected = select_rows(std::move(rows), &dropped);
+  ASSERT_EQ(selected.size(), static_cast<std::size_t>(kIds));
+  EXPECT_EQ(dropped, total - kIds);
+  for (int k = 0; k < kIds; ++k) {
+    const StoredRow& r = selected[static_cast<std::size_t>(k)];
+    char id[16];
+    std::snprintf(id, sizeof id, "id%05d", k);
+    ASSERT_EQ(r.record.id, id);
+    const std::string want = k % 2 == 0 ? "/1/2" : (k % 5 == 0 ? "/4/1" : "/0/1");
+    EXPECT_EQ(r.record.input_key, std::string(id) + want) << k;
+  }
+}
+
 // Three ranks' files: "dup" failed on rank 1 (attempt 1) and ok on rank 2 (attempt 2).
 void write_three_ranks(const std::filesystem::path& dir) {
   testing::write_rank(dir, 0, 3, {"b", "a/1", "."});

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <mutex>
 #include <set>
 
 #include "job_test_support.hpp"
@@ -195,6 +198,56 @@ TEST(InProcessJob, AModelThatFailsToLoadStopsEveryRank) {
   }
   EXPECT_TRUE(results->rows.empty());
   EXPECT_TRUE(results->opened.empty());
+}
+
+// The resume scan (rank 0) cannot end before a model load has begun: with the old order (load
+// after the scan) the scan hook gives up after a minute and the job fails. The wait is a guard
+// against a hang, not a synchronisation by time.
+TEST(InProcessJob, ModelsLoadWhileRankZeroScans) {
+  TempDir dir("overlap");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 4), dir.path() / "out", results);
+  fs::create_directories(dir.path() / "out");
+  auto loading = std::make_shared<std::promise<void>>();
+  std::shared_future<void> loading_began = loading->get_future().share();
+  auto once = std::make_shared<std::once_flag>();
+  o.make_pipeline = [cfg = o.config, loading, once](const DeviceBinding& d) {
+    std::call_once(*once, [&] { loading->set_value(); });
+    return std::make_unique<models::SyntheticPipeline>(cfg, d);
+  };
+  o.scan_done = [loading_began](const fs::path&) {
+    if (loading_began.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      throw RuntimeError("no model began loading while rank 0 scanned");
+    }
+    return std::unordered_map<std::string, std::string>{};
+  };
+  const auto outcomes = run_job_in_process(o, 2);
+  expect_all(outcomes, ExitCode::ok);
+  EXPECT_EQ(row_ids(*results), ids(4));
+}
+
+// A model loads before Start, but nothing is created when the manifest turns out bad.
+TEST(InProcessJob, ABadManifestStopsTheJobAfterTheLoadsWithoutOpeningResults) {
+  TempDir dir("overlap-bad");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 3, {R"({"id": "r000", "prompt": "x"})"}),
+                               dir.path() / "out", results);
+  auto loads = std::make_shared<std::atomic<int>>(0);
+  o.make_pipeline = [cfg = o.config, loads](const DeviceBinding& d) {
+    ++*loads;
+    return std::make_unique<models::SyntheticPipeline>(cfg, d);
+  };
+  const auto outcomes = run_job_in_process(o, 3);
+  for (const auto& out : outcomes) {
+    ASSERT_TRUE(out.threw);
+    EXPECT_EQ(out.kind, ErrorKind::manifest);
+    EXPECT_NE(out.error.find(":4:id: duplicate id \"r000\": first used on line 1"),
+              std::string::npos)
+        << out.error;
+  }
+  EXPECT_TRUE(results->opened.empty());
+  EXPECT_TRUE(results->rows.empty());
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 
 TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {

@@ -24,6 +24,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/request.hpp"
 
 namespace omnidp {
@@ -42,6 +43,19 @@ struct ManifestOptions {
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.
   bool read_inputs = true;
+  // With read_inputs: the hashes (and image sizes) of unchanged files come from here, new ones
+  // are added (docs/manifest.md "File hash cache"). Null: every file is probed and hashed.
+  // Shared by the readers of one job on one thread (not thread-safe).
+  std::shared_ptr<FileHashCache> hash_cache;
+  // Where reading starts: a position an earlier reader of the same file gave
+  // (ManifestReader::position()). Lines before it are neither read nor checked (their ids are
+  // not in the duplicate set). Default: the start of the file.
+  struct Position {
+    std::uint64_t offset = 0;  // byte offset of a line's start
+    std::size_t line = 0;      // lines before it
+    std::size_t requests = 0;  // requests before it
+  };
+  Position start;
 };
 
 // Options from a resolved Config: input.manifest, generation, model.name, input limits.
@@ -67,6 +81,9 @@ class ManifestReader {
 
   [[nodiscard]] std::size_t line() const noexcept;      // lines read so far (1-based last line)
   [[nodiscard]] std::size_t requests() const noexcept;  // requests returned so far
+  // Where the line of the request next() returned last begins (options.start before any):
+  // start another reader there to read that request again and those after it.
+  [[nodiscard]] ManifestOptions::Position position() const noexcept;
   // High-water mark of the line and chunk buffers: the constant-memory counter. Bounded by
   // the chunk size (64 KiB) plus about 2 x the longest accepted line, never by the file size.
   [[nodiscard]] std::size_t peak_buffer_bytes() const noexcept;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,10 +50,14 @@ struct StoredRow {
 [[nodiscard]] std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file,
                                                       std::size_t file_order = 0,
                                                       bool ignore_lock = false);
+// The same rows handed to `fn` one by one (the file is read in blocks; memory stays one block).
+void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
+                         bool ignore_lock, const std::function<void(StoredRow&&)>& fn);
 
 // One row per id, sorted by id (bytewise). Rule (docs/results.md): an ok row whose expected
 // video is missing is dropped (a writer died between the two); then ok beats failed; then the
 // newest end_time, then the higher attempt, then the later file. `dropped` counts the rest.
+// Sorts in place through an index (extra memory: 8 bytes a row).
 [[nodiscard]] std::vector<StoredRow> select_rows(std::vector<StoredRow> rows,
                                                  std::size_t* dropped = nullptr);
 

@@ -4,6 +4,7 @@
 // reversible escaping of ids into HDF5 link names. Internal to the results area.
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,6 +38,8 @@ inline constexpr std::size_t kHashChars = 64;  // hex SHA-256
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows);
 // Every row, in stored order. Video attributes (prompt, seed, fps) are not in the table.
 [[nodiscard]] std::vector<ResultRecord> read_requests(const h5::Dataset& table);
+// The same rows handed to `fn` one by one, read in blocks of 65536: memory stays one block.
+void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn);
 
 // ---- /videos/<id> -----------------------------------------------------------------------------
 struct VideoStorage {

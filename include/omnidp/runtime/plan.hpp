@@ -1,10 +1,12 @@
 #pragma once
 // The coordinator's view of the manifest before work starts (rank 0 only, not thread-safe):
 // request sources over the streaming manifest reader, the resume filter, and the pre-start
-// pass that counts and prices the work (the manifest is read twice: once here, in constant
-// memory, and once while handing out work).
+// pass that checks, counts and prices the work and keeps the requests to run for the hand-out
+// (PlannedSource: one pass over the manifest, docs/runtime.md "Job startup").
 
 #include <cstddef>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -22,6 +24,7 @@ class ManifestSource final : public RequestSource {
  public:
   explicit ManifestSource(ManifestOptions options) : reader_(std::move(options)) {}
   std::optional<Request> next() override { return reader_.next(); }
+  [[nodiscard]] const ManifestReader& reader() const noexcept { return reader_; }
 
  private:
   ManifestReader reader_;
@@ -55,5 +58,47 @@ struct JobPlan {
 
 // One pass over `source` (usually a ResumeSource).
 [[nodiscard]] JobPlan scan_plan(RequestSource& source, const CostModel& cost);
+
+// The requests kept in memory by a PlannedSource: 256 MiB of them (about a million small
+// requests), by their estimated size.
+inline constexpr std::size_t kDefaultKeptBytes = std::size_t{256} << 20;
+
+// The pre-start pass and the hand-out in one: the constructor reads the whole manifest once
+// (resume filter applied) and throws what that pass throws (ManifestError for a malformed
+// manifest or a changed done request, IoError), so a bad manifest stops the job before any work.
+// It keeps the requests to run, in order, while their estimated size stays within
+// `max_kept_bytes`; next() serves them without reading the manifest again. Only when they do
+// not fit does next(), after the kept ones, read the manifest a second time, from the line of
+// the first request not kept (ManifestReader::position()), with the same resume filter and
+// file hash cache (so no file is hashed twice).
+class PlannedSource final : public RequestSource {
+ public:
+  PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
+                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes);
+  std::optional<Request> next() override;
+
+  [[nodiscard]] const JobPlan& plan() const noexcept { return plan_; }
+  [[nodiscard]] std::size_t skipped() const noexcept { return skipped_; }  // done (resume)
+  // Whether every request to run is in memory (the manifest was read once).
+  [[nodiscard]] bool all_kept() const noexcept { return !tail_start_.has_value(); }
+  [[nodiscard]] std::size_t kept() const noexcept { return kept_.size(); }
+  // Times the manifest was opened for reading: 1, or 2 once the tail is read again.
+  [[nodiscard]] int passes() const noexcept { return passes_; }
+
+ private:
+  ManifestOptions options_;
+  const DoneMap& done_;
+  std::string output_dir_;
+  JobPlan plan_;
+  std::size_t skipped_ = 0;
+  std::deque<Request> kept_;
+  std::optional<ManifestOptions::Position> tail_start_;  // the first request not kept
+  std::unique_ptr<ManifestSource> tail_source_;
+  std::unique_ptr<ResumeSource> tail_;
+  int passes_ = 0;
+};
+
+// Estimated heap and object bytes of a request (what PlannedSource counts).
+[[nodiscard]] std::size_t request_bytes(const Request& request) noexcept;
 
 }  // namespace omnidp::runtime

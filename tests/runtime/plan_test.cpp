@@ -1,0 +1,151 @@
+// The pre-start pass: PlannedSource reads the manifest once, checks it all before serving
+// anything, and keeps the requests to run (or reads only the tail again past its budget).
+#include "omnidp/runtime/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "job_test_support.hpp"
+#include "omnidp/common/sha256.hpp"
+#include "omnidp/models/cost.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+using namespace omnidp::runtime::testing;
+
+ManifestOptions options_for(const fs::path& manifest) {
+  Config config;
+  config.model.name = "synthetic";
+  config.input.manifest = manifest.string();
+  return job_manifest_options(config);
+}
+
+std::vector<Request> drain(RequestSource& source) {
+  std::vector<Request> out;
+  while (auto r = source.next()) out.push_back(std::move(*r));
+  return out;
+}
+
+// The requests as a plain two-pass reading gives them (the reference).
+std::vector<Request> reference(const ManifestOptions& o, const DoneMap& done) {
+  ManifestSource source(o);
+  ResumeSource filtered(source, done, o.path.string(), "out");
+  return drain(filtered);
+}
+
+void expect_same(const std::vector<Request>& got, const std::vector<Request>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].id, want[i].id) << i;
+    EXPECT_EQ(got[i].line, want[i].line) << i;
+    EXPECT_EQ(got[i].index, want[i].index) << i;
+    EXPECT_EQ(got[i].input_key, want[i].input_key) << i;
+    EXPECT_EQ(got[i].num_frames, want[i].num_frames) << i;
+  }
+}
+
+TEST(PlannedSource, ReadsTheManifestOnceAndServesWhatItKept) {
+  TempDir dir("planned-once");
+  const fs::path manifest = write_manifest(dir.path(), 6);
+  const ManifestOptions o = options_for(manifest);
+  const DoneMap none;
+  const auto want = reference(o, none);
+  const CostModel cost(describe_model(Config{}.model));
+  PlannedSource planned(o, none, "out", cost);
+  EXPECT_EQ(planned.plan().to_run, 6U);
+  EXPECT_TRUE(planned.all_kept());
+  EXPECT_EQ(planned.kept(), 6U);
+  // The manifest is gone: what is served comes from the one pass.
+  fs::remove(manifest);
+  expect_same(drain(planned), want);
+  EXPECT_EQ(planned.passes(), 1);
+}
+
+TEST(PlannedSource, SkipsDoneRequestsAndCountsThem) {
+  TempDir dir("planned-resume");
+  const ManifestOptions o = options_for(write_manifest(dir.path(), 5));
+  const auto all = reference(o, {});
+  const DoneMap done{{"r001", all[1].input_key}, {"r003", all[3].input_key}};
+  const CostModel cost(describe_model(Config{}.model));
+  PlannedSource planned(o, done, "out", cost);
+  EXPECT_EQ(planned.plan().to_run, 3U);
+  EXPECT_EQ(planned.skipped(), 2U);
+  expect_same(drain(planned), reference(o, done));
+}
+
+TEST(PlannedSource, PastItsBudgetReadsOnlyTheTailAgain) {
+  TempDir dir("planned-tail");
+  const fs::path manifest = write_manifest(dir.path(), 7);
+  const ManifestOptions o = options_for(manifest);
+  const auto all = reference(o, {});
+  const DoneMap done{{"r000", all[0].input_key}, {"r004", all[4].input_key}};
+  const auto want = reference(o, done);  // r001 r002 r003 r005 r006
+  const CostModel cost(describe_model(Config{}.model));
+  const std::size_t two = request_bytes(all[1]) + request_bytes(all[2]);
+  PlannedSource planned(o, done, "out", cost, two);
+  EXPECT_FALSE(planned.all_kept());
+  EXPECT_EQ(planned.kept(), 2U);
+  EXPECT_EQ(planned.plan().to_run, 5U);
+  EXPECT_EQ(planned.skipped(), 2U);
+  // Lines before the tail are not read again: rewrite the first line into garbage (same
+  // length, so the tail's offset stays valid). A full second pass would throw on it.
+  std::string text;
+  {
+    std::ifstream in(manifest);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t end = text.find('\n');
+  text.replace(0, end, std::string(end, 'x'));
+  {
+    std::ofstream out(manifest, std::ios::trunc);
+    out << text;
+  }
+  expect_same(drain(planned), want);
+  EXPECT_EQ(planned.passes(), 2);
+}
+
+TEST(PlannedSource, ABadLineAnywhereThrowsBeforeAnythingIsServed) {
+  TempDir dir("planned-bad");
+  const ManifestOptions o =
+      options_for(write_manifest(dir.path(), 4, {R"({"id": "r001", "prompt": "again"})"}));
+  const CostModel cost(describe_model(Config{}.model));
+  try {
+    PlannedSource planned(o, {}, "out", cost);
+    ADD_FAILURE() << "no ManifestError";
+  } catch (const ManifestError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              o.path.string() + ":5:id: duplicate id \"r001\": first used on line 2");
+  }
+}
+
+TEST(PlannedSource, EachInputFileIsHashedOnceAcrossBothPasses) {
+  TempDir dir("planned-hash");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 6; ++i) {
+    const fs::path emb = dir.path() / ("e" + std::to_string(i % 3) + ".bin");
+    std::ofstream(emb) << "embeddings " << i % 3;
+    lines.push_back(R"({"id": "x)" + std::to_string(i) + R"(", "prompt": "p", "prompt_embeds": ")" +
+                    emb.filename().string() + "\"}");
+  }
+  ManifestOptions o = options_for(write_manifest(dir.path(), 0, lines));
+  int calls = 0;
+  o.hash_cache = std::make_shared<FileHashCache>([&calls](const fs::path& p) {
+    ++calls;
+    return sha256_file_hex(p);
+  });
+  const CostModel cost(describe_model(Config{}.model));
+  PlannedSource planned(o, {}, "out", cost, 1);  // keeps none: everything is read again
+  EXPECT_EQ(planned.kept(), 0U);
+  EXPECT_EQ(calls, 3);
+  const auto got = drain(planned);
+  EXPECT_EQ(got.size(), 6U);
+  EXPECT_EQ(planned.passes(), 2);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(got[4].prompt_embeds_sha256, sha256_file_hex(dir.path() / "e1.bin"));
+}
+
+}  // namespace
+}  // namespace omnidp::runtime
