@@ -2,6 +2,7 @@
 // request done exactly once, failures isolated, round-robin assignment = i % R, drain + resume,
 // a killed rank + resume, a hung request past the timeout.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -256,6 +257,28 @@ TEST(MpiJobReliability, DeadlineWithoutSignalsDrainsThenRerunFinishes) {
               video_sha256(models::synthetic_video(50 + i, 9, 32, 48)))
         << row.record.id;
   }
+}
+
+// A run started while another process holds a rank file's lock (an earlier run still writing
+// this folder): a clear error naming the file, exit 2, no HDF5 error stack.
+TEST(MpiJobReliability, ARankFileLockedByALiveProcessIsAClearError) {
+  TempDir dir("mpi-locked");
+  const auto manifest = write_manifest(dir.path(), 2);
+  const auto config = write_config(dir.path(), manifest);
+  ASSERT_EQ(mpirun(1, config, {}).exit_code, 0);
+  const fs::path file = dir.path() / "out" / "rank-00000.h5";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // as HDF5 does for a file open for writing
+  const auto run = mpirun(2, config, {});
+  ::close(fd);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(file.string() + ": is locked by another process (HDF5 file lock: "
+                                            "'unable to lock the file, errno = 11'): is an "
+                                            "earlier run still running on this folder"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("H5Fopen"), std::string::npos) << run.output;
 }
 
 TEST(MpiJobReliability, SignalsOnMpirunDrainThenAbandon) {
