@@ -2,7 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/registry/registry.hpp"
 #include "omnidp/results/merge.hpp"
+#include "omnidp/runtime/deadline.hpp"
 #include "omnidp/runtime/job.hpp"
 
 namespace omnidp::cli {
@@ -43,7 +46,7 @@ constexpr const char* kExamples = R"(Examples:
   omni-dp-batch --merge-only results/hv15
 
 Exit codes: 0 all done, 1 some requests failed, 2 usage/configuration/manifest error,
-75 interrupted by SIGUSR1/SIGTERM (resume with the same command).
+75 interrupted by SIGUSR1/SIGTERM or the deadline (resume with the same command).
 Docs: docs/cli.md, docs/configuration.md.)";
 
 struct BatchOptions {
@@ -59,6 +62,7 @@ struct BatchOptions {
   int world_size = 0;
   int num_replicas = 0;  // 0: not given
   std::string merge_only;
+  std::string deadline;
   bool version = false;
 };
 
@@ -137,6 +141,11 @@ void define_options(CLI::App& app, BatchOptions& o) {
   auto* merge = app.add_option("--merge-only", o.merge_only,
                                "rebuild DIR/results.h5 from the rank files in DIR, then exit")
                     ->type_name("DIR");
+  app.add_option("--deadline", o.deadline,
+                 "the job's end: hand out only requests expected to finish by TIME minus "
+                 "scheduler.deadline_margin_s, then drain (exit 75). TIME: 2026-12-01T12:00:00 "
+                 "(local), ...Z or ...+01:00, @EPOCH, +20s/+15m/+2h. Default: Slurm's end time")
+      ->type_name("TIME");
   app.add_flag("--version", o.version, "print the version and exit");
   validate->excludes(dry_run);
   merge->excludes(validate);
@@ -240,10 +249,11 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   return static_cast<int>(ExitCode::ok);
 }
 
-int run(const Config& config, bool resume) {
+int run(const Config& config, bool resume, std::optional<runtime::Deadline> deadline) {
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;
+  options.deadline = std::move(deadline);
   options.make_pipeline = [config](const DeviceBinding& device) {
     return models::create_pipeline(config, device);
   };
@@ -280,6 +290,14 @@ int batch_main(int argc, char** argv) {
       console.out(version_line() + "\n");
       return static_cast<int>(ExitCode::ok);
     }
+    std::optional<runtime::Deadline> deadline;
+    if (!o.deadline.empty()) {
+      const double now = std::chrono::duration<double>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+      deadline = runtime::Deadline{runtime::parse_deadline(o.deadline, now),
+                                   "--deadline " + o.deadline};
+    }
     if (!o.merge_only.empty()) return merge_only(o.merge_only, console);
     const Config config = effective_config(o);
     const bool resume = !o.no_resume_flag;
@@ -289,7 +307,7 @@ int batch_main(int argc, char** argv) {
           o.world_size > 0 ? o.world_size : env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
       return dry_run(config, resume, world_size, console);
     }
-    return run(config, resume);
+    return run(config, resume, std::move(deadline));
   } catch (const Error& e) {
     console.error(e.what());
     return static_cast<int>(e.exit_code());

@@ -79,6 +79,11 @@ struct EnumTable<WaitMode> {
   static constexpr std::array<EnumName<WaitMode>, 2> names{
       {{WaitMode::sleep, "sleep"}, {WaitMode::busy, "busy"}}};
 };
+template <>
+struct EnumTable<FileLocking> {
+  static constexpr std::array<EnumName<FileLocking>, 3> names{
+      {{FileLocking::automatic, "auto"}, {FileLocking::on, "on"}, {FileLocking::off, "off"}}};
+};
 
 template <class E>
 const char* enum_name(E value) noexcept {
@@ -375,7 +380,8 @@ const std::vector<SectionSpec>& schema() {
                   field("max_retries", &C::scheduler, &SchedulerConfig::max_retries),
                   field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s),
                   field("lookahead", &C::scheduler, &SchedulerConfig::lookahead),
-                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s)}});
+                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s),
+                  field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s)}});
     s.push_back({"generation",
                  {field("num_frames", &C::generation, &GenerationConfig::num_frames),
                   field("height", &C::generation, &GenerationConfig::height),
@@ -394,7 +400,8 @@ const std::vector<SectionSpec>& schema() {
                  {field("dir", &C::output, &OutputConfig::dir),
                   field("store_video", &C::output, &OutputConfig::store_video),
                   compression_field(),
-                  field("export", &C::output, &OutputConfig::export_formats)}});
+                  field("export", &C::output, &OutputConfig::export_formats),
+                  field("file_locking", &C::output, &OutputConfig::file_locking)}});
     s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
     s.push_back({"synthetic",
                  {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost),
@@ -679,6 +686,7 @@ void validate_and_resolve(Config& config) {
   require(scheduler.lookahead >= 1 && scheduler.lookahead <= 100'000'000, "scheduler.lookahead",
           std::to_string(scheduler.lookahead) + " is out of range [1, 100000000]");
   check_non_negative(scheduler.heartbeat_s, false, "scheduler.heartbeat_s");
+  check_non_negative(scheduler.deadline_margin_s, true, "scheduler.deadline_margin_s");
 
   // generation
   const auto& generation = config.generation;
@@ -771,6 +779,7 @@ const char* to_string(AttentionKernel v) noexcept { return enum_name(v); }
 const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }
+const char* to_string(FileLocking v) noexcept { return enum_name(v); }
 
 std::string compression_string(const OutputConfig& output) {
   switch (output.compression) {

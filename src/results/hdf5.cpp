@@ -1,5 +1,7 @@
 #include "omnidp/results/hdf5.hpp"
 
+#include "omnidp/results/file_locking.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -162,13 +164,16 @@ PropList file_access(bool locking) {
   call("H5Pset_libver_bounds", "file access", [&] {
     return H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V18, H5F_LIBVER_V18);
   });
+  // output.file_locking (file_locking.hpp): off process-wide on file systems where HDF5's
+  // flock fails or hangs; a rank file has exactly one writer by construction.
+  const bool lock = locking && file_locking_enabled();
 #if H5_VERSION_GE(1, 10, 7)
-  // Lock (flock) where the file system can; where it cannot (some Lustre/NFS mounts), go on
-  // without: a rank file has exactly one writer by construction.
+  // Lock where the file system can; where flock is unsupported, go on without.
   call("H5Pset_file_locking", "file access",
-       [&] { return H5Pset_file_locking(fapl.id(), locking, true); });
+       [&] { return H5Pset_file_locking(fapl.id(), lock, true); });
 #else
-  (void)locking;
+  // Before 1.10.7 only the environment variable switches it off (read at each open).
+  if (!lock) ::setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
 #endif
   return fapl;
 }

@@ -1,4 +1,5 @@
 #include "omnidp/results/merge.hpp"
+#include "omnidp/results/resume.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -84,7 +85,7 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
       result.rank_files.push_back(file.filename().string());
     } catch (const Error& e) {
       if (is_locked_by_writer(file)) {
-        throw IoError(file.string(), "is being written by a live process (file locked)");
+        throw InputError(file.string(), locked_file_message(file));
       }
       log_warn("merge: skipping unreadable " + file.string() + ": " + e.what());
       result.unreadable_files.push_back(file.filename().string());

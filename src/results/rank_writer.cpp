@@ -1,5 +1,7 @@
 #include "omnidp/results/rank_writer.hpp"
 
+#include "omnidp/results/file_locking.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -107,6 +109,7 @@ void check_filter(const OutputConfig& output) {
 void check_output_support(const OutputConfig& output) {
   check_filter(output);
   check_output_dir(output.dir);
+  (void)configure_file_locking(output.file_locking, output.dir);
 }
 
 std::string rank_file_name(int rank, int segment) {

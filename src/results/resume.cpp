@@ -1,12 +1,24 @@
 #include "omnidp/results/resume.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/results/result_files.hpp"
 
 namespace omnidp::results {
 
-std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir) {
+std::string locked_file_message(const std::filesystem::path& file) {
+  (void)file;
+  return "is locked by another process (HDF5 file lock: 'unable to lock the file, errno = 11'): "
+         "is an earlier run still running on this folder, or are its ranks still exiting? Let "
+         "it end (or use another output folder), then run again";
+}
+
+std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
+                                                       double lock_wait_s) {
   // One map, id -> input_key, filled while the files stream by (a file is never whole in
   // memory). The file of an earlier key is looked up again only for the error message.
   std::unordered_map<std::string, std::string> done;
@@ -48,18 +60,17 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
                  " (its requests are generated again): " + e.what());
         continue;
       }
-      // A live process holds HDF5's lock: the previous job's rank still exiting after mpirun
-      // returned (its file is final), or this job's own writer creating its new segment while
-      // rank 0 scans (nothing in it is done yet). Read what is flushed, without the lock.
-      try {
-        for_each_stored_row(file, i, true, add);
-        log_info("resume: " + file.string() + " is locked by a live process; read without the lock");
-      } catch (const Error& again) {
-        if (again.kind() == ErrorKind::runtime) throw;  // two input keys: not a read failure
-        log_info("resume: " + file.string() + " is locked by a live process and not readable; "
-                 "not read: " + again.what());
-        continue;
+      // A live process holds HDF5's lock: an earlier run still writing this folder, or its
+      // rank still exiting after mpirun returned (that one lets go within seconds).
+      log_info("resume: " + file.string() + " is locked by another process; waiting up to " +
+               std::to_string(static_cast<int>(lock_wait_s)) + " s for it to let go");
+      const auto until = std::chrono::steady_clock::now() +
+                         std::chrono::duration<double>(std::max(0.0, lock_wait_s));
+      while (is_locked_by_writer(file) && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
+      if (is_locked_by_writer(file)) throw InputError(file.string(), locked_file_message(file));
+      for_each_stored_row(file, i, false, add);
     }
   }
   return done;

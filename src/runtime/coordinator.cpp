@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <sstream>
 #include <tuple>
 
 #include "omnidp/common/log.hpp"
@@ -120,6 +122,7 @@ void Coordinator::free_slot(Assigned& a) {
   a.generated = true;
   auto& r = replicas_[static_cast<std::size_t>(a.replica)];
   r.in_model -= 1;
+  if (r.in_model > 0) r.model_since = now();  // its next request starts now
   r.outstanding_cost -= a.item.key;
   r.pull = false;  // the running request changed; its successor will pull in turn
 }
@@ -255,7 +258,7 @@ void Coordinator::dispatch() {
       for (int k = 0; k < options_.topology.replicas; ++k) {
         const auto& r = replicas_[static_cast<std::size_t>(k)];
         const bool wants = r.in_model == 0 || (r.pull && !tail);
-        if (r.ready && wants && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog) {
+        if (r.ready && !r.closed && wants && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog) {
           order.push_back(k);
         }
       }
@@ -271,7 +274,20 @@ void Coordinator::dispatch() {
       for (int k : order) {
         auto item = work_.next_for(k);
         if (!item) continue;
+        const int cap = options_.config.faults.drain_after;
+        if (cap > 0 && !item->handed_out && handed_out_ >= static_cast<std::size_t>(cap)) {
+          work_.put_back(std::move(*item));  // faults.drain_after: only the first N requests
+          return;
+        }
+        if (options_.deadline) {
+          const Fit fit = fits_deadline(k, *item);
+          if (fit != Fit::yes) {
+            work_.put_back(std::move(*item));
+            continue;
+          }
+        }
         auto& r = replicas_[static_cast<std::size_t>(k)];
+        if (r.in_model == 0) r.model_since = now();
         r.in_model += 1;
         r.outstanding += 1;
         r.outstanding_cost += item->key;
@@ -279,18 +295,84 @@ void Coordinator::dispatch() {
         item->handed_out = true;
         AssignMsg msg{item->request, item->attempt};
         const std::string id = item->request.id;
-        outstanding_.emplace(id, Assigned{std::move(*item), k});
+        outstanding_.emplace(id, Assigned{std::move(*item), k, false, ++assign_seq_});
         send_(options_.topology.leader(k), msg);
         assigned = true;
         break;
       }
-      if (!assigned) return;
+      if (!assigned) {
+        drain_if_nothing_fits();
+        return;
+      }
     }
   } catch (const Error& e) {
     on(0, FatalMsg{ErrorInfo{e.kind(), e.what()}});
   } catch (const std::exception& e) {
     on(0, FatalMsg{ErrorInfo{ErrorKind::runtime, e.what()}});
   }
+}
+
+double Coordinator::model_free_at(int k) const {
+  const double t = now();
+  const auto& r = replicas_[static_cast<std::size_t>(k)];
+  if (r.in_model == 0) return t;
+  double queued = 0.0;
+  double running = 0.0;
+  std::uint64_t oldest = UINT64_MAX;
+  for (const auto& [id, a] : outstanding_) {
+    if (a.replica != k || a.generated) continue;
+    const double s = cost_.estimate(a.item.features);
+    queued += s;
+    if (a.seq < oldest) {
+      oldest = a.seq;
+      running = s;
+    }
+  }
+  // The oldest one runs since model_since; the rest wait behind it.
+  const double left_running = std::max(0.0, running - (t - r.model_since));
+  return t + left_running + (queued - running);
+}
+
+Coordinator::Fit Coordinator::fits_deadline(int k, const WorkItem& item) {
+  auto& r = replicas_[static_cast<std::size_t>(k)];
+  const double t = now();
+  const double limit = *options_.deadline - options_.config.scheduler.deadline_margin_s;
+  double ends = t;
+  double estimate = 0.0;
+  if (!cost_.calibrated()) {
+    // No time scale yet (the estimate is in cost units until the first completion): a
+    // replica with nothing outstanding gets one request while the limit has not passed; one
+    // with a request outstanding waits for the first completion (its Done calibrates).
+    if (r.outstanding > 0 && t < limit) return Fit::wait;
+  } else {
+    estimate = cost_.estimate(item.features);
+    ends = model_free_at(k) + estimate;
+  }
+  if (t < limit && ends <= limit) return Fit::yes;
+  r.closed = true;
+  deadline_closed_any_ = true;
+  std::ostringstream why;
+  why.precision(3);
+  why << "coordinator: deadline: replica " << k << " gets no more work: request '"
+      << item.request.id << "'";
+  if (cost_.calibrated()) {
+    why << " (estimated " << estimate << " s) would end in " << ends - t << " s,";
+  }
+  why << " the deadline minus the margin of " << options_.config.scheduler.deadline_margin_s
+      << " s is " << (limit - t >= 0.0 ? "in " : "") << limit - t << " s"
+      << (limit - t >= 0.0 ? "" : " (passed)");
+  log_info(why.str());
+  return Fit::no;
+}
+
+void Coordinator::drain_if_nothing_fits() {
+  // Requests handed out passed the gate: they run (queued ones too). Once none is outstanding,
+  // no replica can get work again (each was just offered its next request), so drain.
+  if (!deadline_closed_any_ || phase_ != Phase::running || !outstanding_.empty()) return;
+  if (work_.exhausted()) return;  // nothing left anyway: the normal end
+  log_warn("coordinator: deadline: no further request fits before the job's end minus "
+           "scheduler.deadline_margin_s; draining (exit 75: run again to finish the rest)");
+  begin_drain(false);
 }
 
 void Coordinator::begin_drain(bool abandon) {

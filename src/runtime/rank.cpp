@@ -67,6 +67,7 @@ struct Opened {
 };
 struct WorkerStarted {
   std::string id;
+  double since = 0.0;  // clock_s() on the worker when it started
 };
 struct WorkerNearlyDone {
   std::string id;
@@ -127,6 +128,8 @@ class RankRuntime {
   void worker_main();
   void writer_main();
   void post(int dest, Message m) { local_.push(OutMsg{dest, std::move(m)}); }
+  // Durations and the timeout watch: the injected clock (tests), else the steady clock.
+  [[nodiscard]] double clock_s() const { return options_.clock ? options_.clock() : steady_s(); }
 
   const RankSetup& s_;
   const JobOptions& options_;
@@ -313,11 +316,11 @@ void RankRuntime::on_local(LocalEvent ev) {
     } else {
       send(0, ReadyMsg{replica_, 1 + std::max(0, config_.scheduler.prefetch), device_, true, {}});
       ready_sent_ = true;
-      next_heartbeat_ = steady_s() + config_.scheduler.heartbeat_s;
+      next_heartbeat_ = clock_s() + config_.scheduler.heartbeat_s;
     }
   } else if (auto* started = std::get_if<WorkerStarted>(&ev)) {
     running_id_ = started->id;
-    running_since_ = steady_s();
+    running_since_ = started->since;
     if (s_.group != nullptr) {
       for (int m = 1; m < s_.group->size(); ++m)
         send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
@@ -361,7 +364,7 @@ void RankRuntime::check_signals() {
 
 void RankRuntime::check_running() {
   if (!leader_ || !ready_sent_) return;
-  const double t = steady_s();
+  const double t = clock_s();
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
     const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
@@ -432,6 +435,21 @@ void RankRuntime::coordinator_main() {
     co.progress_out = s_.progress_out;
     co.progress_in_place = s_.progress_in_place;
     co.progress_interval_s = options_.progress_interval_s;
+    co.now = options_.clock;
+    std::optional<Deadline> deadline = options_.deadline;
+    if (!deadline) deadline = options_.lookup_deadline ? options_.lookup_deadline() : slurm_deadline();
+    if (deadline) {
+      const double unix_now = options_.clock ? options_.clock() : unix_s();
+      const double margin = config_.scheduler.deadline_margin_s;
+      std::ostringstream line;
+      line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source
+           << "), " << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
+           << "handed out only when expected to end " << shortest(margin)
+           << " s before it (scheduler.deadline_margin_s)";
+      log_info(line.str());
+      // In the coordinator's time base: the injected clock, else the steady clock.
+      co.deadline = options_.clock ? deadline->unix_s : steady_s() + (deadline->unix_s - unix_now);
+    }
     co.finalize = [this, dir, &done](const RunSummary& summary) {
       DoneMap().swap(done);  // no request is read any more: free it before the merge
       std::error_code ec;
@@ -507,9 +525,9 @@ void RankRuntime::worker_main() {
       writes_.push(WriteJob{std::move(rec), Video{}});
       continue;
     }
-    local_.push(WorkerStarted{req.id});
+    local_.push(WorkerStarted{req.id, clock_s()});
     const double wall0 = unix_s();
-    const double t0 = steady_s();
+    const double t0 = clock_s();
     Video video;
     bool ok = false;
     bool transient = false;
@@ -544,7 +562,7 @@ void RankRuntime::worker_main() {
     } catch (...) {
       error = "unknown exception from the pipeline";
     }
-    const double seconds = steady_s() - t0;
+    const double seconds = clock_s() - t0;
     busy += seconds;
     rec.start_time = wall0;
     rec.end_time = wall0 + seconds;

@@ -94,6 +94,20 @@ void WorkQueue::retry(WorkItem item, int failed_replica) {
   retries_.push_back(std::move(item));
 }
 
+void WorkQueue::put_back(WorkItem item) {
+  if (item.handed_out) {  // a retry or a returned request: it came from retries_
+    retries_.push_front(std::move(item));
+  } else if (config_.policy == SchedulerPolicy::round_robin) {
+    const auto r = item.request.index % static_cast<std::size_t>(replicas_);
+    per_replica_[r].push_front(std::move(item));
+  } else if (config_.order == WorkOrder::manifest) {
+    fifo_.push_front(std::move(item));
+  } else {
+    heap_.push_back(std::move(item));
+    std::push_heap(heap_.begin(), heap_.end(), heap_less);
+  }
+}
+
 void WorkQueue::rekey() {
   for (auto& item : heap_) item.key = cost_.estimate(item.features);
   std::make_heap(heap_.begin(), heap_.end(), heap_less);

@@ -90,6 +90,8 @@ TEST(ConfigDefaults, StructDefaultsMatchSpec) {
   EXPECT_EQ(c.parallel.data_parallel_size, 0);
   EXPECT_TRUE(c.parallel.devices.empty());
   EXPECT_EQ(compression_string(c.output), "none");
+  EXPECT_EQ(c.scheduler.deadline_margin_s, 60.0);
+  EXPECT_EQ(c.output.file_locking, FileLocking::automatic);
 }
 
 TEST(ConfigDefaults, EmbeddedDefaultIsTinyYamlAndValidates) {
@@ -260,6 +262,8 @@ TEST(ConfigParse, BadEnumsListTheValuesAndSuggest) {
             "mean 'round_robin'?)");
   EXPECT_EQ(parse_error("scheduler: {order: random}\n"),
             "scheduler.order: invalid value 'random' (expected cost_desc | manifest)");
+  EXPECT_EQ(parse_error("output: {file_locking: yes}\n"),
+            "output.file_locking: invalid value 'yes' (expected auto | on | off)");
   EXPECT_EQ(parse_error("synthetic: {wait: spin}\n"),
             "synthetic.wait: invalid value 'spin' (expected sleep | busy)");
   EXPECT_EQ(parse_error("model: {attention: cudn}\n"),
@@ -372,6 +376,8 @@ TEST(ConfigValidate, SchedulerRules) {
             "scheduler.request_timeout_s: -1.0 is out of range (expected a finite number >= 0)");
   EXPECT_EQ(validate_error("scheduler: {heartbeat_s: 0}\n"),
             "scheduler.heartbeat_s: 0.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(validate_error("scheduler: {deadline_margin_s: -1}\n"),
+            "scheduler.deadline_margin_s: -1.0 is out of range (expected a finite number >= 0)");
   EXPECT_EQ(validate_error("scheduler: {lookahead: 0}\n"),
             "scheduler.lookahead: 0 is out of range [1, 100000000]");
 }

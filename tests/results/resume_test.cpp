@@ -186,7 +186,7 @@ TEST(Resume, OneIdDoneWithTwoInputKeysNamesBoth) {
   }
 }
 
-TEST(Resume, AFileHeldByALiveWriterIsReadWithoutItsLockButMergeRefusesIt) {
+TEST(Resume, AFileLockedByALiveRunIsAClearErrorInTheScanAndTheMerge) {
   ScratchDir dir("locked");
   testing::write_rank(dir.path(), 1, 2, {"done"});
   int to_parent[2];
@@ -209,16 +209,26 @@ TEST(Resume, AFileHeldByALiveWriterIsReadWithoutItsLockButMergeRefusesIt) {
   ::close(to_child[0]);
   char c = 0;
   ASSERT_EQ(::read(to_parent[0], &c, 1), 1);
-  EXPECT_TRUE(is_locked_by_writer(dir.path() / "rank-00000.h5"));
+  const std::filesystem::path locked = dir.path() / "rank-00000.h5";
+  EXPECT_TRUE(is_locked_by_writer(locked));
   EXPECT_FALSE(is_locked_by_writer(dir.path() / "rank-00001.h5"));
-  // Like a rank of the killed job still exiting, or this job's writer: read without the lock.
-  EXPECT_EQ(scan_done(dir.path()), expected_done({"done", "live"}));
-  EXPECT_THROW((void)read_stored_rows(dir.path() / "rank-00000.h5"), Hdf5Error);  // locked
+  const std::string expected =
+      locked.string() +
+      ": is locked by another process (HDF5 file lock: 'unable to lock the file, errno = 11'): "
+      "is an earlier run still running on this folder, or are its ranks still exiting? Let it "
+      "end (or use another output folder), then run again";
+  try {
+    (void)scan_done(dir.path(), /*lock_wait_s=*/0.0);
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.what(), expected);
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  }
   try {
     (void)merge_directory(dir.path());
-    ADD_FAILURE() << "expected IoError";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("live process"), std::string::npos) << e.what();
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.what(), expected);
   }
   (void)!::write(to_child[1], &c, 1);
   int status = 0;

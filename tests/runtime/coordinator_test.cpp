@@ -26,7 +26,8 @@ Request req(std::size_t index, int frames) {
 
 class Harness {
  public:
-  Harness(int world, const std::vector<int>& frames, SchedulerConfig sched, int drain_after = 0)
+  Harness(int world, const std::vector<int>& frames, SchedulerConfig sched, int drain_after = 0,
+          std::optional<double> deadline = std::nullopt)
       : net_(world, Delivery::manual), inbox_(static_cast<std::size_t>(world)) {
     std::vector<Request> requests;
     for (std::size_t i = 0; i < frames.size(); ++i) requests.push_back(req(i, frames[i]));
@@ -38,6 +39,7 @@ class Harness {
     o.topology = make_topology(o.config.parallel, world);
     o.plan.to_run = frames.size();
     o.now = [this] { return clock_; };
+    o.deadline = deadline;
     o.finalize = [this](const RunSummary& s) { finalized_.push_back(s); };
     coordinator_ = std::make_unique<Coordinator>(o, *source_, [this](int dest, const Message& m) {
       send_message(net_.endpoint(0), dest, m);
@@ -295,39 +297,120 @@ TEST(Coordinator, SignalDrainsThenSecondSignalAbandons) {
   EXPECT_EQ(h.finalized_[0].total, 6U);
 }
 
-TEST(Coordinator, DrainAfterAndSummaryFigures) {
+TEST(Coordinator, DrainAfterHandsOutExactlyNAndSummaryFigures) {
   SchedulerConfig s;
   s.order = WorkOrder::manifest;
   s.prefetch = 0;
   Harness h(2, {5, 5, 5, 5}, s, /*drain_after=*/2);
   h.coordinator().start();
   h.ready_all(1);  // work starts at t = 100
-  (void)h.assigned(0);
-  (void)h.assigned(1);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1"}));
   h.clock_ = 103.0;
   h.done(0, "r0", 3.0);
-  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  EXPECT_TRUE(h.assigned(0).empty());  // only the first 2 requests are handed out
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::running);
   h.clock_ = 104.0;
-  h.done(1, "r1", 4.0);  // the second completion: drain
-  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::draining);
-  h.clock_ = 106.0;
-  h.done(0, "r2", 3.0);
+  h.done(1, "r1", 4.0);  // the second completion: drain, and nothing is outstanding
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
   h.close_all();
   ASSERT_EQ(h.finalized_.size(), 1U);
   const RunSummary& sum = h.finalized_[0];
-  EXPECT_EQ(sum.completed, 3U);
+  EXPECT_EQ(sum.completed, 2U);
+  EXPECT_EQ(sum.total, 4U);
   EXPECT_TRUE(sum.interrupted);
-  EXPECT_DOUBLE_EQ(sum.makespan_s, 6.0);
+  EXPECT_DOUBLE_EQ(sum.makespan_s, 4.0);
   EXPECT_DOUBLE_EQ(sum.videos_per_min, 30.0);
-  EXPECT_DOUBLE_EQ(sum.latency_p50_s, 3.0);
-  EXPECT_DOUBLE_EQ(sum.latency_p90_s, 3.8);
+  EXPECT_DOUBLE_EQ(sum.latency_p50_s, 3.5);
+  EXPECT_DOUBLE_EQ(sum.latency_p90_s, 3.9);
   EXPECT_DOUBLE_EQ(sum.latency_max_s, 4.0);
-  EXPECT_EQ(sum.busy_s_per_rank, (std::vector<double>{6.0, 4.0}));
-  EXPECT_DOUBLE_EQ(sum.busy_fraction_per_rank[0], 1.0);
-  EXPECT_DOUBLE_EQ(sum.scheduling_efficiency, 10.0 / 12.0);
+  EXPECT_EQ(sum.busy_s_per_rank, (std::vector<double>{3.0, 4.0}));
+  EXPECT_DOUBLE_EQ(sum.busy_fraction_per_rank[0], 0.75);
+  EXPECT_DOUBLE_EQ(sum.scheduling_efficiency, 7.0 / 8.0);
   EXPECT_EQ(sum.policy, "dynamic");
   EXPECT_EQ(sum.order, "manifest");
   EXPECT_EQ(h.coordinator().exit_code(), 75);
+}
+
+// Deadline-aware dispatch with an injected clock: deadline 130, margin 5 -> every request
+// must be expected to end by 125; every request takes 10 s.
+TEST(Coordinator, DeadlineHandsOutOnlyWhatEndsBeforeTheDeadlineMinusTheMargin) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 1;
+  s.deadline_margin_s = 5.0;
+  Harness h(2, {5, 5, 5, 5, 5, 5}, s, 0, /*deadline=*/130.0);
+  h.coordinator().start();
+  h.ready_all(2);  // t = 100, no completion yet: one request per idle replica, no prefetch
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1"}));
+  h.reply(0, PullMsg{0, "r0"});
+  EXPECT_TRUE(h.assigned(0).empty()) << "no time scale before the first completion";
+  h.clock_ = 110.0;
+  h.done(0, "r0", 10.0);  // calibrated: 10 s per request; replica 0 idle: ends 120 <= 125
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  h.reply(1, PullMsg{1, "r1"});  // r1 (started 100) ends at 110: r3 behind it ends 120
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r3#1"}));
+  h.clock_ = 112.0;
+  h.reply(0, PullMsg{0, "r2"});  // the tail (2 left for 2 replicas): nothing queued behind r2
+  EXPECT_TRUE(h.assigned(0).empty());
+  h.clock_ = 120.0;
+  h.done(1, "r1", 10.0);  // r3 runs on replica 1 now
+  h.done(0, "r2", 10.0);  // replica 0 is idle, but r4 would end 130 > 125: no more work for it
+  EXPECT_TRUE(h.assigned(0).empty());
+  EXPECT_TRUE(h.assigned(1).empty());
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::running);  // r3 still runs
+  h.clock_ = 130.0;
+  h.done(1, "r3", 10.0);  // r4 would end 140 on replica 1 too; nothing outstanding: drain
+  for (int r = 0; r < 2; ++r) {
+    const auto ms = h.take(r);
+    EXPECT_EQ(count_of<DrainMsg>(ms), 1U) << "rank " << r;
+    EXPECT_EQ(count_of<ShutdownMsg>(ms), 1U) << "rank " << r;
+    EXPECT_EQ(count_of<AssignMsg>(ms), 0U) << "rank " << r;
+  }
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+  h.close_all();
+  EXPECT_EQ(h.coordinator().exit_code(), 75);
+  ASSERT_EQ(h.finalized_.size(), 1U);
+  EXPECT_EQ(h.finalized_[0].completed, 4U);
+  EXPECT_EQ(h.finalized_[0].total, 6U);
+  EXPECT_TRUE(h.finalized_[0].interrupted);
+}
+
+TEST(Coordinator, DeadlineAlreadyPassedHandsOutNothing) {
+  SchedulerConfig s;
+  s.deadline_margin_s = 0.0;
+  Harness h(2, {5, 5}, s, 0, /*deadline=*/99.0);  // the clock reads 100
+  h.coordinator().start();
+  h.ready_all(2);
+  EXPECT_TRUE(h.assigned(0).empty());
+  EXPECT_TRUE(h.assigned(1).empty());
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+  h.close_all();
+  EXPECT_EQ(h.coordinator().exit_code(), 75);
+  EXPECT_EQ(h.finalized_.at(0).completed, 0U);
+}
+
+TEST(Coordinator, DeadlineThatLeavesRoomForEverythingEndsNormally) {
+  SchedulerConfig s;
+  s.order = WorkOrder::manifest;
+  s.prefetch = 0;
+  s.deadline_margin_s = 60.0;
+  Harness h(1, {5, 5, 5}, s, 0, /*deadline=*/1000.0);
+  h.coordinator().start();
+  h.ready_all(1);
+  for (int i = 0; i < 3; ++i) {
+    std::string id = std::to_string(i);
+    id.insert(0, 1, 'r');  // not "r" + ...: GCC 12 warns falsely (-Wrestrict)
+    std::string assigned = id;
+    assigned.append("#1");
+    EXPECT_EQ(h.assigned(0), (std::vector<std::string>{assigned}));
+    h.clock_ += 10.0;
+    h.done(0, id, 10.0);
+  }
+  EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
+  h.close_all();
+  EXPECT_EQ(h.coordinator().exit_code(), 0);
 }
 
 TEST(Coordinator, AReplicaThatCannotStartStopsTheJob) {

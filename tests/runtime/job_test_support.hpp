@@ -106,6 +106,7 @@ inline JobOptions synthetic_job(const fs::path& manifest, const fs::path& out,
   };
   o.scan_done = [](const fs::path&) { return std::unordered_map<std::string, std::string>{}; };
   o.merge = [](const fs::path&, const RunSummary&, const std::string&) {};
+  o.lookup_deadline = [] { return std::optional<Deadline>{}; };  // not Slurm's, were it set
   return o;
 }
 

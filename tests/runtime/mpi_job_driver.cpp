@@ -1,8 +1,11 @@
 // A minimal batch front end for the MPI tests of the runtime: every rank runs
-//   mpi_job_driver <config.yaml> [section.key=value ...]
+//   mpi_job_driver <config.yaml> [section.key=value ...] [--deadline=TIME]
 // with the synthetic model (torch-free, so this test needs no model libraries) and the real
 // HDF5 results, and exits with run_job's code.
+#include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "omnidp/config/config.hpp"
@@ -16,10 +19,25 @@ int main(int argc, char** argv) {
   }
   try {
     omnidp::Config config = omnidp::load_config_file(argv[1]);
-    omnidp::apply_overrides(config, std::vector<std::string>(argv + 2, argv + argc));
+    std::vector<std::string> overrides;
+    std::optional<omnidp::runtime::Deadline> deadline;
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.starts_with("--deadline=")) {  // as omni-dp-batch --deadline
+        const double now = std::chrono::duration<double>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+        deadline = omnidp::runtime::Deadline{
+            omnidp::runtime::parse_deadline(arg.substr(11), now), "--deadline " + arg.substr(11)};
+      } else {
+        overrides.push_back(arg);
+      }
+    }
+    omnidp::apply_overrides(config, overrides);
     omnidp::validate_and_resolve(config);
     omnidp::runtime::JobOptions options;
     options.config = config;
+    options.deadline = deadline;
     options.progress_interval_s = 2.0;
     options.make_pipeline = [config](const omnidp::DeviceBinding& device) {
       return std::make_unique<omnidp::models::SyntheticPipeline>(config, device);

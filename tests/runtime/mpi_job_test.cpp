@@ -2,6 +2,7 @@
 // request done exactly once, failures isolated, round-robin assignment = i % R, drain + resume,
 // a killed rank + resume, a hung request past the timeout.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "job_test_support.hpp"
+#include "omnidp/models/cost.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"
 
@@ -212,11 +214,11 @@ TEST(MpiJobReliability, DrainThenResume) {
   TempDir dir("mpi-drain");
   const auto manifest = write_manifest(dir.path(), 16);
   const auto config = write_config(dir.path(), manifest);
-  const auto first = mpirun(2, config, {"faults.drain_after=3"});
+  // faults.drain_after=3: exactly the first 3 requests (manifest order) run, then the drain.
+  const auto first = mpirun(2, config, {"faults.drain_after=3", "scheduler.order=manifest"});
   ASSERT_EQ(first.exit_code, 75) << first.output;
   const auto partial = count_ids(all_rows(dir.path() / "out"));
-  EXPECT_GE(partial.size(), 3U);
-  EXPECT_LE(partial.size(), 11U);  // 3 + at most 2 x (2 slots + 2 writes) outstanding
+  EXPECT_EQ(partial, (std::map<std::string, int>{{"r000", 1}, {"r001", 1}, {"r002", 1}}));
   EXPECT_TRUE(fs::exists(dir.path() / "out" / "results.h5"));  // the partial set, merged
   const auto second = mpirun(2, config, {});
   ASSERT_EQ(second.exit_code, 0) << second.output;
@@ -224,7 +226,82 @@ TEST(MpiJobReliability, DrainThenResume) {
   ASSERT_EQ(counts.size(), 16U);
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
   const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
-  EXPECT_EQ(s.skipped_resume, partial.size());
+  EXPECT_EQ(s.skipped_resume, 3U);
+}
+
+// No signal at all: the deadline alone drains the job. 4 equal requests of 8 s on 2 ranks,
+// deadline 20 s after launch, margin 5 s: each replica gets its first request at once (no
+// time scale yet) and it ends 8 s + the start-up later; a second one would end 16 s + the
+// start-up later, past the 15 s left: never fits, whatever the start-up takes (< 15 s).
+TEST(MpiJobReliability, DeadlineWithoutSignalsDrainsThenRerunFinishes) {
+  TempDir dir("mpi-deadline");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 4; ++i) {
+    lines.push_back(R"({"id": "d)" + std::to_string(i) + R"(", "prompt": "p", "seed": )" +
+                    std::to_string(50 + i) +
+                    R"(, "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": 4})");
+  }
+  const auto manifest = write_manifest(dir.path(), 0, lines);
+  const auto config = write_config(dir.path(), manifest);
+  // The synthetic model takes seconds_per_gcost x cost / 1e9 s: calibrate it to 8 s.
+  Request probe;
+  probe.num_frames = 9;
+  probe.height = 32;
+  probe.width = 48;
+  probe.num_inference_steps = 4;
+  probe.guidance_scale = 6.0;
+  Config c;
+  c.model.name = "synthetic";
+  const double cost = prior_cost(describe_model(c.model), probe);
+  ASSERT_GT(cost, 0.0);
+  const std::string spg = "synthetic.seconds_per_gcost=" + std::to_string(8.0 * 1e9 / cost);
+  const auto first =
+      mpirun(2, config, {spg, "scheduler.deadline_margin_s=5", "--deadline=+20s"});
+  ASSERT_EQ(first.exit_code, 75) << first.output;
+  EXPECT_NE(first.output.find("(from --deadline +20s)"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("coordinator: deadline: no further request fits"),
+            std::string::npos)
+      << first.output;
+  const auto partial = count_ids(all_rows(dir.path() / "out"));
+  EXPECT_EQ(partial.size(), 2U) << first.output;  // one per replica
+  for (const auto& [id, n] : partial) EXPECT_EQ(n, 1) << id;
+  EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
+  EXPECT_TRUE(fs::exists(dir.path() / "out" / "results.h5"));
+
+  const auto second = mpirun(2, config, {"synthetic.seconds_per_gcost=0"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto rows = all_rows(dir.path() / "out");
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 4U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  for (const auto& row : rows) {
+    const int i = std::stoi(row.record.id.substr(1));
+    EXPECT_EQ(row.record.video_sha256,
+              video_sha256(models::synthetic_video(50 + i, 9, 32, 48)))
+        << row.record.id;
+  }
+}
+
+// A run started while another process holds a rank file's lock (an earlier run still writing
+// this folder): a clear error naming the file, exit 2, no HDF5 error stack.
+TEST(MpiJobReliability, ARankFileLockedByALiveProcessIsAClearError) {
+  TempDir dir("mpi-locked");
+  const auto manifest = write_manifest(dir.path(), 2);
+  const auto config = write_config(dir.path(), manifest);
+  ASSERT_EQ(mpirun(1, config, {}).exit_code, 0);
+  const fs::path file = dir.path() / "out" / "rank-00000.h5";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);  // as HDF5 does for a file open for writing
+  const auto run = mpirun(2, config, {});
+  ::close(fd);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find(file.string() + ": is locked by another process (HDF5 file lock: "
+                                            "'unable to lock the file, errno = 11'): is an "
+                                            "earlier run still running on this folder"),
+            std::string::npos)
+      << run.output;
+  EXPECT_EQ(run.output.find("H5Fopen"), std::string::npos) << run.output;
 }
 
 TEST(MpiJobReliability, SignalsOnMpirunDrainThenAbandon) {

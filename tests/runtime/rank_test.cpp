@@ -135,15 +135,16 @@ TEST(InProcessJob, DrainAfterThenResumeCompletesTheRest) {
   TempDir dir("drain");
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 20), dir.path() / "out", results);
-  o.config.faults.drain_after = 3;
+  o.config.faults.drain_after = 3;  // exactly the first 3 requests are handed out, then drain
+  o.config.scheduler.order = WorkOrder::manifest;
   refresh_pipeline(o);
   expect_all(run_job_in_process(o, 2), ExitCode::interrupted);
   const auto first = row_ids(*results);
-  EXPECT_GE(first.size(), 3U);
-  // At most 3 + what was outstanding at the drain: 2 replicas x (2 slots + a write backlog of 2).
-  EXPECT_LE(first.size(), 11U);
-  EXPECT_TRUE(std::adjacent_find(first.begin(), first.end()) == first.end());
-  EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
+  EXPECT_EQ(first, (std::vector<std::string>{"r000", "r001", "r002"}));
+  const RunSummary drained = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_TRUE(drained.interrupted);
+  EXPECT_EQ(drained.completed, 3U);
+  EXPECT_EQ(drained.total, 20U);
 
   // Resume: the done rows are skipped, the rest run, nothing twice.
   o.config.faults.drain_after = 0;
@@ -153,12 +154,87 @@ TEST(InProcessJob, DrainAfterThenResumeCompletesTheRest) {
     for (const auto& row : results->rows) done[row.id] = row.input_key;
     return done;
   };
-  const std::size_t before = results->rows.size();
   expect_all(run_job_in_process(o, 2), ExitCode::ok);
   EXPECT_EQ(row_ids(*results), ids(20));
   const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
-  EXPECT_EQ(s.skipped_resume, before);
-  EXPECT_EQ(s.completed, 20U - before);
+  EXPECT_EQ(s.skipped_resume, 3U);
+  EXPECT_EQ(s.completed, 17U);
+}
+
+// A clock that only moves when the model works: every generate() takes exactly 10 s of it.
+struct FakeClock {
+  std::atomic<double> now{1'800'000'000.0};
+  double read() const { return now.load(); }
+};
+
+class TimedPipeline final : public Pipeline {
+ public:
+  TimedPipeline(std::unique_ptr<Pipeline> inner, std::shared_ptr<FakeClock> clock, double seconds)
+      : inner_(std::move(inner)), clock_(std::move(clock)), seconds_(seconds) {}
+  Video generate(const Request& r, const GenerateContext& ctx) override {
+    clock_->now.store(clock_->now.load() + seconds_);
+    return inner_->generate(r, ctx);
+  }
+  std::string model_name() const override { return inner_->model_name(); }
+  std::string device_name() const override { return inner_->device_name(); }
+
+ private:
+  std::unique_ptr<Pipeline> inner_;
+  std::shared_ptr<FakeClock> clock_;
+  double seconds_;
+};
+
+// Deadline-aware dispatch in a whole job, deterministic through the injected clock: 6 equal
+// requests of 10 s on one replica, deadline start + 37 s, margin 5 s (limit start + 32): r000
+// (no time scale yet), r001 (ends +20), r002 (ends +30) fit, r003 (ends +40) does not. No
+// signal: the job drains by itself, exit 75; a rerun without a deadline does the rest.
+TEST(InProcessJob, DeadlineDrainsWhenNothingMoreFitsThenResumeCompletesTheRest) {
+  TempDir dir("deadline");
+  std::vector<std::string> lines;
+  for (int i = 0; i < 6; ++i) {
+    lines.push_back(R"({"id": "d)" + std::to_string(i) + R"(", "prompt": "p", "seed": )" +
+                    std::to_string(70 + i) +
+                    R"(, "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": 2})");
+  }
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 0, lines), dir.path() / "out", results);
+  o.config.scheduler.order = WorkOrder::manifest;
+  o.config.scheduler.deadline_margin_s = 5.0;
+  auto clock = std::make_shared<FakeClock>();
+  const double start = clock->read();
+  o.clock = [clock] { return clock->read(); };
+  o.deadline = Deadline{start + 37.0, "test"};
+  o.make_pipeline = [cfg = o.config, clock](const DeviceBinding& d) -> std::unique_ptr<Pipeline> {
+    return std::make_unique<TimedPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d),
+                                           clock, 10.0);
+  };
+  expect_all(run_job_in_process(o, 1), ExitCode::interrupted);
+  EXPECT_EQ(row_ids(*results), (std::vector<std::string>{"d0", "d1", "d2"}));
+  for (const auto& row : results->rows) EXPECT_EQ(row.seconds, 10.0) << row.id;
+  const RunSummary drained = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_TRUE(drained.interrupted);
+  EXPECT_EQ(drained.completed, 3U);
+  EXPECT_EQ(drained.total, 6U);
+
+  // The rerun, without a deadline: the 3 others, nothing twice, every hash that of the
+  // request's own video (as in a run that was never interrupted).
+  o.deadline.reset();
+  o.scan_done = [results](const fs::path&) {
+    std::unordered_map<std::string, std::string> done;
+    for (const auto& row : results->rows) done[row.id] = row.input_key;
+    return done;
+  };
+  expect_all(run_job_in_process(o, 1), ExitCode::ok);
+  std::vector<std::string> all;
+  for (int i = 0; i < 6; ++i) all.push_back("d" + std::to_string(i));
+  EXPECT_EQ(row_ids(*results), all);
+  for (const auto& row : results->rows) {
+    const int i = std::stoi(row.id.substr(1));
+    EXPECT_EQ(row.video_sha256, video_sha256(models::synthetic_video(70 + i, 9, 32, 48))) << row.id;
+  }
+  const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+  EXPECT_EQ(s.skipped_resume, 3U);
+  EXPECT_EQ(s.completed, 3U);
 }
 
 TEST(InProcessJob, ResumeWithAChangedRequestNamesBothKeys) {
@@ -336,17 +412,29 @@ TEST(InProcessJob, AHungRequestPastTheTimeoutAbortsTheJob) {
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 3), dir.path() / "out", results);
   o.config.faults.hang_ids = {"r001"};
-  o.config.scheduler.request_timeout_s = 0.2;
-  refresh_pipeline(o);
-  const auto outcomes = run_job_in_process(o, 2);
-  for (const auto& out : outcomes) {
-    ASSERT_TRUE(out.threw);
-    EXPECT_NE(out.error.find("job aborted with exit code 75: request 'r001' on rank "),
-              std::string::npos)
-        << out.error;
-    EXPECT_NE(out.error.find("longer than scheduler.request_timeout_s = 0.2"), std::string::npos)
-        << out.error;
-  }
+  o.config.scheduler.order = WorkOrder::manifest;
+  o.config.scheduler.request_timeout_s = 30.0;
+  // The injected clock stands still until r001 (which never ends) has started; then it jumps
+  // 1000 s: the watch fires for r001, and only for it (nothing else runs on the one replica).
+  auto clock = std::make_shared<FakeClock>();
+  o.clock = [clock] { return clock->read(); };
+  auto started = std::make_shared<std::promise<void>>();
+  std::future<void> running = started->get_future();
+  o.make_pipeline = [cfg = o.config, started](const DeviceBinding& d) -> std::unique_ptr<Pipeline> {
+    return std::make_unique<WatchedPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d),
+                                             "r001", started);
+  };
+  std::vector<RankOutcome> outcomes;
+  std::thread job([&] { outcomes = run_job_in_process(o, 1); });
+  running.wait();
+  clock->now.store(clock->read() + 1000.0);
+  job.join();
+  ASSERT_EQ(outcomes.size(), 1U);
+  ASSERT_TRUE(outcomes[0].threw);
+  EXPECT_EQ(outcomes[0].error,
+            "job aborted with exit code 75: request 'r001' on rank 0 has run for 1000 s, longer "
+            "than scheduler.request_timeout_s = 30 s; aborting the job (rerun with --resume to "
+            "finish the rest)");
 }
 
 }  // namespace

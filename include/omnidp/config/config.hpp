@@ -25,6 +25,8 @@ enum class SchedulerPolicy { dynamic, round_robin };
 enum class WorkOrder { cost_desc, manifest };
 enum class CompressionKind { none, gzip, lzf };
 enum class WaitMode { sleep, busy };
+// HDF5 file locking of the results files (docs/results.md, "File locking").
+enum class FileLocking { automatic, on, off };  // YAML: auto | on | off
 enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
 
 struct ModelConfig {
@@ -60,6 +62,9 @@ struct SchedulerConfig {
   double request_timeout_s = 0.0;   // 0 = off; hung request -> MPI_Abort
   std::size_t lookahead = 4096;     // cost_desc: requests read ahead and ordered
   double heartbeat_s = 5.0;         // worker heartbeat period
+  // Deadline-aware dispatch (docs/slurm.md): a request is handed out only when it is expected
+  // to finish this many seconds before the job's end (--deadline or Slurm's end time).
+  double deadline_margin_s = 60.0;
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
@@ -92,6 +97,7 @@ struct OutputConfig {
   CompressionKind compression = CompressionKind::none;
   int gzip_level = 0;                 // 1..9 when compression is gzip
   std::vector<std::string> export_formats;  // e.g. [mp4]
+  FileLocking file_locking = FileLocking::automatic;  // auto: off on Lustre, GPFS, NFS, ...
 
   friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };
@@ -114,7 +120,8 @@ struct SyntheticConfig {
 struct FaultConfig {
   std::vector<std::string> fail_ids;            // these requests always fail
   std::vector<std::string> transient_fail_ids;  // these fail on their first attempt only
-  int drain_after = 0;           // rank 0 drains the job after this many completions (0 = off)
+  int drain_after = 0;           // rank 0 hands out only this many requests and drains once they
+                                 // completed (0 = off)
   int kill_rank = -1;            // this rank SIGKILLs itself ...
   int kill_after = 0;            // ... after this many of its own completions (0 = off)
   bool kill_in_write = false;    // ... between the dataset write and the flush instead
@@ -181,6 +188,7 @@ void validate_and_resolve(Config& config);
 [[nodiscard]] const char* to_string(SchedulerPolicy v) noexcept;
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;
+[[nodiscard]] const char* to_string(FileLocking v) noexcept;
 [[nodiscard]] std::string compression_string(const OutputConfig& output);  // none | gzip:N | lzf
 
 }  // namespace omnidp

@@ -20,7 +20,9 @@
 // (Shutdown sent, waiting for every rank's Closed) -> finished (Finish sent).
 
 #include <cstdio>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,6 +44,14 @@ struct CoordinatorOptions {
   JobPlan plan;
   std::size_t skipped_resume = 0;
   std::function<double()> now;        // monotonic seconds; empty = std::chrono::steady_clock
+  // The job's end in now()'s time base (docs/slurm.md, "Deadline"); empty = none. A request is
+  // handed to a replica only when the cost model expects it to end by deadline -
+  // scheduler.deadline_margin_s there (after the replica's own outstanding work). Before the
+  // first completion the cost model has no time scale: a replica then gets a request only
+  // when it has none outstanding (one each, no prefetch) and the limit has not passed. A
+  // replica whose next request does not fit gets no more work; once nothing is outstanding
+  // and no replica can get work, the job drains as for a signal (exit 75).
+  std::optional<double> deadline;
   std::FILE* progress_out = nullptr;  // nullptr: no progress output
   bool progress_in_place = false;
   double progress_interval_s = 10.0;
@@ -86,12 +96,16 @@ class Coordinator {
     double last_heartbeat = 0.0;
     bool warned_silent = false;
     std::string device;
+    double model_since = 0.0;  // when its running request (the oldest in_model) started, about
+    bool closed = false;       // the deadline: its next request would not end in time
   };
   struct Assigned {
     WorkItem item;
     int replica = 0;
     bool generated = false;  // Generated received: the slot is free, the write is pending
+    std::uint64_t seq = 0;   // order of assignment
   };
+  enum class Fit { yes, wait, no };
 
   void on(int from, const ReadyMsg& m);
   void on(int from, const GeneratedMsg& m);
@@ -111,6 +125,11 @@ class Coordinator {
   std::optional<Assigned> release(const std::string& id, int from, const char* what);
   void free_slot(Assigned& a);
   void dispatch();
+  // The deadline gate for handing `item` to replica `k` now.
+  [[nodiscard]] Fit fits_deadline(int k, const WorkItem& item);
+  // When replica k's model is expected to be free (now when it is idle); calibrated cost only.
+  [[nodiscard]] double model_free_at(int k) const;
+  void drain_if_nothing_fits();
   void begin_drain(bool abandon);
   void check_done();
   void begin_shutdown();
@@ -124,6 +143,8 @@ class Coordinator {
   std::vector<ReplicaState> replicas_;
   std::unordered_map<std::string, Assigned> outstanding_;
   std::size_t handed_out_ = 0;  // distinct requests assigned
+  std::uint64_t assign_seq_ = 0;
+  bool deadline_closed_any_ = false;
   std::size_t completed_ = 0;
   std::size_t failed_ = 0;
   std::vector<double> latencies_;

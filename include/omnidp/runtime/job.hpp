@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -14,6 +15,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/results/record.hpp"
+#include "omnidp/runtime/deadline.hpp"
 
 namespace omnidp::runtime {
 
@@ -46,6 +48,14 @@ struct JobOptions {
   DoneScanner scan_done;
   Merger merge;
   double progress_interval_s = 10.0;  // plain progress lines (not on a terminal)
+  // The job's end (--deadline); empty: rank 0 asks lookup_deadline (empty hook: Slurm's end
+  // time, slurm_deadline()). Deadline-aware dispatch: docs/slurm.md, "Deadline".
+  std::optional<Deadline> deadline;
+  std::function<std::optional<Deadline>()> lookup_deadline;
+  // The job's clock in seconds since the epoch; empty: the system clocks (steady for
+  // durations). Tests inject one: the coordinator's decisions, the measured request seconds,
+  // the request timeout watch and the heartbeats then all read it.
+  std::function<double()> clock;
 };
 
 // Runs the job to its end on this rank and returns the process exit code (same on every rank:

@@ -67,6 +67,9 @@ class WorkQueue {
   [[nodiscard]] std::optional<WorkItem> next_for(int replica);
   // Queues a retry of a transiently failed request (attempt already incremented).
   void retry(WorkItem item, int failed_replica);
+  // Returns an item next_for() gave out but that was not handed to a replica (the deadline
+  // gate, the drain_after cap): the next next_for() that could have returned it returns it.
+  void put_back(WorkItem item);
   // Recomputes ordering keys after the cost model changed.
   void rekey();
   // True when the source is at its end and nothing is buffered or waiting for a retry.
