@@ -26,6 +26,9 @@
 #ifdef OMNIDP_REFCHECK_TEXT
 #include "omnidp/refcheck/text_cases.hpp"
 #endif
+#ifdef OMNIDP_REFCHECK_VISION
+#include "omnidp/refcheck/vision_cases.hpp"
+#endif
 
 namespace omnidp::refcheck {
 namespace fs = std::filesystem;
@@ -55,6 +58,7 @@ constexpr CaseKind kKinds[] = {
     {"umt5_encoder", "model", "UMT5EncoderModel", "umt5_encoder"},
     {"byt5_encoder", "model", "T5EncoderModel", "byt5_encoder"},
     {"qwen25vl_text", "model", "Qwen2_5_VLTextModel", "qwen25vl_text"},
+    {"siglip_vision", "model", "SiglipVisionModel", "siglip_vision"},
 };
 
 // kind -> runner. One line per runner; a family's lines sit in its #ifdef block.
@@ -73,6 +77,9 @@ const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
 #endif
 #ifdef OMNIDP_REFCHECK_TEXT
       {"umt5_encoder", &run_umt5_encoder}, {"byt5_encoder", &run_byt5_encoder}, {"qwen25vl_text", &run_qwen25vl_text},
+#endif
+#ifdef OMNIDP_REFCHECK_VISION
+      {"siglip_vision", &run_siglip_vision},
 #endif
   };
   return table;

@@ -101,7 +101,7 @@ TEST(Dispatcher, FixtureBasicCasesPass) {
 
 TEST(Dispatcher, FilterSelectsCases) {
   RefcheckOptions options;
-  options.filter = "diffusers-ref/s";
+  options.filter = "diffusers-ref/sch";
   std::ostringstream out;
   const auto summary = run_refcheck(kFixtures, options, out);
   EXPECT_EQ(summary.cases, 1) << out.str();  // only diffusers-ref/schedulers matches the filter

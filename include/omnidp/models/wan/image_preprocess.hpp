@@ -10,10 +10,8 @@
 
 namespace omnidp::models::wan {
 
-// PIL Image.resize((width, height), Image.LANCZOS) of an 8-bit RGB image, bit-exact: Pillow's
-// two-pass separable resampler (libImaging/Resample.c): support 3 x the downscale factor,
-// double coefficients normalised per output pixel, converted to 22-bit fixed point, horizontal
-// pass first over the rows the vertical pass needs, rounding and clipping as Pillow does.
+// PIL Image.resize((width, height), Image.LANCZOS) of an 8-bit RGB image, bit-exact:
+// resize_rgb(..., ResampleFilter::lanczos, ResizeConvention::pillow) (common/image_resize.hpp).
 // Throws InputError when a size is not positive.
 [[nodiscard]] RgbImage pil_resize_lanczos(const RgbImage& image, int width, int height);
 
