@@ -596,10 +596,12 @@ struct ManifestReader::State {
   }
 
   // Probes and hashes the request's files; a defect goes to request.input_error.
-  void read_inputs(Request& r) const {
+  // `size_given`: the line sets height or width (then the model's size_from_image is not used).
+  void read_inputs(Request& r, bool size_given) const {
     if (!r.image.empty()) {
+      ImageInfo info;
       try {
-        const ImageInfo info = probe_image(r.image);
+        info = probe_image(r.image);
         const auto pixels = static_cast<std::uint64_t>(info.width) *
                             static_cast<std::uint64_t>(info.height);
         if (pixels > options.max_image_pixels) {
@@ -615,6 +617,14 @@ struct ManifestReader::State {
       } catch (const Error& e) {  // InputError from probing, IoError from hashing
         r.input_error = input_error(Field::image, e.what());
         return;
+      }
+      if (r.task == Task::i2v && !size_given && options.size_from_image) {
+        try {
+          std::tie(r.height, r.width) = options.size_from_image(info.height, info.width);
+        } catch (const std::exception& e) {
+          r.input_error = input_error(Field::image, std::string("no output size for this image: ") + e.what());
+          return;
+        }
       }
     }
     if (!r.prompt_embeds.empty()) {
@@ -659,7 +669,7 @@ struct ManifestReader::State {
       if (!r.prompt_embeds.empty()) {
         r.prompt_embeds = resolve_input(r.prompt_embeds, root, file, line, Field::prompt_embeds);
       }
-      if (options.read_inputs) read_inputs(r);
+      if (options.read_inputs) read_inputs(r, in.has(Field::height) || in.has(Field::width));
       r.index = requests++;
       return r;
     }

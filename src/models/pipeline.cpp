@@ -4,13 +4,36 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/models/size_buckets.hpp"
 
 namespace omnidp {
 namespace fs = std::filesystem;
+
+namespace {
+// The transformer config's target_size of a HunyuanVideo-1.5 snapshot; 640 (the released 480p
+// configuration) without model.path or without the key.
+int hv15_target_size(const ModelConfig& model) {
+  constexpr int kReleased = 640;
+  if (model.path.empty()) return kReleased;
+  const auto file = fs::path(model.path) / "transformer" / "config.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return kReleased;
+  std::ifstream in(file);
+  try {
+    const auto j = nlohmann::json::parse(in);
+    const int target = j.value("target_size", kReleased);
+    if (target <= 0) throw WeightsError(file.string(), "target_size must be > 0");
+    return target;
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(file.string(), std::string("bad config: ") + e.what());
+  }
+}
+}  // namespace
 
 ModelInfo describe_model(const ModelConfig& model) {
   ModelInfo info;
@@ -28,6 +51,7 @@ ModelInfo describe_model(const ModelConfig& model) {
   } else if (model.name == "hunyuanvideo-1.5") {
     info.patch_t = 1; info.patch_h = 1; info.patch_w = 1;
     info.hidden_size = 2048; info.num_layers = 54;
+    info.image_size_target = hv15_target_size(model);
   } else {
     throw ConfigError("model.name", "unknown model '" + model.name +
                                         "' (known: synthetic, tiny-wan, wan2.2-ti2v-5b, hunyuanvideo-1.5)");
@@ -84,7 +108,14 @@ std::string weights_identity(const ModelConfig& model) {
 
 ManifestOptions job_manifest_options(const Config& config) {
   ManifestOptions options = manifest_options(config, weights_identity(config.model));
-  options.size_multiple = describe_model(config.model).size_multiple();
+  const ModelInfo info = describe_model(config.model);
+  options.size_multiple = info.size_multiple();
+  if (info.image_size_target > 0) {
+    options.size_from_image = [target = info.image_size_target, patch = info.vae_spatial](int h, int w) {
+      const auto size = models::hv15_bucket_size(h, w, target, patch);
+      return std::pair{size.height, size.width};
+    };
+  }
   return options;
 }
 

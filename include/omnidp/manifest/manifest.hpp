@@ -16,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -42,6 +44,12 @@ struct ManifestOptions {
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.
   bool read_inputs = true;
+  // The model's own output size for an i2v request, {height, width} from the image's
+  // (height, width) (HunyuanVideo-1.5's aspect-ratio buckets); empty: generation's height and
+  // width. Applied while reading inputs (read_inputs) to i2v lines that set neither height
+  // nor width, before the input key is computed; a line's own height/width override it. An
+  // exception it throws becomes the request's input_error.
+  std::function<std::pair<int, int>(int image_height, int image_width)> size_from_image;
 };
 
 // Options from a resolved Config: input.manifest, generation, model.name, input limits.
