@@ -664,6 +664,10 @@ struct ManifestReader::State {
                                std::to_string(first));
       }
       Request r = build_request(in, std::move(id), options.defaults, options.size_multiple);
+      if (options.only_task && r.task != *options.only_task) {
+        in.fail(Field::task, std::string("a ") + to_string(r.task) + " request, but the snapshot serves " +
+                                 to_string(*options.only_task) + " only (" + options.only_task_origin + ")");
+      }
       r.line = line;
       if (!r.image.empty()) r.image = resolve_input(r.image, root, file, line, Field::image);
       if (!r.prompt_embeds.empty()) {

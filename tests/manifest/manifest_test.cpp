@@ -459,6 +459,21 @@ TEST_F(ManifestTest, I2vSizeFromTheImageUnlessTheLineSetsOne) {
   EXPECT_TRUE(bad[0].input_key.empty());
 }
 
+TEST_F(ManifestTest, ALineOfATaskTheSnapshotDoesNotServeIsRefused) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  auto o = options();
+  o.only_task = Task::t2v;
+  o.only_task_origin = "task_type in /snap/transformer/config.json";
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"p","image":"img/cat.png"})" "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":2:task: a i2v request, but the snapshot serves t2v only (task_type in "
+                    "/snap/transformer/config.json)");
+  o.only_task = Task::i2v;
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).substr(0, file_.size() + 8), file_ + ":1:task:");
+  o.only_task.reset();
+  EXPECT_EQ(read_all(o).size(), 2U);
+}
+
 TEST_F(ManifestTest, RangesFollowTheConfigRules) {
   const auto field = [this](const std::string& name, const std::string& json) {
     return line_error(R"({"id":"a","prompt":"p",")" + name + "\":" + json + "}");

@@ -65,6 +65,34 @@ TEST(JobManifestOptions, OnlyHunyuanVideoPicksI2vSizesFromTheImage) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "omnidp-model-api-task";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "transformer");
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"task_type": "i2v"})"; }
+  Config config;
+  config.model.name = "hunyuanvideo-1.5";
+  config.model.path = dir.string();
+  config.model.weights = WeightsSource::pretrained;
+  ModelInfo info = describe_model(config.model);
+  ASSERT_TRUE(info.snapshot_task.has_value());
+  EXPECT_EQ(*info.snapshot_task, Task::i2v);
+  EXPECT_EQ(info.snapshot_task_origin, "task_type in " + (dir / "transformer" / "config.json").string());
+  // model_index.json's pipeline class wins.
+  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline"})"; }
+  info = describe_model(config.model);
+  EXPECT_EQ(info.snapshot_task, Task::t2v);
+  EXPECT_EQ(info.snapshot_task_origin, "HunyuanVideo15Pipeline in " + (dir / "model_index.json").string());
+  // Random weights (benchmarks) serve both.
+  config.model.weights = WeightsSource::random;
+  EXPECT_FALSE(describe_model(config.model).snapshot_task.has_value());
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"task_type": "v2v"})"; }
+  config.model.weights = WeightsSource::pretrained;
+  EXPECT_THROW((void)describe_model(config.model), WeightsError);
+  fs::remove_all(dir);
+}
+
 TEST(SizeBuckets, CropSizeListOfTheReference) {
   // generate_crop_size_list(64, 16): 16 patches, ratios up to 4, in the reference's order.
   const std::vector<models::FrameSize> expected = {{128, 32}, {112, 32}, {96, 32}, {80, 32}, {80, 48},

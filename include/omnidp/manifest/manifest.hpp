@@ -50,6 +50,10 @@ struct ManifestOptions {
   // nor width, before the input key is computed; a line's own height/width override it. An
   // exception it throws becomes the request's input_error.
   std::function<std::pair<int, int>(int image_height, int image_width)> size_from_image;
+  // Set: the model serves only this task; a line of the other task is a ManifestError naming
+  // the line, its task, this task and `only_task_origin` (where the snapshot says so).
+  std::optional<Task> only_task;
+  std::string only_task_origin;
 };
 
 // Options from a resolved Config: input.manifest, generation, model.name, input limits.

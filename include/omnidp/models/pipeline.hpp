@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "omnidp/common/video.hpp"
@@ -38,6 +39,11 @@ struct ModelInfo {
   // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets
   // height/width; 0: every request takes generation.height x width.
   int image_size_target = 0;
+  // The one task a loaded snapshot serves (HunyuanVideo-1.5 pretrained: model_index.json's
+  // pipeline class, else transformer/config.json task_type) and where that was read; empty:
+  // both (Wan TI2V, random weights).
+  std::optional<Task> snapshot_task;
+  std::string snapshot_task_origin;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
 };
@@ -55,7 +61,8 @@ struct ModelInfo {
 // The options every reader of a job's manifest uses: manifest_options(config,
 // weights_identity(config.model)), with the model's size_multiple() so that a size the model
 // would round is an error, and, for a model with image_size_target, the size_from_image hook
-// (i2v lines without height/width take the model's bucket). Throws as those do.
+// (i2v lines without height/width take the model's bucket), and the snapshot's one task
+// (only_task). Throws as those do.
 [[nodiscard]] ManifestOptions job_manifest_options(const Config& config);
 
 // Passed to generate(): lets a long generation stop early when the job abandons work.
