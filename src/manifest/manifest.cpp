@@ -610,15 +610,16 @@ struct ManifestReader::State {
 
   // Probes and hashes the request's files; a defect goes to request.input_error. With a hash
   // cache, an unchanged file is not opened at all.
-  void read_inputs(Request& r) const {
+  // `size_given`: the line sets height or width (then the model's size_from_image is not used).
+  void read_inputs(Request& r, bool size_given) const {
     FileHashCache* cache = options.hash_cache.get();
     if (!r.image.empty()) {
+      ImageInfo info;
       try {
         const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image)
                                                                 : std::nullopt;
         const FileHashCache::Entry* cached =
             stamp ? cache->find(r.image, *stamp) : nullptr;
-        ImageInfo info;
         const bool probed = cached == nullptr || cached->width == 0;
         if (probed) {
           info = probe_image(r.image);
@@ -645,6 +646,14 @@ struct ManifestReader::State {
       } catch (const Error& e) {  // InputError from probing, IoError from hashing
         r.input_error = input_error(Field::image, e.what());
         return;
+      }
+      if (r.task == Task::i2v && !size_given && options.size_from_image) {
+        try {
+          std::tie(r.height, r.width) = options.size_from_image(info.height, info.width);
+        } catch (const std::exception& e) {
+          r.input_error = input_error(Field::image, std::string("no output size for this image: ") + e.what());
+          return;
+        }
       }
     }
     if (!r.prompt_embeds.empty()) {
@@ -685,12 +694,16 @@ struct ManifestReader::State {
                                std::to_string(first));
       }
       Request r = build_request(in, std::move(id), options.defaults, options.size_multiple);
+      if (options.only_task && r.task != *options.only_task) {
+        in.fail(Field::task, std::string("a ") + to_string(r.task) + " request, but the snapshot serves " +
+                                 to_string(*options.only_task) + " only (" + options.only_task_origin + ")");
+      }
       r.line = line;
       if (!r.image.empty()) r.image = resolve_input(r.image, root, file, line, Field::image);
       if (!r.prompt_embeds.empty()) {
         r.prompt_embeds = resolve_input(r.prompt_embeds, root, file, line, Field::prompt_embeds);
       }
-      if (options.read_inputs) read_inputs(r);
+      if (options.read_inputs) read_inputs(r, in.has(Field::height) || in.has(Field::width));
       last = ManifestOptions::Position{line_offset, line - 1, requests};
       r.index = requests++;
       return r;

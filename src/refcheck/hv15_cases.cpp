@@ -1,7 +1,16 @@
 #include "omnidp/refcheck/hv15_cases.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
+#include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/size_buckets.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -9,6 +18,162 @@
 namespace omnidp::refcheck {
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
+
+namespace {
+
+template <typename T>
+T required(const nlohmann::json& j, const char* key, const fs::path& case_dir) {
+  if (!j.contains(key)) throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
+  return j.at(key).get<T>();
+}
+
+// A value given both in case.json and in a component config must agree.
+void check_agrees(const nlohmann::json& j, const char* key, double config_value, const std::string& config,
+                  const fs::path& case_dir) {
+  if (!j.contains(key)) return;
+  const auto v = j.at(key).get<double>();
+  if (std::abs(v - config_value) > 1e-12 * std::max(1.0, std::abs(v))) {
+    throw ModelError(std::string("case.json '") + key + "' = " + std::to_string(v) + " but " + config + " says " +
+                         std::to_string(config_value),
+                     {case_dir.string()});
+  }
+}
+
+hv::TextConditioning conditioning(const models::SafetensorsFile& io, const std::string& prefix) {
+  hv::TextConditioning c;
+  c.embeds = io.tensor(prefix + "prompt_embeds");
+  c.mask = io.tensor(prefix + "prompt_embeds_mask");
+  if (io.contains(prefix + "prompt_embeds_2")) {
+    c.embeds_2 = io.tensor(prefix + "prompt_embeds_2");
+    c.mask_2 = io.tensor(prefix + "prompt_embeds_mask_2");
+  }
+  return c;
+}
+
+RgbImage image_of(const torch::Tensor& hwc) {
+  const auto pixels = hwc.round().clamp(0, 255).to(torch::kUInt8).contiguous();
+  if (pixels.dim() != 3 || pixels.size(2) != 3) throw ModelError("image_rgb_uint8 must be [H, W, 3]");
+  RgbImage image;
+  image.height = static_cast<int>(pixels.size(0));
+  image.width = static_cast<int>(pixels.size(1));
+  image.data.assign(pixels.data_ptr<std::uint8_t>(), pixels.data_ptr<std::uint8_t>() + pixels.numel());
+  return image;
+}
+
+CaseResult exact_size(const std::string& check, int ours_h, int ours_w, int ref_h, int ref_w) {
+  CaseResult r;
+  r.check = check;
+  r.max_rel_error = std::max(std::abs(ours_h - ref_h), std::abs(ours_w - ref_w));
+  r.tolerance = 0.0;
+  r.status = r.max_rel_error == 0.0 ? CaseResult::Status::pass : CaseResult::Status::fail;
+  r.note = "ours " + std::to_string(ours_h) + "x" + std::to_string(ours_w) + ", case.json " +
+           std::to_string(ref_h) + "x" + std::to_string(ref_w);
+  return r;
+}
+
+void compare_video(std::vector<CaseResult>& results, const torch::Tensor& video, const torch::Tensor& ref_video,
+                   double tol) {
+  results.push_back(compare("video", video, ref_video, tol));
+  if (video.sizes() != ref_video.sizes()) return;
+  CaseResult r;
+  r.check = "video_uint8";
+  r.max_rel_error = ((video * 255).round() - (ref_video * 255).round()).abs().max().item<double>();
+  // One level in float32; in bf16 the video's own tolerance in levels (5e-2 x 255 -> 13).
+  r.tolerance = tol < 1e-2 ? 1.0 : std::ceil(255.0 * tol);
+  r.status = r.max_rel_error <= r.tolerance ? CaseResult::Status::pass : CaseResult::Status::fail;
+  r.note = "largest difference in uint8 levels";
+  results.push_back(r);
+}
+
+std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohmann::json& j,
+                                          const RefcheckOptions& options, bool i2v,
+                                          const Hv15ImageEncoderLoader& load_image_encoder) {
+  torch::NoGradGuard no_grad;
+  const models::SafetensorsFile io(case_dir / "io.safetensors");
+  const auto rel = [&](const char* key) { return case_dir / required<std::string>(j, key, case_dir); };
+
+  hv::PipelineParts parts;
+  parts.transformer = hv::load_transformer(rel("transformer"), options.dtype, options.device);
+  parts.vae = hv::load_vae(rel("vae"), options.dtype, options.device);
+  const auto guider = hv::component_config(case_dir / "guider", "guider_config.json");
+  const auto scheduler = hv::component_config(case_dir / "scheduler", "scheduler_config.json");
+  if (!guider || !scheduler) {
+    throw ModelError("the case needs guider/ and scheduler/ configs (config.json, guider_config.json or "
+                     "scheduler_config.json)",
+                     {case_dir.string()});
+  }
+  parts.guidance = hv::guidance_options_from_json(models::read_json(*guider), guider->string());
+  parts.scheduler = hv::scheduler_options_from_json(models::read_json(*scheduler), scheduler->string());
+  parts.model_name = "refcheck";
+  parts.device_name = options.device.str();
+  const auto to = parts.transformer->options();
+  const int spatial = static_cast<int>(parts.vae->options().spatial_compression_ratio);
+
+  hv::SampleInputs in;
+  in.num_frames = required<int>(j, "num_frames", case_dir);
+  in.num_inference_steps = required<int>(j, "steps", case_dir);
+  // The guider's and scheduler's configs are what the reference ran with; case.json repeats them.
+  in.guidance_scale = parts.guidance.guidance_scale ? *parts.guidance.guidance_scale
+                                                     : required<double>(j, "guidance_scale", case_dir);
+  check_agrees(j, "guidance_scale", in.guidance_scale, guider->string(), case_dir);
+  in.flow_shift = parts.scheduler.shift;
+  check_agrees(j, "flow_shift", in.flow_shift, scheduler->string(), case_dir);
+  in.prompt = conditioning(io, "");
+  if (io.contains("negative_prompt_embeds")) in.negative = conditioning(io, "negative_");
+
+  std::vector<CaseResult> results;
+  std::unique_ptr<models::ImageEncoder> encoder;
+  RgbImage resized;
+  if (i2v) {
+    const RgbImage image = image_of(io.tensor("image_rgb_uint8"));
+    // The pipeline's own size choice from the image and the transformer's target_size.
+    const auto size = models::hv15_bucket_size(image.height, image.width, static_cast<int>(to.target_size), spatial);
+    in.height = size.height;
+    in.width = size.width;
+    results.push_back(exact_size("size_from_image", in.height, in.width, required<int>(j, "height", case_dir),
+                                 required<int>(j, "width", case_dir)));
+    resized = hv::resize_and_crop(image, in.width, in.height);
+    in.image = hv::image_to_tensor(resized);
+    if (load_image_encoder) {
+      const auto encoder_dir = case_dir / required<std::string>(j, "image_encoder", case_dir);
+      const auto processor_dir =
+          case_dir / (j.contains("feature_extractor") ? j.at("feature_extractor").get<std::string>()
+                                                      : required<std::string>(j, "image_encoder", case_dir));
+      encoder = load_image_encoder(encoder_dir, processor_dir, options);
+    }
+  } else {
+    in.height = required<int>(j, "height", case_dir);
+    in.width = required<int>(j, "width", case_dir);
+  }
+  hv::HunyuanVideo15Pipeline pipeline(std::move(parts), options.device);
+
+  const auto shape = pipeline.latent_shape(in.num_frames, in.height, in.width);
+  in.noise = models::randn_cpu(shape, required<std::uint64_t>(j, "latents_seed", case_dir));
+  results.push_back(compare("noise_from_seed", in.noise, io.tensor("latents"), tolerance(ToleranceClass::exact, options)));
+
+  if (i2v) {
+    if (io.contains("image_embeds")) {
+      in.image_embeds = io.tensor("image_embeds");
+    } else if (encoder) {
+      in.image_embeds = encoder->encode(resized);
+    } else {
+      // The reference encodes the resized and cropped image with SigLIP; without those tokens
+      // the denoising cannot be compared (the condition frame's VAE encoding is checked by
+      // hv15_vae_encode, the size and noise above).
+      results.push_back(skip("final_latents", "needs the SigLIP image encoder"));
+      results.push_back(skip("video", "needs the SigLIP image encoder"));
+      return results;
+    }
+  }
+  const auto out = pipeline.sample(in, nullptr);
+  const double tol = tolerance(ToleranceClass::pipeline, options);
+  results.push_back(compare("final_latents", out.final_latents.to(torch::kCPU, torch::kFloat32),
+                            io.tensor("final_latents"), tol));
+  compare_video(results, out.video.to(torch::kCPU, torch::kFloat32), io.tensor("video"), tol);
+  return results;
+}
+
+}  // namespace
 
 std::vector<CaseResult> run_hv15_transformer(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
                                              const RefcheckOptions& options) {
@@ -73,6 +238,22 @@ std::vector<CaseResult> run_hv15_vae(const fs::path& case_dir, const nlohmann::j
   }
   if (results.empty()) results.push_back(skip("decoded", "io.safetensors has neither latents/decoded nor image/encoded_mean"));
   return results;
+}
+
+std::vector<CaseResult> run_hv15_pipeline_t2v(const fs::path& case_dir, const nlohmann::json& case_json,
+                                              const RefcheckOptions& options) {
+  return run_hv15_pipeline(case_dir, case_json, options, false, {});
+}
+
+std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+                                              const RefcheckOptions& options,
+                                              const Hv15ImageEncoderLoader& load_image_encoder) {
+  return run_hv15_pipeline(case_dir, case_json, options, true, load_image_encoder);
+}
+
+std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+                                              const RefcheckOptions& options) {
+  return run_hv15_pipeline_i2v(case_dir, case_json, options, {});
 }
 
 }  // namespace omnidp::refcheck

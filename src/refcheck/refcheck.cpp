@@ -55,6 +55,8 @@ constexpr CaseKind kKinds[] = {
     {"wan_pipeline_i2v", "pipeline", "WanImageToVideoPipeline", "wan_pipeline_i2v"},
     {"hv15_transformer", "model", "HunyuanVideo15Transformer3DModel", "hv15_transformer"},
     {"hv15_vae", "model", "AutoencoderKLHunyuanVideo15", "hv15_vae"},
+    {"hv15_pipeline_t2v", "pipeline", "HunyuanVideo15Pipeline", "hv15_pipeline_t2v"},
+    {"hv15_pipeline_i2v", "pipeline", "HunyuanVideo15ImageToVideoPipeline", "hv15_pipeline_i2v"},
     {"umt5_encoder", "model", "UMT5EncoderModel", "umt5_encoder"},
     {"byt5_encoder", "model", "T5EncoderModel", "byt5_encoder"},
     {"qwen25vl_text", "model", "Qwen2_5_VLTextModel", "qwen25vl_text"},
@@ -74,6 +76,10 @@ const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
 #endif
 #ifdef OMNIDP_REFCHECK_HV15
       {"hv15_transformer", &run_hv15_transformer}, {"hv15_vae", &run_hv15_vae},
+      {"hv15_pipeline_t2v", &run_hv15_pipeline_t2v},
+      {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
+         return run_hv15_pipeline_i2v(d, j, o);
+       }},
 #endif
 #ifdef OMNIDP_REFCHECK_TEXT
       {"umt5_encoder", &run_umt5_encoder}, {"byt5_encoder", &run_byt5_encoder}, {"qwen25vl_text", &run_qwen25vl_text},

@@ -171,6 +171,10 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "scheduler: " << to_string(s.policy) << ", order " << to_string(s.order) << ", prefetch "
       << s.prefetch << ", lookahead " << s.lookahead << ", max_retries " << s.max_retries
       << ", request_timeout_s " << s.request_timeout_s << "\n";
+  if (info.image_size_target > 0) {
+    out << "i2v size: each image's aspect-ratio bucket at target_size " << info.image_size_target
+        << " (the model's choice) unless its line sets height/width; the sizes below are resolved\n";
+  }
   const double lower = std::max(plan.total_cost / t.replicas, plan.max_cost);
   out << "estimated cost (Gcost = 1e9 units): total " << gcost(plan.total_cost) << ", largest "
       << gcost(plan.max_cost) << ", makespan lower bound max(total/" << t.replicas

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -423,6 +424,55 @@ TEST_F(ManifestTest, SizesMustSuitTheModel) {
   o.size_multiple = 16;  // HunyuanVideo-1.5 and the generic rule
   write_file(manifest_, R"({"id":"a","prompt":"p","height":80,"width":48})" "\n");
   EXPECT_EQ(read_all(o).size(), 1U);
+}
+
+TEST_F(ManifestTest, I2vSizeFromTheImageUnlessTheLineSetsOne) {
+  write_png(dir_ / "img" / "cat.png", 7);  // 4 x 4
+  write_png(dir_ / "t2v_ignored.png", 7);
+  auto o = options();
+  std::vector<std::pair<int, int>> asked;
+  o.size_from_image = [&asked](int h, int w) {
+    asked.emplace_back(h, w);
+    return std::pair{128, 32};
+  };
+  write_file(manifest_,
+             R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n"
+             R"({"id":"b","prompt":"p","image":"img/cat.png","height":32})" "\n"
+             R"({"id":"c","prompt":"p","image":"img/cat.png","height":48,"width":80})" "\n"
+             R"({"id":"d","prompt":"p"})" "\n");
+  const auto rs = read_all(o);
+  ASSERT_EQ(rs.size(), 4U);
+  EXPECT_EQ(asked, (std::vector<std::pair<int, int>>{{4, 4}}));  // only line a's image
+  EXPECT_EQ(std::pair(rs[0].height, rs[0].width), std::pair(128, 32));
+  EXPECT_EQ(std::pair(rs[1].height, rs[1].width), std::pair(32, 96));   // the line's height, YAML width
+  EXPECT_EQ(std::pair(rs[2].height, rs[2].width), std::pair(48, 80));
+  EXPECT_EQ(std::pair(rs[3].height, rs[3].width), std::pair(64, 96));   // t2v: the YAML size
+  // The input key covers the resolved size: the same line with that size spelled out has it.
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png","height":128,"width":32})" "\n");
+  EXPECT_EQ(read_all(o)[0].input_key, rs[0].input_key);
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  EXPECT_NE(read_all(options())[0].input_key, rs[0].input_key);  // no hook: 64 x 96
+  // A hook that cannot size the image makes it the request's input error.
+  o.size_from_image = [](int, int) -> std::pair<int, int> { throw std::invalid_argument("too small"); };
+  const auto bad = read_all(o);
+  ASSERT_EQ(bad.size(), 1U);
+  EXPECT_EQ(bad[0].input_error, file_ + ":1:image: no output size for this image: too small");
+  EXPECT_TRUE(bad[0].input_key.empty());
+}
+
+TEST_F(ManifestTest, ALineOfATaskTheSnapshotDoesNotServeIsRefused) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  auto o = options();
+  o.only_task = Task::t2v;
+  o.only_task_origin = "task_type in /snap/transformer/config.json";
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"p","image":"img/cat.png"})" "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":2:task: a i2v request, but the snapshot serves t2v only (task_type in "
+                    "/snap/transformer/config.json)");
+  o.only_task = Task::i2v;
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).substr(0, file_.size() + 8), file_ + ":1:task:");
+  o.only_task.reset();
+  EXPECT_EQ(read_all(o).size(), 2U);
 }
 
 TEST_F(ManifestTest, RangesFollowTheConfigRules) {

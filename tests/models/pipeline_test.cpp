@@ -3,10 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <stdexcept>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/size_buckets.hpp"
 
 namespace omnidp {
 namespace {
@@ -31,6 +37,87 @@ TEST(JobManifestOptions, CarryTheWeightsIdentityAndTheModelsSizeMultiple) {
   }
   config.model.name = "no-such-model";
   EXPECT_THROW((void)job_manifest_options(config), ConfigError);
+}
+
+TEST(JobManifestOptions, OnlyHunyuanVideoPicksI2vSizesFromTheImage) {
+  Config config;
+  config.model.weights = WeightsSource::random;
+  for (const std::string name : {"tiny-wan", "wan2.2-ti2v-5b", "synthetic"}) {
+    config.model.name = name;
+    EXPECT_FALSE(job_manifest_options(config).size_from_image) << name;
+    EXPECT_EQ(describe_model(config.model).image_size_target, 0) << name;
+  }
+  config.model.name = "hunyuanvideo-1.5";
+  const ManifestOptions o = job_manifest_options(config);
+  ASSERT_TRUE(o.size_from_image);
+  EXPECT_EQ(describe_model(config.model).image_size_target, 640);  // the released 480p config
+  EXPECT_EQ(o.size_from_image(720, 1280), (std::pair{480, 848}));
+
+  // A snapshot's transformer/config.json target_size.
+  const auto dir = std::filesystem::temp_directory_path() / "omnidp-model-api-target-size";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "transformer");
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"target_size": 64})"; }
+  config.model.path = dir.string();
+  EXPECT_EQ(describe_model(config.model).image_size_target, 64);
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"target_size": "big"})"; }
+  EXPECT_THROW((void)describe_model(config.model), WeightsError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / "omnidp-model-api-task";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "transformer");
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"task_type": "i2v"})"; }
+  Config config;
+  config.model.name = "hunyuanvideo-1.5";
+  config.model.path = dir.string();
+  config.model.weights = WeightsSource::pretrained;
+  ModelInfo info = describe_model(config.model);
+  ASSERT_TRUE(info.snapshot_task.has_value());
+  EXPECT_EQ(*info.snapshot_task, Task::i2v);
+  EXPECT_EQ(info.snapshot_task_origin, "task_type in " + (dir / "transformer" / "config.json").string());
+  // model_index.json's pipeline class wins.
+  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline"})"; }
+  info = describe_model(config.model);
+  EXPECT_EQ(info.snapshot_task, Task::t2v);
+  EXPECT_EQ(info.snapshot_task_origin, "HunyuanVideo15Pipeline in " + (dir / "model_index.json").string());
+  // Random weights (benchmarks) serve both.
+  config.model.weights = WeightsSource::random;
+  EXPECT_FALSE(describe_model(config.model).snapshot_task.has_value());
+  { std::ofstream(dir / "transformer" / "config.json") << R"({"task_type": "v2v"})"; }
+  config.model.weights = WeightsSource::pretrained;
+  EXPECT_THROW((void)describe_model(config.model), WeightsError);
+  fs::remove_all(dir);
+}
+
+TEST(SizeBuckets, CropSizeListOfTheReference) {
+  // generate_crop_size_list(64, 16): 16 patches, ratios up to 4, in the reference's order.
+  const std::vector<models::FrameSize> expected = {{128, 32}, {112, 32}, {96, 32}, {80, 32}, {80, 48},
+                                                   {64, 48},  {64, 64},  {48, 64}, {48, 80}, {32, 80},
+                                                   {32, 96},  {32, 112}, {32, 128}};
+  EXPECT_EQ(models::hv15_crop_sizes(64, 16), expected);
+  EXPECT_THROW((void)models::hv15_crop_sizes(0, 16), std::invalid_argument);
+}
+
+TEST(SizeBuckets, ClosestRatioOnTheImagesSide) {
+  using models::FrameSize;
+  using models::hv15_bucket_size;
+  // The fixture hv15_pipeline_i2v: a 70 x 90 (h x w) image at target 64 -> 64 x 64.
+  EXPECT_EQ(hv15_bucket_size(70, 90, 64, 16), (FrameSize{64, 64}));
+  // Landscape takes a ratio >= the image's, portrait (and square) one <= it.
+  EXPECT_EQ(hv15_bucket_size(40, 100, 64, 16), (FrameSize{32, 80}));
+  EXPECT_EQ(hv15_bucket_size(100, 40, 64, 16), (FrameSize{80, 32}));
+  EXPECT_EQ(hv15_bucket_size(64, 64, 64, 16), (FrameSize{64, 64}));
+  EXPECT_EQ(hv15_bucket_size(1000, 10, 64, 16), (FrameSize{128, 32}));  // beyond 4: the extreme
+  // The released 480p (target 640) and 720p (960) configurations.
+  EXPECT_EQ(hv15_bucket_size(720, 1280, 640, 16), (FrameSize{480, 848}));
+  EXPECT_EQ(hv15_bucket_size(1280, 720, 640, 16), (FrameSize{848, 480}));
+  EXPECT_EQ(hv15_bucket_size(512, 512, 640, 16), (FrameSize{640, 640}));
+  EXPECT_EQ(hv15_bucket_size(1080, 1920, 960, 16), (FrameSize{720, 1280}));
+  EXPECT_THROW((void)hv15_bucket_size(0, 10, 64, 16), std::invalid_argument);
 }
 
 }  // namespace

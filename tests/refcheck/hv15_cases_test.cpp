@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -64,6 +66,101 @@ TEST(Hv15Cases, CorruptedExpectedOutputFails) {
     EXPECT_GT(r.max_rel_error, 1e-3);
   }
   fs::remove_all(dir);
+}
+
+nlohmann::json case_json(const fs::path& dir) {
+  std::ifstream in(dir / "case.json");
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> checks_of(const std::vector<CaseResult>& results) {
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(r.check);
+  return names;
+}
+
+TEST(Hv15Cases, PipelineTextToVideoMatchesTheReference) {
+  const auto dir = kRef / "hv15_pipeline_t2v";
+  const auto results = run_case(dir, "hv15_pipeline_t2v", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"noise_from_seed", "final_latents", "video", "video_uint8"}));
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " err " << r.max_rel_error << " " << r.note;
+  }
+}
+
+TEST(Hv15Cases, PipelineTextToVideoCaseMustAgreeWithItsConfigs) {
+  const auto dir = kRef / "hv15_pipeline_t2v";
+  auto j = case_json(dir);
+  j["guidance_scale"] = 1.0;
+  try {
+    (void)run_hv15_pipeline_t2v(dir, j, RefcheckOptions{});
+    FAIL() << "a case.json guidance_scale the guider config contradicts was accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("'guidance_scale' = 1.000000 but"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("guider_config.json says 6.000000"), std::string::npos) << e.what();
+  }
+  j = case_json(dir);
+  j["latents_seed"] = 1;  // the noise no longer is the reference's: the noise check and the outputs fail
+  const auto results = run_hv15_pipeline_t2v(dir, j, RefcheckOptions{});
+  ASSERT_EQ(results.size(), 4U);
+  for (const auto& r : results) {
+    if (r.check != "video_uint8") EXPECT_EQ(r.status, CaseResult::Status::fail) << r.check;
+  }
+}
+
+TEST(Hv15Cases, PipelineImageToVideoSizeAndNoiseWithoutAnImageEncoder) {
+  const auto dir = kRef / "hv15_pipeline_i2v";
+  const auto results = run_case(dir, "hv15_pipeline_i2v", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results),
+            (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents", "video"}));
+  ASSERT_EQ(results.size(), 4U);
+  EXPECT_EQ(results[0].status, CaseResult::Status::pass) << results[0].note;
+  EXPECT_EQ(results[0].note, "ours 64x64, case.json 64x64");
+  EXPECT_EQ(results[1].status, CaseResult::Status::pass);
+  for (std::size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(results[i].status, CaseResult::Status::skip);
+    EXPECT_EQ(results[i].note, "needs the SigLIP image encoder");
+  }
+  // A case.json size the bucket rule does not give fails the size check.
+  auto j = case_json(dir);
+  j["width"] = 96;
+  const auto wrong = run_hv15_pipeline_i2v(dir, j, RefcheckOptions{});
+  EXPECT_EQ(wrong[0].status, CaseResult::Status::fail);
+  EXPECT_EQ(wrong[0].note, "ours 64x64, case.json 64x96");
+}
+
+// Tokens that are not SigLIP's: the loader is used (on the folders named by case.json, with
+// the resized 64 x 64 image) and the outputs then differ from the reference.
+class ConstantImageEncoder final : public models::ImageEncoder {
+ public:
+  explicit ConstantImageEncoder(std::vector<RgbImage>* seen) : seen_(seen) {}
+  torch::Tensor encode(const RgbImage& image) override {
+    seen_->push_back(image);
+    return torch::full({1, 16, 32}, 0.5);
+  }
+
+ private:
+  std::vector<RgbImage>* seen_;
+};
+
+TEST(Hv15Cases, PipelineImageToVideoTakesTokensFromTheLoader) {
+  const auto dir = kRef / "hv15_pipeline_i2v";
+  std::vector<RgbImage> seen;
+  std::vector<fs::path> dirs;
+  const Hv15ImageEncoderLoader loader = [&](const fs::path& encoder, const fs::path& processor,
+                                            const RefcheckOptions&) -> std::unique_ptr<models::ImageEncoder> {
+    dirs = {encoder, processor};
+    return std::make_unique<ConstantImageEncoder>(&seen);
+  };
+  const auto results = run_hv15_pipeline_i2v(dir, case_json(dir), RefcheckOptions{}, loader);
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents",
+                                                          "video", "video_uint8"}));
+  EXPECT_EQ(dirs, (std::vector<fs::path>{dir / "../siglip_vision", dir / "../siglip_vision"}));
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].width, 64);
+  EXPECT_EQ(seen[0].height, 64);
+  ASSERT_GE(results.size(), 3U);
+  EXPECT_EQ(results[2].status, CaseResult::Status::fail);  // not the reference's tokens
 }
 
 TEST(Hv15Cases, MissingWeightsAreAnError) {

@@ -76,6 +76,9 @@ TEST(Identify, ByCaseJsonThenFolderName) {
   EXPECT_EQ(id("x", R"j({"model": "T5EncoderModel (T5 v1.1)"})j"), "byt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "UMT5EncoderModel"})"), "umt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLHunyuanVideo15"})"), "hv15_vae");
+  EXPECT_EQ(id("x", R"j({"pipeline": "HunyuanVideo15Pipeline (text-to-video)"})j"), "hv15_pipeline_t2v");
+  EXPECT_EQ(id("x", R"j({"pipeline": "HunyuanVideo15ImageToVideoPipeline (image-to-video)"})j"),
+            "hv15_pipeline_i2v");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLWanX"})"), "");  // whole words only
   EXPECT_EQ(id("rng_cpu_randn", R"({"note": "?"})"), "rng");
   EXPECT_EQ(id("mystery", R"({"model": "SomethingElse"})"), "");

@@ -72,6 +72,23 @@ TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
   EXPECT_EQ(l[15].substr(0, 12), "  4    r004 ");
 }
 
+TEST(PrintPlan, HunyuanVideoSaysWhereI2vSizesComeFrom) {
+  TempDir dir("plan-hv15");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 2), dir.path() / "out", results);
+  o.config.model.name = "hunyuanvideo-1.5";
+  o.config.model.weights = WeightsSource::random;
+  std::ostringstream out;
+  print_plan(o, 1, out);
+  const auto l = lines(out.str());
+  // One replica line at world size 1: the scheduler line is l[6], the size note right after it.
+  ASSERT_GE(l.size(), 8U) << out.str();
+  EXPECT_EQ(l[6].substr(0, 10), "scheduler:");
+  EXPECT_EQ(l[7],
+            "i2v size: each image's aspect-ratio bucket at target_size 640 (the model's choice) unless its "
+            "line sets height/width; the sizes below are resolved");
+}
+
 TEST(PrintPlan, BadWorldSizeIsAConfigError) {
   TempDir dir("plan-bad");
   auto results = std::make_shared<MemoryResults>();

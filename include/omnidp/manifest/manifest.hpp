@@ -16,10 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -56,6 +58,16 @@ struct ManifestOptions {
     std::size_t requests = 0;  // requests before it
   };
   Position start;
+  // The model's own output size for an i2v request, {height, width} from the image's
+  // (height, width) (HunyuanVideo-1.5's aspect-ratio buckets); empty: generation's height and
+  // width. Applied while reading inputs (read_inputs) to i2v lines that set neither height
+  // nor width, before the input key is computed; a line's own height/width override it. An
+  // exception it throws becomes the request's input_error.
+  std::function<std::pair<int, int>(int image_height, int image_width)> size_from_image;
+  // Set: the model serves only this task; a line of the other task is a ManifestError naming
+  // the line, its task, this task and `only_task_origin` (where the snapshot says so).
+  std::optional<Task> only_task;
+  std::string only_task_origin;
 };
 
 // Options from a resolved Config: input.manifest, generation, model.name, input limits.

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "omnidp/common/video.hpp"
@@ -34,11 +35,22 @@ struct ModelInfo {
   bool supports_i2v = true;
   int hidden_size = 0;     // transformer width (cost model's a, b scale with it)
   int num_layers = 0;
+  // > 0: the model picks an i2v request's output size from its image (HunyuanVideo-1.5: the
+  // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets
+  // height/width; 0: every request takes generation.height x width.
+  int image_size_target = 0;
+  // The one task a loaded snapshot serves (HunyuanVideo-1.5 pretrained: model_index.json's
+  // pipeline class, else transformer/config.json task_type) and where that was read; empty:
+  // both (Wan TI2V, random weights).
+  std::optional<Task> snapshot_task;
+  std::string snapshot_task_origin;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
 };
 
-// Facts of a registered model, without loading weights. Throws ConfigError for unknown names.
+// Facts of a registered model, without loading weights (reads at most a config.json of the
+// snapshot: hunyuanvideo-1.5's transformer/config.json target_size). Throws ConfigError for
+// unknown names, WeightsError for an unreadable config.
 [[nodiscard]] ModelInfo describe_model(const ModelConfig& model);
 
 // The "weights identity" part of the input key: "random:<seed>" for seeded weights, otherwise
@@ -48,7 +60,9 @@ struct ModelInfo {
 
 // The options every reader of a job's manifest uses: manifest_options(config,
 // weights_identity(config.model)), with the model's size_multiple() so that a size the model
-// would round is an error. Throws as those do.
+// would round is an error, and, for a model with image_size_target, the size_from_image hook
+// (i2v lines without height/width take the model's bucket), and the snapshot's one task
+// (only_task). Throws as those do.
 [[nodiscard]] ManifestOptions job_manifest_options(const Config& config);
 
 // Passed to generate(): lets a long generation stop early when the job abandons work.

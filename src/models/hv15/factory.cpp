@@ -40,9 +40,13 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
   parts.device_name = binding.name.empty() ? device.str() : binding.name;
   parts.max_image_pixels = config.input.max_image_pixels;
   const fs::path root(m.path);
-  const auto guider = root / "guider" / "config.json";
-  if (!m.path.empty() && fs::exists(guider)) {
-    parts.guidance = guidance_options_from_json(read_json(guider), guider.string());
+  if (!m.path.empty()) {
+    if (const auto guider = component_config(root / "guider", "guider_config.json")) {
+      parts.guidance = guidance_options_from_json(read_json(*guider), guider->string());
+    }
+    if (const auto scheduler = component_config(root / "scheduler", "scheduler_config.json")) {
+      parts.scheduler = scheduler_options_from_json(read_json(*scheduler), scheduler->string());
+    }
   }
 
   if (m.weights == WeightsSource::pretrained) {

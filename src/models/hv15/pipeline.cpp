@@ -61,6 +61,7 @@ torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& unc
 
 // ClassifierFreeGuidance._is_cfg_enabled for step i of n.
 bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
+  if (!g.enabled) return false;
   const auto first = static_cast<int>(g.start * steps);
   const auto last = static_cast<int>(g.stop * steps);
   const bool in_range = first <= step && step < last;
@@ -69,8 +70,10 @@ bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
   return in_range && !close;
 }
 
-// VaeImageProcessor._resize_and_crop: resize (Lanczos) so the image covers width x height,
-// paste it centred on a black canvas of that size (cropping what sticks out).
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
 RgbImage resize_and_crop(const RgbImage& image, int width, int height) {
   const double ratio = static_cast<double>(width) / height;
   const double src_ratio = static_cast<double>(image.width) / image.height;
@@ -107,10 +110,6 @@ torch::Tensor image_to_tensor(const RgbImage& image) {
   return x.permute({2, 0, 1}).unsqueeze(0).contiguous();
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------------------------------------
-
 GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin) {
   GuidanceOptions g;
   if (!config.is_object()) throw ModelError("guider config is not an object", {origin});
@@ -119,6 +118,10 @@ GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const s
     throw ModelError("guider '" + cls + "' is not supported (only ClassifierFreeGuidance)", {origin});
   }
   try {
+    g.enabled = config.value("enabled", true);
+    if (config.contains("guidance_scale") && !config.at("guidance_scale").is_null()) {
+      g.guidance_scale = config.at("guidance_scale").get<double>();
+    }
     g.guidance_rescale = config.value("guidance_rescale", 0.0);
     g.start = config.value("start", 0.0);
     g.stop = config.value("stop", 1.0);
@@ -127,6 +130,44 @@ GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const s
     throw ModelError(std::string("bad guider config: ") + e.what(), {origin});
   }
   return g;
+}
+
+FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config, const std::string& origin) {
+  if (!config.is_object()) throw ModelError("scheduler config is not an object", {origin});
+  const auto cls = config.value("_class_name", std::string("FlowMatchEulerDiscreteScheduler"));
+  if (cls != "FlowMatchEulerDiscreteScheduler") {
+    throw ModelError("scheduler '" + cls + "' is not supported (only FlowMatchEulerDiscreteScheduler)", {origin});
+  }
+  FlowMatchEulerOptions o;
+  try {
+    for (const char* flag : {"use_dynamic_shifting", "use_karras_sigmas", "use_exponential_sigmas",
+                             "use_beta_sigmas", "invert_sigmas", "stochastic_sampling"}) {
+      const auto it = config.find(flag);
+      if (it != config.end() && !it->is_null() && it->get<bool>()) {
+        throw ModelError(std::string("scheduler setting '") + flag + "' is not supported", {origin});
+      }
+    }
+    if (const auto it = config.find("shift_terminal"); it != config.end() && !it->is_null()) {
+      throw ModelError("scheduler setting 'shift_terminal' is not supported", {origin});
+    }
+    o.shift = config.value("shift", o.shift);
+    o.num_train_timesteps = config.value("num_train_timesteps", o.num_train_timesteps);
+  } catch (const nlohmann::json::exception& e) {
+    throw ModelError(std::string("bad scheduler config: ") + e.what(), {origin});
+  }
+  if (!(o.shift > 0.0) || o.num_train_timesteps <= 0) {
+    throw ModelError("scheduler config needs shift > 0 and num_train_timesteps > 0", {origin});
+  }
+  return o;
+}
+
+std::optional<fs::path> component_config(const fs::path& folder, const std::string& alt_name) {
+  for (const auto& name : {std::string("config.json"), alt_name}) {
+    const auto file = folder / name;
+    std::error_code ec;
+    if (fs::is_regular_file(file, ec)) return file;
+  }
+  return std::nullopt;
 }
 
 TextConditioning random_text_conditioning(const std::string& text, const TransformerOptions& options,
@@ -199,7 +240,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
     image_embeds = torch::zeros({1, 0, to.image_embed_dim}, opts);
   }
 
-  FlowMatchEulerOptions so;
+  FlowMatchEulerOptions so = parts_.scheduler;
   so.shift = in.flow_shift;
   FlowMatchEulerScheduler scheduler(so);
   scheduler.set_timesteps(in.num_inference_steps);
@@ -327,7 +368,7 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
                                           "prompt_embeds file (docs/models.md)");
 }
 
-torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request) const {
+torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request, const RgbImage& resized) {
   const auto& to = parts_.transformer->options();
   if (!request.prompt_embeds.empty()) {
     const SafetensorsFile file(request.prompt_embeds);
@@ -341,10 +382,18 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request) c
       return t;
     }
   }
+  if (parts_.image_encoder) {
+    auto t = parts_.image_encoder->encode(resized);
+    if (t.dim() != 3 || t.size(0) != 1 || t.size(2) != to.image_embed_dim) {
+      throw ModelError("the image encoder's tokens must be [1, L, " + std::to_string(to.image_embed_dim) +
+                       "] (the transformer's image_embed_dim)");
+    }
+    return t;
+  }
   if (!parts_.random_conditioning) {
     throw InputError(request.prompt_embeds.empty() ? request.image : request.prompt_embeds,
                      "i2v needs 'image_embeds' (SigLIP tokens) in the request's prompt_embeds file: this "
-                     "build has no image encoder");
+                     "pipeline has no image encoder");
   }
   return randn_cpu({1, parts_.random_shape.image_tokens, to.image_embed_dim},
                    text_seed("hv15-siglip", request.image_sha256));
@@ -368,8 +417,9 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   if (request.task == Task::i2v) {
     if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
     const RgbImage image = decode_image_rgb(request.image, parts_.max_image_pixels);
-    in.image = image_to_tensor(resize_and_crop(image, request.width, request.height));
-    in.image_embeds = image_embeds_for(request);
+    const RgbImage resized = resize_and_crop(image, request.width, request.height);
+    in.image = image_to_tensor(resized);
+    in.image_embeds = image_embeds_for(request, resized);
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
   return video_from_frames(sample(in, &ctx).video);

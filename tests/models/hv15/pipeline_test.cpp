@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -345,4 +346,115 @@ TEST(Hv15PipelineConfig, GuiderConfig) {
   EXPECT_DOUBLE_EQ(g.stop, 1.0);
   EXPECT_THROW((void)hv::guidance_options_from_json(nlohmann::json{{"_class_name", "AdaptiveProjectedGuidance"}}, "g"),
                omnidp::ModelError);
+}
+
+TEST(Hv15PipelineConfig, GuiderEnabledAndScale) {
+  const auto g = hv::guidance_options_from_json(nlohmann::json{{"enabled", false}, {"guidance_scale", 4.5}}, "g");
+  EXPECT_FALSE(g.enabled);
+  ASSERT_TRUE(g.guidance_scale.has_value());
+  EXPECT_DOUBLE_EQ(*g.guidance_scale, 4.5);
+  EXPECT_FALSE(hv::guidance_options_from_json(nlohmann::json::object(), "g").guidance_scale.has_value());
+}
+
+TEST(Hv15PipelineConfig, SchedulerConfig) {
+  const auto cfg = omnidp::models::read_json(kRef / "hv15_pipeline_t2v" / "scheduler" / "scheduler_config.json");
+  const auto o = hv::scheduler_options_from_json(cfg, "s");
+  EXPECT_DOUBLE_EQ(o.shift, 5.0);
+  EXPECT_EQ(o.num_train_timesteps, 1000);
+  auto bad = cfg;
+  bad["use_dynamic_shifting"] = true;
+  try {
+    (void)hv::scheduler_options_from_json(bad, "scheduler/scheduler_config.json");
+    FAIL() << "dynamic shifting accepted";
+  } catch (const omnidp::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("'use_dynamic_shifting' is not supported"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("scheduler/scheduler_config.json"), std::string::npos) << e.what();
+  }
+  bad = cfg;
+  bad["shift_terminal"] = 0.1;
+  EXPECT_THROW((void)hv::scheduler_options_from_json(bad, "s"), omnidp::ModelError);
+  EXPECT_THROW((void)hv::scheduler_options_from_json(nlohmann::json{{"_class_name", "UniPCMultistepScheduler"}}, "s"),
+               omnidp::ModelError);
+}
+
+TEST(Hv15PipelineConfig, ComponentConfigPrefersConfigJson) {
+  const auto dir = fs::temp_directory_path() / ("omnidp-hv15-component-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  EXPECT_FALSE(hv::component_config(dir, "guider_config.json").has_value());
+  { std::ofstream(dir / "guider_config.json") << "{}"; }
+  EXPECT_EQ(hv::component_config(dir, "guider_config.json"), dir / "guider_config.json");
+  { std::ofstream(dir / "config.json") << "{}"; }
+  EXPECT_EQ(hv::component_config(dir, "guider_config.json"), dir / "config.json");
+  fs::remove_all(dir);
+}
+
+// An image encoder that records the image it was given and returns seeded tokens.
+class RecordingImageEncoder final : public omnidp::models::ImageEncoder {
+ public:
+  RecordingImageEncoder(std::vector<omnidp::RgbImage>* seen, std::int64_t dim) : seen_(seen), dim_(dim) {}
+  torch::Tensor encode(const omnidp::RgbImage& image) override {
+    seen_->push_back(image);
+    return omnidp::models::randn_cpu({1, 5, dim_}, 77);
+  }
+
+ private:
+  std::vector<omnidp::RgbImage>* seen_;
+  std::int64_t dim_;
+};
+
+TEST(Hv15PipelineImage, ResizeAndCropCoversThenCentres) {
+  // 4 x 2 (w x h) into 2 x 2: the 4 x 2 already covers 2 x 2 at height 2; columns 1..2 kept.
+  omnidp::RgbImage image;
+  image.width = 4;
+  image.height = 2;
+  for (int i = 0; i < 8; ++i) {
+    for (int c = 0; c < 3; ++c) image.data.push_back(static_cast<std::uint8_t>(10 * i + c));
+  }
+  const auto out = hv::resize_and_crop(image, 2, 2);
+  ASSERT_EQ(out.width, 2);
+  ASSERT_EQ(out.height, 2);
+  const std::vector<std::uint8_t> expected = {10, 11, 12, 20, 21, 22, 50, 51, 52, 60, 61, 62};
+  EXPECT_EQ(out.data, expected);
+  const auto t = hv::image_to_tensor(out);
+  EXPECT_EQ(t.sizes(), (std::vector<std::int64_t>{1, 3, 2, 2}));
+  EXPECT_FLOAT_EQ(t[0][0][0][0].item<float>(), 10.0F / 255.0F * 2.0F - 1.0F);
+}
+
+TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
+  std::vector<std::uint8_t> pixels(50 * 40 * 3);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 50;
+  image.height = 40;
+  image.format = PNG_FORMAT_RGB;
+  const auto png = dir_ / "in.png";
+  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  auto r = request("i", 3);
+  r.task = omnidp::Task::i2v;
+  r.image = png.string();
+  r.image_sha256 = "abc";
+  r.num_inference_steps = 1;
+
+  std::vector<omnidp::RgbImage> seen;
+  auto with_encoder = i2v_pipeline();
+  const auto random_tokens = with_encoder->generate(r, {});
+  hv::PipelineParts parts;
+  parts.transformer = with_encoder->transformer();
+  parts.vae = with_encoder->vae();
+  const auto dim = parts.transformer->options().image_embed_dim;
+  parts.image_encoder = std::make_unique<RecordingImageEncoder>(&seen, dim);
+  parts.random_conditioning = true;
+  hv::HunyuanVideo15Pipeline pipe(std::move(parts), torch::kCPU);
+  const auto encoded = pipe.generate(r, {});
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].width, 96);
+  EXPECT_EQ(seen[0].height, 64);
+  omnidp::RgbImage decoded;
+  decoded.width = 50;
+  decoded.height = 40;
+  decoded.data = pixels;
+  EXPECT_EQ(seen[0].data, hv::resize_and_crop(decoded, 96, 64).data);
+  EXPECT_NE(encoded.data, random_tokens.data);  // the encoder's tokens, not the seeded ones
 }

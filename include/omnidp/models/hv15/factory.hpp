@@ -9,7 +9,8 @@
 
 namespace omnidp::models::hv15 {
 
-// A Diffusers snapshot folder (model.path: transformer/, vae/ and guider/ read unchanged) or,
+// A Diffusers snapshot folder (model.path: transformer/, vae/, guider/ and scheduler/ read
+// unchanged; config.json or guider_config.json / scheduler_config.json) or,
 // with `weights: random`, the real configuration (or the snapshot's configs when model.path is
 // set) with seeded bf16-exact random weights (transformer: weights_seed, VAE: weights_seed + 1)
 // and seeded random text conditioning for requests without embeddings. dtype/device from the

@@ -9,7 +9,9 @@
 //   latents / scaling_factor -> VAE decode -> (x/2 + 0.5).clamp(0, 1) -> uint8 round(255 x).
 //   I2V: the image (resized to cover the request size with PIL's Lanczos, centre-cropped) is
 //   VAE-encoded (posterior mean x scaling_factor) into the first condition frame, the mask
-//   channel is 1 on that frame, and the SigLIP tokens enter through `image_embeds`.
+//   channel is 1 on that frame, and the SigLIP tokens of that resized image enter through
+//   `image_embeds` (PipelineParts::image_encoder). The request's size is already the model's
+//   choice from the image's aspect ratio unless the manifest line set one (docs/manifest.md).
 //
 // Text, from the first source that has it: a request's `prompt_embeds` safetensors file with
 // the pipeline's own argument names (docs/models.md): prompt_embeds [1, L, 3584],
@@ -25,13 +27,17 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "omnidp/common/image.hpp"
 #include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
+#include "omnidp/models/layers/image_encoder.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/text/encoder.hpp"
 
 namespace omnidp::models::hv15 {
@@ -46,6 +52,9 @@ struct TextConditioning {
 
 // Classifier-free guidance as Diffusers' ClassifierFreeGuidance (guider/config.json).
 struct GuidanceOptions {
+  bool enabled = true;  // false: never CFG (one transformer call per step)
+  // The config's own guidance_scale (the snapshot's default for requests that set none).
+  std::optional<double> guidance_scale;
   double guidance_rescale = 0.0;
   double start = 0.0;  // CFG runs on steps [int(start n), int(stop n))
   double stop = 1.0;
@@ -66,9 +75,16 @@ struct PipelineParts {
   HunyuanVideo15Transformer3DModel transformer{nullptr};
   AutoencoderKLHunyuanVideo15 vae{nullptr};
   GuidanceOptions guidance;
+  // FlowMatchEulerDiscreteScheduler (scheduler/scheduler_config.json); a request's flow_shift
+  // replaces `shift`.
+  FlowMatchEulerOptions scheduler;
   // Qwen2.5-VL + byT5 prompt encoder (PromptEmbedding with embeds_2/mask_2); may be null: then
   // requests need a prompt_embeds file (or weights: random for seeded embeddings).
   std::unique_ptr<TextEncoder> text_encoder;
+  // SigLIP image tokens for I2V (the reference's image_encoder + feature_extractor); may be
+  // null: then image_embeds come from the request's prompt_embeds file, or are seeded random
+  // with weights: random.
+  std::unique_ptr<ImageEncoder> image_encoder;
   std::string model_name = "hunyuanvideo-1.5";
   std::string device_name;
   bool random_conditioning = false;  // weights: random -> seeded embeddings when missing
@@ -123,13 +139,24 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   [[nodiscard]] torch::Device device() const noexcept { return device_; }
 
  private:
-  [[nodiscard]] torch::Tensor image_embeds_for(const Request& request) const;
+  // image_embeds of an I2V request: its prompt_embeds file's `image_embeds`, else the image
+  // encoder on `resized`, else seeded random (weights: random).
+  [[nodiscard]] torch::Tensor image_embeds_for(const Request& request, const RgbImage& resized);
 
   PipelineParts parts_;
   torch::Device device_;
   std::string cached_negative_text_;
   TextConditioning cached_negative_;
 };
+
+// VaeImageProcessor.resize(image, height, width, resize_mode="crop"): PIL Lanczos resize so the
+// image covers width x height keeping its aspect ratio (the other side image.w * height //
+// image.h or image.h * width // image.w), pasted centred on a black canvas (the excess cropped;
+// offsets width // 2 - w // 2 as Python computes them).
+[[nodiscard]] RgbImage resize_and_crop(const RgbImage& image, int width, int height);
+
+// [1, 3, H, W] float32 on the CPU in [-1, 1]: x / 255 * 2 - 1 (VaeImageProcessor.preprocess).
+[[nodiscard]] torch::Tensor image_to_tensor(const RgbImage& image);
 
 // Seeded random conditioning of the real shapes (also used by benchmarks): Qwen and byT5
 // embeddings drawn with randn_cpu from a seed derived from `text`, masks valid on the first
@@ -140,6 +167,19 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 // Guidance options from a Diffusers guider/config.json (ClassifierFreeGuidance). Throws
 // ModelError for another guider class.
 [[nodiscard]] GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin);
+
+// FlowMatchEulerDiscreteScheduler options from a Diffusers scheduler config: shift and
+// num_train_timesteps; settings this scheduler does not implement (dynamic shifting, Karras /
+// exponential / beta sigmas, shift_terminal, invert_sigmas, stochastic sampling) and another
+// class are ModelErrors naming `origin`.
+[[nodiscard]] FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config,
+                                                                const std::string& origin);
+
+// The config file of a Diffusers component folder: `config.json` as save_pretrained writes it
+// for models, else `<alt_name>` (guider_config.json, scheduler_config.json as the pipeline
+// folders of the reference fixtures and some snapshots spell it); nullopt when neither exists.
+[[nodiscard]] std::optional<std::filesystem::path> component_config(const std::filesystem::path& folder,
+                                                                    const std::string& alt_name);
 
 // Seeded random weights (init_random_weights; the VAE's [C,1,1,1] RMS gains set to 1 like
 // real norm gains), frozen, in eval mode, on `device` in `dtype`.
