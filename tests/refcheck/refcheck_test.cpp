@@ -82,6 +82,7 @@ TEST(Identify, ByCaseJsonThenFolderName) {
 }
 
 TEST(Dispatcher, FixtureBasicCasesPass) {
+  OMNIDP_REQUIRE_FIXTURES();
   RefcheckOptions options;
   std::ostringstream out;
   auto summary = run_refcheck(kFixtures / "diffusers-ref" / "rng_cpu_randn", options, out);
@@ -100,6 +101,7 @@ TEST(Dispatcher, FixtureBasicCasesPass) {
 }
 
 TEST(Dispatcher, FilterSelectsCases) {
+  OMNIDP_REQUIRE_FIXTURES();
   RefcheckOptions options;
   options.filter = "diffusers-ref/s";
   std::ostringstream out;
@@ -112,6 +114,7 @@ TEST(Dispatcher, FilterSelectsCases) {
 // Copies the rng case, corrupts one value of one expected tensor: that check FAILs, the rest
 // still PASS, and the executable exits non-zero.
 TEST(Dispatcher, CorruptedExpectedTensorFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto root = fresh_dir("corrupt");
   const auto src = kFixtures / "diffusers-ref" / "rng_cpu_randn";
   fs::create_directories(root / "rng");
