@@ -121,6 +121,7 @@ struct Case {
   int ranks = 0;          // 0: alone; N: under mpirun -np N
   std::string shell_prefix;  // e.g. "ulimit -f 8192; "
   std::function<void(const fs::path& dir)> check;  // Output::custom
+  bool needs_fixtures = false;  // builds its snapshot from the reference fixtures
 };
 
 std::ostream& operator<<(std::ostream& out, const Case& c) { return out << c.name; }
@@ -365,6 +366,7 @@ std::vector<Case> cases() {
   // the snapshot (the VAE) is what stops the job.
   c.push_back(malformed("weights_snapshot_without_vae", snapshot([](const fs::path&) {}),
                         {"@DIR@/snap/vae: cannot open JSON file"}));
+  for (auto it = c.end() - 4; it != c.end(); ++it) it->needs_fixtures = true;  // snapshot()s
 
   // ---- output
   c.push_back(malformed("output_under_a_regular_file",
@@ -445,6 +447,7 @@ class BadInput : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BadInput, ClearErrorRightExitCodeNoCrashNoPartialOutput) {
   const Case& c = GetParam();
+  if (c.needs_fixtures) OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir =
       fs::temp_directory_path() / ("omnidp-bad-input-" + c.name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -32,6 +32,7 @@ std::vector<std::pair<std::string, torch::Tensor>> fixture_group(const std::stri
 }
 
 TEST(BasicCases, SchedulersRunOnWhateverGroupsExist) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fresh_dir("subset");
   models::save_safetensors(dir / "io.safetensors", fixture_group("unipc_shift5_n4_"));
   const auto results = run_schedulers(dir, nlohmann::json::object(), RefcheckOptions{});
@@ -43,6 +44,7 @@ TEST(BasicCases, SchedulersRunOnWhateverGroupsExist) {
 }
 
 TEST(BasicCases, OtherShiftIsReadFromTheName) {
+  OMNIDP_REQUIRE_FIXTURES();
   // The fixture's shift-5 Euler sigmas do not match a schedule named shift 3: FAIL.
   const auto dir = fresh_dir("shift");
   auto group = fixture_group("euler_shift5_n4_");
@@ -56,6 +58,7 @@ TEST(BasicCases, OtherShiftIsReadFromTheName) {
 }
 
 TEST(BasicCases, IncompleteTrajectoryFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fresh_dir("incomplete");
   auto group = fixture_group("unipc_shift5_n4_");
   group.erase(std::remove_if(group.begin(), group.end(), [](const auto& kv) { return kv.first == "unipc_shift5_n4_x3"; }),

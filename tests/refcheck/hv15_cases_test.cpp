@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
 TEST(Hv15Cases, TransformerFixturePassesMaskedAndDropped) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_hv15_transformer(kRef / "hv15_transformer", nlohmann::json::object(), RefcheckOptions{});
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].check, "out");
@@ -30,6 +31,7 @@ TEST(Hv15Cases, TransformerFixturePassesMaskedAndDropped) {
 }
 
 TEST(Hv15Cases, VaeFixtureDecodePasses) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kRef / "hv15_vae", "hv15_vae", RefcheckOptions{});
   ASSERT_EQ(results.size(), 1U);
   EXPECT_EQ(results[0].check, "decoded");
@@ -37,6 +39,7 @@ TEST(Hv15Cases, VaeFixtureDecodePasses) {
 }
 
 TEST(Hv15Cases, DispatcherRecognisesTheTransformerCase) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kRef / "hv15_transformer", "hv15_transformer", RefcheckOptions{});
   ASSERT_EQ(results.size(), 2U);
   for (const auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
@@ -44,6 +47,7 @@ TEST(Hv15Cases, DispatcherRecognisesTheTransformerCase) {
 
 // A copy of the case with the expected output perturbed beyond the tolerance must FAIL.
 TEST(Hv15Cases, CorruptedExpectedOutputFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fs::temp_directory_path() / "omnidp_hv15_cases_test";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -164,6 +168,7 @@ TEST(Hv15Cases, PipelineImageToVideoTakesTokensFromTheLoader) {
 }
 
 TEST(Hv15Cases, MissingWeightsAreAnError) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fs::temp_directory_path() / "omnidp_hv15_vae_cases_test";
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -85,6 +85,7 @@ TEST(Identify, ByCaseJsonThenFolderName) {
 }
 
 TEST(Dispatcher, FixtureBasicCasesPass) {
+  OMNIDP_REQUIRE_FIXTURES();
   RefcheckOptions options;
   std::ostringstream out;
   auto summary = run_refcheck(kFixtures / "diffusers-ref" / "rng_cpu_randn", options, out);
@@ -103,6 +104,7 @@ TEST(Dispatcher, FixtureBasicCasesPass) {
 }
 
 TEST(Dispatcher, FilterSelectsCases) {
+  OMNIDP_REQUIRE_FIXTURES();
   RefcheckOptions options;
   options.filter = "diffusers-ref/sch";
   std::ostringstream out;
@@ -115,6 +117,7 @@ TEST(Dispatcher, FilterSelectsCases) {
 // Copies the rng case, corrupts one value of one expected tensor: that check FAILs, the rest
 // still PASS, and the executable exits non-zero.
 TEST(Dispatcher, CorruptedExpectedTensorFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto root = fresh_dir("corrupt");
   const auto src = kFixtures / "diffusers-ref" / "rng_cpu_randn";
   fs::create_directories(root / "rng");

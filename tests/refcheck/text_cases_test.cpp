@@ -31,6 +31,7 @@ std::vector<std::string> expect_all_pass(const std::vector<CaseResult>& results)
 }
 
 TEST(TextCases, Umt5Encoder) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "umt5_encoder";
   const auto results = run_umt5_encoder(dir, case_json(dir), RefcheckOptions{});
   EXPECT_EQ(expect_all_pass(results), (std::vector<std::string>{"last_hidden_state"}));
@@ -38,6 +39,7 @@ TEST(TextCases, Umt5Encoder) {
 }
 
 TEST(TextCases, Byt5EncoderAndTokenizer) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "byt5_encoder";
   const auto results = run_byt5_encoder(dir, case_json(dir), RefcheckOptions{});
   EXPECT_EQ(expect_all_pass(results),
@@ -50,12 +52,14 @@ TEST(TextCases, Byt5EncoderAndTokenizer) {
 }
 
 TEST(TextCases, Qwen25VLTextHiddenStateMinus3AndLast) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "qwen25vl_text";
   const auto results = run_qwen25vl_text(dir, case_json(dir), RefcheckOptions{});
   EXPECT_EQ(expect_all_pass(results), (std::vector<std::string>{"hidden_states_minus3", "last_hidden_state"}));
 }
 
 TEST(TextCases, TheDispatcherKnowsTheThreeKinds) {
+  OMNIDP_REQUIRE_FIXTURES();
   for (const char* kind : {"umt5_encoder", "byt5_encoder", "qwen25vl_text"}) {
     EXPECT_EQ(identify_case(kRef / kind, case_json(kRef / kind)), kind);
     EXPECT_TRUE(static_cast<bool>(find_runner(kind))) << kind;
@@ -64,6 +68,7 @@ TEST(TextCases, TheDispatcherKnowsTheThreeKinds) {
 
 // A copy of a case whose expected output no longer matches its inputs must FAIL.
 TEST(TextCases, AChangedInputFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto src = kRef / "umt5_encoder";
   const auto dir = fs::temp_directory_path() / ("omnidp-textcase-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);

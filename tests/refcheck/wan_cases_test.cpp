@@ -28,6 +28,7 @@ void expect_all_pass(const std::vector<CaseResult>& results, const std::vector<s
 }
 
 TEST(WanCases, TransformerBothTimestepModes) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "wan_transformer";
   const auto results = run_wan_transformer(dir, case_json(dir), RefcheckOptions{});
   expect_all_pass(results, {"out_scalar_t", "out_per_token_t"});
@@ -35,18 +36,21 @@ TEST(WanCases, TransformerBothTimestepModes) {
 }
 
 TEST(WanCases, PipelineTextToVideo) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "wan_pipeline_t2v";
   expect_all_pass(run_wan_pipeline_t2v(dir, case_json(dir), RefcheckOptions{}),
                   {"noise_from_seed", "final_latents", "video", "video_uint8"});
 }
 
 TEST(WanCases, PipelineImageToVideo) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "wan_pipeline_i2v";
   expect_all_pass(run_wan_pipeline_i2v(dir, case_json(dir), RefcheckOptions{}),
                   {"noise_from_seed", "video", "video_uint8"});
 }
 
 TEST(WanCases, ADifferentGuidanceFailsTheVideoCheck) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "wan_pipeline_t2v";
   auto j = case_json(dir);
   j["guidance_scale"] = 1.0;

@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 const fs::path kCase = omnidp::test::fixture("diffusers-ref/wan22_vae");
 
 TEST(WanVaeCases, FixtureDecodeAndEncodePass) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_wan_vae(kCase, nlohmann::json::object(), RefcheckOptions{});
   ASSERT_EQ(results.size(), 3U);
   EXPECT_EQ(results[0].check, "decoded");
@@ -29,6 +30,7 @@ TEST(WanVaeCases, FixtureDecodeAndEncodePass) {
 }
 
 TEST(WanVaeCases, DispatcherRecognisesTheCase) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kCase, "wan22_vae", RefcheckOptions{});
   ASSERT_EQ(results.size(), 3U);
   for (const auto& r : results) {
@@ -37,6 +39,7 @@ TEST(WanVaeCases, DispatcherRecognisesTheCase) {
 }
 
 TEST(WanVaeCases, MissingWeightsAreAnError) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fs::temp_directory_path() / "omnidp_wan_vae_cases_test";
   fs::remove_all(dir);
   fs::create_directories(dir);

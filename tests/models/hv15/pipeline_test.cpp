@@ -30,6 +30,7 @@ const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 class Hv15Pipeline : public ::testing::Test {
  protected:
   void SetUp() override {
+    OMNIDP_REQUIRE_FIXTURES();
     dir_ = fs::temp_directory_path() /
            ("omnidp-hv15-" + std::to_string(::getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());

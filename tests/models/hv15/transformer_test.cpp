@@ -57,6 +57,7 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
 }  // namespace
 
 TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   hv::HunyuanVideo15Transformer3DModel model(fixture_options());
   omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
@@ -80,6 +81,7 @@ TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
 }
 
 TEST(Hv15Transformer, ParameterNamesAreTheCheckpointNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   hv::HunyuanVideo15Transformer3DModel model(fixture_options());
   std::set<std::string> ours;
   for (const auto& p : model->named_parameters(true)) ours.insert(p.key());
@@ -90,6 +92,7 @@ TEST(Hv15Transformer, ParameterNamesAreTheCheckpointNames) {
 }
 
 TEST(Hv15Transformer, StrictLoadingNamesMissingTensors) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto o = fixture_options();
   o.num_layers = 3;  // the checkpoint has 2 blocks
   hv::HunyuanVideo15Transformer3DModel model(o);
@@ -102,6 +105,7 @@ TEST(Hv15Transformer, StrictLoadingNamesMissingTensors) {
 }
 
 TEST(Hv15Transformer, DropAndMaskPaddingGiveTheSameOutput) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
   for (const bool with_image : {false, true}) {
@@ -118,6 +122,7 @@ TEST(Hv15Transformer, DropAndMaskPaddingGiveTheSameOutput) {
 }
 
 TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
   model->set_text_padding(hv::TextPadding::mask);
@@ -133,6 +138,7 @@ TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
 }
 
 TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
   auto in = random_inputs(model->options(), 2, true, 5);
@@ -159,6 +165,7 @@ TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
 }
 
 TEST(Hv15Transformer, DropNeedsBatchOne) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
   model->set_text_padding(hv::TextPadding::drop);
@@ -166,6 +173,7 @@ TEST(Hv15Transformer, DropNeedsBatchOne) {
 }
 
 TEST(Hv15Transformer, RejectsWrongInputShapes) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
   auto in = random_inputs(model->options(), 1, false, 1);
@@ -222,6 +230,7 @@ TEST(Hv15Transformer, RopeTablesMatchAHandComputation) {
 }
 
 TEST(Hv15Transformer, OptionsFromJsonValidate) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto cfg = omnidp::models::read_json(kCase / "config.json");
   const auto o = hv::TransformerOptions::from_json(cfg, "x");
   EXPECT_EQ(o.inner_dim(), 128);

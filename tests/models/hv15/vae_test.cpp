@@ -49,6 +49,7 @@ hv::AutoencoderKLHunyuanVideo15 random_vae(const hv::VaeOptions& o, std::uint64_
 }  // namespace
 
 TEST(Hv15Vae, FixtureDecodeMatchesDiffusers) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   hv::AutoencoderKLHunyuanVideo15 vae(fixture_options());
   omnidp::models::load_state_dict(*vae, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
@@ -61,6 +62,7 @@ TEST(Hv15Vae, FixtureDecodeMatchesDiffusers) {
 }
 
 TEST(Hv15Vae, ParameterNamesAreTheCheckpointNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   hv::AutoencoderKLHunyuanVideo15 vae(fixture_options());
   std::set<std::string> ours;
   for (const auto& p : vae->named_parameters(true)) ours.insert(p.key());
@@ -69,6 +71,7 @@ TEST(Hv15Vae, ParameterNamesAreTheCheckpointNames) {
 }
 
 TEST(Hv15Vae, StrictLoadingRejectsAnEncoderlessModel) {
+  OMNIDP_REQUIRE_FIXTURES();
   hv::AutoencoderKLHunyuanVideo15 vae(fixture_options(), /*with_encoder=*/false);
   EXPECT_FALSE(vae->has_encoder());
   try {
@@ -177,6 +180,7 @@ TEST(Hv15Vae, CausalConvPadsTheSameInEveryDtype) {
 }
 
 TEST(Hv15Vae, OptionsFromJsonValidate) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto cfg = omnidp::models::read_json(kCase / "config.json");
   const auto o = hv::VaeOptions::from_json(cfg, "x");
   EXPECT_EQ(o.block_out_channels, (std::vector<std::int64_t>{8, 16, 16, 32, 32}));

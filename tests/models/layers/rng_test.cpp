@@ -12,6 +12,7 @@ namespace omnidp::models {
 namespace {
 
 TEST(Rng, MatchesTorchCpuGeneratorFixtureBitForBit) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(omnidp::test::fixture("diffusers-ref/rng_cpu_randn/io.safetensors"));
   const std::regex pattern(R"(^randn_seed([0-9]+)_.*$)");
   int checked = 0;

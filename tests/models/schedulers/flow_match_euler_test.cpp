@@ -24,6 +24,7 @@ TEST(NumpyLinspace, MatchesNumpyValues) {
 }
 
 TEST(FlowMatchEuler, MatchesFixtureScheduleExactly) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kIo);
   for (const int n : {4, 30, 50}) {
     FlowMatchEulerScheduler s(FlowMatchEulerOptions{5.0, 1000});

@@ -19,6 +19,7 @@ double rel_error(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 TEST(UniPC, MatchesFixtureSchedule) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kIo);
   for (const int n : {4, 30, 50}) {
     UniPCScheduler s(UniPCOptions{5.0, 1000, 2, true});
@@ -30,6 +31,7 @@ TEST(UniPC, MatchesFixtureSchedule) {
 }
 
 TEST(UniPC, MatchesFixtureTrajectory) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kIo);
   for (const int n : {4, 30, 50}) {
     UniPCScheduler s;
@@ -45,6 +47,7 @@ TEST(UniPC, MatchesFixtureTrajectory) {
 }
 
 TEST(UniPC, SetTimestepsResetsHistory) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kIo);
   UniPCScheduler s;
   s.set_timesteps(4);

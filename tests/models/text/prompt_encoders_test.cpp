@@ -122,6 +122,7 @@ TEST(WanTextEncoder, UmT5FixtureWithoutATokenizerFolderIsAClearError) {
 // A snapshot laid out as Wan's: tokenizer/spiece.model (a word model trained here) and
 // text_encoder/ (the umt5_encoder fixture).
 TEST(WanTextEncoder, SnapshotFoldersEndToEnd) {
+  OMNIDP_REQUIRE_FIXTURES();
   if (!SentencePieceTokenizer::available()) GTEST_SKIP() << "this build has no SentencePiece";
   testing::TempDir snap;
   fs::create_directories(snap.path / "tokenizer");
@@ -151,6 +152,7 @@ TEST(WanTextEncoder, SnapshotFoldersEndToEnd) {
 class Hv15PromptEncoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    OMNIDP_REQUIRE_FIXTURES();
     Hv15PromptEncoder::Options options;
     options.max_length = 64;
     text_model_ = load_qwen25vl_text(kRef / "qwen25vl_text", torch::kFloat32, torch::kCPU);

@@ -15,6 +15,7 @@ namespace fs = std::filesystem;
 const fs::path kCase = omnidp::test::fixture("transformers-ref/qwen25vl_text");
 
 TEST(Qwen25VLTextOptions, FromTheFixtureConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto o = Qwen25VLTextOptions::from_json(read_json(kCase / "config.json"), "qwen");
   EXPECT_EQ(o.hidden_size, 64);
   EXPECT_EQ(o.intermediate_size, 96);
@@ -45,6 +46,7 @@ TEST(Qwen25VLTextOptions, OlderAndNestedLayouts) {
 }
 
 TEST(Qwen25VLText, ParameterNamesAreTheCheckpointNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   Qwen25VLTextModel model(Qwen25VLTextOptions::from_json(read_json(kCase / "config.json"), "qwen"));
   std::vector<std::string> names;
   for (const auto& p : model->named_parameters()) names.push_back(p.key());
@@ -54,7 +56,7 @@ TEST(Qwen25VLText, ParameterNamesAreTheCheckpointNames) {
 
 class Qwen25VLTextLoaded : public ::testing::Test {
  protected:
-  void SetUp() override { model_ = load_qwen25vl_text(kCase, torch::kFloat32, torch::kCPU); }
+  void SetUp() override { OMNIDP_REQUIRE_FIXTURES(); model_ = load_qwen25vl_text(kCase, torch::kFloat32, torch::kCPU); }
   Qwen25VLTextModel model_{nullptr};
   const torch::Tensor ids_ = torch::tensor({{485, 125, 493, 256, 238, 184, 387}}, torch::kLong);
 };

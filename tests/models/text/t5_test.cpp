@@ -22,6 +22,7 @@ std::vector<std::string> param_names(torch::nn::Module& m) {
 }
 
 TEST(T5Options, FromTheFixtureConfigs) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto umt5 = T5Options::from_json(read_json(kRef / "umt5_encoder" / "config.json"), "umt5");
   EXPECT_EQ(umt5.d_model, 64);
   EXPECT_EQ(umt5.d_kv, 16);
@@ -72,6 +73,7 @@ TEST(T5, LayerNormIsRmsWithoutMean) {
 }
 
 TEST(T5, ParameterNamesAreTheCheckpointNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   for (const char* name : {"umt5_encoder", "byt5_encoder"}) {
     const auto dir = kRef / name;
     T5EncoderModel model(T5Options::from_json(read_json(dir / "config.json"), name));
@@ -80,6 +82,7 @@ TEST(T5, ParameterNamesAreTheCheckpointNames) {
 }
 
 TEST(T5, PaddingDoesNotChangeValidPositions) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto model = load_t5_encoder(kRef / "umt5_encoder", torch::kFloat32, torch::kCPU);
   c10::InferenceMode guard;
   const auto ids = torch::tensor({{5, 17, 200, 33, 1}}, torch::kLong);
@@ -93,6 +96,7 @@ TEST(T5, PaddingDoesNotChangeValidPositions) {
 }
 
 TEST(T5, UmT5UsesEveryBlocksTableAndT5OnlyTheFirst) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto umt5 = load_t5_encoder(kRef / "umt5_encoder", torch::kFloat32, torch::kCPU);
   EXPECT_TRUE(umt5->encoder->block->ptr<T5BlockImpl>(1)->self_attention->SelfAttention->has_relative_attention_bias());
   const auto byt5 = load_t5_encoder(kRef / "byt5_encoder", torch::kFloat32, torch::kCPU);
@@ -106,6 +110,7 @@ TEST(T5, UmT5UsesEveryBlocksTableAndT5OnlyTheFirst) {
 }
 
 TEST(T5, TiedEmbeddingNamesLoad) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto src = Checkpoint::open(kRef / "byt5_encoder");
   std::vector<std::pair<std::string, torch::Tensor>> renamed;
   std::vector<std::pair<std::string, torch::Tensor>> both;
@@ -129,6 +134,7 @@ TEST(T5, TiedEmbeddingNamesLoad) {
 }
 
 TEST(T5, MissingTensorsAreNamed) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto src = Checkpoint::open(kRef / "umt5_encoder");
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const auto& name : src.names()) {
@@ -147,6 +153,7 @@ TEST(T5, MissingTensorsAreNamed) {
 }
 
 TEST(T5, RandomWeightsAreSeededAndBf16Exact) {
+  OMNIDP_REQUIRE_FIXTURES();
   T5Options o = T5Options::from_json(read_json(kRef / "byt5_encoder" / "config.json"), "byt5");
   const auto a = random_t5_encoder(o, 11, torch::kFloat32, torch::kCPU);
   const auto b = random_t5_encoder(o, 11, torch::kFloat32, torch::kCPU);

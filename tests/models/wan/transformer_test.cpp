@@ -30,6 +30,7 @@ WanTransformer3DModel random_tiny(std::uint64_t seed = 7) {
 }
 
 TEST(WanTransformerOptions, ParsesTheFixtureConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto o = WanTransformerOptions::from_file(kFixture / "config.json");
   EXPECT_EQ(o.patch_size, (std::array<std::int64_t, 3>{1, 2, 2}));
   EXPECT_EQ(o.num_attention_heads, 2);
@@ -177,6 +178,7 @@ TEST(WanSinusoidalEmbedding, IsCosThenSin) {
 }
 
 TEST(WanTransformer, LoadsTheFixtureStrictly) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto model = load_wan_transformer(kFixture, torch::kFloat32, torch::kCPU);
   const auto ckpt = Checkpoint::open(kFixture);
   EXPECT_EQ(model->named_parameters(true).size(), ckpt.size());
@@ -188,6 +190,7 @@ TEST(WanTransformer, LoadsTheFixtureStrictly) {
 }
 
 TEST(WanTransformer, MatchesTheReferenceOutputsInBothTimestepModes) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto model = load_wan_transformer(kFixture, torch::kFloat32, torch::kCPU);
   const SafetensorsFile io(kFixture / "io.safetensors");
   const auto hidden = io.tensor("hidden_states");
@@ -204,6 +207,7 @@ TEST(WanTransformer, MatchesTheReferenceOutputsInBothTimestepModes) {
 }
 
 TEST(WanTransformer, AWrongConfigFailsToLoadWithTheNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto o = tiny_options();
   o.num_layers = 3;
   WanTransformer3DModel model(o);

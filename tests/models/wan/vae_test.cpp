@@ -50,6 +50,7 @@ std::string message_of(const std::function<void()>& f) {
 }
 
 TEST(WanVaeOptions, ParsesTheFixtureConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto o = AutoencoderKLWanOptions::from_file(kCase);
   EXPECT_EQ(o.base_dim, 8);
   EXPECT_EQ(o.decoder_base_dim, 16);
@@ -115,6 +116,7 @@ TEST(WanVaeOptions, RealConfigPresetIsTheTi2v5bVae) {
 }
 
 TEST(WanVae, StrictLoadOfTheFixtureCoversEveryTensor) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto checkpoint = Checkpoint::open(kCase);
   auto& vae = fixture_vae();
   std::set<std::string> ours;
@@ -129,6 +131,7 @@ TEST(WanVae, StrictLoadOfTheFixtureCoversEveryTensor) {
 }
 
 TEST(WanVae, StrictLoadRejectsAMismatchedConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto o = AutoencoderKLWanOptions::from_file(kCase);
   o.num_res_blocks = 2;
   AutoencoderKLWan vae(o);
@@ -137,11 +140,13 @@ TEST(WanVae, StrictLoadRejectsAMismatchedConfig) {
 }
 
 TEST(WanVae, DecodeMatchesTheReference) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto decoded = fixture_vae()->decode(fixture_io().tensor("latents"));
   EXPECT_LE(rel_error(decoded, fixture_io().tensor("decoded")), 1e-4);
 }
 
 TEST(WanVae, EncodeMatchesTheReference) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dist = fixture_vae()->encode(fixture_io().tensor("image"));
   EXPECT_LE(rel_error(dist.mean, fixture_io().tensor("encoded_mean")), 1e-4);
   EXPECT_LE(rel_error(dist.logvar, fixture_io().tensor("encoded_logvar")), 1e-4);
@@ -150,6 +155,7 @@ TEST(WanVae, EncodeMatchesTheReference) {
 // Decoding all latent frames in one call (or any chunking) equals the reference's
 // frame-by-frame decode.
 TEST(WanVae, DecodeChunkingDoesNotChangeTheResult) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::manual_seed(11);
   const auto z = torch::randn({2, 48, 5, 3, 2});
   auto& vae = fixture_vae();
@@ -163,6 +169,7 @@ TEST(WanVae, DecodeChunkingDoesNotChangeTheResult) {
 // The channels-last layout (the CUDA default) computes the same decode and encode; the switch
 // stores the convolution weights in that layout and back.
 TEST(WanVae, ChannelsLastLayoutGivesTheReferenceResults) {
+  OMNIDP_REQUIRE_FIXTURES();
   AutoencoderKLWan vae(AutoencoderKLWanOptions::from_file(kCase));
   load_state_dict(*vae, Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
   vae->set_channels_last(true);
@@ -177,6 +184,7 @@ TEST(WanVae, ChannelsLastLayoutGivesTheReferenceResults) {
 }
 
 TEST(WanVae, DecodeIsCausalInTime) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::manual_seed(12);
   auto z = torch::randn({1, 48, 3, 2, 2});
   auto& vae = fixture_vae();
@@ -190,6 +198,7 @@ TEST(WanVae, DecodeIsCausalInTime) {
 }
 
 TEST(WanVae, EncodeChunkingAndTrailingFrames) {
+  OMNIDP_REQUIRE_FIXTURES();
   torch::manual_seed(13);
   const auto video = torch::rand({1, 3, 11, 32, 32}) * 2 - 1;
   auto& vae = fixture_vae();
@@ -204,6 +213,7 @@ TEST(WanVae, EncodeChunkingAndTrailingFrames) {
 }
 
 TEST(WanVae, FrameCountsFollowTheTemporalCompression) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto& vae = fixture_vae();
   EXPECT_EQ(vae->video_frames(31), 121);
   EXPECT_EQ(vae->latent_frames(121), 31);
@@ -212,6 +222,7 @@ TEST(WanVae, FrameCountsFollowTheTemporalCompression) {
 }
 
 TEST(WanVae, RejectsBadShapesAndChunks) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto& vae = fixture_vae();
   EXPECT_EQ(message_of([&] { (void)vae->decode(torch::zeros({1, 16, 1, 2, 2})); }),
             "AutoencoderKLWan.decode: expected latents [B, 48, T>=1, h, w], got [1, 16, 1, 2, 2]");
@@ -222,6 +233,7 @@ TEST(WanVae, RejectsBadShapesAndChunks) {
 }
 
 TEST(WanVae, LatentNormalisationUsesTheConfigStatistics) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto& vae = fixture_vae();
   torch::manual_seed(14);
   const auto z = torch::randn({1, 48, 2, 2, 2});
@@ -255,6 +267,7 @@ TEST(WanVae, Bfloat16DecodeStaysCloseToTheReference) {
 }
 
 TEST(WanVae, RandomWeightsAreSeededWithUnitGains) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto options = AutoencoderKLWanOptions::from_file(kCase);
   AutoencoderKLWan a(options), b(options), c(options);
   init_random_vae_weights(*a, 7);

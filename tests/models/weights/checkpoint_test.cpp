@@ -108,6 +108,7 @@ TEST(Checkpoint, MissingFolderAndEmptyFolder) {
 }
 
 TEST(Checkpoint, FixtureComponentsOpen) {
+  OMNIDP_REQUIRE_FIXTURES();
   const fs::path root = omnidp::test::fixture("diffusers-ref");
   for (const char* component : {"wan_transformer", "wan22_vae", "hv15_transformer", "hv15_vae"}) {
     const auto ckpt = Checkpoint::open(root / component);

@@ -148,6 +148,7 @@ TEST(Safetensors, SaveRejectsDuplicatesAndUnsupportedDtypes) {
 }
 
 TEST(Safetensors, FixtureFilesLoad) {
+  OMNIDP_REQUIRE_FIXTURES();
   const std::filesystem::path root = omnidp::test::fixtures_dir();
   int files = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
