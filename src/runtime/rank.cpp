@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/runtime/coordinator.hpp"
@@ -446,6 +447,7 @@ void RankRuntime::worker_main() {
     return;
   }
   double busy = 0.0;
+  const std::string numerics = numerics_profile(config_);
   while (auto assignment = work_.pop()) {
     const Request& req = assignment->request;
     ResultRecord rec;
@@ -460,6 +462,7 @@ void RankRuntime::worker_main() {
     rec.width = req.width;
     rec.steps = req.num_inference_steps;
     rec.attempt = assignment->attempt;
+    rec.numerics = numerics;
     rec.prompt = req.prompt;
     rec.seed = req.seed;
     rec.fps = req.fps;
