@@ -175,6 +175,7 @@ int run(int argc, char** argv) {
   config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
   config.determinism.strict = strict;
   config.model.offload_text_encoder = offload_text_encoder;
+  config.model.fused_kernels = !eager;  // the factory applies it (layers/torch_settings.hpp)
   omnidp::DeviceBinding binding;
   binding.kind = config.model.device;
   binding.index = device_arg.size() > 5 ? std::stoi(device_arg.substr(5)) : 0;

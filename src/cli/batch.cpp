@@ -45,6 +45,9 @@ constexpr const char* kExamples = R"(Examples:
   omni-dp-batch --config hv15.yaml --dry-run --world-size 16
   omni-dp-batch --merge-only results/hv15
 
+  # resume a folder whose videos were made with another numerics profile (else exit 2)
+  omni-dp-batch --config hv15.yaml --set model.dtype=fp32 --resume-mixed
+
 Exit codes: 0 all done, 1 some requests failed, 2 usage/configuration/manifest error,
 75 interrupted by SIGUSR1/SIGTERM or the deadline (resume with the same command).
 Docs: docs/cli.md, docs/configuration.md.)";
@@ -56,6 +59,7 @@ struct BatchOptions {
   std::vector<std::string> sets;
   bool resume_flag = false;
   bool no_resume_flag = false;
+  bool resume_mixed = false;
   bool validate_only = false;
   bool all_errors = false;
   bool dry_run = false;
@@ -127,6 +131,11 @@ void define_options(CLI::App& app, BatchOptions& o) {
   auto* no_resume = app.add_flag("--no-resume", o.no_resume_flag,
                                  "do not skip requests already done in the output folder");
   resume->excludes(no_resume);
+  auto* mixed = app.add_flag("--resume-mixed", o.resume_mixed,
+                             "resume even where the done requests were made with another numerics "
+                             "profile (dtype, device, strict, attention, kernels); each row keeps "
+                             "its own profile");
+  mixed->excludes(no_resume);
   auto* validate = app.add_flag("--validate-only", o.validate_only,
                                 "check the configuration and the manifest, then exit (0 or 2)");
   app.add_flag("--all-errors", o.all_errors, "with --validate-only: list every error, not the first")
@@ -220,11 +229,13 @@ int validate_only(const Config& config, bool all_errors, const Console& console)
   return static_cast<int>(ExitCode::ok);
 }
 
-int dry_run(const Config& config, bool resume, int world_size, const Console& console) {
+int dry_run(const Config& config, bool resume, bool resume_mixed, int world_size,
+            const Console& console) {
   check_manifest_readable(config);
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;
+  options.resume_mixed = resume_mixed;
   std::ostringstream plan;
   runtime::print_plan(options, world_size, plan);
   console.out(plan.str());
@@ -249,10 +260,12 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   return static_cast<int>(ExitCode::ok);
 }
 
-int run(const Config& config, bool resume, std::optional<runtime::Deadline> deadline) {
+int run(const Config& config, bool resume, bool resume_mixed,
+        std::optional<runtime::Deadline> deadline) {
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;
+  options.resume_mixed = resume_mixed;
   options.deadline = std::move(deadline);
   options.make_pipeline = [config](const DeviceBinding& device) {
     return models::create_pipeline(config, device);
@@ -305,9 +318,9 @@ int batch_main(int argc, char** argv) {
     if (o.dry_run) {
       const int world_size =
           o.world_size > 0 ? o.world_size : env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
-      return dry_run(config, resume, world_size, console);
+      return dry_run(config, resume, o.resume_mixed, world_size, console);
     }
-    return run(config, resume, std::move(deadline));
+    return run(config, resume, o.resume_mixed, std::move(deadline));
   } catch (const Error& e) {
     console.error(e.what());
     return static_cast<int>(e.exit_code());

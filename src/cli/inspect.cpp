@@ -73,6 +73,21 @@ std::vector<const Row*> slowest(const video_export::StoredRun& run, std::size_t 
   return out;
 }
 
+// Rows per numerics profile ("" = unknown), most rows first, ties by profile.
+std::vector<std::pair<std::string, std::size_t>> profiles(const video_export::StoredRun& run) {
+  std::map<std::string, std::size_t> counts;
+  for (const auto& row : run.rows) ++counts[row.record.numerics];
+  std::vector<std::pair<std::string, std::size_t>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+std::string profile_line(const std::string& profile, std::size_t rows) {
+  return (profile.empty() ? std::string("unknown (written before profiles were recorded)") : profile) +
+         " (" + std::to_string(rows) + (rows == 1 ? " row)" : " rows)");
+}
+
 std::string file_names(const video_export::StoredRun& run) {
   std::string s;
   for (const auto& f : run.files) s += (s.empty() ? "" : ", ") + f.filename().string();
@@ -91,8 +106,15 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "requests:     " << s.total << " total, " << s.completed << " completed, " << s.failed
     << " failed, " << s.skipped_resume << " skipped (done before)\n"
     << "rows:         " << run.rows.size() << " (" << run.duplicates_dropped
-    << " duplicate(s) dropped)\n"
-    << "interrupted:  " << (s.interrupted ? "yes" : "no") << "\n"
+    << " duplicate(s) dropped)\n";
+  const auto by_profile = profiles(run);
+  if (by_profile.size() == 1) {
+    o << "numerics:     " << profile_line(by_profile[0].first, by_profile[0].second) << "\n";
+  } else if (by_profile.size() > 1) {
+    o << "numerics:     " << by_profile.size() << " profiles (mixed by --resume-mixed)\n";
+    for (const auto& [profile, rows] : by_profile) o << "  " << profile_line(profile, rows) << "\n";
+  }
+  o << "interrupted:  " << (s.interrupted ? "yes" : "no") << "\n"
     << "makespan:     " << fixed(s.makespan_s, 3) << " s\n"
     << "throughput:   " << fixed(s.videos_per_min, 2) << " videos/min\n"
     << "latency:      p50 " << fixed(s.latency_p50_s, 3) << " s, p90 " << fixed(s.latency_p90_s, 3)
@@ -146,6 +168,10 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   j["git_revision"] = run.info.git_revision;
   j["rows"] = run.rows.size();
   j["duplicates_dropped"] = run.duplicates_dropped;
+  j["numerics_profiles"] = Json::array();
+  for (const auto& [profile, rows] : profiles(run)) {
+    j["numerics_profiles"].push_back({{"profile", profile}, {"rows", rows}});
+  }
   j["summary_source"] = run.summary_source;
   j["summary"] = {{"total", s.total},
                   {"completed", s.completed},

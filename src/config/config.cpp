@@ -366,7 +366,8 @@ const std::vector<SectionSpec>& schema() {
                   field("device", &C::model, &ModelConfig::device),
                   field("torch_threads", &C::model, &ModelConfig::torch_threads),
                   field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
-                  field("attention", &C::model, &ModelConfig::attention)}});
+                  field("attention", &C::model, &ModelConfig::attention),
+                  field("fused_kernels", &C::model, &ModelConfig::fused_kernels)}});
     s.push_back({"parallel",
                  {data_parallel_field(),
                   field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),

@@ -10,6 +10,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/size_buckets.hpp"
+#include "omnidp/models/snapshot_digest.hpp"
 
 namespace omnidp {
 namespace fs = std::filesystem;
@@ -83,51 +84,10 @@ ModelInfo describe_model(const ModelConfig& model) {
   return info;
 }
 
-namespace {
-// Reads the JSON header of a safetensors file (not the tensor bytes).
-std::string safetensors_header(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw WeightsError(file.string(), "cannot open");
-  unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
-  if (in.gcount() != 8) throw WeightsError(file.string(), "truncated: no header length");
-  std::uint64_t len = 0;
-  for (int i = 7; i >= 0; --i) len = (len << 8) | len_bytes[i];
-  if (len > (100ULL << 20)) throw WeightsError(file.string(), "header larger than 100 MiB");
-  std::string header(len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(len));
-  if (static_cast<std::uint64_t>(in.gcount()) != len) throw WeightsError(file.string(), "truncated header");
-  return header;
-}
-}  // namespace
-
 std::string weights_identity(const ModelConfig& model) {
   if (model.name == "synthetic") return "synthetic";
   if (model.weights == WeightsSource::random) return "random:" + std::to_string(model.weights_seed);
-  const fs::path root(model.path);
-  if (!fs::is_directory(root)) throw WeightsError(model.path, "model.path is not a folder");
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (!entry.is_regular_file()) continue;
-    const auto name = entry.path().filename().string();
-    if (name == "model_index.json" || name == "config.json" || entry.path().extension() == ".safetensors") {
-      files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  Sha256 h;
-  for (const auto& f : files) {
-    h.update(fs::relative(f, root).generic_string());
-    h.update(std::string_view("\0", 1));
-    if (f.extension() == ".safetensors") {
-      h.update(safetensors_header(f));
-    } else {
-      h.update(sha256_file_hex(f));
-    }
-    h.update(std::string_view("\0", 1));
-  }
-  const Digest d = h.finish();
-  return "snapshot:" + to_hex(d);
+  return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
 }
 
 ManifestOptions job_manifest_options(const Config& config) {

@@ -27,6 +27,7 @@
 #include "omnidp/refcheck/text_cases.hpp"
 #endif
 #ifdef OMNIDP_REFCHECK_VISION
+#include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/refcheck/vision_cases.hpp"
 #endif
 
@@ -77,9 +78,18 @@ const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
 #ifdef OMNIDP_REFCHECK_HV15
       {"hv15_transformer", &run_hv15_transformer}, {"hv15_vae", &run_hv15_vae},
       {"hv15_pipeline_t2v", &run_hv15_pipeline_t2v},
+#ifdef OMNIDP_REFCHECK_VISION
+      {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
+         return run_hv15_pipeline_i2v(d, j, o, [](const fs::path& encoder, const fs::path& processor,
+                                                  const RefcheckOptions& opt) {
+           return models::vision::load_siglip_image_encoder(encoder, processor, opt.dtype, opt.device);
+         });
+       }},
+#else
       {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
          return run_hv15_pipeline_i2v(d, j, o);
        }},
+#endif
 #endif
 #ifdef OMNIDP_REFCHECK_TEXT
       {"umt5_encoder", &run_umt5_encoder}, {"byt5_encoder", &run_byt5_encoder}, {"qwen25vl_text", &run_qwen25vl_text},

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/table.hpp"
@@ -35,6 +37,19 @@ void list_section(std::ostringstream& out, const char* title, const std::vector<
   if (ids.empty() || max_list == 0) return;
   out << title << " (" << std::min(max_list, ids.size()) << " of " << ids.size() << "):\n";
   for (const auto& id : first_n(ids, max_list)) out << "  " << id << "\n";
+}
+
+// The profiles without their software version (what the bytes depend on); "" stays "".
+std::set<std::string> numerics_set(const std::map<std::string, std::size_t>& profiles) {
+  std::set<std::string> out;
+  for (const auto& [profile, n] : profiles) {
+    auto items = parse_numerics(profile);
+    items.erase(std::string(kSoftwareKey));
+    std::string key;
+    for (const auto& [k, v] : items) key += k + "=" + v + ";";
+    out.insert(key);
+  }
+  return out;
 }
 
 }  // namespace
@@ -75,6 +90,7 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
     e.status = row.record.status;
     e.error = row.record.error;
     e.video_present = row.video_present;
+    e.numerics = row.record.numerics;
     if (options.verify_videos && row.video_present && e.status == RequestStatus::ok) {
       auto it = open_files.find(row.file);
       if (it == open_files.end()) {
@@ -89,7 +105,12 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
 
 bool CompareReport::passed(bool allow_missing) const noexcept {
   const std::size_t excused = allow_missing ? only_in_a : 0;
-  return mismatched == 0 && failed_a == 0 && failed_b == 0 && matched + excused == requests_a;
+  return mismatched == 0 && mismatched_numerics == 0 && failed_a == 0 && failed_b == 0 &&
+         matched + excused == requests_a;
+}
+
+bool CompareReport::profiles_differ() const {
+  return numerics_set(profiles_a) != numerics_set(profiles_b);
 }
 
 CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
@@ -103,6 +124,8 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
   for (const auto& e : b.entries) b_by_key[e.input_key].push_back(&e);
   std::unordered_set<std::string> a_keys;
 
+  for (const auto& e : a.entries) ++r.profiles_a[e.numerics];
+  for (const auto& e : b.entries) ++r.profiles_b[e.numerics];
   for (const auto& ea : a.entries) {
     a_keys.insert(ea.input_key);
     if (ea.status == RequestStatus::failed) {
@@ -129,20 +152,26 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
       continue;
     }
     std::string reason;
+    bool numerics_differ = false;
     if (corrupt(ea)) {
       reason = "A's stored video does not match its recorded video_sha256 " + ea.video_sha256;
     } else if (corrupt(*eb)) {
       reason = "B's stored video does not match its recorded video_sha256 " + eb->video_sha256;
     } else if (effective_sha(ea) != effective_sha(*eb)) {
       reason = "video_sha256 differs";
+      const NumericsDifference d = compare_numerics(ea.numerics, eb->numerics);
+      if (d.numerics() && !d.unknown) {
+        numerics_differ = true;
+        reason += "; numerics profile differs: " + describe_difference(ea.numerics, eb->numerics);
+      }
     }
     if (reason.empty()) {
       ++r.matched;
       continue;
     }
-    ++r.mismatched;
-    r.mismatches.push_back(
-        Mismatch{ea.id, eb->id, ea.input_key, effective_sha(ea), effective_sha(*eb), reason});
+    ++(numerics_differ ? r.mismatched_numerics : r.mismatched);
+    r.mismatches.push_back(Mismatch{ea.id, eb->id, ea.input_key, effective_sha(ea),
+                                    effective_sha(*eb), reason, numerics_differ});
   }
   for (const auto& eb : b.entries) {
     if (!a_keys.contains(eb.input_key)) {
@@ -161,6 +190,10 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   out << "B: " << r.source_b << " (" << r.requests_b << " requests)\n";
   out << "matched:     " << r.matched << "\n";
   out << "mismatched:  " << r.mismatched << "\n";
+  const bool profiles_differ = r.profiles_differ();
+  if (profiles_differ || r.mismatched_numerics > 0) {
+    out << "mismatched (different numerics profile): " << r.mismatched_numerics << "\n";
+  }
   out << "only in A:   " << r.only_in_a << (allow_missing ? " (allowed)" : "") << "\n";
   out << "only in B:   " << r.only_in_b << "\n";
   out << "failed:      " << r.failed_a + r.failed_b << " (A: " << r.failed_a
@@ -177,11 +210,23 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   list_section(out, "only in A", r.only_in_a_ids, max_list);
   list_section(out, "only in B", r.only_in_b_ids, max_list);
   list_section(out, "failed", r.failed_ids, max_list);
+  if (profiles_differ) {
+    out << "numerics profiles differ:\n";
+    for (const auto& [side, profiles] : {std::pair{"A", &r.profiles_a}, std::pair{"B", &r.profiles_b}}) {
+      for (const auto& [profile, n] : *profiles) {
+        out << "  " << side << ": " << (profile.empty() ? "unknown (written before profiles were recorded)" : profile)
+            << " (" << n << " request" << (n == 1 ? "" : "s") << ")\n";
+      }
+    }
+  }
   if (r.passed(allow_missing)) {
     out << "PASS: every request of A is matched with an equal hash in B\n";
   } else {
-    out << "FAIL: " << r.mismatched << " mismatched, " << r.only_in_a << " only in A, "
-        << r.failed_a + r.failed_b << " failed\n";
+    out << "FAIL: " << r.mismatched << " mismatched";
+    if (r.mismatched_numerics > 0) {
+      out << " (+" << r.mismatched_numerics << " under a different numerics profile)";
+    }
+    out << ", " << r.only_in_a << " only in A, " << r.failed_a + r.failed_b << " failed\n";
   }
   return out.str();
 }
@@ -195,13 +240,16 @@ std::string report_to_json(const CompareReport& r, std::size_t max_list, bool al
                           {"input_key", m.input_key},
                           {"sha_a", m.sha_a},
                           {"sha_b", m.sha_b},
-                          {"reason", m.reason}});
+                          {"reason", m.reason},
+                          {"numerics_differ", m.numerics_differ}});
   }
   const json j = {
       {"a", {{"source", r.source_a}, {"requests", r.requests_a}}},
       {"b", {{"source", r.source_b}, {"requests", r.requests_b}}},
       {"matched", r.matched},
       {"mismatched", r.mismatched},
+      {"mismatched_numerics", r.mismatched_numerics},
+      {"profiles", {{"a", r.profiles_a}, {"b", r.profiles_b}, {"differ", r.profiles_differ()}}},
       {"only_in_a", r.only_in_a},
       {"only_in_b", r.only_in_b},
       {"failed", {{"a", r.failed_a}, {"b", r.failed_b}}},

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/results/result_files.hpp"
 
 namespace omnidp::results {
@@ -17,11 +19,12 @@ std::string locked_file_message(const std::filesystem::path& file) {
          "it end (or use another output folder), then run again";
 }
 
-std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
-                                                       double lock_wait_s) {
+ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
   // One map, id -> input_key, filled while the files stream by (a file is never whole in
   // memory). The file of an earlier key is looked up again only for the error message.
-  std::unordered_map<std::string, std::string> done;
+  ResumeScan out;
+  std::map<std::string, ProfileCount> profiles;
+  auto& done = out.done;
   const auto files = list_rank_files(dir);
   const auto first_file_with = [&](const std::string& id, const std::string& key,
                                    std::size_t before) -> std::filesystem::path {
@@ -44,7 +47,10 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
       if (row.record.status != RequestStatus::ok) return;
       if (row.video_expected && !row.video_present) return;  // writer died in between
       auto [it, inserted] = done.try_emplace(row.record.id, row.record.input_key);
-      if (!inserted && it->second != row.record.input_key) {
+      if (inserted) {
+        auto& p = profiles[row.record.numerics];
+        if (p.requests++ == 0 || file < p.example_file) p.example_file = file;
+      } else if (it->second != row.record.input_key) {
         throw RuntimeError("id '" + row.record.id + "' is recorded done with input key " +
                            it->second + " in " + first_file_with(row.record.id, it->second, i + 1).string() +
                            " and with input key " + row.record.input_key + " in " +
@@ -73,7 +79,66 @@ std::unordered_map<std::string, std::string> scan_done(const std::filesystem::pa
       for_each_stored_row(file, i, false, add);
     }
   }
-  return done;
+  for (auto& [profile, p] : profiles) {
+    p.profile = profile;
+    out.profiles.push_back(std::move(p));
+  }
+  std::stable_sort(out.profiles.begin(), out.profiles.end(),
+                   [](const ProfileCount& a, const ProfileCount& b) { return a.requests > b.requests; });
+  return out;
+}
+
+
+std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
+                                                       double lock_wait_s) {
+  return scan_folder(dir, lock_wait_s).done;
+}
+
+std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
+                                               const std::filesystem::path& dir,
+                                               const std::string& current, bool allow_mixed) {
+  std::vector<std::string> warnings;
+  std::vector<const ProfileCount*> refused;
+  for (const auto& p : scan.profiles) {
+    const NumericsDifference d = compare_numerics(p.profile, current);
+    if (!d.any()) continue;
+    const std::string count = std::to_string(p.requests) + " request(s) done in " + dir.string();
+    if (!d.numerics()) {
+      warnings.push_back("resume: " + count + " were made by another software version (" +
+                         describe_difference(p.profile, current) +
+                         "), with the same numerics otherwise; they are kept and skipped");
+      continue;
+    }
+    if (allow_mixed) {
+      warnings.push_back(
+          "resume (--resume-mixed): " + count + " were made with " +
+          (d.unknown ? std::string("an unknown numerics profile (a file written before profiles "
+                                   "were recorded)")
+                     : "numerics profile '" + p.profile + "' (differing: " +
+                           describe_difference(p.profile, current) + ")") +
+          "; they are kept and skipped, new rows record '" + current + "'");
+      continue;
+    }
+    refused.push_back(&p);
+  }
+  if (refused.empty()) return warnings;
+  const ProfileCount& p = *refused.front();
+  std::string message = std::to_string(p.requests) + " request(s) already done here (e.g. in " +
+                        p.example_file.filename().string() + ") were made with ";
+  if (p.profile.empty()) {
+    message += "an unknown numerics profile (written before profiles were recorded)";
+  } else {
+    message += "numerics profile '" + p.profile + "'";
+  }
+  message += ", but this run's profile is '" + current + "'";
+  if (!p.profile.empty()) message += " (differing: " + describe_difference(p.profile, current) + ")";
+  if (refused.size() > 1) {
+    message += "; " + std::to_string(refused.size() - 1) + " more profile(s) differ too";
+  }
+  message +=
+      "; resuming would mix videos of two numerics profiles: use a new output.dir, --no-resume "
+      "to generate them again, or --resume-mixed to keep them (each row records its profile)";
+  throw Error(ErrorKind::config, message, {dir.string()});
 }
 
 }  // namespace omnidp::results

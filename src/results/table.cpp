@@ -34,6 +34,7 @@ struct RowBuffer {
   std::int32_t width;
   std::int32_t steps;
   std::int32_t attempt;
+  char* numerics;  // the last column: files written before it lack it (read as "")
 };
 
 h5::Datatype status_type() {
@@ -47,7 +48,8 @@ h5::Datatype status_type() {
   return type;
 }
 
-h5::Datatype row_memory_type() {
+// `with_numerics`: include the numerics column (false: the layout of files written before it).
+h5::Datatype row_memory_type(bool with_numerics = true) {
   h5::Datatype type(h5::call("H5Tcreate", "requests type",
                              [] { return H5Tcreate(H5T_COMPOUND, sizeof(RowBuffer)); }));
   const h5::Datatype vstr = h5::vlen_string_type();
@@ -73,12 +75,13 @@ h5::Datatype row_memory_type() {
   insert("width", offsetof(RowBuffer, width), H5T_NATIVE_INT32);
   insert("steps", offsetof(RowBuffer, steps), H5T_NATIVE_INT32);
   insert("attempt", offsetof(RowBuffer, attempt), H5T_NATIVE_INT32);
+  if (with_numerics) insert("numerics", offsetof(RowBuffer, numerics), vstr.id());
   return type;
 }
 
 // The stored (packed) version of the memory type.
-h5::Datatype row_file_type() {
-  const h5::Datatype memory = row_memory_type();
+h5::Datatype row_file_type(bool with_numerics) {
+  const h5::Datatype memory = row_memory_type(with_numerics);
   h5::Datatype type(h5::call("H5Tcopy", "requests type", [&] { return H5Tcopy(memory.id()); }));
   h5::call("H5Tpack", "requests type", [&] { return H5Tpack(type.id()); });
   return type;
@@ -118,6 +121,7 @@ RowBuffer to_buffer(const ResultRecord& r) {
   b.width = r.width;
   b.steps = r.steps;
   b.attempt = r.attempt;
+  b.numerics = const_cast<char*>(r.numerics.c_str());
   return b;
 }
 
@@ -142,6 +146,7 @@ ResultRecord from_buffer(const RowBuffer& b) {
   r.width = b.width;
   r.steps = b.steps;
   r.attempt = b.attempt;
+  r.numerics = text(b.numerics);
   return r;
 }
 
@@ -219,8 +224,8 @@ std::string video_path(std::string_view id) {
 
 // ---- /requests --------------------------------------------------------------------------------
 
-h5::Dataset create_requests_table(hid_t loc, const std::string& name) {
-  const h5::Datatype type = row_file_type();
+h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_numerics) {
+  const h5::Datatype type = row_file_type(with_numerics);
   const hsize_t zero = 0;
   const hsize_t unlimited = H5S_UNLIMITED;
   const h5::Dataspace space(h5::call("H5Screate_simple", name,
@@ -231,6 +236,15 @@ h5::Dataset create_requests_table(hid_t loc, const std::string& name) {
   return h5::Dataset(h5::call("H5Dcreate2", name, [&] {
     return H5Dcreate2(loc, name.c_str(), type.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT);
   }));
+}
+
+bool has_numerics_column(const h5::Dataset& table) {
+  const h5::Datatype stored(
+      h5::call("H5Dget_type", kRequestsPath, [&] { return H5Dget_type(table.id()); }));
+  h5::silence_errors();
+  const bool found = H5Tget_member_index(stored.id(), "numerics") >= 0;
+  if (!found) H5Eclear2(H5E_DEFAULT);  // "member not found" is the answer, not an error
+  return found;
 }
 
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
@@ -257,7 +271,7 @@ void append_requests(const h5::Dataset& table, std::span<const ResultRecord> row
   });
   const h5::Dataspace memory_space(h5::call(
       "H5Screate_simple", kRequestsPath, [&] { return H5Screate_simple(1, &count, nullptr); }));
-  const h5::Datatype type = row_memory_type();
+  const h5::Datatype type = row_memory_type(has_numerics_column(table));
   h5::call("H5Dwrite", kRequestsPath, [&] {
     return H5Dwrite(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
                     buffers.data());
@@ -273,7 +287,7 @@ std::vector<ResultRecord> read_requests(const h5::Dataset& table) {
 
 void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn) {
   const hsize_t total = h5::dataset_dims(table).at(0);
-  const h5::Datatype type = row_memory_type();
+  const h5::Datatype type = row_memory_type(has_numerics_column(table));
   std::vector<RowBuffer> buffers;
   for (hsize_t start = 0; start < total; start += kReadBlockRows) {
     const hsize_t count = std::min(kReadBlockRows, total - start);

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/export/export_sink.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
@@ -60,7 +61,15 @@ JobOptions with_default_hooks(const JobOptions& in) {
       return video_export::with_export(std::move(writer), config.output);
     };
   }
-  if (!o.scan_done) o.scan_done = [](const fs::path& dir) { return results::scan_done(dir); };
+  if (!o.scan_done) {
+    o.scan_done = [profile = numerics_profile(o.config), mixed = o.resume_mixed](const fs::path& dir) {
+      results::ResumeScan scan = results::scan_folder(dir);
+      for (const auto& warning : results::check_resume_profiles(scan, dir, profile, mixed)) {
+        log_warn(warning);
+      }
+      return std::move(scan.done);
+    };
+  }
   if (!o.merge) {
     o.merge = [](const fs::path& dir, const RunSummary& summary, const std::string& yaml) {
       (void)results::merge_directory(dir, &summary, yaml);

@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/results/summary.hpp"
@@ -500,6 +501,7 @@ void RankRuntime::worker_main() {
     return;
   }
   double busy = 0.0;
+  const std::string numerics = numerics_profile(config_);
   while (auto assignment = work_.pop()) {
     const Request& req = assignment->request;
     ResultRecord rec;
@@ -514,6 +516,7 @@ void RankRuntime::worker_main() {
     rec.width = req.width;
     rec.steps = req.num_inference_steps;
     rec.attempt = assignment->attempt;
+    rec.numerics = numerics;
     rec.prompt = req.prompt;
     rec.seed = req.seed;
     rec.fps = req.fps;

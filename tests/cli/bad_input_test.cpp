@@ -528,5 +528,69 @@ TEST(BadInputRecovery, FullDiskThenResume) {
   fs::remove_all(dir);
 }
 
+// A changed numerics profile (docs/reliability.md): the same output folder rerun with another
+// dtype is refused (exit 2, one line naming both profiles and the key), nothing is added to it;
+// with --resume-mixed the done requests are kept and the new one records the new profile.
+TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-resume-profile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Case c;
+  c.build = config_edit("", "");  // a, b, c with the synthetic model
+  c.build(dir);
+  const BatchRun first = run_batch(dir, c, {});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto profile_of = [](const results::StoredRow& row) { return row.record.numerics; };
+  const auto first_rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(first_rows.size(), 3U);
+  const std::string fp32 = profile_of(first_rows[0]);
+  ASSERT_EQ(fp32.rfind("dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;"
+                       "quantization=none;software=", 0),
+            0U)
+      << fp32;
+  std::string bf16 = fp32;
+  bf16.replace(0, 10, "dtype=bf16");
+
+  const BatchRun refused = run_batch(dir, c, {"--set", "model.dtype=bf16"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("omni-dp-batch: error: " + (dir / "out").string() +
+                             ": 3 request(s) already done here (e.g. in rank-00000.h5) were made "
+                             "with numerics profile '" + fp32 + "', but this run's profile is '" +
+                             bf16 + "' (differing: dtype (fp32 -> bf16)); "),
+            std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("--resume-mixed to keep them"), std::string::npos) << refused.err;
+  std::size_t error_lines = 0;
+  for (auto at = refused.err.find("omni-dp-batch: error: "); at != std::string::npos;
+       at = refused.err.find("omni-dp-batch: error: ", at + 1)) {
+    ++error_lines;
+  }
+  EXPECT_EQ(error_lines, 1U) << refused.err;
+  for (const auto& file : results::list_rank_files(dir / "out")) {
+    for (const auto& row : results::read_stored_rows(file)) EXPECT_EQ(profile_of(row), fp32) << file;
+  }
+
+  write_text(dir / "m.jsonl", read_text(dir / "m.jsonl") + R"({"id": "d", "prompt": "fourth", "seed": 4})" + "\n");
+  const BatchRun mixed = run_batch(dir, c, {"--set", "model.dtype=bf16", "--resume-mixed"});
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("resume (--resume-mixed): 3 request(s) done in " + (dir / "out").string() +
+                           " were made with numerics profile '" + fp32 + "'"),
+            std::string::npos)
+      << mixed.err;
+  EXPECT_NE(mixed.err.find("3 already done, skipped"), std::string::npos) << mixed.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(rows.size(), 4U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_EQ(profile_of(row), row.record.id == "d" ? bf16 : fp32) << row.record.id;
+  }
+  // Resuming again with bf16 is refused again: the folder still holds fp32 rows.
+  EXPECT_EQ(run_batch(dir, c, {"--set", "model.dtype=bf16"}).exit_code, 2);
+  // --resume-mixed with --no-resume is a usage error.
+  EXPECT_EQ(run_batch(dir, c, {"--no-resume", "--resume-mixed"}).exit_code, 2);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace omnidp

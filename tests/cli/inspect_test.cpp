@@ -77,6 +77,7 @@ TEST_F(InspectCli, TableOfAKnownFile) {
       std::string(git_revision()) + ")\n" +
       "requests:     4 total, 3 completed, 1 failed, 0 skipped (done before)\n"
       "rows:         4 (0 duplicate(s) dropped)\n"
+      "numerics:     " + std::string(rt::kTestNumerics) + " (4 rows)\n"
       "interrupted:  no\n"
       "makespan:     10.000 s\n"
       "throughput:   18.00 videos/min\n"
@@ -126,6 +127,32 @@ TEST_F(InspectCli, JsonHasTheSameFigures) {
   ASSERT_EQ(j["slowest"].size(), 2U);
   EXPECT_EQ(j["slowest"][0]["id"], "bb");
   EXPECT_EQ(j["slowest"][1]["seconds"], 2.25);
+  ASSERT_EQ(j["numerics_profiles"].size(), 1U);
+  EXPECT_EQ(j["numerics_profiles"][0]["profile"], rt::kTestNumerics);
+  EXPECT_EQ(j["numerics_profiles"][0]["rows"], 4);
+}
+
+// A folder resumed with --resume-mixed: every profile with its rows, most rows first.
+TEST(InspectCliProfiles, MixedProfilesAreListedWithTheirRows) {
+  rt::ScratchDir dir("inspect-mixed");
+  {
+    results::RankWriter w(dir.path(), rt::rank_info(0, 1), OutputConfig{});
+    for (const char* id : {"a", "b"}) {
+      const Video v = rt::video_for(id);
+      w.write(rt::ok_record(id, v), &v);
+    }
+    const Video c = rt::video_for("c");
+    ResultRecord r = rt::ok_record("c", c);
+    r.numerics = "dtype=bf16;software=test";
+    w.write(r, &c);
+    w.close();
+  }
+  const Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("numerics:     2 profiles (mixed by --resume-mixed)\n  " +
+                       std::string(rt::kTestNumerics) + " (2 rows)\n  dtype=bf16;software=test (1 row)\n"),
+            std::string::npos)
+      << o.out;
 }
 
 TEST_F(InspectCli, UnreadableInputExitsTwo) {

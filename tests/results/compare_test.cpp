@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,86 @@ TEST(Compare, OneMismatchIsNamed) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("FAIL: 1 mismatched, 0 only in A, 0 failed\n"), std::string::npos) << text;
+}
+
+// Writes `ids` to one rank file of `dir`, each row with profile `numerics`; the video of the
+// ids in `other_bytes` differs from video_for(id).
+void write_profiled(const std::filesystem::path& dir, const std::vector<std::string>& ids,
+                    const std::string& numerics, const std::vector<std::string>& other_bytes) {
+  RankWriter writer(dir, testing::rank_info(0, 1), OutputConfig{});
+  for (const auto& id : ids) {
+    const bool other = std::find(other_bytes.begin(), other_bytes.end(), id) != other_bytes.end();
+    const Video v = other ? testing::make_video(2, 4, 6, 999) : testing::video_for(id);
+    ResultRecord r = testing::ok_record(id, v);
+    r.numerics = numerics;
+    writer.write(r, &v);
+  }
+}
+
+// B made with bf16: its differing hashes are counted apart, and the report says why.
+TEST(Compare, HashDifferencesUnderAnotherNumericsProfileAreCountedApart) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  const std::string fp32 = testing::kTestNumerics;
+  const std::string bf16 =
+      "dtype=bf16;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
+      "software=test";
+  write_profiled(a.path(), kIds, fp32, {});
+  write_profiled(b.path(), kIds, bf16, {"a", "c"});
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  EXPECT_EQ(r.matched, 2U);
+  EXPECT_EQ(r.mismatched, 0U);
+  EXPECT_EQ(r.mismatched_numerics, 2U);
+  EXPECT_TRUE(r.profiles_differ());
+  ASSERT_EQ(r.mismatches.size(), 2U);
+  EXPECT_TRUE(r.mismatches[0].numerics_differ);
+  EXPECT_EQ(r.mismatches[0].reason,
+            "video_sha256 differs; numerics profile differs: dtype (fp32 -> bf16)");
+  EXPECT_FALSE(r.passed(false));
+  const std::string text = format_report(r, 10, false);
+  EXPECT_NE(text.find("mismatched:  0\nmismatched (different numerics profile): 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("numerics profiles differ:\n  A: " + fp32 + " (4 requests)\n  B: " + bf16 +
+                      " (4 requests)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("FAIL: 0 mismatched (+2 under a different numerics profile), 0 only in A, "
+                      "0 failed\n"),
+            std::string::npos)
+      << text;
+  const auto j = nlohmann::json::parse(report_to_json(r, 10, false));
+  EXPECT_EQ(j["mismatched_numerics"], 2);
+  EXPECT_EQ(j["profiles"]["differ"], true);
+  EXPECT_EQ(j["profiles"]["b"][bf16], 4);
+  EXPECT_EQ(j["mismatches"][0]["numerics_differ"], true);
+}
+
+// Only the software version differs: hash differences are plain mismatches, and the profiles
+// are not reported as different. An unknown profile (an older file) cannot excuse one either.
+TEST(Compare, SoftwareVersionOrUnknownProfileDoNotExcuseAHashDifference) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  ScratchDir old("cmp-old");
+  const std::string v1 = testing::kTestNumerics;
+  std::string v2 = v1;
+  v2.replace(v2.find("software=test"), std::string::npos, "software=test2");
+  write_profiled(a.path(), kIds, v1, {});
+  write_profiled(b.path(), kIds, v2, {"d"});
+  write_profiled(old.path(), kIds, "", {"d"});
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()));
+  EXPECT_EQ(r.mismatched, 1U);
+  EXPECT_EQ(r.mismatched_numerics, 0U);
+  EXPECT_FALSE(r.profiles_differ());
+  EXPECT_EQ(format_report(r, 0, false).find("numerics"), std::string::npos);
+
+  const CompareReport u = compare_results(read_results(a.path()), read_results(old.path()));
+  EXPECT_EQ(u.mismatched, 1U);
+  EXPECT_EQ(u.mismatched_numerics, 0U);
+  EXPECT_TRUE(u.profiles_differ());
+  EXPECT_NE(format_report(u, 0, false).find(
+                "  B: unknown (written before profiles were recorded) (4 requests)\n"),
+            std::string::npos);
 }
 
 TEST(Compare, CorruptedVideoBytesAreAMismatchEvenWithEqualRows) {

@@ -167,6 +167,9 @@ TEST(RankWriter, VideosAndAttributesReadableWithH5dump) {
   ASSERT_EQ(table.status, 0) << table.output;
   EXPECT_NE(table.output.find("\"clip/7\""), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("H5T_ENUM"), std::string::npos);
+  EXPECT_NE(table.output.find("\"numerics\""), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("\"" + std::string(testing::kTestNumerics) + "\""), std::string::npos)
+      << table.output;
 
   const CommandResult state = run("h5dump -a /state '" + file.string() + "'");
   ASSERT_EQ(state.status, 0) << state.output;

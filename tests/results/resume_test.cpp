@@ -9,8 +9,10 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/results/compare.hpp"
+#include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/result_files.hpp"
+#include "omnidp/results/table.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::results {
@@ -238,6 +240,119 @@ TEST(Resume, AFileLockedByALiveRunIsAClearErrorInTheScanAndTheMerge) {
   ::close(to_child[1]);
   // Its writer gone (never closed), the file is read as of its last flush.
   EXPECT_EQ(scan_done(dir.path()), expected_done({"done", "live"}));
+}
+
+// ---- numerics profiles ------------------------------------------------------------------------
+
+const std::string kBf16 =
+    "dtype=bf16;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
+    "software=test";
+
+// One rank file of ok rows made with `numerics`.
+void write_profiled_rank(const std::filesystem::path& dir, int rank,
+                         const std::vector<std::string>& list, const std::string& numerics) {
+  RankWriter writer(dir, testing::rank_info(rank, 2), OutputConfig{});
+  for (const auto& id : list) {
+    const Video v = testing::video_for(id);
+    ResultRecord r = testing::ok_record(id, v, rank);
+    r.numerics = numerics;
+    writer.write(r, &v);
+  }
+}
+
+// The message of the Error check_resume_profiles throws; "" when it does not throw.
+std::string refusal(const ResumeScan& scan, const std::filesystem::path& dir,
+                    const std::string& current) {
+  try {
+    (void)check_resume_profiles(scan, dir, current, false);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::config);
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResumeProfiles, ScanCountsTheDoneRequestsOfEachProfile) {
+  ScratchDir dir("profiles");
+  write_profiled_rank(dir.path(), 0, {"a", "b", "c"}, testing::kTestNumerics);
+  write_profiled_rank(dir.path(), 1, {"d"}, kBf16);
+  const ResumeScan scan = scan_folder(dir.path());
+  EXPECT_EQ(scan.done, expected_done({"a", "b", "c", "d"}));
+  ASSERT_EQ(scan.profiles.size(), 2U);
+  EXPECT_EQ(scan.profiles[0].profile, testing::kTestNumerics);
+  EXPECT_EQ(scan.profiles[0].requests, 3U);
+  EXPECT_EQ(scan.profiles[0].example_file.filename(), "rank-00000.h5");
+  EXPECT_EQ(scan.profiles[1].profile, kBf16);
+  EXPECT_EQ(scan.profiles[1].requests, 1U);
+}
+
+TEST(ResumeProfiles, SameProfileResumesSilently) {
+  ScratchDir dir("same-profile");
+  write_profiled_rank(dir.path(), 0, {"a", "b"}, testing::kTestNumerics);
+  EXPECT_TRUE(check_resume_profiles(scan_folder(dir.path()), dir.path(), testing::kTestNumerics, false)
+                  .empty());
+}
+
+TEST(ResumeProfiles, AnotherProfileIsRefusedNamingBothAndTheKeysUnlessMixedIsAllowed) {
+  ScratchDir dir("other-profile");
+  write_profiled_rank(dir.path(), 0, {"a", "b"}, testing::kTestNumerics);
+  const ResumeScan scan = scan_folder(dir.path());
+  const std::string what = refusal(scan, dir.path(), kBf16);
+  EXPECT_EQ(what, dir.path().string() +
+                      ": 2 request(s) already done here (e.g. in rank-00000.h5) were made with "
+                      "numerics profile '" + testing::kTestNumerics +
+                      "', but this run's profile is '" + kBf16 +
+                      "' (differing: dtype (fp32 -> bf16)); resuming would mix videos of two "
+                      "numerics profiles: use a new output.dir, --no-resume to generate them "
+                      "again, or --resume-mixed to keep them (each row records its profile)");
+  const auto warnings = check_resume_profiles(scan, dir.path(), kBf16, true);
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_NE(warnings[0].find("resume (--resume-mixed): 2 request(s) done in " +
+                             dir.path().string() + " were made with numerics profile '" +
+                             testing::kTestNumerics + "' (differing: dtype (fp32 -> bf16))"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("new rows record '" + kBf16 + "'"), std::string::npos) << warnings[0];
+}
+
+TEST(ResumeProfiles, ASoftwareVersionChangeAloneIsAWarning) {
+  ScratchDir dir("software");
+  write_profiled_rank(dir.path(), 0, {"a"}, testing::kTestNumerics);
+  std::string newer = testing::kTestNumerics;
+  newer.replace(newer.find("software=test"), std::string::npos, "software=0.2.0 (git def)");
+  const auto warnings = check_resume_profiles(scan_folder(dir.path()), dir.path(), newer, false);
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_EQ(warnings[0], "resume: 1 request(s) done in " + dir.path().string() +
+                             " were made by another software version (software (test -> 0.2.0 "
+                             "(git def))), with the same numerics otherwise; they are kept and "
+                             "skipped");
+}
+
+// A rank file of the layout before the numerics column: its done requests have the unknown
+// profile, which is refused like any other unless --resume-mixed.
+TEST(ResumeProfiles, FilesWithoutTheColumnAreAnUnknownProfile) {
+  ScratchDir dir("legacy");
+  {
+    h5::File file = h5::create_file((dir.path() / "rank-00000.h5").string());
+    h5::write_attribute(file.id(), "store_video", static_cast<std::int64_t>(0));
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, false);
+    const std::vector<ResultRecord> rows = {testing::ok_record("a", testing::video_for("a"))};
+    append_requests(table, rows);
+  }
+  const ResumeScan scan = scan_folder(dir.path());
+  EXPECT_EQ(scan.done, expected_done({"a"}));
+  ASSERT_EQ(scan.profiles.size(), 1U);
+  EXPECT_EQ(scan.profiles[0].profile, "");
+  const std::string what = refusal(scan, dir.path(), testing::kTestNumerics);
+  EXPECT_NE(what.find("1 request(s) already done here (e.g. in rank-00000.h5) were made with an "
+                      "unknown numerics profile (written before profiles were recorded), but "
+                      "this run's profile is '" + std::string(testing::kTestNumerics) + "';"),
+            std::string::npos)
+      << what;
+  const auto warnings = check_resume_profiles(scan, dir.path(), testing::kTestNumerics, true);
+  ASSERT_EQ(warnings.size(), 1U);
+  EXPECT_NE(warnings[0].find("an unknown numerics profile"), std::string::npos) << warnings[0];
 }
 
 }  // namespace

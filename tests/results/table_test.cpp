@@ -49,6 +49,8 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
     rows.back().attempt = 1 + i % 4;
     rows.back().steps = i;
     rows.back().start_time = 1e9 + i * 0.125;
+    if (i % 11 == 0) rows.back().numerics = "dtype=bf16;software=v" + std::to_string(i);
+    if (i % 13 == 0) rows.back().numerics.clear();
   }
   {
     h5::File file = h5::create_file(path);
@@ -82,7 +84,35 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
     EXPECT_EQ(b.width, a.width);
     EXPECT_EQ(b.steps, a.steps);
     EXPECT_EQ(b.attempt, a.attempt);
+    EXPECT_EQ(b.numerics, a.numerics);
   }
+  EXPECT_TRUE(has_numerics_column(table));
+}
+
+// A table of the layout before the numerics column (omni-dp files written before it) reads
+// back with every other column and numerics "" (the unknown profile).
+TEST(RequestsTable, TableWithoutTheNumericsColumnReadsAsUnknownProfile) {
+  ScratchDir dir("legacy-table");
+  const auto path = (dir.path() / "t.h5").string();
+  const std::vector<ResultRecord> rows = {testing::ok_record("a", testing::video_for("a")),
+                                          testing::failed_record("b", "boom")};
+  {
+    h5::File file = h5::create_file(path);
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, false);
+    append_requests(table, rows);
+  }
+  const h5::File file = h5::open_file(path);
+  const h5::Dataset table = h5::open_dataset(file.id(), kRequestsPath);
+  EXPECT_FALSE(has_numerics_column(table));
+  const auto back = read_requests(table);
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].id, "a");
+  EXPECT_EQ(back[0].input_key, rows[0].input_key);
+  EXPECT_EQ(back[0].video_sha256, rows[0].video_sha256);
+  EXPECT_EQ(back[0].attempt, 1);
+  EXPECT_EQ(back[0].numerics, "");
+  EXPECT_EQ(back[1].error, "boom");
+  EXPECT_EQ(back[1].numerics, "");
 }
 
 TEST(Videos, HashOfStoredBytesEqualsVideoSha256) {

@@ -60,6 +60,11 @@ inline Video make_video(int frames, int height, int width, std::uint32_t salt) {
   return v;
 }
 
+// The numerics profile the test records carry (config/numerics.hpp's canonical form).
+inline constexpr const char* kTestNumerics =
+    "dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
+    "software=test";
+
 inline std::string key_of(const std::string& text) { return sha256_hex(std::string_view(text)); }
 
 // An ok record for `video` with every column set to something specific to `id`.
@@ -81,6 +86,7 @@ inline ResultRecord ok_record(const std::string& id, const Video& video, int ran
   r.width = video.width;
   r.steps = 4;
   r.attempt = 1;
+  r.numerics = kTestNumerics;
   r.prompt = "a prompt for " + id;
   r.seed = 1000 + id.size();
   r.fps = 24;
@@ -105,6 +111,7 @@ inline ResultRecord failed_record(const std::string& id, const std::string& erro
   r.width = 6;
   r.steps = 4;
   r.attempt = 1;
+  r.numerics = kTestNumerics;
   return r;
 }
 

@@ -40,6 +40,9 @@ struct ModelConfig {
   bool offload_text_encoder = true;  // move text encoders to the CPU after encoding
   // CUDA attention kernels: auto (libtorch's choice) | flash | cudnn | efficient | math.
   AttentionKernel attention = AttentionKernel::automatic;
+  // The fused elementwise kernels (models/layers/fused.hpp); false: the reference's eager
+  // expressions, kernel for kernel. Part of the numerics profile (config/numerics.hpp).
+  bool fused_kernels = true;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };

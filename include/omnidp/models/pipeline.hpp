@@ -53,9 +53,11 @@ struct ModelInfo {
 // unknown names, WeightsError for an unreadable config.
 [[nodiscard]] ModelInfo describe_model(const ModelConfig& model);
 
-// The "weights identity" part of the input key: "random:<seed>" for seeded weights, otherwise
-// a SHA-256 over the snapshot's model_index.json, each component's config.json and every
-// safetensors header (not the tensor bytes). Throws WeightsError if the snapshot is unreadable.
+// The "weights identity" part of the input key: "synthetic", "random:<seed>" for seeded
+// weights, otherwise "snapshot-sha256:<hex>": digest_snapshot(model.path) over the bytes of
+// every weight, config and tokenizer file (models/snapshot_digest.hpp; hashed once, then
+// cached). Throws WeightsError if the snapshot is unreadable. omni-dp-batch calls it (through
+// job_manifest_options) on rank 0, the coordinator, and in --validate-only / --dry-run.
 [[nodiscard]] std::string weights_identity(const ModelConfig& model);
 
 // The options every reader of a job's manifest uses: manifest_options(config,

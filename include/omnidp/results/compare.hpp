@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct ResultEntry {
   std::string error;
   bool video_present = false;
   std::string actual_sha256;  // SHA-256 of the stored video bytes; empty when not checked
+  std::string numerics;       // the row's numerics profile; "" = unknown (an older file)
 };
 
 struct ResultSet {
@@ -44,6 +46,9 @@ struct Mismatch {
   std::string sha_a;  // the hash that counts for A: actual when checked, else stored
   std::string sha_b;
   std::string reason;
+  // The two rows' numerics profiles differ (both known, beyond the software version): the
+  // bytes may differ for that reason. Counted in mismatched_numerics, not mismatched.
+  bool numerics_differ = false;
 };
 
 struct CompareReport {
@@ -53,6 +58,7 @@ struct CompareReport {
   std::size_t requests_b = 0;
   std::size_t matched = 0;     // requests of A with an ok, equal-hash request in B
   std::size_t mismatched = 0;  // both ok, hashes differ (or a video does not match its row)
+  std::size_t mismatched_numerics = 0;  // both ok, hashes differ, different numerics profiles
   std::size_t only_in_a = 0;   // input key absent from B
   std::size_t only_in_b = 0;   // input key absent from A
   std::size_t failed_a = 0;    // requests of A recorded failed
@@ -61,9 +67,14 @@ struct CompareReport {
   std::vector<std::string> only_in_a_ids;  // sorted
   std::vector<std::string> only_in_b_ids;
   std::vector<std::string> failed_ids;     // "A:<id>" / "B:<id>", sorted
+  // Distinct numerics profiles of each side's entries -> how many entries ("" = unknown).
+  std::map<std::string, std::size_t> profiles_a;
+  std::map<std::string, std::size_t> profiles_b;
+  // Whether the two sides' sets of profiles differ (beyond the software version).
+  [[nodiscard]] bool profiles_differ() const;
 
   // Every request of A is matched with an equal hash in B (allow_missing: except those that
-  // are absent from B).
+  // are absent from B). A hash difference under different numerics profiles fails too.
   [[nodiscard]] bool passed(bool allow_missing) const noexcept;
 };
 

@@ -34,6 +34,9 @@ struct ResultRecord {
   int width = 0;
   int steps = 0;
   int attempt = 1;           // 1-based
+  // The numerics profile that made it (config/numerics.hpp); "" = unknown (a file written
+  // before the column existed).
+  std::string numerics;
   // video attributes
   std::string prompt;
   std::uint64_t seed = 0;

@@ -2,11 +2,27 @@
 // The resume scan (SPEC section 7): what an output folder already holds. HDF5-free header.
 // Called by the coordinator (rank 0) at start, before work is handed out.
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace omnidp::results {
+
+// How many of the done requests one numerics profile made ("" = unknown: rows of files
+// written before the column).
+struct ProfileCount {
+  std::string profile;
+  std::size_t requests = 0;
+  std::filesystem::path example_file;  // one rank file holding such rows
+};
+
+// What an output folder holds for a resume: the done requests and their numerics profiles.
+struct ResumeScan {
+  std::unordered_map<std::string, std::string> done;  // id -> input_key
+  std::vector<ProfileCount> profiles;  // distinct profiles of `done`, most requests first
+};
 
 // id -> input_key of every request recorded ok in any <dir>/rank-*.h5 (of any earlier world
 // size or run segment) whose video is present when the file stores videos. Files left unclosed
@@ -17,10 +33,23 @@ namespace omnidp::results {
 // (exit 2) naming the file and the likely cause: an earlier run still running on this folder.
 // The same id recorded ok with two input keys is a RuntimeError naming both keys and files. A
 // missing folder gives an empty map.
+[[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0);
+// scan_folder(dir, lock_wait_s).done.
 [[nodiscard]] std::unordered_map<std::string, std::string> scan_done(
     const std::filesystem::path& dir, double lock_wait_s = 10.0);
 
 // The error for a rank file another process holds locked (exit 2).
 [[nodiscard]] std::string locked_file_message(const std::filesystem::path& file);
+
+// The resume rule for numerics profiles (docs/reliability.md): done requests made with a
+// profile other than `current` (config/numerics.hpp) stop the job with an Error of kind config
+// (exit 2) naming both profiles and the differing keys, unless `allow_mixed`
+// (omni-dp-batch --resume-mixed). The unknown profile ("") counts as different. A difference
+// in the software version alone is no error. Returns the warnings to print (software-only
+// differences; the profiles --resume-mixed accepted).
+[[nodiscard]] std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
+                                                             const std::filesystem::path& dir,
+                                                             const std::string& current,
+                                                             bool allow_mixed);
 
 }  // namespace omnidp::results

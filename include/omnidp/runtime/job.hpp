@@ -41,9 +41,13 @@ using Merger = std::function<void(const std::filesystem::path& dir, const RunSum
 struct JobOptions {
   Config config;                  // validated and resolved
   bool resume = true;             // --resume / --no-resume
+  // --resume-mixed: resume a folder whose done rows were made with another numerics profile
+  // (results::check_resume_profiles; without it that is an error, exit 2).
+  bool resume_mixed = false;
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
-  // Results hooks; empty = the HDF5 results (results::RankWriter, results::scan_done,
-  // results::merge_directory). Tests substitute their own.
+  // Results hooks; empty = the HDF5 results (results::RankWriter, results::scan_folder with
+  // results::check_resume_profiles against this config's profile, results::merge_directory).
+  // Tests substitute their own.
   SinkFactory make_sink;
   DoneScanner scan_done;
   Merger merge;

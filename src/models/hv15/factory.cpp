@@ -6,6 +6,7 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
+#include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models::hv15 {
@@ -57,6 +58,17 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     // a snapshot without text_encoder/ (transformer and VAE only) takes prompt_embeds files.
     if (fs::exists(root / "text_encoder")) {
       parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
+    }
+    // SigLIP from image_encoder/ + feature_extractor/ (the I2V snapshot); without them an I2V
+    // request takes its image tokens from its prompt_embeds file.
+    if (fs::exists(root / "image_encoder")) {
+      if (!fs::exists(root / "feature_extractor")) {
+        throw WeightsError((root / "feature_extractor").string(),
+                           "the snapshot has image_encoder/ but no feature_extractor/ "
+                           "(preprocessor_config.json of the SigLIP image processor)");
+      }
+      parts.image_encoder =
+          vision::load_siglip_image_encoder(root / "image_encoder", root / "feature_extractor", dtype, device);
     }
   } else {
     TransformerOptions topts;  // the released 8.3B configuration

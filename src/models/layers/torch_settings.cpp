@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models {
 
@@ -24,6 +25,7 @@ void apply_torch_settings(const Config& config) {
     at::globalContext().setBenchmarkCuDNN(false);
   }
   set_attention_backend(parse_attention_backend(to_string(config.model.attention)));
+  set_fused_elementwise(config.model.fused_kernels);
   if (config.model.torch_threads > 0) torch::set_num_threads(config.model.torch_threads);
 }
 

@@ -1,0 +1,127 @@
+#include "omnidp/config/numerics.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "omnidp/common/version.hpp"
+
+namespace omnidp {
+namespace {
+
+// Canonical key order; also the order describe_difference lists keys in.
+constexpr std::array<std::string_view, 7> kKeys = {"dtype",        "device", "strict", "attention",
+                                                   "kernels",      "quantization", "software"};
+
+std::string clean(std::string_view value) {
+  std::string out(value);
+  std::replace(out.begin(), out.end(), ';', ',');
+  std::replace(out.begin(), out.end(), '=', ',');
+  return out;
+}
+
+std::size_t key_rank(const std::string& key) {
+  const auto it = std::find(kKeys.begin(), kKeys.end(), key);
+  return static_cast<std::size_t>(it - kKeys.begin());  // unknown keys after the known ones
+}
+
+// Keys of either map, canonical ones first in their order, then the others sorted.
+std::vector<std::string> all_keys(const std::map<std::string, std::string>& a,
+                                  const std::map<std::string, std::string>& b) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : a) keys.push_back(k);
+  for (const auto& [k, v] : b) {
+    if (!a.contains(k)) keys.push_back(k);
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const std::string& x, const std::string& y) {
+    const auto rx = key_rank(x);
+    const auto ry = key_rank(y);
+    return rx != ry ? rx < ry : x < y;
+  });
+  return keys;
+}
+
+std::string value_of(const std::map<std::string, std::string>& m, const std::string& key) {
+  const auto it = m.find(key);
+  return it == m.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+std::string numerics_profile(const Config& config) {
+  return numerics_profile(config, std::string(version()) + " (git " + git_revision() + ")");
+}
+
+std::string numerics_profile(const Config& config, std::string_view software) {
+  const ModelConfig& m = config.model;
+  std::string out;
+  out += "dtype=";
+  out += to_string(m.dtype);
+  out += ";device=";
+  out += to_string(m.device);
+  out += ";strict=";
+  out += config.determinism.strict ? "true" : "false";
+  out += ";attention=";
+  out += to_string(m.attention);
+  out += ";kernels=";
+  out += m.fused_kernels ? "fused" : "eager";
+  out += ";quantization=none";
+  out += ";software=";
+  out += clean(software);
+  return out;
+}
+
+std::map<std::string, std::string> parse_numerics(std::string_view profile) {
+  std::map<std::string, std::string> out;
+  while (!profile.empty()) {
+    const auto end = profile.find(';');
+    const std::string_view item = profile.substr(0, end);
+    const auto eq = item.find('=');
+    if (!item.empty()) {
+      out[std::string(item.substr(0, eq))] =
+          eq == std::string_view::npos ? std::string() : std::string(item.substr(eq + 1));
+    }
+    if (end == std::string_view::npos) break;
+    profile.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+NumericsDifference compare_numerics(std::string_view a, std::string_view b) {
+  NumericsDifference d;
+  if (a == b) return d;
+  if (a.empty() || b.empty()) {
+    d.unknown = true;
+    return d;
+  }
+  const auto ma = parse_numerics(a);
+  const auto mb = parse_numerics(b);
+  for (const auto& key : all_keys(ma, mb)) {
+    if (value_of(ma, key) == value_of(mb, key)) continue;
+    if (key == kSoftwareKey) {
+      d.software = true;
+    } else {
+      d.keys.push_back(key);
+    }
+  }
+  std::sort(d.keys.begin(), d.keys.end());
+  return d;
+}
+
+std::string describe_difference(std::string_view a, std::string_view b) {
+  if (a == b) return "";
+  if (a.empty()) return "unknown profile -> " + std::string(b);
+  if (b.empty()) return std::string(a) + " -> unknown profile";
+  const auto ma = parse_numerics(a);
+  const auto mb = parse_numerics(b);
+  std::string out;
+  for (const auto& key : all_keys(ma, mb)) {
+    const std::string va = value_of(ma, key);
+    const std::string vb = value_of(mb, key);
+    if (va == vb) continue;
+    if (!out.empty()) out += ", ";
+    out += key + " (" + va + " -> " + vb + ")";
+  }
+  return out;
+}
+
+}  // namespace omnidp

@@ -1,0 +1,89 @@
+// The numerics profile: its canonical text, parsing, and how two profiles differ.
+#include "omnidp/config/numerics.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/common/version.hpp"
+
+namespace omnidp {
+namespace {
+
+TEST(NumericsProfile, CanonicalTextOfTheDefaultsAndOfEveryKey) {
+  Config config;
+  EXPECT_EQ(numerics_profile(config, "0.1.0 (git abc)"),
+            "dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
+            "software=0.1.0 (git abc)");
+  config.model.dtype = DType::bf16;
+  config.model.device = DeviceKind::cuda;
+  config.determinism.strict = false;
+  config.model.attention = AttentionKernel::cudnn;
+  config.model.fused_kernels = false;
+  EXPECT_EQ(numerics_profile(config, "x;y=z"),
+            "dtype=bf16;device=cuda;strict=false;attention=cudnn;kernels=eager;quantization=none;"
+            "software=x,y,z");
+  EXPECT_EQ(numerics_profile(Config{}),
+            numerics_profile(Config{}, std::string(version()) + " (git " + git_revision() + ")"));
+}
+
+TEST(NumericsProfile, SettingsThatDoNotChangeBytesDoNotChangeTheProfile) {
+  Config a;
+  Config b;
+  b.model.torch_threads = 4;
+  b.parallel.data_parallel_size = 3;
+  b.output.dir = "elsewhere";
+  b.model.offload_text_encoder = false;
+  EXPECT_EQ(numerics_profile(a, "v"), numerics_profile(b, "v"));
+}
+
+TEST(NumericsProfile, ParsesItsOwnTextAndToleratesOddItems) {
+  const auto m = parse_numerics("dtype=bf16;device=cuda;software=0.1 (git a)");
+  ASSERT_EQ(m.size(), 3U);
+  EXPECT_EQ(m.at("dtype"), "bf16");
+  EXPECT_EQ(m.at("software"), "0.1 (git a)");
+  EXPECT_TRUE(parse_numerics("").empty());
+  const auto odd = parse_numerics("flag;;k=");
+  ASSERT_EQ(odd.size(), 2U);
+  EXPECT_EQ(odd.at("flag"), "");
+  EXPECT_EQ(odd.at("k"), "");
+}
+
+TEST(NumericsProfile, DifferencesNameTheKeysAndSeparateTheSoftwareVersion) {
+  Config fp32;
+  Config bf16;
+  bf16.model.dtype = DType::bf16;
+  bf16.determinism.strict = false;
+  const std::string a = numerics_profile(fp32, "1.0");
+  const std::string b = numerics_profile(bf16, "1.0");
+
+  const NumericsDifference same = compare_numerics(a, a);
+  EXPECT_FALSE(same.any());
+  EXPECT_EQ(describe_difference(a, a), "");
+
+  const NumericsDifference d = compare_numerics(a, b);
+  EXPECT_TRUE(d.numerics());
+  EXPECT_FALSE(d.software);
+  EXPECT_FALSE(d.unknown);
+  EXPECT_EQ(d.keys, (std::vector<std::string>{"dtype", "strict"}));
+  EXPECT_EQ(describe_difference(a, b), "dtype (fp32 -> bf16), strict (true -> false)");
+
+  const std::string newer = numerics_profile(fp32, "1.1");
+  const NumericsDifference v = compare_numerics(a, newer);
+  EXPECT_FALSE(v.numerics());
+  EXPECT_TRUE(v.software);
+  EXPECT_TRUE(v.any());
+  EXPECT_EQ(describe_difference(a, newer), "software (1.0 -> 1.1)");
+
+  const NumericsDifference u = compare_numerics("", a);
+  EXPECT_TRUE(u.unknown);
+  EXPECT_TRUE(u.numerics());
+  EXPECT_EQ(describe_difference("", a), "unknown profile -> " + a);
+  EXPECT_EQ(describe_difference(a, ""), a + " -> unknown profile");
+
+  // A key only one side has (a later profile version) counts as a difference.
+  const NumericsDifference extra = compare_numerics(a, a + ";tp_layout=2");
+  EXPECT_EQ(extra.keys, (std::vector<std::string>{"tp_layout"}));
+  EXPECT_EQ(describe_difference(a, a + ";tp_layout=2"), "tp_layout ( -> 2)");
+}
+
+}  // namespace
+}  // namespace omnidp
