@@ -84,6 +84,7 @@ std::vector<std::string> checks_of(const std::vector<CaseResult>& results) {
 }
 
 TEST(Hv15Cases, PipelineTextToVideoMatchesTheReference) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_t2v";
   const auto results = run_case(dir, "hv15_pipeline_t2v", RefcheckOptions{});
   EXPECT_EQ(checks_of(results), (std::vector<std::string>{"noise_from_seed", "final_latents", "video", "video_uint8"}));
@@ -93,6 +94,7 @@ TEST(Hv15Cases, PipelineTextToVideoMatchesTheReference) {
 }
 
 TEST(Hv15Cases, PipelineTextToVideoCaseMustAgreeWithItsConfigs) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_t2v";
   auto j = case_json(dir);
   j["guidance_scale"] = 1.0;
@@ -108,13 +110,16 @@ TEST(Hv15Cases, PipelineTextToVideoCaseMustAgreeWithItsConfigs) {
   const auto results = run_hv15_pipeline_t2v(dir, j, RefcheckOptions{});
   ASSERT_EQ(results.size(), 4U);
   for (const auto& r : results) {
-    if (r.check != "video_uint8") EXPECT_EQ(r.status, CaseResult::Status::fail) << r.check;
+    if (r.check != "video_uint8") {
+      EXPECT_EQ(r.status, CaseResult::Status::fail) << r.check;
+    }
   }
 }
 
 TEST(Hv15Cases, PipelineImageToVideoSizeAndNoiseWithoutAnImageEncoder) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_i2v";
-  const auto results = run_case(dir, "hv15_pipeline_i2v", RefcheckOptions{});
+  const auto results = run_hv15_pipeline_i2v(dir, case_json(dir), RefcheckOptions{});
   EXPECT_EQ(checks_of(results),
             (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents", "video"}));
   ASSERT_EQ(results.size(), 4U);
@@ -133,6 +138,17 @@ TEST(Hv15Cases, PipelineImageToVideoSizeAndNoiseWithoutAnImageEncoder) {
   EXPECT_EQ(wrong[0].note, "ours 64x64, case.json 64x96");
 }
 
+// Through the dispatcher the case runs with the SigLIP image encoder and processor of the
+// folders case.json names (the reference's image_encoder + feature_extractor): every check
+// passes, the denoising and decode included.
+TEST(Hv15Cases, PipelineImageToVideoWithSiglipPasses) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const auto results = run_case(kRef / "hv15_pipeline_i2v", "hv15_pipeline_i2v", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents",
+                                                          "video", "video_uint8"}));
+  for (const auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
+}
+
 // Tokens that are not SigLIP's: the loader is used (on the folders named by case.json, with
 // the resized 64 x 64 image) and the outputs then differ from the reference.
 class ConstantImageEncoder final : public models::ImageEncoder {
@@ -148,6 +164,7 @@ class ConstantImageEncoder final : public models::ImageEncoder {
 };
 
 TEST(Hv15Cases, PipelineImageToVideoTakesTokensFromTheLoader) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_i2v";
   std::vector<RgbImage> seen;
   std::vector<fs::path> dirs;

@@ -6,12 +6,13 @@
 #include <fstream>
 
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "siglip_vision";
+const fs::path kCase = omnidp::test::fixture("diffusers-ref/siglip_vision");
 
 nlohmann::json read_case_json(const fs::path& dir) {
   std::ifstream in(dir / "case.json");
@@ -19,6 +20,7 @@ nlohmann::json read_case_json(const fs::path& dir) {
 }
 
 TEST(VisionCases, SiglipVisionPassesBothChecks) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_siglip_vision(kCase, read_case_json(kCase), RefcheckOptions{});
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].check, "pixel_values");
@@ -31,6 +33,7 @@ TEST(VisionCases, SiglipVisionPassesBothChecks) {
 }
 
 TEST(VisionCases, TheDispatcherKnowsSiglipVision) {
+  OMNIDP_REQUIRE_FIXTURES();
   EXPECT_EQ(identify_case(kCase, read_case_json(kCase)), "siglip_vision");
   EXPECT_TRUE(static_cast<bool>(find_runner("siglip_vision")));
 }
@@ -38,6 +41,7 @@ TEST(VisionCases, TheDispatcherKnowsSiglipVision) {
 // A copy of the case whose expected tokens are off: last_hidden_state fails, pixel_values
 // still passes (the checks are independent).
 TEST(VisionCases, AWrongReferenceFails) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fs::temp_directory_path() / "omnidp-refcheck-vision-wrong";
   fs::remove_all(dir);
   fs::create_directories(dir);

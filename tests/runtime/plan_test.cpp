@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,9 @@ TEST(PlannedSource, PastItsBudgetReadsOnlyTheTailAgain) {
   std::string text;
   {
     std::ifstream in(manifest);
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    std::ostringstream content;
+    content << in.rdbuf();
+    text = content.str();
   }
   const std::size_t end = text.find('\n');
   text.replace(0, end, std::string(end, 'x'));

@@ -358,6 +358,7 @@ TEST(Hv15PipelineConfig, GuiderEnabledAndScale) {
 }
 
 TEST(Hv15PipelineConfig, SchedulerConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto cfg = omnidp::models::read_json(kRef / "hv15_pipeline_t2v" / "scheduler" / "scheduler_config.json");
   const auto o = hv::scheduler_options_from_json(cfg, "s");
   EXPECT_DOUBLE_EQ(o.shift, 5.0);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -90,9 +92,12 @@ TEST(T5, PaddingDoesNotChangeValidPositions) {
   const auto padded_ids = torch::cat({ids, torch::zeros({1, 3}, torch::kLong)}, 1);
   const auto mask = torch::tensor({{1, 1, 1, 1, 1, 0, 0, 0}}, torch::kLong);
   const auto padded = model->forward(padded_ids, mask);
-  EXPECT_TRUE(torch::allclose(padded.narrow(1, 0, 5), alone, 1e-5, 1e-6));
+  // Equal up to float32 rounding: the padded matmuls have other shapes, so other BLAS kernels
+  // and summation orders (3.1e-6 on values up to 3.0 measured with Debian's OpenBLAS).
+  const double scale = std::max(1.0, alone.abs().max().item<double>());
+  EXPECT_LE((padded.narrow(1, 0, 5) - alone).abs().max().item<double>(), 1e-5 * scale);
   // Without the mask the padding is attended to and the outputs change.
-  EXPECT_FALSE(torch::allclose(model->forward(padded_ids).narrow(1, 0, 5), alone, 1e-5, 1e-6));
+  EXPECT_GT((model->forward(padded_ids).narrow(1, 0, 5) - alone).abs().max().item<double>(), 1e-3 * scale);
 }
 
 TEST(T5, UmT5UsesEveryBlocksTableAndT5OnlyTheFirst) {

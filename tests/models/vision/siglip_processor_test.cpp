@@ -5,12 +5,13 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::vision {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "siglip_vision";
+const fs::path kCase = omnidp::test::fixture("diffusers-ref/siglip_vision");
 
 RgbImage fixture_image() {
   const SafetensorsFile io(kCase / "io.safetensors");
@@ -23,6 +24,7 @@ RgbImage fixture_image() {
 }
 
 TEST(SiglipImageProcessorOptions, FromTheFixtureFolderAndFile) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto o = load_siglip_image_processor(kCase);
   EXPECT_TRUE(o.do_resize);
   EXPECT_EQ(o.height, 56);
@@ -38,6 +40,7 @@ TEST(SiglipImageProcessorOptions, FromTheFixtureFolderAndFile) {
 }
 
 TEST(SiglipImageProcessor, PixelValuesAreBitExactWithTransformers) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kCase / "io.safetensors");
   const auto ref = io.tensor("pixel_values");
   const auto ours = siglip_preprocess(fixture_image(), load_siglip_image_processor(kCase));
@@ -49,6 +52,7 @@ TEST(SiglipImageProcessor, PixelValuesAreBitExactWithTransformers) {
 // Pillow's 22-bit taps round a few bytes of this 90x70 -> 56x56 downscale the other way:
 // the PIL backend gives other pixel_values (by one uint8 step, 2/255 after normalising).
 TEST(SiglipImageProcessor, ThePillowConventionDiffersByOneStepSomewhere) {
+  OMNIDP_REQUIRE_FIXTURES();
   const SafetensorsFile io(kCase / "io.safetensors");
   const auto ref = io.tensor("pixel_values");
   auto o = load_siglip_image_processor(kCase);
@@ -97,6 +101,7 @@ std::string error_of(const nlohmann::json& config) {
 }
 
 TEST(SiglipImageProcessorOptions, BadValuesNameTheFileAndTheKey) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto base = read_json(kCase / "preprocessor_config.json");
   auto c = base;
   c["size"] = {{"shortest_edge", 384}};

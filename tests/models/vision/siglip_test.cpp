@@ -8,12 +8,13 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "fixtures.hpp"
 
 namespace omnidp::models::vision {
 namespace {
 namespace fs = std::filesystem;
 
-const fs::path kCase = fs::path(OMNIDP_SHARED_DIR) / "fixtures" / "diffusers-ref" / "siglip_vision";
+const fs::path kCase = omnidp::test::fixture("diffusers-ref/siglip_vision");
 
 // A fresh folder per test, removed at the end.
 struct TempDir {
@@ -66,6 +67,7 @@ void write_sharded(const fs::path& dir, const std::string& prefix, const std::ve
 void write_config(const fs::path& dir, const nlohmann::json& config) { std::ofstream(dir / "config.json") << config.dump(); }
 
 TEST(SiglipVisionOptions, FromTheFixtureConfig) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto o = SiglipVisionOptions::from_json(fixture_config(), "config.json");
   EXPECT_EQ(o.hidden_size, 32);
   EXPECT_EQ(o.intermediate_size, 64);
@@ -101,6 +103,7 @@ std::string error_of(const nlohmann::json& config) {
 }
 
 TEST(SiglipVisionOptions, BadValuesNameTheFileAndTheKey) {
+  OMNIDP_REQUIRE_FIXTURES();
   auto c = fixture_config();
   c.erase("patch_size");
   EXPECT_NE(error_of(c).find("/snap/image_encoder/config.json"), std::string::npos) << error_of(c);
@@ -127,6 +130,7 @@ TEST(SiglipVisionOptions, BadValuesNameTheFileAndTheKey) {
 }
 
 TEST(SiglipVision, ParameterNamesAreTheCheckpointNames) {
+  OMNIDP_REQUIRE_FIXTURES();
   SiglipVisionModel model(SiglipVisionOptions::from_json(fixture_config(), "x"));
   std::vector<std::string> names;
   for (const auto& p : model->named_parameters()) names.push_back(p.key());
@@ -135,6 +139,7 @@ TEST(SiglipVision, ParameterNamesAreTheCheckpointNames) {
 }
 
 TEST(SiglipVision, LastHiddenStateMatchesTransformers) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto model = load_siglip_vision(kCase, torch::kFloat32, torch::kCPU);
   const SafetensorsFile io(kCase / "io.safetensors");
   c10::InferenceMode guard;
@@ -148,6 +153,7 @@ TEST(SiglipVision, LastHiddenStateMatchesTransformers) {
 }
 
 TEST(SiglipVision, Bf16RunsInBf16CloseToTheReference) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto model = load_siglip_vision(kCase, torch::kBFloat16, torch::kCPU);
   EXPECT_EQ(model->dtype(), torch::kBFloat16);
   const SafetensorsFile io(kCase / "io.safetensors");
@@ -158,6 +164,7 @@ TEST(SiglipVision, Bf16RunsInBf16CloseToTheReference) {
 }
 
 TEST(SiglipVision, PrefixedShardedCheckpointLoadsTheSameWeights) {
+  OMNIDP_REQUIRE_FIXTURES();
   TempDir dir;
   write_config(dir.path, fixture_config());
   write_sharded(dir.path, "vision_model.");
@@ -179,6 +186,7 @@ std::string load_error(const fs::path& dir) {
 }
 
 TEST(SiglipVision, StrictLoading) {
+  OMNIDP_REQUIRE_FIXTURES();
   {  // an unknown tensor (e.g. a whole SiglipModel's text tower) is not skipped
     TempDir dir;
     write_config(dir.path, fixture_config());
@@ -211,6 +219,7 @@ TEST(SiglipVision, StrictLoading) {
 }
 
 TEST(SiglipVision, PoolingHeadIsTorchMultiheadAttentionThenMlp) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto model = load_siglip_vision(kCase, torch::kFloat32, torch::kCPU);
   const SafetensorsFile io(kCase / "io.safetensors");
   c10::InferenceMode guard;
@@ -236,6 +245,7 @@ TEST(SiglipVision, PoolingHeadIsTorchMultiheadAttentionThenMlp) {
 }
 
 TEST(SiglipVision, WrongPixelShapeIsAModelError) {
+  OMNIDP_REQUIRE_FIXTURES();
   const auto model = random_siglip_vision(SiglipVisionOptions::from_json(fixture_config(), "x"), 7, torch::kFloat32,
                                           torch::kCPU);
   c10::InferenceMode guard;
