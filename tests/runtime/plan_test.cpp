@@ -116,7 +116,8 @@ TEST(PlannedSource, ABadLineAnywhereThrowsBeforeAnythingIsServed) {
       options_for(write_manifest(dir.path(), 4, {R"({"id": "r001", "prompt": "again"})"}));
   const CostModel cost(describe_model(Config{}.model));
   try {
-    PlannedSource planned(o, {}, "out", cost);
+    const DoneMap none;
+    PlannedSource planned(o, none, "out", cost);
     ADD_FAILURE() << "no ManifestError";
   } catch (const ManifestError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -140,7 +141,8 @@ TEST(PlannedSource, EachInputFileIsHashedOnceAcrossBothPasses) {
     return sha256_file_hex(p);
   });
   const CostModel cost(describe_model(Config{}.model));
-  PlannedSource planned(o, {}, "out", cost, 1);  // keeps none: everything is read again
+  const DoneMap none;
+  PlannedSource planned(o, none, "out", cost, 1);  // keeps none: everything is read again
   EXPECT_EQ(planned.kept(), 0U);
   EXPECT_EQ(calls, 3);
   const auto got = drain(planned);

@@ -75,6 +75,9 @@ class PlannedSource final : public RequestSource {
  public:
   PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
                 const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes);
+  // `done` is kept by reference: a temporary would dangle.
+  PlannedSource(ManifestOptions options, const DoneMap&& done, std::string output_dir,
+                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes) = delete;
   std::optional<Request> next() override;
 
   [[nodiscard]] const JobPlan& plan() const noexcept { return plan_; }
