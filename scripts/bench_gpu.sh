@@ -14,6 +14,11 @@
 #              hashes must agree); peak GPU memory from nvidia-smi
 #   e2e-strict the same with determinism.strict: true, 8 requests
 #   e2e-offload the e2e part with model.offload_text_encoder: true (the encoder moved per request)
+#   hv15-i2v   HunyuanVideo-1.5 image-to-video from a snapshot folder: omni-dp-bench-make-snapshot writes
+#              the released I2V architecture (transformer, VAE, Qwen2.5-VL + byT5, SigLIP) with seeded
+#              random weights in the Diffusers layout (once, into $BENCH_SNAPSHOT), then omni-dp-batch
+#              runs one 848x480, 33-frame, 30-step bf16 I2V request with weights: pretrained; seconds,
+#              load time and peak GPU memory
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 # Each benchmark prints its own figures (tokens, seconds, TFLOP/s, videos/min).
 set -uo pipefail
@@ -85,6 +90,25 @@ if len(rows) > 1:
           f"{60 * (len(rows) - 1) / (ends[-1] - ends[0]):.2f} videos/min; "
           f"median request {secs[len(secs) // 2]:.3f} s")
 PY
+      ;;
+    hv15-i2v)
+      snap=${BENCH_SNAPSHOT:-$out/hv15-i2v-snapshot}
+      if [ ! -f "$snap/model_index.json" ]; then
+        rm -rf "$snap"; run "$bin/omni-dp-bench-make-snapshot" --out "$snap" --task i2v --seed 1 || exit 1
+      fi
+      du -sh "$snap"
+      dir=$out/hv15-i2v; rm -rf "$dir"; mkdir -p "$dir"
+      cp "$root/configs/prompts/img/sunset.png" "$dir/"
+      echo '{"id": "i2v-480p", "prompt": "A sunset over the sea, waves rolling in", "image": "sunset.png", "seed": 7, "height": 480, "width": 848, "num_frames": 33}' > "$dir/m.jsonl"
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$dir/mem.csv" &
+      smi=$!
+      start=$(date +%s)
+      run "$bin/omni-dp-batch" --config "$root/configs/hv15.yaml" --set model.path="$snap" \
+        --set generation.num_inference_steps=30 --set input.manifest="$dir/m.jsonl" --set output.dir="$dir/out"
+      echo "omni-dp-batch wall $(( $(date +%s) - start )) s (process start, snapshot hash, load, request, merge)"
+      kill $smi
+      echo "peak_gpu_memory_used_mib $(sort -n "$dir/mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"
+      "$bin/omni-dp-inspect" "$dir/out/results.h5" 2>&1 | head -30
       ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
