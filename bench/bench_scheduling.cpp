@@ -17,6 +17,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/runtime/job.hpp"
@@ -65,7 +66,7 @@ class NullSink final : public ResultSink {
 int run(int argc, char** argv) {
   Config config = load_config_file(argv[0]);
   apply_overrides(config, std::vector<std::string>(argv + 1, argv + argc));
-  validate_and_resolve(config);
+  omnidp::models::validate_config(config);
   runtime::JobOptions options;
   options.config = config;
   options.resume = false;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "omnidp/config/config.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/resume.hpp"
@@ -95,7 +96,7 @@ int run(std::vector<std::string> args) {
   if (args.empty()) return 2;
   Config config = load_config_file(args.front());
   apply_overrides(config, std::vector<std::string>(args.begin() + 1, args.end()));
-  validate_and_resolve(config);
+  omnidp::models::validate_config(config);
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;

@@ -46,6 +46,7 @@ function(omnidp_library name)
   target_link_libraries(omnidp_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   set_target_properties(omnidp_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   omnidp_warnings(omnidp_${name})
+  install(TARGETS omnidp_${name} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
 # omnidp_torch_pch(target): every torch translation unit of the project reuses ONE precompiled

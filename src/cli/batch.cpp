@@ -20,7 +20,9 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/plugin.hpp"
 #include "omnidp/models/registry/registry.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/runtime/deadline.hpp"
@@ -175,7 +177,10 @@ Config effective_config(const BatchOptions& o) {
   if (!o.output.empty()) {
     config.output.dir = std::filesystem::absolute(o.output).lexically_normal().string();
   }
-  validate_and_resolve(config);
+  // The models this process knows: the built-in ones, then the plugin's (its names are valid).
+  models::register_builtin_models();
+  if (const auto plugin = plugin_path(config); !plugin.empty()) models::load_model_plugin(plugin);
+  models::validate_config(config);
   return config;
 }
 

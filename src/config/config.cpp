@@ -360,6 +360,7 @@ const std::vector<SectionSpec>& schema() {
     s.push_back({"model",
                  {field("name", &C::model, &ModelConfig::name),
                   field("path", &C::model, &ModelConfig::path),
+                  field("plugin", &C::model, &ModelConfig::plugin),
                   field("weights", &C::model, &ModelConfig::weights),
                   field("weights_seed", &C::model, &ModelConfig::weights_seed),
                   field("dtype", &C::model, &ModelConfig::dtype),
@@ -601,12 +602,6 @@ std::string check_seed(long long seed) {
   return std::to_string(seed) + " is out of range [0, 2^63-1]";
 }
 
-const std::vector<std::string>& known_model_names() {
-  static const std::vector<std::string> names{"synthetic", "tiny-wan", "wan2.2-ti2v-5b",
-                                              "hunyuanvideo-1.5"};
-  return names;
-}
-
 Config parse_config_yaml(const std::string& yaml_text, const std::string& origin) {
   Config config;
   apply_document(config, load_yaml(yaml_text, origin));
@@ -650,19 +645,23 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
   }
 }
 
-void validate_and_resolve(Config& config) {
+void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models) {
   // model
   const auto& model = config.model;
+  const auto chosen = std::find_if(models.begin(), models.end(),
+                                   [&](const ModelChoice& m) { return m.name == model.name; });
   {
-    const auto& names = known_model_names();
+    std::vector<std::string> names;
+    for (const auto& m : models) names.push_back(m.name);
     const std::string nearest = nearest_name(model.name, names);
-    require(std::find(names.begin(), names.end(), model.name) != names.end(), "model.name",
+    require(chosen != models.end(), "model.name",
             "unknown model '" + model.name + "' (expected " + join(names, " | ") +
-                (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
+                (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
+                (model.plugin.empty() ? "" : "; model.plugin " + plugin_path(config) + " is loaded") + ")");
   }
   if (model.weights == WeightsSource::pretrained) {
-    require(model.name != "synthetic", "model.weights",
-            "'pretrained' is not available for model 'synthetic', which has no weights (use random)");
+    require(chosen->has_weights, "model.weights",
+            "'pretrained' is not available for model '" + model.name + "', which has no weights (use random)");
     require(!model.path.empty(), "model.path",
             "required when model.weights is 'pretrained' (got '')");
   }
@@ -754,7 +753,15 @@ void validate_and_resolve(Config& config) {
   if (!config.model.path.empty()) {
     config.model.path = resolve_against(base, config.model.path).string();
   }
+  config.model.plugin = plugin_path(config);
   config.output.dir = resolve_against(cwd, config.output.dir).string();
+}
+
+std::string plugin_path(const Config& config) {
+  if (config.model.plugin.empty()) return {};
+  const std::filesystem::path base =
+      config.source_file.empty() ? std::filesystem::current_path() : config.source_file.parent_path();
+  return resolve_against(base, config.model.plugin).string();
 }
 
 std::string to_yaml(const Config& config) {

@@ -2,90 +2,37 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/size_buckets.hpp"
 #include "omnidp/models/snapshot_digest.hpp"
 
 namespace omnidp {
 namespace fs = std::filesystem;
 
-namespace {
-nlohmann::json read_config(const fs::path& file) {
-  std::ifstream in(file);
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(file.string(), std::string("bad config: ") + e.what());
-  }
-}
-
-// HunyuanVideo-1.5 snapshot facts: transformer/config.json target_size (640, the released 480p
-// configuration, without model.path or the key) and, for pretrained weights, the one task the
-// snapshot serves (model_index.json's pipeline class, else the transformer's task_type).
-void hv15_facts(const ModelConfig& model, ModelInfo& info) {
-  constexpr int kReleased = 640;
-  info.image_size_target = kReleased;
-  if (model.path.empty()) return;
-  std::error_code ec;
-  const auto config = fs::path(model.path) / "transformer" / "config.json";
-  if (fs::is_regular_file(config, ec)) {
-    const auto j = read_config(config);
-    try {
-      info.image_size_target = j.value("target_size", kReleased);
-      if (model.weights == WeightsSource::pretrained && j.contains("task_type")) {
-        const auto task = j.at("task_type").get<std::string>();
-        if (task != "t2v" && task != "i2v") throw WeightsError(config.string(), "task_type '" + task + "' is not t2v or i2v");
-        info.snapshot_task = task == "t2v" ? Task::t2v : Task::i2v;
-        info.snapshot_task_origin = "task_type in " + config.string();
-      }
-    } catch (const nlohmann::json::exception& e) {
-      throw WeightsError(config.string(), std::string("bad config: ") + e.what());
-    }
-    if (info.image_size_target <= 0) throw WeightsError(config.string(), "target_size must be > 0");
-  }
-  const auto index = fs::path(model.path) / "model_index.json";
-  if (model.weights == WeightsSource::pretrained && fs::is_regular_file(index, ec)) {
-    const auto cls = read_config(index).value("_class_name", std::string());
-    if (cls == "HunyuanVideo15Pipeline" || cls == "HunyuanVideo15ImageToVideoPipeline") {
-      info.snapshot_task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
-      info.snapshot_task_origin = cls + " in " + index.string();
-    }
-  }
-}
-}  // namespace
-
 ModelInfo describe_model(const ModelConfig& model) {
-  ModelInfo info;
-  info.name = model.name;
-  if (model.name == "synthetic") {
-    info.patch_h = info.patch_w = 1;
-    info.hidden_size = 1;
-    info.num_layers = 1;
-  } else if (model.name == "wan2.2-ti2v-5b") {
-    info.patch_t = 1; info.patch_h = 2; info.patch_w = 2;
-    info.hidden_size = 3072; info.num_layers = 30;
-  } else if (model.name == "tiny-wan") {
-    info.patch_t = 1; info.patch_h = 2; info.patch_w = 2;
-    info.hidden_size = 128; info.num_layers = 2;
-  } else if (model.name == "hunyuanvideo-1.5") {
-    info.patch_t = 1; info.patch_h = 1; info.patch_w = 1;
-    info.hidden_size = 2048; info.num_layers = 54;
-    hv15_facts(model, info);
-  } else {
-    throw ConfigError("model.name", "unknown model '" + model.name +
-                                        "' (known: synthetic, tiny-wan, wan2.2-ti2v-5b, hunyuanvideo-1.5)");
+  const auto* registration = models::model_table().find(model.name);
+  if (registration == nullptr) {
+    throw ConfigError("model.name", "model '" + model.name + "' is not registered in this process (registered: " +
+                                        [] {
+                                          std::string out;
+                                          for (const auto& n : models::model_table().names()) out += (out.empty() ? "" : ", ") + n;
+                                          return out;
+                                        }() +
+                                        ")");
   }
+  ModelInfo info = registration->facts;
+  if (registration->describe) registration->describe(model, info);
   return info;
 }
 
 std::string weights_identity(const ModelConfig& model) {
-  if (model.name == "synthetic") return "synthetic";
+  const auto* registration = models::model_table().find(model.name);
+  if (registration != nullptr && !registration->has_weights) return model.name;
   if (model.weights == WeightsSource::random) return "random:" + std::to_string(model.weights_seed);
   return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
 }

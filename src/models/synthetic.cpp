@@ -8,6 +8,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_table.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -120,6 +121,19 @@ Video SyntheticPipeline::generate(const Request& request, const GenerateContext&
     if (ctx.on_step) ctx.on_step(step, steps);
   }
   return video;
+}
+
+void register_synthetic(ModelTable& table) {
+  ModelRegistration r;
+  r.name = "synthetic";
+  r.facts.patch_h = r.facts.patch_w = 1;
+  r.facts.hidden_size = 1;
+  r.facts.num_layers = 1;
+  r.has_weights = false;
+  r.create = [](const Config& config, const DeviceBinding& device) -> std::unique_ptr<Pipeline> {
+    return std::make_unique<SyntheticPipeline>(config, device);
+  };
+  table.add(std::move(r));
 }
 
 }  // namespace omnidp::models

@@ -12,10 +12,14 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/registry/registry.hpp"
 #include "omnidp/models/size_buckets.hpp"
 
 namespace omnidp {
 namespace {
+
+// The facts of the built-in models come with their registrations.
+const bool kRegistered = (models::register_builtin_models(), true);
 
 TEST(JobManifestOptions, CarryTheWeightsIdentityAndTheModelsSizeMultiple) {
   Config config;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "omnidp/config/config.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/runtime/job.hpp"
 
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
       }
     }
     omnidp::apply_overrides(config, overrides);
-    omnidp::validate_and_resolve(config);
+    omnidp::models::validate_config(config);
     omnidp::runtime::JobOptions options;
     options.config = config;
     options.deadline = deadline;

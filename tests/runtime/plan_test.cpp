@@ -48,13 +48,20 @@ void expect_same(const std::vector<Request>& got, const std::vector<Request>& wa
   }
 }
 
+// The cost facts of the runtime's own model (the only one this test links).
+ModelConfig synthetic_model() {
+  ModelConfig m;
+  m.name = "synthetic";
+  return m;
+}
+
 TEST(PlannedSource, ReadsTheManifestOnceAndServesWhatItKept) {
   TempDir dir("planned-once");
   const fs::path manifest = write_manifest(dir.path(), 6);
   const ManifestOptions o = options_for(manifest);
   const DoneMap none;
   const auto want = reference(o, none);
-  const CostModel cost(describe_model(Config{}.model));
+  const CostModel cost(describe_model(synthetic_model()));
   PlannedSource planned(o, none, "out", cost);
   EXPECT_EQ(planned.plan().to_run, 6U);
   EXPECT_TRUE(planned.all_kept());
@@ -70,7 +77,7 @@ TEST(PlannedSource, SkipsDoneRequestsAndCountsThem) {
   const ManifestOptions o = options_for(write_manifest(dir.path(), 5));
   const auto all = reference(o, {});
   const DoneMap done{{"r001", all[1].input_key}, {"r003", all[3].input_key}};
-  const CostModel cost(describe_model(Config{}.model));
+  const CostModel cost(describe_model(synthetic_model()));
   PlannedSource planned(o, done, "out", cost);
   EXPECT_EQ(planned.plan().to_run, 3U);
   EXPECT_EQ(planned.skipped(), 2U);
@@ -84,7 +91,7 @@ TEST(PlannedSource, PastItsBudgetReadsOnlyTheTailAgain) {
   const auto all = reference(o, {});
   const DoneMap done{{"r000", all[0].input_key}, {"r004", all[4].input_key}};
   const auto want = reference(o, done);  // r001 r002 r003 r005 r006
-  const CostModel cost(describe_model(Config{}.model));
+  const CostModel cost(describe_model(synthetic_model()));
   const std::size_t two = request_bytes(all[1]) + request_bytes(all[2]);
   PlannedSource planned(o, done, "out", cost, two);
   EXPECT_FALSE(planned.all_kept());
@@ -114,7 +121,7 @@ TEST(PlannedSource, ABadLineAnywhereThrowsBeforeAnythingIsServed) {
   TempDir dir("planned-bad");
   const ManifestOptions o =
       options_for(write_manifest(dir.path(), 4, {R"({"id": "r001", "prompt": "again"})"}));
-  const CostModel cost(describe_model(Config{}.model));
+  const CostModel cost(describe_model(synthetic_model()));
   try {
     const DoneMap none;
     PlannedSource planned(o, none, "out", cost);
@@ -140,7 +147,7 @@ TEST(PlannedSource, EachInputFileIsHashedOnceAcrossBothPasses) {
     ++calls;
     return sha256_file_hex(p);
   });
-  const CostModel cost(describe_model(Config{}.model));
+  const CostModel cost(describe_model(synthetic_model()));
   const DoneMap none;
   PlannedSource planned(o, none, "out", cost, 1);  // keeps none: everything is read again
   EXPECT_EQ(planned.kept(), 0U);

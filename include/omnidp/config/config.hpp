@@ -30,7 +30,9 @@ enum class FileLocking { automatic, on, off };  // YAML: auto | on | off
 enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
 
 struct ModelConfig {
-  std::string name = "tiny-wan";  // synthetic | tiny-wan | wan2.2-ti2v-5b | hunyuanvideo-1.5
+  std::string name = "tiny-wan";  // a registered model (models/model_table.hpp)
+  // A shared library that registers more models (docs/models.md, "Out-of-tree models"); "" = none.
+  std::string plugin;
   std::string path;               // Diffusers snapshot folder (weights: pretrained)
   WeightsSource weights = WeightsSource::random;
   std::uint64_t weights_seed = 0;  // seed of `weights: random`
@@ -165,7 +167,16 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
 // and the bad value), then resolves paths: `input.manifest` and `model.path` against the
 // config file's folder (the current directory without one), `output.dir` against the current
 // directory. Idempotent.
-void validate_and_resolve(Config& config);
+// `models` are the registered models (models::model_table().choices(); models::validate_config
+// passes them): an unknown model.name is an error listing them, with the nearest as a suggestion.
+struct ModelChoice {
+  std::string name;
+  bool has_weights = true;  // false: `weights: pretrained` is refused
+};
+void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models);
+// model.plugin resolved as validate_and_resolve() resolves it (against the config file's
+// folder); "" when unset. The plugin is loaded before validation, which needs its models.
+[[nodiscard]] std::string plugin_path(const Config& config);
 // Serializes every key (not `source_file`) to YAML that parse_config_yaml() reads back to an
 // equal Config; doubles are written in shortest round-trip form.
 [[nodiscard]] std::string to_yaml(const Config& config);
@@ -180,9 +191,6 @@ void validate_and_resolve(Config& config);
 [[nodiscard]] std::string check_flow_shift(double shift);
 [[nodiscard]] std::string check_fps(long long fps);
 [[nodiscard]] std::string check_seed(long long seed);  // 0 .. 2^63-1
-
-// The registered model names (SPEC section 8), for validation and suggestions.
-[[nodiscard]] const std::vector<std::string>& known_model_names();
 
 [[nodiscard]] const char* to_string(DType v) noexcept;
 [[nodiscard]] const char* to_string(DeviceKind v) noexcept;

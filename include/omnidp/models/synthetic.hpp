@@ -26,6 +26,11 @@ namespace omnidp::models {
 // Seconds the synthetic model takes for a request.
 [[nodiscard]] double synthetic_seconds(const Config& config, const Request& request);
 
+class ModelTable;
+// Adds `synthetic` (no weights, facts: one layer of width 1, no patching) to `table`;
+// model_table() calls it first.
+void register_synthetic(ModelTable& table);
+
 class SyntheticPipeline final : public Pipeline {
  public:
   SyntheticPipeline(const Config& config, DeviceBinding device);

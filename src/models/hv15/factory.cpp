@@ -1,10 +1,14 @@
 #include "omnidp/models/hv15/factory.hpp"
 
 #include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -22,6 +26,48 @@ torch::ScalarType to_torch(DType dtype) {
   return torch::kFloat32;
 }
 
+nlohmann::json read_config_file(const fs::path& file) {
+  std::ifstream in(file);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(file.string(), std::string("bad config: ") + e.what());
+  }
+}
+
+// HunyuanVideo-1.5 snapshot facts: transformer/config.json target_size (640, the released 480p
+// configuration, without model.path or the key) and, for pretrained weights, the one task the
+// snapshot serves (model_index.json's pipeline class, else the transformer's task_type).
+void hv15_facts(const ModelConfig& model, ModelInfo& info) {
+  constexpr int kReleased = 640;
+  info.image_size_target = kReleased;
+  if (model.path.empty()) return;
+  std::error_code ec;
+  const auto config = fs::path(model.path) / "transformer" / "config.json";
+  if (fs::is_regular_file(config, ec)) {
+    const auto j = read_config_file(config);
+    try {
+      info.image_size_target = j.value("target_size", kReleased);
+      if (model.weights == WeightsSource::pretrained && j.contains("task_type")) {
+        const auto task = j.at("task_type").get<std::string>();
+        if (task != "t2v" && task != "i2v") throw WeightsError(config.string(), "task_type '" + task + "' is not t2v or i2v");
+        info.snapshot_task = task == "t2v" ? Task::t2v : Task::i2v;
+        info.snapshot_task_origin = "task_type in " + config.string();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw WeightsError(config.string(), std::string("bad config: ") + e.what());
+    }
+    if (info.image_size_target <= 0) throw WeightsError(config.string(), "target_size must be > 0");
+  }
+  const auto index = fs::path(model.path) / "model_index.json";
+  if (model.weights == WeightsSource::pretrained && fs::is_regular_file(index, ec)) {
+    const auto cls = read_config_file(index).value("_class_name", std::string());
+    if (cls == "HunyuanVideo15Pipeline" || cls == "HunyuanVideo15ImageToVideoPipeline") {
+      info.snapshot_task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
+      info.snapshot_task_origin = cls + " in " + index.string();
+    }
+  }
+}
 }  // namespace
 
 std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, const DeviceBinding& binding) {
@@ -84,6 +130,17 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     parts.random_conditioning = true;
   }
   return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
+}
+
+void register_hunyuanvideo15(ModelTable& table) {
+  ModelRegistration r;
+  r.name = "hunyuanvideo-1.5";
+  r.facts.patch_t = r.facts.patch_h = r.facts.patch_w = 1;  // VAE 4 x 16 x 16
+  r.facts.hidden_size = 2048;
+  r.facts.num_layers = 54;
+  r.describe = hv15_facts;
+  r.create = create_hunyuanvideo15_pipeline;
+  table.add(std::move(r));
 }
 
 }  // namespace omnidp::models::hv15

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
@@ -10,6 +11,7 @@
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
@@ -354,6 +356,19 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         text::make_tiny_byte_t5(m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
   }
   return std::make_unique<WanPipeline>(std::move(parts), device);
+}
+
+void register_wan_models(ModelTable& table) {
+  for (const auto& [name, hidden, layers] : {std::tuple{"wan2.2-ti2v-5b", 3072, 30}, std::tuple{"tiny-wan", 128, 2}}) {
+    ModelRegistration r;
+    r.name = name;
+    r.facts.patch_t = 1;  // VAE 4 x 16 x 16, patch (1, 2, 2)
+    r.facts.patch_h = r.facts.patch_w = 2;
+    r.facts.hidden_size = hidden;
+    r.facts.num_layers = layers;
+    r.create = create_wan_pipeline;
+    table.add(std::move(r));
+  }
 }
 
 }  // namespace omnidp::models::wan

@@ -7,7 +7,17 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/pipeline.hpp"
 
+namespace omnidp::models {
+class ModelTable;
+}
+
 namespace omnidp::models::hv15 {
+
+// `hunyuanvideo-1.5` in the model table: 54 blocks of width 2048, no patching; its snapshot
+// facts (transformer/config.json target_size, the one task of a pretrained snapshot from
+// model_index.json or task_type) read without loading weights.
+void register_hunyuanvideo15(ModelTable& table);
+
 
 // A Diffusers snapshot folder (model.path: transformer/, vae/, guider/ and scheduler/ read
 // unchanged; config.json or guider_config.json / scheduler_config.json) or,

@@ -14,6 +14,10 @@
 
 namespace omnidp::models {
 
+// Adds every built-in model (the omnidp_model() lines of src/models/registry/CMakeLists.txt)
+// to model_table(), once per process; main() calls it before parsing the config.
+void register_builtin_models();
+
 // Builds the model of `config.model.name` on `device`. Throws ConfigError("model.name", "model
 // 'X' is not available in this build") for names this build has no pipeline for, and whatever
 // the pipeline's loading throws (WeightsError, ModelError, ...).

@@ -8,7 +8,16 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/pipeline.hpp"
 
+namespace omnidp::models {
+class ModelTable;
+}
+
 namespace omnidp::models::wan {
+
+// `wan2.2-ti2v-5b` (30 blocks of width 3072) and `tiny-wan` (2 of 128) in the model table,
+// both patch (1, 2, 2) over the 4 x 16 x 16 VAE.
+void register_wan_models(ModelTable& table);
+
 
 // `tiny-wan`: the fixtures' tiny transformer + VAE configs (embedded) with seeded bf16-exact
 // random weights (weights: random only). `wan2.2-ti2v-5b`: a Diffusers snapshot folder

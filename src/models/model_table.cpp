@@ -1,0 +1,53 @@
+#include "omnidp/models/model_table.hpp"
+
+#include <algorithm>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/synthetic.hpp"
+
+namespace omnidp::models {
+
+void ModelTable::add(ModelRegistration registration) {
+  if (registration.name.empty()) throw ConfigError("model.name", "a model registration without a name (" + registration.origin + ")");
+  if (const auto* existing = find(registration.name)) {
+    throw ConfigError("model.name", "model '" + registration.name + "' is registered twice (" + existing->origin +
+                                        ", then " + registration.origin + ")");
+  }
+  registration.facts.name = registration.name;
+  entries_.push_back(std::make_unique<ModelRegistration>(std::move(registration)));
+}
+
+const ModelRegistration* ModelTable::find(std::string_view name) const {
+  const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->name == name; });
+  return it == entries_.end() ? nullptr : it->get();
+}
+
+std::vector<std::string> ModelTable::names() const {
+  std::vector<std::string> out;
+  for (const auto& e : entries_) out.push_back(e->name);
+  return out;
+}
+
+std::vector<ModelChoice> ModelTable::choices() const {
+  std::vector<ModelChoice> out;
+  for (const auto& e : entries_) out.push_back({e->name, e->has_weights});
+  return out;
+}
+
+std::vector<ModelRegistration> ModelTable::release() {
+  std::vector<ModelRegistration> out;
+  for (auto& e : entries_) out.push_back(std::move(*e));
+  entries_.clear();
+  return out;
+}
+
+ModelTable& model_table() {
+  static ModelTable table;
+  static const bool registered = (register_synthetic(table), true);
+  (void)registered;
+  return table;
+}
+
+void validate_config(Config& config) { validate_and_resolve(config, model_table().choices()); }
+
+}  // namespace omnidp::models
