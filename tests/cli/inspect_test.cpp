@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <iterator>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "omnidp/common/version.hpp"
@@ -165,7 +165,9 @@ TEST_F(InspectCli, HtmlReportWithThumbnails) {
   EXPECT_EQ(o.out, "report: " + html.string() + " (" + std::to_string(fs::file_size(html)) +
                        " bytes, 4 requests)\n");
   std::ifstream in(html);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
   EXPECT_NE(text.find("<g class=\"lane\" data-rank=\"1\">"), std::string::npos);
   EXPECT_EQ(text.find("<g class=\"lane\" data-rank=\"2\">"), std::string::npos);
   EXPECT_NE(text.find("<tr><th>policy</th><td>lpt, order cost</td></tr>"), std::string::npos);
