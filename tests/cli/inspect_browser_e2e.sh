@@ -28,6 +28,22 @@ ls -A "$work" | grep -q '\.tmp\.' && fail "metrics: a temporary file was left"
   fail "omni-dp-inspect --html failed"
 grep -q '^report: .* bytes, 18 requests)$' "$work/inspect.out" || { cat "$work/inspect.out"; fail "inspect output"; }
 [[ $(grep -o '<g class="lane"' "$work/report.html" | wc -l) == 3 ]] || fail "the report has not 3 lanes"
+# Every inline SVG is well-formed XML (what a browser's SVG parser needs), the timeline's lanes
+# counted by the XML parser.
+python3 - "$work/report.html" <<'PY' || fail "the report's SVG is not well-formed"
+import re, sys, xml.etree.ElementTree as ET
+html = open(sys.argv[1], encoding="utf-8").read()
+svgs = re.findall(r"<svg\b.*?</svg>", html, re.S)
+trees = [ET.fromstring(s) for s in svgs]
+ns = "{http://www.w3.org/2000/svg}"
+timeline = [t for t in trees if t.get("id") == "timeline"]
+assert len(timeline) == 1, "one timeline"
+lanes = [g for g in timeline[0].iter(ns + "g") if g.get("class") == "lane"]
+assert [g.get("data-rank") for g in lanes] == ["0", "1", "2"], lanes
+bars = [r for r in timeline[0].iter(ns + "rect") if (r.get("class") or "").startswith("bar")]
+assert all(r.find(ns + "title") is not None for r in bars), "a bar without its hover title"
+print(f"svg: {len(svgs)} well-formed, {len(lanes)} lanes, {len(bars)} bars with titles")
+PY
 
 browser=""
 for b in chromium chromium-browser google-chrome; do
