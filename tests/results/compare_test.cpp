@@ -362,6 +362,12 @@ TEST(CompareTolerance, PassesWhenEveryDifferenceIsWithin) {
                       "within the tolerance\n"),
             std::string::npos)
       << text;
+  // The same through a merged results.h5 (its videos are external links to the rank files).
+  merge_directory(b.path());
+  const CompareReport merged = compare_results(sa, read_results(b.path() / "results.h5"), t);
+  EXPECT_TRUE(merged.passed(false));
+  ASSERT_EQ(merged.level_differences.size(), 1U);
+  EXPECT_EQ(merged.level_differences[0].max_level_diff, 1);
   // Equal bytes compare as infinite PSNR; a level bound of 0 refuses the off-by-one video.
   const LevelDifference same = compare_stored_videos(sa.entries[0], sb.entries[0], t);
   EXPECT_EQ(describe(same), "max level diff 0, PSNR inf dB");
