@@ -6,6 +6,7 @@
 //   omni-dp-bench-scheduling table ROOT MIX.jsonl SPG        the table of ROOT/<policy>-n<N>/
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -73,13 +74,18 @@ int run(int argc, char** argv) {
   options.make_pipeline = [config](const DeviceBinding& device) {
     return std::make_unique<models::SyntheticPipeline>(config, device);
   };
-  options.make_sink = [](const runtime::SinkInfo&) -> std::unique_ptr<ResultSink> {
-    return std::make_unique<NullSink>();
-  };
-  options.scan_done = [](const fs::path&) {
-    return std::unordered_map<std::string, std::string>{};
-  };
-  options.merge = [](const fs::path&, const RunSummary&, const std::string&) {};
+  // OMNIDP_BENCH_RESULTS=1: the real HDF5 results (rank files and results.h5, for the HTML
+  // report); else nothing is written but summary.json.
+  const char* keep = std::getenv("OMNIDP_BENCH_RESULTS");
+  if (keep == nullptr || std::string(keep) != "1") {
+    options.make_sink = [](const runtime::SinkInfo&) -> std::unique_ptr<ResultSink> {
+      return std::make_unique<NullSink>();
+    };
+    options.scan_done = [](const fs::path&) {
+      return std::unordered_map<std::string, std::string>{};
+    };
+    options.merge = [](const fs::path&, const RunSummary&, const std::string&) {};
+  }
   return static_cast<int>(runtime::run_job(options));
 }
 

@@ -8,7 +8,10 @@
 #   RANKS ("1 2 4 8"), POLICIES ("dynamic round_robin"), WAIT (sleep|busy, sleep),
 #   PREFETCH (1), SCALE (1: full 480p/720p videos; S > 1 divides height and width by S, for
 #   machines without ~5 GB free for 8 ranks of full-size synthetic videos), WORK (a folder to
-#   keep the runs in; default a temporary one).
+#   keep the runs in; default a temporary one), REPORTS (1: write each run's HTML report,
+#   WORK/<policy>-n<N>.html, with omni-dp-inspect --html; the runs then write their rank files
+#   and results.h5, without videos; scripts/report_screenshot.sh puts
+#   them side by side in one PNG).
 # Oversubscribed sleep mode works on any machine (8 ranks on 2 cores is fine).
 set -euo pipefail
 
@@ -24,6 +27,8 @@ RANKS=${RANKS:-"1 2 4 8"}
 POLICIES=${POLICIES:-"dynamic round_robin"}
 WAIT=${WAIT:-sleep}
 PREFETCH=${PREFETCH:-1}
+REPORTS=${REPORTS:-0}
+if [[ $REPORTS == 1 ]]; then export OMNIDP_BENCH_RESULTS=1; fi  # real results files, no videos
 SCALE=${SCALE:-1}
 work=${WORK:-$(mktemp -d /tmp/omnidp-bench-XXXXXX)}
 mkdir -p "$work"
@@ -66,6 +71,9 @@ for policy in $POLICIES; do
       exit 1
     fi
     printf '  %-12s N=%d done in %d s\n' "$policy" "$n" "$((SECONDS - start))"
+    if [[ $REPORTS == 1 ]]; then
+      "$build/bin/omni-dp-inspect" --html "$work/$policy-n$n.html" "$out" | sed 's/^/    /'
+    fi
   done
 done
 echo

@@ -10,9 +10,9 @@
 namespace omnidp::cli {
 
 int compare_main(int argc, char** argv) {
-  CLI::App app{"Joins two result sets by input key and compares their video hashes. Exit 0 when "
-               "every request of A is matched with an equal hash in B, 1 when not, 2 on usage or "
-               "read errors.",
+  CLI::App app{"Joins two result sets by input key and compares their video hashes (with "
+               "--max-level-diff/--min-psnr: the videos of requests whose hashes differ). Exit 0 "
+               "when every request of A is matched in B, 1 when not, 2 on usage or read errors.",
                "omni-dp-compare"};
   std::string a;
   std::string b;
@@ -20,6 +20,9 @@ int compare_main(int argc, char** argv) {
   bool json = false;
   bool allow_missing = false;
   bool no_verify = false;
+  results::Tolerance tolerance;
+  int max_level_diff = -1;
+  double min_psnr = -1.0;
   app.add_option("A", a, "baseline: a results.h5, a rank file, or an output folder")->required();
   app.add_option("B", b, "the run to check, same forms as A")->required();
   app.add_option("--max-list", max_list, "list at most N ids per category")->capture_default_str();
@@ -28,6 +31,16 @@ int compare_main(int argc, char** argv) {
                "requests of A that are absent from B do not fail the comparison");
   app.add_flag("--no-verify", no_verify,
                "trust the stored video_sha256 columns instead of re-hashing the stored videos");
+  auto* level_option =
+      app.add_option("--max-level-diff", max_level_diff,
+                     "requests whose hashes differ pass when no uint8 value differs by more than K")
+          ->type_name("K")
+          ->check(CLI::Range(0, 255));
+  auto* psnr_option =
+      app.add_option("--min-psnr", min_psnr,
+                     "requests whose hashes differ pass when their PSNR is at least DB")
+          ->type_name("DB")
+          ->check(CLI::PositiveNumber);
   app.set_version_flag("--version", version_line());
   try {
     app.parse(argc, argv);
@@ -35,11 +48,14 @@ int compare_main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
 
+  if (level_option->count() > 0) tolerance.max_level_diff = max_level_diff;
+  if (psnr_option->count() > 0) tolerance.min_psnr_db = min_psnr;
+
   try {
     const results::ReadOptions options{!no_verify};
     const results::ResultSet set_a = results::read_results(a, options);
     const results::ResultSet set_b = results::read_results(b, options);
-    const results::CompareReport report = results::compare_results(set_a, set_b);
+    const results::CompareReport report = results::compare_results(set_a, set_b, tolerance);
     std::cout << (json ? results::report_to_json(report, max_list, allow_missing)
                        : results::format_report(report, max_list, allow_missing))
               << std::flush;

@@ -12,6 +12,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
+#include "omnidp/export/html_report.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -223,7 +224,8 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
 
 int inspect_main(int argc, char** argv) {
   CLI::App app{"Shows the figures of a run: counts, failures with their errors, throughput, "
-               "latency, per-rank busy time and the slowest requests.",
+               "latency, per-rank busy time and the slowest requests; --html FILE writes them "
+               "as a report with plots.",
                kProgram};
   std::string input;
   bool json = false;
@@ -232,6 +234,15 @@ int inspect_main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object");
   app.add_option("--slowest", options.slowest, "list the N slowest requests")->capture_default_str();
   app.add_option("--max-list", options.max_list, "list at most N failures")->capture_default_str();
+  std::string html;
+  video_export::ReportOptions report;
+  auto* html_option = app.add_option(
+      "--html", html, "write a self-contained HTML report (timeline, plots, failures) to FILE");
+  html_option->type_name("FILE");
+  app.add_option("--thumbnails", report.thumbnails,
+                 "with --html: a strip of N videos (first, middle and last frame)")
+      ->type_name("N")
+      ->needs(html_option);
   app.set_version_flag("--version", version_line());
   try {
     app.parse(argc, argv);
@@ -240,6 +251,13 @@ int inspect_main(int argc, char** argv) {
   }
   try {
     const auto run = video_export::read_stored_run(input);
+    if (!html.empty()) {
+      const std::size_t bytes = video_export::write_html_report(run, report, html);
+      std::cout << "report: " << html << " (" << bytes << " bytes, " << run.rows.size()
+                << " requests)\n"
+                << std::flush;
+      return 0;
+    }
     std::cout << (json ? inspect_to_json(run, options) : format_inspect(run, options)) << std::flush;
     return 0;
   } catch (const Error& e) {

@@ -403,7 +403,9 @@ const std::vector<SectionSpec>& schema() {
                   field("store_video", &C::output, &OutputConfig::store_video),
                   compression_field(),
                   field("export", &C::output, &OutputConfig::export_formats),
-                  field("file_locking", &C::output, &OutputConfig::file_locking)}});
+                  field("file_locking", &C::output, &OutputConfig::file_locking),
+                  field("metrics_textfile", &C::output, &OutputConfig::metrics_textfile),
+                  field("metrics_interval_s", &C::output, &OutputConfig::metrics_interval_s)}});
     s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
     s.push_back({"synthetic",
                  {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost),
@@ -729,6 +731,15 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
               "format '" + format + "' is listed twice");
     }
   }
+
+  if (!config.output.metrics_textfile.empty()) {
+    const std::string& file = config.output.metrics_textfile;
+    require(file.size() > 5 && file.ends_with(".prom") && file.back() != '/',
+            "output.metrics_textfile",
+            "'" + file + "' does not end in .prom (node_exporter's textfile collector reads only "
+            "*.prom files)");
+  }
+  check_non_negative(config.output.metrics_interval_s, false, "output.metrics_interval_s");
 
   // synthetic
   check_non_negative(config.synthetic.seconds_per_gcost, true, "synthetic.seconds_per_gcost");

@@ -1,6 +1,10 @@
 #include "omnidp/results/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -52,7 +56,72 @@ std::set<std::string> numerics_set(const std::map<std::string, std::size_t>& pro
   return out;
 }
 
+std::string shape_of(const StoredFrames& v) {
+  return std::to_string(v.frames()) + "x" + std::to_string(v.height()) + "x" +
+         std::to_string(v.width());
+}
+
+std::string format_db(double db) {
+  if (std::isinf(db)) return "inf";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << db;
+  return out.str();
+}
+
+std::string describe_bounds(const Tolerance& t) {
+  std::string out;
+  if (t.max_level_diff) out += "max level diff <= " + std::to_string(*t.max_level_diff);
+  if (t.min_psnr_db) out += (out.empty() ? "" : ", ") + ("PSNR >= " + format_db(*t.min_psnr_db) + " dB");
+  return out;
+}
+
 }  // namespace
+
+LevelDifference compare_stored_videos(const ResultEntry& a, const ResultEntry& b,
+                                      const Tolerance& tolerance) {
+  LevelDifference d;
+  d.id_a = a.id;
+  d.id_b = b.id;
+  if (!a.video_present || !b.video_present) {
+    d.error = std::string("no stored video in ") + (!a.video_present ? "A" : "B");
+    return d;
+  }
+  const h5::File file_a = h5::open_file(a.file);
+  const h5::File file_b = h5::open_file(b.file);
+  const StoredFrames va(file_a.id(), a.id);
+  const StoredFrames vb(file_b.id(), b.id);
+  if (va.frames() != vb.frames() || va.height() != vb.height() || va.width() != vb.width()) {
+    d.error = "shapes differ (frames x height x width): A " + shape_of(va) + ", B " + shape_of(vb);
+    return d;
+  }
+  std::vector<std::uint8_t> fa;
+  std::vector<std::uint8_t> fb;
+  std::uint64_t squared = 0;
+  int largest = 0;
+  for (int f = 0; f < va.frames(); ++f) {
+    va.read(f, fa);
+    vb.read(f, fb);
+    for (std::size_t i = 0; i < fa.size(); ++i) {
+      const int diff = std::abs(static_cast<int>(fa[i]) - static_cast<int>(fb[i]));
+      largest = std::max(largest, diff);
+      squared += static_cast<std::uint64_t>(diff * diff);
+    }
+  }
+  const double values = static_cast<double>(va.frames()) * static_cast<double>(va.frame_bytes());
+  d.max_level_diff = largest;
+  d.psnr_db = squared == 0 ? std::numeric_limits<double>::infinity()
+                           : 10.0 * std::log10(255.0 * 255.0 * values /
+                                               static_cast<double>(squared));
+  d.within = (!tolerance.max_level_diff || largest <= *tolerance.max_level_diff) &&
+             (!tolerance.min_psnr_db || d.psnr_db >= *tolerance.min_psnr_db);
+  return d;
+}
+
+std::string describe(const LevelDifference& d) {
+  if (!d.error.empty()) return d.error;
+  return "max level diff " + std::to_string(d.max_level_diff) + ", PSNR " + format_db(d.psnr_db) +
+         " dB";
+}
 
 ResultSet read_results(const std::filesystem::path& path, const ReadOptions& options) {
   ResultSet set;
@@ -91,6 +160,7 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
     e.error = row.record.error;
     e.video_present = row.video_present;
     e.numerics = row.record.numerics;
+    e.file = row.file.string();
     if (options.verify_videos && row.video_present && e.status == RequestStatus::ok) {
       auto it = open_files.find(row.file);
       if (it == open_files.end()) {
@@ -106,15 +176,17 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
 bool CompareReport::passed(bool allow_missing) const noexcept {
   const std::size_t excused = allow_missing ? only_in_a : 0;
   return mismatched == 0 && mismatched_numerics == 0 && failed_a == 0 && failed_b == 0 &&
-         matched + excused == requests_a;
+         matched + within_tolerance + excused == requests_a;
 }
 
 bool CompareReport::profiles_differ() const {
   return numerics_set(profiles_a) != numerics_set(profiles_b);
 }
 
-CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
+CompareReport compare_results(const ResultSet& a, const ResultSet& b,
+                              const Tolerance& tolerance) {
   CompareReport r;
+  r.tolerance = tolerance;
   r.source_a = a.source;
   r.source_b = b.source;
   r.requests_a = a.entries.size();
@@ -169,6 +241,16 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b) {
       ++r.matched;
       continue;
     }
+    if (tolerance.enabled() && !corrupt(ea) && !corrupt(*eb)) {
+      LevelDifference d = compare_stored_videos(ea, *eb, tolerance);
+      const bool within = d.within;
+      reason += "; outside the tolerance: " + describe(d);
+      r.level_differences.push_back(std::move(d));
+      if (within) {
+        ++r.within_tolerance;
+        continue;
+      }
+    }
     ++(numerics_differ ? r.mismatched_numerics : r.mismatched);
     r.mismatches.push_back(Mismatch{ea.id, eb->id, ea.input_key, effective_sha(ea),
                                     effective_sha(*eb), reason, numerics_differ});
@@ -189,6 +271,10 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   out << "A: " << r.source_a << " (" << r.requests_a << " requests)\n";
   out << "B: " << r.source_b << " (" << r.requests_b << " requests)\n";
   out << "matched:     " << r.matched << "\n";
+  if (r.tolerance.enabled()) {
+    out << "within tolerance (" << describe_bounds(r.tolerance) << "): " << r.within_tolerance
+        << "\n";
+  }
   out << "mismatched:  " << r.mismatched << "\n";
   const bool profiles_differ = r.profiles_differ();
   if (profiles_differ || r.mismatched_numerics > 0) {
@@ -198,6 +284,15 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   out << "only in B:   " << r.only_in_b << "\n";
   out << "failed:      " << r.failed_a + r.failed_b << " (A: " << r.failed_a
       << ", B: " << r.failed_b << ")\n";
+  if (!r.level_differences.empty() && max_list > 0) {
+    out << "level differences (" << std::min(max_list, r.level_differences.size()) << " of "
+        << r.level_differences.size() << "):\n";
+    for (const auto& d : first_n(r.level_differences, max_list)) {
+      out << "  " << d.id_a;
+      if (d.id_b != d.id_a) out << " (B: " << d.id_b << ")";
+      out << ": " << describe(d) << (d.within ? ": within" : ": outside") << "\n";
+    }
+  }
   if (!r.mismatches.empty() && max_list > 0) {
     out << "mismatches (" << std::min(max_list, r.mismatches.size()) << " of "
         << r.mismatches.size() << "):\n";
@@ -219,7 +314,10 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
       }
     }
   }
-  if (r.passed(allow_missing)) {
+  if (r.passed(allow_missing) && r.tolerance.enabled()) {
+    out << "PASS: every request of A is matched in B: " << r.matched << " with an equal hash, "
+        << r.within_tolerance << " within the tolerance\n";
+  } else if (r.passed(allow_missing)) {
     out << "PASS: every request of A is matched with an equal hash in B\n";
   } else {
     out << "FAIL: " << r.mismatched << " mismatched";
@@ -243,7 +341,24 @@ std::string report_to_json(const CompareReport& r, std::size_t max_list, bool al
                           {"reason", m.reason},
                           {"numerics_differ", m.numerics_differ}});
   }
+  json differences = json::array();
+  for (const auto& d : first_n(r.level_differences, max_list)) {
+    json item = {{"id_a", d.id_a}, {"id_b", d.id_b}, {"within", d.within}};
+    if (d.error.empty()) {
+      item["max_level_diff"] = d.max_level_diff;
+      item["psnr_db"] = std::isinf(d.psnr_db) ? json(nullptr) : json(d.psnr_db);
+    } else {
+      item["error"] = d.error;
+    }
+    differences.push_back(std::move(item));
+  }
+  json tolerance = json::object();
+  if (r.tolerance.max_level_diff) tolerance["max_level_diff"] = *r.tolerance.max_level_diff;
+  if (r.tolerance.min_psnr_db) tolerance["min_psnr_db"] = *r.tolerance.min_psnr_db;
   const json j = {
+      {"tolerance", tolerance},
+      {"within_tolerance", r.within_tolerance},
+      {"level_differences", differences},
       {"a", {{"source", r.source_a}, {"requests", r.requests_a}}},
       {"b", {{"source", r.source_b}, {"requests", r.requests_b}}},
       {"matched", r.matched},

@@ -373,28 +373,41 @@ Video read_video(hid_t file, std::string_view id) {
   return video;
 }
 
-std::string hash_stored_video(hid_t file, std::string_view id) {
-  const std::string path = video_path(id);
-  const h5::Dataset dataset = h5::open_dataset(file, path);
-  const auto dims = h5::dataset_dims(dataset);
-  if (dims.size() != 4) throw RuntimeError("not a [F,H,W,3] video dataset", {path});
-  const hsize_t frame_bytes = dims[1] * dims[2] * dims[3];
-  std::vector<std::uint8_t> frame(static_cast<std::size_t>(frame_bytes));
-  const std::array<hsize_t, 4> count = {1, dims[1], dims[2], dims[3]};
+StoredFrames::StoredFrames(hid_t file, std::string_view id)
+    : path_(video_path(id)), dataset_(h5::open_dataset(file, path_)) {
+  const auto dims = h5::dataset_dims(dataset_);
+  if (dims.size() != 4 || dims[3] != 3) {
+    throw RuntimeError("not a [F,H,W,3] video dataset", {path_});
+  }
+  frames_ = static_cast<int>(dims[0]);
+  height_ = static_cast<int>(dims[1]);
+  width_ = static_cast<int>(dims[2]);
+}
+
+void StoredFrames::read(int f, std::vector<std::uint8_t>& out) const {
+  out.resize(frame_bytes());
+  const std::array<hsize_t, 4> count = {1, static_cast<hsize_t>(height_),
+                                        static_cast<hsize_t>(width_), 3};
   const h5::Dataspace memory_space(h5::call(
-      "H5Screate_simple", path, [&] { return H5Screate_simple(4, count.data(), nullptr); }));
+      "H5Screate_simple", path_, [&] { return H5Screate_simple(4, count.data(), nullptr); }));
+  const h5::Dataspace file_space = h5::dataset_space(dataset_);
+  const std::array<hsize_t, 4> start = {static_cast<hsize_t>(f), 0, 0, 0};
+  h5::call("H5Sselect_hyperslab", path_, [&] {
+    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start.data(), nullptr,
+                               count.data(), nullptr);
+  });
+  h5::call("H5Dread", path_, [&] {
+    return H5Dread(dataset_.id(), H5T_NATIVE_UINT8, memory_space.id(), file_space.id(),
+                   H5P_DEFAULT, out.data());
+  });
+}
+
+std::string hash_stored_video(hid_t file, std::string_view id) {
+  const StoredFrames frames(file, id);
+  std::vector<std::uint8_t> frame;
   Sha256 hasher;
-  for (hsize_t f = 0; f < dims[0]; ++f) {
-    const h5::Dataspace file_space = h5::dataset_space(dataset);
-    const std::array<hsize_t, 4> start = {f, 0, 0, 0};
-    h5::call("H5Sselect_hyperslab", path, [&] {
-      return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start.data(), nullptr,
-                                 count.data(), nullptr);
-    });
-    h5::call("H5Dread", path, [&] {
-      return H5Dread(dataset.id(), H5T_NATIVE_UINT8, memory_space.id(), file_space.id(),
-                     H5P_DEFAULT, frame.data());
-    });
+  for (int f = 0; f < frames.frames(); ++f) {
+    frames.read(f, frame);
     hasher.update(std::span<const std::uint8_t>(frame));
   }
   const Digest digest = hasher.finish();

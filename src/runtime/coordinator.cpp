@@ -21,7 +21,12 @@ Coordinator::Coordinator(CoordinatorOptions options, RequestSource& source, Send
       cost_(describe_model(options_.config.model)),
       work_(options_.config.scheduler, options_.topology.replicas, source, cost_),
       replicas_(static_cast<std::size_t>(options_.topology.replicas)),
-      progress_(options_.progress_out, options_.progress_in_place, options_.progress_interval_s) {}
+      progress_(options_.progress_out, options_.progress_in_place, options_.progress_interval_s) {
+  if (!options_.config.output.metrics_textfile.empty()) {
+    metrics_file_.emplace(options_.config.output.metrics_textfile,
+                          options_.config.output.metrics_interval_s);
+  }
+}
 
 double Coordinator::now() const { return options_.now ? options_.now() : steady_seconds(); }
 
@@ -47,6 +52,37 @@ ProgressSnapshot Coordinator::progress() const {
     s.eta_s = std::max(0.0, cost_.estimate(left)) / options_.topology.replicas;
   }
   return s;
+}
+
+MetricsSnapshot Coordinator::metrics() const {
+  MetricsSnapshot m;
+  const ProgressSnapshot p = progress();
+  m.completed = completed_;
+  m.failed = failed_;
+  m.running = outstanding_.size();
+  const std::size_t accounted = completed_ + failed_ + outstanding_.size();
+  m.queued = options_.plan.to_run > accounted ? options_.plan.to_run - accounted : 0;
+  m.elapsed_s = p.elapsed_s;
+  m.videos_per_minute = p.elapsed_s > 0.0 ? 60.0 * static_cast<double>(completed_) / p.elapsed_s : 0.0;
+  m.eta_s = p.eta_s;
+  // The running request of a replica: its oldest assigned one not yet generated.
+  std::vector<const Assigned*> running(static_cast<std::size_t>(options_.topology.replicas), nullptr);
+  for (const auto& [id, a] : outstanding_) {
+    if (a.generated) continue;
+    auto& slot = running[static_cast<std::size_t>(a.replica)];
+    if (slot == nullptr || a.seq < slot->seq) slot = &a;
+  }
+  for (int k = 0; k < options_.topology.replicas; ++k) {
+    const auto& r = replicas_[static_cast<std::size_t>(k)];
+    const Assigned* a = running[static_cast<std::size_t>(k)];
+    for (const int rank : options_.topology.group_ranks(k)) {
+      m.ranks.push_back(RankMetrics{rank, p.elapsed_s > 0.0 ? std::min(1.0, r.busy_s / p.elapsed_s) : 0.0,
+                                    a != nullptr ? a->item.request.id : std::string()});
+    }
+  }
+  std::sort(m.ranks.begin(), m.ranks.end(),
+            [](const RankMetrics& x, const RankMetrics& y) { return x.rank < y.rank; });
+  return m;
 }
 
 void Coordinator::start() {
@@ -177,6 +213,7 @@ void Coordinator::on(int from, const DoneMsg& m) {
   }
   progress_.update(progress(), now());
   dispatch();
+  if (metrics_file_) (void)metrics_file_->update(metrics(), now());
   check_done();
 }
 
@@ -419,6 +456,7 @@ void Coordinator::begin_shutdown() {
   in.interrupted = drained_ && completed_ + failed_ < options_.plan.to_run;
   summary_ = make_summary(in);
   progress_.finish(progress());
+  if (metrics_file_) metrics_file_->finish(metrics());
   broadcast(ShutdownMsg{});
 }
 
@@ -456,6 +494,7 @@ void Coordinator::fail(const ErrorInfo& error) {
   if (phase_ == Phase::finished) return;
   has_fatal_ = true;
   fatal_ = error;
+  if (metrics_file_) metrics_file_->finish(metrics());
   FinishMsg msg;
   msg.has_error = true;
   msg.error = error;
@@ -469,6 +508,7 @@ void Coordinator::tick() {
   if (phase_ != Phase::running && phase_ != Phase::draining) return;
   const double t = now();
   progress_.update(progress(), t);
+  if (metrics_file_) (void)metrics_file_->update(metrics(), t);
   const double period = options_.config.scheduler.heartbeat_s;
   if (period <= 0.0) return;
   for (int k = 0; k < options_.topology.replicas; ++k) {

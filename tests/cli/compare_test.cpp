@@ -94,6 +94,70 @@ TEST_F(CompareCli, JsonOutput) {
   EXPECT_EQ(j["max_list"], 5);
 }
 
+TEST_F(CompareCli, ToleranceOptions) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y", "z"});
+  results::testing::write_rank_videos(
+      b_.path(), {{"x", results::testing::video_for("x")},
+                  {"y", results::testing::off_by_one(results::testing::video_for("y"))},
+                  {"z", results::testing::off_by_100(results::testing::video_for("z"))}});
+  const Outcome strict = run_compare({a(), b()});
+  EXPECT_EQ(strict.code, 1) << strict.out;
+  EXPECT_EQ(strict.out.find("level differences"), std::string::npos) << strict.out;
+
+  const Outcome one = run_compare({"--max-level-diff", "1", a(), b()});
+  EXPECT_EQ(one.code, 1) << one.out << one.err;
+  EXPECT_NE(one.out.find("matched:     1\nwithin tolerance (max level diff <= 1): 1\n"
+                         "mismatched:  1\n"),
+            std::string::npos)
+      << one.out;
+  EXPECT_NE(one.out.find("level differences (2 of 2):\n"
+                         "  y: max level diff 1, PSNR 48.13 dB: within\n"
+                         "  z: max level diff 100, PSNR 29.71 dB: outside\n"),
+            std::string::npos)
+      << one.out;
+
+  const Outcome many = run_compare({"--max-level-diff", "100", a(), b()});
+  EXPECT_EQ(many.code, 0) << many.out << many.err;
+  EXPECT_NE(many.out.find("PASS: every request of A is matched in B: 1 with an equal hash, 2 "
+                          "within the tolerance\n"),
+            std::string::npos)
+      << many.out;
+  EXPECT_EQ(run_compare({"--min-psnr", "29.5", a(), b()}).code, 0);
+  EXPECT_EQ(run_compare({"--min-psnr", "30", a(), b()}).code, 1);
+  EXPECT_EQ(run_compare({"--min-psnr", "30", "--max-level-diff", "255", a(), b()}).code, 1);
+
+  const Outcome json = run_compare({"--json", "--min-psnr", "40", a(), b()});
+  EXPECT_EQ(json.code, 1);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["tolerance"], nlohmann::json({{"min_psnr_db", 40.0}}));
+  EXPECT_EQ(j["level_differences"].size(), 2U);
+  EXPECT_EQ(j["level_differences"][1]["id_a"], "z");
+  EXPECT_EQ(j["level_differences"][1]["within"], false);
+}
+
+TEST_F(CompareCli, DifferentShapesFailWithTheirShapes) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x"});
+  results::testing::write_rank_videos(b_.path(), {{"x", results::testing::make_video(2, 4, 8, 1)}});
+  const Outcome o = run_compare({"--max-level-diff", "255", a(), b()});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("  x: shapes differ (frames x height x width): A 2x4x6, B 2x4x8: "
+                       "outside\n"),
+            std::string::npos)
+      << o.out;
+}
+
+TEST_F(CompareCli, BadToleranceValuesExitTwo) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x"});
+  results::testing::write_rank(b_.path(), 0, 1, {"x"});
+  EXPECT_EQ(run_compare({"--max-level-diff", "256", a(), b()}).code, 2);
+  EXPECT_EQ(run_compare({"--max-level-diff", "-1", a(), b()}).code, 2);
+  EXPECT_EQ(run_compare({"--max-level-diff", "one", a(), b()}).code, 2);
+  EXPECT_EQ(run_compare({"--min-psnr", "0", a(), b()}).code, 2);
+  const Outcome bad = run_compare({"--min-psnr", "loud", a(), b()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--min-psnr"), std::string::npos) << bad.err;
+}
+
 TEST_F(CompareCli, UsageAndReadErrorsExitTwo) {
   EXPECT_EQ(run_compare({}).code, 2);
   EXPECT_EQ(run_compare({a()}).code, 2);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "omnidp/common/version.hpp"
@@ -153,6 +155,37 @@ TEST(InspectCliProfiles, MixedProfilesAreListedWithTheirRows) {
                        std::string(rt::kTestNumerics) + " (2 rows)\n  dtype=bf16;software=test (1 row)\n"),
             std::string::npos)
       << o.out;
+}
+
+TEST_F(InspectCli, HtmlReportWithThumbnails) {
+  const fs::path html = dir_.path() / "report.html";
+  const Outcome o = run_inspect({"--html", html.string(), "--thumbnails", "2", results_h5().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_TRUE(fs::exists(html));
+  EXPECT_EQ(o.out, "report: " + html.string() + " (" + std::to_string(fs::file_size(html)) +
+                       " bytes, 4 requests)\n");
+  std::ifstream in(html);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  EXPECT_NE(text.find("<g class=\"lane\" data-rank=\"1\">"), std::string::npos);
+  EXPECT_EQ(text.find("<g class=\"lane\" data-rank=\"2\">"), std::string::npos);
+  EXPECT_NE(text.find("<tr><th>policy</th><td>lpt, order cost</td></tr>"), std::string::npos);
+  std::size_t figures = 0;
+  for (auto at = text.find("<figure class=\"thumb\""); at != std::string::npos;
+       at = text.find("<figure class=\"thumb\"", at + 1)) {
+    ++figures;
+  }
+  EXPECT_EQ(figures, 2U);
+}
+
+TEST_F(InspectCli, ThumbnailsNeedHtml) {
+  const Outcome o = run_inspect({"--thumbnails", "2", results_h5().string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--thumbnails requires --html"), std::string::npos) << o.err;
+  const Outcome bad = run_inspect({"--html", (dir_.path() / "no" / "r.html").string(), results_h5().string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("cannot create the report"), std::string::npos) << bad.err;
 }
 
 TEST_F(InspectCli, UnreadableInputExitsTwo) {

@@ -304,6 +304,25 @@ TEST(ConfigParse, SyntaxErrorsNameTheOriginLineAndColumn) {
 
 // --- validation ------------------------------------------------------------------------------
 
+TEST(ConfigValidate, MetricsTextfileEndsInPromAndIntervalIsPositive) {
+  EXPECT_EQ(validate_error("output: {metrics_textfile: /var/lib/node_exporter/omnidp.prom}\n"), "");
+  EXPECT_EQ(validate_error("output: {metrics_textfile: ''}\n"), "");  // off
+  EXPECT_EQ(validate_error("output: {metrics_textfile: /tmp/omnidp.txt}\n"),
+            "output.metrics_textfile: '/tmp/omnidp.txt' does not end in .prom (node_exporter's "
+            "textfile collector reads only *.prom files)");
+  EXPECT_EQ(validate_error("output: {metrics_textfile: .prom}\n"),
+            "output.metrics_textfile: '.prom' does not end in .prom (node_exporter's textfile "
+            "collector reads only *.prom files)");
+  EXPECT_EQ(validate_error("output: {metrics_interval_s: 0}\n"),
+            "output.metrics_interval_s: 0.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(validate_error("output: {metrics_interval_s: 0.5}\n"), "");
+  const Config c = parse_config_yaml("output: {metrics_textfile: m.prom, metrics_interval_s: 2}\n",
+                                     "test.yaml");
+  EXPECT_EQ(c.output.metrics_textfile, "m.prom");
+  EXPECT_EQ(c.output.metrics_interval_s, 2.0);
+  EXPECT_EQ(default_config().output.metrics_interval_s, 5.0);
+}
+
 TEST(ConfigValidate, FramesMustBe4kPlus1InRange) {
   EXPECT_EQ(validate_error("generation: {num_frames: 10}\n"),
             "generation.num_frames: 10 is not of the form 4k+1 (e.g. 9 or 13)");

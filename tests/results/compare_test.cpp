@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -256,6 +257,136 @@ TEST(Compare, JsonReport) {
   EXPECT_EQ(j["a"]["requests"], 4);
   EXPECT_EQ(j["b"]["source"], b.path().string());
   EXPECT_EQ(j["passed"], false);
+}
+
+// B's videos: "a" equal, "b/1" every value off by one level (MSE 1: PSNR 48.13 dB), "c" one
+// value of 144 off by 100 (MSE 10000/144: PSNR 29.71 dB), "d" with one frame more.
+void write_tolerance_pair(const std::filesystem::path& a, const std::filesystem::path& b) {
+  testing::write_rank(a, 0, 1, kIds);
+  testing::write_rank_videos(b, {{"a", testing::video_for("a")},
+                                 {"b/1", testing::off_by_one(testing::video_for("b/1"))},
+                                 {"c", testing::off_by_100(testing::video_for("c"))},
+                                 {"d", testing::make_video(3, 4, 6, 5)}});
+}
+
+TEST(CompareTolerance, LevelBoundNamesEveryDifferenceAndFailsOutsideIt) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  write_tolerance_pair(a.path(), b.path());
+  Tolerance t;
+  t.max_level_diff = 1;
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()), t);
+  EXPECT_EQ(r.matched, 1U);
+  EXPECT_EQ(r.within_tolerance, 1U);
+  EXPECT_EQ(r.mismatched, 2U);
+  ASSERT_EQ(r.level_differences.size(), 3U);
+  EXPECT_EQ(r.level_differences[0].max_level_diff, 1);
+  EXPECT_NEAR(r.level_differences[0].psnr_db, 10.0 * std::log10(255.0 * 255.0), 1e-9);
+  EXPECT_EQ(r.level_differences[1].max_level_diff, 100);
+  EXPECT_NEAR(r.level_differences[1].psnr_db, 10.0 * std::log10(255.0 * 255.0 * 144 / 1e4), 1e-9);
+  EXPECT_FALSE(r.passed(false));
+  const std::string sha_c_a = video_sha256(testing::video_for("c"));
+  const std::string sha_c_b = video_sha256(testing::off_by_100(testing::video_for("c")));
+  const std::string sha_d_a = video_sha256(testing::video_for("d"));
+  const std::string sha_d_b = video_sha256(testing::make_video(3, 4, 6, 5));
+  EXPECT_EQ(format_report(r, 10, false),
+            "A: " + a.path().string() + " (4 requests)\n" +
+                "B: " + b.path().string() + " (4 requests)\n" +
+                "matched:     1\n"
+                "within tolerance (max level diff <= 1): 1\n"
+                "mismatched:  2\n"
+                "only in A:   0\n"
+                "only in B:   0\n"
+                "failed:      0 (A: 0, B: 0)\n"
+                "level differences (3 of 3):\n"
+                "  b/1: max level diff 1, PSNR 48.13 dB: within\n"
+                "  c: max level diff 100, PSNR 29.71 dB: outside\n"
+                "  d: shapes differ (frames x height x width): A 2x4x6, B 3x4x6: outside\n"
+                "mismatches (2 of 2):\n"
+                "  c: A " + sha_c_a + " B " + sha_c_b +
+                " (video_sha256 differs; outside the tolerance: max level diff 100, PSNR 29.71 "
+                "dB)\n"
+                "  d: A " + sha_d_a + " B " + sha_d_b +
+                " (video_sha256 differs; outside the tolerance: shapes differ (frames x height x "
+                "width): A 2x4x6, B 3x4x6)\n"
+                "FAIL: 2 mismatched, 0 only in A, 0 failed\n");
+  const auto j = nlohmann::json::parse(report_to_json(r, 10, false));
+  EXPECT_EQ(j["tolerance"], nlohmann::json({{"max_level_diff", 1}}));
+  EXPECT_EQ(j["within_tolerance"], 1);
+  EXPECT_EQ(j["level_differences"][0]["max_level_diff"], 1);
+  EXPECT_EQ(j["level_differences"][0]["within"], true);
+  EXPECT_EQ(j["level_differences"][2]["error"],
+            "shapes differ (frames x height x width): A 2x4x6, B 3x4x6");
+}
+
+TEST(CompareTolerance, PsnrBoundAndBothBounds) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  write_tolerance_pair(a.path(), b.path());
+  const ResultSet sa = read_results(a.path());
+  const ResultSet sb = read_results(b.path());
+  Tolerance psnr;
+  psnr.min_psnr_db = 29.0;  // c (29.71 dB) is inside, d's shape never is
+  const CompareReport r = compare_results(sa, sb, psnr);
+  EXPECT_EQ(r.within_tolerance, 2U);
+  EXPECT_EQ(r.mismatched, 1U);
+  ASSERT_EQ(r.mismatches.size(), 1U);
+  EXPECT_EQ(r.mismatches[0].id_a, "d");
+  const std::string text = format_report(r, 10, false);
+  EXPECT_NE(text.find("within tolerance (PSNR >= 29.00 dB): 2\n"), std::string::npos) << text;
+  Tolerance both;
+  both.max_level_diff = 99;
+  both.min_psnr_db = 29.0;  // c is outside the level bound
+  EXPECT_EQ(compare_results(sa, sb, both).within_tolerance, 1U);
+  EXPECT_NE(format_report(compare_results(sa, sb, both), 0, false)
+                .find("within tolerance (max level diff <= 99, PSNR >= 29.00 dB): 1\n"),
+            std::string::npos);
+}
+
+TEST(CompareTolerance, PassesWhenEveryDifferenceIsWithin) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, {"a", "b/1"});
+  testing::write_rank_videos(b.path(), {{"a", testing::video_for("a")},
+                                        {"b/1", testing::off_by_one(testing::video_for("b/1"))}});
+  const ResultSet sa = read_results(a.path());
+  const ResultSet sb = read_results(b.path());
+  EXPECT_FALSE(compare_results(sa, sb).passed(false));  // no tolerance: hashes must be equal
+  Tolerance t;
+  t.max_level_diff = 1;
+  const CompareReport r = compare_results(sa, sb, t);
+  EXPECT_TRUE(r.passed(false));
+  const std::string text = format_report(r, 10, false);
+  EXPECT_NE(text.find("level differences (1 of 1):\n  b/1: max level diff 1, PSNR 48.13 dB: "
+                      "within\nPASS: every request of A is matched in B: 1 with an equal hash, 1 "
+                      "within the tolerance\n"),
+            std::string::npos)
+      << text;
+  // The same through a merged results.h5 (its videos are external links to the rank files).
+  merge_directory(b.path());
+  const CompareReport merged = compare_results(sa, read_results(b.path() / "results.h5"), t);
+  EXPECT_TRUE(merged.passed(false));
+  ASSERT_EQ(merged.level_differences.size(), 1U);
+  EXPECT_EQ(merged.level_differences[0].max_level_diff, 1);
+  // Equal bytes compare as infinite PSNR; a level bound of 0 refuses the off-by-one video.
+  const LevelDifference same = compare_stored_videos(sa.entries[0], sb.entries[0], t);
+  EXPECT_EQ(describe(same), "max level diff 0, PSNR inf dB");
+  t.max_level_diff = 0;
+  EXPECT_FALSE(compare_results(sa, sb, t).passed(false));
+}
+
+// A corrupt video is never excused by a tolerance.
+TEST(CompareTolerance, CorruptVideoStaysAMismatch) {
+  ScratchDir a("cmp-a");
+  ScratchDir b("cmp-b");
+  testing::write_rank(a.path(), 0, 1, kIds);
+  testing::write_rank(b.path(), 0, 1, kIds);
+  corrupt_video(b.path() / "rank-00000.h5", "b/1");
+  Tolerance t;
+  t.max_level_diff = 255;
+  const CompareReport r = compare_results(read_results(a.path()), read_results(b.path()), t);
+  EXPECT_EQ(r.mismatched, 1U);
+  EXPECT_TRUE(r.level_differences.empty());
 }
 
 TEST(Compare, UnreadableInputsAreErrors) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "omnidp/common/sha256.hpp"
@@ -142,6 +143,27 @@ inline void write_rank(const std::filesystem::path& dir, int rank, int world_siz
     writer.write(ok_record(id, v, rank), &v);
   }
   writer.close();
+}
+
+// Writes one rank file in `dir` holding an ok record per (id, video) pair, videos as given.
+inline void write_rank_videos(const std::filesystem::path& dir,
+                              const std::vector<std::pair<std::string, Video>>& videos) {
+  RankWriter writer(dir, rank_info(0, 1), OutputConfig{});
+  for (const auto& [id, v] : videos) writer.write(ok_record(id, v), &v);
+  writer.close();
+}
+
+// `v` with every value moved by one level (up, or down where it is 255).
+inline Video off_by_one(Video v) {
+  for (auto& b : v.data) b = b == 255 ? 254 : static_cast<std::uint8_t>(b + 1);
+  return v;
+}
+
+// `v` with its first value moved by 100 levels.
+inline Video off_by_100(Video v) {
+  v.data[0] = v.data[0] >= 128 ? static_cast<std::uint8_t>(v.data[0] - 100)
+                               : static_cast<std::uint8_t>(v.data[0] + 100);
+  return v;
 }
 
 // Writes one rank file holding a failed record for each of `ids`.

@@ -103,6 +103,10 @@ struct OutputConfig {
   int gzip_level = 0;                 // 1..9 when compression is gzip
   std::vector<std::string> export_formats;  // e.g. [mp4]
   FileLocking file_locking = FileLocking::automatic;  // auto: off on Lustre, GPFS, NFS, ...
+  // Prometheus text file rank 0 rewrites during the run (docs/export.md, "Live metrics");
+  // "" = none. Must end in ".prom" (node_exporter's textfile collector reads only those).
+  std::string metrics_textfile;
+  double metrics_interval_s = 5.0;  // seconds between rewrites, > 0
 
   friend bool operator==(const OutputConfig&, const OutputConfig&) = default;
 };

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
+#include <vector>
 
 namespace omnidp::video_export {
 
@@ -12,5 +14,9 @@ namespace omnidp::video_export {
 // Throws InputError when the sizes do not match, IoError with libpng's message otherwise.
 void write_png(std::span<const std::uint8_t> rgb, int width, int height,
                const std::filesystem::path& path);
+
+// The same PNG file's bytes, in memory (for data: URIs). `what` names the image in errors.
+[[nodiscard]] std::vector<std::uint8_t> encode_png(std::span<const std::uint8_t> rgb, int width,
+                                                   int height, const std::string& what);
 
 }  // namespace omnidp::video_export

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ResultEntry {
   bool video_present = false;
   std::string actual_sha256;  // SHA-256 of the stored video bytes; empty when not checked
   std::string numerics;       // the row's numerics profile; "" = unknown (an older file)
+  std::string file;           // the HDF5 file the row (and its video link) was read from
 };
 
 struct ResultSet {
@@ -38,6 +40,33 @@ struct ReadOptions {
 // else its results.h5. Throws IoError (nothing there) or Hdf5Error.
 [[nodiscard]] ResultSet read_results(const std::filesystem::path& path,
                                      const ReadOptions& options = {});
+
+// Bounds under which two videos whose hashes differ still count as equal (a parallel layout,
+// another device or dtype changes float rounding). Unset bounds are not checked; with neither
+// set, hashes must be equal.
+struct Tolerance {
+  std::optional<int> max_level_diff;  // largest |a - b| over all uint8 values, 0..255
+  std::optional<double> min_psnr_db;  // PSNR over all values (peak 255), > 0
+  [[nodiscard]] bool enabled() const noexcept {
+    return max_level_diff.has_value() || min_psnr_db.has_value();
+  }
+};
+
+// The two stored videos of a request whose hashes differ, compared value by value.
+struct LevelDifference {
+  std::string id_a;
+  std::string id_b;
+  std::string error;       // non-empty: not comparable (shapes differ, a video is absent)
+  int max_level_diff = 0;  // largest |a - b|
+  double psnr_db = 0.0;    // 10 log10(255^2 / MSE); +infinity for equal bytes
+  bool within = false;     // comparable and inside every bound set
+};
+
+// Compares `a` and `b` frame by frame. Throws Hdf5Error on unreadable files.
+[[nodiscard]] LevelDifference compare_stored_videos(const ResultEntry& a, const ResultEntry& b,
+                                                    const Tolerance& tolerance);
+// "max level diff 1, PSNR 51.14 dB" or the error.
+[[nodiscard]] std::string describe(const LevelDifference& d);
 
 struct Mismatch {
   std::string id_a;
@@ -57,6 +86,8 @@ struct CompareReport {
   std::size_t requests_a = 0;
   std::size_t requests_b = 0;
   std::size_t matched = 0;     // requests of A with an ok, equal-hash request in B
+  // Hashes differ but the videos are inside the tolerance (only with a tolerance): passes.
+  std::size_t within_tolerance = 0;
   std::size_t mismatched = 0;  // both ok, hashes differ (or a video does not match its row)
   std::size_t mismatched_numerics = 0;  // both ok, hashes differ, different numerics profiles
   std::size_t only_in_a = 0;   // input key absent from B
@@ -67,18 +98,25 @@ struct CompareReport {
   std::vector<std::string> only_in_a_ids;  // sorted
   std::vector<std::string> only_in_b_ids;
   std::vector<std::string> failed_ids;     // "A:<id>" / "B:<id>", sorted
+  Tolerance tolerance;
+  // With a tolerance: every request whose hashes differ (neither video corrupt), sorted by id
+  // of A. Those outside the bounds are also in `mismatches`.
+  std::vector<LevelDifference> level_differences;
   // Distinct numerics profiles of each side's entries -> how many entries ("" = unknown).
   std::map<std::string, std::size_t> profiles_a;
   std::map<std::string, std::size_t> profiles_b;
   // Whether the two sides' sets of profiles differ (beyond the software version).
   [[nodiscard]] bool profiles_differ() const;
 
-  // Every request of A is matched with an equal hash in B (allow_missing: except those that
-  // are absent from B). A hash difference under different numerics profiles fails too.
+  // Every request of A is matched with an equal hash in B, or within the tolerance
+  // (allow_missing: except those that are absent from B). Without a tolerance, a hash
+  // difference under different numerics profiles fails too.
   [[nodiscard]] bool passed(bool allow_missing) const noexcept;
 };
 
-[[nodiscard]] CompareReport compare_results(const ResultSet& a, const ResultSet& b);
+// With a tolerance, the videos of requests whose hashes differ are read and compared.
+[[nodiscard]] CompareReport compare_results(const ResultSet& a, const ResultSet& b,
+                                            const Tolerance& tolerance = {});
 
 // Human-readable report listing up to max_list items per list.
 [[nodiscard]] std::string format_report(const CompareReport& report, std::size_t max_list,

@@ -60,6 +60,28 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
 // SHA-256 of the stored bytes, read frame by frame (the video is never whole in memory).
 [[nodiscard]] std::string hash_stored_video(hid_t file, std::string_view id);
 
+// A stored video read one frame at a time. Throws Hdf5Error (no such dataset) or RuntimeError
+// (not [F,H,W,3]). Keeps the dataset open; must not outlive the file handle it was opened from.
+class StoredFrames {
+ public:
+  StoredFrames(hid_t file, std::string_view id);
+  [[nodiscard]] int frames() const noexcept { return frames_; }
+  [[nodiscard]] int height() const noexcept { return height_; }
+  [[nodiscard]] int width() const noexcept { return width_; }
+  [[nodiscard]] std::size_t frame_bytes() const noexcept {
+    return static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) * 3U;
+  }
+  // Frame `f` (0 <= f < frames()) into `out` (resized to frame_bytes()).
+  void read(int f, std::vector<std::uint8_t>& out) const;
+
+ private:
+  std::string path_;
+  h5::Dataset dataset_;
+  int frames_ = 0;
+  int height_ = 0;
+  int width_ = 0;
+};
+
 struct VideoAttributes {
   std::string id;
   std::string prompt;

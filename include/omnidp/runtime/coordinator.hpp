@@ -30,6 +30,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/results/record.hpp"
 #include "omnidp/runtime/cost_model.hpp"
+#include "omnidp/runtime/metrics.hpp"
 #include "omnidp/runtime/plan.hpp"
 #include "omnidp/runtime/progress.hpp"
 #include "omnidp/runtime/protocol.hpp"
@@ -83,6 +84,10 @@ class Coordinator {
   [[nodiscard]] std::size_t completed() const noexcept { return completed_; }
   [[nodiscard]] std::size_t failed() const noexcept { return failed_; }
   [[nodiscard]] ProgressSnapshot progress() const;
+  // The live metrics (output.metrics_textfile, rewritten by tick() every
+  // output.metrics_interval_s and at the end): counts, per-rank busy fraction (its replica's
+  // busy seconds / elapsed) and the request each replica's model runs.
+  [[nodiscard]] MetricsSnapshot metrics() const;
 
  private:
   struct ReplicaState {
@@ -161,6 +166,7 @@ class Coordinator {
   int exit_code_ = 0;
   RunSummary summary_;
   ProgressReporter progress_;
+  std::optional<MetricsTextfile> metrics_file_;
 };
 
 }  // namespace omnidp::runtime
