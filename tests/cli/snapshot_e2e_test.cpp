@@ -519,5 +519,15 @@ TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {
                   "(tokenizer/spiece.model)"});
 }
 
+TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
+  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
+  write_wan_snapshot(dir_ / "snap");
+  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_dim", 32}});
+  write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/text_encoder/config.json: d_model 64 does not match text_dim 32 of "
+                  "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+}
+
 }  // namespace
 }  // namespace omnidp
