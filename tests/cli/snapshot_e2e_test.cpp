@@ -87,7 +87,9 @@ void write_safetensors(const fs::path& file, const std::map<std::string, RawTens
   json header = json::object();
   std::string body;
   for (const auto& [name, t] : tensors) {
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {body.size(), body.size() + t.bytes.size()}}};
+    header[name] = {{"dtype", t.dtype},
+                    {"shape", t.shape},
+                    {"data_offsets", {body.size(), body.size() + t.bytes.size()}}};
     body += t.bytes;
   }
   std::string text = header.dump();
@@ -109,7 +111,8 @@ void widen_last_dim(RawTensor& t, std::int64_t width) {
   const std::int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
   std::string out;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::string row = t.bytes.substr(static_cast<std::size_t>(r * in) * item, static_cast<std::size_t>(in) * item);
+    const auto row_bytes = static_cast<std::size_t>(in) * item;
+    const std::string row = t.bytes.substr(static_cast<std::size_t>(r) * row_bytes, row_bytes);
     out += row + row.substr(0, static_cast<std::size_t>(width - in) * item);
   }
   t.bytes = std::move(out);
@@ -422,7 +425,8 @@ TEST_F(SnapshotE2e, WanTextAndImageToVideoFromOneSnapshot) {
                               R"({"id": "t_seed2", "prompt": "the cat walks on the grass", "seed": 2})",
                               R"({"id": "t_other", "prompt": "a dog runs in the park", "seed": 1})",
                               R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
-                              R"({"id": "i_again", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})"});
+                              R"({"id": "i_again", "prompt": "the cat walks on the grass", "image": "img/a.png", )"
+                              R"("seed": 1})"});
   ASSERT_EQ(rows.size(), 6U);
   for (const auto& [id, row] : rows) expect_shape(row, 5, 32, 64);
   EXPECT_EQ(sha(rows, "t"), sha(rows, "t_again"));

@@ -71,8 +71,8 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     if (m.path.empty()) throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
     // Every component is checked to be there before the first weights are read (docs/models.md,
     // "Loading a snapshot").
-    const auto transformer_dir =
-        snapshot_component(root, "transformer", "config.json", "HunyuanVideo15Transformer3DModel: config.json + safetensors");
+    const auto transformer_dir = snapshot_component(root, "transformer", "config.json",
+                                                    "HunyuanVideo15Transformer3DModel: config.json + safetensors");
     const auto vae_dir =
         snapshot_component(root, "vae", "config.json", "AutoencoderKLHunyuanVideo15: config.json + safetensors");
     const auto transformer_config = transformer_dir / "config.json";
@@ -81,9 +81,12 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
     // a snapshot without text_encoder/ (transformer and VAE only) takes prompt_embeds files.
     const bool with_text = fs::exists(root / "text_encoder");
     if (with_text) {
-      const auto qwen = snapshot_component(root, "text_encoder", "config.json", "Qwen2_5_VLTextModel: config.json + safetensors");
-      const auto byt5 = snapshot_component(root, "text_encoder_2", "config.json", "T5EncoderModel (Glyph byT5): config.json + safetensors");
-      if (!fs::is_regular_file(root / "tokenizer" / "vocab.json") && !fs::is_regular_file(root / "tokenizer" / "tokenizer.json")) {
+      const auto qwen =
+          snapshot_component(root, "text_encoder", "config.json", "Qwen2_5_VLTextModel: config.json + safetensors");
+      const auto byt5 = snapshot_component(root, "text_encoder_2", "config.json",
+                                           "T5EncoderModel (Glyph byT5): config.json + safetensors");
+      if (!fs::is_regular_file(root / "tokenizer" / "vocab.json") &&
+          !fs::is_regular_file(root / "tokenizer" / "tokenizer.json")) {
         throw WeightsError((root / "tokenizer" / "vocab.json").string(),
                            "missing: the snapshot has text_encoder/ but no Qwen2 tokenizer (tokenizer/vocab.json + "
                            "merges.txt, or tokenizer/tokenizer.json)");
@@ -93,14 +96,17 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
                            "missing: the snapshot has text_encoder/ but no tokenizer_2/ folder (ByT5Tokenizer: "
                            "tokenizer_config.json with the glyph tokens)");
       }
-      check_width(qwen / "config.json", "hidden_size", "text_config", topts.text_embed_dim, "text_embed_dim", transformer_config);
-      check_width(byt5 / "config.json", "d_model", nullptr, topts.text_embed_2_dim, "text_embed_2_dim", transformer_config);
+      check_width(qwen / "config.json", "hidden_size", "text_config", topts.text_embed_dim, "text_embed_dim",
+                  transformer_config);
+      check_width(byt5 / "config.json", "d_model", nullptr, topts.text_embed_2_dim, "text_embed_2_dim",
+                  transformer_config);
     }
     // SigLIP from image_encoder/ + feature_extractor/ (the I2V snapshot); without them an I2V
     // request takes its image tokens from its prompt_embeds file.
     const bool with_image = fs::exists(root / "image_encoder");
     if (with_image) {
-      const auto siglip = snapshot_component(root, "image_encoder", "config.json", "SiglipVisionModel: config.json + safetensors");
+      const auto siglip =
+          snapshot_component(root, "image_encoder", "config.json", "SiglipVisionModel: config.json + safetensors");
       (void)snapshot_component(root, "feature_extractor", "preprocessor_config.json",
                                "the SigLIP image processor of the image_encoder/");
       check_width(siglip / "config.json", "hidden_size", "vision_config", topts.image_embed_dim, "image_embed_dim",

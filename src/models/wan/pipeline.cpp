@@ -293,7 +293,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       }
       const auto transformer_dir =
           snapshot_component(root, "transformer", "config.json", "WanTransformer3DModel: config.json + safetensors");
-      const auto vae_dir = snapshot_component(root, "vae", "config.json", "AutoencoderKLWan: config.json + safetensors");
+      const auto vae_dir =
+          snapshot_component(root, "vae", "config.json", "AutoencoderKLWan: config.json + safetensors");
       const auto scheduler_dir = snapshot_component(root, "scheduler", "scheduler_config.json",
                                                     "UniPCMultistepScheduler: scheduler_config.json");
       const auto text_dir =

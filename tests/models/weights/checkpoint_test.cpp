@@ -111,7 +111,8 @@ TEST(Checkpoint, FileOfATensorInShards) {
   const auto dir = fresh_dir("file-of");
   save_safetensors(dir / "a.safetensors", {{"x", torch::ones({1})}});
   save_safetensors(dir / "b.safetensors", {{"y", torch::ones({1})}});
-  testing::write_bytes(dir / "m.safetensors.index.json", R"({"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})");
+  testing::write_bytes(dir / "m.safetensors.index.json",
+                       R"({"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})");
   const auto ckpt = Checkpoint::open(dir);
   EXPECT_EQ(ckpt.file("x"), dir / "a.safetensors");
   EXPECT_EQ(ckpt.file("y"), dir / "b.safetensors");
