@@ -162,8 +162,10 @@ std::function<void(const fs::path&)> image_case(std::function<void(const fs::pat
                                     "\n" + kGoodC + "\n");
   };
 }
-// A wan2.2-ti2v-5b snapshot: model_index.json and the fixture transformer, then `damage`
-// applied to its transformer folder (the transformer loads first, before vae and text).
+// A wan2.2-ti2v-5b snapshot: model_index.json, the fixture transformer and VAE, and placeholders
+// of the scheduler, text encoder and tokenizer (every component must be there before anything
+// loads; the transformer loads first, so the placeholders are never read), then `damage`
+// applied to its transformer folder.
 std::function<void(const fs::path&)> snapshot(std::function<void(const fs::path&)> damage) {
   return [damage = std::move(damage)](const fs::path& dir) {
     write_text(dir / "c.yaml",
@@ -176,6 +178,13 @@ std::function<void(const fs::path&)> snapshot(std::function<void(const fs::path&
     write_text(t / "config.json", read_text(kWanTransformer / "config.json"));
     write_text(t / "diffusion_pytorch_model.safetensors",
                read_text(kWanTransformer / "diffusion_pytorch_model.safetensors"));
+    const fs::path vae = kWanTransformer.parent_path() / "wan22_vae";
+    for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
+      write_text(dir / "snap" / "vae" / f, read_text(vae / f));
+    }
+    write_text(dir / "snap" / "scheduler" / "scheduler_config.json", "{}");
+    write_text(dir / "snap" / "text_encoder" / "config.json", R"({"d_model": 32})");
+    write_text(dir / "snap" / "tokenizer" / "spiece.model", "");
     damage(t);
   };
 }
@@ -361,11 +370,13 @@ std::vector<Case> cases() {
                         }),
                         {"@DIR@/snap/transformer: checkpoint does not match the model; 6 shape "
                          "mismatches",
-                         "blocks.0.ffn.net.0.proj.bias (checkpoint [128], model [256])"}));
-  // The control of the three above: the intact transformer loads, and the next missing part of
-  // the snapshot (the VAE) is what stops the job.
-  c.push_back(malformed("weights_snapshot_without_vae", snapshot([](const fs::path&) {}),
-                        {"@DIR@/snap/vae: cannot open JSON file"}));
+                         "blocks.0.ffn.net.0.proj.bias (checkpoint [128] in diffusion_pytorch_model.safetensors, "
+                         "model [256])"}));
+  // A component missing: the job stops before any weights are read, naming the file it lacks.
+  c.push_back(malformed("weights_snapshot_without_vae",
+                        snapshot([](const fs::path& t) { fs::remove_all(t.parent_path() / "vae"); }),
+                        {"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
+                         "(AutoencoderKLWan: config.json + safetensors)"}));
   for (auto it = c.end() - 4; it != c.end(); ++it) it->needs_fixtures = true;  // snapshot()s
 
   // ---- output

@@ -287,6 +287,34 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   } else if (m.name == "wan2.2-ti2v-5b") {
     if (m.weights == WeightsSource::pretrained) {
       if (m.path.empty()) throw ConfigError("model.path", "wan2.2-ti2v-5b with pretrained weights needs model.path");
+      // Every component is checked to be there before the first weights are read
+      // (docs/models.md, "Loading a snapshot").
+      if (!fs::is_regular_file(root / "model_index.json")) {
+        throw WeightsError((root / "model_index.json").string(),
+                           "missing: the snapshot " + root.string() + " has no model_index.json (WanPipeline)");
+      }
+      const auto transformer_dir =
+          snapshot_component(root, "transformer", "config.json", "WanTransformer3DModel: config.json + safetensors");
+      const auto vae_dir =
+          snapshot_component(root, "vae", "config.json", "AutoencoderKLWan: config.json + safetensors");
+      const auto scheduler_dir = snapshot_component(root, "scheduler", "scheduler_config.json",
+                                                    "UniPCMultistepScheduler: scheduler_config.json");
+      const auto text_dir =
+          snapshot_component(root, "text_encoder", "config.json", "UMT5EncoderModel: config.json + safetensors");
+      if (!fs::is_regular_file(root / "tokenizer" / "spiece.model")) {
+        throw WeightsError((root / "tokenizer" / "spiece.model").string(),
+                           "missing: the snapshot has no UMT5 tokenizer (tokenizer/spiece.model)");
+      }
+      const auto transformer_config = transformer_dir / "config.json";
+      const auto text_config = read_json(text_dir / "config.json");
+      const auto text_dim = WanTransformerOptions::from_file(transformer_config).text_dim;
+      if (text_config.contains("d_model") && text_config.at("d_model").is_number_integer() &&
+          text_config.at("d_model").get<std::int64_t>() != text_dim) {
+        throw WeightsError((text_dir / "config.json").string(),
+                           "d_model " + std::to_string(text_config.at("d_model").get<std::int64_t>()) +
+                               " does not match text_dim " + std::to_string(text_dim) + " of " +
+                               transformer_config.string() + " (the encoder's output is the transformer's input)");
+      }
       const auto index = read_json(root / "model_index.json");
       if (!index.value("expand_timesteps", false)) {
         throw ModelError("only the Wan2.2 TI2V layout (model_index.json expand_timesteps: true) is supported",
@@ -297,9 +325,9 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
                          {(root / "model_index.json").string()});
       }
-      parts.transformer = load_wan_transformer(root / "transformer", dtype, device);
-      parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
-      parts.scheduler = unipc_options_from_config(read_json(root / "scheduler" / "scheduler_config.json"));
+      parts.transformer = load_wan_transformer(transformer_dir, dtype, device);
+      parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
+      parts.scheduler = unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
     } else if (!m.path.empty()) {
       topts = WanTransformerOptions::from_file(root / "transformer" / "config.json");
       vopts = AutoencoderKLWanOptions::from_file(root / "vae");

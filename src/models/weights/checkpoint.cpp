@@ -111,7 +111,9 @@ Checkpoint Checkpoint::open(const fs::path& path) {
     return ckpt;
   }
   if (singles.empty()) {
-    throw WeightsError(path.string(), "no *.safetensors or *.safetensors.index.json in the folder");
+    throw WeightsError(path.string(), "no *.safetensors or *.safetensors.index.json in the folder (expected "
+                                      "diffusion_pytorch_model.safetensors or model.safetensors, or shards "
+                                      "listed by their *.safetensors.index.json)");
   }
   ckpt.files_.emplace_back(choose(path, singles, ".safetensors"));
   for (const auto& t : ckpt.files_.front().header().tensors) ckpt.where_.emplace(t.name, 0);
@@ -142,6 +144,24 @@ const SafetensorsFile& Checkpoint::file_of(std::string_view name) const {
     throw WeightsError(path_.string(), "checkpoint has no tensor named '" + std::string(name) + "'");
   }
   return files_[it->second];
+}
+
+const fs::path& Checkpoint::file(std::string_view name) const { return file_of(name).path(); }
+
+fs::path snapshot_component(const fs::path& snapshot, std::string_view name, std::string_view config_file,
+                            std::string_view holds) {
+  const auto dir = snapshot / std::string(name);
+  const auto config = dir / std::string(config_file);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw WeightsError(config.string(), "missing: the snapshot " + snapshot.string() + " has no " + std::string(name) +
+                                            "/ folder (" + std::string(holds) + ")");
+  }
+  if (!fs::is_regular_file(config, ec)) {
+    throw WeightsError(config.string(), "missing: the snapshot's " + std::string(name) + "/ folder has no " +
+                                            std::string(config_file) + " (" + std::string(holds) + ")");
+  }
+  return dir;
 }
 
 const TensorMeta& Checkpoint::meta(std::string_view name) const { return file_of(name).meta(name); }

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::models {
+namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kListed = 20;
@@ -79,8 +81,8 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
   for (const auto& [name, target] : targets) {
     const auto& meta = checkpoint.meta(name);
     if (target.sizes() != at::IntArrayRef(meta.shape)) {
-      mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + ", model " +
-                           shape_string(target.sizes()) + ")");
+      mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + " in " +
+                           checkpoint.file(name).filename().string() + ", model " + shape_string(target.sizes()) + ")");
     }
   }
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
@@ -88,6 +90,13 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
     append_list(msg, "missing", missing);
     append_list(msg, "unexpected", unexpected);
     append_list(msg, "shape mismatches", mismatched);
+    // A component folder's model is built from its config.json: a config that does not match
+    // the weights (more layers, another width) shows up as missing names or shape mismatches.
+    std::error_code ec;
+    const auto config = checkpoint.path() / "config.json";
+    if (fs::is_directory(checkpoint.path(), ec) && fs::is_regular_file(config, ec)) {
+      msg += " (the model was built from " + config.string() + ": do its sizes match these weights?)";
+    }
     throw WeightsError(checkpoint.path().string(), msg);
   }
 

@@ -107,6 +107,32 @@ TEST(Checkpoint, MissingFolderAndEmptyFolder) {
   EXPECT_NE(error_of([&] { (void)read_json(dir / "none.json"); }).find("cannot open JSON file"), std::string::npos);
 }
 
+TEST(Checkpoint, FileOfATensorInShards) {
+  const auto dir = fresh_dir("file-of");
+  save_safetensors(dir / "a.safetensors", {{"x", torch::ones({1})}});
+  save_safetensors(dir / "b.safetensors", {{"y", torch::ones({1})}});
+  testing::write_bytes(dir / "m.safetensors.index.json",
+                       R"({"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}})");
+  const auto ckpt = Checkpoint::open(dir);
+  EXPECT_EQ(ckpt.file("x"), dir / "a.safetensors");
+  EXPECT_EQ(ckpt.file("y"), dir / "b.safetensors");
+  EXPECT_NE(error_of([&] { (void)ckpt.file("z"); }).find("checkpoint has no tensor named 'z'"), std::string::npos);
+}
+
+TEST(SnapshotComponent, NamesTheMissingFolderOrConfigFile) {
+  const auto snap = fresh_dir("component");
+  auto msg = error_of([&] { (void)snapshot_component(snap, "vae", "config.json", "AutoencoderKLWan"); });
+  EXPECT_EQ(msg, (snap / "vae" / "config.json").string() + ": missing: the snapshot " +
+                     snap.string() + " has no vae/ folder (AutoencoderKLWan)");
+  fs::create_directories(snap / "scheduler");
+  testing::write_bytes(snap / "scheduler" / "config.json", "{}");  // not the file asked for
+  msg = error_of([&] { (void)snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"); });
+  EXPECT_EQ(msg, (snap / "scheduler" / "scheduler_config.json").string() +
+                     ": missing: the snapshot's scheduler/ folder has no scheduler_config.json (UniPC)");
+  testing::write_bytes(snap / "scheduler" / "scheduler_config.json", "{}");
+  EXPECT_EQ(snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"), snap / "scheduler");
+}
+
 TEST(Checkpoint, FixtureComponentsOpen) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path root = omnidp::test::fixture("diffusers-ref");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "omnidp/common/error.hpp"
 #include "test_files.hpp"
@@ -109,9 +110,17 @@ TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
   EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("2 missing: blocks.0.norm.weight to_out.0.bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3 unexpected: blocks.2.proj.weight extra.a extra.b"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("1 shape mismatches: blocks.1.proj.weight (checkpoint [4, 6], model [6, 4])"),
+  EXPECT_NE(msg.find("1 shape mismatches: blocks.1.proj.weight (checkpoint [4, 6] in model.safetensors, model [6, 4])"),
             std::string::npos)
       << msg;
+  EXPECT_EQ(msg.find("the model was built from"), std::string::npos) << msg;  // the folder has no config.json
+  { std::ofstream(dir / "config.json") << "{}"; }
+  const auto with_config =
+      error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
+  EXPECT_NE(with_config.find("(the model was built from " + (dir / "config.json").string() +
+                             ": do its sizes match these weights?)"),
+            std::string::npos)
+      << with_config;
   EXPECT_TRUE(torch::equal(model->blocks[1]->as<Block>()->proj->bias, before));
 
   LoadOptions lenient;

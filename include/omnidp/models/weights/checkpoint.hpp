@@ -38,6 +38,8 @@ class Checkpoint {
   [[nodiscard]] const TensorMeta& meta(std::string_view name) const;
   [[nodiscard]] torch::Tensor tensor(std::string_view name,
                                      torch::ScalarType dtype = torch::kFloat32) const;
+  // The safetensors file that holds `name` (throws WeightsError for an unknown name).
+  [[nodiscard]] const std::filesystem::path& file(std::string_view name) const;
 
  private:
   Checkpoint() = default;
@@ -51,5 +53,12 @@ class Checkpoint {
 // Parses a JSON file (config.json, model_index.json, index files). Throws WeightsError naming
 // the file on a read or parse failure.
 [[nodiscard]] nlohmann::json read_json(const std::filesystem::path& path);
+
+// The component folder `name` of a Diffusers snapshot (e.g. "vae"), checked to hold
+// `config_file`: a missing folder or config file is a WeightsError naming the file the snapshot
+// lacks and `holds` (what the folder should contain, e.g. "AutoencoderKLWan: config.json +
+// safetensors"). The weights themselves are checked by Checkpoint::open.
+[[nodiscard]] std::filesystem::path snapshot_component(const std::filesystem::path& snapshot, std::string_view name,
+                                                       std::string_view config_file, std::string_view holds);
 
 }  // namespace omnidp::models

@@ -1,0 +1,537 @@
+// Whole snapshots end to end (docs/models.md, "Loading a snapshot"): complete Diffusers-layout
+// snapshots of HunyuanVideo-1.5 (T2V and I2V checkpoints) and Wan2.2-TI2V-5B are assembled from
+// the reference fixtures' components in a temporary folder, then the real omni-dp-batch
+// generates text-to-video and image-to-video requests from them with `weights: pretrained`
+// (prompt text through the snapshot's tokenizers and text encoders, the I2V image through its
+// SigLIP encoder). Broken snapshots must stop the job with one error naming the folder and file.
+//
+// The fixtures' text encoders are 64 wide while their transformers take 48/40 (HunyuanVideo-1.5)
+// and 32 (Wan) wide text: the snapshot's transformer is the fixture's with its text input
+// projections widened to 64 (the extra columns repeat the first ones; config.json says 64). The
+// whole-pipeline reference videos were made from precomputed embeddings, so no comparison with
+// them can hold here; the tests check shapes, the I2V bucket, and seeds (same request, same video).
+
+#include <gtest/gtest.h>
+#include <png.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "fixtures.hpp"
+
+namespace omnidp {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path ref(const std::string& name) { return omnidp::test::fixture("diffusers-ref/" + name); }
+fs::path text_ref(const std::string& name) { return omnidp::test::fixture("transformers-ref/" + name); }
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+// A fixture file linked into the snapshot (as Hugging Face cache snapshots link their blobs).
+void link(const fs::path& from, const fs::path& to) {
+  fs::create_directories(to.parent_path());
+  fs::create_symlink(from, to);
+}
+
+// ---- safetensors, torch-free: the test widens a few tensors of a fixture checkpoint.
+
+struct RawTensor {
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::string bytes;
+};
+
+std::map<std::string, RawTensor> read_safetensors(const fs::path& file) {
+  const std::string data = read_text(file);
+  std::uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = json::parse(data.substr(8, n));
+  std::map<std::string, RawTensor> out;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    const auto begin = t.at("data_offsets").at(0).get<std::size_t>();
+    const auto end = t.at("data_offsets").at(1).get<std::size_t>();
+    out[name] = {t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
+                 data.substr(8 + n + begin, end - begin)};
+  }
+  return out;
+}
+
+void write_safetensors(const fs::path& file, const std::map<std::string, RawTensor>& tensors) {
+  json header = json::object();
+  std::string body;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {{"dtype", t.dtype},
+                    {"shape", t.shape},
+                    {"data_offsets", {body.size(), body.size() + t.bytes.size()}}};
+    body += t.bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const std::uint64_t n = text.size();
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &n, 8);
+  write_text(file, out + text + body);
+}
+
+// The last dimension of a [rows, in] (or [in]) tensor grown to `width` by repeating its first
+// columns: the widened model still depends on every input feature.
+void widen_last_dim(RawTensor& t, std::int64_t width) {
+  const std::int64_t in = t.shape.back();
+  ASSERT_LE(in, width);
+  ASSERT_LE(width - in, in);
+  const std::size_t item = t.bytes.size() / static_cast<std::size_t>(in) /
+                           static_cast<std::size_t>(t.shape.size() == 2 ? t.shape[0] : 1);
+  const std::int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  std::string out;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto row_bytes = static_cast<std::size_t>(in) * item;
+    const std::string row = t.bytes.substr(static_cast<std::size_t>(r) * row_bytes, row_bytes);
+    out += row + row.substr(0, static_cast<std::size_t>(width - in) * item);
+  }
+  t.bytes = std::move(out);
+  t.shape.back() = width;
+}
+
+// A fixture transformer copied to `to` with `widen` tensors' last dimension set to a new width
+// and `config` merged into its config.json.
+void widened_component(const fs::path& from, const fs::path& to, const std::map<std::string, std::int64_t>& widen,
+                       const json& config) {
+  auto tensors = read_safetensors(from / "diffusion_pytorch_model.safetensors");
+  for (const auto& [name, width] : widen) {
+    ASSERT_EQ(tensors.count(name), 1U) << name;
+    widen_last_dim(tensors[name], width);
+  }
+  write_safetensors(to / "diffusion_pytorch_model.safetensors", tensors);
+  auto c = json::parse(read_text(from / "config.json"));
+  c.merge_patch(config);
+  write_text(to / "config.json", c.dump(2));
+}
+
+// ---- tokenizers written by the test
+
+// GPT-2's byte-to-unicode map (byte-level BPE): printable Latin-1 maps to itself, the rest to
+// U+0100 on, in byte order.
+std::string byte_level_char(int b) {
+  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  int cp = b;
+  if (!printable) {
+    int n = 0;
+    for (int x = 0; x < b; ++x) {
+      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) ++n;
+    }
+    cp = 256 + n;
+  }
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// A Qwen2 byte-level BPE folder: the 256 byte tokens, two merges, the chat template's special
+// tokens (ids below the fixture model's vocab_size 512).
+void write_qwen_tokenizer(const fs::path& dir) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level_char(b)] = b;
+  const std::string space = byte_level_char(' ');
+  vocab[space + "a"] = 256;
+  vocab["he"] = 257;
+  write_text(dir / "vocab.json", vocab.dump());
+  write_text(dir / "merges.txt", "#version: 0.2\n" + space + " a\nh e\n");
+  write_text(dir / "tokenizer_config.json",
+             R"({"tokenizer_class": "Qwen2Tokenizer", "padding_side": "right", "added_tokens_decoder": {
+                  "300": {"content": "<|endoftext|>", "special": true},
+                  "301": {"content": "<|im_start|>", "special": true},
+                  "302": {"content": "<|im_end|>", "special": true}}})");
+}
+
+// A UMT5 SentencePiece folder: a word model trained here (ids below the fixture's vocab 256).
+void write_umt5_tokenizer(const fs::path& dir) {
+  fs::create_directories(dir);
+  {
+    std::ofstream corpus(dir / "corpus.txt");
+    for (int i = 0; i < 50; ++i) corpus << "the cat walks on the grass\na dog runs in the park\n";
+  }
+  models::text::SentencePieceTokenizer::train_model(
+      "--input=" + (dir / "corpus.txt").string() + " --model_prefix=" + (dir / "spiece").string() +
+      " --vocab_size=20 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
+      " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
+  fs::remove(dir / "corpus.txt");
+  fs::remove(dir / "spiece.vocab");
+  write_text(dir / "tokenizer_config.json", R"({"tokenizer_class": "T5Tokenizer", "extra_ids": 0})");
+}
+
+// ---- snapshots
+
+enum class Hv15Task { t2v, i2v };
+
+// HunyuanVideo-1.5 as the Diffusers checkpoints hunyuanvideo-community/HunyuanVideo-1.5-
+// Diffusers-480p_t2v / _i2v lay it out.
+void write_hv15_snapshot(const fs::path& snap, Hv15Task task) {
+  const bool i2v = task == Hv15Task::i2v;
+  json index = {{"_class_name", i2v ? "HunyuanVideo15ImageToVideoPipeline" : "HunyuanVideo15Pipeline"},
+                {"_diffusers_version", "0.36.0.dev0"},
+                {"guider", {"diffusers", "ClassifierFreeGuidance"}},
+                {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
+                {"text_encoder", {"transformers", "Qwen2_5_VLTextModel"}},
+                {"text_encoder_2", {"transformers", "T5EncoderModel"}},
+                {"tokenizer", {"transformers", "Qwen2TokenizerFast"}},
+                {"tokenizer_2", {"transformers", "ByT5Tokenizer"}},
+                {"transformer", {"diffusers", "HunyuanVideo15Transformer3DModel"}},
+                {"vae", {"diffusers", "AutoencoderKLHunyuanVideo15"}}};
+  if (i2v) {
+    index["image_encoder"] = {"transformers", "SiglipVisionModel"};
+    index["feature_extractor"] = {"transformers", "SiglipImageProcessor"};
+  }
+  write_text(snap / "model_index.json", index.dump(2));
+  // Qwen2.5-VL and byT5 of the fixtures are 64 wide.
+  widened_component(ref(i2v ? "hv15_transformer_i2v" : "hv15_transformer"), snap / "transformer",
+                    {{"context_embedder.proj_in.weight", 64},
+                     {"context_embedder.time_text_embed.text_embedder.linear_1.weight", 64},
+                     {"context_embedder_2.norm.weight", 64},
+                     {"context_embedder_2.norm.bias", 64},
+                     {"context_embedder_2.linear_1.weight", 64}},
+                    {{"text_embed_dim", 64}, {"text_embed_2_dim", 64}});
+  // hv15_vae_encode: the fixture VAE that can encode (the I2V condition frame).
+  for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
+    link(ref("hv15_vae_encode") / f, snap / "vae" / f);
+  }
+  link(ref("hv15_pipeline_t2v") / "scheduler" / "scheduler_config.json", snap / "scheduler" / "scheduler_config.json");
+  link(ref("hv15_pipeline_t2v") / "guider" / "guider_config.json", snap / "guider" / "guider_config.json");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    link(text_ref("qwen25vl_text") / f, snap / "text_encoder" / f);
+    link(text_ref("byt5_encoder") / f, snap / "text_encoder_2" / f);
+  }
+  write_qwen_tokenizer(snap / "tokenizer");
+  write_text(snap / "tokenizer_2" / "tokenizer_config.json", R"({"tokenizer_class": "ByT5Tokenizer", "extra_ids": 0})");
+  if (i2v) {
+    for (const char* f : {"config.json", "model.safetensors"}) {
+      link(ref("siglip_vision") / f, snap / "image_encoder" / f);
+    }
+    link(ref("siglip_vision") / "preprocessor_config.json", snap / "feature_extractor" / "preprocessor_config.json");
+  }
+}
+
+// Wan2.2-TI2V-5B as Wan-AI/Wan2.2-TI2V-5B-Diffusers lays it out: one model for both tasks.
+void write_wan_snapshot(const fs::path& snap) {
+  write_text(snap / "model_index.json", R"({
+  "_class_name": "WanPipeline",
+  "_diffusers_version": "0.35.0.dev0",
+  "boundary_ratio": null,
+  "expand_timesteps": true,
+  "scheduler": ["diffusers", "UniPCMultistepScheduler"],
+  "text_encoder": ["transformers", "UMT5EncoderModel"],
+  "tokenizer": ["transformers", "T5TokenizerFast"],
+  "transformer": ["diffusers", "WanTransformer3DModel"],
+  "transformer_2": [null, null],
+  "vae": ["diffusers", "AutoencoderKLWan"]
+})");
+  // UMT5 of the fixture is 64 wide.
+  widened_component(ref("wan_transformer"), snap / "transformer",
+                    {{"condition_embedder.text_embedder.linear_1.weight", 64}}, {{"text_dim", 64}});
+  for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
+    link(ref("wan22_vae") / f, snap / "vae" / f);
+  }
+  write_text(snap / "scheduler" / "scheduler_config.json", R"({
+  "_class_name": "UniPCMultistepScheduler",
+  "beta_end": 0.02, "beta_schedule": "linear", "beta_start": 0.0001, "disable_corrector": [],
+  "dynamic_thresholding_ratio": 0.995, "final_sigmas_type": "zero", "flow_shift": 5.0,
+  "lower_order_final": true, "num_train_timesteps": 1000, "predict_x0": true,
+  "prediction_type": "flow_prediction", "rescale_betas_zero_snr": false, "sample_max_value": 1.0,
+  "solver_order": 2, "solver_p": null, "solver_type": "bh2", "steps_offset": 0, "thresholding": false,
+  "timestep_spacing": "linspace", "trained_betas": null, "use_beta_sigmas": false,
+  "use_exponential_sigmas": false, "use_flow_sigmas": true, "use_karras_sigmas": false
+})");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    link(text_ref("umt5_encoder") / f, snap / "text_encoder" / f);
+  }
+  write_umt5_tokenizer(snap / "tokenizer");
+}
+
+// An RGB PNG of width x height (a gradient).
+void write_png(const fs::path& file, int width, int height) {
+  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width * height * 3));
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = PNG_FORMAT_RGB;
+  fs::create_directories(file.parent_path());
+  ASSERT_NE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr), 0);
+}
+
+std::string config_yaml(const std::string& model, int height, int width) {
+  return "model:\n  name: " + model +
+         "\n  weights: pretrained\n  path: snap\n  dtype: fp32\n  device: cpu\n  torch_threads: 1\n"
+         "generation:\n  num_frames: 5\n  height: " + std::to_string(height) + "\n  width: " + std::to_string(width) +
+         "\n  num_inference_steps: 2\n  guidance_scale: " + (model == "hunyuanvideo-1.5" ? "6.0" : "5.0") +
+         "\n  flow_shift: 5.0\ninput:\n  manifest: m.jsonl\noutput:\n  dir: out\n";
+}
+
+struct BatchRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+BatchRun run_batch(const fs::path& dir) {
+  const std::string cmd = "export OMP_NUM_THREADS=1; cd '" + dir.string() + "' && exec " OMNIDP_BATCH_EXE
+                          " --config c.yaml > stdout.txt 2> stderr.txt";
+  BatchRun r;
+  const int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = read_text(dir / "stderr.txt");
+  return r;
+}
+
+class SnapshotE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    OMNIDP_REQUIRE_FIXTURES();
+    dir_ = fs::temp_directory_path() /
+           ("omnidp-snapshot-e2e-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
+  }
+  static bool have_sentencepiece() { return models::text::SentencePieceTokenizer::available(); }
+
+  // Runs the manifest `lines` and returns the rows by id (every one must be ok with a video).
+  std::map<std::string, results::StoredRow> generate(const std::string& model, int height, int width,
+                                                     const std::vector<std::string>& lines) {
+    write_text(dir_ / "c.yaml", config_yaml(model, height, width));
+    std::string manifest;
+    for (const auto& l : lines) manifest += l + "\n";
+    write_text(dir_ / "m.jsonl", manifest);
+    const auto r = run_batch(dir_);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, results::StoredRow> rows;
+    if (r.exit_code != 0) return rows;
+    for (auto& row : results::read_stored_rows(dir_ / "out" / "results.h5")) {
+      EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id << ": " << row.record.error;
+      EXPECT_TRUE(row.video_present) << row.record.id;
+      EXPECT_EQ(row.record.video_sha256.size(), 64U) << row.record.id;
+      rows.emplace(row.record.id, row);
+    }
+    EXPECT_EQ(rows.size(), lines.size());
+    return rows;
+  }
+
+  // Runs c.yaml/m.jsonl as written and expects exit 2 with one error line holding `fragments`.
+  void expect_refused(const std::vector<std::string>& fragments) {
+    const auto r = run_batch(dir_);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    for (const auto& f : fragments) {
+      std::string want = f;
+      for (auto at = want.find("@DIR@"); at != std::string::npos; at = want.find("@DIR@", at)) {
+        want.replace(at, 5, dir_.string());
+      }
+      EXPECT_NE(r.err.find(want), std::string::npos) << "missing: " << want << "\nstderr:\n" << r.err;
+    }
+    EXPECT_FALSE(fs::exists(dir_ / "out")) << "the job created its output folder";
+  }
+
+  fs::path dir_;
+};
+
+void expect_shape(const results::StoredRow& row, int frames, int height, int width) {
+  EXPECT_EQ(row.record.frames, frames) << row.record.id;
+  EXPECT_EQ(row.record.height, height) << row.record.id;
+  EXPECT_EQ(row.record.width, width) << row.record.id;
+}
+
+const std::string& sha(const std::map<std::string, results::StoredRow>& rows, const std::string& id) {
+  return rows.at(id).record.video_sha256;
+}
+
+TEST_F(SnapshotE2e, HunyuanVideoTextToVideoFromPromptText) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate("hunyuanvideo-1.5", 32, 48,
+                             {R"({"id": "a", "prompt": "a red kite over the sea", "seed": 1})",
+                              R"({"id": "a_again", "prompt": "a red kite over the sea", "seed": 1})",
+                              R"({"id": "a_seed2", "prompt": "a red kite over the sea", "seed": 2})",
+                              R"({"id": "glyph", "prompt": "a sign that reads \"OPEN\"", "seed": 1})"});
+  ASSERT_EQ(rows.size(), 4U);
+  for (const auto& [id, row] : rows) expect_shape(row, 5, 32, 48);
+  EXPECT_EQ(sha(rows, "a"), sha(rows, "a_again"));
+  EXPECT_NE(sha(rows, "a"), sha(rows, "a_seed2"));
+  EXPECT_NE(sha(rows, "a"), sha(rows, "glyph"));  // the prompt goes through the text encoders
+}
+
+TEST_F(SnapshotE2e, HunyuanVideoImageToVideoTakesTheImagesBucket) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::i2v);
+  write_png(dir_ / "img" / "tall.png", 50, 100);  // h/w = 2 at target_size 64: the 80 x 48 bucket
+  write_png(dir_ / "img" / "wide.png", 90, 70);   // as the fixture hv15_pipeline_i2v: 64 x 64
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate(
+      "hunyuanvideo-1.5", 32, 48,
+      {R"({"id": "tall", "prompt": "a red kite", "image": "img/tall.png", "seed": 1})",
+       R"({"id": "tall_again", "prompt": "a red kite", "image": "img/tall.png", "seed": 1})",
+       R"({"id": "tall_seed2", "prompt": "a red kite", "image": "img/tall.png", "seed": 2})",
+       R"({"id": "wide", "prompt": "a red kite", "image": "img/wide.png", "seed": 1})",
+       R"({"id": "sized", "prompt": "a red kite", "image": "img/tall.png", "seed": 1, "height": 32, "width": 32})"});
+  ASSERT_EQ(rows.size(), 5U);
+  expect_shape(rows.at("tall"), 5, 80, 48);
+  expect_shape(rows.at("tall_again"), 5, 80, 48);
+  expect_shape(rows.at("tall_seed2"), 5, 80, 48);
+  expect_shape(rows.at("wide"), 5, 64, 64);
+  expect_shape(rows.at("sized"), 5, 32, 32);  // the line's own size overrides the bucket
+  EXPECT_EQ(sha(rows, "tall"), sha(rows, "tall_again"));
+  EXPECT_NE(sha(rows, "tall"), sha(rows, "tall_seed2"));
+}
+
+TEST_F(SnapshotE2e, WanTextAndImageToVideoFromOneSnapshot) {
+  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
+  write_wan_snapshot(dir_ / "snap");
+  write_png(dir_ / "img" / "a.png", 80, 40);  // stretched to the request's 64 x 32
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate("wan2.2-ti2v-5b", 32, 64,
+                             {R"({"id": "t", "prompt": "the cat walks on the grass", "seed": 1})",
+                              R"({"id": "t_again", "prompt": "the cat walks on the grass", "seed": 1})",
+                              R"({"id": "t_seed2", "prompt": "the cat walks on the grass", "seed": 2})",
+                              R"({"id": "t_other", "prompt": "a dog runs in the park", "seed": 1})",
+                              R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+                              R"({"id": "i_again", "prompt": "the cat walks on the grass", "image": "img/a.png", )"
+                              R"("seed": 1})"});
+  ASSERT_EQ(rows.size(), 6U);
+  for (const auto& [id, row] : rows) expect_shape(row, 5, 32, 64);
+  EXPECT_EQ(sha(rows, "t"), sha(rows, "t_again"));
+  EXPECT_NE(sha(rows, "t"), sha(rows, "t_seed2"));
+  EXPECT_NE(sha(rows, "t"), sha(rows, "t_other"));
+  EXPECT_EQ(sha(rows, "i"), sha(rows, "i_again"));
+  EXPECT_NE(sha(rows, "i"), sha(rows, "t"));
+}
+
+// ---- broken snapshots: exit 2 before anything runs, one error naming the folder and the file.
+
+void patch_config(const fs::path& file, const json& patch) {
+  auto c = json::parse(read_text(file));
+  c.merge_patch(patch);
+  write_text(file, c.dump(2));
+}
+
+constexpr const char* kTextLine = R"({"id": "a", "prompt": "a red kite", "seed": 1})";
+
+TEST_F(SnapshotE2e, AMissingComponentIsNamed) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  fs::remove_all(dir_ / "snap" / "vae");
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
+                  "(AutoencoderKLHunyuanVideo15: config.json + safetensors)"});
+}
+
+TEST_F(SnapshotE2e, ATransformerWithoutWeightsIsNamed) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  fs::remove(dir_ / "snap" / "transformer" / "diffusion_pytorch_model.safetensors");
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/transformer: no *.safetensors or *.safetensors.index.json in the folder "
+                  "(expected diffusion_pytorch_model.safetensors or model.safetensors"});
+}
+
+TEST_F(SnapshotE2e, MoreLayersThanTheWeightsHold) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"num_layers", 3}});
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/transformer: checkpoint does not match the model; ",
+                  " missing: transformer_blocks.2.",
+                  "(the model was built from @DIR@/snap/transformer/config.json: do its sizes match these "
+                  "weights?)"});
+}
+
+TEST_F(SnapshotE2e, AWidthTheWeightsDoNotHaveNamesTheTensorAndTheFile) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"image_embed_dim", 32}});  // the weights: 24
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/transformer: checkpoint does not match the model; ",
+                  "image_embedder.norm_in.weight (checkpoint [24] in diffusion_pytorch_model.safetensors, "
+                  "model [32])",
+                  "(the model was built from @DIR@/snap/transformer/config.json"});
+}
+
+TEST_F(SnapshotE2e, ATextEncoderOfAnotherWidthIsNamedBeforeLoading) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_embed_dim", 48}});
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/text_encoder/config.json: hidden_size 64 does not match text_embed_dim 48 of "
+                  "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+}
+
+TEST_F(SnapshotE2e, ATextToVideoCheckpointAskedForImageToVideo) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
+  write_png(dir_ / "img" / "a.png", 64, 64);
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n" +
+                                   R"({"id": "b", "prompt": "a red kite", "image": "img/a.png"})" + "\n");
+  expect_refused({"@DIR@/m.jsonl:2:task: a i2v request, but the snapshot serves t2v only "
+                  "(HunyuanVideo15Pipeline in @DIR@/snap/model_index.json)"});
+}
+
+TEST_F(SnapshotE2e, AnImageToVideoCheckpointAskedForTextToVideo) {
+  write_hv15_snapshot(dir_ / "snap", Hv15Task::i2v);
+  write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/m.jsonl:1:task: a t2v request, but the snapshot serves i2v only "
+                  "(HunyuanVideo15ImageToVideoPipeline in @DIR@/snap/model_index.json)"});
+}
+
+TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {
+  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
+  write_wan_snapshot(dir_ / "snap");
+  fs::remove(dir_ / "snap" / "tokenizer" / "spiece.model");
+  write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/tokenizer/spiece.model: missing: the snapshot has no UMT5 tokenizer "
+                  "(tokenizer/spiece.model)"});
+}
+
+TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
+  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
+  write_wan_snapshot(dir_ / "snap");
+  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_dim", 32}});
+  write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"@DIR@/snap/text_encoder/config.json: d_model 64 does not match text_dim 32 of "
+                  "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+}
+
+}  // namespace
+}  // namespace omnidp
