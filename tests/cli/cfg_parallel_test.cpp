@@ -157,8 +157,10 @@ TEST(CfgParallel, TinyWanOneGroupOfTwo) {
 }
 
 TEST(CfgParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
-  expect_layout(work_dir("wan-5"), kTinyWan, 3, 5,
-                {"parallel.cfg_parallel_size=2", "parallel.coordinator_runs_work=false"}, {1, 3},
+  expect_layout(work_dir("wan-5"), kTinyWan, 2, 5,
+                {"parallel.cfg_parallel_size=2", "parallel.coordinator_runs_work=false",
+                 "scheduler.policy=round_robin"},  // one request per replica
+                {1, 3},
                 {2, 4});
 }
 
@@ -188,7 +190,8 @@ TEST(CfgParallel, Hv15OneGroupOfTwo) {
 TEST(CfgParallel, Hv15TwoReplicasOfAGroup) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-4");
-  expect_layout(dir, hv15_sets(dir), 3, 4, {"parallel.cfg_parallel_size=2"}, {0, 2}, {1, 3});
+  expect_layout(dir, hv15_sets(dir), 2, 4,
+                {"parallel.cfg_parallel_size=2", "scheduler.policy=round_robin"}, {0, 2}, {1, 3});
 }
 
 TEST(CfgParallel, TensorAndSequenceParallelAreConfigErrors) {
