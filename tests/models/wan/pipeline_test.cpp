@@ -204,6 +204,14 @@ TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
   EXPECT_FALSE(out[1].video.defined());  // only the leader decodes
   const auto stopped = run_group([](int rank, int steps) { return rank == 1 && steps >= 2; });
   EXPECT_EQ(stopped.second, (std::vector<std::string>{"abandoned at step 2/3", "abandoned at step 2/3"}));
+  // Without guidance rank 0 runs every step and broadcasts its prediction.
+  in.guidance_scale = 1.0;
+  in.negative_prompt_embeds = torch::Tensor();
+  const auto plain = single.sample(in, nullptr);
+  const auto [unguided, unguided_errors] = run_group([](int, int) { return false; });
+  ASSERT_EQ(unguided_errors, (std::vector<std::string>{"", ""}));
+  EXPECT_TRUE(torch::equal(unguided[0].video, plain.video));
+  EXPECT_TRUE(torch::equal(unguided[1].final_latents, plain.final_latents));
 }
 
 TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
