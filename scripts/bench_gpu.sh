@@ -20,6 +20,12 @@
 #              runs one 848x480, 33-frame, 30-step bf16 I2V request with weights: pretrained; seconds,
 #              load time and peak GPU memory
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
+#   parallel   intra-request layouts on 2, 4 and 8 GPUs (those the machine has; N > GPUs is
+#              skipped): Wan2.2 recipe (832x480x33, 30 steps, CFG 5) and HV15 848x480x121 (30
+#              steps, CFG 6), data-parallel only (N replicas) against CFG-parallel (N/2 groups
+#              of 2, NCCL): one request alone (latency: the speedup of a group over one GPU) and
+#              2N requests (throughput); per-rank busy seconds from summary.json. Env
+#              PARALLEL_GPUS overrides the list (e.g. "2"); PARALLEL_MODELS (default "wan hv15")
 # Each benchmark prints its own figures (tokens, seconds, TFLOP/s, videos/min).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -110,6 +116,44 @@ PY
       echo "peak_gpu_memory_used_mib $(sort -n "$dir/mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"
       "$bin/omni-dp-inspect" "$dir/out/results.h5" 2>&1 | head -30
       ;;
+    parallel)
+      gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+      for model in ${PARALLEL_MODELS:-wan hv15}; do
+        if [ "$model" = wan ]; then
+          cfg=(--config "$root/configs/wan22-ti2v-5b.yaml" --set generation.width=832 --set generation.height=480
+               --set generation.num_frames=33 --set generation.guidance_scale=5.0)
+        else
+          cfg=(--config "$root/configs/hv15.yaml" --set generation.width=848 --set generation.height=480
+               --set generation.num_frames=121 --set generation.guidance_scale=6.0)
+        fi
+        cfg+=(--set model.weights=random --set 'model.path=""' --set model.attention=cudnn
+              --set generation.num_inference_steps=30 --no-resume)
+        for n in ${PARALLEL_GPUS:-2 4 8}; do
+          if [ "$n" -gt "$gpus" ]; then echo "parallel: $model on $n GPUs skipped ($gpus on this machine)"; continue; fi
+          for count in 1 $((2 * n)); do
+            manifest=$out/parallel-$model-$n-$count.jsonl; : > "$manifest"
+            for i in $(seq 1 "$count"); do
+              echo "{\"id\": \"p-$i\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$manifest"
+            done
+            for layout in dp cfg; do
+              sets=(--set input.manifest="$manifest")
+              [ "$layout" = cfg ] && sets+=(--set parallel.cfg_parallel_size=2)
+              dir=$out/parallel-$model-$n-$count-$layout; rm -rf "$dir"
+              echo; echo "== parallel $model: $layout on $n GPU(s), $count request(s)"
+              start=$(date +%s.%N)
+              run mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
+                "$bin/omni-dp-batch" "${cfg[@]}" "${sets[@]}" --set output.dir="$dir"
+              echo "wall $(echo "$(date +%s.%N) - $start" | bc) s"
+              python3 - "$dir/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"makespan {s['makespan_s']:.2f} s, {s['videos_per_min']:.2f} videos/min, latency p50 {s['latency_p50_s']:.2f} s, "
+      f"efficiency {100 * s['scheduling_efficiency']:.1f}%, busy s per rank {[round(b, 1) for b in s['busy_s_per_rank']]}")
+PY
+            done
+          done
+        done
+      done ;;
     *) echo "unknown part $part" >&2; exit 2 ;;
   esac
 done

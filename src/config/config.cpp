@@ -80,6 +80,13 @@ struct EnumTable<WaitMode> {
       {{WaitMode::sleep, "sleep"}, {WaitMode::busy, "busy"}}};
 };
 template <>
+struct EnumTable<CollectiveBackend> {
+  static constexpr std::array<EnumName<CollectiveBackend>, 3> names{{{CollectiveBackend::automatic, "auto"},
+                                                                   {CollectiveBackend::mpi, "mpi"},
+                                                                   {CollectiveBackend::nccl, "nccl"}}};
+};
+
+template <>
 struct EnumTable<FileLocking> {
   static constexpr std::array<EnumName<FileLocking>, 3> names{
       {{FileLocking::automatic, "auto"}, {FileLocking::on, "on"}, {FileLocking::off, "off"}}};
@@ -372,7 +379,9 @@ const std::vector<SectionSpec>& schema() {
     s.push_back({"parallel",
                  {data_parallel_field(),
                   field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),
+                  field("sequence_parallel_size", &C::parallel, &ParallelConfig::sequence_parallel_size),
                   field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size),
+                  field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
                   devices_field(),
                   field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)}});
     s.push_back({"scheduler",
@@ -675,9 +684,19 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
           std::to_string(parallel.data_parallel_size) +
               " is out of range (expected 'auto' or an integer >= 1)");
   check_int(parallel.tensor_parallel_size, 1, 1024, "parallel.tensor_parallel_size");
+  check_int(parallel.sequence_parallel_size, 1, 1024, "parallel.sequence_parallel_size");
   require(parallel.cfg_parallel_size == 1 || parallel.cfg_parallel_size == 2,
           "parallel.cfg_parallel_size",
           std::to_string(parallel.cfg_parallel_size) + " is not allowed (expected 1 or 2)");
+  // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
+  require(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size",
+          std::to_string(parallel.tensor_parallel_size) +
+              ": tensor parallelism is not implemented yet (expected 1; a replica group computes "
+              "together with cfg_parallel_size: 2)");
+  require(parallel.sequence_parallel_size == 1, "parallel.sequence_parallel_size",
+          std::to_string(parallel.sequence_parallel_size) +
+              ": sequence parallelism is not implemented yet (expected 1; a replica group "
+              "computes together with cfg_parallel_size: 2)");
   check_devices(config);
 
   // scheduler
@@ -799,6 +818,7 @@ const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }
 const char* to_string(FileLocking v) noexcept { return enum_name(v); }
+const char* to_string(CollectiveBackend v) noexcept { return enum_name(v); }
 
 std::string compression_string(const OutputConfig& output) {
   switch (output.compression) {

@@ -276,9 +276,16 @@ void Coordinator::on(int from, const FatalMsg& m) {
   }
 }
 
-void Coordinator::on(int /*from*/, const ClosedMsg& /*m*/) {
+void Coordinator::on(int from, const ClosedMsg& m) {
   if (phase_ != Phase::closing) return;
-  if (++closed_ == options_.topology.world_size) finish();
+  // Each rank's own busy seconds (docs/runtime.md, "Replica groups").
+  if (from >= 0 && from < options_.topology.world_size && options_.topology.works(from)) {
+    summary_inputs_.busy_s_per_rank[static_cast<std::size_t>(from)] = m.busy_s;
+  }
+  if (++closed_ == options_.topology.world_size) {
+    summary_ = make_summary(summary_inputs_);
+    finish();
+  }
 }
 
 void Coordinator::dispatch() {
@@ -444,17 +451,20 @@ void Coordinator::begin_shutdown() {
   in.skipped_resume = options_.skipped_resume;
   in.makespan_s = std::max(0.0, last_completion_ - go_time_);
   in.latencies_s = latencies_;
-  for (int k = 0; k < options_.topology.replicas; ++k) {
-    in.busy_s_per_replica.push_back(replicas_[static_cast<std::size_t>(k)].busy_s);
-    in.ranks_of_replica.push_back(options_.topology.group_ranks(k));
+  in.busy_s_per_rank.assign(static_cast<std::size_t>(options_.topology.world_size), 0.0);
+  in.working_ranks = 0;
+  for (int r = 0; r < options_.topology.world_size; ++r) {
+    if (options_.topology.works(r)) ++in.working_ranks;
   }
+  in.replicas = options_.topology.replicas;
   in.world_size = options_.topology.world_size;
   in.tensor_parallel_size = options_.config.parallel.tensor_parallel_size;
   in.cfg_parallel_size = options_.config.parallel.cfg_parallel_size;
   in.policy = to_string(options_.config.scheduler.policy);
   in.order = to_string(options_.config.scheduler.order);
   in.interrupted = drained_ && completed_ + failed_ < options_.plan.to_run;
-  summary_ = make_summary(in);
+  summary_inputs_ = in;
+  summary_ = make_summary(in);  // the busy seconds follow with the ranks' Closed
   progress_.finish(progress());
   if (metrics_file_) metrics_file_->finish(metrics());
   broadcast(ShutdownMsg{});

@@ -19,6 +19,8 @@
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/rank_writer.hpp"
 #include "omnidp/results/resume.hpp"
+#include "omnidp/runtime/collective_mpi.hpp"
+#include "omnidp/runtime/collective_nccl.hpp"
 #include "omnidp/runtime/mpi.hpp"
 #include "omnidp/runtime/plan.hpp"
 #include "omnidp/runtime/rank.hpp"
@@ -78,6 +80,60 @@ JobOptions with_default_hooks(const JobOptions& in) {
   return o;
 }
 
+// The replica group's collectives (every rank of the world calls this together: the splits
+// and the device exchange are world collectives). The backend follows
+// parallel.collective_backend (choose_collective_backend); the devices of every rank are
+// gathered over the world, so a bad choice is the same ConfigError on every rank.
+struct GroupCollective {
+  Communicator comm;
+  std::unique_ptr<Collective> collective;
+};
+GroupCollective make_group_collective(const Communicator& world, const Topology& topology,
+                                      const Config& config, int local_rank,
+                                      const std::string& host) {
+  GroupCollective out;
+  const int rank = world.rank();
+  out.comm = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+  if (topology.group_size == 1) return out;
+  // (host hash, device) of every rank: -1 for the CPU.
+  DeviceBinding device;  // a rank that does no work has none (CPU)
+  if (topology.works(rank)) device = bind_device(config.model, config.parallel, local_rank);
+  const std::int64_t mine[2] = {static_cast<std::int64_t>(std::hash<std::string>{}(host) >> 1),
+                                device.kind == DeviceKind::cuda ? device.index : -1};
+  std::vector<std::int64_t> all(static_cast<std::size_t>(2 * topology.world_size));
+  mpi_check(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, world.get()),
+            "MPI_Allgather of the devices (collective backend)");
+  std::vector<CollectiveBackend> backend(static_cast<std::size_t>(topology.replicas));
+  for (int k = 0; k < topology.replicas; ++k) {
+    const auto ranks = topology.group_ranks(k);
+    bool cuda = true;
+    bool distinct = true;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      const auto a = static_cast<std::size_t>(2 * ranks[i]);
+      cuda = cuda && all[a + 1] >= 0;
+      for (std::size_t j = 0; j < i; ++j) {
+        const auto b = static_cast<std::size_t>(2 * ranks[j]);
+        if (all[a] == all[b] && all[a + 1] == all[b + 1]) distinct = false;
+      }
+    }
+    backend[static_cast<std::size_t>(k)] = choose_collective_backend(
+        config.parallel.collective_backend, cuda, distinct, nccl_built(),
+        replica_group_name(k, ranks));
+  }
+  const int replica = topology.replica(rank);
+  if (replica < 0) return out;
+  const std::string name = replica_group_name(replica, topology.group_ranks(replica));
+  if (backend[static_cast<std::size_t>(replica)] == CollectiveBackend::nccl) {
+    out.collective = make_nccl_collective(out.comm, name, device.index);
+  } else {
+    out.collective = std::make_unique<MpiCollective>(std::move(out.comm), name);
+  }
+  if (topology.is_leader(rank)) {
+    log_info(name + ": collectives over " + out.collective->backend());
+  }
+  return out;
+}
+
 std::string gcost(double cost) {
   std::ostringstream o;
   o << std::setprecision(4) << cost / 1e9;
@@ -88,7 +144,10 @@ std::string gcost(double cost) {
 
 ExitCode run_job(const JobOptions& options) {
   const JobOptions opts = with_default_hooks(options);
-  MpiEnvironment env;
+  // Replica groups that compute call their collectives from the worker threads.
+  const auto& par = opts.config.parallel;
+  const bool groups = par.tensor_parallel_size * par.sequence_parallel_size * par.cfg_parallel_size > 1;
+  MpiEnvironment env(groups ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   const Communicator world = Communicator::world();
   const int rank = world.rank();
   const int size = world.size();
@@ -109,6 +168,8 @@ ExitCode run_job(const JobOptions& options) {
   }
   std::optional<MpiTransport> group_transport;
   if (!group.null()) group_transport.emplace(group);
+  const GroupCollective collective =
+      make_group_collective(world, topology, opts.config, node.rank(), host);
 
   if (rank == 0) {
     std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
@@ -119,6 +180,7 @@ ExitCode run_job(const JobOptions& options) {
   setup.options = &opts;
   setup.world = &world_transport;
   setup.group = group_transport ? &*group_transport : nullptr;
+  setup.collective = collective.collective.get();
   setup.topology = topology;
   setup.local_rank = node.rank();
   setup.host = host;
@@ -156,7 +218,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "\noutput: " << dir.string() << "\n";
 
   out << "replicas: " << t.replicas << " of " << t.group_size << " rank(s) (tensor_parallel "
-      << c.parallel.tensor_parallel_size << " x cfg_parallel " << c.parallel.cfg_parallel_size
+      << c.parallel.tensor_parallel_size << " x sequence_parallel "
+      << c.parallel.sequence_parallel_size << " x cfg_parallel " << c.parallel.cfg_parallel_size
       << "); coordinator on rank 0" << (t.coordinator_works ? " also works" : " only coordinates")
       << "\n";
   constexpr int kMaxListed = 16;
@@ -164,7 +227,11 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     const auto ranks = t.group_ranks(k);
     out << "  replica " << k << ": rank" << (ranks.size() > 1 ? "s " : " ");
     for (std::size_t i = 0; i < ranks.size(); ++i) out << (i > 0 ? "," : "") << ranks[i];
-    out << " (leader " << t.leader(k) << ")\n";
+    out << " (";
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      out << (i > 0 ? "; " : "") << "rank " << ranks[i] << " " << t.role(ranks[i]);
+    }
+    out << ")\n";
   }
   if (t.replicas > kMaxListed) out << "  ... " << t.replicas - kMaxListed << " more\n";
   out << "devices by local rank:";

@@ -21,13 +21,13 @@ void mpi_check(int rc, const std::string& call) {
   throw MpiError(call, g_world_rank.load(), std::string(text, static_cast<std::size_t>(len)));
 }
 
-MpiEnvironment::MpiEnvironment() {
+MpiEnvironment::MpiEnvironment(int required) {
   int initialized = 0;
   mpi_check(MPI_Initialized(&initialized), "MPI_Initialized");
   if (initialized != 0) {
     mpi_check(MPI_Query_thread(&provided_), "MPI_Query_thread");
   } else {
-    mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided_),
+    mpi_check(MPI_Init_thread(nullptr, nullptr, required, &provided_),
               "MPI_Init_thread");
     owns_ = true;
   }
@@ -35,10 +35,14 @@ MpiEnvironment::MpiEnvironment() {
   int rank = 0;
   mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   g_world_rank.store(rank);
-  if (provided_ < MPI_THREAD_FUNNELED) {
+  if (provided_ < required) {
     throw MpiError("MPI_Init_thread", rank,
                    "the MPI library provides thread level " + std::to_string(provided_) +
-                       ", omni-dp needs MPI_THREAD_FUNNELED");
+                       ", omni-dp needs " +
+                       (required >= MPI_THREAD_MULTIPLE
+                            ? std::string("MPI_THREAD_MULTIPLE (replica groups that compute: "
+                                          "their collectives run on the worker threads)")
+                            : std::string("MPI_THREAD_FUNNELED")));
   }
 }
 

@@ -93,23 +93,20 @@ RunSummary make_summary(const SummaryInputs& in) {
                         ? 0.0
                         : *std::max_element(in.latencies_s.begin(), in.latencies_s.end());
   s.world_size = in.world_size;
-  s.replicas = static_cast<int>(in.busy_s_per_replica.size());
+  s.replicas = in.replicas;
   s.busy_s_per_rank.assign(static_cast<std::size_t>(in.world_size), 0.0);
   double sum_busy = 0.0;
-  for (std::size_t k = 0; k < in.busy_s_per_replica.size(); ++k) {
-    sum_busy += in.busy_s_per_replica[k];
-    if (k < in.ranks_of_replica.size()) {
-      for (int rank : in.ranks_of_replica[k]) {
-        s.busy_s_per_rank.at(static_cast<std::size_t>(rank)) = in.busy_s_per_replica[k];
-      }
-    }
+  for (std::size_t r = 0; r < in.busy_s_per_rank.size() && r < s.busy_s_per_rank.size(); ++r) {
+    s.busy_s_per_rank[r] = in.busy_s_per_rank[r];
+    sum_busy += in.busy_s_per_rank[r];
   }
   s.busy_fraction_per_rank.resize(s.busy_s_per_rank.size(), 0.0);
   for (std::size_t r = 0; r < s.busy_s_per_rank.size(); ++r) {
     s.busy_fraction_per_rank[r] = in.makespan_s > 0.0 ? s.busy_s_per_rank[r] / in.makespan_s : 0.0;
   }
   s.scheduling_efficiency =
-      (in.makespan_s > 0.0 && s.replicas > 0) ? sum_busy / (s.replicas * in.makespan_s) : 0.0;
+      (in.makespan_s > 0.0 && in.working_ranks > 0) ? sum_busy / (in.working_ranks * in.makespan_s)
+                                                     : 0.0;
   s.tensor_parallel_size = in.tensor_parallel_size;
   s.cfg_parallel_size = in.cfg_parallel_size;
   s.policy = in.policy;

@@ -298,8 +298,16 @@ PullMsg PullMsg::decode(Decoder& in) {
   return m;
 }
 
-void GroupRunMsg::encode(Encoder& out) const { out.str(id); }
-GroupRunMsg GroupRunMsg::decode(Decoder& in) { return GroupRunMsg{in.str()}; }
+void GroupRunMsg::encode(Encoder& out) const {
+  runtime::encode(out, request);
+  out.i32(attempt);
+}
+GroupRunMsg GroupRunMsg::decode(Decoder& in) {
+  GroupRunMsg m;
+  m.request = decode_request(in);
+  m.attempt = in.i32();
+  return m;
+}
 void GroupIdleMsg::encode(Encoder& out) const { out.str(id); }
 GroupIdleMsg GroupIdleMsg::decode(Decoder& in) { return GroupIdleMsg{in.str()}; }
 

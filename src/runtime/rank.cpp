@@ -67,7 +67,7 @@ struct Opened {
   std::exception_ptr error;
 };
 struct WorkerStarted {
-  std::string id;
+  AssignMsg assignment;
   double since = 0.0;  // clock_s() on the worker when it started
 };
 struct WorkerNearlyDone {
@@ -81,8 +81,11 @@ struct WriterFailed {
   ErrorInfo error;
 };
 struct WriterClosed {};
+struct WorkerExited {  // a group member's worker thread ended (its busy seconds are final)
+  double busy_s = 0.0;
+};
 using LocalEvent = std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerNearlyDone, WorkerIdle,
-                                WriterFailed, WriterClosed>;
+                                WriterFailed, WriterClosed, WorkerExited>;
 
 struct OpenCmd {
   std::string device;
@@ -107,7 +110,8 @@ class RankRuntime {
         config_(setup.options->config),
         rank_(setup.world->rank()),
         replica_(setup.topology.replica(rank_)),
-        leader_(setup.topology.is_leader(rank_)) {}
+        leader_(setup.topology.is_leader(rank_)),
+        member_(replica_ >= 0 && !leader_) {}
   ~RankRuntime() { stop_threads(); }
   RankRuntime(const RankRuntime&) = delete;
   RankRuntime& operator=(const RankRuntime&) = delete;
@@ -127,6 +131,7 @@ class RankRuntime {
 
   void coordinator_main();
   void worker_main();
+  void run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy);
   void writer_main();
   void post(int dest, Message m) { local_.push(OutMsg{dest, std::move(m)}); }
   // Durations and the timeout watch: the injected clock (tests), else the steady clock.
@@ -138,6 +143,7 @@ class RankRuntime {
   int rank_;
   int replica_;
   bool leader_;
+  bool member_;  // a working rank of a group that is not its leader
 
   Mailbox<LocalEvent> local_;
   Mailbox<Envelope> coord_inbox_;
@@ -163,13 +169,16 @@ class RankRuntime {
   double busy_s_ = 0.0;
   double next_heartbeat_ = 0.0;
   int reported_signals_ = 0;
+  bool shutdown_seen_ = false;   // a member: Shutdown arrived
+  bool worker_exited_ = false;   // a member: its worker thread ended
 };
 
 ExitCode RankRuntime::run() {
   if (rank_ == 0) coordinator_ = std::thread([this] { coordinator_main(); });
   // Leaders load their models while rank 0 reads the manifest; the results files are opened
   // only after Start, so a job that stops before it (a bad manifest) leaves no output.
-  if (leader_) worker_ = std::thread([this] { worker_main(); });
+  // Group members load theirs too: they run every request of the group with the leader.
+  if (leader_ || member_) worker_ = std::thread([this] { worker_main(); });
   try {
     loop();
   } catch (const JobAborted&) {
@@ -213,8 +222,16 @@ void RankRuntime::loop() {
     }
     if (s_.group != nullptr) {
       while (auto env = poll_message(*s_.group)) {
-        if (const auto* run = std::get_if<GroupRunMsg>(&env->message)) {
-          log_debug("group: leader runs '" + run->id + "'");
+        if (auto* run = std::get_if<GroupRunMsg>(&env->message)) {
+          if (!member_) {
+            throw RuntimeError("protocol: GroupRun at rank " + std::to_string(rank_) +
+                               ", not a group member");
+          }
+          log_debug("group: leader runs '" + run->request.id + "': running it with the group");
+          work_.push(AssignMsg{std::move(run->request), run->attempt});
+          active = true;
+        } else if (const auto* group_idle = std::get_if<GroupIdleMsg>(&env->message)) {
+          log_debug("group: leader done with '" + group_idle->id + "'");
         }
       }
     }
@@ -290,6 +307,12 @@ void RankRuntime::on_agent(const Message& m) {
     if (leader_ && writer_.joinable()) {
       work_.close();    // the worker is idle: every assigned request was resolved
       writes_.close();  // the writer closes the sink, then posts WriterClosed
+    } else if (member_ && worker_.joinable()) {
+      // Closed once the member's worker has finished its last request (WorkerExited), so
+      // its busy seconds are complete.
+      shutdown_seen_ = true;
+      work_.close();
+      if (worker_exited_) send(0, ClosedMsg{busy_s_});
     } else {
       send(0, ClosedMsg{busy_s_});
     }
@@ -320,18 +343,18 @@ void RankRuntime::on_local(LocalEvent ev) {
       next_heartbeat_ = clock_s() + config_.scheduler.heartbeat_s;
     }
   } else if (auto* started = std::get_if<WorkerStarted>(&ev)) {
-    running_id_ = started->id;
+    running_id_ = started->assignment.request.id;
     running_since_ = started->since;
-    if (s_.group != nullptr) {
-      for (int m = 1; m < s_.group->size(); ++m)
-        send_message(*s_.group, m, GroupRunMsg{started->id}, kGroupTag);
+    if (s_.group != nullptr) {  // the members run it with the leader
+      const GroupRunMsg run{started->assignment.request, started->assignment.attempt};
+      for (int m = 1; m < s_.group->size(); ++m) send_message(*s_.group, m, run, kGroupTag);
     }
   } else if (auto* nearly = std::get_if<WorkerNearlyDone>(&ev)) {
     if (!draining_) send(0, PullMsg{replica_, nearly->id});
   } else if (auto* idle = std::get_if<WorkerIdle>(&ev)) {
     running_id_.clear();
     busy_s_ = idle->busy_s;
-    if (s_.group != nullptr) {
+    if (s_.group != nullptr && leader_) {
       for (int m = 1; m < s_.group->size(); ++m)
         send_message(*s_.group, m, GroupIdleMsg{idle->id}, kGroupTag);
     }
@@ -340,10 +363,18 @@ void RankRuntime::on_local(LocalEvent ev) {
     send(0, FatalMsg{failed->error});
   } else if (std::holds_alternative<WriterClosed>(ev)) {
     send(0, ClosedMsg{busy_s_});
+  } else if (auto* exited = std::get_if<WorkerExited>(&ev)) {
+    worker_exited_ = true;
+    busy_s_ = exited->busy_s;
+    if (shutdown_seen_) send(0, ClosedMsg{busy_s_});
   }
 }
 
 void RankRuntime::on_loaded(Loaded loaded) {
+  if (member_) {  // a member has no results file and reports no Ready; a failed load ends the job
+    if (loaded.error) send(0, FatalMsg{error_info(loaded.error)});
+    return;
+  }
   if (loaded.error) {
     send(0, ReadyMsg{replica_, 0, "", false, error_info(loaded.error)});
   } else {
@@ -498,9 +529,15 @@ void RankRuntime::worker_main() {
     local_.push(Loaded{device, nullptr});
   } catch (...) {
     local_.push(Loaded{"", std::current_exception()});
+    if (member_) local_.push(WorkerExited{0.0});
     return;
   }
   double busy = 0.0;
+  if (member_) {
+    while (auto assignment = work_.pop()) run_as_member(*pipeline, *assignment, busy);
+    local_.push(WorkerExited{busy});
+    return;
+  }
   const std::string numerics = numerics_profile(config_);
   while (auto assignment = work_.pop()) {
     const Request& req = assignment->request;
@@ -528,7 +565,7 @@ void RankRuntime::worker_main() {
       writes_.push(WriteJob{std::move(rec), Video{}});
       continue;
     }
-    local_.push(WorkerStarted{req.id, clock_s()});
+    local_.push(WorkerStarted{*assignment, clock_s()});
     const double wall0 = unix_s();
     const double t0 = clock_s();
     Video video;
@@ -538,6 +575,7 @@ void RankRuntime::worker_main() {
     GenerateContext ctx;
     ctx.attempt = assignment->attempt;
     ctx.abandoned = [this] { return abandon_.load(); };
+    ctx.cfg = s_.collective;
     // After the second-to-last step the request is nearly done: ask for the prefetch now.
     ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
       if (!pulled && step >= total - 1) {
@@ -587,6 +625,26 @@ void RankRuntime::worker_main() {
       writes_.push(WriteJob{std::move(rec), Video{}});
     }
   }
+}
+
+// A group member runs the leader's request with it (the pipeline exchanges the CFG branches
+// through the group's collectives) and keeps only its own busy seconds: the leader records
+// the result. A failure here is logged; the leader's outcome is the request's.
+void RankRuntime::run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy) {
+  const Request& req = assignment.request;
+  GenerateContext ctx;
+  ctx.attempt = assignment.attempt;
+  ctx.abandoned = [this] { return abandon_.load(); };
+  ctx.cfg = s_.collective;
+  const double t0 = clock_s();
+  try {
+    (void)pipeline.generate(req, ctx);
+  } catch (const std::exception& e) {
+    log_warn("group member: request '" + req.id + "' (attempt " +
+             std::to_string(assignment.attempt) + ") failed on this rank: " + e.what());
+  }
+  busy += clock_s() - t0;
+  local_.push(WorkerIdle{req.id, busy});
 }
 
 // --- writer thread (replica leaders) ---------------------------------------------------------
@@ -670,9 +728,12 @@ std::vector<RankOutcome> run_job_in_process(
   const Topology topology = make_topology(options.config.parallel, world_size);
   InProcessNetwork world(world_size);
   std::vector<std::unique_ptr<InProcessNetwork>> groups;
+  std::vector<std::vector<std::unique_ptr<Collective>>> collectives;
   if (topology.group_size > 1) {
     for (int k = 0; k < topology.replicas; ++k) {
       groups.push_back(std::make_unique<InProcessNetwork>(topology.group_size));
+      collectives.push_back(make_in_process_collectives(
+          topology.group_size, replica_group_name(k, topology.group_ranks(k))));
     }
   }
   std::vector<RankOutcome> outcomes(static_cast<std::size_t>(world_size));
@@ -686,6 +747,9 @@ std::vector<RankOutcome> run_job_in_process(
       if (!groups.empty() && replica >= 0) {
         setup.group =
             &groups[static_cast<std::size_t>(replica)]->endpoint(rank - topology.leader(replica));
+        setup.collective = collectives[static_cast<std::size_t>(replica)]
+                                      [static_cast<std::size_t>(rank - topology.leader(replica))]
+                                          .get();
       }
       setup.topology = topology;
       setup.local_rank = rank;

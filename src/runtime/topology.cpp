@@ -19,15 +19,34 @@ std::vector<int> Topology::group_ranks(int replica_index) const {
   return ranks;
 }
 
+std::string Topology::role(int rank) const {
+  if (!works(rank)) return "coordinator only";
+  const int g = group_rank(rank);
+  std::string r;
+  const auto add = [&r](const std::string& part) { r += (r.empty() ? "" : ", ") + part; };
+  if (cfg_parallel > 1) {
+    add(std::string("cfg branch ") + (g / (tensor_parallel * sequence_parallel) == 0 ? "cond" : "uncond"));
+  }
+  if (sequence_parallel > 1) {
+    add("sequence shard " + std::to_string((g / tensor_parallel) % sequence_parallel));
+  }
+  if (tensor_parallel > 1) add("tensor shard " + std::to_string(g % tensor_parallel));
+  if (g == 0) add("leader");
+  return r;
+}
+
 Topology make_topology(const ParallelConfig& parallel, int world_size) {
   if (world_size < 1) throw RuntimeError("world size " + std::to_string(world_size));
   Topology t;
   t.world_size = world_size;
-  t.group_size = parallel.tensor_parallel_size * parallel.cfg_parallel_size;
+  t.tensor_parallel = parallel.tensor_parallel_size;
+  t.sequence_parallel = parallel.sequence_parallel_size;
+  t.cfg_parallel = parallel.cfg_parallel_size;
+  t.group_size = t.tensor_parallel * t.sequence_parallel * t.cfg_parallel;
   t.coordinator_works = parallel.coordinator_runs_work;
   if (t.group_size < 1) {
     throw ConfigError("parallel.tensor_parallel_size",
-                      "tensor_parallel_size x cfg_parallel_size must be at least 1");
+                      "tensor_parallel_size x sequence_parallel_size x cfg_parallel_size must be at least 1");
   }
   const int first = t.coordinator_works ? 0 : 1;
   const int working = world_size - first;
@@ -41,8 +60,10 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
         "parallel",
         std::to_string(working) + " working rank(s) (world size " + std::to_string(world_size) +
             (t.coordinator_works ? "" : " minus the coordinator") +
-            ") cannot be split into replica groups of tensor_parallel_size x cfg_parallel_size = " +
+            ") cannot be split into replica groups of tensor_parallel_size x "
+            "sequence_parallel_size x cfg_parallel_size = " +
             std::to_string(parallel.tensor_parallel_size) + " x " +
+            std::to_string(parallel.sequence_parallel_size) + " x " +
             std::to_string(parallel.cfg_parallel_size) + " = " + std::to_string(t.group_size) +
             " ranks");
   }

@@ -86,8 +86,11 @@ class Harness {
     reply(rank, DoneMsg{id, status, status == RequestStatus::ok ? "" : "boom", rank, rank, 1, 0, 0,
                         seconds});
   }
-  void close_all() {
-    for (int r = 0; r < net_.size(); ++r) reply(r, ClosedMsg{0});
+  // Every rank's Closed, with the busy seconds it measured (0 where not listed).
+  void close_all(const std::vector<double>& busy = {}) {
+    for (int r = 0; r < net_.size(); ++r) {
+      reply(r, ClosedMsg{static_cast<std::size_t>(r) < busy.size() ? busy[static_cast<std::size_t>(r)] : 0.0});
+    }
   }
 
   Coordinator& coordinator() { return *coordinator_; }
@@ -313,7 +316,7 @@ TEST(Coordinator, DrainAfterHandsOutExactlyNAndSummaryFigures) {
   h.clock_ = 104.0;
   h.done(1, "r1", 4.0);  // the second completion: drain, and nothing is outstanding
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
-  h.close_all();
+  h.close_all({3.0, 4.0});  // each rank's own busy seconds
   ASSERT_EQ(h.finalized_.size(), 1U);
   const RunSummary& sum = h.finalized_[0];
   EXPECT_EQ(sum.completed, 2U);

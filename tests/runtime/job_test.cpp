@@ -24,7 +24,7 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   TempDir dir("plan");
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 6), dir.path() / "out", results);
-  o.config.parallel.tensor_parallel_size = 2;
+  o.config.parallel.cfg_parallel_size = 2;
   o.config.scheduler.policy = SchedulerPolicy::round_robin;
   o.config.synthetic.seconds_per_gcost = 1000.0;
   std::ostringstream out;
@@ -36,10 +36,10 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
             "manifest: " + (dir.path() / "manifest.jsonl").string() + ": 6 request(s), 6 to run");
   EXPECT_EQ(l[2], "output: " + (dir.path() / "out").string());
   EXPECT_EQ(l[3],
-            "replicas: 2 of 2 rank(s) (tensor_parallel 2 x cfg_parallel 1); coordinator on rank 0 "
-            "also works");
-  EXPECT_EQ(l[4], "  replica 0: ranks 0,1 (leader 0)");
-  EXPECT_EQ(l[5], "  replica 1: ranks 2,3 (leader 2)");
+            "replicas: 2 of 2 rank(s) (tensor_parallel 1 x sequence_parallel 1 x cfg_parallel 2); "
+            "coordinator on rank 0 also works");
+  EXPECT_EQ(l[4], "  replica 0: ranks 0,1 (rank 0 cfg branch cond, leader; rank 1 cfg branch uncond)");
+  EXPECT_EQ(l[5], "  replica 1: ranks 2,3 (rank 2 cfg branch cond, leader; rank 3 cfg branch uncond)");
   EXPECT_EQ(l[6], "devices by local rank: 0=cpu 1=cpu 2=cpu 3=cpu");
   EXPECT_EQ(l[7],
             "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, "
@@ -93,7 +93,7 @@ TEST(PrintPlan, BadWorldSizeIsAConfigError) {
   TempDir dir("plan-bad");
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 2), dir.path() / "out", results);
-  o.config.parallel.tensor_parallel_size = 2;
+  o.config.parallel.cfg_parallel_size = 2;
   std::ostringstream out;
   EXPECT_THROW(print_plan(o, 3, out), ConfigError);
 }

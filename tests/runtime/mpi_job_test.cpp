@@ -435,11 +435,11 @@ TEST(MpiJobReliability, KilledInsideAWriteThenResume) {
   }
 }
 
-TEST(MpiJobGroups, LeadersRunTheRequestsOfTheirGroup) {
+TEST(MpiJobGroups, LeadersRecordTheRequestsAndMembersReportTheirOwnBusyTime) {
   TempDir dir("mpi-groups");
   const auto manifest = write_manifest(dir.path(), 8);
   const auto run = mpirun(4, write_config(dir.path(), manifest),
-                          {"parallel.tensor_parallel_size=2", "scheduler.policy=round_robin"});
+                          {"parallel.cfg_parallel_size=2", "scheduler.policy=round_robin"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto rows = all_rows(dir.path() / "out");
   ASSERT_EQ(rows.size(), 8U);
@@ -450,7 +450,17 @@ TEST(MpiJobGroups, LeadersRunTheRequestsOfTheirGroup) {
   }
   const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
   EXPECT_EQ(s.replicas, 2);
-  EXPECT_EQ(s.tensor_parallel_size, 2);
+  EXPECT_EQ(s.cfg_parallel_size, 2);
+  ASSERT_EQ(s.busy_s_per_rank.size(), 4U);
+  // The members (ranks 1, 3) ran every request of their group themselves (the synthetic model
+  // runs on every rank of a group): busy, and measured there, not copied from the leader.
+  for (int member : {1, 3}) {
+    EXPECT_GT(s.busy_s_per_rank[static_cast<std::size_t>(member)], 0.0) << member;
+    EXPECT_NE(s.busy_s_per_rank[static_cast<std::size_t>(member)],
+              s.busy_s_per_rank[static_cast<std::size_t>(member - 1)])
+        << member;
+  }
+  EXPECT_EQ(results::list_rank_files(dir.path() / "out").size(), 2U);  // leaders only
 }
 
 // Device binding: the local rank comes from the shared-memory split, and each rank takes the
@@ -480,11 +490,11 @@ TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
   TempDir dir("mpi-groups-bad");
   const auto manifest = write_manifest(dir.path(), 2);
   const auto run =
-      mpirun(3, write_config(dir.path(), manifest), {"parallel.tensor_parallel_size=2"});
+      mpirun(3, write_config(dir.path(), manifest), {"parallel.cfg_parallel_size=2"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
-  EXPECT_NE(run.output.find(
-                "parallel: 3 working rank(s) (world size 3) cannot be split into "
-                "replica groups of tensor_parallel_size x cfg_parallel_size = 2 x 1 = 2 ranks"),
+  EXPECT_NE(run.output.find("parallel: 3 working rank(s) (world size 3) cannot be split into "
+                            "replica groups of tensor_parallel_size x sequence_parallel_size x "
+                            "cfg_parallel_size = 1 x 1 x 2 = 2 ranks"),
             std::string::npos)
       << run.output;
   EXPECT_FALSE(fs::exists(dir.path() / "out"));

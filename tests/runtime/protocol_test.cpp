@@ -61,7 +61,14 @@ TEST(Protocol, EveryMessageRoundTrips) {
   EXPECT_EQ(round_trip(ClosedMsg{9.5}), ClosedMsg{9.5});
   const FinishMsg finish{2, true, ErrorInfo{ErrorKind::manifest, "m.jsonl:3:seed: not an integer"}};
   EXPECT_EQ(round_trip(finish), finish);
-  EXPECT_EQ(round_trip(GroupRunMsg{"x"}), GroupRunMsg{"x"});
+  GroupRunMsg run;
+  run.request.id = "x";
+  run.request.seed = 12;
+  run.attempt = 2;
+  const auto run_back = round_trip(run);
+  EXPECT_EQ(run_back.request.id, "x");
+  EXPECT_EQ(run_back.request.seed, 12U);
+  EXPECT_EQ(run_back.attempt, 2);
   EXPECT_EQ(round_trip(GroupIdleMsg{"x"}), GroupIdleMsg{"x"});
   EXPECT_EQ(round_trip(GeneratedMsg{"y"}), GeneratedMsg{"y"});
   EXPECT_EQ(round_trip(PullMsg{3, "z"}), (PullMsg{3, "z"}));
@@ -99,8 +106,8 @@ TEST(Protocol, AssignCarriesEveryRequestField) {
 TEST(Protocol, EncodingIsCompactAndLittleEndian) {
   EXPECT_EQ(encode(Message{StartMsg{0x0102030405060708ULL}}),
             (std::vector<std::uint8_t>{1, 8, 7, 6, 5, 4, 3, 2, 1}));
-  EXPECT_EQ(encode(Message{GroupRunMsg{"ab"}}),
-            (std::vector<std::uint8_t>{14, 2, 0, 0, 0, 'a', 'b'}));
+  EXPECT_EQ(encode(Message{GroupIdleMsg{"ab"}}),
+            (std::vector<std::uint8_t>{15, 2, 0, 0, 0, 'a', 'b'}));
 }
 
 TEST(Protocol, RejectsMalformedBytes) {
@@ -130,7 +137,7 @@ TEST(Protocol, RejectsMalformedBytes) {
   }
   EXPECT_THROW((void)decode(std::vector<std::uint8_t>{}), RuntimeError);
   // A string length larger than the message.
-  EXPECT_THROW((void)decode(std::vector<std::uint8_t>{14, 255, 255, 255, 255}), RuntimeError);
+  EXPECT_THROW((void)decode(std::vector<std::uint8_t>{15, 255, 255, 255, 255}), RuntimeError);
   // An invalid boolean.
   EXPECT_THROW((void)decode(std::vector<std::uint8_t>{7, 2}), RuntimeError);
 }

@@ -343,7 +343,7 @@ TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {
     TempDir dir("groups");
     auto results = std::make_shared<MemoryResults>();
     JobOptions o = synthetic_job(write_manifest(dir.path(), 9), dir.path() / "out", results);
-    o.config.parallel.tensor_parallel_size = 2;
+    o.config.parallel.cfg_parallel_size = 2;
     o.config.scheduler.policy = SchedulerPolicy::round_robin;
     expect_all(run_job_in_process(o, 4), ExitCode::ok);
     EXPECT_EQ(row_ids(*results), ids(9));
@@ -354,10 +354,12 @@ TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {
     }
     const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
     EXPECT_EQ(s.replicas, 2);
-    EXPECT_EQ(s.tensor_parallel_size, 2);
+    EXPECT_EQ(s.cfg_parallel_size, 2);
     ASSERT_EQ(s.busy_s_per_rank.size(), 4U);
-    EXPECT_EQ(s.busy_s_per_rank[1], s.busy_s_per_rank[0]);  // a member is busy with its leader
-    EXPECT_EQ(s.busy_s_per_rank[3], s.busy_s_per_rank[2]);
+    // The members ran every request of their group themselves (the synthetic model runs on
+    // every rank of a group) and report the seconds they measured.
+    EXPECT_GT(s.busy_s_per_rank[1], 0.0);
+    EXPECT_GT(s.busy_s_per_rank[3], 0.0);
   }
 }
 

@@ -36,6 +36,25 @@ TEST(Topology, GroupsOfTensorTimesCfgRanks) {
   EXPECT_FALSE(t.is_leader(5));
 }
 
+TEST(Topology, GroupIsTheProductOfTheAxesAndEveryRankHasARole) {
+  ParallelConfig p = parallel(2, 2, false);
+  p.sequence_parallel_size = 2;
+  const Topology t = make_topology(p, 17);
+  EXPECT_EQ(t.group_size, 8);
+  EXPECT_EQ(t.replicas, 2);
+  EXPECT_EQ(t.group_ranks(1), (std::vector<int>{9, 10, 11, 12, 13, 14, 15, 16}));
+  EXPECT_EQ(t.role(0), "coordinator only");
+  EXPECT_EQ(t.role(9), "cfg branch cond, sequence shard 0, tensor shard 0, leader");
+  EXPECT_EQ(t.role(10), "cfg branch cond, sequence shard 0, tensor shard 1");
+  EXPECT_EQ(t.role(11), "cfg branch cond, sequence shard 1, tensor shard 0");
+  EXPECT_EQ(t.role(14), "cfg branch uncond, sequence shard 0, tensor shard 1");
+  EXPECT_EQ(t.group_rank(14), 5);
+  const Topology cfg = make_topology(parallel(1, 2), 4);
+  EXPECT_EQ(cfg.role(2), "cfg branch cond, leader");
+  EXPECT_EQ(cfg.role(3), "cfg branch uncond");
+  EXPECT_EQ(make_topology(parallel(1, 1), 2).role(1), "leader");
+}
+
 TEST(Topology, CoordinatorThatDoesNotWork) {
   const Topology t = make_topology(parallel(2, 1, false), 5);
   EXPECT_EQ(t.replicas, 2);
@@ -52,7 +71,8 @@ TEST(Topology, ErrorsAreConfigErrors) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "parallel: 6 working rank(s) (world size 6) cannot be split into replica groups "
-                 "of tensor_parallel_size x cfg_parallel_size = 2 x 2 = 4 ranks");
+                 "of tensor_parallel_size x sequence_parallel_size x cfg_parallel_size = 2 x 1 x "
+                 "2 = 4 ranks");
   }
   try {
     (void)make_topology(parallel(1, 1, false), 1);

@@ -28,6 +28,8 @@ enum class WaitMode { sleep, busy };
 // HDF5 file locking of the results files (docs/results.md, "File locking").
 enum class FileLocking { automatic, on, off };  // YAML: auto | on | off
 enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
+// The replica groups' collectives (docs/runtime.md, "Collectives"). YAML: auto | mpi | nccl.
+enum class CollectiveBackend { automatic, mpi, nccl };
 
 struct ModelConfig {
   std::string name = "tiny-wan";  // a registered model (models/model_table.hpp)
@@ -51,8 +53,10 @@ struct ModelConfig {
 
 struct ParallelConfig {
   int data_parallel_size = 0;  // 0 = auto = world size / ranks per replica
-  int tensor_parallel_size = 1;
-  int cfg_parallel_size = 1;
+  int tensor_parallel_size = 1;    // accepted: 1 (tensor parallelism is not implemented)
+  int sequence_parallel_size = 1;  // accepted: 1 (Ulysses sequence parallelism is not implemented)
+  int cfg_parallel_size = 1;       // 2: the two CFG branches on the two ranks of a group
+  CollectiveBackend collective_backend = CollectiveBackend::automatic;
   std::vector<std::string> devices;  // empty = auto (GPU local_rank); else one per local rank
   bool coordinator_runs_work = true;
 
@@ -204,6 +208,7 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;
 [[nodiscard]] const char* to_string(FileLocking v) noexcept;
+[[nodiscard]] const char* to_string(CollectiveBackend v) noexcept;
 [[nodiscard]] std::string compression_string(const OutputConfig& output);  // none | gzip:N | lzf
 
 }  // namespace omnidp

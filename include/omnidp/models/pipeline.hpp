@@ -15,6 +15,10 @@
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/manifest/request.hpp"
 
+namespace omnidp::runtime {
+class Collective;  // runtime/collective.hpp: torch-free, MPI-free
+}  // namespace omnidp::runtime
+
 namespace omnidp {
 
 // The device a rank's replica runs on.
@@ -72,6 +76,12 @@ struct GenerateContext {
   std::function<bool()> abandoned;            // polled between denoising steps; may be empty
   std::function<void(int step, int total)> on_step;  // progress callback; may be empty
   int attempt = 1;  // 1-based attempt of this request (retries after transient failures)
+  // CFG-parallel (parallel.cfg_parallel_size 2): the replica group's collectives, rank 0 the
+  // conditional branch and the group's leader, rank 1 the unconditional one; null otherwise.
+  // Every rank of the group calls generate() with the same request; each runs its branch of
+  // every step and exchanges the noise predictions, so all take the same scheduler steps.
+  // Only the leader's video is kept: a pipeline may return an empty Video on rank 1.
+  runtime::Collective* cfg = nullptr;
 };
 
 class Pipeline {

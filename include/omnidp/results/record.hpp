@@ -57,7 +57,7 @@ struct RunSummary {
   double latency_max_s = 0.0;
   std::vector<double> busy_s_per_rank;       // index = rank
   std::vector<double> busy_fraction_per_rank;
-  double scheduling_efficiency = 0.0;  // sum busy / (replicas * makespan)
+  double scheduling_efficiency = 0.0;  // sum busy / (working ranks * makespan): counts GPUs
   int world_size = 1;
   int replicas = 1;
   int tensor_parallel_size = 1;

@@ -165,6 +165,7 @@ class Coordinator {
   int closed_ = 0;
   int exit_code_ = 0;
   RunSummary summary_;
+  SummaryInputs summary_inputs_;  // from begin_shutdown; busy seconds from each rank's Closed
   ProgressReporter progress_;
   std::optional<MetricsTextfile> metrics_file_;
 };

@@ -3,7 +3,8 @@
 // failure into MpiError("<call>", rank, MPI_Error_string) (MPI_COMM_WORLD is switched to
 // MPI_ERRORS_RETURN at initialisation so failures come back as codes). One move-only RAII type
 // per MPI handle: MpiEnvironment (init/finalize), Communicator (MPI_Comm), MpiRequest
-// (MPI_Request). Only the rank's comm thread may use these (MPI_THREAD_FUNNELED).
+// (MPI_Request). Only the rank's comm thread may use these; the one exception is a replica
+// group's collectives (MpiCollective), on their own communicator, from the worker thread.
 
 #include <mpi.h>
 
@@ -18,11 +19,14 @@ namespace omnidp::runtime {
 // Throws MpiError when rc != MPI_SUCCESS. `call` names the call ("MPI_Isend to rank 3").
 void mpi_check(int rc, const std::string& call);
 
-// MPI_Init_thread(MPI_THREAD_FUNNELED) in the constructor, MPI_Finalize in the destructor. If
-// MPI is already initialised (a test driver did it), it neither initialises nor finalizes.
+// MPI_Init_thread(required) in the constructor, MPI_Finalize in the destructor. If MPI is
+// already initialised (a test driver did it), it neither initialises nor finalizes. `required`
+// is MPI_THREAD_FUNNELED, or MPI_THREAD_MULTIPLE when replica groups compute (their worker
+// threads call the group's collectives, runtime/collective_mpi.hpp); a library that provides
+// less is an MpiError.
 class MpiEnvironment {
  public:
-  MpiEnvironment();
+  explicit MpiEnvironment(int required = MPI_THREAD_FUNNELED);
   ~MpiEnvironment();
   MpiEnvironment(const MpiEnvironment&) = delete;
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;

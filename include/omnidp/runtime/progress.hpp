@@ -53,8 +53,9 @@ struct SummaryInputs {
   std::size_t skipped_resume = 0;
   double makespan_s = 0.0;
   std::vector<double> latencies_s;  // generation seconds of the ok requests
-  std::vector<double> busy_s_per_replica;
-  std::vector<std::vector<int>> ranks_of_replica;
+  std::vector<double> busy_s_per_rank;  // index = world rank; each measured on its rank
+  int working_ranks = 1;                // the ranks that run requests (GPUs)
+  int replicas = 1;
   int world_size = 1;
   int tensor_parallel_size = 1;
   int cfg_parallel_size = 1;
@@ -64,8 +65,9 @@ struct SummaryInputs {
 };
 
 // Latency percentiles interpolate linearly between order statistics (results::percentile).
-// Busy seconds of a replica count for every rank of its group. (results/summary.hpp writes
-// the result to <dir>/summary.json.)
+// Busy seconds are per rank, as each rank measured them (a group member's are its own); the
+// scheduling efficiency is sum(busy) / (working ranks x makespan): it counts GPUs, not
+// replicas. (results/summary.hpp writes the result to <dir>/summary.json.)
 [[nodiscard]] RunSummary make_summary(const SummaryInputs& in);
 // The multi-line summary printed at the end of a job.
 [[nodiscard]] std::string format_summary(const RunSummary& s);

@@ -9,7 +9,9 @@
 //   C->all Start; L->C Ready{slots}; C->L Assign; L->C Pull (near the end of a request),
 //   then Generated then Done, or Retry, or Returned; any->C Signal,
 //   Heartbeat, Fatal; C->all Drain{abandon}; C->all Shutdown; all->C Closed; C->all Finish.
-//   L->M GroupRun / GroupIdle on the replica's group communicator.
+//   L->M GroupRun{request} when the leader starts a request (the members run it with it:
+//   docs/runtime.md, "Replica groups"), GroupIdle{id} when it ended on the leader, on the
+//   replica's group communicator.
 
 #include <cstddef>
 #include <cstdint>
@@ -258,13 +260,14 @@ struct FinishMsg {
   bool operator==(const FinishMsg&) const = default;
 };
 
-// L -> M (group communicator): the leader started a request / is idle again.
+// L -> M (group communicator): the leader starts this request (attempt): run it with the
+// group now / the leader's run of `id` ended.
 struct GroupRunMsg {
   static constexpr MessageType type = MessageType::group_run;
-  std::string id;
+  Request request;
+  std::int32_t attempt = 1;
   void encode(Encoder& out) const;
   static GroupRunMsg decode(Decoder& in);
-  bool operator==(const GroupRunMsg&) const = default;
 };
 struct GroupIdleMsg {
   static constexpr MessageType type = MessageType::group_idle;

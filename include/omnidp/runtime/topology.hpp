@@ -4,8 +4,11 @@
 // answer without communicating. Thread-safe.
 //
 // Working ranks are 0..W-1, or 1..W-1 with `parallel.coordinator_runs_work: false`. They form
-// consecutive groups of G = tensor_parallel_size x cfg_parallel_size ranks; group k is replica
-// k and its first rank is the leader (it receives the work; the others wait for it).
+// consecutive groups of G = tensor_parallel_size x sequence_parallel_size x cfg_parallel_size
+// ranks; group k is replica k and its first rank is the leader (it receives the work from the
+// coordinator, passes each request to its members and writes the result). Inside a group the
+// cfg axis is the outermost: group rank g has cfg branch g / (tensor x sequence), sequence
+// shard (g / tensor) % sequence and tensor shard g % tensor.
 
 #include <string>
 #include <vector>
@@ -17,7 +20,10 @@ namespace omnidp::runtime {
 
 struct Topology {
   int world_size = 1;
-  int group_size = 1;  // tensor_parallel_size x cfg_parallel_size
+  int group_size = 1;  // tensor x sequence x cfg
+  int tensor_parallel = 1;
+  int sequence_parallel = 1;
+  int cfg_parallel = 1;
   int replicas = 1;
   bool coordinator_works = true;
   std::vector<int> replica_of_rank;  // -1 for a rank that does no work (rank 0, if so configured)
@@ -32,6 +38,11 @@ struct Topology {
     return leader_of_replica.at(static_cast<std::size_t>(replica_index));
   }
   [[nodiscard]] std::vector<int> group_ranks(int replica_index) const;
+  // The index of a working rank in its group (0 = the leader).
+  [[nodiscard]] int group_rank(int rank) const { return rank - leader(replica(rank)); }
+  // What a working rank does in its group, e.g. "cfg branch cond, leader" ("leader" alone for a
+  // group of one); "coordinator only" for a rank that does no work.
+  [[nodiscard]] std::string role(int rank) const;
 };
 
 // Throws ConfigError when the working ranks are not a multiple of the group size, when an

@@ -9,6 +9,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
@@ -260,6 +261,13 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
     t.image_embeds = image_embeds.to(device_, dtype);
     return t;
   };
+  // CFG-parallel (GenerateContext::cfg): rank 0 runs the conditional branch of every step,
+  // rank 1 the unconditional one; a step without guidance runs on rank 0 and is broadcast.
+  runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
+  if (cfg != nullptr && cfg->size() != 2) {
+    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(cfg->size()));
+  }
+  const int branch = cfg != nullptr ? cfg->rank() : 0;
   auto cond_in = text_inputs(in.prompt);
   const bool any_cfg = [&] {
     for (int i = 0; i < steps; ++i) {
@@ -276,15 +284,36 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   auto latents = in.noise.to(device_, dtype);
   const auto timesteps = scheduler.timesteps();
   for (int i = 0; i < steps; ++i) {
-    if (ctx != nullptr && ctx->abandoned && ctx->abandoned()) {
-      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
-    }
+    bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
+    if (cfg != nullptr) stop = group_step(*cfg, stop, i, steps, device_);  // the group stops together
+    if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = torch::cat({latents, condition, mask}, 1);
     const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
+    const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);
+    torch::Tensor noise_pred;
+    if (cfg != nullptr) {
+      auto& mine = branch == 0 || !guided ? cond_in : uncond_in;
+      if (branch == 0 || guided) {
+        mine.hidden_states = model_input;
+        mine.timestep = t;
+        noise_pred = transformer->forward(mine);
+      } else {
+        noise_pred = torch::empty_like(latents);
+      }
+      if (guided) {
+        const auto both = all_gather(*cfg, noise_pred);
+        noise_pred = apply_guidance(both[0], both[1], in.guidance_scale, parts_.guidance);
+      } else {
+        noise_pred = broadcast(*cfg, noise_pred, 0);
+      }
+      latents = scheduler.step(noise_pred, i, latents);
+      if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
+      continue;
+    }
     cond_in.hidden_states = model_input;
     cond_in.timestep = t;
-    auto noise_pred = transformer->forward(cond_in);
-    if (cfg_enabled(in.guidance_scale, parts_.guidance, i, steps)) {
+    noise_pred = transformer->forward(cond_in);
+    if (guided) {
       uncond_in.hidden_states = model_input;
       uncond_in.timestep = t;
       const auto uncond = transformer->forward(uncond_in);
@@ -300,6 +329,7 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   c10::InferenceMode inference;
   SampleOutputs out;
   out.final_latents = denoise(in, ctx);
+  if (ctx != nullptr && ctx->cfg != nullptr && ctx->cfg->rank() != 0) return out;  // leader decodes
   auto& vae = parts_.vae;
   const auto vae_dtype = vae->parameters().front().scalar_type();
   auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);
@@ -422,7 +452,9 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
     in.image_embeds = image_embeds_for(request, resized);
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
-  return video_from_frames(sample(in, &ctx).video);
+  const auto out = sample(in, &ctx);
+  if (!out.video.defined()) return Video{};  // a CFG-parallel member: the leader has the video
+  return video_from_frames(out.video);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
+#include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
@@ -105,7 +106,15 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     }
     negative = in.negative_prompt_embeds.to(device_, tdtype);
   }
-  const bool batch_cfg = do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
+  // CFG-parallel (GenerateContext::cfg): this rank runs one branch of every step, rank 0 the
+  // conditional one, rank 1 the unconditional one; both combine the gathered predictions alike.
+  runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
+  if (cfg != nullptr && cfg->size() != 2) {
+    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(cfg->size()));
+  }
+  const int branch = cfg != nullptr ? cfg->rank() : 0;
+  const bool batch_cfg =
+      cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
 
   UniPCOptions so = parts_.scheduler;
@@ -136,15 +145,16 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   };
 
   // The text side of every step, once: the embedded context's keys and values per block.
-  const auto text = transformer->prepare_context(context);
-  const auto negative_text =
-      do_cfg && !batch_cfg ? transformer->prepare_context(negative) : WanPreparedContext{};
+  const auto text = branch == 0 ? transformer->prepare_context(context) : WanPreparedContext{};
+  const auto negative_text = do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)
+                                 ? transformer->prepare_context(negative)
+                                 : WanPreparedContext{};
 
   const auto timesteps = scheduler.timesteps().to(device_);
   for (int i = 0; i < steps; ++i) {
-    if (ctx != nullptr && ctx->abandoned && ctx->abandoned()) {
-      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
-    }
+    bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
+    if (cfg != nullptr) stop = group_step(*cfg, stop, i, steps, device_);  // the group stops together
+    if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = blend(latents).to(tdtype);
     const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
     torch::Tensor noise_pred;
@@ -154,6 +164,17 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
       const auto cond = out.narrow(0, 0, 1);
       const auto uncond = out.narrow(0, 1, 1);
       noise_pred = uncond + in.guidance_scale * (cond - uncond);
+    } else if (cfg != nullptr) {
+      if (do_cfg) {
+        const auto both =
+            all_gather(*cfg, transformer->forward(model_input, ts, branch == 0 ? text : negative_text));
+        const auto cond = both[0];
+        const auto uncond = both[1];
+        noise_pred = uncond + in.guidance_scale * (cond - uncond);
+      } else {  // one branch only: the leader's prediction for both ranks
+        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text) : torch::empty_like(model_input);
+        noise_pred = broadcast(*cfg, noise_pred, 0);
+      }
     } else {
       noise_pred = transformer->forward(model_input, ts, text);
       if (do_cfg) {
@@ -168,6 +189,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
 
   WanSampleOutputs out;
   out.final_latents = latents;
+  if (branch != 0) return out;  // CFG-parallel: only the group's leader decodes
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);
@@ -244,7 +266,9 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
-  return video_from_frames(sample(in, &ctx).video);
+  const auto out = sample(in, &ctx);
+  if (!out.video.defined()) return Video{};  // a CFG-parallel member: the leader has the video
+  return video_from_frames(out.video);
 }
 
 // ---------------------------------------------------------------------------------------------

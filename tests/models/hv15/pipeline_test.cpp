@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -17,6 +18,7 @@
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/runtime/collective.hpp"
 #include "fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -159,6 +161,54 @@ TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
   EXPECT_LT((plain - (in.noise - cond)).abs().max().item<double>(), 1e-5);
   in.guidance_scale = 3.0;
   EXPECT_THROW((void)pipe.denoise(in, nullptr), omnidp::ModelError);
+}
+
+// CFG-parallel on two threads (in-process collectives), with guidance on the first half of
+// the steps only (guider stop 0.5): the guided steps exchange both branches, the others run on
+// rank 0 and are broadcast; both ranks end on the single run's latents, bit for bit.
+TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
+  const auto make = [] {
+    hv::PipelineParts parts;
+    parts.transformer = hv::random_transformer(
+        hv::TransformerOptions::from_json(omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
+        5, torch::kFloat32, torch::kCPU);
+    hv::VaeOptions vo;
+    vo.block_out_channels = {8, 16, 16, 64, 64};
+    vo.layers_per_block = 1;
+    parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
+    parts.random_conditioning = true;
+    parts.guidance.stop = 0.5;
+    return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
+  };
+  const auto single = make();
+  hv::SampleInputs in;
+  in.num_frames = 5;
+  in.height = 32;
+  in.width = 32;
+  in.num_inference_steps = 4;
+  in.guidance_scale = 6.0;
+  in.flow_shift = 5.0;
+  in.noise = omnidp::models::randn_cpu(single->latent_shape(5, 32, 32), 42);
+  in.prompt = conditioning(1, 6, 4);
+  in.negative = conditioning(2, 5, 5);
+  const auto want = single->denoise(in, nullptr);
+  auto group = omnidp::runtime::make_in_process_collectives(2, omnidp::runtime::replica_group_name(0, {0, 1}));
+  std::vector<torch::Tensor> got(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      const auto pipeline = make();
+      omnidp::GenerateContext ctx;
+      ctx.cfg = group[static_cast<std::size_t>(r)].get();
+      got[static_cast<std::size_t>(r)] = pipeline->denoise(in, &ctx);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(torch::equal(got[0], want));
+  EXPECT_TRUE(torch::equal(got[1], want));
+  // The guided steps matter: without guidance the latents differ.
+  in.guidance_scale = 1.0;
+  EXPECT_FALSE(torch::equal(single->denoise(in, nullptr), want));
 }
 
 TEST_F(Hv15Pipeline, ImageToVideoConditionsTheFirstLatentFrame) {

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -151,6 +154,64 @@ TEST_F(WanPipelineTest, CfgAsOneBatchEqualsTwoPasses) {
   EXPECT_GT((a.final_latents - c.final_latents).abs().max().item<double>(), 1e-4);
   in.guidance_scale = 2.0;
   EXPECT_THROW((void)batched.sample(in, nullptr), ModelError);
+}
+
+// CFG-parallel on two threads (in-process collectives): rank 0 the conditional branch, rank 1
+// the unconditional one; both end on the latents of the two-pass single run, bit for bit, and
+// only rank 0 decodes. An abandon on either rank stops both at the same step.
+TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
+  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
+  WanSampleInputs in;
+  in.num_frames = 5;
+  in.height = 32;
+  in.width = 64;
+  in.num_inference_steps = 3;
+  in.guidance_scale = 4.0;
+  in.flow_shift = 3.0;
+  in.noise = torch::randn({1, 48, 2, 2, 4});
+  in.prompt_embeds = embeds.tensor("prompt_embeds");
+  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  WanPipeline single(tiny_parts(false), torch::kCPU);
+  const auto want = single.sample(in, nullptr);
+  auto run_group = [&](const std::function<bool(int rank, int steps)>& abandon) {
+    auto group = runtime::make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
+    std::vector<WanSampleOutputs> out(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        WanPipeline pipeline(tiny_parts(true), torch::kCPU);  // cfg_batch is off in a group
+        GenerateContext ctx;
+        ctx.cfg = group[static_cast<std::size_t>(r)].get();
+        int steps = 0;
+        ctx.on_step = [&](int, int) { ++steps; };
+        ctx.abandoned = [&, r] { return abandon(r, steps); };
+        try {
+          out[static_cast<std::size_t>(r)] = pipeline.sample(in, &ctx);
+        } catch (const ModelError& e) {
+          errors[static_cast<std::size_t>(r)] = e.message();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return std::make_pair(out, errors);
+  };
+  const auto [out, errors] = run_group([](int, int) { return false; });
+  ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_TRUE(torch::equal(out[0].final_latents, want.final_latents));
+  EXPECT_TRUE(torch::equal(out[1].final_latents, want.final_latents));
+  EXPECT_TRUE(torch::equal(out[0].video, want.video));
+  EXPECT_FALSE(out[1].video.defined());  // only the leader decodes
+  const auto stopped = run_group([](int rank, int steps) { return rank == 1 && steps >= 2; });
+  EXPECT_EQ(stopped.second, (std::vector<std::string>{"abandoned at step 2/3", "abandoned at step 2/3"}));
+  // Without guidance rank 0 runs every step and broadcasts its prediction.
+  in.guidance_scale = 1.0;
+  in.negative_prompt_embeds = torch::Tensor();
+  const auto plain = single.sample(in, nullptr);
+  const auto [unguided, unguided_errors] = run_group([](int, int) { return false; });
+  ASSERT_EQ(unguided_errors, (std::vector<std::string>{"", ""}));
+  EXPECT_TRUE(torch::equal(unguided[0].video, plain.video));
+  EXPECT_TRUE(torch::equal(unguided[1].final_latents, plain.final_latents));
 }
 
 TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
