@@ -183,6 +183,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   PlannedSource filtered(mopts, done, dir.string(), cost, kDefaultKeptBytes, observe);
   const JobPlan plan = filtered.plan();
   const std::size_t skipped = filtered.skipped();
+  // Nothing to do stops the run (exit 2): the dry run says so the same way.
+  if (plan.to_run + skipped == 0) throw no_requests_error(mopts, 0, plan.filtered);
 
   out << "omni-dp dry run: " << world_size << " rank(s), model " << c.model.name << " ("
       << to_string(c.model.dtype) << ", " << to_string(c.model.device) << ")\n";
