@@ -95,7 +95,7 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
   config.model.name = "synthetic";
   config.input.manifest = mix.string();
   const ModelInfo info = describe_model(config.model);
-  ManifestReader reader(manifest_options(config, "synthetic"));
+  ManifestReader reader(job_manifest_options(config));  // the generation defaults resolved
   double total = 0.0;
   double largest = 0.0;
   std::size_t n = 0;

@@ -227,6 +227,13 @@ int validate_only(const Config& config, bool all_errors, const Console& console)
   if (!report.input_errors.empty()) {
     summary << " (" << report.input_errors.size() << " with input errors)";
   }
+  if (report.filtered > 0) {
+    summary << ", " << report.filtered << " line(s) of other tasks skipped (input.tasks [";
+    for (std::size_t i = 0; i < config.input.tasks.size(); ++i) {
+      summary << (i > 0 ? ", " : "") << config.input.tasks[i];
+    }
+    summary << "])";
+  }
   summary << "; configuration OK (" << (config.source_file.empty() ? "embedded tiny.yaml"
                                                                    : config.source_file.string())
           << ")\n";

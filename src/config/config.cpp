@@ -266,6 +266,7 @@ struct FieldSpec {
   std::string key;
   std::function<void(Config&, const Node&, const std::string& path)> read;
   std::function<void(const Config&, YAML::Emitter&)> write;
+  std::function<bool(const Config&)> present;  // empty: always written
 };
 
 struct SectionSpec {
@@ -284,7 +285,29 @@ FieldSpec field(std::string key, S Config::*section, T S::*member) {
       },
       [section, member](const Config& config, YAML::Emitter& out) {
         write_value(out, (config.*section).*member);
-      }};
+      },
+      {}};
+}
+
+// An optional number: null (or `key:` with nothing) leaves it unset; to_yaml leaves an unset
+// one out.
+template <class S>
+FieldSpec optional_field(std::string key, S Config::*section, std::optional<double> S::*member) {
+  return FieldSpec{
+      std::move(key),
+      [section, member](Config& config, const Node& node, const std::string& path) {
+        if (node.IsNull()) {
+          ((config.*section).*member).reset();
+          return;
+        }
+        double value = 0.0;
+        read_into(node, path, value);
+        (config.*section).*member = value;
+      },
+      [section, member](const Config& config, YAML::Emitter& out) {
+        write_value(out, *((config.*section).*member));
+      },
+      [section, member](const Config& config) { return ((config.*section).*member).has_value(); }};
 }
 
 // parallel.data_parallel_size: `auto` (0) or an integer >= 1.
@@ -310,7 +333,8 @@ FieldSpec data_parallel_field() {
         } else {
           write_value(out, config.parallel.data_parallel_size);
         }
-      }};
+      },
+      {}};
 }
 
 // parallel.devices: `auto` (empty list) or a non-empty list.
@@ -334,7 +358,8 @@ FieldSpec devices_field() {
         } else {
           write_value(out, config.parallel.devices);
         }
-      }};
+      },
+      {}};
 }
 
 // output.compression: none | gzip:N (N in 1..9) | lzf.
@@ -357,7 +382,8 @@ FieldSpec compression_field() {
         }
         throw ConfigError(path, "invalid value '" + text + "' (expected none | gzip:1-9 | lzf)");
       },
-      [](const Config& config, YAML::Emitter& out) { out << compression_string(config.output); }};
+      [](const Config& config, YAML::Emitter& out) { out << compression_string(config.output); },
+      {}};
 }
 
 const std::vector<SectionSpec>& schema() {
@@ -398,13 +424,14 @@ const std::vector<SectionSpec>& schema() {
                   field("height", &C::generation, &GenerationConfig::height),
                   field("width", &C::generation, &GenerationConfig::width),
                   field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps),
-                  field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale),
-                  field("flow_shift", &C::generation, &GenerationConfig::flow_shift),
+                  optional_field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale),
+                  optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift),
                   field("seed", &C::generation, &GenerationConfig::seed),
                   field("fps", &C::generation, &GenerationConfig::fps),
                   field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
     s.push_back({"input",
                  {field("manifest", &C::input, &InputConfig::manifest),
+                  field("tasks", &C::input, &InputConfig::tasks),
                   field("max_line_bytes", &C::input, &InputConfig::max_line_bytes),
                   field("max_image_pixels", &C::input, &InputConfig::max_image_pixels)}});
     s.push_back({"output",
@@ -715,14 +742,29 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   check(check_frame_size(generation.height), "generation.height");
   check(check_frame_size(generation.width), "generation.width");
   check(check_num_inference_steps(generation.num_inference_steps), "generation.num_inference_steps");
-  check(check_guidance_scale(generation.guidance_scale), "generation.guidance_scale");
-  check(check_flow_shift(generation.flow_shift), "generation.flow_shift");
+  if (generation.guidance_scale) {
+    check(check_guidance_scale(*generation.guidance_scale), "generation.guidance_scale");
+  }
+  if (generation.flow_shift) check(check_flow_shift(*generation.flow_shift), "generation.flow_shift");
   require(generation.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
           "generation.seed", std::to_string(generation.seed) + " is out of range [0, 2^63-1]");
   check(check_fps(generation.fps), "generation.fps");
 
   // input
   require(!config.input.manifest.empty(), "input.manifest", "required (got '')");
+  require(!config.input.tasks.empty(), "input.tasks",
+          "an empty list (expected some of t2v, i2v; leave the key out for both)");
+  for (std::size_t i = 0; i < config.input.tasks.size(); ++i) {
+    const std::string& task = config.input.tasks[i];
+    const std::string path = "input.tasks[" + std::to_string(i) + "]";
+    const std::string nearest = nearest_name(task, {"t2v", "i2v"});
+    require(task == "t2v" || task == "i2v", path,
+            "unknown task '" + task + "' (expected t2v or i2v" +
+                (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
+    for (std::size_t j = 0; j < i; ++j) {
+      require(config.input.tasks[j] != task, path, "task '" + task + "' is listed twice");
+    }
+  }
   require(config.input.max_line_bytes >= 256 && config.input.max_line_bytes <= (1ULL << 30),
           "input.max_line_bytes",
           std::to_string(config.input.max_line_bytes) + " is out of range [256, 1073741824]");
@@ -800,6 +842,7 @@ std::string to_yaml(const Config& config) {
   for (const auto& section : schema()) {
     out << YAML::Key << section.key << YAML::Value << YAML::BeginMap;
     for (const auto& f : section.fields) {
+      if (f.present && !f.present(config)) continue;
       out << YAML::Key << f.key << YAML::Value;
       f.write(config, out);
     }

@@ -434,15 +434,26 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
   r.num_inference_steps = integer_field(Field::num_inference_steps, defaults.num_inference_steps,
                                         &check_num_inference_steps);
   r.fps = integer_field(Field::fps, defaults.fps, &check_fps);
-  const auto double_field = [&in](Field field, double fallback, std::string (*check)(double)) {
+  // An unset default: the caller did not resolve it (job_manifest_options does).
+  const auto double_field = [&in](Field field, const std::optional<double>& fallback,
+                                  std::string (*check)(double)) {
     const auto value = in.number(field);
-    if (!value) return fallback;
+    if (!value) {
+      if (!fallback) {
+        in.fail(field, std::string("not set: the line has none and no default was resolved for "
+                                   "generation.") + name_of(field));
+      }
+      return *fallback;
+    }
     in.check(field, check(*value));
     return *value;
   };
   r.guidance_scale = double_field(Field::guidance_scale, defaults.guidance_scale,
                                   &check_guidance_scale);
   r.flow_shift = double_field(Field::flow_shift, defaults.flow_shift, &check_flow_shift);
+  r.line_sets_size = in.has(Field::height) || in.has(Field::width);
+  r.line_sets_guidance_scale = in.has(Field::guidance_scale);
+  r.line_sets_flow_shift = in.has(Field::flow_shift);
 
   const auto path_field = [&in](Field field) {
     auto value = in.string(field);
@@ -515,6 +526,11 @@ ManifestOptions manifest_options(const Config& config, std::string weights_ident
   options.weights_identity = std::move(weights_identity);
   options.max_line_bytes = config.input.max_line_bytes;
   options.max_image_pixels = config.input.max_image_pixels;
+  std::vector<Task> tasks;
+  for (const auto& task : config.input.tasks) tasks.push_back(task == "i2v" ? Task::i2v : Task::t2v);
+  const bool all = std::find(tasks.begin(), tasks.end(), Task::t2v) != tasks.end() &&
+                   std::find(tasks.begin(), tasks.end(), Task::i2v) != tasks.end();
+  if (!all) options.tasks = std::move(tasks);
   return options;
 }
 
@@ -542,6 +558,7 @@ struct ManifestReader::State {
   std::string text;  // the current line, at most max_line_bytes + 1 bytes
   std::size_t line = 0;
   std::size_t requests = 0;
+  std::size_t filtered = 0;  // lines of tasks not in options.tasks
   std::size_t peak_buffer_bytes = 0;
   IdSet ids;
 
@@ -627,6 +644,8 @@ struct ManifestReader::State {
           info.width = cached->width;
           info.height = cached->height;
         }
+        r.image_height = info.height;
+        r.image_width = info.width;
         const auto pixels = static_cast<std::uint64_t>(info.width) *
                             static_cast<std::uint64_t>(info.height);
         if (pixels > options.max_image_pixels) {
@@ -694,16 +713,22 @@ struct ManifestReader::State {
                                std::to_string(first));
       }
       Request r = build_request(in, std::move(id), options.defaults, options.size_multiple);
-      if (options.only_task && r.task != *options.only_task) {
-        in.fail(Field::task, std::string("a ") + to_string(r.task) + " request, but the snapshot serves " +
-                                 to_string(*options.only_task) + " only (" + options.only_task_origin + ")");
-      }
       r.line = line;
       if (!r.image.empty()) r.image = resolve_input(r.image, root, file, line, Field::image);
       if (!r.prompt_embeds.empty()) {
         r.prompt_embeds = resolve_input(r.prompt_embeds, root, file, line, Field::prompt_embeds);
       }
-      if (options.read_inputs) read_inputs(r, in.has(Field::height) || in.has(Field::width));
+      if (!options.tasks.empty() &&
+          std::find(options.tasks.begin(), options.tasks.end(), r.task) == options.tasks.end()) {
+        ++filtered;  // input.tasks: checked, but not this job's
+        continue;
+      }
+      if (options.only_task && r.task != *options.only_task) {
+        in.fail(Field::task, std::string("task ") + to_string(r.task) + ", but the snapshot serves " +
+                                 to_string(*options.only_task) + " only (" + options.only_task_origin +
+                                 "; input.tasks selects the lines a job runs)");
+      }
+      if (options.read_inputs) read_inputs(r, r.line_sets_size);
       last = ManifestOptions::Position{line_offset, line - 1, requests};
       r.index = requests++;
       return r;
@@ -744,12 +769,26 @@ ManifestReader& ManifestReader::operator=(ManifestReader&&) noexcept = default;
 std::optional<Request> ManifestReader::next() { return state_->next(); }
 std::size_t ManifestReader::line() const noexcept { return state_->line; }
 std::size_t ManifestReader::requests() const noexcept { return state_->requests; }
+std::size_t ManifestReader::filtered() const noexcept { return state_->filtered; }
 ManifestOptions::Position ManifestReader::position() const noexcept { return state_->last; }
 std::size_t ManifestReader::peak_buffer_bytes() const noexcept {
   return state_->peak_buffer_bytes;
 }
 std::size_t ManifestReader::id_set_bytes() const noexcept { return state_->ids.bytes(); }
 const ManifestOptions& ManifestReader::options() const noexcept { return state_->options; }
+
+ManifestError no_requests_error(const ManifestOptions& options, std::size_t line,
+                                std::size_t filtered) {
+  if (filtered == 0) {
+    return ManifestError(options.path.string(), line, "",
+                         "no requests: the manifest is empty or holds only blank and comment lines");
+  }
+  std::string tasks;
+  for (const Task t : options.tasks) tasks += std::string(tasks.empty() ? "" : ", ") + to_string(t);
+  return ManifestError(options.path.string(), line, "",
+                       "no requests of input.tasks [" + tasks + "]: all " + std::to_string(filtered) +
+                           " request line" + (filtered == 1 ? " is" : "s are") + " of other tasks");
+}
 
 ValidationReport validate_manifest(const ManifestOptions& options, bool all_errors) {
   ValidationReport report;
@@ -765,10 +804,9 @@ ValidationReport validate_manifest(const ManifestOptions& options, bool all_erro
       if (!all_errors) return report;
     }
   }
+  report.filtered = reader.filtered();
   if (report.requests == 0 && report.errors.empty()) {
-    report.errors.emplace_back(options.path.string(), reader.line(), "",
-                               "no requests: the manifest is empty or holds only blank and "
-                               "comment lines");
+    report.errors.push_back(no_requests_error(options, reader.line(), report.filtered));
   }
   return report;
 }

@@ -1,6 +1,8 @@
 #include "omnidp/models/pipeline.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -37,8 +39,42 @@ std::string weights_identity(const ModelConfig& model) {
   return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
 }
 
+std::string format_value(double value) {
+  std::array<char, 64> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  return std::string(buffer.data(), result.ptr);
+}
+
+GenerationDefaults resolve_generation_defaults(const Config& config) {
+  const ModelInfo info = describe_model(config.model);
+  GenerationDefaults d{{info.default_guidance_scale, "model default"},
+                       {info.default_flow_shift, "model default"}};
+  if (info.snapshot_guidance_scale) d.guidance_scale = *info.snapshot_guidance_scale;
+  if (info.snapshot_flow_shift) d.flow_shift = *info.snapshot_flow_shift;
+  if (config.generation.guidance_scale) {
+    d.guidance_scale = {*config.generation.guidance_scale, "yaml generation.guidance_scale"};
+  }
+  if (config.generation.flow_shift) {
+    d.flow_shift = {*config.generation.flow_shift, "yaml generation.flow_shift"};
+  }
+  return d;
+}
+
+std::string describe_generation_defaults(const GenerationDefaults& d) {
+  return "guidance_scale " + format_value(d.guidance_scale.value) + " (" + d.guidance_scale.origin +
+         "), flow_shift " + format_value(d.flow_shift.value) + " (" + d.flow_shift.origin + ")";
+}
+
+std::string effective_config_yaml(const Config& config) {
+  return to_yaml(config) + "# generation defaults: " +
+         describe_generation_defaults(resolve_generation_defaults(config)) + "\n";
+}
+
 ManifestOptions job_manifest_options(const Config& config) {
   ManifestOptions options = manifest_options(config, weights_identity(config.model));
+  const GenerationDefaults defaults = resolve_generation_defaults(config);
+  options.defaults.guidance_scale = defaults.guidance_scale.value;
+  options.defaults.flow_shift = defaults.flow_shift.value;
   const ModelInfo info = describe_model(config.model);
   options.size_multiple = info.size_multiple();
   options.only_task = info.snapshot_task;

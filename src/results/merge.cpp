@@ -38,6 +38,7 @@ void write_summary_group(hid_t root, const RunSummary& s, const std::string& sou
   h5::write_attribute(id, "completed", count(s.completed));
   h5::write_attribute(id, "failed", count(s.failed));
   h5::write_attribute(id, "skipped_resume", count(s.skipped_resume));
+  h5::write_attribute(id, "skipped_tasks", count(s.skipped_tasks));
   h5::write_attribute(id, "makespan_s", s.makespan_s);
   h5::write_attribute(id, "videos_per_min", s.videos_per_min);
   h5::write_attribute(id, "latency_p50_s", s.latency_p50_s);

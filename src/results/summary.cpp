@@ -29,6 +29,7 @@ std::string summary_to_json(const RunSummary& s) {
       {"completed", s.completed},
       {"failed", s.failed},
       {"skipped_resume", s.skipped_resume},
+      {"skipped_tasks", s.skipped_tasks},
       {"makespan_s", s.makespan_s},
       {"videos_per_min", s.videos_per_min},
       {"latency_p50_s", s.latency_p50_s},
@@ -57,6 +58,7 @@ RunSummary summary_from_json(const std::string& text, const std::string& origin)
     get_if_present(j, "completed", s.completed);
     get_if_present(j, "failed", s.failed);
     get_if_present(j, "skipped_resume", s.skipped_resume);
+    get_if_present(j, "skipped_tasks", s.skipped_tasks);
     get_if_present(j, "makespan_s", s.makespan_s);
     get_if_present(j, "videos_per_min", s.videos_per_min);
     get_if_present(j, "latency_p50_s", s.latency_p50_s);

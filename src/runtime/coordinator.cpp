@@ -90,6 +90,9 @@ void Coordinator::start() {
            (options_.skipped_resume > 0
                 ? " (" + std::to_string(options_.skipped_resume) + " already done, skipped)"
                 : std::string()) +
+           (options_.plan.filtered > 0
+                ? " (" + std::to_string(options_.plan.filtered) + " of other tasks skipped: input.tasks)"
+                : std::string()) +
            " on " + std::to_string(options_.topology.replicas) + " replica(s), policy " +
            to_string(options_.config.scheduler.policy) + "/" +
            to_string(options_.config.scheduler.order));
@@ -449,6 +452,7 @@ void Coordinator::begin_shutdown() {
   in.completed = completed_;
   in.failed = failed_;
   in.skipped_resume = options_.skipped_resume;
+  in.skipped_tasks = options_.plan.filtered;
   in.makespan_s = std::max(0.0, last_completion_ - go_time_);
   in.latencies_s = latencies_;
   in.busy_s_per_rank.assign(static_cast<std::size_t>(options_.topology.world_size), 0.0);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -173,7 +174,7 @@ ExitCode run_job(const JobOptions& options) {
 
   if (rank == 0) {
     std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
-              << to_yaml(opts.config) << std::flush;
+              << effective_config_yaml(opts.config) << std::flush;
   }
   const DrainSignals signals;
   RankSetup setup;
@@ -204,13 +205,57 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   if (opts.resume && fs::exists(dir)) done = opts.scan_done(dir);
   const CostModel cost(info);
 
-  PlannedSource filtered(mopts, done, dir.string(), cost);
+  const GenerationDefaults defaults = resolve_generation_defaults(c);
+
+  // The first requests to run in manifest order, with where their values came from, and the
+  // sizes of all i2v requests (the pre-start pass shows them to the listing below).
+  constexpr std::size_t kListed = 20;
+  std::vector<std::string> listed;
+  std::size_t unlisted = 0;
+  std::map<std::pair<int, int>, std::size_t> i2v_sizes;
+  const auto observe = [&](const Request& q) {
+    if (q.task == Task::i2v && q.input_error.empty()) ++i2v_sizes[{q.height, q.width}];
+    if (listed.size() == kListed) {
+      ++unlisted;
+      return;
+    }
+    const std::string here = "manifest line " + std::to_string(q.line);
+    std::ostringstream l;
+    l << "  line " << q.line << " " << q.id << ": " << to_string(q.task) << " ";
+    if (!q.input_error.empty()) {
+      l << "input error, recorded failed without running";
+      listed.push_back(l.str());
+      return;
+    }
+    l << q.height << " x " << q.width << " (";
+    if (q.line_sets_size) {
+      l << here;
+    } else if (q.task == Task::i2v && info.image_size_target > 0) {
+      l << "bucket of the " << q.image_width << "x" << q.image_height << " image at target_size "
+        << info.image_size_target;
+    } else {
+      l << "generation.height/width";
+    }
+    l << "), guidance_scale " << format_value(q.guidance_scale) << " ("
+      << (q.line_sets_guidance_scale ? here : defaults.guidance_scale.origin) << "), flow_shift "
+      << format_value(q.flow_shift) << " (" << (q.line_sets_flow_shift ? here : defaults.flow_shift.origin)
+      << ")";
+    listed.push_back(l.str());
+  };
+  PlannedSource filtered(mopts, done, dir.string(), cost, kDefaultKeptBytes, observe);
   const JobPlan plan = filtered.plan();
   const std::size_t skipped = filtered.skipped();
+  // Nothing to do stops the run (exit 2): the dry run says so the same way.
+  if (plan.to_run + skipped == 0) throw no_requests_error(mopts, 0, plan.filtered);
 
   out << "omni-dp dry run: " << world_size << " rank(s), model " << c.model.name << " ("
       << to_string(c.model.dtype) << ", " << to_string(c.model.device) << ")\n";
   out << "manifest: " << mopts.path.string() << ": " << plan.to_run + skipped << " request(s)";
+  if (plan.filtered > 0) {
+    out << ", " << plan.filtered << " line(s) of other tasks skipped (input.tasks [";
+    for (std::size_t i = 0; i < c.input.tasks.size(); ++i) out << (i > 0 ? ", " : "") << c.input.tasks[i];
+    out << "])";
+  }
   if (skipped > 0) out << ", " << skipped << " already done in " << dir.string() << " (resume)";
   out << ", " << plan.to_run << " to run";
   if (plan.input_errors > 0)
@@ -251,6 +296,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     out << "i2v size: each image's aspect-ratio bucket at target_size " << info.image_size_target
         << " (the model's choice) unless its line sets height/width; the sizes below are resolved\n";
   }
+  out << "generation defaults: " << describe_generation_defaults(defaults) << "\n";
   const double lower = std::max(plan.total_cost / t.replicas, plan.max_cost);
   out << "estimated cost (Gcost = 1e9 units): total " << gcost(plan.total_cost) << ", largest "
       << gcost(plan.max_cost) << ", makespan lower bound max(total/" << t.replicas
@@ -286,6 +332,19 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
                   rr ? std::to_string(r).c_str() : "-");
     out << line;
     ++shown;
+  }
+
+  out << "requests in manifest order: size, guidance_scale, flow_shift (where each came from):\n";
+  for (const auto& l : listed) out << l << "\n";
+  if (unlisted > 0) out << "  ... " << unlisted << " more\n";
+  if (!i2v_sizes.empty()) {
+    out << "i2v sizes:";
+    bool first = true;
+    for (const auto& [size, n] : i2v_sizes) {
+      out << (first ? " " : ", ") << size.first << " x " << size.second << " (" << n << ")";
+      first = false;
+    }
+    out << "\n";
   }
 }
 

@@ -69,7 +69,8 @@ std::size_t request_bytes(const Request& r) noexcept {
 }
 
 PlannedSource::PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
-                             const CostModel& cost, std::size_t max_kept_bytes)
+                             const CostModel& cost, std::size_t max_kept_bytes,
+                             const std::function<void(const Request&)>& observe)
     : options_(std::move(options)), done_(done), output_dir_(std::move(output_dir)) {
   ManifestSource source(options_);
   ResumeSource filtered(source, done_, options_.path.string(), output_dir_);
@@ -77,6 +78,7 @@ PlannedSource::PlannedSource(ManifestOptions options, const DoneMap& done, std::
   std::size_t bytes = 0;
   while (auto request = filtered.next()) {
     add_to_plan(plan_, *request, cost);
+    if (observe) observe(*request);
     if (tail_start_) continue;
     const std::size_t b = request_bytes(*request);
     if (bytes + b <= max_kept_bytes) {
@@ -87,6 +89,7 @@ PlannedSource::PlannedSource(ManifestOptions options, const DoneMap& done, std::
     }
   }
   skipped_ = filtered.skipped();
+  plan_.filtered = source.reader().filtered();
 }
 
 std::optional<Request> PlannedSource::next() {

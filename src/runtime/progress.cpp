@@ -84,6 +84,7 @@ RunSummary make_summary(const SummaryInputs& in) {
   s.completed = in.completed;
   s.failed = in.failed;
   s.skipped_resume = in.skipped_resume;
+  s.skipped_tasks = in.skipped_tasks;
   s.makespan_s = in.makespan_s;
   s.videos_per_min =
       in.makespan_s > 0.0 ? 60.0 * static_cast<double>(in.completed) / in.makespan_s : 0.0;
@@ -119,6 +120,7 @@ std::string format_summary(const RunSummary& s) {
   std::ostringstream o;
   o << "summary: " << s.completed << " completed, " << s.failed << " failed";
   if (s.skipped_resume > 0) o << ", " << s.skipped_resume << " skipped (already done)";
+  if (s.skipped_tasks > 0) o << ", " << s.skipped_tasks << " skipped (input.tasks)";
   if (s.interrupted)
     o << ", INTERRUPTED (" << (s.total - s.completed - s.failed) << " left: resume)";
   o << "\n  makespan " << fixed(s.makespan_s, 2) << " s, " << fixed(s.videos_per_min, 2)

@@ -435,8 +435,7 @@ void RankRuntime::coordinator_main() {
     const JobPlan& plan = filtered.plan();
     const std::size_t skipped = filtered.skipped();
     if (plan.to_run + skipped == 0) {  // nothing to do is a defect of the manifest (exit 2)
-      throw ManifestError(mopts.path.string(), 0, "",
-                          "no requests: the manifest is empty or holds only blank and comment lines");
+      throw no_requests_error(mopts, 0, plan.filtered);
     }
     log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) +
              " request(s), " + std::to_string(mopts.hash_cache->files_hashed()) +
@@ -488,7 +487,7 @@ void RankRuntime::coordinator_main() {
       fs::create_directories(dir, ec);
       if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
       results::write_summary_json(dir / "summary.json", summary);
-      if (options_.merge) options_.merge(dir, summary, to_yaml(config_));
+      if (options_.merge) options_.merge(dir, summary, effective_config_yaml(config_));
       std::cout << format_summary(summary) << std::flush;
     };
     Coordinator coordinator(std::move(co), filtered,
@@ -661,7 +660,7 @@ void RankRuntime::writer_main() {
   try {
     if (!options_.make_sink) throw RuntimeError("no result sink factory");
     sink = options_.make_sink(SinkInfo{rank_, s_.topology.world_size, s_.host, open->device,
-                                       config_.model.name, to_yaml(config_)});
+                                       config_.model.name, effective_config_yaml(config_)});
     local_.push(Opened{nullptr});
   } catch (...) {
     local_.push(Opened{std::current_exception()});

@@ -5,10 +5,14 @@
 #include "omnidp/cli/batch.hpp"
 
 #include <gtest/gtest.h>
+#include <png.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -273,6 +277,201 @@ TEST(BatchCli, NumReplicasIsTheDataParallelSize) {
   const Outcome zero = run_batch({"--dry-run", "--num-replicas", "0"});
   EXPECT_EQ(zero.code, 2);
   EXPECT_NE(zero.err.find("--num-replicas"), std::string::npos) << zero.err;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The lines of the tool's own messages (not the log lines).
+std::string tool_lines(const std::string& text) {
+  std::string out;
+  for (const auto& l : lines_of(text)) {
+    if (l.rfind("omni-dp-batch: ", 0) == 0) out += l + "\n";
+  }
+  return out;
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  for (const auto& l : lines_of(text)) {
+    if (l == line) return true;
+  }
+  return false;
+}
+
+// An RGB PNG of width x height.
+void write_png(const fs::path& path, int width, int height) {
+  const std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width * height * 3), 90);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = PNG_FORMAT_RGB;
+  ASSERT_NE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr), 0);
+}
+
+// A HunyuanVideo-1.5 I2V snapshot folder with what the dry run reads and nothing else: no
+// weights (the dry run never loads them), the transformer's config (target_size 64, task_type
+// i2v), model_index.json, and the guider's and the scheduler's configs as diffusers writes them.
+// Beside it: a config and two images, 100x40 and 40x100.
+class SnapshotDryRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    snap_ = dir_.path() / "snap";
+    fs::create_directories(snap_ / "transformer");
+    fs::create_directories(snap_ / "guider");
+    fs::create_directories(snap_ / "scheduler");
+    (void)dir_.write("snap/model_index.json", R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})");
+    (void)dir_.write("snap/transformer/config.json", R"({"target_size": 64, "task_type": "i2v"})");
+    (void)dir_.write("snap/guider/guider_config.json",
+               R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5, "enabled": true})");
+    (void)dir_.write("snap/scheduler/scheduler_config.json",
+               R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
+    write_png(dir_.path() / "wide.png", 100, 40);
+    write_png(dir_.path() / "tall.png", 40, 100);
+    config_ = dir_.write("hv15.yaml",
+                         "model: {name: hunyuanvideo-1.5, path: snap, weights: pretrained, dtype: fp32, device: cpu}\n"
+                         "generation: {num_frames: 5, height: 64, width: 96, num_inference_steps: 2}\n"
+                         "input: {manifest: m.jsonl}\n"
+                         "output: {dir: " + (dir_.path() / "out").string() + "}\n");
+  }
+  Outcome dry_run(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> args{"--dry-run", "--config", config_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_batch(args);
+  }
+  [[nodiscard]] std::string manifest() const { return (dir_.path() / "m.jsonl").string(); }
+
+  TempDir dir_;
+  fs::path snap_;
+  fs::path config_;
+};
+
+// Each i2v request's size: its image's bucket at the transformer's target_size, or the line's
+// own height/width; guidance_scale and flow_shift: the line's, else the snapshot's.
+TEST_F(SnapshotDryRun, PrintsEachRequestsSizeAndWhereItsValuesCameFrom) {
+  (void)dir_.write("m.jsonl",
+             "{\"id\": \"wide\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+             "{\"id\": \"tall\", \"prompt\": \"b\", \"image\": \"tall.png\", \"guidance_scale\": 1.5}\n"
+             "{\"id\": \"fixed\", \"prompt\": \"c\", \"image\": \"wide.png\", \"height\": 48, \"width\": 48, "
+             "\"flow_shift\": 3}\n"
+             "{\"id\": \"wide2\", \"prompt\": \"d\", \"image\": \"wide.png\", \"seed\": 3}\n");
+  const Outcome r = dry_run();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(tool_lines(r.err), "");
+  const std::string snapshot_guider = "snapshot guider/guider_config.json";
+  const std::string snapshot_shift = "snapshot scheduler/scheduler_config.json";
+  EXPECT_TRUE(has_line(r.out, "generation defaults: guidance_scale 4.5 (" + snapshot_guider + "), flow_shift 7 (" +
+                                  snapshot_shift + ")")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "manifest: " + manifest() + ": 4 request(s), 4 to run")) << r.out;
+  const auto l = lines_of(r.out);
+  const auto at = std::find(l.begin(), l.end(),
+                            "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
+  ASSERT_NE(at, l.end()) << r.out;
+  ASSERT_EQ(l.end() - at, 6) << r.out;
+  EXPECT_EQ(at[1], "  line 1 wide: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), guidance_scale 4.5 (" +
+                       snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
+  EXPECT_EQ(at[2], "  line 2 tall: i2v 80 x 32 (bucket of the 40x100 image at target_size 64), guidance_scale 1.5 "
+                   "(manifest line 2), flow_shift 7 (" + snapshot_shift + ")");
+  EXPECT_EQ(at[3], "  line 3 fixed: i2v 48 x 48 (manifest line 3), guidance_scale 4.5 (" + snapshot_guider +
+                       "), flow_shift 3 (manifest line 3)");
+  EXPECT_EQ(at[4], "  line 4 wide2: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), guidance_scale 4.5 (" +
+                       snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
+  EXPECT_EQ(at[5], "i2v sizes: 32 x 80 (2), 48 x 48 (1), 80 x 32 (1)");
+  // The dry run read no weights: there are none.
+  EXPECT_FALSE(fs::exists(snap_ / "transformer" / "diffusion_pytorch_model.safetensors"));
+}
+
+// Precedence: manifest line > YAML (or --set) > snapshot > model default.
+TEST_F(SnapshotDryRun, PrecedenceOfEachSource) {
+  (void)dir_.write("m.jsonl", "{\"id\": \"a\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+                        "{\"id\": \"b\", \"prompt\": \"b\", \"image\": \"wide.png\", \"guidance_scale\": 8, \"flow_shift\": 2}\n");
+  const auto request_line = [](const Outcome& r, std::size_t n) {
+    for (const auto& l : lines_of(r.out)) {
+      if (l.rfind("  line " + std::to_string(n) + " ", 0) == 0) return l;
+    }
+    return std::string("(none)");
+  };
+  const Outcome yaml = dry_run({"--set", "generation.guidance_scale=2.5", "--set", "generation.flow_shift=4"});
+  ASSERT_EQ(yaml.code, 0) << yaml.err;
+  EXPECT_TRUE(has_line(yaml.out, "generation defaults: guidance_scale 2.5 (yaml generation.guidance_scale), "
+                                 "flow_shift 4 (yaml generation.flow_shift)")) << yaml.out;
+  EXPECT_EQ(request_line(yaml, 1), "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+                                   "guidance_scale 2.5 (yaml generation.guidance_scale), flow_shift 4 (yaml generation.flow_shift)");
+  EXPECT_EQ(request_line(yaml, 2), "  line 2 b: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+                                   "guidance_scale 8 (manifest line 2), flow_shift 2 (manifest line 2)");
+
+  // Without the guider's and the scheduler's configs: the model's documented defaults.
+  fs::remove_all(snap_ / "guider");
+  fs::remove_all(snap_ / "scheduler");
+  const Outcome model = dry_run();
+  ASSERT_EQ(model.code, 0) << model.err;
+  EXPECT_TRUE(has_line(model.out, "generation defaults: guidance_scale 6 (model default), flow_shift 5 (model default)"))
+      << model.out;
+  EXPECT_EQ(request_line(model, 1), "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+                                    "guidance_scale 6 (model default), flow_shift 5 (model default)");
+
+  // A guider config with a bad value stops the dry run, naming the file.
+  (void)dir_.write("snap/guider/config.json", R"({"guidance_scale": -1})");
+  fs::create_directories(snap_ / "guider");
+  (void)dir_.write("snap/guider/config.json", R"({"guidance_scale": -1})");
+  const Outcome bad = dry_run();
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(tool_lines(bad.err), "omni-dp-batch: error: " + (snap_ / "guider" / "config.json").string() +
+                         ": guidance_scale: -1.0 is out of range (expected a finite number >= 0)\n");
+}
+
+// One snapshot, one task: a t2v line for this i2v snapshot is an error naming the line, its
+// task and the snapshot's, unless input.tasks leaves such lines to another job.
+TEST_F(SnapshotDryRun, TheSnapshotsTaskAndTheTaskFilter) {
+  (void)dir_.write("m.jsonl", "{\"id\": \"i\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+                        "{\"id\": \"t\", \"prompt\": \"b\"}\n"
+                        "{\"id\": \"j\", \"prompt\": \"c\", \"image\": \"tall.png\"}\n");
+  const std::string refused = "omni-dp-batch: error: " + manifest() +
+                              ":2:task: task t2v, but the snapshot serves i2v only (HunyuanVideo15ImageToVideoPipeline in " +
+                              (snap_ / "model_index.json").string() + "; input.tasks selects the lines a job runs)\n";
+  const Outcome mixed = dry_run();
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_EQ(tool_lines(mixed.err), refused);
+  const Outcome validate = run_batch({"--validate-only", "--config", config_.string()});
+  EXPECT_EQ(validate.code, 2);
+  EXPECT_EQ(tool_lines(validate.err), refused);
+
+  const Outcome filtered = dry_run({"--set", "input.tasks=[i2v]"});
+  ASSERT_EQ(filtered.code, 0) << filtered.err;
+  EXPECT_TRUE(has_line(filtered.out, "manifest: " + manifest() +
+                                         ": 2 request(s), 1 line(s) of other tasks skipped (input.tasks [i2v]), 2 to run"))
+      << filtered.out;
+  EXPECT_TRUE(has_line(filtered.out, "i2v sizes: 32 x 80 (1), 80 x 32 (1)")) << filtered.out;
+  const Outcome checked = run_batch({"--validate-only", "--config", config_.string(), "--set", "input.tasks=[i2v]"});
+  EXPECT_EQ(checked.code, 0) << checked.err;
+  EXPECT_EQ(checked.out, manifest() + ": OK, 2 requests, 1 line(s) of other tasks skipped (input.tasks [i2v]); "
+                                      "configuration OK (" + config_.string() + ")\n");
+
+  // The filter does not lift the snapshot's check: its t2v lines are still refused.
+  const Outcome other = dry_run({"--set", "input.tasks=[t2v]"});
+  EXPECT_EQ(other.code, 2);
+  EXPECT_EQ(tool_lines(other.err), refused);
+
+  // A filter that leaves nothing to run.
+  const fs::path t2v_only = dir_.write("t2v.jsonl", "{\"id\": \"a\", \"prompt\": \"a\"}\n{\"id\": \"b\", \"prompt\": \"b\"}\n");
+  const Outcome none = dry_run({"--manifest", t2v_only.string(), "--set", "input.tasks=[i2v]"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(tool_lines(none.err), "omni-dp-batch: error: " + t2v_only.string() +
+                                      ": no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
+  const Outcome none_checked = run_batch({"--validate-only", "--config", config_.string(), "--manifest",
+                                          t2v_only.string(), "--set", "input.tasks=[i2v]"});
+  EXPECT_EQ(none_checked.code, 2);
+  EXPECT_EQ(tool_lines(none_checked.err), "omni-dp-batch: error: " + t2v_only.string() +
+                                              ":2: no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
+
+  // Bad values of input.tasks are configuration errors naming the key and the valid values.
+  const Outcome bad = dry_run({"--set", "input.tasks=[i2v, video]"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(tool_lines(bad.err), "omni-dp-batch: error: input.tasks[1]: unknown task 'video' (expected t2v or i2v)\n");
 }
 
 TEST(BatchCli, MergeOnlyNeedsAFolder) {

@@ -134,16 +134,18 @@ TEST(ConfigDefaults, RealModelConfigsCarrySpecDefaults) {
   EXPECT_EQ(hv.generation.height, 480);
   EXPECT_EQ(hv.generation.num_frames, 121);
   EXPECT_EQ(hv.generation.num_inference_steps, 50);
-  EXPECT_EQ(hv.generation.guidance_scale, 6.0);
-  EXPECT_EQ(hv.generation.flow_shift, 5.0);
+  // Left unset: the snapshot's guider/ and scheduler/ values win (docs/configuration.md).
+  EXPECT_EQ(hv.generation.guidance_scale, std::nullopt);
+  EXPECT_EQ(hv.generation.flow_shift, std::nullopt);
+  EXPECT_EQ(hv.input.tasks, (std::vector<std::string>{"t2v", "i2v"}));
   const Config wan = load_config_file(dir / "wan22-ti2v-5b.yaml");
   EXPECT_EQ(wan.model.name, "wan2.2-ti2v-5b");
   EXPECT_EQ(wan.generation.width, 1280);
   EXPECT_EQ(wan.generation.height, 704);
   EXPECT_EQ(wan.generation.num_frames, 121);
   EXPECT_EQ(wan.generation.num_inference_steps, 50);
-  EXPECT_EQ(wan.generation.guidance_scale, 5.0);
-  EXPECT_EQ(wan.generation.flow_shift, 5.0);
+  EXPECT_EQ(wan.generation.guidance_scale, std::nullopt);
+  EXPECT_EQ(wan.generation.flow_shift, std::nullopt);
   EXPECT_EQ(wan.model.dtype, DType::bf16);
   // Both GPU configs take cuDNN attention first (docs/performance.md).
   EXPECT_EQ(hv.model.attention, AttentionKernel::cudnn);
@@ -588,11 +590,66 @@ TEST(ConfigToYaml, WritesEverySectionAndTheSpecialForms) {
   const std::string text = to_yaml(Config{});
   for (const char* expected :
        {"model:\n  name: tiny-wan\n", "parallel:\n  data_parallel_size: auto\n",
-        "  devices: auto\n", "  guidance_scale: 6.0\n", "  compression: none\n",
+        "  devices: auto\n", "  num_inference_steps: 50\n  seed: 42\n", "  compression: none\n",
+        "  manifest: \"\"\n  tasks: [t2v, i2v]\n",
         "  negative_prompt: \"\"\n", "  fail_ids: []\n", "determinism:\n  strict: true\n",
         "synthetic:\n  seconds_per_gcost: 0.0\n  wait: sleep\n"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << text;
   }
+}
+
+// generation.guidance_scale / flow_shift: a number, or left out / null for "unset" (the
+// snapshot's or the model's default); to_yaml leaves an unset one out.
+TEST(ConfigOptionalGeneration, UnsetSetAndNull) {
+  const Config unset = parse_config_yaml("generation: {num_frames: 9}\n", "a.yaml");
+  EXPECT_EQ(unset.generation.guidance_scale, std::nullopt);
+  EXPECT_EQ(unset.generation.flow_shift, std::nullopt);
+  EXPECT_EQ(to_yaml(unset).find("guidance_scale"), std::string::npos);
+  EXPECT_EQ(to_yaml(unset).find("flow_shift"), std::string::npos);
+
+  Config set = parse_config_yaml("generation: {guidance_scale: 7.5, flow_shift: 3}\n", "b.yaml");
+  EXPECT_EQ(set.generation.guidance_scale, 7.5);
+  EXPECT_EQ(set.generation.flow_shift, 3.0);
+  EXPECT_NE(to_yaml(set).find("  guidance_scale: 7.5\n  flow_shift: 3.0\n"), std::string::npos);
+  EXPECT_EQ(parse_config_yaml(to_yaml(set), "c.yaml").generation, set.generation);
+
+  // null (or nothing after the colon) unsets, also through --set.
+  EXPECT_EQ(parse_config_yaml("generation:\n  guidance_scale:\n", "d.yaml").generation.guidance_scale,
+            std::nullopt);
+  apply_overrides(set, {"generation.guidance_scale=null", "generation.flow_shift=~"});
+  EXPECT_EQ(set.generation.guidance_scale, std::nullopt);
+  EXPECT_EQ(set.generation.flow_shift, std::nullopt);
+  apply_overrides(set, {"generation.flow_shift=7"});
+  EXPECT_EQ(set.generation.flow_shift, 7.0);
+
+  // Ranges are checked only when set.
+  Config c = set;
+  c.input.manifest = "m.jsonl";
+  EXPECT_NO_THROW(validate_and_resolve(c));
+}
+
+TEST(ConfigInputTasks, ListOfKnownTasks) {
+  EXPECT_EQ(Config{}.input.tasks, (std::vector<std::string>{"t2v", "i2v"}));
+  EXPECT_EQ(parse_config_yaml("input: {tasks: [i2v]}\n", "a.yaml").input.tasks,
+            std::vector<std::string>{"i2v"});
+  const auto error = [](const std::string& yaml) -> std::string {
+    try {
+      Config c = parse_config_yaml(yaml, "t.yaml");
+      c.input.manifest = "m.jsonl";
+      validate_and_resolve(c);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("input: {tasks: [i2v]}\n"), "");
+  EXPECT_EQ(error("input: {tasks: [i2v, x2v]}\n"),
+            "input.tasks[1]: unknown task 'x2v' (expected t2v or i2v; did you mean 't2v'?)");
+  EXPECT_EQ(error("input: {tasks: [video]}\n"), "input.tasks[0]: unknown task 'video' (expected t2v or i2v)");
+  EXPECT_EQ(error("input: {tasks: [t2v, t2v]}\n"), "input.tasks[1]: task 't2v' is listed twice");
+  EXPECT_EQ(error("input: {tasks: []}\n"),
+            "input.tasks: an empty list (expected some of t2v, i2v; leave the key out for both)");
+  EXPECT_EQ(error("input: {tasks: i2v}\n"), "input.tasks: expected a list of strings, got 'i2v'");
 }
 
 // --- shared check helpers --------------------------------------------------------------------

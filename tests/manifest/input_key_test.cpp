@@ -136,6 +136,7 @@ TEST(InputKey, IndependentOfKeyOrderAndWhitespace) {
     options.path = path;
     options.model_name = "tiny-wan";
     options.weights_identity = "random:0";
+    options.defaults.flow_shift = 5.0;  // what job_manifest_options resolves
     ManifestReader reader(options);
     const auto request = reader.next();
     ASSERT_TRUE(request.has_value());

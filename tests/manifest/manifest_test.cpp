@@ -467,12 +467,92 @@ TEST_F(ManifestTest, ALineOfATaskTheSnapshotDoesNotServeIsRefused) {
   o.only_task_origin = "task_type in /snap/transformer/config.json";
   write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"p","image":"img/cat.png"})" "\n");
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
-            file_ + ":2:task: a i2v request, but the snapshot serves t2v only (task_type in "
-                    "/snap/transformer/config.json)");
+            file_ + ":2:task: task i2v, but the snapshot serves t2v only (task_type in "
+                    "/snap/transformer/config.json; input.tasks selects the lines a job runs)");
   o.only_task = Task::i2v;
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).substr(0, file_.size() + 8), file_ + ":1:task:");
   o.only_task.reset();
   EXPECT_EQ(read_all(o).size(), 2U);
+}
+
+// input.tasks: the lines of other tasks are checked, skipped and counted, never requests.
+TEST_F(ManifestTest, TaskFilterSkipsAndCountsTheOtherTasksLines) {
+  write_png(dir_ / "img" / "cat.png", 7);
+  write_file(manifest_, R"({"id":"t1","prompt":"p"})" "\n"
+                        R"({"id":"i1","prompt":"p","image":"img/cat.png"})" "\n"
+                        "# a comment\n"
+                        R"({"id":"t2","prompt":"p","task":"t2v"})" "\n"
+                        R"({"id":"i2","prompt":"p","image":"img/absent.png"})" "\n");
+  auto o = options();
+  o.tasks = {Task::i2v};
+  ManifestReader reader(o);
+  std::vector<Request> got;
+  while (auto r = reader.next()) got.push_back(std::move(*r));
+  ASSERT_EQ(got.size(), 2U);
+  EXPECT_EQ(got[0].id, "i1");
+  EXPECT_EQ(got[0].line, 2U);
+  EXPECT_EQ(got[0].index, 0U);
+  EXPECT_EQ(got[0].image_width, 4);  // the probed image's size
+  EXPECT_EQ(got[1].id, "i2");
+  EXPECT_EQ(got[1].index, 1U);
+  EXPECT_NE(got[1].input_error, "");  // its own input error, as without the filter
+  EXPECT_EQ(reader.requests(), 2U);
+  EXPECT_EQ(reader.filtered(), 2U);
+
+  o.tasks = {Task::t2v};
+  // The snapshot's one task does not apply to the lines the filter skips.
+  o.only_task = Task::t2v;
+  o.only_task_origin = "somewhere";
+  const auto t2v = read_all(o);
+  ASSERT_EQ(t2v.size(), 2U);
+  EXPECT_EQ(t2v[0].id, "t1");
+  EXPECT_EQ(t2v[1].id, "t2");
+  EXPECT_EQ(t2v[1].index, 1U);
+  const ValidationReport report = validate_manifest(o, true);
+  EXPECT_TRUE(report.ok());
+  EXPECT_EQ(report.requests, 2U);
+  EXPECT_EQ(report.filtered, 2U);
+}
+
+TEST_F(ManifestTest, TaskFilterStillChecksTheSkippedLines) {
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n"
+                        R"({"id":"b","prompt":"p","image":"../out.png"})" "\n"
+                        R"({"id":"a","prompt":"p","task":"i2v","image":"x.png"})" "\n"
+                        R"({"id":"c","prompt":"p","num_frames":10})" "\n");
+  auto o = options();
+  o.tasks = {Task::i2v};
+  const ValidationReport report = validate_manifest(o, true);
+  ASSERT_EQ(report.errors.size(), 3U);
+  EXPECT_EQ(std::string(report.errors[0].what()).substr(0, file_.size() + 9), file_ + ":2:image:");
+  EXPECT_EQ(std::string(report.errors[1].what()).substr(0, file_.size() + 6), file_ + ":3:id:");
+  EXPECT_EQ(std::string(report.errors[2].what()).substr(0, file_.size() + 14), file_ + ":4:num_frames:");
+}
+
+TEST_F(ManifestTest, ATaskFilterThatLeavesNothingIsAnError) {
+  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"q"})" "\n");
+  auto o = options();
+  o.tasks = {Task::i2v};
+  const ValidationReport report = validate_manifest(o, false);
+  ASSERT_EQ(report.errors.size(), 1U);
+  EXPECT_EQ(std::string(report.errors[0].what()),
+            file_ + ":2: no requests of input.tasks [i2v]: all 2 request lines are of other tasks");
+  EXPECT_EQ(report.filtered, 2U);
+}
+
+// Without a default resolved for guidance_scale / flow_shift a line must set its own.
+TEST_F(ManifestTest, AnUnresolvedDefaultNeedsTheLinesOwnValue) {
+  GenerationConfig defaults = test_defaults();
+  defaults.guidance_scale.reset();
+  EXPECT_EQ(manifest_error_of([&] { (void)parse_manifest_line(R"({"id":"a","prompt":"p"})", defaults, "m", 4); }),
+            "m:4:guidance_scale: not set: the line has none and no default was resolved for "
+            "generation.guidance_scale");
+  const Request r = parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":2.5})", defaults, "m", 4);
+  EXPECT_EQ(r.guidance_scale, 2.5);
+  EXPECT_TRUE(r.line_sets_guidance_scale);
+  EXPECT_FALSE(r.line_sets_flow_shift);
+  EXPECT_FALSE(r.line_sets_size);
+  EXPECT_TRUE(parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":1,"width":64})", defaults, "m", 4)
+                  .line_sets_size);
 }
 
 TEST_F(ManifestTest, RangesFollowTheConfigRules) {
@@ -865,6 +945,11 @@ TEST(ManifestOptionsFromConfig, CopiesTheRelevantSettings) {
   EXPECT_EQ(o.max_line_bytes, 4096U);
   EXPECT_EQ(o.max_image_pixels, 1000U);
   EXPECT_TRUE(o.read_inputs);
+  EXPECT_TRUE(o.tasks.empty());  // both tasks: no filter
+  config.input.tasks = {"i2v"};
+  EXPECT_EQ(manifest_options(config, "x").tasks, std::vector<Task>{Task::i2v});
+  config.input.tasks = {"i2v", "t2v"};
+  EXPECT_TRUE(manifest_options(config, "x").tasks.empty());
 }
 
 }  // namespace

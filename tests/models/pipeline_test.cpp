@@ -2,6 +2,7 @@
 #include "omnidp/models/pipeline.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -95,6 +96,94 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
   config.model.weights = WeightsSource::pretrained;
   EXPECT_THROW((void)describe_model(config.model), WeightsError);
   fs::remove_all(dir);
+}
+
+// Generation defaults: YAML > snapshot (guider/, scheduler/) > the model's default; each value
+// says where it came from.
+class GenerationDefaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("omnidp-model-api-defaults-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "guider");
+    std::filesystem::create_directories(dir_ / "scheduler");
+    config_.model.name = "hunyuanvideo-1.5";
+    config_.model.weights = WeightsSource::random;
+    config_.input.manifest = "/m.jsonl";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
+  [[nodiscard]] std::string described() const { return describe_generation_defaults(resolve_generation_defaults(config_)); }
+
+  std::filesystem::path dir_;
+  Config config_;
+};
+
+TEST_F(GenerationDefaultsTest, EachSourceInItsOrder) {
+  // No snapshot: the model's documented defaults.
+  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 5 (model default)");
+  config_.model.name = "wan2.2-ti2v-5b";
+  EXPECT_EQ(described(), "guidance_scale 5 (model default), flow_shift 5 (model default)");
+  config_.model.name = "synthetic";
+  EXPECT_EQ(described(), "guidance_scale 5 (model default), flow_shift 5 (model default)");
+
+  // A snapshot with a guider and a flow-matching scheduler (what diffusers writes).
+  config_.model.name = "hunyuanvideo-1.5";
+  config_.model.path = dir_.string();
+  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 5 (model default)");  // empty folders
+  write("guider/guider_config.json", R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5})");
+  write("scheduler/scheduler_config.json", R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
+  EXPECT_EQ(described(), "guidance_scale 4.5 (snapshot guider/guider_config.json), flow_shift 7 "
+                         "(snapshot scheduler/scheduler_config.json)");
+  // config.json is read first, as for the other components.
+  write("guider/config.json", R"({"guidance_scale": 3.25})");
+  EXPECT_EQ(described(), "guidance_scale 3.25 (snapshot guider/config.json), flow_shift 7 "
+                         "(snapshot scheduler/scheduler_config.json)");
+  // A config without the key leaves the model's default.
+  write("guider/config.json", R"({"guidance_scale": null})");
+  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 7 (snapshot scheduler/scheduler_config.json)");
+
+  // The YAML beats the snapshot.
+  config_.generation.guidance_scale = 2.0;
+  EXPECT_EQ(described(), "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 7 "
+                         "(snapshot scheduler/scheduler_config.json)");
+  config_.generation.flow_shift = 9.5;
+  EXPECT_EQ(described(), "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 (yaml generation.flow_shift)");
+
+  // job_manifest_options fills the manifest defaults with them.
+  const ManifestOptions o = job_manifest_options(config_);
+  EXPECT_EQ(o.defaults.guidance_scale, 2.0);
+  EXPECT_EQ(o.defaults.flow_shift, 9.5);
+  // The effective configuration ends with them.
+  const std::string yaml = effective_config_yaml(config_);
+  EXPECT_EQ(yaml.substr(yaml.rfind("# generation")),
+            "# generation defaults: guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 "
+            "(yaml generation.flow_shift)\n");
+}
+
+TEST_F(GenerationDefaultsTest, WanReadsTheUniPcFlowShiftAndHasNoGuider) {
+  config_.model.name = "wan2.2-ti2v-5b";
+  config_.model.path = dir_.string();
+  write("guider/guider_config.json", R"({"guidance_scale": 9})");  // not a Wan component
+  write("scheduler/scheduler_config.json", R"({"_class_name": "UniPCMultistepScheduler", "flow_shift": 3.0, "shift": 1.0})");
+  EXPECT_EQ(described(), "guidance_scale 5 (model default), flow_shift 3 (snapshot scheduler/scheduler_config.json)");
+}
+
+TEST_F(GenerationDefaultsTest, ABadSnapshotValueIsAnErrorNamingTheFile) {
+  config_.model.path = dir_.string();
+  write("scheduler/scheduler_config.json", R"({"shift": 0})");
+  const auto file = (dir_ / "scheduler" / "scheduler_config.json").string();
+  try {
+    (void)resolve_generation_defaults(config_);
+    ADD_FAILURE() << "no error";
+  } catch (const WeightsError& e) {
+    EXPECT_EQ(std::string(e.what()), file + ": shift: 0.0 is out of range (expected a finite number > 0)");
+  }
+  write("scheduler/scheduler_config.json", R"({"shift": "five"})");
+  EXPECT_THROW((void)resolve_generation_defaults(config_), WeightsError);
+  // A value the YAML sets is not read from the snapshot at all.
+  config_.generation.flow_shift = 5.0;
+  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 5 (yaml generation.flow_shift)");
 }
 
 TEST(SizeBuckets, CropSizeListOfTheReference) {

@@ -44,15 +44,16 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   EXPECT_EQ(l[7],
             "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, "
             "request_timeout_s 0");
+  EXPECT_EQ(l[8], "generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)");
   // Frames 5, 9, 17, 33 at 32x48, 2 steps, CFG: 2, 3, 5, 9 latent frames x 6 tokens.
   EXPECT_EQ(
-      l[10],
+      l[11],
       "  #    id                        frames  height x width  steps  cfg  Gcost    replica");
-  EXPECT_EQ(l[11].substr(0, 39), "  0    r000                           5");
-  EXPECT_EQ(l[11].substr(l[11].size() - 1), "0");
-  EXPECT_EQ(l[12].substr(0, 39), "  1    r001                           9");
-  EXPECT_EQ(l[12].substr(l[12].size() - 1), "1");
-  EXPECT_EQ(l[16].substr(0, 12), "  5    r005 ");
+  EXPECT_EQ(l[12].substr(0, 39), "  0    r000                           5");
+  EXPECT_EQ(l[12].substr(l[12].size() - 1), "0");
+  EXPECT_EQ(l[13].substr(0, 39), "  1    r001                           9");
+  EXPECT_EQ(l[13].substr(l[13].size() - 1), "1");
+  EXPECT_EQ(l[17].substr(0, 12), "  5    r005 ");
 }
 
 TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
@@ -62,14 +63,20 @@ TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
   std::ostringstream out;
   print_plan(o, 2, out);
   const auto l = lines(out.str());
-  ASSERT_EQ(l.size(), 16U) << out.str();
-  EXPECT_EQ(l[9], "first requests in service order (replica chosen at run time):");
+  ASSERT_EQ(l.size(), 23U) << out.str();
+  EXPECT_EQ(l[10], "first requests in service order (replica chosen at run time):");
   // r003 (33 frames) first, then r002 (17), r001 (9), then r000 and r004 (5 frames, ties in order).
-  EXPECT_EQ(l[11].substr(0, 12), "  0    r003 ");
-  EXPECT_EQ(l[12].substr(0, 12), "  1    r002 ");
-  EXPECT_EQ(l[13].substr(0, 12), "  2    r001 ");
-  EXPECT_EQ(l[14].substr(0, 12), "  3    r000 ");
-  EXPECT_EQ(l[15].substr(0, 12), "  4    r004 ");
+  EXPECT_EQ(l[12].substr(0, 12), "  0    r003 ");
+  EXPECT_EQ(l[13].substr(0, 12), "  1    r002 ");
+  EXPECT_EQ(l[14].substr(0, 12), "  2    r001 ");
+  EXPECT_EQ(l[15].substr(0, 12), "  3    r000 ");
+  EXPECT_EQ(l[16].substr(0, 12), "  4    r004 ");
+  // Then every request to run in manifest order, with where its values came from.
+  EXPECT_EQ(l[17], "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
+  EXPECT_EQ(l[18], "  line 1 r000: t2v 32 x 48 (manifest line 1), guidance_scale 5 (model default), flow_shift 5 "
+                   "(model default)");
+  EXPECT_EQ(l[22], "  line 5 r004: t2v 32 x 48 (manifest line 5), guidance_scale 5 (model default), flow_shift 5 "
+                   "(model default)");
 }
 
 TEST(PrintPlan, HunyuanVideoSaysWhereI2vSizesComeFrom) {

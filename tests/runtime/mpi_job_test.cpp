@@ -229,6 +229,69 @@ TEST(MpiJobReliability, DrainThenResume) {
   EXPECT_EQ(s.skipped_resume, 3U);
 }
 
+// A 4x4 RGB PNG (signature, IHDR, one IDAT, IEND).
+void write_tiny_png(const fs::path& file) {
+  static const char kPng[] =
+      "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02"
+      "\x00\x00\x00\x26\x93\x09\x29\x00\x00\x00\x10\x49\x44\x41\x54\x78\x9c\x63\xa8\xb0\x91\x83\x23\x06\xe2\x38"
+      "\x00\x5b\x23\x0d\x21\xef\x7f\x89\x3d\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
+  std::ofstream(file, std::ios::binary).write(kPng, sizeof kPng - 1);
+}
+
+// input.tasks: two jobs share one mixed manifest and one output folder. Each runs only its
+// task's lines and counts the others as skipped by the filter (not failed, not left to do);
+// a third run with both tasks finds everything done.
+TEST(MpiJobTasks, TwoJobsShareAMixedManifest) {
+  TempDir dir("mpi-tasks");
+  write_tiny_png(dir.path() / "img.png");
+  const auto manifest = write_manifest(
+      dir.path(), 4,
+      {R"({"id": "i000", "prompt": "cat", "image": "img.png", "num_frames": 5, "height": 32, "width": 48, "num_inference_steps": 2})",
+       R"({"id": "i001", "prompt": "dog", "image": "img.png", "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": 2})"});
+  const auto config = write_config(dir.path(), manifest);
+  const fs::path out = dir.path() / "out";
+
+  const auto i2v = mpirun(2, config, {"input.tasks=[i2v]"});
+  ASSERT_EQ(i2v.exit_code, 0) << i2v.output;
+  EXPECT_EQ(count_ids(all_rows(out)), (std::map<std::string, int>{{"i000", 1}, {"i001", 1}}));
+  RunSummary s = results::read_summary_json(out / "summary.json");
+  EXPECT_EQ(s.total, 2U);
+  EXPECT_EQ(s.completed, 2U);
+  EXPECT_EQ(s.failed, 0U);
+  EXPECT_EQ(s.skipped_tasks, 4U);
+  EXPECT_EQ(s.skipped_resume, 0U);
+  EXPECT_NE(i2v.output.find("summary: 2 completed, 0 failed, 4 skipped (input.tasks)\n"), std::string::npos)
+      << i2v.output;
+  // The effective configuration, as printed and stored, says where the defaults came from.
+  const std::string defaults = "# generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)\n";
+  EXPECT_NE(i2v.output.find("  tasks: [i2v]\n"), std::string::npos) << i2v.output;
+  EXPECT_NE(i2v.output.find(defaults), std::string::npos) << i2v.output;
+  const std::string stored = results::read_file_info(results::list_rank_files(out).at(0)).config_yaml;
+  EXPECT_EQ(stored.substr(stored.size() - defaults.size()), defaults);
+
+  // The other task's job, resuming in the same folder: the i2v rows done are neither run again
+  // nor missing; they are the other job's lines.
+  const auto t2v = mpirun(2, config, {"input.tasks=[t2v]"});
+  ASSERT_EQ(t2v.exit_code, 0) << t2v.output;
+  const auto counts = count_ids(all_rows(out));
+  ASSERT_EQ(counts.size(), 6U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id;
+  s = results::read_summary_json(out / "summary.json");
+  EXPECT_EQ(s.total, 4U);
+  EXPECT_EQ(s.completed, 4U);
+  EXPECT_EQ(s.skipped_tasks, 2U);
+  EXPECT_EQ(s.skipped_resume, 0U);
+
+  // Both tasks: all six are done.
+  const auto both = mpirun(1, config, {});
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  s = results::read_summary_json(out / "summary.json");
+  EXPECT_EQ(s.completed, 0U);
+  EXPECT_EQ(s.skipped_resume, 6U);
+  EXPECT_EQ(s.skipped_tasks, 0U);
+  EXPECT_EQ(count_ids(all_rows(out)).size(), 6U);
+}
+
 // No signal at all: the deadline alone drains the job. 4 equal requests of 8 s on 2 ranks,
 // deadline 20 s after launch, margin 5 s: each replica gets its first request at once (no
 // time scale yet) and it ends 8 s + the start-up later; a second one would end 16 s + the

@@ -6,13 +6,15 @@
 // The YAML keys are exactly the field names below, in sections named like the members of
 // Config (docs/configuration.md lists them). Special YAML forms: parallel.data_parallel_size
 // `auto` (stored as 0), parallel.devices `auto` (stored as an empty list), output.compression
-// `none | gzip:N | lzf` (stored as compression + gzip_level).
+// `none | gzip:N | lzf` (stored as compression + gzip_level), generation.guidance_scale and
+// flow_shift left out or null (stored as nullopt; to_yaml leaves them out).
 // Every error is a ConfigError naming the YAML path and the bad value; unknown keys also name
 // the nearest valid key. Owned by value; read-only after resolution, so safe to share across
 // threads.
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,8 +85,12 @@ struct GenerationConfig {  // defaults; each manifest line may override them
   int height = 480;
   int width = 848;
   int num_inference_steps = 50;
-  double guidance_scale = 6.0;
-  double flow_shift = 5.0;
+  // Unset (the key left out, or null): the snapshot's value (guider/ guidance_scale,
+  // scheduler/ shift or flow_shift), else the model's documented default
+  // (models/pipeline.hpp resolve_generation_defaults; docs/configuration.md "Generation
+  // defaults"). Precedence: manifest line > these > snapshot > model default.
+  std::optional<double> guidance_scale;
+  std::optional<double> flow_shift;
   std::uint64_t seed = 42;
   int fps = 24;
   std::string negative_prompt;
@@ -94,6 +100,9 @@ struct GenerationConfig {  // defaults; each manifest line may override them
 
 struct InputConfig {
   std::string manifest;                       // JSONL; relative to the config file's folder
+  // The tasks whose lines this job runs ("t2v", "i2v"; each at most once, not empty); the
+  // lines of other tasks are skipped, neither run nor failed (docs/manifest.md "Tasks").
+  std::vector<std::string> tasks{"t2v", "i2v"};
   std::size_t max_line_bytes = 1U << 20;      // longer lines are refused
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // larger images refused before decoding
 

@@ -33,7 +33,10 @@ namespace omnidp {
 
 struct ManifestOptions {
   std::filesystem::path path;   // the JSONL file; image paths resolve against its folder
-  GenerationConfig defaults;    // fills the fields a line leaves out
+  // Fills the fields a line leaves out. An unset guidance_scale / flow_shift here makes a line
+  // without its own a ManifestError (job_manifest_options fills them from the snapshot or the
+  // model's default, models/pipeline.hpp).
+  GenerationConfig defaults;
   std::string model_name;       // part of the input key
   std::string weights_identity;  // part of the input key (models/pipeline.hpp)
   std::size_t max_line_bytes = 1U << 20;  // longer lines are refused (line end not counted)
@@ -68,9 +71,15 @@ struct ManifestOptions {
   // the line, its task, this task and `only_task_origin` (where the snapshot says so).
   std::optional<Task> only_task;
   std::string only_task_origin;
+  // input.tasks: the tasks whose lines next() returns; empty: all. A line of another task is
+  // still checked in full (syntax, fields, duplicate id) but its files are not read, it is no
+  // request (not counted in requests(), no index) and only_task does not apply to it; it is
+  // counted in ManifestReader::filtered().
+  std::vector<Task> tasks;
 };
 
-// Options from a resolved Config: input.manifest, generation, model.name, input limits.
+// Options from a resolved Config: input.manifest, generation, model.name, input limits,
+// input.tasks (empty `tasks` when it lists both).
 [[nodiscard]] ManifestOptions manifest_options(const Config& config,
                                                std::string weights_identity);
 
@@ -93,6 +102,8 @@ class ManifestReader {
 
   [[nodiscard]] std::size_t line() const noexcept;      // lines read so far (1-based last line)
   [[nodiscard]] std::size_t requests() const noexcept;  // requests returned so far
+  // Lines skipped so far because their task is not in options.tasks (input.tasks).
+  [[nodiscard]] std::size_t filtered() const noexcept;
   // Where the line of the request next() returned last begins (options.start before any):
   // start another reader there to read that request again and those after it.
   [[nodiscard]] ManifestOptions::Position position() const noexcept;
@@ -110,6 +121,7 @@ class ManifestReader {
 
 struct ValidationReport {
   std::size_t requests = 0;             // valid request lines (including those with input errors)
+  std::size_t filtered = 0;             // valid lines of tasks not in input.tasks (skipped)
   std::vector<ManifestError> errors;    // malformed lines: the job must not start
   // Per-request input defects (each request's Request::input_error, "file:line:field:
   // reason"): the job would run and record these requests as failed.
@@ -127,7 +139,13 @@ struct ValidationReport {
 
 // Whole-file validation (for --validate-only and the pre-start check of a job). Stops at the
 // first error unless all_errors. A manifest without any request is an error too (reported at
-// the last line read, field empty). IoError if the file cannot be read.
+// the last line read, field empty; when input.tasks skipped every line, it says so). IoError
+// if the file cannot be read.
+// The error of a manifest without a request to run (`line`: the last line read): empty, or,
+// when `filtered` > 0, every line of a task that options.tasks leaves out.
+[[nodiscard]] ManifestError no_requests_error(const ManifestOptions& options, std::size_t line,
+                                              std::size_t filtered);
+
 [[nodiscard]] ValidationReport validate_manifest(const ManifestOptions& options, bool all_errors);
 
 }  // namespace omnidp

@@ -28,6 +28,15 @@ struct Request {
   double guidance_scale = 0.0;
   double flow_shift = 0.0;
   int fps = 0;
+  // Where the values came from (rank 0 only, for --dry-run; not sent to workers): whether the
+  // line itself set height or width, guidance_scale, flow_shift (else the defaults or, for
+  // the size of an i2v request, the model's choice from the image), and the probed image's
+  // size (0 without an image or before its inputs were read).
+  bool line_sets_size = false;
+  bool line_sets_guidance_scale = false;
+  bool line_sets_flow_shift = false;
+  int image_height = 0;
+  int image_width = 0;
   std::size_t line = 0;      // 1-based line in the manifest
   std::size_t index = 0;     // 0-based position among the manifest's requests
   std::string input_key;     // hex SHA-256 of the canonical encoding (SPEC section 4)

@@ -28,6 +28,13 @@ struct DeviceBinding {
   std::string name;       // human-readable, e.g. "cuda:3 (NVIDIA H200)" or "cpu"
 };
 
+// A generation value and where it came from: "manifest line N", "yaml generation.KEY",
+// "snapshot guider/guider_config.json" (the file, relative to model.path), "model default".
+struct ValueOrigin {
+  double value = 0.0;
+  std::string origin;
+};
+
 // Static facts of a model family used for cost estimates and latent shapes.
 struct ModelInfo {
   std::string name;
@@ -48,6 +55,14 @@ struct ModelInfo {
   // both (Wan TI2V, random weights).
   std::optional<Task> snapshot_task;
   std::string snapshot_task_origin;
+  // The model's documented generation defaults (docs/models.md), taken when neither the
+  // manifest line, the YAML nor the snapshot sets a value (resolve_generation_defaults).
+  double default_guidance_scale = 5.0;
+  double default_flow_shift = 5.0;
+  // The snapshot's own values (guider/, scheduler/), read by the model's registration
+  // (models/model_table.hpp) without loading weights; they win over the model defaults.
+  std::optional<ValueOrigin> snapshot_guidance_scale;
+  std::optional<ValueOrigin> snapshot_flow_shift;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
 };
@@ -56,6 +71,28 @@ struct ModelInfo {
 // snapshot: hunyuanvideo-1.5's transformer/config.json target_size). Throws ConfigError for
 // unknown names, WeightsError for an unreadable config.
 [[nodiscard]] ModelInfo describe_model(const ModelConfig& model);
+
+
+// The defaults of the values a manifest line may leave out and a snapshot carries
+// (docs/configuration.md "Generation defaults"): generation.guidance_scale / flow_shift when
+// the YAML sets them; else, with model.path, the snapshot's guider/ guidance_scale
+// (hunyuanvideo-1.5; config.json or guider_config.json) and scheduler/ shift
+// (FlowMatchEulerDiscreteScheduler) or flow_shift (UniPCMultistepScheduler; config.json or
+// scheduler_config.json); else the model's default. Reads those JSON files only, never
+// weights. Throws ConfigError for an unknown model, WeightsError naming the file for a config
+// that is unreadable or holds a bad value.
+struct GenerationDefaults {
+  ValueOrigin guidance_scale;
+  ValueOrigin flow_shift;
+};
+[[nodiscard]] GenerationDefaults resolve_generation_defaults(const Config& config);
+// "guidance_scale 6 (snapshot guider/guider_config.json), flow_shift 5 (model default)".
+[[nodiscard]] std::string describe_generation_defaults(const GenerationDefaults& defaults);
+// to_yaml(config) followed by a comment line with describe_generation_defaults(): the
+// effective configuration as run_job prints it and the results files store it.
+[[nodiscard]] std::string effective_config_yaml(const Config& config);
+// A value in the shortest form that reads back the same ("6", "5.5", "0.30000000000000004").
+[[nodiscard]] std::string format_value(double value);
 
 // The "weights identity" part of the input key: "synthetic", "random:<seed>" for seeded
 // weights, otherwise "snapshot-sha256:<hex>": digest_snapshot(model.path) over the bytes of
@@ -67,8 +104,9 @@ struct ModelInfo {
 // The options every reader of a job's manifest uses: manifest_options(config,
 // weights_identity(config.model)), with the model's size_multiple() so that a size the model
 // would round is an error, and, for a model with image_size_target, the size_from_image hook
-// (i2v lines without height/width take the model's bucket), and the snapshot's one task
-// (only_task). Throws as those do.
+// (i2v lines without height/width take the model's bucket), the snapshot's one task
+// (only_task), and guidance_scale / flow_shift defaults from resolve_generation_defaults().
+// Throws as those do.
 [[nodiscard]] ManifestOptions job_manifest_options(const Config& config);
 
 // Passed to generate(): lets a long generation stop early when the job abandons work.

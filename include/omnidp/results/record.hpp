@@ -50,6 +50,7 @@ struct RunSummary {
   std::size_t completed = 0;
   std::size_t failed = 0;
   std::size_t skipped_resume = 0;
+  std::size_t skipped_tasks = 0;  // manifest lines of tasks not in input.tasks
   double makespan_s = 0.0;
   double videos_per_min = 0.0;
   double latency_p50_s = 0.0;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,7 @@ class ResumeSource final : public RequestSource {
 struct JobPlan {
   std::size_t to_run = 0;        // requests the job will hand out
   std::size_t input_errors = 0;  // of which recorded as failed without running
+  std::size_t filtered = 0;      // manifest lines of tasks not in input.tasks: skipped, not run
   CostFeatures total_features;   // summed over to_run
   double total_cost = 0.0;       // prior cost units
   double max_cost = 0.0;
@@ -73,11 +75,15 @@ inline constexpr std::size_t kDefaultKeptBytes = std::size_t{256} << 20;
 // file hash cache (so no file is hashed twice).
 class PlannedSource final : public RequestSource {
  public:
+  // `observe`, when set, sees every request to run of the pre-start pass, in manifest order
+  // (the dry run's listing).
   PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
-                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes);
+                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes,
+                const std::function<void(const Request&)>& observe = {});
   // `done` is kept by reference: a temporary would dangle.
   PlannedSource(ManifestOptions options, const DoneMap&& done, std::string output_dir,
-                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes) = delete;
+                const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes,
+                const std::function<void(const Request&)>& observe = {}) = delete;
   std::optional<Request> next() override;
 
   [[nodiscard]] const JobPlan& plan() const noexcept { return plan_; }

@@ -9,6 +9,7 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -24,6 +25,23 @@ torch::ScalarType to_torch(DType dtype) {
     case DType::fp32: break;
   }
   return torch::kFloat32;
+}
+
+// The guider's guidance_scale and the FlowMatchEuler scheduler's shift, as the snapshot's
+// pipeline would take them (docs/configuration.md, "Generation defaults").
+void snapshot_generation_values(const fs::path& root, ModelInfo& info) {
+  const auto origin = [&root](const fs::path& file) { return "snapshot " + file.lexically_relative(root).string(); };
+  if (const auto file = component_file(root / "guider", "guider_config.json")) {
+    if (const auto v = snapshot_number(*file, "guidance_scale", &check_guidance_scale)) {
+      info.snapshot_guidance_scale = ValueOrigin{*v, origin(*file)};
+    }
+  }
+  if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
+    const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler" ? "flow_shift" : "shift";
+    if (const auto v = snapshot_number(*file, key, &check_flow_shift)) {
+      info.snapshot_flow_shift = ValueOrigin{*v, origin(*file)};
+    }
+  }
 }
 
 nlohmann::json read_config_file(const fs::path& file) {
@@ -42,6 +60,7 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   constexpr int kReleased = 640;
   info.image_size_target = kReleased;
   if (model.path.empty()) return;
+  snapshot_generation_values(fs::path(model.path), info);
   std::error_code ec;
   const auto config = fs::path(model.path) / "transformer" / "config.json";
   if (fs::is_regular_file(config, ec)) {
@@ -190,6 +209,8 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.patch_t = r.facts.patch_h = r.facts.patch_w = 1;  // VAE 4 x 16 x 16
   r.facts.hidden_size = 2048;
   r.facts.num_layers = 54;
+  r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
+  r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;
   r.create = create_hunyuanvideo15_pipeline;
   table.add(std::move(r));

@@ -13,6 +13,7 @@
 #include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
@@ -418,6 +419,20 @@ void register_wan_models(ModelTable& table) {
     r.facts.patch_h = r.facts.patch_w = 2;
     r.facts.hidden_size = hidden;
     r.facts.num_layers = layers;
+    r.facts.default_guidance_scale = 5.0;  // Wan2.2-TI2V-5B: CFG 5, UniPC flow_shift 5
+    r.facts.default_flow_shift = 5.0;
+    // A snapshot's scheduler/ flow_shift (UniPC; `shift` for a FlowMatchEuler scheduler). Wan
+    // has no guider.
+    r.describe = [](const ModelConfig& model, ModelInfo& info) {
+      if (model.path.empty()) return;
+      const std::filesystem::path root(model.path);
+      if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
+        const bool euler = snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
+        if (const auto v = snapshot_number(*file, euler ? "shift" : "flow_shift", &check_flow_shift)) {
+          info.snapshot_flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
+        }
+      }
+    };
     r.create = create_wan_pipeline;
     table.add(std::move(r));
   }

@@ -1,0 +1,23 @@
+#pragma once
+// Small readers of a Diffusers snapshot's JSON configs for model registrations' `describe`
+// hooks (models/model_table.hpp): what a model knows of a snapshot without loading weights.
+// Torch-free; every function is thread-safe and throws WeightsError naming the file.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace omnidp::models {
+
+// The config file of a component folder: config.json, else `alt_name` (what diffusers'
+// save_pretrained writes for guiders and schedulers); nullopt when neither exists.
+[[nodiscard]] std::optional<std::filesystem::path> component_file(const std::filesystem::path& folder,
+                                                                  const char* alt_name);
+// `key` of a JSON object file as a finite number accepted by `check` ("" = valid, else the
+// reason); nullopt when the key is absent or null.
+[[nodiscard]] std::optional<double> snapshot_number(const std::filesystem::path& file, const char* key,
+                                                    std::string (*check)(double));
+// `key` of a JSON object file as a string; "" when absent.
+[[nodiscard]] std::string snapshot_string(const std::filesystem::path& file, const char* key);
+
+}  // namespace omnidp::models
