@@ -49,8 +49,10 @@ GenerationDefaults resolve_generation_defaults(const Config& config) {
   const ModelInfo info = describe_model(config.model);
   GenerationDefaults d{{info.default_guidance_scale, "model default"},
                        {info.default_flow_shift, "model default"}};
-  if (info.snapshot_guidance_scale) d.guidance_scale = *info.snapshot_guidance_scale;
-  if (info.snapshot_flow_shift) d.flow_shift = *info.snapshot_flow_shift;
+  const auto* registration = models::model_table().find(config.model.name);
+  if (registration != nullptr && registration->snapshot_defaults && !config.model.path.empty()) {
+    registration->snapshot_defaults(config, d);
+  }
   if (config.generation.guidance_scale) {
     d.guidance_scale = {*config.generation.guidance_scale, "yaml generation.guidance_scale"};
   }

@@ -501,16 +501,16 @@ TEST_F(SnapshotE2e, ATextToVideoCheckpointAskedForImageToVideo) {
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n" +
                                    R"({"id": "b", "prompt": "a red kite", "image": "img/a.png"})" + "\n");
-  expect_refused({"@DIR@/m.jsonl:2:task: a i2v request, but the snapshot serves t2v only "
-                  "(HunyuanVideo15Pipeline in @DIR@/snap/model_index.json)"});
+  expect_refused({"@DIR@/m.jsonl:2:task: task i2v, but the snapshot serves t2v only "
+                  "(HunyuanVideo15Pipeline in @DIR@/snap/model_index.json; input.tasks selects the lines a job runs)"});
 }
 
 TEST_F(SnapshotE2e, AnImageToVideoCheckpointAskedForTextToVideo) {
   write_hv15_snapshot(dir_ / "snap", Hv15Task::i2v);
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/m.jsonl:1:task: a t2v request, but the snapshot serves i2v only "
-                  "(HunyuanVideo15ImageToVideoPipeline in @DIR@/snap/model_index.json)"});
+  expect_refused({"@DIR@/m.jsonl:1:task: task t2v, but the snapshot serves i2v only "
+                  "(HunyuanVideo15ImageToVideoPipeline in @DIR@/snap/model_index.json; input.tasks selects the lines a job runs)"});
 }
 
 TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {

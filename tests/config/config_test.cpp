@@ -625,7 +625,7 @@ TEST(ConfigOptionalGeneration, UnsetSetAndNull) {
   // Ranges are checked only when set.
   Config c = set;
   c.input.manifest = "m.jsonl";
-  EXPECT_NO_THROW(validate_and_resolve(c));
+  EXPECT_NO_THROW(validate_and_resolve(c, kModels));
 }
 
 TEST(ConfigInputTasks, ListOfKnownTasks) {
@@ -636,7 +636,7 @@ TEST(ConfigInputTasks, ListOfKnownTasks) {
     try {
       Config c = parse_config_yaml(yaml, "t.yaml");
       c.input.manifest = "m.jsonl";
-      validate_and_resolve(c);
+      validate_and_resolve(c, kModels);
     } catch (const ConfigError& e) {
       return e.what();
     }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "job_test_support.hpp"
+#include "omnidp/models/model_table.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -79,12 +80,21 @@ TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
                    "(model default)");
 }
 
-TEST(PrintPlan, HunyuanVideoSaysWhereI2vSizesComeFrom) {
+TEST(PrintPlan, AModelThatSizesI2vFromTheImageSaysSo) {
+  // A model with HunyuanVideo-1.5's facts: it picks an i2v request's size from its image.
+  if (models::model_table().find("bucketed-i2v") == nullptr) {
+    models::ModelRegistration r;
+    r.name = "bucketed-i2v";
+    r.has_weights = false;
+    r.facts.hidden_size = 8;
+    r.facts.num_layers = 1;
+    r.facts.image_size_target = 640;
+    models::model_table().add(std::move(r));
+  }
   TempDir dir("plan-hv15");
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 2), dir.path() / "out", results);
-  o.config.model.name = "hunyuanvideo-1.5";
-  o.config.model.weights = WeightsSource::random;
+  o.config.model.name = "bucketed-i2v";
   std::ostringstream out;
   print_plan(o, 1, out);
   const auto l = lines(out.str());

@@ -30,6 +30,9 @@ struct ModelRegistration {
   bool has_weights = true;   // false: `weights: pretrained` is refused (synthetic)
   // Snapshot facts read without loading weights (e.g. a config.json's target_size); may be empty.
   std::function<void(const ModelConfig&, ModelInfo&)> describe;
+  // The snapshot's own generation values (guider/, scheduler/) for the keys the YAML leaves
+  // unset, over the model defaults already in `defaults`; may be empty.
+  std::function<void(const Config&, GenerationDefaults&)> snapshot_defaults;
   // The a-priori cost's coefficients from the facts (models/cost.hpp); empty: the generic
   // transformer prior (4 x layers x hidden, 24 x layers x hidden^2).
   std::function<CostCoefficients(const ModelInfo&)> cost;

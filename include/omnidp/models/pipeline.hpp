@@ -59,10 +59,6 @@ struct ModelInfo {
   // manifest line, the YAML nor the snapshot sets a value (resolve_generation_defaults).
   double default_guidance_scale = 5.0;
   double default_flow_shift = 5.0;
-  // The snapshot's own values (guider/, scheduler/), read by the model's registration
-  // (models/model_table.hpp) without loading weights; they win over the model defaults.
-  std::optional<ValueOrigin> snapshot_guidance_scale;
-  std::optional<ValueOrigin> snapshot_flow_shift;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
 };

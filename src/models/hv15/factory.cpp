@@ -28,18 +28,22 @@ torch::ScalarType to_torch(DType dtype) {
 }
 
 // The guider's guidance_scale and the FlowMatchEuler scheduler's shift, as the snapshot's
-// pipeline would take them (docs/configuration.md, "Generation defaults").
-void snapshot_generation_values(const fs::path& root, ModelInfo& info) {
+// pipeline would take them, for the keys the YAML leaves unset (docs/configuration.md,
+// "Generation defaults").
+void snapshot_defaults(const Config& config, GenerationDefaults& d) {
+  const fs::path root(config.model.path);
   const auto origin = [&root](const fs::path& file) { return "snapshot " + file.lexically_relative(root).string(); };
-  if (const auto file = component_file(root / "guider", "guider_config.json")) {
-    if (const auto v = snapshot_number(*file, "guidance_scale", &check_guidance_scale)) {
-      info.snapshot_guidance_scale = ValueOrigin{*v, origin(*file)};
+  if (!config.generation.guidance_scale) {
+    if (const auto file = component_file(root / "guider", "guider_config.json")) {
+      if (const auto v = snapshot_number(*file, "guidance_scale", &check_guidance_scale)) {
+        d.guidance_scale = ValueOrigin{*v, origin(*file)};
+      }
     }
   }
-  if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-    const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler" ? "flow_shift" : "shift";
-    if (const auto v = snapshot_number(*file, key, &check_flow_shift)) {
-      info.snapshot_flow_shift = ValueOrigin{*v, origin(*file)};
+  if (!config.generation.flow_shift) {
+    if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
+      const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler" ? "flow_shift" : "shift";
+      if (const auto v = snapshot_number(*file, key, &check_flow_shift)) d.flow_shift = ValueOrigin{*v, origin(*file)};
     }
   }
 }
@@ -60,7 +64,6 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   constexpr int kReleased = 640;
   info.image_size_target = kReleased;
   if (model.path.empty()) return;
-  snapshot_generation_values(fs::path(model.path), info);
   std::error_code ec;
   const auto config = fs::path(model.path) / "transformer" / "config.json";
   if (fs::is_regular_file(config, ec)) {
@@ -212,6 +215,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;
+  r.snapshot_defaults = snapshot_defaults;
   r.create = create_hunyuanvideo15_pipeline;
   table.add(std::move(r));
 }

@@ -423,13 +423,13 @@ void register_wan_models(ModelTable& table) {
     r.facts.default_flow_shift = 5.0;
     // A snapshot's scheduler/ flow_shift (UniPC; `shift` for a FlowMatchEuler scheduler). Wan
     // has no guider.
-    r.describe = [](const ModelConfig& model, ModelInfo& info) {
-      if (model.path.empty()) return;
-      const std::filesystem::path root(model.path);
+    r.snapshot_defaults = [](const Config& config, GenerationDefaults& d) {
+      if (config.generation.flow_shift) return;
+      const std::filesystem::path root(config.model.path);
       if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
         const bool euler = snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
         if (const auto v = snapshot_number(*file, euler ? "shift" : "flow_shift", &check_flow_shift)) {
-          info.snapshot_flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
+          d.flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
         }
       }
     };
