@@ -5,7 +5,7 @@
 # OMNIDP_SHARED_DIR may point at a copy of shared/ (the fixtures) when ../shared is absent.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${1:-$root/build/gpu}
+build=$(realpath -m "${1:-$root/build/gpu}")
 shift || true
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 shared=${OMNIDP_SHARED_DIR:-$root/../shared}
