@@ -29,6 +29,7 @@
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "fixtures.hpp"
+#include "test_files.hpp"
 
 namespace omnidp {
 namespace {
@@ -38,17 +39,8 @@ namespace fs = std::filesystem;
 const fs::path kWanTransformer =
     omnidp::test::fixture("diffusers-ref/wan_transformer");
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file, std::ios::binary) << text;
-}
+using omnidp::cli::testing::read_text;
+using omnidp::cli::testing::write_text;
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);

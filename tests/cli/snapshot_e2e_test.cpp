@@ -31,6 +31,7 @@
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "fixtures.hpp"
+#include "test_files.hpp"
 
 namespace omnidp {
 namespace {
@@ -41,17 +42,8 @@ using nlohmann::json;
 fs::path ref(const std::string& name) { return omnidp::test::fixture("diffusers-ref/" + name); }
 fs::path text_ref(const std::string& name) { return omnidp::test::fixture("transformers-ref/" + name); }
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file, std::ios::binary) << text;
-}
+using omnidp::cli::testing::read_text;
+using omnidp::cli::testing::write_text;
 
 // A fixture file linked into the snapshot (as Hugging Face cache snapshots link their blobs).
 void link(const fs::path& from, const fs::path& to) {

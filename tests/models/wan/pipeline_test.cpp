@@ -47,6 +47,22 @@ class WanPipelineTest : public ::testing::Test {
     return c;
   }
 
+  // 3 guided steps at 32x64x5 from the seeded embeddings and noise.
+  [[nodiscard]] WanSampleInputs guided_inputs() const {
+    const SafetensorsFile embeds(dir_ / "embeds.safetensors");
+    WanSampleInputs in;
+    in.num_frames = 5;
+    in.height = 32;
+    in.width = 64;
+    in.num_inference_steps = 3;
+    in.guidance_scale = 4.0;
+    in.flow_shift = 3.0;
+    in.noise = torch::randn({1, 48, 2, 2, 4});
+    in.prompt_embeds = embeds.tensor("prompt_embeds");
+    in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+    return in;
+  }
+
   Request t2v(std::uint64_t seed = 3) const {
     Request r;
     r.id = "r1";
@@ -129,17 +145,7 @@ TEST_F(WanPipelineTest, SizesAreRoundedAsTheReference) {
 TEST_F(WanPipelineTest, CfgAsOneBatchEqualsTwoPasses) {
   WanPipeline batched(tiny_parts(true), torch::kCPU);
   WanPipeline separate(tiny_parts(false), torch::kCPU);
-  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
-  WanSampleInputs in;
-  in.num_frames = 5;
-  in.height = 32;
-  in.width = 64;
-  in.num_inference_steps = 3;
-  in.guidance_scale = 4.0;
-  in.flow_shift = 3.0;
-  in.noise = torch::randn({1, 48, 2, 2, 4});
-  in.prompt_embeds = embeds.tensor("prompt_embeds");
-  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  WanSampleInputs in = guided_inputs();
   const auto a = batched.sample(in, nullptr);
   const auto b = separate.sample(in, nullptr);
   EXPECT_LT((a.final_latents - b.final_latents).abs().max().item<double>(), 1e-5);
@@ -160,17 +166,7 @@ TEST_F(WanPipelineTest, CfgAsOneBatchEqualsTwoPasses) {
 // the unconditional one; both end on the latents of the two-pass single run, bit for bit, and
 // only rank 0 decodes. An abandon on either rank stops both at the same step.
 TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
-  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
-  WanSampleInputs in;
-  in.num_frames = 5;
-  in.height = 32;
-  in.width = 64;
-  in.num_inference_steps = 3;
-  in.guidance_scale = 4.0;
-  in.flow_shift = 3.0;
-  in.noise = torch::randn({1, 48, 2, 2, 4});
-  in.prompt_embeds = embeds.tensor("prompt_embeds");
-  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  WanSampleInputs in = guided_inputs();
   WanPipeline single(tiny_parts(false), torch::kCPU);
   const auto want = single.sample(in, nullptr);
   auto run_group = [&](const std::function<bool(int rank, int steps)>& abandon) {
