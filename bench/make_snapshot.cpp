@@ -96,14 +96,25 @@ void write_qwen_tokenizer(const fs::path& dir) {
   write_json(dir / "vocab.json", vocab);
   std::ofstream(dir / "merges.txt") << "#version: 0.2\n";
   json added = json::object();
+  // The special tokens follow the 256 byte tokens (ids 256-258), as in any vocabulary that its
+  // added tokens extend: transformers' tokenizers number added tokens missing from vocab.json
+  // after it, whatever id tokenizer_config.json gives them (Qwen's own 151643-151645 follow
+  // its 151643 regular tokens).
   const std::vector<std::pair<int, std::string>> special{
-      {151643, "<|endoftext|>"}, {151644, "<|im_start|>"}, {151645, "<|im_end|>"}};
+      {256, "<|endoftext|>"}, {257, "<|im_start|>"}, {258, "<|im_end|>"}};
   for (const auto& [id, content] : special) {
     added[std::to_string(id)] = {{"content", content}, {"special", true}};
   }
+  // Qwen2.5's chat template for plain-text messages: what transformers' apply_chat_template
+  // renders for the pipelines' system + user conversation (models/text/prompt_encoders.hpp
+  // writes the same text).
+  const std::string chat_template =
+      "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+      "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
   write_json(dir / "tokenizer_config.json",
              json{{"tokenizer_class", "Qwen2Tokenizer"}, {"added_tokens_decoder", added},
-                  {"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"}});
+                  {"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"},
+                  {"chat_template", chat_template}});
 }
 
 }  // namespace

@@ -19,6 +19,12 @@
 #              random weights in the Diffusers layout (once, into $BENCH_SNAPSHOT), then omni-dp-batch
 #              runs one 848x480, 33-frame, 30-step bf16 I2V request with weights: pretrained; seconds,
 #              load time and peak GPU memory
+#   hv15-diffusers  the same snapshot (and a T2V snapshot of links to it) through omni-dp-batch and through
+#              diffusers' HunyuanVideo15ImageToVideoPipeline / HunyuanVideo15Pipeline, fp32 (TF32 off), one
+#              request each (HV15_REF_FRAMES frames, HV15_REF_STEPS steps; I2V at the image's bucket, T2V
+#              848x480; HV15_REF_TASKS picks): largest uint8 difference and PSNR. Needs a diffusers source tree in
+#              $DIFFUSERS_SRC (default .device/diffusers/src); then diffusers' own bf16 error on the
+#              diffusers-ref pipeline cases (OMNIDP_SHARED_DIR/fixtures), the yardstick of the bf16 bounds
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 #   parallel   intra-request layouts on 2, 4 and 8 GPUs (those the machine has; N > GPUs is
 #              skipped): Wan2.2 recipe (832x480x33, 30 steps, CFG 5) and HV15 848x480x121 (30
@@ -115,6 +121,41 @@ PY
       kill $smi
       echo "peak_gpu_memory_used_mib $(sort -n "$dir/mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"
       "$bin/omni-dp-inspect" "$dir/out/results.h5" 2>&1 | head -30
+      ;;
+    hv15-diffusers)
+      snap=${BENCH_SNAPSHOT:-$out/hv15-i2v-snapshot}
+      if [ ! -f "$snap/model_index.json" ]; then
+        rm -rf "$snap"; run "$bin/omni-dp-bench-make-snapshot" --out "$snap" --task i2v --seed 1 || exit 1
+      fi
+      # The T2V checkpoint differs in transformer/config.json's task_type and model_index.json only.
+      t2v=$out/hv15-t2v-snapshot; rm -rf "$t2v"; mkdir -p "$t2v/transformer"
+      for part in vae text_encoder text_encoder_2 tokenizer tokenizer_2 scheduler guider; do ln -s "$snap/$part" "$t2v/$part"; done
+      for f in "$snap"/transformer/*.safetensors*; do ln -s "$f" "$t2v/transformer/"; done
+      sed 's/"task_type": *"i2v"/"task_type":"t2v"/' "$snap/transformer/config.json" > "$t2v/transformer/config.json"
+      python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['_class_name']='HunyuanVideo15Pipeline'; [j.pop(k) for k in ('image_encoder','feature_extractor')]; json.dump(j, open(sys.argv[2],'w'), indent=2)" \
+        "$snap/model_index.json" "$t2v/model_index.json"
+      frames=${HV15_REF_FRAMES:-9}; steps=${HV15_REF_STEPS:-20}
+      prompt='A neon sign that reads "OPEN" above a door at sunset, waves rolling in'
+      export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
+      for task in ${HV15_REF_TASKS:-i2v t2v}; do
+        dir=$out/hv15-ref-$task; rm -rf "$dir"; mkdir -p "$dir"
+        cp "$root/configs/prompts/img/sunset.png" "$dir/"
+        s=$snap; extra=(--image "$dir/sunset.png"); line="\"image\": \"sunset.png\""
+        if [ $task = t2v ]; then s=$t2v; extra=(--height 480 --width 848); line="\"height\": 480, \"width\": 848"; fi
+        echo "{\"id\": \"ref-$task\", \"prompt\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$prompt"), $line, \"seed\": 7, \"num_frames\": $frames}" > "$dir/m.jsonl"
+        run "$bin/omni-dp-batch" --config "$root/configs/hv15.yaml" --set model.path="$s" --set model.dtype=fp32 \
+          --set model.attention=auto --set generation.num_inference_steps=$steps --set input.manifest="$dir/m.jsonl" \
+          --set output.dir="$dir/out"
+        run "$bin/omni-dp-export" "$dir/out/results.h5" --format png --out "$dir/png"
+        run python3 "$root/scripts/diffusers_reference_hv15.py" snapshot --snapshot "$s" "${extra[@]}" --prompt "$prompt" \
+          --seed 7 --frames $frames --steps $steps --dtype fp32 --out "$dir/diffusers.npy"
+        run python3 "$root/scripts/diffusers_reference_hv15.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/ref-$task"
+      done
+      if [ -n "${OMNIDP_SHARED_DIR:-}" ]; then
+        for dtype in fp32 bf16; do
+          run python3 "$root/scripts/diffusers_reference_hv15.py" fixtures --fixtures "$OMNIDP_SHARED_DIR/fixtures" --dtype $dtype
+        done
+      fi
       ;;
     parallel)
       gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
