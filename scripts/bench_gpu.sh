@@ -134,7 +134,7 @@ PY
       sed 's/"task_type": *"i2v"/"task_type":"t2v"/' "$snap/transformer/config.json" > "$t2v/transformer/config.json"
       python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['_class_name']='HunyuanVideo15Pipeline'; [j.pop(k) for k in ('image_encoder','feature_extractor')]; json.dump(j, open(sys.argv[2],'w'), indent=2)" \
         "$snap/model_index.json" "$t2v/model_index.json"
-      frames=${HV15_REF_FRAMES:-9}; steps=${HV15_REF_STEPS:-20}
+      frames=${HV15_REF_FRAMES:-9}; steps=${HV15_REF_STEPS:-10}
       prompt='A neon sign that reads "OPEN" above a door at sunset, waves rolling in'
       export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
       for task in ${HV15_REF_TASKS:-i2v t2v}; do
