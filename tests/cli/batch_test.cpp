@@ -424,6 +424,17 @@ TEST_F(SnapshotDryRun, PrecedenceOfEachSource) {
                          ": guidance_scale: -1.0 is out of range (expected a finite number >= 0)\n");
 }
 
+// model_index.json and the transformer's task_type disagree: an error naming both files.
+TEST_F(SnapshotDryRun, APipelineClassAndTaskTypeThatDisagreeAreAnError) {
+  (void)dir_.write("m.jsonl", "{\"id\": \"i\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n");
+  (void)dir_.write("snap/transformer/config.json", R"({"target_size": 64, "task_type": "t2v"})");
+  const Outcome out = dry_run();
+  EXPECT_EQ(out.code, 2);
+  EXPECT_EQ(tool_lines(out.err), "omni-dp-batch: error: " + (snap_ / "model_index.json").string() +
+                                     ": HunyuanVideo15ImageToVideoPipeline serves i2v, but the transformer's task_type in " +
+                                     (snap_ / "transformer" / "config.json").string() + " says t2v\n");
+}
+
 // One snapshot, one task: a t2v line for this i2v snapshot is an error naming the line, its
 // task and the snapshot's, unless input.tasks leaves such lines to another job.
 TEST_F(SnapshotDryRun, TheSnapshotsTaskAndTheTaskFilter) {

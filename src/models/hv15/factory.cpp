@@ -85,7 +85,14 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   if (model.weights == WeightsSource::pretrained && fs::is_regular_file(index, ec)) {
     const auto cls = read_config_file(index).value("_class_name", std::string());
     if (cls == "HunyuanVideo15Pipeline" || cls == "HunyuanVideo15ImageToVideoPipeline") {
-      info.snapshot_task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
+      const Task task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
+      // Two halves of one checkpoint that disagree: neither can be trusted to win.
+      if (info.snapshot_task && *info.snapshot_task != task) {
+        throw WeightsError(index.string(), cls + " serves " + to_string(task) + ", but the transformer's " +
+                                               info.snapshot_task_origin + " says " +
+                                               to_string(*info.snapshot_task));
+      }
+      info.snapshot_task = task;
       info.snapshot_task_origin = cls + " in " + index.string();
     }
   }
