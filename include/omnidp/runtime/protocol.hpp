@@ -1,6 +1,7 @@
 #pragma once
-// The typed messages between ranks (docs/runtime.md, "Protocol"), each with its binary
-// serialization beside it. Encoding: one type byte, then the fields in declaration order;
+// The typed messages between ranks (docs/runtime.md, "Protocol"). Each message lists its wire
+// fields once, in `fields(m)` (a tuple of references): encode and decode both walk that list.
+// Encoding: one type byte, then the fields in the order of that list;
 // integers little-endian fixed width, doubles as their IEEE-754 bits, strings and lists as a
 // u32 length and the elements. Decoding checks every length and refuses trailing bytes
 // (RuntimeError "protocol: ..."). Pure value types; thread-safe.
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -71,8 +73,7 @@ void encode(Encoder& out, const Request& request);
 struct ErrorInfo {
   ErrorKind kind = ErrorKind::runtime;
   std::string message;  // the original what()
-  void encode(Encoder& out) const;
-  static ErrorInfo decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.kind, m.message); }
   bool operator==(const ErrorInfo&) const = default;
 };
 
@@ -101,8 +102,7 @@ enum class MessageType : std::uint8_t {
 struct StartMsg {
   static constexpr MessageType type = MessageType::start;
   std::uint64_t total = 0;  // requests to run (after resume skips)
-  void encode(Encoder& out) const;
-  static StartMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.total); }
   bool operator==(const StartMsg&) const = default;
 };
 
@@ -114,8 +114,7 @@ struct ReadyMsg {
   std::string device;
   bool ok = true;
   ErrorInfo error;  // when !ok
-  void encode(Encoder& out) const;
-  static ReadyMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.slots, m.device, m.ok, m.error); }
   bool operator==(const ReadyMsg&) const = default;
 };
 
@@ -124,8 +123,7 @@ struct AssignMsg {
   static constexpr MessageType type = MessageType::assign;
   Request request;
   std::int32_t attempt = 1;
-  void encode(Encoder& out) const;
-  static AssignMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.request, m.attempt); }
 };
 
 // L -> C: the running request `id` is nearly done (its last denoising step): hand out this
@@ -135,8 +133,7 @@ struct PullMsg {
   static constexpr MessageType type = MessageType::pull;
   std::int32_t replica = 0;
   std::string id;
-  void encode(Encoder& out) const;
-  static PullMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.id); }
   bool operator==(const PullMsg&) const = default;
 };
 
@@ -145,8 +142,7 @@ struct PullMsg {
 struct GeneratedMsg {
   static constexpr MessageType type = MessageType::generated;
   std::string id;
-  void encode(Encoder& out) const;
-  static GeneratedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.id); }
   bool operator==(const GeneratedMsg&) const = default;
 };
 
@@ -162,8 +158,10 @@ struct DoneMsg {
   double start_time = 0.0;  // Unix seconds
   double end_time = 0.0;
   double seconds = 0.0;  // generation time (busy time of the replica)
-  void encode(Encoder& out) const;
-  static DoneMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time,
+                    m.end_time, m.seconds);
+  }
   bool operator==(const DoneMsg&) const = default;
 };
 
@@ -175,8 +173,9 @@ struct RetryMsg {
   std::int32_t attempt = 1;  // the attempt that failed
   std::string error;
   double seconds = 0.0;
-  void encode(Encoder& out) const;
-  static RetryMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.id, m.replica, m.attempt, m.error, m.seconds);
+  }
   bool operator==(const RetryMsg&) const = default;
 };
 
@@ -185,8 +184,7 @@ struct ReturnedMsg {
   static constexpr MessageType type = MessageType::returned;
   std::int32_t replica = 0;
   std::vector<std::string> ids;
-  void encode(Encoder& out) const;
-  static ReturnedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.ids); }
   bool operator==(const ReturnedMsg&) const = default;
 };
 
@@ -194,8 +192,7 @@ struct ReturnedMsg {
 struct DrainMsg {
   static constexpr MessageType type = MessageType::drain;
   bool abandon = false;
-  void encode(Encoder& out) const;
-  static DrainMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.abandon); }
   bool operator==(const DrainMsg&) const = default;
 };
 
@@ -204,8 +201,7 @@ struct SignalMsg {
   static constexpr MessageType type = MessageType::signal;
   std::int32_t level = 1;
   std::int32_t signal = 0;
-  void encode(Encoder& out) const;
-  static SignalMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.level, m.signal); }
   bool operator==(const SignalMsg&) const = default;
 };
 
@@ -216,8 +212,9 @@ struct HeartbeatMsg {
   std::string running_id;  // empty when idle
   double running_s = 0.0;
   double busy_s = 0.0;
-  void encode(Encoder& out) const;
-  static HeartbeatMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.replica, m.running_id, m.running_s, m.busy_s);
+  }
   bool operator==(const HeartbeatMsg&) const = default;
 };
 
@@ -226,16 +223,14 @@ struct HeartbeatMsg {
 struct FatalMsg {
   static constexpr MessageType type = MessageType::fatal;
   ErrorInfo error;
-  void encode(Encoder& out) const;
-  static FatalMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.error); }
   bool operator==(const FatalMsg&) const = default;
 };
 
 // C -> every rank: no more work; close the rank file and report Closed.
 struct ShutdownMsg {
   static constexpr MessageType type = MessageType::shutdown;
-  void encode(Encoder& out) const;
-  static ShutdownMsg decode(Decoder& in);
+  static auto fields(auto& /*m*/) { return std::tuple<>(); }
   bool operator==(const ShutdownMsg&) const = default;
 };
 
@@ -243,8 +238,7 @@ struct ShutdownMsg {
 struct ClosedMsg {
   static constexpr MessageType type = MessageType::closed;
   double busy_s = 0.0;
-  void encode(Encoder& out) const;
-  static ClosedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.busy_s); }
   bool operator==(const ClosedMsg&) const = default;
 };
 
@@ -255,8 +249,7 @@ struct FinishMsg {
   std::int32_t exit_code = 0;
   bool has_error = false;
   ErrorInfo error;
-  void encode(Encoder& out) const;
-  static FinishMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.exit_code, m.has_error, m.error); }
   bool operator==(const FinishMsg&) const = default;
 };
 
@@ -266,14 +259,12 @@ struct GroupRunMsg {
   static constexpr MessageType type = MessageType::group_run;
   Request request;
   std::int32_t attempt = 1;
-  void encode(Encoder& out) const;
-  static GroupRunMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.request, m.attempt); }
 };
 struct GroupIdleMsg {
   static constexpr MessageType type = MessageType::group_idle;
   std::string id;
-  void encode(Encoder& out) const;
-  static GroupIdleMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.id); }
   bool operator==(const GroupIdleMsg&) const = default;
 };
 
