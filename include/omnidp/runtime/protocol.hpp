@@ -118,13 +118,17 @@ struct ReadyMsg {
   bool operator==(const ReadyMsg&) const = default;
 };
 
-// C -> L: run this request (attempt is 1-based).
-struct AssignMsg {
-  static constexpr MessageType type = MessageType::assign;
+// Run this request (attempt is 1-based): C -> L Assign; L -> M (group communicator) GroupRun,
+// the leader starts it: run it with the group now.
+template <MessageType T>
+struct RunMsg {
+  static constexpr MessageType type = T;
   Request request;
   std::int32_t attempt = 1;
   static auto fields(auto& m) { return std::tie(m.request, m.attempt); }
 };
+using AssignMsg = RunMsg<MessageType::assign>;
+using GroupRunMsg = RunMsg<MessageType::group_run>;
 
 // L -> C: the running request `id` is nearly done (its last denoising step): hand out this
 // replica's prefetch now. Late binding keeps longest-first ordering exact while the model
@@ -253,14 +257,7 @@ struct FinishMsg {
   bool operator==(const FinishMsg&) const = default;
 };
 
-// L -> M (group communicator): the leader starts this request (attempt): run it with the
-// group now / the leader's run of `id` ended.
-struct GroupRunMsg {
-  static constexpr MessageType type = MessageType::group_run;
-  Request request;
-  std::int32_t attempt = 1;
-  static auto fields(auto& m) { return std::tie(m.request, m.attempt); }
-};
+// L -> M (group communicator): the leader's run of `id` ended.
 struct GroupIdleMsg {
   static constexpr MessageType type = MessageType::group_idle;
   std::string id;
