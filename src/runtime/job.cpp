@@ -12,7 +12,6 @@
 
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
-#include "omnidp/export/export_sink.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
@@ -42,13 +41,7 @@ std::string host_name() {
 // The HDF5 results unless the caller substituted its own hooks.
 JobOptions with_default_hooks(const JobOptions& in) {
   JobOptions o = in;
-  if (!o.make_sink) {
-    // output.export: files written on this writer thread after each durable write.
-    o.make_sink = [rank_files = results_sink_factory(o.config),
-                   output = o.config.output](const SinkInfo& info) {
-      return video_export::with_export(rank_files(info), output);
-    };
-  }
+  if (!o.make_sink) o.make_sink = results_sink_factory(o.config);
   if (!o.scan_done) {
     o.scan_done = [profile = numerics_profile(o.config), mixed = o.resume_mixed](const fs::path& dir) {
       results::ResumeScan scan = results::scan_folder(dir);
@@ -155,7 +148,6 @@ ExitCode run_job(const JobOptions& options) {
   // Checks every rank makes alike, so they all stop with the same error (exit 2).
   const Topology topology = make_topology(opts.config.parallel, size);
   results::check_output_support(opts.config.output);
-  video_export::check_export_support(opts.config.output);
 
   const Communicator node = world.split_shared();
   const Communicator group =

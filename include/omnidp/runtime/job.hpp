@@ -47,7 +47,7 @@ struct JobOptions {
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
   // Results hooks; empty = the HDF5 results (results_sink_factory, results::scan_folder with
   // results::check_resume_profiles against this config's profile, results::merge_directory).
-  // The default sink also writes output.export's files; tests substitute their own.
+  // omni-dp-batch wraps the sink with its exports (cli/batch.cpp); tests substitute their own.
   SinkFactory make_sink;
   DoneScanner scan_done;
   Merger merge;
