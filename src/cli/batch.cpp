@@ -18,6 +18,8 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/export/export_sink.hpp"
+#include "omnidp/export/video_export.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/model_table.hpp"
@@ -281,6 +283,13 @@ int run(const Config& config, bool resume, bool resume_mixed,
   options.deadline = std::move(deadline);
   options.make_pipeline = [config](const DeviceBinding& device) {
     return models::create_pipeline(config, device);
+  };
+  // The rank files, then output.export's files of each request, written on the writer thread
+  // after its durable write (docs/export.md).
+  video_export::check_export_support(config.output);
+  options.make_sink = [config, rank_files = runtime::results_sink_factory(config)](
+                          const runtime::SinkInfo& info) {
+    return video_export::with_export(rank_files(info), config.output);
   };
   return static_cast<int>(runtime::run_job(options));
 }

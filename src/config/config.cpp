@@ -260,23 +260,155 @@ void write_value(YAML::Emitter& out, E value) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Validation helpers.
+
+void require(bool ok, const std::string& path, const std::string& reason) {
+  if (!ok) throw ConfigError(path, reason);
+}
+
+void check(const std::string& reason, const std::string& path) {
+  if (!reason.empty()) throw ConfigError(path, reason);
+}
+
+std::string range_reason(long long value, long long lo, long long hi) {
+  if (value >= lo && value <= hi) return {};
+  return std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]";
+}
+
+void check_int(long long value, long long lo, long long hi, const std::string& path) {
+  check(range_reason(value, lo, hi), path);
+}
+
+// A finite number >= 0 (or > 0 when zero is not allowed).
+void check_non_negative(double value, bool zero_allowed, const std::string& path) {
+  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0.0 : value > 0.0);
+  require(ok, path, format_double(value) + " is out of range (expected a finite number " +
+                        (zero_allowed ? ">= 0)" : "> 0)"));
+}
+
+void check_ids(const std::vector<std::string>& ids, const std::string& path) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    require(!ids[i].empty(), path + "[" + std::to_string(i) + "]", "an empty id");
+  }
+}
+
+bool is_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A device entry: "cpu", "cuda:N" or a bare CUDA ordinal "N".
+void check_devices(const Config& config) {
+  const auto& devices = config.parallel.devices;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const std::string path = "parallel.devices[" + std::to_string(i) + "]";
+    const std::string& entry = devices[i];
+    const bool cuda = is_digits(entry) ||
+                      (entry.starts_with("cuda:") && is_digits(std::string_view(entry).substr(5)));
+    require(cuda || entry == "cpu", path,
+            "invalid device '" + entry + "' (expected cpu, cuda:N or a CUDA ordinal N)");
+    if (config.model.device == DeviceKind::cpu) {
+      require(entry == "cpu", path, "device '" + entry + "' with model.device cpu (expected cpu)");
+    } else {
+      require(cuda, path, "device '" + entry + "' with model.device cuda (expected cuda:N or N)");
+    }
+  }
+}
+
+// A check of one key's value: throws ConfigError(path, reason) for a bad one.
+template <class T>
+using Check = std::function<void(const T& value, const std::string& path)>;
+
+// lo <= value <= hi: "V is out of range [lo, hi]".
+template <class T>
+Check<T> in_range(T lo, T hi) {
+  return [lo, hi](const T& value, const std::string& path) {
+    require(value >= lo && value <= hi, path,
+            std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + "]");
+  };
+}
+
+// A finite number >= 0 (or > 0 when zero is not allowed).
+Check<double> non_negative(bool zero_allowed) {
+  return [zero_allowed](const double& value, const std::string& path) {
+    check_non_negative(value, zero_allowed, path);
+  };
+}
+
+// One of the shared range rules (check_num_frames, ...): "" when the value is valid.
+template <class T, class V>
+Check<T> rule(std::string (*reason)(V)) {
+  return [reason](const T& value, const std::string& path) {
+    check(reason(static_cast<V>(value)), path);
+  };
+}
+
+// A minimum with the meaning of the value below it: "V is out of range (expected >= lo; ...)".
+Check<int> at_least(int lo, const char* off) {
+  return [lo, off](const int& value, const std::string& path) {
+    require(value >= lo, path,
+            std::to_string(value) + " is out of range (expected >= " + std::to_string(lo) + "; " +
+                off + ")");
+  };
+}
+
+Check<std::string> required() {
+  return [](const std::string& value, const std::string& path) {
+    require(!value.empty(), path, "required (got '')");
+  };
+}
+
+Check<std::vector<std::string>> ids() {
+  return [](const std::vector<std::string>& value, const std::string& path) {
+    check_ids(value, path);
+  };
+}
+
+// Each of `value` one of `allowed`, at most once.
+// `suggest`: an unknown one names the nearest allowed one.
+Check<std::vector<std::string>> distinct_of(std::vector<std::string> allowed, std::string what,
+                                            std::string expected, bool suggest) {
+  return [allowed = std::move(allowed), what = std::move(what), expected = std::move(expected),
+          suggest](const std::vector<std::string>& value, const std::string& path) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string& item = value[i];
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const std::string nearest = suggest ? nearest_name(item, allowed) : std::string();
+      require(std::find(allowed.begin(), allowed.end(), item) != allowed.end(), at,
+              "unknown " + what + " '" + item + "' (expected " + expected +
+                  (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
+      for (std::size_t j = 0; j < i; ++j) {
+        require(value[j] != item, at, what + " '" + item + "' is listed twice");
+      }
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // The schema: every section and key, in the order to_yaml writes them.
 
+// A key: how it is read, written back and checked (validate_and_resolve runs every key's
+// check, in schema order).
 struct FieldSpec {
   std::string key;
   std::function<void(Config&, const Node&, const std::string& path)> read;
   std::function<void(const Config&, YAML::Emitter&)> write;
   std::function<bool(const Config&)> present;  // empty: always written
+  std::function<void(const Config&, const std::string& path)> check = {};  // empty: any value
 };
 
 struct SectionSpec {
   std::string key;
   std::vector<FieldSpec> fields;
+  // The rules across keys, run after the section's own key checks; empty: none.
+  std::function<void(const Config&)> check = {};
 };
 
 template <class S, class T>
-FieldSpec field(std::string key, S Config::*section, T S::*member) {
-  return FieldSpec{
+FieldSpec field(std::string key, S Config::*section, T S::*member,
+                std::type_identity_t<Check<T>> check = {}) {
+  FieldSpec spec{
       std::move(key),
       [section, member](Config& config, const Node& node, const std::string& path) {
         T value{};
@@ -287,12 +419,20 @@ FieldSpec field(std::string key, S Config::*section, T S::*member) {
         write_value(out, (config.*section).*member);
       },
       {}};
+  if (check) {
+    spec.check = [section, member, check = std::move(check)](const Config& config,
+                                                             const std::string& path) {
+      check((config.*section).*member, path);
+    };
+  }
+  return spec;
 }
 
 // An optional number: null (or `key:` with nothing) leaves it unset; to_yaml leaves an unset
 // one out.
 template <class S>
-FieldSpec optional_field(std::string key, S Config::*section, std::optional<double> S::*member) {
+FieldSpec optional_field(std::string key, S Config::*section, std::optional<double> S::*member,
+                         Check<double> check) {
   return FieldSpec{
       std::move(key),
       [section, member](Config& config, const Node& node, const std::string& path) {
@@ -307,7 +447,10 @@ FieldSpec optional_field(std::string key, S Config::*section, std::optional<doub
       [section, member](const Config& config, YAML::Emitter& out) {
         write_value(out, *((config.*section).*member));
       },
-      [section, member](const Config& config) { return ((config.*section).*member).has_value(); }};
+      [section, member](const Config& config) { return ((config.*section).*member).has_value(); },
+      [section, member, check = std::move(check)](const Config& config, const std::string& path) {
+        if (const auto& value = (config.*section).*member) check(*value, path);  // unset: valid
+      }};
 }
 
 // parallel.data_parallel_size: `auto` (0) or an integer >= 1.
@@ -334,7 +477,12 @@ FieldSpec data_parallel_field() {
           write_value(out, config.parallel.data_parallel_size);
         }
       },
-      {}};
+      {},
+      [](const Config& config, const std::string& path) {
+        require(config.parallel.data_parallel_size >= 0, path,
+                std::to_string(config.parallel.data_parallel_size) +
+                    " is out of range (expected 'auto' or an integer >= 1)");
+      }};
 }
 
 // parallel.devices: `auto` (empty list) or a non-empty list.
@@ -383,77 +531,147 @@ FieldSpec compression_field() {
         throw ConfigError(path, "invalid value '" + text + "' (expected none | gzip:1-9 | lzf)");
       },
       [](const Config& config, YAML::Emitter& out) { out << compression_string(config.output); },
-      {}};
+      {},
+      [](const Config& config, const std::string& path) {
+        if (config.output.compression == CompressionKind::gzip) {
+          check_int(config.output.gzip_level, 1, 9, path);
+        } else {
+          require(config.output.gzip_level == 0, path,
+                  "a gzip level " + std::to_string(config.output.gzip_level) + " without gzip");
+        }
+      }};
+}
+
+// Checks across the keys of `parallel` (docs/runtime.md, "Replica groups"): never run a group
+// on its leader while its members idle.
+void check_parallel(const Config& config) {
+  const auto& parallel = config.parallel;
+  require(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size",
+          std::to_string(parallel.tensor_parallel_size) +
+              ": tensor parallelism is not implemented yet (expected 1; a replica group computes "
+              "together with cfg_parallel_size: 2)");
+  require(parallel.sequence_parallel_size == 1, "parallel.sequence_parallel_size",
+          std::to_string(parallel.sequence_parallel_size) +
+              ": sequence parallelism is not implemented yet (expected 1; a replica group "
+              "computes together with cfg_parallel_size: 2)");
+  check_devices(config);
 }
 
 const std::vector<SectionSpec>& schema() {
   static const std::vector<SectionSpec> sections = [] {
     using C = Config;
+    using Strings = std::vector<std::string>;
     std::vector<SectionSpec> s;
     s.push_back({"model",
-                 {field("name", &C::model, &ModelConfig::name),
+                 {field("name", &C::model, &ModelConfig::name),  // in validate_and_resolve
                   field("path", &C::model, &ModelConfig::path),
                   field("plugin", &C::model, &ModelConfig::plugin),
                   field("weights", &C::model, &ModelConfig::weights),
                   field("weights_seed", &C::model, &ModelConfig::weights_seed),
                   field("dtype", &C::model, &ModelConfig::dtype),
                   field("device", &C::model, &ModelConfig::device),
-                  field("torch_threads", &C::model, &ModelConfig::torch_threads),
+                  field("torch_threads", &C::model, &ModelConfig::torch_threads, in_range(0, 1024)),
                   field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
                   field("attention", &C::model, &ModelConfig::attention),
                   field("fused_kernels", &C::model, &ModelConfig::fused_kernels)}});
     s.push_back({"parallel",
                  {data_parallel_field(),
-                  field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),
-                  field("sequence_parallel_size", &C::parallel, &ParallelConfig::sequence_parallel_size),
-                  field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size),
+                  field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size,
+                        in_range(1, 1024)),
+                  field("sequence_parallel_size", &C::parallel,
+                        &ParallelConfig::sequence_parallel_size, in_range(1, 1024)),
+                  field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size,
+                        Check<int>([](const int& v, const std::string& path) {
+                          require(v == 1 || v == 2, path,
+                                  std::to_string(v) + " is not allowed (expected 1 or 2)");
+                        })),
                   field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
                   devices_field(),
-                  field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)}});
+                  field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)},
+                 check_parallel});
     s.push_back({"scheduler",
                  {field("policy", &C::scheduler, &SchedulerConfig::policy),
                   field("order", &C::scheduler, &SchedulerConfig::order),
-                  field("prefetch", &C::scheduler, &SchedulerConfig::prefetch),
-                  field("max_retries", &C::scheduler, &SchedulerConfig::max_retries),
-                  field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s),
-                  field("lookahead", &C::scheduler, &SchedulerConfig::lookahead),
-                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s),
-                  field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s)}});
+                  field("prefetch", &C::scheduler, &SchedulerConfig::prefetch, in_range(0, 1024)),
+                  field("max_retries", &C::scheduler, &SchedulerConfig::max_retries, in_range(0, 100)),
+                  field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s,
+                        non_negative(true)),
+                  field("lookahead", &C::scheduler, &SchedulerConfig::lookahead,
+                        in_range<std::size_t>(1, 100'000'000)),
+                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s,
+                        non_negative(false)),
+                  field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s,
+                        non_negative(true))}});
     s.push_back({"generation",
-                 {field("num_frames", &C::generation, &GenerationConfig::num_frames),
-                  field("height", &C::generation, &GenerationConfig::height),
-                  field("width", &C::generation, &GenerationConfig::width),
-                  field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps),
-                  optional_field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale),
-                  optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift),
-                  field("seed", &C::generation, &GenerationConfig::seed),
-                  field("fps", &C::generation, &GenerationConfig::fps),
+                 {field("num_frames", &C::generation, &GenerationConfig::num_frames,
+                        rule<int>(&check_num_frames)),
+                  field("height", &C::generation, &GenerationConfig::height,
+                        rule<int>(&check_frame_size)),
+                  field("width", &C::generation, &GenerationConfig::width,
+                        rule<int>(&check_frame_size)),
+                  field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps,
+                        rule<int>(&check_num_inference_steps)),
+                  optional_field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale,
+                                 rule<double>(&check_guidance_scale)),
+                  optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift,
+                                 rule<double>(&check_flow_shift)),
+                  field("seed", &C::generation, &GenerationConfig::seed,
+                        Check<std::uint64_t>([](const std::uint64_t& v, const std::string& path) {
+                          require(v <= static_cast<std::uint64_t>(
+                                           std::numeric_limits<std::int64_t>::max()),
+                                  path, std::to_string(v) + " is out of range [0, 2^63-1]");
+                        })),
+                  field("fps", &C::generation, &GenerationConfig::fps, rule<int>(&check_fps)),
                   field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
     s.push_back({"input",
-                 {field("manifest", &C::input, &InputConfig::manifest),
-                  field("tasks", &C::input, &InputConfig::tasks),
-                  field("max_line_bytes", &C::input, &InputConfig::max_line_bytes),
-                  field("max_image_pixels", &C::input, &InputConfig::max_image_pixels)}});
+                 {field("manifest", &C::input, &InputConfig::manifest, required()),
+                  field("tasks", &C::input, &InputConfig::tasks,
+                        Check<Strings>([known = distinct_of({"t2v", "i2v"}, "task", "t2v or i2v", true)](
+                                           const Strings& v, const std::string& path) {
+                          require(!v.empty(), path,
+                                  "an empty list (expected some of t2v, i2v; leave the key out "
+                                  "for both)");
+                          known(v, path);
+                        })),
+                  field("max_line_bytes", &C::input, &InputConfig::max_line_bytes,
+                        in_range<std::size_t>(256, std::size_t{1} << 30)),
+                  field("max_image_pixels", &C::input, &InputConfig::max_image_pixels,
+                        in_range<std::uint64_t>(1, std::uint64_t{1} << 32))}});
     s.push_back({"output",
-                 {field("dir", &C::output, &OutputConfig::dir),
+                 {field("dir", &C::output, &OutputConfig::dir, required()),
                   field("store_video", &C::output, &OutputConfig::store_video),
                   compression_field(),
-                  field("export", &C::output, &OutputConfig::export_formats),
+                  // Written during the run by the export area (docs/export.md); whether this
+                  // build can write MP4/GIF is checked at startup
+                  // (video_export::check_export_support).
+                  field("export", &C::output, &OutputConfig::export_formats,
+                        distinct_of({"mp4", "png", "gif"}, "format", "mp4, png or gif", false)),
                   field("file_locking", &C::output, &OutputConfig::file_locking),
-                  field("metrics_textfile", &C::output, &OutputConfig::metrics_textfile),
-                  field("metrics_interval_s", &C::output, &OutputConfig::metrics_interval_s)}});
+                  field("metrics_textfile", &C::output, &OutputConfig::metrics_textfile,
+                        Check<std::string>([](const std::string& file, const std::string& path) {
+                          if (file.empty()) return;  // off
+                          require(file.size() > 5 && file.ends_with(".prom") && file.back() != '/',
+                                  path,
+                                  "'" + file + "' does not end in .prom (node_exporter's textfile "
+                                  "collector reads only *.prom files)");
+                        })),
+                  field("metrics_interval_s", &C::output, &OutputConfig::metrics_interval_s,
+                        non_negative(false))}});
     s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
     s.push_back({"synthetic",
-                 {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost),
+                 {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost,
+                        non_negative(true)),
                   field("wait", &C::synthetic, &SyntheticConfig::wait)}});
+    // Test-only (docs/configuration.md): a run prints it only once a fault is set
+    // (effective_yaml.hpp).
     s.push_back({"faults",
-                 {field("fail_ids", &C::faults, &FaultConfig::fail_ids),
-                  field("transient_fail_ids", &C::faults, &FaultConfig::transient_fail_ids),
-                  field("drain_after", &C::faults, &FaultConfig::drain_after),
-                  field("kill_rank", &C::faults, &FaultConfig::kill_rank),
-                  field("kill_after", &C::faults, &FaultConfig::kill_after),
+                 {field("fail_ids", &C::faults, &FaultConfig::fail_ids, ids()),
+                  field("transient_fail_ids", &C::faults, &FaultConfig::transient_fail_ids, ids()),
+                  field("drain_after", &C::faults, &FaultConfig::drain_after, at_least(0, "0 = off")),
+                  field("kill_rank", &C::faults, &FaultConfig::kill_rank, at_least(-1, "-1 = off")),
+                  field("kill_after", &C::faults, &FaultConfig::kill_after, at_least(0, "0 = off")),
                   field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
-                  field("hang_ids", &C::faults, &FaultConfig::hang_ids)}});
+                  field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids())}});
     return s;
   }();
   return sections;
@@ -532,62 +750,6 @@ Node load_yaml(const std::string& text, const std::string& origin) {
                       "invalid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw ConfigError(origin, std::string("invalid YAML: ") + e.what());
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Validation helpers.
-
-void require(bool ok, const std::string& path, const std::string& reason) {
-  if (!ok) throw ConfigError(path, reason);
-}
-
-void check(const std::string& reason, const std::string& path) {
-  if (!reason.empty()) throw ConfigError(path, reason);
-}
-
-std::string range_reason(long long value, long long lo, long long hi) {
-  if (value >= lo && value <= hi) return {};
-  return std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]";
-}
-
-void check_int(long long value, long long lo, long long hi, const std::string& path) {
-  check(range_reason(value, lo, hi), path);
-}
-
-// A finite number >= 0 (or > 0 when zero is not allowed).
-void check_non_negative(double value, bool zero_allowed, const std::string& path) {
-  const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0.0 : value > 0.0);
-  require(ok, path, format_double(value) + " is out of range (expected a finite number " +
-                        (zero_allowed ? ">= 0)" : "> 0)"));
-}
-
-void check_ids(const std::vector<std::string>& ids, const std::string& path) {
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    require(!ids[i].empty(), path + "[" + std::to_string(i) + "]", "an empty id");
-  }
-}
-
-bool is_digits(std::string_view text) {
-  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
-// A device entry: "cpu", "cuda:N" or a bare CUDA ordinal "N".
-void check_devices(const Config& config) {
-  const auto& devices = config.parallel.devices;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const std::string path = "parallel.devices[" + std::to_string(i) + "]";
-    const std::string& entry = devices[i];
-    const bool cuda = is_digits(entry) ||
-                      (entry.starts_with("cuda:") && is_digits(std::string_view(entry).substr(5)));
-    require(cuda || entry == "cpu", path,
-            "invalid device '" + entry + "' (expected cpu, cuda:N or a CUDA ordinal N)");
-    if (config.model.device == DeviceKind::cpu) {
-      require(entry == "cpu", path, "device '" + entry + "' with model.device cpu (expected cpu)");
-    } else {
-      require(cuda, path, "device '" + entry + "' with model.device cuda (expected cuda:N or N)");
-    }
   }
 }
 
@@ -703,119 +865,13 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     require(!model.path.empty(), "model.path",
             "required when model.weights is 'pretrained' (got '')");
   }
-  check_int(model.torch_threads, 0, 1024, "model.torch_threads");
-
-  // parallel
-  const auto& parallel = config.parallel;
-  require(parallel.data_parallel_size >= 0, "parallel.data_parallel_size",
-          std::to_string(parallel.data_parallel_size) +
-              " is out of range (expected 'auto' or an integer >= 1)");
-  check_int(parallel.tensor_parallel_size, 1, 1024, "parallel.tensor_parallel_size");
-  check_int(parallel.sequence_parallel_size, 1, 1024, "parallel.sequence_parallel_size");
-  require(parallel.cfg_parallel_size == 1 || parallel.cfg_parallel_size == 2,
-          "parallel.cfg_parallel_size",
-          std::to_string(parallel.cfg_parallel_size) + " is not allowed (expected 1 or 2)");
-  // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
-  require(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size",
-          std::to_string(parallel.tensor_parallel_size) +
-              ": tensor parallelism is not implemented yet (expected 1; a replica group computes "
-              "together with cfg_parallel_size: 2)");
-  require(parallel.sequence_parallel_size == 1, "parallel.sequence_parallel_size",
-          std::to_string(parallel.sequence_parallel_size) +
-              ": sequence parallelism is not implemented yet (expected 1; a replica group "
-              "computes together with cfg_parallel_size: 2)");
-  check_devices(config);
-
-  // scheduler
-  const auto& scheduler = config.scheduler;
-  check_int(scheduler.prefetch, 0, 1024, "scheduler.prefetch");
-  check_int(scheduler.max_retries, 0, 100, "scheduler.max_retries");
-  check_non_negative(scheduler.request_timeout_s, true, "scheduler.request_timeout_s");
-  require(scheduler.lookahead >= 1 && scheduler.lookahead <= 100'000'000, "scheduler.lookahead",
-          std::to_string(scheduler.lookahead) + " is out of range [1, 100000000]");
-  check_non_negative(scheduler.heartbeat_s, false, "scheduler.heartbeat_s");
-  check_non_negative(scheduler.deadline_margin_s, true, "scheduler.deadline_margin_s");
-
-  // generation
-  const auto& generation = config.generation;
-  check(check_num_frames(generation.num_frames), "generation.num_frames");
-  check(check_frame_size(generation.height), "generation.height");
-  check(check_frame_size(generation.width), "generation.width");
-  check(check_num_inference_steps(generation.num_inference_steps), "generation.num_inference_steps");
-  if (generation.guidance_scale) {
-    check(check_guidance_scale(*generation.guidance_scale), "generation.guidance_scale");
-  }
-  if (generation.flow_shift) check(check_flow_shift(*generation.flow_shift), "generation.flow_shift");
-  require(generation.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-          "generation.seed", std::to_string(generation.seed) + " is out of range [0, 2^63-1]");
-  check(check_fps(generation.fps), "generation.fps");
-
-  // input
-  require(!config.input.manifest.empty(), "input.manifest", "required (got '')");
-  require(!config.input.tasks.empty(), "input.tasks",
-          "an empty list (expected some of t2v, i2v; leave the key out for both)");
-  for (std::size_t i = 0; i < config.input.tasks.size(); ++i) {
-    const std::string& task = config.input.tasks[i];
-    const std::string path = "input.tasks[" + std::to_string(i) + "]";
-    const std::string nearest = nearest_name(task, {"t2v", "i2v"});
-    require(task == "t2v" || task == "i2v", path,
-            "unknown task '" + task + "' (expected t2v or i2v" +
-                (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") + ")");
-    for (std::size_t j = 0; j < i; ++j) {
-      require(config.input.tasks[j] != task, path, "task '" + task + "' is listed twice");
+  // Every key's own check, then each section's checks across its keys, in schema order.
+  for (const auto& section : schema()) {
+    for (const auto& f : section.fields) {
+      if (f.check) f.check(config, section.key + "." + f.key);
     }
+    if (section.check) section.check(config);
   }
-  require(config.input.max_line_bytes >= 256 && config.input.max_line_bytes <= (1ULL << 30),
-          "input.max_line_bytes",
-          std::to_string(config.input.max_line_bytes) + " is out of range [256, 1073741824]");
-  require(config.input.max_image_pixels >= 1 && config.input.max_image_pixels <= (1ULL << 32),
-          "input.max_image_pixels",
-          std::to_string(config.input.max_image_pixels) + " is out of range [1, 4294967296]");
-
-  // output
-  require(!config.output.dir.empty(), "output.dir", "required (got '')");
-  if (config.output.compression == CompressionKind::gzip) {
-    check_int(config.output.gzip_level, 1, 9, "output.compression");
-  } else {
-    require(config.output.gzip_level == 0, "output.compression",
-            "a gzip level " + std::to_string(config.output.gzip_level) + " without gzip");
-  }
-  for (std::size_t i = 0; i < config.output.export_formats.size(); ++i) {
-    // Written during the run by the export area (docs/export.md); whether this build can
-    // write MP4/GIF is checked at startup (video_export::check_export_support).
-    const std::string& format = config.output.export_formats[i];
-    const std::string path = "output.export[" + std::to_string(i) + "]";
-    require(format == "mp4" || format == "png" || format == "gif", path,
-            "unknown format '" + format + "' (expected mp4, png or gif)");
-    for (std::size_t j = 0; j < i; ++j) {
-      require(config.output.export_formats[j] != format, path,
-              "format '" + format + "' is listed twice");
-    }
-  }
-
-  if (!config.output.metrics_textfile.empty()) {
-    const std::string& file = config.output.metrics_textfile;
-    require(file.size() > 5 && file.ends_with(".prom") && file.back() != '/',
-            "output.metrics_textfile",
-            "'" + file + "' does not end in .prom (node_exporter's textfile collector reads only "
-            "*.prom files)");
-  }
-  check_non_negative(config.output.metrics_interval_s, false, "output.metrics_interval_s");
-
-  // synthetic
-  check_non_negative(config.synthetic.seconds_per_gcost, true, "synthetic.seconds_per_gcost");
-
-  // faults
-  const auto& faults = config.faults;
-  check_ids(faults.fail_ids, "faults.fail_ids");
-  check_ids(faults.transient_fail_ids, "faults.transient_fail_ids");
-  check_ids(faults.hang_ids, "faults.hang_ids");
-  require(faults.drain_after >= 0, "faults.drain_after",
-          std::to_string(faults.drain_after) + " is out of range (expected >= 0; 0 = off)");
-  require(faults.kill_rank >= -1, "faults.kill_rank",
-          std::to_string(faults.kill_rank) + " is out of range (expected >= -1; -1 = off)");
-  require(faults.kill_after >= 0, "faults.kill_after",
-          std::to_string(faults.kill_after) + " is out of range (expected >= 0; 0 = off)");
 
   // Paths: the file's own paths against its folder, the output against the current directory.
   const std::filesystem::path cwd = std::filesystem::current_path();

@@ -9,6 +9,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/config/effective_yaml.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/size_buckets.hpp"
 #include "omnidp/models/snapshot_digest.hpp"
@@ -68,7 +69,7 @@ std::string describe_generation_defaults(const GenerationDefaults& d) {
 }
 
 std::string effective_config_yaml(const Config& config) {
-  return to_yaml(config) + "# generation defaults: " +
+  return to_run_yaml(config) + "# generation defaults: " +
          describe_generation_defaults(resolve_generation_defaults(config)) + "\n";
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
@@ -48,45 +49,6 @@ h5::Datatype status_type() {
   return type;
 }
 
-// `with_numerics`: include the numerics column (false: the layout of files written before it).
-h5::Datatype row_memory_type(bool with_numerics = true) {
-  h5::Datatype type(h5::call("H5Tcreate", "requests type",
-                             [] { return H5Tcreate(H5T_COMPOUND, sizeof(RowBuffer)); }));
-  const h5::Datatype vstr = h5::vlen_string_type();
-  const h5::Datatype hash = h5::fixed_string_type(kHashChars);
-  const h5::Datatype status = status_type();
-  const auto insert = [&](const char* name, std::size_t offset, hid_t member) {
-    h5::call("H5Tinsert", name, [&] { return H5Tinsert(type.id(), name, offset, member); });
-  };
-  insert("id", offsetof(RowBuffer, id), vstr.id());
-  insert("input_key", offsetof(RowBuffer, input_key), hash.id());
-  insert("video_sha256", offsetof(RowBuffer, video_sha256), hash.id());
-  insert("status", offsetof(RowBuffer, status), status.id());
-  insert("error", offsetof(RowBuffer, error), vstr.id());
-  insert("rank", offsetof(RowBuffer, rank), H5T_NATIVE_INT32);
-  insert("replica", offsetof(RowBuffer, replica), H5T_NATIVE_INT32);
-  insert("host", offsetof(RowBuffer, host), vstr.id());
-  insert("device", offsetof(RowBuffer, device), vstr.id());
-  insert("start_time", offsetof(RowBuffer, start_time), H5T_NATIVE_DOUBLE);
-  insert("end_time", offsetof(RowBuffer, end_time), H5T_NATIVE_DOUBLE);
-  insert("seconds", offsetof(RowBuffer, seconds), H5T_NATIVE_DOUBLE);
-  insert("frames", offsetof(RowBuffer, frames), H5T_NATIVE_INT32);
-  insert("height", offsetof(RowBuffer, height), H5T_NATIVE_INT32);
-  insert("width", offsetof(RowBuffer, width), H5T_NATIVE_INT32);
-  insert("steps", offsetof(RowBuffer, steps), H5T_NATIVE_INT32);
-  insert("attempt", offsetof(RowBuffer, attempt), H5T_NATIVE_INT32);
-  if (with_numerics) insert("numerics", offsetof(RowBuffer, numerics), vstr.id());
-  return type;
-}
-
-// The stored (packed) version of the memory type.
-h5::Datatype row_file_type(bool with_numerics) {
-  const h5::Datatype memory = row_memory_type(with_numerics);
-  h5::Datatype type(h5::call("H5Tcopy", "requests type", [&] { return H5Tcopy(memory.id()); }));
-  h5::call("H5Tpack", "requests type", [&] { return H5Tpack(type.id()); });
-  return type;
-}
-
 void copy_hash(char (&dest)[kHashChars], const std::string& value, const char* field,
                const std::string& id) {
   if (value.size() > kHashChars) {
@@ -101,52 +63,125 @@ std::string hash_string(const char (&src)[kHashChars]) {
   return std::string(src, end);
 }
 
+std::string text(const char* p) { return p != nullptr ? std::string(p) : std::string(); }
+
+// One column of /requests: its name, its RowBuffer member and the ResultRecord member it holds.
+template <class B, class R>
+struct Column {
+  const char* name;
+  B RowBuffer::*buffer;
+  R ResultRecord::*record;
+};
+
+// The columns of /requests, in file order: the one list that drives the HDF5 compound type and
+// both copies between a ResultRecord and a row (numerics, the last, is missing in files
+// written before it).
+constexpr auto kColumns = std::make_tuple(
+    Column<char*, std::string>{"id", &RowBuffer::id, &ResultRecord::id},
+    Column<char[kHashChars], std::string>{"input_key", &RowBuffer::input_key,
+                                          &ResultRecord::input_key},
+    Column<char[kHashChars], std::string>{"video_sha256", &RowBuffer::video_sha256,
+                                          &ResultRecord::video_sha256},
+    Column<std::int8_t, RequestStatus>{"status", &RowBuffer::status, &ResultRecord::status},
+    Column<char*, std::string>{"error", &RowBuffer::error, &ResultRecord::error},
+    Column<std::int32_t, int>{"rank", &RowBuffer::rank, &ResultRecord::rank},
+    Column<std::int32_t, int>{"replica", &RowBuffer::replica, &ResultRecord::replica},
+    Column<char*, std::string>{"host", &RowBuffer::host, &ResultRecord::host},
+    Column<char*, std::string>{"device", &RowBuffer::device, &ResultRecord::device},
+    Column<double, double>{"start_time", &RowBuffer::start_time, &ResultRecord::start_time},
+    Column<double, double>{"end_time", &RowBuffer::end_time, &ResultRecord::end_time},
+    Column<double, double>{"seconds", &RowBuffer::seconds, &ResultRecord::seconds},
+    Column<std::int32_t, int>{"frames", &RowBuffer::frames, &ResultRecord::frames},
+    Column<std::int32_t, int>{"height", &RowBuffer::height, &ResultRecord::height},
+    Column<std::int32_t, int>{"width", &RowBuffer::width, &ResultRecord::width},
+    Column<std::int32_t, int>{"steps", &RowBuffer::steps, &ResultRecord::steps},
+    Column<std::int32_t, int>{"attempt", &RowBuffer::attempt, &ResultRecord::attempt},
+    Column<char*, std::string>{"numerics", &RowBuffer::numerics, &ResultRecord::numerics});
+
+template <class F>
+void for_each_column(F&& f) {
+  std::apply([&f](const auto&... column) { (f(column), ...); }, kColumns);
+}
+
+// The HDF5 memory type of each kind of column.
+struct ColumnTypes {
+  h5::Datatype vstr = h5::vlen_string_type();
+  h5::Datatype hash = h5::fixed_string_type(kHashChars);
+  h5::Datatype status = status_type();
+  hid_t of(char* RowBuffer::*) const { return vstr.id(); }
+  hid_t of(char (RowBuffer::*)[kHashChars]) const { return hash.id(); }
+  hid_t of(std::int8_t RowBuffer::*) const { return status.id(); }
+  hid_t of(std::int32_t RowBuffer::*) const { return H5T_NATIVE_INT32; }
+  hid_t of(double RowBuffer::*) const { return H5T_NATIVE_DOUBLE; }
+};
+
+template <class B>
+std::size_t offset_of(B RowBuffer::*member) {
+  static const RowBuffer probe{};
+  return static_cast<std::size_t>(reinterpret_cast<const char*>(&(probe.*member)) -
+                                  reinterpret_cast<const char*>(&probe));
+}
+
+// `with_numerics`: include the numerics column (false: the layout of files written before it).
+h5::Datatype row_memory_type(bool with_numerics = true) {
+  h5::Datatype type(h5::call("H5Tcreate", "requests type",
+                             [] { return H5Tcreate(H5T_COMPOUND, sizeof(RowBuffer)); }));
+  const ColumnTypes types;
+  for_each_column([&](const auto& column) {
+    if (!with_numerics && std::strcmp(column.name, "numerics") == 0) return;
+    const std::size_t offset = offset_of(column.buffer);
+    const hid_t member = types.of(column.buffer);
+    h5::call("H5Tinsert", column.name,
+             [&] { return H5Tinsert(type.id(), column.name, offset, member); });
+  });
+  return type;
+}
+
+// The stored (packed) version of the memory type.
+h5::Datatype row_file_type(bool with_numerics) {
+  const h5::Datatype memory = row_memory_type(with_numerics);
+  h5::Datatype type(h5::call("H5Tcopy", "requests type", [&] { return H5Tcopy(memory.id()); }));
+  h5::call("H5Tpack", "requests type", [&] { return H5Tpack(type.id()); });
+  return type;
+}
+
+// A record's value into its row (HDF5 only reads through the string pointers when writing)...
+void put(char*& dest, const std::string& value, const char*, const std::string&) {
+  dest = const_cast<char*>(value.c_str());
+}
+void put(char (&dest)[kHashChars], const std::string& value, const char* name,
+         const std::string& id) {
+  copy_hash(dest, value, name, id);
+}
+void put(std::int8_t& dest, RequestStatus value, const char*, const std::string&) {
+  dest = value == RequestStatus::ok ? 0 : 1;
+}
+template <class T>
+void put(T& dest, T value, const char*, const std::string&) {
+  dest = value;
+}
+// ... and back.
+void get(std::string& dest, char* const& value) { dest = text(value); }
+void get(std::string& dest, const char (&value)[kHashChars]) { dest = hash_string(value); }
+void get(RequestStatus& dest, std::int8_t value) {
+  dest = value == 0 ? RequestStatus::ok : RequestStatus::failed;
+}
+template <class T>
+void get(T& dest, const T& value) {
+  dest = value;
+}
+
 RowBuffer to_buffer(const ResultRecord& r) {
   RowBuffer b{};
-  // HDF5 only reads through these pointers when writing.
-  b.id = const_cast<char*>(r.id.c_str());
-  copy_hash(b.input_key, r.input_key, "input_key", r.id);
-  copy_hash(b.video_sha256, r.video_sha256, "video_sha256", r.id);
-  b.status = r.status == RequestStatus::ok ? 0 : 1;
-  b.error = const_cast<char*>(r.error.c_str());
-  b.rank = r.rank;
-  b.replica = r.replica;
-  b.host = const_cast<char*>(r.host.c_str());
-  b.device = const_cast<char*>(r.device.c_str());
-  b.start_time = r.start_time;
-  b.end_time = r.end_time;
-  b.seconds = r.seconds;
-  b.frames = r.frames;
-  b.height = r.height;
-  b.width = r.width;
-  b.steps = r.steps;
-  b.attempt = r.attempt;
-  b.numerics = const_cast<char*>(r.numerics.c_str());
+  for_each_column([&](const auto& column) {
+    put(b.*column.buffer, r.*column.record, column.name, r.id);
+  });
   return b;
 }
 
-std::string text(const char* p) { return p != nullptr ? std::string(p) : std::string(); }
-
 ResultRecord from_buffer(const RowBuffer& b) {
   ResultRecord r;
-  r.id = text(b.id);
-  r.input_key = hash_string(b.input_key);
-  r.video_sha256 = hash_string(b.video_sha256);
-  r.status = b.status == 0 ? RequestStatus::ok : RequestStatus::failed;
-  r.error = text(b.error);
-  r.rank = b.rank;
-  r.replica = b.replica;
-  r.host = text(b.host);
-  r.device = text(b.device);
-  r.start_time = b.start_time;
-  r.end_time = b.end_time;
-  r.seconds = b.seconds;
-  r.frames = b.frames;
-  r.height = b.height;
-  r.width = b.width;
-  r.steps = b.steps;
-  r.attempt = b.attempt;
-  r.numerics = text(b.numerics);
+  for_each_column([&](const auto& column) { get(r.*column.record, b.*column.buffer); });
   return r;
 }
 

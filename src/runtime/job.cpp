@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -13,7 +12,6 @@
 
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
-#include "omnidp/export/export_sink.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
@@ -22,6 +20,7 @@
 #include "omnidp/results/resume.hpp"
 #include "omnidp/runtime/collective_mpi.hpp"
 #include "omnidp/runtime/collective_nccl.hpp"
+#include "omnidp/runtime/faults.hpp"
 #include "omnidp/runtime/mpi.hpp"
 #include "omnidp/runtime/plan.hpp"
 #include "omnidp/runtime/rank.hpp"
@@ -42,28 +41,7 @@ std::string host_name() {
 // The HDF5 results unless the caller substituted its own hooks.
 JobOptions with_default_hooks(const JobOptions& in) {
   JobOptions o = in;
-  if (!o.make_sink) {
-    const Config config = o.config;
-    o.make_sink = [config](const SinkInfo& info) -> std::unique_ptr<ResultSink> {
-      auto writer = std::make_unique<results::RankWriter>(
-          config.output.dir,
-          results::RankFileInfo{info.rank, info.world_size, info.host, info.device, info.model,
-                                info.config_yaml},
-          config.output);
-      const auto& f = config.faults;
-      if (f.kill_in_write && f.kill_after > 0 && f.kill_rank == info.rank) {
-        writer->set_fault_hook([writes = 0, limit = f.kill_after, rank = info.rank]() mutable {
-          if (++writes == limit) {
-            log_warn("faults.kill_in_write: rank " + std::to_string(rank) +
-                     " kills itself inside write " + std::to_string(writes));
-            std::raise(SIGKILL);
-          }
-        });
-      }
-      // output.export: files written on this writer thread after each durable write.
-      return video_export::with_export(std::move(writer), config.output);
-    };
-  }
+  if (!o.make_sink) o.make_sink = results_sink_factory(o.config);
   if (!o.scan_done) {
     o.scan_done = [profile = numerics_profile(o.config), mixed = o.resume_mixed](const fs::path& dir) {
       results::ResumeScan scan = results::scan_folder(dir);
@@ -143,6 +121,20 @@ std::string gcost(double cost) {
 
 }  // namespace
 
+SinkFactory results_sink_factory(const Config& config) {
+  return [config](const SinkInfo& info) -> std::unique_ptr<ResultSink> {
+    auto writer = std::make_unique<results::RankWriter>(
+        config.output.dir,
+        results::RankFileInfo{info.rank, info.world_size, info.host, info.device, info.model,
+                              info.config_yaml},
+        config.output);
+    if (auto hook = kill_in_write_hook(config.faults, info.rank)) {
+      writer->set_fault_hook(std::move(hook));
+    }
+    return writer;
+  };
+}
+
 ExitCode run_job(const JobOptions& options) {
   const JobOptions opts = with_default_hooks(options);
   // Replica groups that compute call their collectives from the worker threads.
@@ -156,7 +148,6 @@ ExitCode run_job(const JobOptions& options) {
   // Checks every rank makes alike, so they all stop with the same error (exit 2).
   const Topology topology = make_topology(opts.config.parallel, size);
   results::check_output_support(opts.config.output);
-  video_export::check_export_support(opts.config.output);
 
   const Communicator node = world.split_shared();
   const Communicator group =
@@ -197,14 +188,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   const Config& c = opts.config;
   const Topology t = make_topology(c.parallel, world_size);
   const ModelInfo info = describe_model(c.model);
-  ManifestOptions mopts = job_manifest_options(c);
   const fs::path dir = c.output.dir;
-  mopts.hash_cache = std::make_shared<FileHashCache>();  // read, never written by a dry run
-  (void)mopts.hash_cache->load(file_hash_cache_path(dir));
-  DoneMap done;
-  if (opts.resume && fs::exists(dir)) done = opts.scan_done(dir);
-  const CostModel cost(info);
-
   const GenerationDefaults defaults = resolve_generation_defaults(c);
 
   // The first requests to run in manifest order, with where their values came from, and the
@@ -242,11 +226,14 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
       << ")";
     listed.push_back(l.str());
   };
-  PlannedSource filtered(mopts, done, dir.string(), cost, kDefaultKeptBytes, observe);
+  // The coordinator's plan (nothing to do stops the run, exit 2, the same way); the file hash
+  // cache is read, never written by a dry run.
+  JobInputs inputs(c, opts.resume, opts.scan_done, observe);
+  const ManifestOptions& mopts = inputs.manifest();
+  const CostModel& cost = inputs.cost();
+  PlannedSource& filtered = inputs.source();
   const JobPlan plan = filtered.plan();
   const std::size_t skipped = filtered.skipped();
-  // Nothing to do stops the run (exit 2): the dry run says so the same way.
-  if (plan.to_run + skipped == 0) throw no_requests_error(mopts, 0, plan.filtered);
 
   out << "omni-dp dry run: " << world_size << " rank(s), model " << c.model.name << " ("
       << to_string(c.model.dtype) << ", " << to_string(c.model.device) << ")\n";

@@ -1,6 +1,11 @@
 #include "omnidp/runtime/plan.hpp"
 
 #include <algorithm>
+#include <system_error>
+
+#include "omnidp/common/log.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
+#include "omnidp/models/pipeline.hpp"
 
 namespace omnidp::runtime {
 
@@ -108,6 +113,35 @@ std::optional<Request> PlannedSource::next() {
     ++passes_;
   }
   return tail_->next();
+}
+
+JobInputs::JobInputs(const Config& config, bool resume, const DoneScan& scan_done,
+                     const std::function<void(const Request&)>& observe)
+    : dir_(config.output.dir),
+      manifest_(job_manifest_options(config)),
+      cost_(describe_model(config.model)) {
+  // The file hash cache is read here and written only by save_hash_cache.
+  manifest_.hash_cache = std::make_shared<FileHashCache>();
+  (void)manifest_.hash_cache->load(file_hash_cache_path(dir_));
+  if (resume && std::filesystem::exists(dir_) && scan_done) done_ = scan_done(dir_);
+  source_ = std::make_unique<PlannedSource>(manifest_, done_, dir_.string(), cost_,
+                                            kDefaultKeptBytes, observe);
+  const JobPlan& p = source_->plan();
+  if (p.to_run + source_->skipped() == 0) {  // nothing to do is a defect of the manifest (exit 2)
+    throw no_requests_error(manifest_, 0, p.filtered);
+  }
+  cache_saved_ = !manifest_.hash_cache->changed();
+}
+
+void JobInputs::save_hash_cache() {
+  std::error_code ec;
+  if (cache_saved_ || !std::filesystem::is_directory(dir_, ec)) return;
+  cache_saved_ = true;
+  try {
+    manifest_.hash_cache->save(file_hash_cache_path(dir_));
+  } catch (const Error& e) {  // a cache only: the job goes on without it
+    log_warn(std::string("file hash cache not saved: ") + e.what());
+  }
 }
 
 }  // namespace omnidp::runtime

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 
 namespace omnidp::runtime {
@@ -9,24 +10,6 @@ namespace {
 
 [[noreturn]] void protocol_error(const std::string& what) {
   throw RuntimeError(what, {"protocol"});
-}
-
-void encode_strings(Encoder& out, const std::vector<std::string>& list) {
-  out.u32(static_cast<std::uint32_t>(list.size()));
-  for (const auto& s : list) out.str(s);
-}
-std::vector<std::string> decode_strings(Decoder& in) {
-  const std::uint32_t n = in.u32();
-  std::vector<std::string> list;
-  for (std::uint32_t i = 0; i < n; ++i) list.push_back(in.str());
-  return list;
-}
-
-ErrorKind decode_kind(std::uint8_t v) {
-  if (v > static_cast<std::uint8_t>(ErrorKind::interrupted)) {
-    protocol_error("unknown error kind " + std::to_string(v));
-  }
-  return static_cast<ErrorKind>(v);
 }
 
 }  // namespace
@@ -85,238 +68,102 @@ void Decoder::finish() const {
   }
 }
 
-void encode(Encoder& out, const Request& r) {
-  out.str(r.id);
-  out.str(r.prompt);
-  out.str(r.negative_prompt);
-  out.u64(r.seed);
-  out.u8(static_cast<std::uint8_t>(r.task));
-  out.str(r.image);
-  out.str(r.image_sha256);
-  out.str(r.prompt_embeds);
-  out.str(r.prompt_embeds_sha256);
-  out.i32(r.num_frames);
-  out.i32(r.height);
-  out.i32(r.width);
-  out.i32(r.num_inference_steps);
-  out.f64(r.guidance_scale);
-  out.f64(r.flow_shift);
-  out.i32(r.fps);
-  out.u64(r.line);
-  out.u64(r.index);
-  out.str(r.input_key);
-  out.str(r.input_error);
+namespace {
+
+// The wire fields of a Request, in order (the manifest's Request has no list of its own).
+auto request_fields(auto& r) {
+  return std::tie(r.id, r.prompt, r.negative_prompt, r.seed, r.task, r.image, r.image_sha256,
+                  r.prompt_embeds, r.prompt_embeds_sha256, r.num_frames, r.height, r.width,
+                  r.num_inference_steps, r.guidance_scale, r.flow_shift, r.fps, r.line, r.index,
+                  r.input_key, r.input_error);
 }
 
-Request decode_request(Decoder& in) {
-  Request r;
-  r.id = in.str();
-  r.prompt = in.str();
-  r.negative_prompt = in.str();
-  r.seed = in.u64();
+// One put/get pair per wire type; a struct with a field list is its fields in order.
+template <class T>
+concept HasFields = requires(T& t) { T::fields(t); };
+
+void put(Encoder& out, bool v) { out.boolean(v); }
+void put(Encoder& out, std::int32_t v) { out.i32(v); }
+void put(Encoder& out, std::uint64_t v) { out.u64(v); }
+void put(Encoder& out, double v) { out.f64(v); }
+void put(Encoder& out, const std::string& v) { out.str(v); }
+void put(Encoder& out, Task v) { out.u8(static_cast<std::uint8_t>(v)); }
+void put(Encoder& out, RequestStatus v) { out.u8(static_cast<std::uint8_t>(v)); }
+void put(Encoder& out, ErrorKind v) { out.u8(static_cast<std::uint8_t>(v)); }
+void put(Encoder& out, const std::vector<std::string>& list) {
+  out.u32(static_cast<std::uint32_t>(list.size()));
+  for (const auto& s : list) out.str(s);
+}
+void put(Encoder& out, const Request& r);
+template <HasFields T>
+void put(Encoder& out, const T& v);
+template <class Tuple>
+void put_all(Encoder& out, const Tuple& fields) {
+  std::apply([&out](const auto&... f) { (put(out, f), ...); }, fields);
+}
+void put(Encoder& out, const Request& r) { put_all(out, request_fields(r)); }
+template <HasFields T>
+void put(Encoder& out, const T& v) {
+  put_all(out, T::fields(v));
+}
+
+void get(Decoder& in, bool& v) { v = in.boolean(); }
+void get(Decoder& in, std::int32_t& v) { v = in.i32(); }
+void get(Decoder& in, std::uint64_t& v) { v = in.u64(); }
+void get(Decoder& in, double& v) { v = in.f64(); }
+void get(Decoder& in, std::string& v) { v = in.str(); }
+void get(Decoder& in, Task& v) {
   const std::uint8_t task = in.u8();
   if (task > static_cast<std::uint8_t>(Task::i2v))
     protocol_error("unknown task " + std::to_string(task));
-  r.task = static_cast<Task>(task);
-  r.image = in.str();
-  r.image_sha256 = in.str();
-  r.prompt_embeds = in.str();
-  r.prompt_embeds_sha256 = in.str();
-  r.num_frames = in.i32();
-  r.height = in.i32();
-  r.width = in.i32();
-  r.num_inference_steps = in.i32();
-  r.guidance_scale = in.f64();
-  r.flow_shift = in.f64();
-  r.fps = in.i32();
-  r.line = static_cast<std::size_t>(in.u64());
-  r.index = static_cast<std::size_t>(in.u64());
-  r.input_key = in.str();
-  r.input_error = in.str();
-  return r;
+  v = static_cast<Task>(task);
 }
-
-void ErrorInfo::encode(Encoder& out) const {
-  out.u8(static_cast<std::uint8_t>(kind));
-  out.str(message);
-}
-ErrorInfo ErrorInfo::decode(Decoder& in) {
-  ErrorInfo e;
-  e.kind = decode_kind(in.u8());
-  e.message = in.str();
-  return e;
-}
-
-void StartMsg::encode(Encoder& out) const { out.u64(total); }
-StartMsg StartMsg::decode(Decoder& in) { return StartMsg{in.u64()}; }
-
-void ReadyMsg::encode(Encoder& out) const {
-  out.i32(replica);
-  out.i32(slots);
-  out.str(device);
-  out.boolean(ok);
-  error.encode(out);
-}
-ReadyMsg ReadyMsg::decode(Decoder& in) {
-  ReadyMsg m;
-  m.replica = in.i32();
-  m.slots = in.i32();
-  m.device = in.str();
-  m.ok = in.boolean();
-  m.error = ErrorInfo::decode(in);
-  return m;
-}
-
-void AssignMsg::encode(Encoder& out) const {
-  runtime::encode(out, request);
-  out.i32(attempt);
-}
-AssignMsg AssignMsg::decode(Decoder& in) {
-  AssignMsg m;
-  m.request = decode_request(in);
-  m.attempt = in.i32();
-  return m;
-}
-
-void DoneMsg::encode(Encoder& out) const {
-  out.str(id);
-  out.u8(static_cast<std::uint8_t>(status));
-  out.str(error);
-  out.i32(rank);
-  out.i32(replica);
-  out.i32(attempt);
-  out.f64(start_time);
-  out.f64(end_time);
-  out.f64(seconds);
-}
-DoneMsg DoneMsg::decode(Decoder& in) {
-  DoneMsg m;
-  m.id = in.str();
+void get(Decoder& in, RequestStatus& v) {
   const std::uint8_t status = in.u8();
   if (status > static_cast<std::uint8_t>(RequestStatus::failed)) protocol_error("unknown status");
-  m.status = static_cast<RequestStatus>(status);
-  m.error = in.str();
-  m.rank = in.i32();
-  m.replica = in.i32();
-  m.attempt = in.i32();
-  m.start_time = in.f64();
-  m.end_time = in.f64();
-  m.seconds = in.f64();
-  return m;
+  v = static_cast<RequestStatus>(status);
+}
+void get(Decoder& in, ErrorKind& v) {
+  const std::uint8_t kind = in.u8();
+  if (kind > static_cast<std::uint8_t>(ErrorKind::interrupted)) {
+    protocol_error("unknown error kind " + std::to_string(kind));
+  }
+  v = static_cast<ErrorKind>(kind);
+}
+void get(Decoder& in, std::vector<std::string>& list) {
+  const std::uint32_t n = in.u32();
+  list.clear();
+  for (std::uint32_t i = 0; i < n; ++i) list.push_back(in.str());
+}
+void get(Decoder& in, Request& r);
+template <HasFields T>
+void get(Decoder& in, T& v);
+template <class Tuple>
+void get_all(Decoder& in, const Tuple& fields) {  // a comma fold: left to right
+  std::apply([&in](auto&... f) { (get(in, f), ...); }, fields);
+}
+void get(Decoder& in, Request& r) { get_all(in, request_fields(r)); }
+template <HasFields T>
+void get(Decoder& in, T& v) {
+  get_all(in, T::fields(v));
 }
 
-void RetryMsg::encode(Encoder& out) const {
-  out.str(id);
-  out.i32(replica);
-  out.i32(attempt);
-  out.str(error);
-  out.f64(seconds);
-}
-RetryMsg RetryMsg::decode(Decoder& in) {
-  RetryMsg m;
-  m.id = in.str();
-  m.replica = in.i32();
-  m.attempt = in.i32();
-  m.error = in.str();
-  m.seconds = in.f64();
-  return m;
-}
+}  // namespace
 
-void ReturnedMsg::encode(Encoder& out) const {
-  out.i32(replica);
-  encode_strings(out, ids);
-}
-ReturnedMsg ReturnedMsg::decode(Decoder& in) {
-  ReturnedMsg m;
-  m.replica = in.i32();
-  m.ids = decode_strings(in);
-  return m;
-}
+void encode(Encoder& out, const Request& request) { put(out, request); }
 
-void DrainMsg::encode(Encoder& out) const { out.boolean(abandon); }
-DrainMsg DrainMsg::decode(Decoder& in) { return DrainMsg{in.boolean()}; }
-
-void SignalMsg::encode(Encoder& out) const {
-  out.i32(level);
-  out.i32(signal);
+Request decode_request(Decoder& in) {
+  Request r;
+  get(in, r);
+  return r;
 }
-SignalMsg SignalMsg::decode(Decoder& in) {
-  SignalMsg m;
-  m.level = in.i32();
-  m.signal = in.i32();
-  return m;
-}
-
-void HeartbeatMsg::encode(Encoder& out) const {
-  out.i32(replica);
-  out.str(running_id);
-  out.f64(running_s);
-  out.f64(busy_s);
-}
-HeartbeatMsg HeartbeatMsg::decode(Decoder& in) {
-  HeartbeatMsg m;
-  m.replica = in.i32();
-  m.running_id = in.str();
-  m.running_s = in.f64();
-  m.busy_s = in.f64();
-  return m;
-}
-
-void FatalMsg::encode(Encoder& out) const { error.encode(out); }
-FatalMsg FatalMsg::decode(Decoder& in) { return FatalMsg{ErrorInfo::decode(in)}; }
-
-void ShutdownMsg::encode(Encoder& /*out*/) const {}
-ShutdownMsg ShutdownMsg::decode(Decoder& /*in*/) { return {}; }
-
-void ClosedMsg::encode(Encoder& out) const { out.f64(busy_s); }
-ClosedMsg ClosedMsg::decode(Decoder& in) { return ClosedMsg{in.f64()}; }
-
-void FinishMsg::encode(Encoder& out) const {
-  out.i32(exit_code);
-  out.boolean(has_error);
-  error.encode(out);
-}
-FinishMsg FinishMsg::decode(Decoder& in) {
-  FinishMsg m;
-  m.exit_code = in.i32();
-  m.has_error = in.boolean();
-  m.error = ErrorInfo::decode(in);
-  return m;
-}
-
-void GeneratedMsg::encode(Encoder& out) const { out.str(id); }
-GeneratedMsg GeneratedMsg::decode(Decoder& in) { return GeneratedMsg{in.str()}; }
-
-void PullMsg::encode(Encoder& out) const {
-  out.i32(replica);
-  out.str(id);
-}
-PullMsg PullMsg::decode(Decoder& in) {
-  PullMsg m;
-  m.replica = in.i32();
-  m.id = in.str();
-  return m;
-}
-
-void GroupRunMsg::encode(Encoder& out) const {
-  runtime::encode(out, request);
-  out.i32(attempt);
-}
-GroupRunMsg GroupRunMsg::decode(Decoder& in) {
-  GroupRunMsg m;
-  m.request = decode_request(in);
-  m.attempt = in.i32();
-  return m;
-}
-void GroupIdleMsg::encode(Encoder& out) const { out.str(id); }
-GroupIdleMsg GroupIdleMsg::decode(Decoder& in) { return GroupIdleMsg{in.str()}; }
 
 std::vector<std::uint8_t> encode(const Message& message) {
   Encoder out;
   std::visit(
       [&](const auto& m) {
         out.u8(static_cast<std::uint8_t>(std::decay_t<decltype(m)>::type));
-        m.encode(out);
+        put(out, m);
       },
       message);
   return out.take();
@@ -329,7 +176,11 @@ Message decode_as(MessageType type, Decoder& in) {
     protocol_error("unknown message type " + std::to_string(static_cast<int>(type)));
   } else {
     using T = std::variant_alternative_t<I, Message>;
-    if (T::type == type) return Message{T::decode(in)};
+    if (T::type == type) {
+      T m;
+      get(in, m);
+      return Message{std::move(m)};
+    }
     return decode_as<I + 1>(type, in);
   }
 }

@@ -1,120 +1,36 @@
 #include "omnidp/runtime/rank.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <exception>
-#include <filesystem>
-#include <iostream>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <utility>
 #include <variant>
 
 #include "omnidp/common/log.hpp"
-#include "omnidp/config/numerics.hpp"
-#include "omnidp/manifest/file_hash_cache.hpp"
-#include "omnidp/manifest/manifest.hpp"
-#include "omnidp/results/summary.hpp"
-#include "omnidp/runtime/coordinator.hpp"
-#include "omnidp/runtime/mailbox.hpp"
-#include "omnidp/runtime/plan.hpp"
+#include "omnidp/runtime/actor.hpp"
+#include "omnidp/runtime/coordinator_actor.hpp"
+#include "omnidp/runtime/worker.hpp"
+#include "omnidp/runtime/writer.hpp"
 
 namespace omnidp::runtime {
 namespace {
 
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-
-double steady_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double unix_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-ErrorInfo error_info(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Error& err) {
-    return ErrorInfo{err.kind(), err.what()};
-  } catch (const std::exception& err) {
-    return ErrorInfo{ErrorKind::runtime, err.what()};
-  } catch (...) {
-    return ErrorInfo{ErrorKind::runtime, "unknown exception"};
-  }
-}
-
-// A failure that may go away on another attempt: TransientModelError, or an out-of-memory
-// report from a library (e.g. a c10::Error "CUDA out of memory").
-bool looks_transient(const std::string& what) {
-  return what.find("out of memory") != std::string::npos ||
-         what.find("CUDA error: an illegal memory access") != std::string::npos;
-}
-
-// Local events posted to the comm thread by the rank's other actors.
-struct OutMsg {
-  int dest = 0;
-  Message message;
-};
-struct Loaded {
-  std::string device;
-  std::exception_ptr error;
-};
-struct Opened {
-  std::exception_ptr error;
-};
-struct WorkerStarted {
-  AssignMsg assignment;
-  double since = 0.0;  // clock_s() on the worker when it started
-};
-struct WorkerNearlyDone {
-  std::string id;
-};
-struct WorkerIdle {
-  std::string id;
-  double busy_s = 0.0;
-};
-struct WriterFailed {
-  ErrorInfo error;
-};
-struct WriterClosed {};
-struct WorkerExited {  // a group member's worker thread ended (its busy seconds are final)
-  double busy_s = 0.0;
-};
-using LocalEvent = std::variant<OutMsg, Loaded, Opened, WorkerStarted, WorkerNearlyDone, WorkerIdle,
-                                WriterFailed, WriterClosed, WorkerExited>;
-
-struct OpenCmd {
-  std::string device;
-};
-struct WriteJob {
-  ResultRecord record;
-  Video video;  // empty when failed
-};
-using WriterItem = std::variant<OpenCmd, WriteJob>;
-
-std::string shortest(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
-
-class RankRuntime {
+// The rank's comm thread: the only one that touches the transports. It starts the rank's
+// actors on their threads, routes the messages that arrive to them (the coordinator's to its
+// inbox, the rest to on_agent), sends what they post, and watches the signals, the request
+// timeout and the heartbeats.
+class Rank {
  public:
-  explicit RankRuntime(const RankSetup& setup)
-      : s_(setup),
-        options_(*setup.options),
-        config_(setup.options->config),
-        rank_(setup.world->rank()),
-        replica_(setup.topology.replica(rank_)),
-        leader_(setup.topology.is_leader(rank_)),
-        member_(replica_ >= 0 && !leader_) {}
-  ~RankRuntime() { stop_threads(); }
-  RankRuntime(const RankRuntime&) = delete;
-  RankRuntime& operator=(const RankRuntime&) = delete;
+  explicit Rank(const RankSetup& setup)
+      : s_(setup), c_(setup), rank_(c_.rank), replica_(c_.replica), leader_(c_.leader),
+        member_(c_.member), coordinator_actor_(c_, coord_inbox_), worker_actor_(c_),
+        writer_actor_(c_) {}
+  ~Rank() { stop_threads(); }
+  Rank(const Rank&) = delete;
+  Rank& operator=(const Rank&) = delete;
 
   ExitCode run();
 
@@ -129,31 +45,21 @@ class RankRuntime {
   void check_running();
   void stop_threads() noexcept;
 
-  void coordinator_main();
-  void worker_main();
-  void run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy);
-  void writer_main();
-  void post(int dest, Message m) { local_.push(OutMsg{dest, std::move(m)}); }
-  // Durations and the timeout watch: the injected clock (tests), else the steady clock.
-  [[nodiscard]] double clock_s() const { return options_.clock ? options_.clock() : steady_s(); }
-
   const RankSetup& s_;
-  const JobOptions& options_;
-  const Config& config_;
+  ActorContext c_;
+  const Config& config_ = c_.config;
   int rank_;
   int replica_;
   bool leader_;
   bool member_;  // a working rank of a group that is not its leader
 
-  Mailbox<LocalEvent> local_;
   Mailbox<Envelope> coord_inbox_;
-  Mailbox<AssignMsg> work_;
-  Mailbox<WriterItem> writes_;
-  std::atomic<bool> abandon_{false};
+  CoordinatorActor coordinator_actor_;
+  Worker worker_actor_;
+  Writer writer_actor_;
   std::thread coordinator_;
   std::thread worker_;
   std::thread writer_;
-  std::exception_ptr coordinator_error_;
 
   // Comm-thread state.
   bool finished_ = false;
@@ -173,12 +79,12 @@ class RankRuntime {
   bool worker_exited_ = false;   // a member: its worker thread ended
 };
 
-ExitCode RankRuntime::run() {
-  if (rank_ == 0) coordinator_ = std::thread([this] { coordinator_main(); });
+ExitCode Rank::run() {
+  if (rank_ == 0) coordinator_ = std::thread([this] { coordinator_actor_.run(); });
   // Leaders load their models while rank 0 reads the manifest; the results files are opened
   // only after Start, so a job that stops before it (a bad manifest) leaves no output.
   // Group members load theirs too: they run every request of the group with the leader.
-  if (leader_ || member_) worker_ = std::thread([this] { worker_main(); });
+  if (leader_ || member_) worker_ = std::thread([this] { worker_actor_.run(); });
   try {
     loop();
   } catch (const JobAborted&) {
@@ -192,23 +98,23 @@ ExitCode RankRuntime::run() {
   s_.world->flush();
   if (s_.group != nullptr) s_.group->flush();
   if (finish_.has_error) {
-    if (coordinator_error_) std::rethrow_exception(coordinator_error_);
+    if (coordinator_actor_.error()) std::rethrow_exception(coordinator_actor_.error());
     throw Error(finish_.error.kind, finish_.error.message);
   }
   return static_cast<ExitCode>(finish_.exit_code);
 }
 
-void RankRuntime::stop_threads() noexcept {
-  abandon_.store(true);
-  work_.close();
-  writes_.close();
+void Rank::stop_threads() noexcept {
+  c_.abandon.store(true);
+  c_.work.close();
+  c_.writes.close();
   coord_inbox_.close();
   for (auto* t : {&coordinator_, &worker_, &writer_}) {
     if (t->joinable()) t->join();
   }
 }
 
-void RankRuntime::loop() {
+void Rank::loop() {
   constexpr auto kMinIdle = std::chrono::microseconds(50);
   constexpr auto kMaxIdle = std::chrono::microseconds(2000);
   auto idle = kMinIdle;
@@ -228,7 +134,7 @@ void RankRuntime::loop() {
                                ", not a group member");
           }
           log_debug("group: leader runs '" + run->request.id + "': running it with the group");
-          work_.push(AssignMsg{std::move(run->request), run->attempt});
+          c_.work.push(AssignMsg{std::move(run->request), run->attempt});
           active = true;
         } else if (const auto* group_idle = std::get_if<GroupIdleMsg>(&env->message)) {
           log_debug("group: leader done with '" + group_idle->id + "'");
@@ -236,7 +142,7 @@ void RankRuntime::loop() {
       }
     }
     while (!finished_) {
-      auto ev = local_.try_pop();
+      auto ev = c_.events.try_pop();
       if (!ev) break;
       on_local(std::move(*ev));
       active = true;
@@ -248,7 +154,7 @@ void RankRuntime::loop() {
       idle = kMinIdle;
       continue;
     }
-    if (auto ev = local_.pop_for(idle)) {
+    if (auto ev = c_.events.pop_for(idle)) {
       on_local(std::move(*ev));
       idle = kMinIdle;
     } else {
@@ -257,7 +163,7 @@ void RankRuntime::loop() {
   }
 }
 
-void RankRuntime::send(int dest, const Message& m) {
+void Rank::send(int dest, const Message& m) {
   if (dest == rank_) {
     route(Envelope{rank_, m});
   } else {
@@ -265,7 +171,7 @@ void RankRuntime::send(int dest, const Message& m) {
   }
 }
 
-void RankRuntime::route(const Envelope& env) {
+void Rank::route(const Envelope& env) {
   if (for_coordinator(env.message)) {
     if (rank_ != 0) {
       throw RuntimeError(std::string("protocol: ") + message_name(env.message) +
@@ -277,11 +183,11 @@ void RankRuntime::route(const Envelope& env) {
   on_agent(env.message);
 }
 
-void RankRuntime::on_agent(const Message& m) {
+void Rank::on_agent(const Message& m) {
   if (std::holds_alternative<StartMsg>(m)) {
     started_ = true;
     if (leader_) {
-      writer_ = std::thread([this] { writer_main(); });
+      writer_ = std::thread([this] { writer_actor_.run(); });
       if (loaded_) on_loaded(std::exchange(loaded_, std::nullopt).value());
     }
   } else if (const auto* assign = std::get_if<AssignMsg>(&m)) {
@@ -291,27 +197,27 @@ void RankRuntime::on_agent(const Message& m) {
     if (draining_ || writer_broken_) {
       send(0, ReturnedMsg{replica_, {assign->request.id}});
     } else {
-      work_.push(*assign);
+      c_.work.push(*assign);
     }
   } else if (const auto* drain = std::get_if<DrainMsg>(&m)) {
     draining_ = true;
-    if (drain->abandon) abandon_.store(true);
+    if (drain->abandon) c_.abandon.store(true);
     if (leader_) {
       ReturnedMsg back{replica_, {}};
-      for (auto& a : work_.take_all()) back.ids.push_back(a.request.id);
+      for (auto& a : c_.work.take_all()) back.ids.push_back(a.request.id);
       log_info("drain: " + std::to_string(back.ids.size()) + " queued request(s) given back" +
                (running_id_.empty() ? std::string() : ", '" + running_id_ + "' running"));
       if (!back.ids.empty()) send(0, back);
     }
   } else if (std::holds_alternative<ShutdownMsg>(m)) {
     if (leader_ && writer_.joinable()) {
-      work_.close();    // the worker is idle: every assigned request was resolved
-      writes_.close();  // the writer closes the sink, then posts WriterClosed
+      c_.work.close();    // the worker is idle: every assigned request was resolved
+      c_.writes.close();  // the writer closes the sink, then posts WriterClosed
     } else if (member_ && worker_.joinable()) {
       // Closed once the member's worker has finished its last request (WorkerExited), so
       // its busy seconds are complete.
       shutdown_seen_ = true;
-      work_.close();
+      c_.work.close();
       if (worker_exited_) send(0, ClosedMsg{busy_s_});
     } else {
       send(0, ClosedMsg{busy_s_});
@@ -325,7 +231,7 @@ void RankRuntime::on_agent(const Message& m) {
   }
 }
 
-void RankRuntime::on_local(LocalEvent ev) {
+void Rank::on_local(LocalEvent ev) {
   if (auto* out = std::get_if<OutMsg>(&ev)) {
     send(out->dest, out->message);
   } else if (auto* loaded = std::get_if<Loaded>(&ev)) {
@@ -340,7 +246,7 @@ void RankRuntime::on_local(LocalEvent ev) {
     } else {
       send(0, ReadyMsg{replica_, 1 + std::max(0, config_.scheduler.prefetch), device_, true, {}});
       ready_sent_ = true;
-      next_heartbeat_ = clock_s() + config_.scheduler.heartbeat_s;
+      next_heartbeat_ = c_.clock_s() + config_.scheduler.heartbeat_s;
     }
   } else if (auto* started = std::get_if<WorkerStarted>(&ev)) {
     running_id_ = started->assignment.request.id;
@@ -370,7 +276,7 @@ void RankRuntime::on_local(LocalEvent ev) {
   }
 }
 
-void RankRuntime::on_loaded(Loaded loaded) {
+void Rank::on_loaded(Loaded loaded) {
   if (member_) {  // a member has no results file and reports no Ready; a failed load ends the job
     if (loaded.error) send(0, FatalMsg{error_info(loaded.error)});
     return;
@@ -379,11 +285,11 @@ void RankRuntime::on_loaded(Loaded loaded) {
     send(0, ReadyMsg{replica_, 0, "", false, error_info(loaded.error)});
   } else {
     device_ = loaded.device;
-    writes_.push(OpenCmd{device_});
+    c_.writes.push(OpenCmd{device_});
   }
 }
 
-void RankRuntime::check_signals() {
+void Rank::check_signals() {
   if (!s_.signal_level) return;
   const int level = s_.signal_level();
   if (level <= reported_signals_) return;
@@ -394,9 +300,9 @@ void RankRuntime::check_signals() {
   send(0, SignalMsg{level, sig});
 }
 
-void RankRuntime::check_running() {
+void Rank::check_running() {
   if (!leader_ || !ready_sent_) return;
-  const double t = clock_s();
+  const double t = c_.clock_s();
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
     const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
@@ -414,302 +320,6 @@ void RankRuntime::check_running() {
   }
 }
 
-// --- coordinator thread (rank 0) -------------------------------------------------------------
-
-void RankRuntime::coordinator_main() {
-  auto finish_all = [this](const FinishMsg& msg) {
-    for (int r = 1; r < s_.topology.world_size; ++r) post(r, msg);
-    post(0, msg);
-  };
-  try {
-    // The workers load their models meanwhile (docs/runtime.md "Job startup").
-    const fs::path dir = config_.output.dir;
-    ManifestOptions mopts = job_manifest_options(config_);
-    mopts.hash_cache = std::make_shared<FileHashCache>();
-    const fs::path cache_file = file_hash_cache_path(dir);
-    (void)mopts.hash_cache->load(cache_file);
-    DoneMap done;
-    if (options_.resume && fs::exists(dir) && options_.scan_done) done = options_.scan_done(dir);
-    const CostModel cost(describe_model(config_.model));
-    PlannedSource filtered(mopts, done, dir.string(), cost);
-    const JobPlan& plan = filtered.plan();
-    const std::size_t skipped = filtered.skipped();
-    if (plan.to_run + skipped == 0) {  // nothing to do is a defect of the manifest (exit 2)
-      throw no_requests_error(mopts, 0, plan.filtered);
-    }
-    log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) +
-             " request(s), " + std::to_string(mopts.hash_cache->files_hashed()) +
-             " input file(s) hashed, " +
-             (filtered.all_kept() ? std::string("all to run kept in memory")
-                                  : std::to_string(filtered.kept()) +
-                                        " kept in memory, the rest read again later") +
-             ")");
-    // Saved into the output folder once the job has created it (its writers open their files
-    // after Start), so a job that stops before leaves no output.
-    bool cache_saved = !mopts.hash_cache->changed();
-    const auto save_cache = [&] {
-      std::error_code ec;
-      if (cache_saved || !fs::is_directory(dir, ec)) return;
-      cache_saved = true;
-      try {
-        mopts.hash_cache->save(cache_file);
-      } catch (const Error& e) {  // a cache only: the job goes on without it
-        log_warn(std::string("file hash cache not saved: ") + e.what());
-      }
-    };
-
-    CoordinatorOptions co;
-    co.config = config_;
-    co.topology = s_.topology;
-    co.plan = plan;
-    co.skipped_resume = skipped;
-    co.progress_out = s_.progress_out;
-    co.progress_in_place = s_.progress_in_place;
-    co.progress_interval_s = options_.progress_interval_s;
-    co.now = options_.clock;
-    std::optional<Deadline> deadline = options_.deadline;
-    if (!deadline) deadline = options_.lookup_deadline ? options_.lookup_deadline() : slurm_deadline();
-    if (deadline) {
-      const double unix_now = options_.clock ? options_.clock() : unix_s();
-      const double margin = config_.scheduler.deadline_margin_s;
-      std::ostringstream line;
-      line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source
-           << "), " << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
-           << "handed out only when expected to end " << shortest(margin)
-           << " s before it (scheduler.deadline_margin_s)";
-      log_info(line.str());
-      // In the coordinator's time base: the injected clock, else the steady clock.
-      co.deadline = options_.clock ? deadline->unix_s : steady_s() + (deadline->unix_s - unix_now);
-    }
-    co.finalize = [this, dir, &done](const RunSummary& summary) {
-      DoneMap().swap(done);  // no request is read any more: free it before the merge
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
-      results::write_summary_json(dir / "summary.json", summary);
-      if (options_.merge) options_.merge(dir, summary, effective_config_yaml(config_));
-      std::cout << format_summary(summary) << std::flush;
-    };
-    Coordinator coordinator(std::move(co), filtered,
-                            [this](int dest, const Message& m) { post(dest, m); });
-    coordinator.start();
-    while (!coordinator.finished()) {
-      auto env = coord_inbox_.pop_for(200ms);
-      if (env) {
-        coordinator.handle(*env);
-      } else if (coord_inbox_.closed()) {
-        return;
-      }
-      coordinator.tick();
-      if (coordinator.phase() != Coordinator::Phase::setup) save_cache();
-    }
-  } catch (...) {
-    coordinator_error_ = std::current_exception();
-    FinishMsg msg;
-    msg.has_error = true;
-    msg.error = error_info(coordinator_error_);
-    msg.exit_code = static_cast<int>(Error(msg.error.kind, msg.error.message).exit_code());
-    log_debug("coordinator: job stops: " + msg.error.message);
-    finish_all(msg);
-  }
-}
-
-// --- worker thread (replica leaders) ---------------------------------------------------------
-
-void RankRuntime::worker_main() {
-  std::unique_ptr<Pipeline> pipeline;
-  std::string device;
-  try {
-    const DeviceBinding binding = bind_device(config_.model, config_.parallel, s_.local_rank);
-    if (!options_.make_pipeline) throw RuntimeError("no pipeline factory");
-    pipeline = options_.make_pipeline(binding);
-    if (!pipeline) throw ModelError("the pipeline factory returned nothing");
-    device = pipeline->device_name();
-    local_.push(Loaded{device, nullptr});
-  } catch (...) {
-    local_.push(Loaded{"", std::current_exception()});
-    if (member_) local_.push(WorkerExited{0.0});
-    return;
-  }
-  double busy = 0.0;
-  if (member_) {
-    while (auto assignment = work_.pop()) run_as_member(*pipeline, *assignment, busy);
-    local_.push(WorkerExited{busy});
-    return;
-  }
-  const std::string numerics = numerics_profile(config_);
-  while (auto assignment = work_.pop()) {
-    const Request& req = assignment->request;
-    ResultRecord rec;
-    rec.id = req.id;
-    rec.input_key = req.input_key;
-    rec.rank = rank_;
-    rec.replica = replica_;
-    rec.host = s_.host;
-    rec.device = device;
-    rec.frames = req.num_frames;
-    rec.height = req.height;
-    rec.width = req.width;
-    rec.steps = req.num_inference_steps;
-    rec.attempt = assignment->attempt;
-    rec.numerics = numerics;
-    rec.prompt = req.prompt;
-    rec.seed = req.seed;
-    rec.fps = req.fps;
-    if (!req.input_error.empty()) {
-      rec.status = RequestStatus::failed;
-      rec.error = "input error: " + req.input_error;
-      rec.start_time = rec.end_time = unix_s();
-      post(0, GeneratedMsg{req.id});
-      writes_.push(WriteJob{std::move(rec), Video{}});
-      continue;
-    }
-    local_.push(WorkerStarted{*assignment, clock_s()});
-    const double wall0 = unix_s();
-    const double t0 = clock_s();
-    Video video;
-    bool ok = false;
-    bool transient = false;
-    std::string error;
-    GenerateContext ctx;
-    ctx.attempt = assignment->attempt;
-    ctx.abandoned = [this] { return abandon_.load(); };
-    ctx.cfg = s_.collective;
-    // After the second-to-last step the request is nearly done: ask for the prefetch now.
-    ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
-      if (!pulled && step >= total - 1) {
-        pulled = true;
-        local_.push(WorkerNearlyDone{req.id});
-      }
-    };
-    try {
-      video = pipeline->generate(req, ctx);
-      video.check();
-      if (video.frames != req.num_frames || video.height != req.height ||
-          video.width != req.width) {
-        throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
-                         std::to_string(video.height) + "x" + std::to_string(video.width) +
-                         " video for a " + std::to_string(req.num_frames) + "x" +
-                         std::to_string(req.height) + "x" + std::to_string(req.width) + " request");
-      }
-      ok = true;  // the writer hashes it, off the model's critical path
-    } catch (const TransientModelError& e) {
-      error = e.what();
-      transient = true;
-    } catch (const std::exception& e) {
-      error = e.what();
-      transient = looks_transient(error);
-    } catch (...) {
-      error = "unknown exception from the pipeline";
-    }
-    const double seconds = clock_s() - t0;
-    busy += seconds;
-    rec.start_time = wall0;
-    rec.end_time = wall0 + seconds;
-    rec.seconds = seconds;
-    local_.push(WorkerIdle{req.id, busy});
-    if (ok) {
-      rec.status = RequestStatus::ok;
-      post(0, GeneratedMsg{req.id});
-      writes_.push(WriteJob{std::move(rec), std::move(video)});
-    } else if (abandon_.load()) {
-      log_warn("request '" + req.id + "' abandoned: " + error);
-      post(0, ReturnedMsg{replica_, {req.id}});
-    } else if (transient && assignment->attempt <= config_.scheduler.max_retries) {
-      post(0, RetryMsg{req.id, replica_, assignment->attempt, error, seconds});
-    } else {
-      rec.status = RequestStatus::failed;
-      rec.error = error;
-      post(0, GeneratedMsg{req.id});
-      writes_.push(WriteJob{std::move(rec), Video{}});
-    }
-  }
-}
-
-// A group member runs the leader's request with it (the pipeline exchanges the CFG branches
-// through the group's collectives) and keeps only its own busy seconds: the leader records
-// the result. A failure here is logged; the leader's outcome is the request's.
-void RankRuntime::run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy) {
-  const Request& req = assignment.request;
-  GenerateContext ctx;
-  ctx.attempt = assignment.attempt;
-  ctx.abandoned = [this] { return abandon_.load(); };
-  ctx.cfg = s_.collective;
-  const double t0 = clock_s();
-  try {
-    (void)pipeline.generate(req, ctx);
-  } catch (const std::exception& e) {
-    log_warn("group member: request '" + req.id + "' (attempt " +
-             std::to_string(assignment.attempt) + ") failed on this rank: " + e.what());
-  }
-  busy += clock_s() - t0;
-  local_.push(WorkerIdle{req.id, busy});
-}
-
-// --- writer thread (replica leaders) ---------------------------------------------------------
-
-void RankRuntime::writer_main() {
-  auto first = writes_.pop();
-  const auto* open = first ? std::get_if<OpenCmd>(&*first) : nullptr;
-  if (open == nullptr) {
-    local_.push(WriterClosed{});
-    return;
-  }
-  std::unique_ptr<ResultSink> sink;
-  bool broken = false;
-  try {
-    if (!options_.make_sink) throw RuntimeError("no result sink factory");
-    sink = options_.make_sink(SinkInfo{rank_, s_.topology.world_size, s_.host, open->device,
-                                       config_.model.name, effective_config_yaml(config_)});
-    local_.push(Opened{nullptr});
-  } catch (...) {
-    local_.push(Opened{std::current_exception()});
-    broken = true;
-  }
-  const auto& faults = config_.faults;
-  const bool kill_here =
-      faults.kill_rank == rank_ && faults.kill_after > 0 && !faults.kill_in_write;
-  int writes = 0;
-  while (auto item = writes_.pop()) {
-    auto* job = std::get_if<WriteJob>(&*item);
-    if (job == nullptr) continue;
-    ResultRecord& rec = job->record;
-    if (broken) {
-      post(0, ReturnedMsg{replica_, {rec.id}});
-      continue;
-    }
-    try {
-      const double t0 = steady_s();
-      if (rec.status == RequestStatus::ok) rec.video_sha256 = video_sha256(job->video);
-      const double t1 = steady_s();
-      sink->write(rec, rec.status == RequestStatus::ok ? &job->video : nullptr);
-      log_debug("writer: '" + rec.id + "' hashed in " + shortest(t1 - t0) + " s, written in " +
-                shortest(steady_s() - t1) + " s");
-    } catch (...) {
-      broken = true;
-      local_.push(WriterFailed{error_info(std::current_exception())});
-      post(0, ReturnedMsg{replica_, {rec.id}});
-      continue;
-    }
-    ++writes;
-    if (kill_here && writes == faults.kill_after) {
-      log_warn("faults.kill_rank: rank " + std::to_string(rank_) + " kills itself after " +
-               std::to_string(writes) + " completions");
-      std::raise(SIGKILL);
-    }
-    post(0, DoneMsg{rec.id, rec.status, rec.error, rec.rank, rec.replica, rec.attempt,
-                    rec.start_time, rec.end_time, rec.seconds});
-  }
-  if (sink && !broken) {
-    try {
-      sink->close();
-    } catch (...) {
-      local_.push(WriterFailed{error_info(std::current_exception())});
-    }
-  }
-  local_.push(WriterClosed{});
-}
-
 }  // namespace
 
 ExitCode run_rank(const RankSetup& setup) {
@@ -717,8 +327,8 @@ ExitCode run_rank(const RankSetup& setup) {
     throw RuntimeError("run_rank: options and world transport are required");
   }
   set_log_rank(setup.world->rank());
-  RankRuntime runtime(setup);
-  return runtime.run();
+  Rank rank(setup);
+  return rank.run();
 }
 
 std::vector<RankOutcome> run_job_in_process(

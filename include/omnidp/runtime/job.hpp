@@ -45,9 +45,9 @@ struct JobOptions {
   // (results::check_resume_profiles; without it that is an error, exit 2).
   bool resume_mixed = false;
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
-  // Results hooks; empty = the HDF5 results (results::RankWriter, results::scan_folder with
+  // Results hooks; empty = the HDF5 results (results_sink_factory, results::scan_folder with
   // results::check_resume_profiles against this config's profile, results::merge_directory).
-  // Tests substitute their own.
+  // omni-dp-batch wraps the sink with its exports (cli/batch.cpp); tests substitute their own.
   SinkFactory make_sink;
   DoneScanner scan_done;
   Merger merge;
@@ -61,6 +61,10 @@ struct JobOptions {
   // the request timeout watch and the heartbeats then all read it.
   std::function<double()> clock;
 };
+
+// The HDF5 rank files of `config` (results::RankWriter in config.output.dir), with the
+// test-only faults.kill_in_write armed (faults.hpp).
+[[nodiscard]] SinkFactory results_sink_factory(const Config& config);
 
 // Runs the job to its end on this rank and returns the process exit code (same on every rank:
 // 0 all done, 1 some failed, 75 drained by a signal). Throws omnidp::Error for errors that

@@ -6,12 +6,14 @@
 
 #include <cstddef>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "omnidp/config/config.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/runtime/cost_model.hpp"
 #include "omnidp/runtime/scheduler.hpp"
@@ -105,6 +107,42 @@ class PlannedSource final : public RequestSource {
   std::unique_ptr<ManifestSource> tail_source_;
   std::unique_ptr<ResumeSource> tail_;
   int passes_ = 0;
+};
+
+// A job's pre-start pass, the one plan of the coordinator and of the dry run (docs/runtime.md,
+// "Job startup"): the config's manifest options with the output folder's file hash cache
+// loaded, the done requests of the output folder when `resume` (by `scan_done`, when set and
+// the folder exists), the model's cost model and the PlannedSource over them. Throws what the
+// PlannedSource throws, and the no-requests ManifestError when there is nothing to do (exit 2).
+// Not copyable or movable: the source keeps references into it.
+class JobInputs {
+ public:
+  using DoneScan = std::function<DoneMap(const std::filesystem::path& dir)>;
+  JobInputs(const Config& config, bool resume, const DoneScan& scan_done,
+            const std::function<void(const Request&)>& observe = {});
+  JobInputs(const JobInputs&) = delete;
+  JobInputs& operator=(const JobInputs&) = delete;
+
+  [[nodiscard]] const ManifestOptions& manifest() const noexcept { return manifest_; }
+  [[nodiscard]] const CostModel& cost() const noexcept { return cost_; }
+  [[nodiscard]] PlannedSource& source() noexcept { return *source_; }
+  [[nodiscard]] const JobPlan& plan() const noexcept { return source_->plan(); }
+  [[nodiscard]] std::size_t skipped() const noexcept { return source_->skipped(); }
+  // Saves the file hash cache into the output folder once, when it changed and the folder
+  // exists (the job's writers create it after Start: a job that stops before leaves no
+  // output). A failure is a warning: the job goes on without the cache. The dry run never calls
+  // it.
+  void save_hash_cache();
+  // Frees the done requests; call only when the source reads no more requests.
+  void release_done() { DoneMap().swap(done_); }
+
+ private:
+  std::filesystem::path dir_;
+  ManifestOptions manifest_;
+  DoneMap done_;
+  CostModel cost_;
+  std::unique_ptr<PlannedSource> source_;
+  bool cache_saved_ = false;
 };
 
 // Estimated heap and object bytes of a request (what PlannedSource counts).

@@ -1,6 +1,7 @@
 #pragma once
-// The typed messages between ranks (docs/runtime.md, "Protocol"), each with its binary
-// serialization beside it. Encoding: one type byte, then the fields in declaration order;
+// The typed messages between ranks (docs/runtime.md, "Protocol"). Each message lists its wire
+// fields once, in `fields(m)` (a tuple of references): encode and decode both walk that list.
+// Encoding: one type byte, then the fields in the order of that list;
 // integers little-endian fixed width, doubles as their IEEE-754 bits, strings and lists as a
 // u32 length and the elements. Decoding checks every length and refuses trailing bytes
 // (RuntimeError "protocol: ..."). Pure value types; thread-safe.
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -71,8 +73,7 @@ void encode(Encoder& out, const Request& request);
 struct ErrorInfo {
   ErrorKind kind = ErrorKind::runtime;
   std::string message;  // the original what()
-  void encode(Encoder& out) const;
-  static ErrorInfo decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.kind, m.message); }
   bool operator==(const ErrorInfo&) const = default;
 };
 
@@ -101,8 +102,7 @@ enum class MessageType : std::uint8_t {
 struct StartMsg {
   static constexpr MessageType type = MessageType::start;
   std::uint64_t total = 0;  // requests to run (after resume skips)
-  void encode(Encoder& out) const;
-  static StartMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.total); }
   bool operator==(const StartMsg&) const = default;
 };
 
@@ -114,19 +114,21 @@ struct ReadyMsg {
   std::string device;
   bool ok = true;
   ErrorInfo error;  // when !ok
-  void encode(Encoder& out) const;
-  static ReadyMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.slots, m.device, m.ok, m.error); }
   bool operator==(const ReadyMsg&) const = default;
 };
 
-// C -> L: run this request (attempt is 1-based).
-struct AssignMsg {
-  static constexpr MessageType type = MessageType::assign;
+// Run this request (attempt is 1-based): C -> L Assign; L -> M (group communicator) GroupRun,
+// the leader starts it: run it with the group now.
+template <MessageType T>
+struct RunMsg {
+  static constexpr MessageType type = T;
   Request request;
   std::int32_t attempt = 1;
-  void encode(Encoder& out) const;
-  static AssignMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.request, m.attempt); }
 };
+using AssignMsg = RunMsg<MessageType::assign>;
+using GroupRunMsg = RunMsg<MessageType::group_run>;
 
 // L -> C: the running request `id` is nearly done (its last denoising step): hand out this
 // replica's prefetch now. Late binding keeps longest-first ordering exact while the model
@@ -135,8 +137,7 @@ struct PullMsg {
   static constexpr MessageType type = MessageType::pull;
   std::int32_t replica = 0;
   std::string id;
-  void encode(Encoder& out) const;
-  static PullMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.id); }
   bool operator==(const PullMsg&) const = default;
 };
 
@@ -145,8 +146,7 @@ struct PullMsg {
 struct GeneratedMsg {
   static constexpr MessageType type = MessageType::generated;
   std::string id;
-  void encode(Encoder& out) const;
-  static GeneratedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.id); }
   bool operator==(const GeneratedMsg&) const = default;
 };
 
@@ -162,8 +162,10 @@ struct DoneMsg {
   double start_time = 0.0;  // Unix seconds
   double end_time = 0.0;
   double seconds = 0.0;  // generation time (busy time of the replica)
-  void encode(Encoder& out) const;
-  static DoneMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time,
+                    m.end_time, m.seconds);
+  }
   bool operator==(const DoneMsg&) const = default;
 };
 
@@ -175,8 +177,9 @@ struct RetryMsg {
   std::int32_t attempt = 1;  // the attempt that failed
   std::string error;
   double seconds = 0.0;
-  void encode(Encoder& out) const;
-  static RetryMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.id, m.replica, m.attempt, m.error, m.seconds);
+  }
   bool operator==(const RetryMsg&) const = default;
 };
 
@@ -185,8 +188,7 @@ struct ReturnedMsg {
   static constexpr MessageType type = MessageType::returned;
   std::int32_t replica = 0;
   std::vector<std::string> ids;
-  void encode(Encoder& out) const;
-  static ReturnedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.replica, m.ids); }
   bool operator==(const ReturnedMsg&) const = default;
 };
 
@@ -194,8 +196,7 @@ struct ReturnedMsg {
 struct DrainMsg {
   static constexpr MessageType type = MessageType::drain;
   bool abandon = false;
-  void encode(Encoder& out) const;
-  static DrainMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.abandon); }
   bool operator==(const DrainMsg&) const = default;
 };
 
@@ -204,8 +205,7 @@ struct SignalMsg {
   static constexpr MessageType type = MessageType::signal;
   std::int32_t level = 1;
   std::int32_t signal = 0;
-  void encode(Encoder& out) const;
-  static SignalMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.level, m.signal); }
   bool operator==(const SignalMsg&) const = default;
 };
 
@@ -216,8 +216,9 @@ struct HeartbeatMsg {
   std::string running_id;  // empty when idle
   double running_s = 0.0;
   double busy_s = 0.0;
-  void encode(Encoder& out) const;
-  static HeartbeatMsg decode(Decoder& in);
+  static auto fields(auto& m) {
+    return std::tie(m.replica, m.running_id, m.running_s, m.busy_s);
+  }
   bool operator==(const HeartbeatMsg&) const = default;
 };
 
@@ -226,16 +227,14 @@ struct HeartbeatMsg {
 struct FatalMsg {
   static constexpr MessageType type = MessageType::fatal;
   ErrorInfo error;
-  void encode(Encoder& out) const;
-  static FatalMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.error); }
   bool operator==(const FatalMsg&) const = default;
 };
 
 // C -> every rank: no more work; close the rank file and report Closed.
 struct ShutdownMsg {
   static constexpr MessageType type = MessageType::shutdown;
-  void encode(Encoder& out) const;
-  static ShutdownMsg decode(Decoder& in);
+  static auto fields(auto& /*m*/) { return std::tuple<>(); }
   bool operator==(const ShutdownMsg&) const = default;
 };
 
@@ -243,8 +242,7 @@ struct ShutdownMsg {
 struct ClosedMsg {
   static constexpr MessageType type = MessageType::closed;
   double busy_s = 0.0;
-  void encode(Encoder& out) const;
-  static ClosedMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.busy_s); }
   bool operator==(const ClosedMsg&) const = default;
 };
 
@@ -255,25 +253,15 @@ struct FinishMsg {
   std::int32_t exit_code = 0;
   bool has_error = false;
   ErrorInfo error;
-  void encode(Encoder& out) const;
-  static FinishMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.exit_code, m.has_error, m.error); }
   bool operator==(const FinishMsg&) const = default;
 };
 
-// L -> M (group communicator): the leader starts this request (attempt): run it with the
-// group now / the leader's run of `id` ended.
-struct GroupRunMsg {
-  static constexpr MessageType type = MessageType::group_run;
-  Request request;
-  std::int32_t attempt = 1;
-  void encode(Encoder& out) const;
-  static GroupRunMsg decode(Decoder& in);
-};
+// L -> M (group communicator): the leader's run of `id` ended.
 struct GroupIdleMsg {
   static constexpr MessageType type = MessageType::group_idle;
   std::string id;
-  void encode(Encoder& out) const;
-  static GroupIdleMsg decode(Decoder& in);
+  static auto fields(auto& m) { return std::tie(m.id); }
   bool operator==(const GroupIdleMsg&) const = default;
 };
 

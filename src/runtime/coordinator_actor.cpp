@@ -1,0 +1,102 @@
+#include "omnidp/runtime/coordinator_actor.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <system_error>
+
+#include "omnidp/common/log.hpp"
+#include "omnidp/results/summary.hpp"
+#include "omnidp/runtime/coordinator.hpp"
+#include "omnidp/runtime/plan.hpp"
+
+namespace omnidp::runtime {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+void CoordinatorActor::run() {
+  try {
+    coordinate();
+  } catch (...) {
+    error_ = std::current_exception();
+    FinishMsg msg;
+    msg.has_error = true;
+    msg.error = error_info(error_);
+    msg.exit_code = static_cast<int>(Error(msg.error.kind, msg.error.message).exit_code());
+    log_debug("coordinator: job stops: " + msg.error.message);
+    for (int r = 1; r < c_.setup.topology.world_size; ++r) c_.post(r, msg);
+    c_.post(0, msg);
+  }
+}
+
+void CoordinatorActor::coordinate() {
+  const Config& config = c_.config;
+  const JobOptions& options = c_.options;
+  // The workers load their models meanwhile (docs/runtime.md "Job startup").
+  const fs::path dir = config.output.dir;
+  JobInputs inputs(config, options.resume, options.scan_done);
+  const JobPlan& plan = inputs.plan();
+  const std::size_t skipped = inputs.skipped();
+  const PlannedSource& filtered = inputs.source();
+  log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) +
+           " request(s), " + std::to_string(inputs.manifest().hash_cache->files_hashed()) +
+           " input file(s) hashed, " +
+           (filtered.all_kept() ? std::string("all to run kept in memory")
+                                : std::to_string(filtered.kept()) +
+                                      " kept in memory, the rest read again later") +
+           ")");
+
+  CoordinatorOptions co;
+  co.config = config;
+  co.topology = c_.setup.topology;
+  co.plan = plan;
+  co.skipped_resume = skipped;
+  co.progress_out = c_.setup.progress_out;
+  co.progress_in_place = c_.setup.progress_in_place;
+  co.progress_interval_s = options.progress_interval_s;
+  co.now = options.clock;
+  std::optional<Deadline> deadline = options.deadline;
+  if (!deadline) deadline = options.lookup_deadline ? options.lookup_deadline() : slurm_deadline();
+  if (deadline) {
+    const double unix_now = options.clock ? options.clock() : unix_s();
+    const double margin = config.scheduler.deadline_margin_s;
+    std::ostringstream line;
+    line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source
+         << "), " << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
+         << "handed out only when expected to end " << shortest(margin)
+         << " s before it (scheduler.deadline_margin_s)";
+    log_info(line.str());
+    // In the coordinator's time base: the injected clock, else the steady clock.
+    co.deadline = options.clock ? deadline->unix_s : steady_s() + (deadline->unix_s - unix_now);
+  }
+  co.finalize = [&options, &config, dir, &inputs](const RunSummary& summary) {
+    inputs.release_done();  // no request is read any more: free it before the merge
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
+    results::write_summary_json(dir / "summary.json", summary);
+    if (options.merge) options.merge(dir, summary, effective_config_yaml(config));
+    std::cout << format_summary(summary) << std::flush;
+  };
+  Coordinator coordinator(std::move(co), inputs.source(),
+                          [this](int dest, const Message& m) { c_.post(dest, m); });
+  coordinator.start();
+  while (!coordinator.finished()) {
+    auto env = inbox_.pop_for(200ms);
+    if (env) {
+      coordinator.handle(*env);
+    } else if (inbox_.closed()) {
+      return;
+    }
+    coordinator.tick();
+    // Saved into the output folder once the job has created it (its writers open their files
+    // after Start), so a job that stops before leaves no output.
+    if (coordinator.phase() != Coordinator::Phase::setup) inputs.save_hash_cache();
+  }
+}
+
+}  // namespace omnidp::runtime

@@ -1,0 +1,54 @@
+#include "omnidp/runtime/faults.hpp"
+
+#include <csignal>
+#include <string>
+#include <utility>
+
+#include "omnidp/common/log.hpp"
+
+namespace omnidp::runtime {
+namespace {
+
+class KillAfterWrites final : public ResultSink {
+ public:
+  KillAfterWrites(std::unique_ptr<ResultSink> inner, int limit, int rank)
+      : inner_(std::move(inner)), limit_(limit), rank_(rank) {}
+  void write(const ResultRecord& record, const Video* video) override {
+    inner_->write(record, video);
+    if (++writes_ == limit_) {
+      log_warn("faults.kill_rank: rank " + std::to_string(rank_) + " kills itself after " +
+               std::to_string(writes_) + " completions");
+      std::raise(SIGKILL);
+    }
+  }
+  void close() override { inner_->close(); }
+
+ private:
+  std::unique_ptr<ResultSink> inner_;
+  int limit_;
+  int rank_;
+  int writes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ResultSink> with_kill_after_writes(std::unique_ptr<ResultSink> sink,
+                                                   const FaultConfig& faults, int rank) {
+  if (!sink || faults.kill_rank != rank || faults.kill_after <= 0 || faults.kill_in_write) {
+    return sink;
+  }
+  return std::make_unique<KillAfterWrites>(std::move(sink), faults.kill_after, rank);
+}
+
+std::function<void()> kill_in_write_hook(const FaultConfig& faults, int rank) {
+  if (!faults.kill_in_write || faults.kill_after <= 0 || faults.kill_rank != rank) return {};
+  return [writes = 0, limit = faults.kill_after, rank]() mutable {
+    if (++writes == limit) {
+      log_warn("faults.kill_in_write: rank " + std::to_string(rank) + " kills itself inside write " +
+               std::to_string(writes));
+      std::raise(SIGKILL);
+    }
+  };
+}
+
+}  // namespace omnidp::runtime

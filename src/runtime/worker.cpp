@@ -1,0 +1,142 @@
+#include "omnidp/runtime/worker.hpp"
+
+#include <exception>
+#include <memory>
+#include <utility>
+
+#include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
+
+namespace omnidp::runtime {
+
+bool looks_transient(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("CUDA error: an illegal memory access") != std::string::npos;
+}
+
+void Worker::run() {
+  std::unique_ptr<Pipeline> pipeline;
+  std::string device;
+  try {
+    const DeviceBinding binding = bind_device(c_.config.model, c_.config.parallel, s_.local_rank);
+    if (!c_.options.make_pipeline) throw RuntimeError("no pipeline factory");
+    pipeline = c_.options.make_pipeline(binding);
+    if (!pipeline) throw ModelError("the pipeline factory returned nothing");
+    device = pipeline->device_name();
+    c_.events.push(Loaded{device, nullptr});
+  } catch (...) {
+    c_.events.push(Loaded{"", std::current_exception()});
+    if (c_.member) c_.events.push(WorkerExited{0.0});
+    return;
+  }
+  if (c_.member) {
+    double busy = 0.0;
+    while (auto assignment = c_.work.pop()) run_as_member(*pipeline, *assignment, busy);
+    c_.events.push(WorkerExited{busy});
+    return;
+  }
+  run_as_leader(*pipeline, device);
+}
+
+void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
+  double busy = 0.0;
+  const std::string numerics = numerics_profile(c_.config);
+  while (auto assignment = c_.work.pop()) {
+    const Request& req = assignment->request;
+    ResultRecord rec{.id = req.id, .input_key = req.input_key, .rank = c_.rank,
+                     .replica = c_.replica, .host = s_.host, .device = device,
+                     .frames = req.num_frames, .height = req.height, .width = req.width,
+                     .steps = req.num_inference_steps, .attempt = assignment->attempt,
+                     .numerics = numerics, .prompt = req.prompt, .seed = req.seed,
+                     .fps = req.fps};
+    if (!req.input_error.empty()) {
+      rec.status = RequestStatus::failed;
+      rec.error = "input error: " + req.input_error;
+      rec.start_time = rec.end_time = unix_s();
+      c_.post(0, GeneratedMsg{req.id});
+      c_.writes.push(WriteJob{std::move(rec), Video{}});
+      continue;
+    }
+    c_.events.push(WorkerStarted{*assignment, c_.clock_s()});
+    const double wall0 = unix_s();
+    const double t0 = c_.clock_s();
+    Video video;
+    bool ok = false;
+    bool transient = false;
+    std::string error;
+    GenerateContext ctx;
+    ctx.attempt = assignment->attempt;
+    ctx.abandoned = [this] { return c_.abandon.load(); };
+    ctx.cfg = s_.collective;
+    // After the second-to-last step the request is nearly done: ask for the prefetch now.
+    ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
+      if (!pulled && step >= total - 1) {
+        pulled = true;
+        c_.events.push(WorkerNearlyDone{req.id});
+      }
+    };
+    try {
+      video = pipeline.generate(req, ctx);
+      video.check();
+      if (video.frames != req.num_frames || video.height != req.height ||
+          video.width != req.width) {
+        throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
+                         std::to_string(video.height) + "x" + std::to_string(video.width) +
+                         " video for a " + std::to_string(req.num_frames) + "x" +
+                         std::to_string(req.height) + "x" + std::to_string(req.width) + " request");
+      }
+      ok = true;  // the writer hashes it, off the model's critical path
+    } catch (const TransientModelError& e) {
+      error = e.what();
+      transient = true;
+    } catch (const std::exception& e) {
+      error = e.what();
+      transient = looks_transient(error);
+    } catch (...) {
+      error = "unknown exception from the pipeline";
+    }
+    const double seconds = c_.clock_s() - t0;
+    busy += seconds;
+    rec.start_time = wall0;
+    rec.end_time = wall0 + seconds;
+    rec.seconds = seconds;
+    c_.events.push(WorkerIdle{req.id, busy});
+    if (ok) {
+      rec.status = RequestStatus::ok;
+      c_.post(0, GeneratedMsg{req.id});
+      c_.writes.push(WriteJob{std::move(rec), std::move(video)});
+    } else if (c_.abandon.load()) {
+      log_warn("request '" + req.id + "' abandoned: " + error);
+      c_.post(0, ReturnedMsg{c_.replica, {req.id}});
+    } else if (transient && assignment->attempt <= c_.config.scheduler.max_retries) {
+      c_.post(0, RetryMsg{req.id, c_.replica, assignment->attempt, error, seconds});
+    } else {
+      rec.status = RequestStatus::failed;
+      rec.error = error;
+      c_.post(0, GeneratedMsg{req.id});
+      c_.writes.push(WriteJob{std::move(rec), Video{}});
+    }
+  }
+}
+
+// A group member runs the leader's request with it (the pipeline exchanges the CFG branches
+// through the group's collectives) and keeps only its own busy seconds: the leader records
+// the result. A failure here is logged; the leader's outcome is the request's.
+void Worker::run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy) {
+  const Request& req = assignment.request;
+  GenerateContext ctx;
+  ctx.attempt = assignment.attempt;
+  ctx.abandoned = [this] { return c_.abandon.load(); };
+  ctx.cfg = s_.collective;
+  const double t0 = c_.clock_s();
+  try {
+    (void)pipeline.generate(req, ctx);
+  } catch (const std::exception& e) {
+    log_warn("group member: request '" + req.id + "' (attempt " +
+             std::to_string(assignment.attempt) + ") failed on this rank: " + e.what());
+  }
+  busy += c_.clock_s() - t0;
+  c_.events.push(WorkerIdle{req.id, busy});
+}
+
+}  // namespace omnidp::runtime
