@@ -24,11 +24,13 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "fixtures.hpp"
 #include "test_files.hpp"
@@ -61,16 +63,12 @@ struct RawTensor {
 
 std::map<std::string, RawTensor> read_safetensors(const fs::path& file) {
   const std::string data = read_text(file);
-  std::uint64_t n = 0;
-  std::memcpy(&n, data.data(), 8);
-  const auto header = json::parse(data.substr(8, n));
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
+  const auto header = omnidp::models::parse_safetensors_header(bytes, data.size(), file.string());
   std::map<std::string, RawTensor> out;
-  for (const auto& [name, t] : header.items()) {
-    if (name == "__metadata__") continue;
-    const auto begin = t.at("data_offsets").at(0).get<std::size_t>();
-    const auto end = t.at("data_offsets").at(1).get<std::size_t>();
-    out[name] = {t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
-                 data.substr(8 + n + begin, end - begin)};
+  for (const auto& t : header.tensors) {
+    out[t.name] = {std::string(omnidp::models::to_string(t.dtype)), t.shape,
+                   data.substr(header.data_offset + t.begin, t.nbytes())};
   }
   return out;
 }

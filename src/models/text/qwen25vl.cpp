@@ -4,6 +4,7 @@
 #include <array>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -63,16 +64,6 @@ Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_
   return o;
 }
 
-Qwen2RMSNormImpl::Qwen2RMSNormImpl(std::int64_t dim, double eps, const ParamSpec& spec) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}, spec.options()), false);
-}
-
-torch::Tensor Qwen2RMSNormImpl::forward(const torch::Tensor& x) const {
-  const auto h = x.to(torch::kFloat32);
-  const auto variance = h.pow(2).mean(-1, true);
-  return weight * (h * torch::rsqrt(variance + eps_)).to(x.scalar_type());
-}
-
 Qwen25VLAttentionImpl::Qwen25VLAttentionImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec)
     : heads_(o.num_attention_heads), kv_heads_(o.num_key_value_heads), head_dim_(o.head_dim) {
   q_proj = register_module("q_proj", Linear(o.hidden_size, heads_ * head_dim_, true, spec));
@@ -111,9 +102,11 @@ torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) const {
 Qwen25VLDecoderLayerImpl::Qwen25VLDecoderLayerImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec) {
   self_attn = register_module("self_attn", Qwen25VLAttention(o, spec));
   mlp = register_module("mlp", Qwen2MLP(o, spec));
-  input_layernorm = register_module("input_layernorm", Qwen2RMSNorm(o.hidden_size, o.rms_norm_eps, spec));
+  input_layernorm =
+      register_module("input_layernorm", RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
   post_attention_layernorm =
-      register_module("post_attention_layernorm", Qwen2RMSNorm(o.hidden_size, o.rms_norm_eps, spec));
+      register_module("post_attention_layernorm",
+                      RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
 }
 
 torch::Tensor Qwen25VLDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -127,7 +120,8 @@ Qwen25VLTextModelImpl::Qwen25VLTextModelImpl(const Qwen25VLTextOptions& options,
   embed_tokens = register_module("embed_tokens", Embedding(options.vocab_size, options.hidden_size, spec));
   layers = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < options.num_hidden_layers; ++i) layers->push_back(Qwen25VLDecoderLayer(options, spec));
-  norm = register_module("norm", Qwen2RMSNorm(options.hidden_size, options.rms_norm_eps, spec));
+  norm = register_module("norm",
+                         RMSNorm(options.hidden_size, options.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
 }
 
 torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,

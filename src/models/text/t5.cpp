@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -103,19 +104,6 @@ torch::Tensor relative_position_bucket(const torch::Tensor& relative_position, s
   return buckets + torch::where(is_small, distance, if_large);
 }
 
-T5LayerNormImpl::T5LayerNormImpl(std::int64_t dim, double eps, const ParamSpec& spec) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}, spec.options()), false);
-}
-
-torch::Tensor T5LayerNormImpl::forward(const torch::Tensor& x) const {
-  const auto variance = x.to(torch::kFloat32).pow(2).mean(-1, true);
-  auto h = x * torch::rsqrt(variance + eps_);
-  if (weight.scalar_type() == torch::kFloat16 || weight.scalar_type() == torch::kBFloat16) {
-    h = h.to(weight.scalar_type());
-  }
-  return weight * h;
-}
-
 T5AttentionImpl::T5AttentionImpl(const T5Options& opts, bool has_relative_attention_bias, const ParamSpec& spec)
     : num_heads_(opts.num_heads),
       d_kv_(opts.d_kv),
@@ -154,7 +142,8 @@ torch::Tensor T5AttentionImpl::forward(const torch::Tensor& x, const torch::Tens
 T5LayerSelfAttentionImpl::T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias,
                                                    const ParamSpec& spec) {
   SelfAttention = register_module("SelfAttention", T5Attention(o, has_relative_attention_bias, spec));
-  layer_norm = register_module("layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  layer_norm =
+      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5DenseImpl::T5DenseImpl(const T5Options& o, const ParamSpec& spec) : act_(o.dense_act_fn) {
@@ -174,7 +163,8 @@ torch::Tensor T5DenseImpl::forward(const torch::Tensor& x) const {
 
 T5LayerFFImpl::T5LayerFFImpl(const T5Options& o, const ParamSpec& spec) {
   DenseReluDense = register_module("DenseReluDense", T5Dense(o, spec));
-  layer_norm = register_module("layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  layer_norm =
+      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5BlockImpl::T5BlockImpl(const T5Options& o, bool has_relative_attention_bias, const ParamSpec& spec) {
@@ -195,7 +185,8 @@ torch::Tensor T5BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 T5StackImpl::T5StackImpl(const T5Options& o, const ParamSpec& spec) {
   block = register_module("block", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i) block->push_back(T5Block(o, i == 0 || o.bias_in_every_layer, spec));
-  final_layer_norm = register_module("final_layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  final_layer_norm = register_module("final_layer_norm",
+                                     RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5EncoderModelImpl::T5EncoderModelImpl(const T5Options& options, const ParamSpec& spec) : options_(options) {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -267,7 +268,7 @@ SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtyp
   } else {
     load_state_dict(*model, checkpoint, dtype, device);
   }
-  text::freeze(*model);
+  freeze(*model);
   model->eval();
   return model;
 }
@@ -277,7 +278,7 @@ SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options, std::
   SiglipVisionModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
   init_random_weights(*model, seed);
   model->to(device, dtype);
-  text::freeze(*model);
+  freeze(*model);
   model->eval();
   return model;
 }

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
+#include "omnidp/models/layers/tensor_shape.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 
@@ -27,31 +29,15 @@ T field(const json& j, const char* key, T fallback, const std::string& origin) {
   try {
     return j.at(key).get<T>();
   } catch (const json::exception& e) {
-    throw ModelError(std::string("config field \"") + key + "\": " + e.what(), {origin});
+    throw WeightsError(origin, std::string("config field \"") + key + "\": " + e.what());
   }
-}
-
-std::string shape_of(const torch::Tensor& t) {
-  std::string s = "[";
-  for (std::int64_t i = 0; i < t.dim(); ++i) {
-    s += (i > 0 ? ", " : "") + std::to_string(t.size(i));
-  }
-  return s + "]";
 }
 
 }  // namespace
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::string& text,
                                                                 const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ModelError(std::string("invalid JSON: ") + e.what(), {origin});
-  }
-  if (!j.is_object()) {
-    throw ModelError("config is not a JSON object", {origin});
-  }
+  const json j = parse_json_object(text, origin);
   AutoencoderKLWanOptions o;
   o.base_dim = field<std::int64_t>(j, "base_dim", 96, origin);
   o.decoder_base_dim = field<std::int64_t>(j, "decoder_base_dim", o.base_dim, origin);
@@ -69,8 +55,8 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::strin
   o.latents_mean = field<std::vector<double>>(j, "latents_mean", {}, origin);
   o.latents_std = field<std::vector<double>>(j, "latents_std", {}, origin);
   if (!field<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
-    throw ModelError("attn_scales are not supported (the residual layout has no attention "
-                     "outside the mid blocks)", {origin});
+    throw WeightsError(origin, "attn_scales are not supported (the residual layout has no attention "
+                               "outside the mid blocks)");
   }
   o.validate(origin);
   return o;
@@ -78,7 +64,7 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::strin
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_file(const std::filesystem::path& path) {
   const auto file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  return from_json_text(read_json(file).dump(), file.string());
+  return from_json_text(read_json_object(file).dump(), file.string());
 }
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
@@ -99,7 +85,7 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
 }
 
 void AutoencoderKLWanOptions::validate(const std::string& origin) const {
-  const auto fail = [&](const std::string& message) { throw ModelError(message, {origin}); };
+  const auto fail = [&](const std::string& message) { throw WeightsError(origin, message); };
   if (!is_residual) {
     fail("only the Wan2.2 VAE layout (is_residual: true) is supported");
   }
@@ -184,7 +170,7 @@ torch::Tensor AutoencoderKLWanImpl::decode_frames(const torch::Tensor& x,
 torch::Tensor AutoencoderKLWanImpl::decode(const torch::Tensor& z, std::int64_t chunk_frames) {
   if (z.dim() != 5 || z.size(1) != options_.z_dim || z.size(2) < 1) {
     throw ModelError("AutoencoderKLWan.decode: expected latents [B, " +
-                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " + shape_of(z));
+                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " + shape_string(z.sizes()));
   }
   if (chunk_frames < 1) {
     throw ModelError("AutoencoderKLWan.decode: chunk_frames must be at least 1");
@@ -199,7 +185,7 @@ WanLatentDist AutoencoderKLWanImpl::encode(const torch::Tensor& x, std::int64_t 
   const auto channels = options_.in_channels / (p * p);
   if (x.dim() != 5 || x.size(1) != channels || x.size(2) < 1) {
     throw ModelError("AutoencoderKLWan.encode: expected video [B, " + std::to_string(channels) +
-                     ", F>=1, H, W], got " + shape_of(x));
+                     ", F>=1, H, W], got " + shape_string(x.sizes()));
   }
   if (chunk_frames < kEncodeStep || chunk_frames % kEncodeStep != 0) {
     throw ModelError("AutoencoderKLWan.encode: chunk_frames must be a positive multiple of 4, "
