@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 
+#include "error_of.hpp"
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::models {
@@ -33,15 +34,7 @@ class ConfigJson : public ::testing::Test {
   fs::path dir_;
 };
 
-// The what() of the WeightsError f throws, "(no WeightsError)" otherwise.
-std::string weights_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "(no WeightsError)";
-}
+std::string weights_error(const std::function<void()>& f) { return omnidp::test::error_of<WeightsError>(f); }
 
 TEST_F(ConfigJson, ReadsAnyJsonValue) {
   EXPECT_EQ(read_json(write("a.json", R"({"x": [1, 2]})")),

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "omnidp/common/error.hpp"
+
 namespace omnidp::models {
 
 // Reads and parses a JSON file. Throws WeightsError(path, "cannot open JSON file" |
@@ -23,5 +25,19 @@ namespace omnidp::models {
 // Parses `text` (a config already in memory) as an object; the faults are read_json_object's,
 // with `origin` in place of the file.
 [[nodiscard]] nlohmann::json parse_json_object(std::string_view text, const std::string& origin);
+
+// The value of an optional key: `fallback` when absent or null; a value of another type is
+// WeightsError(origin, "config key '<key>': <parser message>").
+template <typename T>
+[[nodiscard]] T config_value(const nlohmann::json& j, const char* key, T fallback,
+                             const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->template get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
+  }
+}
 
 }  // namespace omnidp::models

@@ -19,12 +19,6 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-template <typename T>
-T json_value(const nlohmann::json& j, const char* key, T fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
 
 }  // namespace
 
@@ -39,18 +33,19 @@ Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_
     o.intermediate_size = config.at("intermediate_size").get<std::int64_t>();
     o.num_hidden_layers = config.at("num_hidden_layers").get<std::int64_t>();
     o.num_attention_heads = config.at("num_attention_heads").get<std::int64_t>();
-    o.num_key_value_heads = json_value<std::int64_t>(config, "num_key_value_heads", o.num_attention_heads);
+    o.num_key_value_heads =
+        config_value<std::int64_t>(config, "num_key_value_heads", o.num_attention_heads, origin);
     o.head_dim = o.num_attention_heads > 0 ? o.hidden_size / o.num_attention_heads : 0;
-    o.head_dim = json_value<std::int64_t>(config, "head_dim", o.head_dim);
-    o.rms_norm_eps = json_value<double>(config, "rms_norm_eps", 1e-6);
-    o.rope_theta = json_value<double>(config, "rope_theta", 10000.0);
+    o.head_dim = config_value<std::int64_t>(config, "head_dim", o.head_dim, origin);
+    o.rms_norm_eps = config_value<double>(config, "rms_norm_eps", 1e-6, origin);
+    o.rope_theta = config_value<double>(config, "rope_theta", 10000.0, origin);
     if (config.contains("rope_parameters") && config.at("rope_parameters").is_object()) {
-      o.rope_theta = json_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta);
+      o.rope_theta = config_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta, origin);
     }
-    if (json_value<bool>(config, "use_sliding_window", false)) {
+    if (config_value<bool>(config, "use_sliding_window", false, origin)) {
       throw WeightsError(origin, "sliding-window attention (use_sliding_window: true) is not supported");
     }
-    const auto act = json_value<std::string>(config, "hidden_act", "silu");
+    const auto act = config_value<std::string>(config, "hidden_act", "silu", origin);
     if (act != "silu") throw WeightsError(origin, "unsupported hidden_act '" + act + "' (only silu)");
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid Qwen2.5-VL text config: ") + e.what());

@@ -43,12 +43,6 @@ torch::Tensor clamp_fp16(const torch::Tensor& x) {
   return x.clamp(-clamp, clamp);
 }
 
-template <typename T>
-T json_value(const nlohmann::json& j, const char* key, T fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
 
 }  // namespace
 
@@ -61,17 +55,19 @@ T5Options T5Options::from_json(const nlohmann::json& config, const std::string& 
     o.d_ff = config.at("d_ff").get<std::int64_t>();
     o.num_layers = config.at("num_layers").get<std::int64_t>();
     o.num_heads = config.at("num_heads").get<std::int64_t>();
-    o.relative_attention_num_buckets = json_value<std::int64_t>(config, "relative_attention_num_buckets", 32);
-    o.relative_attention_max_distance = json_value<std::int64_t>(config, "relative_attention_max_distance", 128);
-    o.layer_norm_epsilon = json_value<double>(config, "layer_norm_epsilon", 1e-6);
+    o.relative_attention_num_buckets =
+        config_value<std::int64_t>(config, "relative_attention_num_buckets", 32, origin);
+    o.relative_attention_max_distance =
+        config_value<std::int64_t>(config, "relative_attention_max_distance", 128, origin);
+    o.layer_norm_epsilon = config_value<double>(config, "layer_norm_epsilon", 1e-6, origin);
     // T5Config: feed_forward_proj "[gated-]act"; "gated-gelu" means gelu_new.
-    const auto proj = json_value<std::string>(config, "feed_forward_proj", "relu");
+    const auto proj = config_value<std::string>(config, "feed_forward_proj", "relu", origin);
     const bool gated = proj.rfind("gated-", 0) == 0;
     std::string act = gated ? proj.substr(6) : proj;
     if (act == "gelu" && gated) act = "gelu_new";
-    o.is_gated_act = json_value<bool>(config, "is_gated_act", gated);
-    o.dense_act_fn = json_value<std::string>(config, "dense_act_fn", act);
-    const auto model_type = json_value<std::string>(config, "model_type", "t5");
+    o.is_gated_act = config_value<bool>(config, "is_gated_act", gated, origin);
+    o.dense_act_fn = config_value<std::string>(config, "dense_act_fn", act, origin);
+    const auto model_type = config_value<std::string>(config, "model_type", "t5", origin);
     o.bias_in_every_layer = model_type == "umt5";
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid T5 config: ") + e.what());

@@ -21,40 +21,28 @@ using json = nlohmann::json;
 // Frames processed by the reference encoder per step after the first frame.
 constexpr std::int64_t kEncodeStep = 4;
 
-template <typename T>
-T field(const json& j, const char* key, T fallback, const std::string& origin) {
-  if (!j.contains(key) || j.at(key).is_null()) {
-    return fallback;
-  }
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw WeightsError(origin, std::string("config field \"") + key + "\": " + e.what());
-  }
-}
-
 }  // namespace
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::string& text,
                                                                 const std::string& origin) {
   const json j = parse_json_object(text, origin);
   AutoencoderKLWanOptions o;
-  o.base_dim = field<std::int64_t>(j, "base_dim", 96, origin);
-  o.decoder_base_dim = field<std::int64_t>(j, "decoder_base_dim", o.base_dim, origin);
-  o.z_dim = field<std::int64_t>(j, "z_dim", 16, origin);
-  o.dim_mult = field<std::vector<std::int64_t>>(j, "dim_mult", {1, 2, 4, 4}, origin);
-  o.num_res_blocks = field<std::int64_t>(j, "num_res_blocks", 2, origin);
+  o.base_dim = config_value<std::int64_t>(j, "base_dim", 96, origin);
+  o.decoder_base_dim = config_value<std::int64_t>(j, "decoder_base_dim", o.base_dim, origin);
+  o.z_dim = config_value<std::int64_t>(j, "z_dim", 16, origin);
+  o.dim_mult = config_value<std::vector<std::int64_t>>(j, "dim_mult", {1, 2, 4, 4}, origin);
+  o.num_res_blocks = config_value<std::int64_t>(j, "num_res_blocks", 2, origin);
   o.temperal_downsample =
-      field<std::vector<bool>>(j, "temperal_downsample", {false, true, true}, origin);
-  o.is_residual = field<bool>(j, "is_residual", false, origin);
-  o.in_channels = field<std::int64_t>(j, "in_channels", 3, origin);
-  o.out_channels = field<std::int64_t>(j, "out_channels", 3, origin);
-  o.patch_size = field<std::int64_t>(j, "patch_size", 1, origin);
-  o.scale_factor_temporal = field<std::int64_t>(j, "scale_factor_temporal", 4, origin);
-  o.scale_factor_spatial = field<std::int64_t>(j, "scale_factor_spatial", 8, origin);
-  o.latents_mean = field<std::vector<double>>(j, "latents_mean", {}, origin);
-  o.latents_std = field<std::vector<double>>(j, "latents_std", {}, origin);
-  if (!field<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
+      config_value<std::vector<bool>>(j, "temperal_downsample", {false, true, true}, origin);
+  o.is_residual = config_value<bool>(j, "is_residual", false, origin);
+  o.in_channels = config_value<std::int64_t>(j, "in_channels", 3, origin);
+  o.out_channels = config_value<std::int64_t>(j, "out_channels", 3, origin);
+  o.patch_size = config_value<std::int64_t>(j, "patch_size", 1, origin);
+  o.scale_factor_temporal = config_value<std::int64_t>(j, "scale_factor_temporal", 4, origin);
+  o.scale_factor_spatial = config_value<std::int64_t>(j, "scale_factor_spatial", 8, origin);
+  o.latents_mean = config_value<std::vector<double>>(j, "latents_mean", {}, origin);
+  o.latents_std = config_value<std::vector<double>>(j, "latents_std", {}, origin);
+  if (!config_value<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
     throw WeightsError(origin, "attn_scales are not supported (the residual layout has no attention "
                                "outside the mid blocks)");
   }

@@ -14,6 +14,7 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "error_of.hpp"
 #include "fixtures.hpp"
 
 namespace omnidp::models::wan {
@@ -40,15 +41,9 @@ const SafetensorsFile& fixture_io() {
   return io;
 }
 
-// The what() of the E that f throws ("(no error of that type)" when it throws none).
 template <typename E = ModelError>
 std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error of that type)";
+  return omnidp::test::error_of<E>(f);
 }
 
 TEST(WanVaeOptions, ParsesTheFixtureConfig) {

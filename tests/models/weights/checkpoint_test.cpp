@@ -10,17 +10,9 @@
 namespace omnidp::models {
 namespace {
 
+using testing::error_of;
 using testing::fresh_dir;
 namespace fs = std::filesystem;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Checkpoint, SingleFileFolder) {
   const auto dir = fresh_dir("single");
