@@ -210,12 +210,7 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
 
 Qwen25VLTextModel random_qwen25vl_text(const Qwen25VLTextOptions& options, std::uint64_t seed,
                                        torch::ScalarType dtype, torch::Device device) {
-  Qwen25VLTextModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  freeze(*model);
-  model->eval();
-  return model;
+  return random_encoder<Qwen25VLTextModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::text

@@ -250,12 +250,7 @@ T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, tor
 
 T5EncoderModel random_t5_encoder(const T5Options& options, std::uint64_t seed, torch::ScalarType dtype,
                                  torch::Device device) {
-  T5EncoderModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  freeze(*model);
-  model->eval();
-  return model;
+  return random_encoder<T5EncoderModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::text

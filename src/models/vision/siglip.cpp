@@ -275,12 +275,7 @@ SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtyp
 
 SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options, std::uint64_t seed,
                                        torch::ScalarType dtype, torch::Device device) {
-  SiglipVisionModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  freeze(*model);
-  model->eval();
-  return model;
+  return text::random_encoder<SiglipVisionModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::vision

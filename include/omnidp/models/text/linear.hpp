@@ -9,8 +9,11 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/placement.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 
 namespace omnidp::models::text {
 
@@ -23,5 +26,19 @@ class EmbeddingImpl : public torch::nn::Module {
   torch::Tensor weight;
 };
 TORCH_MODULE(Embedding);
+
+// An encoder with seeded random weights, ready for inference: built in float32 on the CPU,
+// init_random_weights(seed) (bf16-exact values), moved to `device` and `dtype`, frozen, in eval
+// mode. Model is a module holder constructible from (options, ParamSpec).
+template <typename Model, typename Options>
+[[nodiscard]] Model random_encoder(const Options& options, std::uint64_t seed, torch::ScalarType dtype,
+                                   torch::Device device) {
+  Model model(options, ParamSpec{torch::kFloat32, torch::kCPU});
+  init_random_weights(*model, seed);
+  model->to(device, dtype);
+  freeze(*model);
+  model->eval();
+  return model;
+}
 
 }  // namespace omnidp::models::text
