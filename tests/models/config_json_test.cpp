@@ -34,7 +34,9 @@ class ConfigJson : public ::testing::Test {
   fs::path dir_;
 };
 
-std::string weights_error(const std::function<void()>& f) { return omnidp::test::error_of<WeightsError>(f); }
+std::string weights_error(const std::function<void()>& f) {
+  return omnidp::test::error_of<WeightsError>(f);
+}
 
 TEST_F(ConfigJson, ReadsAnyJsonValue) {
   EXPECT_EQ(read_json(write("a.json", R"({"x": [1, 2]})")),

@@ -59,6 +59,25 @@ class Hv15Pipeline : public ::testing::Test {
     return dynamic_cast<hv::HunyuanVideo15Pipeline&>(*p);
   }
 
+  // Request "i" (seed 3) for image-to-video from a 50 x 40 RGB PNG in the test folder, its
+  // image_sha256 "abc".
+  omnidp::Request i2v_request() const {
+    std::vector<std::uint8_t> pixels(50 * 40 * 3);
+    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = 50;
+    image.height = 40;
+    image.format = PNG_FORMAT_RGB;
+    const auto png = dir_ / "in.png";
+    EXPECT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+    auto r = request("i", 3);
+    r.task = omnidp::Task::i2v;
+    r.image = png.string();
+    r.image_sha256 = "abc";
+    return r;
+  }
+
   static omnidp::Request request(const std::string& id, std::uint64_t seed) {
     omnidp::Request r;
     r.id = id;
@@ -326,19 +345,7 @@ TEST_F(Hv15Pipeline, AbandonStopsBetweenSteps) {
 TEST_F(Hv15Pipeline, ImageToVideoFromAPngAndRandomImageTokens) {
   auto p = i2v_pipeline();
   // 50 x 40 image: resized to cover 96 x 64 (96 x 76), centre-cropped.
-  std::vector<std::uint8_t> pixels(50 * 40 * 3);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 50;
-  image.height = 40;
-  image.format = PNG_FORMAT_RGB;
-  const auto png = dir_ / "in.png";
-  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
-  auto r = request("i", 3);
-  r.task = omnidp::Task::i2v;
-  r.image = png.string();
-  r.image_sha256 = "abc";
+  auto r = i2v_request();
   const auto a = p->generate(r, {});
   EXPECT_EQ(a.frames, 9);
   auto t2v = request("t", 3);
@@ -475,19 +482,7 @@ TEST(Hv15PipelineImage, ResizeAndCropCoversThenCentres) {
 }
 
 TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
-  std::vector<std::uint8_t> pixels(50 * 40 * 3);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 50;
-  image.height = 40;
-  image.format = PNG_FORMAT_RGB;
-  const auto png = dir_ / "in.png";
-  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
-  auto r = request("i", 3);
-  r.task = omnidp::Task::i2v;
-  r.image = png.string();
-  r.image_sha256 = "abc";
+  auto r = i2v_request();
   r.num_inference_steps = 1;
 
   std::vector<omnidp::RgbImage> seen;
