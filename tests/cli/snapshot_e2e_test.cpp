@@ -12,7 +12,6 @@
 // them can hold here; the tests check shapes, the I2V bucket, and seeds (same request, same video).
 
 #include <gtest/gtest.h>
-#include <png.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +32,7 @@
 #include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "fixtures.hpp"
+#include "png_file.hpp"
 #include "test_files.hpp"
 
 namespace omnidp {
@@ -270,15 +270,8 @@ void write_wan_snapshot(const fs::path& snap) {
 
 // An RGB PNG of width x height (a gradient).
 void write_png(const fs::path& file, int width, int height) {
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width * height * 3));
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_RGB;
   fs::create_directories(file.parent_path());
-  ASSERT_NE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  ASSERT_TRUE(omnidp::test::write_rgb_png(file, width, height, omnidp::test::gradient_rgb(width, height)));
 }
 
 std::string config_yaml(const std::string& model, int height, int width) {

@@ -1,7 +1,6 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/runtime/collective.hpp"
 #include "fixtures.hpp"
+#include "png_file.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -62,15 +62,8 @@ class Hv15Pipeline : public ::testing::Test {
   // Request "i" (seed 3) for image-to-video from a 50 x 40 RGB PNG in the test folder, its
   // image_sha256 "abc".
   omnidp::Request i2v_request() const {
-    std::vector<std::uint8_t> pixels(50 * 40 * 3);
-    for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-    png_image image{};
-    image.version = PNG_IMAGE_VERSION;
-    image.width = 50;
-    image.height = 40;
-    image.format = PNG_FORMAT_RGB;
     const auto png = dir_ / "in.png";
-    EXPECT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+    EXPECT_TRUE(omnidp::test::write_rgb_png(png, 50, 40, omnidp::test::gradient_rgb(50, 40)));
     auto r = request("i", 3);
     r.task = omnidp::Task::i2v;
     r.image = png.string();
