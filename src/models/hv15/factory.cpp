@@ -94,13 +94,13 @@ void check_width(const fs::path& encoder_config, const char* key, const char* se
 
 std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, const DeviceBinding& binding) {
   const auto& m = config.model;
-  const auto placement = model_placement(config, binding);
-  const auto device = placement.spec.device;
-  const auto dtype = placement.spec.dtype;
+  const auto setup = model_placement(config, binding);
+  const auto device = setup.spec.device;
+  const auto dtype = setup.spec.dtype;
 
   PipelineParts parts;
   parts.model_name = m.name;
-  parts.device_name = placement.device_name;
+  parts.device_name = setup.device_name;
   parts.max_image_pixels = config.input.max_image_pixels;
   const fs::path root(m.path);
   if (!m.path.empty()) {

@@ -274,13 +274,13 @@ WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarTyp
 
 std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const DeviceBinding& binding) {
   const auto& m = config.model;
-  const auto placement = model_placement(config, binding);
-  const auto device = placement.spec.device;
-  const auto dtype = placement.spec.dtype;
+  const auto setup = model_placement(config, binding);
+  const auto device = setup.spec.device;
+  const auto dtype = setup.spec.dtype;
 
   WanPipelineParts parts;
   parts.model_name = m.name;
-  parts.device_name = placement.device_name;
+  parts.device_name = setup.device_name;
 
   WanTransformerOptions topts;
   AutoencoderKLWanOptions vopts;
