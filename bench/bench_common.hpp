@@ -1,18 +1,45 @@
 #pragma once
 // Helpers shared by the model benchmarks (omni-dp-bench-model, omni-dp-bench-hv15): timing
-// with device synchronisation and the comma lists of their options. Header-only, bench-only.
+// with device synchronisation, the comma lists and dtype of their options, and main()'s error
+// handling. Header-only, bench-only.
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/config.hpp"
 
 namespace omnidp::bench {
+
+// --dtype: "fp32" | "bf16" | "fp16"; UsageError otherwise.
+inline DType parse_dtype(const std::string& s) {
+  if (s == "fp32") return DType::fp32;
+  if (s == "bf16") return DType::bf16;
+  if (s == "fp16") return DType::fp16;
+  throw UsageError("--dtype must be fp32, bf16 or fp16");
+}
+
+// main()'s body: run(argc, argv); an omni-dp Error prints "<name>: <what>" and exits with its
+// exit code, any other exception with 1.
+template <typename Run>
+int guarded_main(const char* name, Run&& run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 

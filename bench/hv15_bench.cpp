@@ -26,6 +26,7 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 
 namespace {
@@ -33,13 +34,6 @@ namespace {
 namespace hv = omnidp::models::hv15;
 using omnidp::bench::Clock;
 using omnidp::bench::time_it;
-
-torch::ScalarType parse_dtype(const std::string& s) {
-  if (s == "fp32") return torch::kFloat32;
-  if (s == "bf16") return torch::kBFloat16;
-  if (s == "fp16") return torch::kFloat16;
-  throw omnidp::UsageError("--dtype must be fp32, bf16 or fp16");
-}
 
 double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens, std::int64_t text_tokens) {
   const double d = static_cast<double>(o.inner_dim());
@@ -101,7 +95,7 @@ int run(int argc, char** argv) {
   const auto sizes = omnidp::bench::parse_sizes(size);
   const int width = sizes.front().width, height = sizes.front().height, frames = sizes.front().frames;
   if (threads > 0) torch::set_num_threads(threads);
-  const auto dtype = parse_dtype(dtype_arg);
+  const auto dtype = omnidp::models::to_scalar_type(omnidp::bench::parse_dtype(dtype_arg));
   const torch::Device device(device_arg);
 
   const auto load_start = Clock::now();
@@ -208,14 +202,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const omnidp::Error& e) {
-    std::cerr << "omni-dp-bench-hv15: " << e.what() << "\n";
-    return static_cast<int>(e.exit_code());
-  } catch (const std::exception& e) {
-    std::cerr << "omni-dp-bench-hv15: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return omnidp::bench::guarded_main("omni-dp-bench-hv15", run, argc, argv); }

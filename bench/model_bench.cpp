@@ -1,6 +1,6 @@
 // omni-dp-bench-model: times one Wan transformer forward, one full request (denoising loop +
 // VAE decode) and the VAE decode alone for a model, size, dtype and device, and prints tokens,
-// seconds and TFLOP/s (FLOPs as issue 10 counts them, generalised to the config).
+// seconds and TFLOP/s (FLOPs as docs/performance.md counts them, generalised to the config).
 //
 //   omni-dp-bench-model --model tiny-wan --size 832x480x33 --dtype fp32 --device cpu
 //   omni-dp-bench-model --model wan2.2-ti2v-5b --size 1280x704x121 --dtype bf16 --device cuda
@@ -63,13 +63,6 @@ void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
 void print_cold_and_warm(const omnidp::bench::ColdAndWarm& t) {
   std::cout << "first_run_seconds " << t.first << "\nseconds_median " << t.warm.median << "\nseconds_min "
             << t.warm.min << "\nvideos_per_min " << 60.0 / t.warm.median << "\n";
-}
-
-omnidp::DType parse_dtype(const std::string& s) {
-  if (s == "fp32") return omnidp::DType::fp32;
-  if (s == "bf16") return omnidp::DType::bf16;
-  if (s == "fp16") return omnidp::DType::fp16;
-  throw omnidp::UsageError("--dtype must be fp32, bf16 or fp16");
 }
 
 int run(int argc, char** argv) {
@@ -171,7 +164,7 @@ int run(int argc, char** argv) {
   config.model.path = path;
   config.model.weights = path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
   config.model.weights_seed = weights_seed;
-  config.model.dtype = parse_dtype(dtype);
+  config.model.dtype = omnidp::bench::parse_dtype(dtype);
   config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
   config.determinism.strict = strict;
   config.model.offload_text_encoder = offload_text_encoder;
@@ -314,14 +307,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const omnidp::Error& e) {
-    std::cerr << "omni-dp-bench-model: " << e.what() << "\n";
-    return static_cast<int>(e.exit_code());
-  } catch (const std::exception& e) {
-    std::cerr << "omni-dp-bench-model: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return omnidp::bench::guarded_main("omni-dp-bench-model", run, argc, argv); }

@@ -5,7 +5,8 @@
 namespace omnidp {
 
 double latent_tokens(const ModelInfo& info, int frames, int height, int width) {
-  const double latent_frames = static_cast<double>((frames - 1) / info.vae_temporal + 1);
+  const int latent_count = (frames - 1) / info.vae_temporal + 1;  // whole latent frames
+  const double latent_frames = static_cast<double>(latent_count);
   const double spatial = static_cast<double>(info.vae_spatial);
   return (latent_frames / info.patch_t) * (height / spatial / info.patch_h) *
          (width / spatial / info.patch_w);

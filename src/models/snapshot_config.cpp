@@ -1,28 +1,12 @@
 #include "omnidp/models/snapshot_config.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 
 namespace omnidp::models {
 namespace fs = std::filesystem;
-namespace {
-
-nlohmann::json read_object(const fs::path& file) {
-  std::ifstream in(file);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(file.string(), std::string("bad config: ") + e.what());
-  }
-  if (!j.is_object()) throw WeightsError(file.string(), "bad config: not a JSON object");
-  return j;
-}
-
-}  // namespace
-
 std::optional<fs::path> component_file(const fs::path& folder, const char* alt_name) {
   std::error_code ec;
   for (const char* name : {"config.json", alt_name}) {
@@ -32,7 +16,7 @@ std::optional<fs::path> component_file(const fs::path& folder, const char* alt_n
 }
 
 std::optional<double> snapshot_number(const fs::path& file, const char* key, std::string (*check)(double)) {
-  const auto j = read_object(file);
+  const auto j = read_json_object(file);
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_number()) throw WeightsError(file.string(), std::string(key) + " is not a number");
@@ -44,7 +28,7 @@ std::optional<double> snapshot_number(const fs::path& file, const char* key, std
 }
 
 std::string snapshot_string(const fs::path& file, const char* key) {
-  const auto j = read_object(file);
+  const auto j = read_json_object(file);
   const auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return {};
   return it->get<std::string>();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"

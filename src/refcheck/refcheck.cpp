@@ -10,10 +10,12 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
+#include "omnidp/models/layers/tensor_shape.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/refcheck/basic_cases.hpp"
-// Each family's runners are compiled when src/refcheck/<family>_cases.cpp exists
-// (src/refcheck/CMakeLists.txt defines OMNIDP_REFCHECK_<FAMILY>).
+// Each family's runners are compiled when the family is built (src/refcheck/CMakeLists.txt,
+// OMNIDP_REFCHECK_FAMILIES, defines OMNIDP_REFCHECK_<FAMILY>).
 #ifdef OMNIDP_REFCHECK_WAN
 #include "omnidp/refcheck/wan_cases.hpp"
 #endif
@@ -108,15 +110,6 @@ bool word_prefix(const std::string& value, std::string_view prefix) {
   return std::isalnum(next) == 0 && next != '_';
 }
 
-std::string shape_text(at::IntArrayRef sizes) {
-  std::string out;
-  for (const auto d : sizes) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(d);
-  }
-  return out;
-}
-
 std::string fmt_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3e", v);
@@ -167,8 +160,8 @@ CaseResult compare(const std::string& check, const torch::Tensor& ours, const to
   if (ours.sizes() != ref.sizes()) {
     r.status = CaseResult::Status::fail;
     r.max_rel_error = std::numeric_limits<double>::infinity();
-    r.note = "shape mismatch: ours [" + shape_text(ours.sizes()) + "] vs reference [" +
-             shape_text(ref.sizes()) + "]";
+    r.note = "shape mismatch: ours " + models::shape_string(ours.sizes(), ",") + " vs reference " +
+             models::shape_string(ref.sizes(), ",");
     return r;
   }
   r.max_rel_error = max_rel_error(ours, ref);

@@ -1,4 +1,4 @@
-// The bad-input matrix (issue 8, docs/reliability.md): the real omni-dp-batch executable, one
+// The bad-input matrix (docs/reliability.md, "Bad input"): the real omni-dp-batch executable, one
 // fresh folder per case, run alone (singleton MPI) or under `mpirun -np 2`. Each row names how
 // its inputs are built, the exit code, the message fragments that name the file/line/field (or
 // the YAML path), and what the output folder must hold afterwards. Every case checks that the

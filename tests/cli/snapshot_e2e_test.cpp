@@ -12,7 +12,6 @@
 // them can hold here; the tests check shapes, the I2V bucket, and seeds (same request, same video).
 
 #include <gtest/gtest.h>
-#include <png.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,13 +23,16 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "fixtures.hpp"
+#include "png_file.hpp"
 #include "test_files.hpp"
 
 namespace omnidp {
@@ -61,16 +63,12 @@ struct RawTensor {
 
 std::map<std::string, RawTensor> read_safetensors(const fs::path& file) {
   const std::string data = read_text(file);
-  std::uint64_t n = 0;
-  std::memcpy(&n, data.data(), 8);
-  const auto header = json::parse(data.substr(8, n));
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
+  const auto header = omnidp::models::parse_safetensors_header(bytes, data.size(), file.string());
   std::map<std::string, RawTensor> out;
-  for (const auto& [name, t] : header.items()) {
-    if (name == "__metadata__") continue;
-    const auto begin = t.at("data_offsets").at(0).get<std::size_t>();
-    const auto end = t.at("data_offsets").at(1).get<std::size_t>();
-    out[name] = {t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
-                 data.substr(8 + n + begin, end - begin)};
+  for (const auto& t : header.tensors) {
+    out[t.name] = {std::string(omnidp::models::to_string(t.dtype)), t.shape,
+                   data.substr(header.data_offset + t.begin, t.nbytes())};
   }
   return out;
 }
@@ -272,15 +270,8 @@ void write_wan_snapshot(const fs::path& snap) {
 
 // An RGB PNG of width x height (a gradient).
 void write_png(const fs::path& file, int width, int height) {
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width * height * 3));
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_RGB;
   fs::create_directories(file.parent_path());
-  ASSERT_NE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  ASSERT_TRUE(omnidp::test::write_rgb_png(file, width, height, omnidp::test::gradient_rgb(width, height)));
 }
 
 std::string config_yaml(const std::string& model, int height, int width) {

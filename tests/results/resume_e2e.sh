@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resume end to end (issue 4 item 7, issue 8 item 2): a run interrupted by a drain (exit 75)
+# Resume end to end (docs/results.md, "Resume"): a run interrupted by a drain (exit 75)
 # and a run whose rank 1 SIGKILLs itself inside an HDF5 write, each resumed (the second with
 # another world size), must merge to exactly the hashes of an uninterrupted run, with no
 # duplicate rows and no request generated twice.

@@ -5,7 +5,7 @@
 // fixed-size chunks: memory stays constant whatever the file's size, except for the set of ids
 // seen (20 bytes a slot, see docs/manifest.md). Not thread-safe; move-only.
 //
-// Two kinds of defects (issue 8):
+// Two kinds of defects (docs/reliability.md, "Bad input"):
 //  - a malformed manifest (JSON syntax, types, ranges, unknown fields, duplicate ids, paths that
 //    escape the manifest's folder, over-long lines) throws ManifestError "file:line:field:
 //    reason": the job must stop before it starts;

@@ -1,13 +1,13 @@
 #include "omnidp/models/hv15/factory.hpp"
 
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
-#include "omnidp/models/layers/torch_settings.hpp"
+#include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
@@ -17,15 +17,6 @@
 namespace omnidp::models::hv15 {
 namespace fs = std::filesystem;
 namespace {
-
-torch::ScalarType to_torch(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return torch::kBFloat16;
-    case DType::fp16: return torch::kFloat16;
-    case DType::fp32: break;
-  }
-  return torch::kFloat32;
-}
 
 // The guider's guidance_scale and the FlowMatchEuler scheduler's shift, as the snapshot's
 // pipeline would take them, for the keys the YAML leaves unset (docs/configuration.md,
@@ -48,15 +39,6 @@ void snapshot_defaults(const Config& config, GenerationDefaults& d) {
   }
 }
 
-nlohmann::json read_config_file(const fs::path& file) {
-  std::ifstream in(file);
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(file.string(), std::string("bad config: ") + e.what());
-  }
-}
-
 // HunyuanVideo-1.5 snapshot facts: transformer/config.json target_size (640, the released 480p
 // configuration, without model.path or the key) and, for pretrained weights, the one task the
 // snapshot serves (model_index.json's pipeline class, else the transformer's task_type).
@@ -67,7 +49,7 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   std::error_code ec;
   const auto config = fs::path(model.path) / "transformer" / "config.json";
   if (fs::is_regular_file(config, ec)) {
-    const auto j = read_config_file(config);
+    const auto j = read_json_object(config);
     try {
       info.image_size_target = j.value("target_size", kReleased);
       if (model.weights == WeightsSource::pretrained && j.contains("task_type")) {
@@ -83,7 +65,7 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   }
   const auto index = fs::path(model.path) / "model_index.json";
   if (model.weights == WeightsSource::pretrained && fs::is_regular_file(index, ec)) {
-    const auto cls = read_config_file(index).value("_class_name", std::string());
+    const auto cls = read_json_object(index).value("_class_name", std::string());
     if (cls == "HunyuanVideo15Pipeline" || cls == "HunyuanVideo15ImageToVideoPipeline") {
       const Task task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
       // Two halves of one checkpoint that disagree: neither can be trusted to win.
@@ -119,19 +101,13 @@ void check_width(const fs::path& encoder_config, const char* key, const char* se
 
 std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, const DeviceBinding& binding) {
   const auto& m = config.model;
-  torch::Device device(torch::kCPU);
-  if (binding.kind == DeviceKind::cuda) {
-    if (!torch::cuda::is_available()) {
-      throw ConfigError("model.device", "cuda requested but this libtorch/machine has no CUDA device");
-    }
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
-  }
-  const auto dtype = to_torch(m.dtype);
-  apply_torch_settings(config);
+  const auto setup = model_placement(config, binding);
+  const auto device = setup.spec.device;
+  const auto dtype = setup.spec.dtype;
 
   PipelineParts parts;
   parts.model_name = m.name;
-  parts.device_name = binding.name.empty() ? device.str() : binding.name;
+  parts.device_name = setup.device_name;
   parts.max_image_pixels = config.input.max_image_pixels;
   const fs::path root(m.path);
   if (!m.path.empty()) {

@@ -9,7 +9,9 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
+#include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
@@ -22,10 +24,6 @@ namespace omnidp::models::hv15 {
 namespace fs = std::filesystem;
 
 namespace {
-
-void freeze(torch::nn::Module& module) {
-  for (auto& p : module.parameters(true)) p.set_requires_grad(false);
-}
 
 // A seed from a domain tag and a text: the first 8 bytes of SHA-256(tag \0 text).
 std::uint64_t text_seed(std::string_view tag, std::string_view text) {

@@ -9,6 +9,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/timestep_embedding.hpp"
 
 namespace omnidp::models::hv15 {
 namespace {
@@ -125,18 +126,6 @@ TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const 
 
 // --- building blocks ----------------------------------------------------------------------
 
-torch::Tensor timestep_sinusoid(const torch::Tensor& timesteps, std::int64_t dim) {
-  const std::int64_t half = dim / 2;
-  auto exponent =
-      torch::arange(0, half, torch::TensorOptions().dtype(torch::kFloat32).device(timesteps.device())) *
-      (-std::log(10000.0));
-  exponent = exponent / static_cast<double>(half);
-  const auto emb = timesteps.reshape({-1, 1}).to(torch::kFloat32) * torch::exp(exponent).unsqueeze(0);
-  auto out = torch::cat({torch::cos(emb), torch::sin(emb)}, -1);
-  if (dim % 2 == 1) out = torch::constant_pad_nd(out, {0, 1});
-  return out;
-}
-
 std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::int64_t height,
                                                      std::int64_t width,
                                                      const std::array<std::int64_t, 3>& axes_dim,
@@ -176,20 +165,6 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   const auto im = pairs.select(-1, 1);
   const auto rotated = torch::stack({-im, re}, -1).flatten(3);
   return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
-}
-
-RmsNormImpl::RmsNormImpl(std::int64_t dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
-}
-
-torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
-  if (weight.scalar_type() == x.scalar_type()) return rms_norm(x, weight, eps_);
-  const auto variance = x.to(torch::kFloat32).pow(2).mean(-1, true);
-  auto y = x * torch::rsqrt(variance + eps_);
-  if (weight.scalar_type() == torch::kHalf || weight.scalar_type() == torch::kBFloat16) {
-    y = y.to(weight.scalar_type());
-  }
-  return (y * weight).to(x.scalar_type());
 }
 
 FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation)
@@ -282,13 +257,13 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
   to_q_ = linear(*this, "to_q", dim, dim);
   to_k_ = linear(*this, "to_k", dim, dim);
   to_v_ = linear(*this, "to_v", dim, dim);
-  norm_q_ = register_module("norm_q", RmsNorm(head_dim, 1e-6));
-  norm_k_ = register_module("norm_k", RmsNorm(head_dim, 1e-6));
+  norm_q_ = register_module("norm_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
+  norm_k_ = register_module("norm_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
   add_q_proj_ = linear(*this, "add_q_proj", dim, dim);
   add_k_proj_ = linear(*this, "add_k_proj", dim, dim);
   add_v_proj_ = linear(*this, "add_v_proj", dim, dim);
-  norm_added_q_ = register_module("norm_added_q", RmsNorm(head_dim, 1e-6));
-  norm_added_k_ = register_module("norm_added_k", RmsNorm(head_dim, 1e-6));
+  norm_added_q_ = register_module("norm_added_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
+  norm_added_k_ = register_module("norm_added_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
   auto out = container(*this, "to_out");
   to_out_ = linear(*out, "0", dim, dim);
   to_add_out_ = linear(*this, "to_add_out", dim, dim);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 
 namespace omnidp::models::hv15 {
@@ -40,17 +41,6 @@ torch::Tensor down_rearrange(const torch::Tensor& t, std::int64_t r1, std::int64
 // Mean over groups of `group` consecutive channels: [B, C*group, ...] -> [B, C, ...].
 torch::Tensor group_mean(const torch::Tensor& t, std::int64_t out_channels, std::int64_t group) {
   return t.view({t.size(0), out_channels, group, t.size(2), t.size(3), t.size(4)}).mean(2);
-}
-
-template <typename T>
-T json_get(const nlohmann::json& j, const char* key, T fallback, const std::string& origin) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
-  }
 }
 
 std::int64_t exact_log2(std::int64_t v, const char* what) {
@@ -101,16 +91,16 @@ TORCH_MODULE(VaeStage);
 VaeOptions VaeOptions::from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw WeightsError(origin, "vae config is not a JSON object");
   VaeOptions o;
-  o.in_channels = json_get(j, "in_channels", o.in_channels, origin);
-  o.out_channels = json_get(j, "out_channels", o.out_channels, origin);
-  o.latent_channels = json_get(j, "latent_channels", o.latent_channels, origin);
-  o.block_out_channels = json_get(j, "block_out_channels", o.block_out_channels, origin);
-  o.layers_per_block = json_get(j, "layers_per_block", o.layers_per_block, origin);
-  o.spatial_compression_ratio = json_get(j, "spatial_compression_ratio", o.spatial_compression_ratio, origin);
-  o.temporal_compression_ratio = json_get(j, "temporal_compression_ratio", o.temporal_compression_ratio, origin);
-  o.downsample_match_channel = json_get(j, "downsample_match_channel", o.downsample_match_channel, origin);
-  o.upsample_match_channel = json_get(j, "upsample_match_channel", o.upsample_match_channel, origin);
-  o.scaling_factor = json_get(j, "scaling_factor", o.scaling_factor, origin);
+  o.in_channels = config_value(j, "in_channels", o.in_channels, origin);
+  o.out_channels = config_value(j, "out_channels", o.out_channels, origin);
+  o.latent_channels = config_value(j, "latent_channels", o.latent_channels, origin);
+  o.block_out_channels = config_value(j, "block_out_channels", o.block_out_channels, origin);
+  o.layers_per_block = config_value(j, "layers_per_block", o.layers_per_block, origin);
+  o.spatial_compression_ratio = config_value(j, "spatial_compression_ratio", o.spatial_compression_ratio, origin);
+  o.temporal_compression_ratio = config_value(j, "temporal_compression_ratio", o.temporal_compression_ratio, origin);
+  o.downsample_match_channel = config_value(j, "downsample_match_channel", o.downsample_match_channel, origin);
+  o.upsample_match_channel = config_value(j, "upsample_match_channel", o.upsample_match_channel, origin);
+  o.scaling_factor = config_value(j, "scaling_factor", o.scaling_factor, origin);
   if (o.block_out_channels.empty()) throw WeightsError(origin, "block_out_channels is empty");
   for (const auto c : o.block_out_channels) {
     if (c <= 0) throw WeightsError(origin, "block_out_channels must be positive");

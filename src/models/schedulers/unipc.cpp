@@ -32,6 +32,30 @@ torch::Tensor solve32(const torch::Tensor& a, const torch::Tensor& b) {
   return at::linalg_solve(a.to(torch::kFloat64), b.to(torch::kFloat64)).to(torch::kFloat32);
 }
 
+// The bh2 linear system of the predictor and the corrector for `order` and step size h:
+// rows rks^(i-1) and right-hand sides h_phi_i * i! / b_h (i = 1..order), with h_phi_1 and
+// b_h = expm1(-h).
+struct Bh2System {
+  torch::Tensor h_phi_1;
+  torch::Tensor b_h;
+  std::vector<torch::Tensor> r_rows;
+  std::vector<torch::Tensor> b;
+};
+
+Bh2System bh2_system(const torch::Tensor& h, const torch::Tensor& rks_t, int order) {
+  const auto hh = -h;
+  Bh2System sys{torch::expm1(hh), torch::expm1(hh), {}, {}};
+  auto h_phi_k = sys.h_phi_1 / hh - 1;
+  std::int64_t factorial_i = 1;
+  for (int i = 1; i <= order; ++i) {
+    sys.r_rows.push_back(torch::pow(rks_t, i - 1));
+    sys.b.push_back(h_phi_k * factorial_i / sys.b_h);
+    factorial_i *= i + 1;
+    h_phi_k = h_phi_k / hh - 1.0 / static_cast<double>(factorial_i);
+  }
+  return sys;
+}
+
 }  // namespace
 
 UniPCOptions unipc_options_from_config(const nlohmann::json& config) {
@@ -150,19 +174,7 @@ torch::Tensor UniPCScheduler::predictor(const torch::Tensor& x, int order) const
   rks.push_back(scalar(1.0));
   const auto rks_t = torch::stack(rks);
 
-  const auto hh = -h;
-  const auto h_phi_1 = torch::expm1(hh);
-  auto h_phi_k = h_phi_1 / hh - 1;
-  const auto b_h = torch::expm1(hh);
-  std::vector<torch::Tensor> r_rows;
-  std::vector<torch::Tensor> b;
-  std::int64_t factorial_i = 1;
-  for (int i = 1; i <= order; ++i) {
-    r_rows.push_back(torch::pow(rks_t, i - 1));
-    b.push_back(h_phi_k * factorial_i / b_h);
-    factorial_i *= i + 1;
-    h_phi_k = h_phi_k / hh - 1.0 / static_cast<double>(factorial_i);
-  }
+  const auto [h_phi_1, b_h, r_rows, b] = bh2_system(h, rks_t, order);
 
   auto x_t = sigma_t / sigma_s0 * x - alpha_t * h_phi_1 * m0;
   if (!d1s.empty()) {
@@ -207,19 +219,7 @@ torch::Tensor UniPCScheduler::corrector(const torch::Tensor& model_t, const torc
   rks.push_back(scalar(1.0));
   const auto rks_t = torch::stack(rks);
 
-  const auto hh = -h;
-  const auto h_phi_1 = torch::expm1(hh);
-  auto h_phi_k = h_phi_1 / hh - 1;
-  const auto b_h = torch::expm1(hh);
-  std::vector<torch::Tensor> r_rows;
-  std::vector<torch::Tensor> b;
-  std::int64_t factorial_i = 1;
-  for (int i = 1; i <= order; ++i) {
-    r_rows.push_back(torch::pow(rks_t, i - 1));
-    b.push_back(h_phi_k * factorial_i / b_h);
-    factorial_i *= i + 1;
-    h_phi_k = h_phi_k / hh - 1.0 / static_cast<double>(factorial_i);
-  }
+  const auto [h_phi_1, b_h, r_rows, b] = bh2_system(h, rks_t, order);
   const auto rhos_c = order == 1 ? torch::full({1}, 0.5, torch::kFloat32)
                                  : solve32(torch::stack(r_rows), torch::stack(b));
 

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -18,12 +19,6 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-template <typename T>
-T json_value(const nlohmann::json& j, const char* key, T fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
 
 }  // namespace
 
@@ -38,18 +33,19 @@ Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_
     o.intermediate_size = config.at("intermediate_size").get<std::int64_t>();
     o.num_hidden_layers = config.at("num_hidden_layers").get<std::int64_t>();
     o.num_attention_heads = config.at("num_attention_heads").get<std::int64_t>();
-    o.num_key_value_heads = json_value<std::int64_t>(config, "num_key_value_heads", o.num_attention_heads);
+    o.num_key_value_heads =
+        config_value<std::int64_t>(config, "num_key_value_heads", o.num_attention_heads, origin);
     o.head_dim = o.num_attention_heads > 0 ? o.hidden_size / o.num_attention_heads : 0;
-    o.head_dim = json_value<std::int64_t>(config, "head_dim", o.head_dim);
-    o.rms_norm_eps = json_value<double>(config, "rms_norm_eps", 1e-6);
-    o.rope_theta = json_value<double>(config, "rope_theta", 10000.0);
+    o.head_dim = config_value<std::int64_t>(config, "head_dim", o.head_dim, origin);
+    o.rms_norm_eps = config_value<double>(config, "rms_norm_eps", 1e-6, origin);
+    o.rope_theta = config_value<double>(config, "rope_theta", 10000.0, origin);
     if (config.contains("rope_parameters") && config.at("rope_parameters").is_object()) {
-      o.rope_theta = json_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta);
+      o.rope_theta = config_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta, origin);
     }
-    if (json_value<bool>(config, "use_sliding_window", false)) {
+    if (config_value<bool>(config, "use_sliding_window", false, origin)) {
       throw WeightsError(origin, "sliding-window attention (use_sliding_window: true) is not supported");
     }
-    const auto act = json_value<std::string>(config, "hidden_act", "silu");
+    const auto act = config_value<std::string>(config, "hidden_act", "silu", origin);
     if (act != "silu") throw WeightsError(origin, "unsupported hidden_act '" + act + "' (only silu)");
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid Qwen2.5-VL text config: ") + e.what());
@@ -61,16 +57,6 @@ Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_
                                "num_attention_heads a multiple of num_key_value_heads");
   }
   return o;
-}
-
-Qwen2RMSNormImpl::Qwen2RMSNormImpl(std::int64_t dim, double eps, const ParamSpec& spec) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}, spec.options()), false);
-}
-
-torch::Tensor Qwen2RMSNormImpl::forward(const torch::Tensor& x) const {
-  const auto h = x.to(torch::kFloat32);
-  const auto variance = h.pow(2).mean(-1, true);
-  return weight * (h * torch::rsqrt(variance + eps_)).to(x.scalar_type());
 }
 
 Qwen25VLAttentionImpl::Qwen25VLAttentionImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec)
@@ -111,9 +97,11 @@ torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) const {
 Qwen25VLDecoderLayerImpl::Qwen25VLDecoderLayerImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec) {
   self_attn = register_module("self_attn", Qwen25VLAttention(o, spec));
   mlp = register_module("mlp", Qwen2MLP(o, spec));
-  input_layernorm = register_module("input_layernorm", Qwen2RMSNorm(o.hidden_size, o.rms_norm_eps, spec));
+  input_layernorm =
+      register_module("input_layernorm", RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
   post_attention_layernorm =
-      register_module("post_attention_layernorm", Qwen2RMSNorm(o.hidden_size, o.rms_norm_eps, spec));
+      register_module("post_attention_layernorm",
+                      RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
 }
 
 torch::Tensor Qwen25VLDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
@@ -127,7 +115,8 @@ Qwen25VLTextModelImpl::Qwen25VLTextModelImpl(const Qwen25VLTextOptions& options,
   embed_tokens = register_module("embed_tokens", Embedding(options.vocab_size, options.hidden_size, spec));
   layers = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < options.num_hidden_layers; ++i) layers->push_back(Qwen25VLDecoderLayer(options, spec));
-  norm = register_module("norm", Qwen2RMSNorm(options.hidden_size, options.rms_norm_eps, spec));
+  norm = register_module("norm",
+                         RMSNorm(options.hidden_size, options.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
 }
 
 torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
@@ -221,12 +210,7 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
 
 Qwen25VLTextModel random_qwen25vl_text(const Qwen25VLTextOptions& options, std::uint64_t seed,
                                        torch::ScalarType dtype, torch::Device device) {
-  Qwen25VLTextModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  freeze(*model);
-  model->eval();
-  return model;
+  return random_encoder<Qwen25VLTextModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::text

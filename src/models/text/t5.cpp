@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -42,12 +43,6 @@ torch::Tensor clamp_fp16(const torch::Tensor& x) {
   return x.clamp(-clamp, clamp);
 }
 
-template <typename T>
-T json_value(const nlohmann::json& j, const char* key, T fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
 
 }  // namespace
 
@@ -60,17 +55,19 @@ T5Options T5Options::from_json(const nlohmann::json& config, const std::string& 
     o.d_ff = config.at("d_ff").get<std::int64_t>();
     o.num_layers = config.at("num_layers").get<std::int64_t>();
     o.num_heads = config.at("num_heads").get<std::int64_t>();
-    o.relative_attention_num_buckets = json_value<std::int64_t>(config, "relative_attention_num_buckets", 32);
-    o.relative_attention_max_distance = json_value<std::int64_t>(config, "relative_attention_max_distance", 128);
-    o.layer_norm_epsilon = json_value<double>(config, "layer_norm_epsilon", 1e-6);
+    o.relative_attention_num_buckets =
+        config_value<std::int64_t>(config, "relative_attention_num_buckets", 32, origin);
+    o.relative_attention_max_distance =
+        config_value<std::int64_t>(config, "relative_attention_max_distance", 128, origin);
+    o.layer_norm_epsilon = config_value<double>(config, "layer_norm_epsilon", 1e-6, origin);
     // T5Config: feed_forward_proj "[gated-]act"; "gated-gelu" means gelu_new.
-    const auto proj = json_value<std::string>(config, "feed_forward_proj", "relu");
+    const auto proj = config_value<std::string>(config, "feed_forward_proj", "relu", origin);
     const bool gated = proj.rfind("gated-", 0) == 0;
     std::string act = gated ? proj.substr(6) : proj;
     if (act == "gelu" && gated) act = "gelu_new";
-    o.is_gated_act = json_value<bool>(config, "is_gated_act", gated);
-    o.dense_act_fn = json_value<std::string>(config, "dense_act_fn", act);
-    const auto model_type = json_value<std::string>(config, "model_type", "t5");
+    o.is_gated_act = config_value<bool>(config, "is_gated_act", gated, origin);
+    o.dense_act_fn = config_value<std::string>(config, "dense_act_fn", act, origin);
+    const auto model_type = config_value<std::string>(config, "model_type", "t5", origin);
     o.bias_in_every_layer = model_type == "umt5";
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid T5 config: ") + e.what());
@@ -101,19 +98,6 @@ torch::Tensor relative_position_bucket(const torch::Tensor& relative_position, s
   auto if_large = max_exact + log_ratio.to(torch::kLong);
   if_large = torch::clamp_max(if_large, half - 1);
   return buckets + torch::where(is_small, distance, if_large);
-}
-
-T5LayerNormImpl::T5LayerNormImpl(std::int64_t dim, double eps, const ParamSpec& spec) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}, spec.options()), false);
-}
-
-torch::Tensor T5LayerNormImpl::forward(const torch::Tensor& x) const {
-  const auto variance = x.to(torch::kFloat32).pow(2).mean(-1, true);
-  auto h = x * torch::rsqrt(variance + eps_);
-  if (weight.scalar_type() == torch::kFloat16 || weight.scalar_type() == torch::kBFloat16) {
-    h = h.to(weight.scalar_type());
-  }
-  return weight * h;
 }
 
 T5AttentionImpl::T5AttentionImpl(const T5Options& opts, bool has_relative_attention_bias, const ParamSpec& spec)
@@ -154,7 +138,8 @@ torch::Tensor T5AttentionImpl::forward(const torch::Tensor& x, const torch::Tens
 T5LayerSelfAttentionImpl::T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias,
                                                    const ParamSpec& spec) {
   SelfAttention = register_module("SelfAttention", T5Attention(o, has_relative_attention_bias, spec));
-  layer_norm = register_module("layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  layer_norm =
+      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5DenseImpl::T5DenseImpl(const T5Options& o, const ParamSpec& spec) : act_(o.dense_act_fn) {
@@ -174,7 +159,8 @@ torch::Tensor T5DenseImpl::forward(const torch::Tensor& x) const {
 
 T5LayerFFImpl::T5LayerFFImpl(const T5Options& o, const ParamSpec& spec) {
   DenseReluDense = register_module("DenseReluDense", T5Dense(o, spec));
-  layer_norm = register_module("layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  layer_norm =
+      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5BlockImpl::T5BlockImpl(const T5Options& o, bool has_relative_attention_bias, const ParamSpec& spec) {
@@ -195,7 +181,8 @@ torch::Tensor T5BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 T5StackImpl::T5StackImpl(const T5Options& o, const ParamSpec& spec) {
   block = register_module("block", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i) block->push_back(T5Block(o, i == 0 || o.bias_in_every_layer, spec));
-  final_layer_norm = register_module("final_layer_norm", T5LayerNorm(o.d_model, o.layer_norm_epsilon, spec));
+  final_layer_norm = register_module("final_layer_norm",
+                                     RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5EncoderModelImpl::T5EncoderModelImpl(const T5Options& options, const ParamSpec& spec) : options_(options) {
@@ -263,12 +250,7 @@ T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, tor
 
 T5EncoderModel random_t5_encoder(const T5Options& options, std::uint64_t seed, torch::ScalarType dtype,
                                  torch::Device device) {
-  T5EncoderModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  freeze(*model);
-  model->eval();
-  return model;
+  return random_encoder<T5EncoderModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::text

@@ -3,26 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 
 namespace omnidp::models::text {
 namespace fs = std::filesystem;
-
-namespace {
-
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw WeightsError(path.string(), "cannot open");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(path.string(), std::string("invalid JSON: ") + e.what());
-  }
-}
-
-}  // namespace
 
 void AddedTokens::add(const std::string& content, std::int64_t id) {
   if (content.empty()) return;
@@ -78,7 +64,7 @@ AddedTokens AddedTokens::from_folder(const fs::path& dir) {
   const auto added_json = dir / "added_tokens.json";
   try {
     if (fs::is_regular_file(config)) {
-      const auto j = read_json_file(config);
+      const auto j = read_json(config);
       if (j.contains("added_tokens_decoder") && j.at("added_tokens_decoder").is_object()) {
         for (const auto& [id, entry] : j.at("added_tokens_decoder").items()) {
           added.add(entry.at("content").get<std::string>(), std::stoll(id));
@@ -87,7 +73,7 @@ AddedTokens AddedTokens::from_folder(const fs::path& dir) {
       }
     }
     if (fs::is_regular_file(tokenizer_json)) {
-      const auto j = read_json_file(tokenizer_json);
+      const auto j = read_json(tokenizer_json);
       if (j.contains("added_tokens") && j.at("added_tokens").is_array()) {
         for (const auto& entry : j.at("added_tokens")) {
           added.add(entry.at("content").get<std::string>(), entry.at("id").get<std::int64_t>());
@@ -96,7 +82,7 @@ AddedTokens AddedTokens::from_folder(const fs::path& dir) {
       }
     }
     if (fs::is_regular_file(added_json)) {
-      const auto j = read_json_file(added_json);
+      const auto j = read_json(added_json);
       for (const auto& [content, id] : j.items()) {
         added.add(content, id.get<std::int64_t>());
       }

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -267,19 +268,14 @@ SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtyp
   } else {
     load_state_dict(*model, checkpoint, dtype, device);
   }
-  text::freeze(*model);
+  freeze(*model);
   model->eval();
   return model;
 }
 
 SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options, std::uint64_t seed,
                                        torch::ScalarType dtype, torch::Device device) {
-  SiglipVisionModel model(options, ParamSpec{torch::kFloat32, torch::kCPU});
-  init_random_weights(*model, seed);
-  model->to(device, dtype);
-  text::freeze(*model);
-  model->eval();
-  return model;
+  return text::random_encoder<SiglipVisionModel>(options, seed, dtype, device);
 }
 
 }  // namespace omnidp::models::vision

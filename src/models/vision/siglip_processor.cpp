@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models::vision {

@@ -8,9 +8,10 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
+#include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
-#include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/snapshot_config.hpp"
@@ -27,19 +28,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t kWanTextTokens = 512;  // the pipelines' max_sequence_length
-
-torch::ScalarType to_torch(DType dtype) {
-  switch (dtype) {
-    case DType::bf16: return torch::kBFloat16;
-    case DType::fp16: return torch::kFloat16;
-    case DType::fp32: break;
-  }
-  return torch::kFloat32;
-}
-
-void freeze(torch::nn::Module& module) {
-  for (auto& p : module.parameters(true)) p.set_requires_grad(false);
-}
 
 // Zeroes the positions the mask marks invalid and pads with zeros to 512 tokens, as
 // WanPipeline._get_t5_prompt_embeds does.
@@ -286,19 +274,13 @@ WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarTyp
 
 std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const DeviceBinding& binding) {
   const auto& m = config.model;
-  torch::Device device(torch::kCPU);
-  if (binding.kind == DeviceKind::cuda) {
-    if (!torch::cuda::is_available()) {
-      throw ConfigError("model.device", "cuda requested but this libtorch/machine has no CUDA device");
-    }
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(binding.index));
-  }
-  const auto dtype = to_torch(m.dtype);
-  apply_torch_settings(config);
+  const auto setup = model_placement(config, binding);
+  const auto device = setup.spec.device;
+  const auto dtype = setup.spec.dtype;
 
   WanPipelineParts parts;
   parts.model_name = m.name;
-  parts.device_name = binding.name.empty() ? device.str() : binding.name;
+  parts.device_name = setup.device_name;
 
   WanTransformerOptions topts;
   AutoencoderKLWanOptions vopts;

@@ -1,13 +1,13 @@
 #include "omnidp/models/wan/transformer.hpp"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/timestep_embedding.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -17,7 +17,7 @@ using nlohmann::json;
 std::int64_t get_int(const json& j, const char* key, std::int64_t fallback, const std::string& origin) {
   if (!j.contains(key) || j.at(key).is_null()) return fallback;
   if (!j.at(key).is_number_integer()) {
-    throw ModelError(std::string("field '") + key + "' must be an integer", {origin});
+    throw WeightsError(origin, std::string("field '") + key + "' must be an integer");
   }
   return j.at(key).get<std::int64_t>();
 }
@@ -39,17 +39,11 @@ TORCH_MODULE(NoParams);
 
 WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& text,
                                                             const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ModelError(std::string("invalid JSON: ") + e.what(), {origin});
-  }
-  if (!j.is_object()) throw ModelError("config is not a JSON object", {origin});
+  const json j = parse_json_object(text, origin);
   WanTransformerOptions o;
   if (j.contains("patch_size")) {
     const auto& p = j.at("patch_size");
-    if (!p.is_array() || p.size() != 3) throw ModelError("patch_size must be a list of 3", {origin});
+    if (!p.is_array() || p.size() != 3) throw WeightsError(origin, "patch_size must be a list of 3");
     for (std::size_t i = 0; i < 3; ++i) o.patch_size[i] = p.at(i).get<std::int64_t>();
   }
   o.num_attention_heads = get_int(j, "num_attention_heads", o.num_attention_heads, origin);
@@ -65,30 +59,25 @@ WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& t
   if (j.contains("eps")) o.eps = j.at("eps").get<double>();
   if (j.contains("qk_norm") && !(j.at("qk_norm").is_string() &&
                                  j.at("qk_norm").get<std::string>() == "rms_norm_across_heads")) {
-    throw ModelError("unsupported qk_norm " + j.at("qk_norm").dump() +
-                         " (only \"rms_norm_across_heads\")", {origin});
+    throw WeightsError(origin, "unsupported qk_norm " + j.at("qk_norm").dump() +
+                                   " (only \"rms_norm_across_heads\")");
   }
   for (const char* key : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
     if (j.contains(key) && !j.at(key).is_null()) {
-      throw ModelError(std::string("unsupported: '") + key +
-                           "' is set (the Wan2.1 image-embedding variant is not implemented)",
-                       {origin});
+      throw WeightsError(origin, std::string("unsupported: '") + key +
+                                     "' is set (the Wan2.1 image-embedding variant is not implemented)");
     }
   }
   if (o.num_attention_heads <= 0 || o.attention_head_dim <= 0 || o.attention_head_dim % 2 != 0 ||
       o.num_layers < 0 || o.in_channels <= 0 || o.out_channels <= 0 || o.freq_dim % 2 != 0 ||
       o.patch_size[0] <= 0 || o.patch_size[1] <= 0 || o.patch_size[2] <= 0) {
-    throw ModelError("inconsistent transformer dimensions", {origin});
+    throw WeightsError(origin, "inconsistent transformer dimensions");
   }
   return o;
 }
 
 WanTransformerOptions WanTransformerOptions::from_file(const std::filesystem::path& config_json) {
-  std::ifstream in(config_json);
-  if (!in) throw ModelError("cannot read transformer config", {config_json.string()});
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_json_text(ss.str(), config_json.string());
+  return from_json_text(read_json_object(config_json).dump(), config_json.string());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,14 +130,6 @@ torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs)
 
 // ---------------------------------------------------------------------------------------------
 // Layers
-
-RMSNormImpl::RMSNormImpl(std::int64_t dim, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({dim}));
-}
-
-torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
-  return omnidp::models::rms_norm(x, weight, eps_);
-}
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross)
     : heads_(heads), cross_(cross) {
@@ -392,16 +373,6 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
   text_embedder = register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim()));
 }
 
-torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps, std::int64_t dim) {
-  const std::int64_t half = dim / 2;
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(timesteps.device());
-  const auto exponent = torch::arange(0, half, opts) * (-std::log(10000.0)) / static_cast<double>(half);
-  const auto args = timesteps.to(torch::kFloat32).unsqueeze(1) * torch::exp(exponent).unsqueeze(0);
-  auto emb = torch::cat({torch::cos(args), torch::sin(args)}, -1);
-  if (dim % 2 == 1) emb = torch::nn::functional::pad(emb, torch::nn::functional::PadFuncOptions({0, 1}));
-  return emb;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Model
 
@@ -509,7 +480,7 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
   // Condition embedding, once per timestep group [B, G] (see wan_timestep_groups).
   auto& ce = *condition_embedder;
   const auto [t_groups, groups] = wan_timestep_groups(timestep, f);
-  const auto t_freq = wan_sinusoidal_embedding(t_groups.flatten(), o.freq_dim)
+  const auto t_freq = timestep_sinusoid(t_groups.flatten(), o.freq_dim)
                           .unflatten(0, {batch, groups})
                           .to(ce.time_embedder->linear_1->weight.scalar_type());
   const auto temb = ce.time_embedder->forward(t_freq).to(context.dtype);  // [B, G, D]

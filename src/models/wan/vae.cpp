@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
+#include "omnidp/models/layers/tensor_shape.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 
@@ -19,58 +21,30 @@ using json = nlohmann::json;
 // Frames processed by the reference encoder per step after the first frame.
 constexpr std::int64_t kEncodeStep = 4;
 
-template <typename T>
-T field(const json& j, const char* key, T fallback, const std::string& origin) {
-  if (!j.contains(key) || j.at(key).is_null()) {
-    return fallback;
-  }
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw ModelError(std::string("config field \"") + key + "\": " + e.what(), {origin});
-  }
-}
-
-std::string shape_of(const torch::Tensor& t) {
-  std::string s = "[";
-  for (std::int64_t i = 0; i < t.dim(); ++i) {
-    s += (i > 0 ? ", " : "") + std::to_string(t.size(i));
-  }
-  return s + "]";
-}
-
 }  // namespace
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::string& text,
                                                                 const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ModelError(std::string("invalid JSON: ") + e.what(), {origin});
-  }
-  if (!j.is_object()) {
-    throw ModelError("config is not a JSON object", {origin});
-  }
+  const json j = parse_json_object(text, origin);
   AutoencoderKLWanOptions o;
-  o.base_dim = field<std::int64_t>(j, "base_dim", 96, origin);
-  o.decoder_base_dim = field<std::int64_t>(j, "decoder_base_dim", o.base_dim, origin);
-  o.z_dim = field<std::int64_t>(j, "z_dim", 16, origin);
-  o.dim_mult = field<std::vector<std::int64_t>>(j, "dim_mult", {1, 2, 4, 4}, origin);
-  o.num_res_blocks = field<std::int64_t>(j, "num_res_blocks", 2, origin);
+  o.base_dim = config_value<std::int64_t>(j, "base_dim", 96, origin);
+  o.decoder_base_dim = config_value<std::int64_t>(j, "decoder_base_dim", o.base_dim, origin);
+  o.z_dim = config_value<std::int64_t>(j, "z_dim", 16, origin);
+  o.dim_mult = config_value<std::vector<std::int64_t>>(j, "dim_mult", {1, 2, 4, 4}, origin);
+  o.num_res_blocks = config_value<std::int64_t>(j, "num_res_blocks", 2, origin);
   o.temperal_downsample =
-      field<std::vector<bool>>(j, "temperal_downsample", {false, true, true}, origin);
-  o.is_residual = field<bool>(j, "is_residual", false, origin);
-  o.in_channels = field<std::int64_t>(j, "in_channels", 3, origin);
-  o.out_channels = field<std::int64_t>(j, "out_channels", 3, origin);
-  o.patch_size = field<std::int64_t>(j, "patch_size", 1, origin);
-  o.scale_factor_temporal = field<std::int64_t>(j, "scale_factor_temporal", 4, origin);
-  o.scale_factor_spatial = field<std::int64_t>(j, "scale_factor_spatial", 8, origin);
-  o.latents_mean = field<std::vector<double>>(j, "latents_mean", {}, origin);
-  o.latents_std = field<std::vector<double>>(j, "latents_std", {}, origin);
-  if (!field<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
-    throw ModelError("attn_scales are not supported (the residual layout has no attention "
-                     "outside the mid blocks)", {origin});
+      config_value<std::vector<bool>>(j, "temperal_downsample", {false, true, true}, origin);
+  o.is_residual = config_value<bool>(j, "is_residual", false, origin);
+  o.in_channels = config_value<std::int64_t>(j, "in_channels", 3, origin);
+  o.out_channels = config_value<std::int64_t>(j, "out_channels", 3, origin);
+  o.patch_size = config_value<std::int64_t>(j, "patch_size", 1, origin);
+  o.scale_factor_temporal = config_value<std::int64_t>(j, "scale_factor_temporal", 4, origin);
+  o.scale_factor_spatial = config_value<std::int64_t>(j, "scale_factor_spatial", 8, origin);
+  o.latents_mean = config_value<std::vector<double>>(j, "latents_mean", {}, origin);
+  o.latents_std = config_value<std::vector<double>>(j, "latents_std", {}, origin);
+  if (!config_value<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
+    throw WeightsError(origin, "attn_scales are not supported (the residual layout has no attention "
+                               "outside the mid blocks)");
   }
   o.validate(origin);
   return o;
@@ -78,7 +52,7 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::strin
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_file(const std::filesystem::path& path) {
   const auto file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  return from_json_text(read_json(file).dump(), file.string());
+  return from_json_text(read_json_object(file).dump(), file.string());
 }
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
@@ -99,7 +73,7 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
 }
 
 void AutoencoderKLWanOptions::validate(const std::string& origin) const {
-  const auto fail = [&](const std::string& message) { throw ModelError(message, {origin}); };
+  const auto fail = [&](const std::string& message) { throw WeightsError(origin, message); };
   if (!is_residual) {
     fail("only the Wan2.2 VAE layout (is_residual: true) is supported");
   }
@@ -184,7 +158,7 @@ torch::Tensor AutoencoderKLWanImpl::decode_frames(const torch::Tensor& x,
 torch::Tensor AutoencoderKLWanImpl::decode(const torch::Tensor& z, std::int64_t chunk_frames) {
   if (z.dim() != 5 || z.size(1) != options_.z_dim || z.size(2) < 1) {
     throw ModelError("AutoencoderKLWan.decode: expected latents [B, " +
-                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " + shape_of(z));
+                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " + shape_string(z.sizes()));
   }
   if (chunk_frames < 1) {
     throw ModelError("AutoencoderKLWan.decode: chunk_frames must be at least 1");
@@ -199,7 +173,7 @@ WanLatentDist AutoencoderKLWanImpl::encode(const torch::Tensor& x, std::int64_t 
   const auto channels = options_.in_channels / (p * p);
   if (x.dim() != 5 || x.size(1) != channels || x.size(2) < 1) {
     throw ModelError("AutoencoderKLWan.encode: expected video [B, " + std::to_string(channels) +
-                     ", F>=1, H, W], got " + shape_of(x));
+                     ", F>=1, H, W], got " + shape_string(x.sizes()));
   }
   if (chunk_frames < kEncodeStep || chunk_frames % kEncodeStep != 0) {
     throw ModelError("AutoencoderKLWan.encode: chunk_frames must be a positive multiple of 4, "

@@ -1,10 +1,9 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 
 namespace omnidp::models {
 namespace fs = std::filesystem;
@@ -38,19 +37,6 @@ fs::path choose(const fs::path& dir, std::vector<fs::path> candidates, std::stri
 }
 
 }  // namespace
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw WeightsError(path.string(), "cannot open JSON file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw WeightsError(path.string(), "cannot read JSON file");
-  try {
-    return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(path.string(), std::string("invalid JSON: ") + e.what());
-  }
-}
 
 Checkpoint Checkpoint::open(const fs::path& path) {
   Checkpoint ckpt;

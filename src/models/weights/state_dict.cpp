@@ -9,21 +9,13 @@
 #include <sstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/tensor_shape.hpp"
 
 namespace omnidp::models {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kListed = 20;
-
-std::string shape_string(at::IntArrayRef shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
 
 void append_list(std::string& msg, const std::string& what, const std::vector<std::string>& items) {
   if (items.empty()) return;

@@ -1,7 +1,6 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <unistd.h>
 
@@ -14,12 +13,14 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/runtime/collective.hpp"
 #include "fixtures.hpp"
+#include "png_file.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -56,6 +57,18 @@ class Hv15Pipeline : public ::testing::Test {
 
   static hv::HunyuanVideo15Pipeline& as_hv15(std::unique_ptr<omnidp::Pipeline>& p) {
     return dynamic_cast<hv::HunyuanVideo15Pipeline&>(*p);
+  }
+
+  // Request "i" (seed 3) for image-to-video from a 50 x 40 RGB PNG in the test folder, its
+  // image_sha256 "abc".
+  omnidp::Request i2v_request() const {
+    const auto png = dir_ / "in.png";
+    EXPECT_TRUE(omnidp::test::write_rgb_png(png, 50, 40, omnidp::test::gradient_rgb(50, 40)));
+    auto r = request("i", 3);
+    r.task = omnidp::Task::i2v;
+    r.image = png.string();
+    r.image_sha256 = "abc";
+    return r;
   }
 
   static omnidp::Request request(const std::string& id, std::uint64_t seed) {
@@ -325,19 +338,7 @@ TEST_F(Hv15Pipeline, AbandonStopsBetweenSteps) {
 TEST_F(Hv15Pipeline, ImageToVideoFromAPngAndRandomImageTokens) {
   auto p = i2v_pipeline();
   // 50 x 40 image: resized to cover 96 x 64 (96 x 76), centre-cropped.
-  std::vector<std::uint8_t> pixels(50 * 40 * 3);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 50;
-  image.height = 40;
-  image.format = PNG_FORMAT_RGB;
-  const auto png = dir_ / "in.png";
-  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
-  auto r = request("i", 3);
-  r.task = omnidp::Task::i2v;
-  r.image = png.string();
-  r.image_sha256 = "abc";
+  auto r = i2v_request();
   const auto a = p->generate(r, {});
   EXPECT_EQ(a.frames, 9);
   auto t2v = request("t", 3);
@@ -474,19 +475,7 @@ TEST(Hv15PipelineImage, ResizeAndCropCoversThenCentres) {
 }
 
 TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
-  std::vector<std::uint8_t> pixels(50 * 40 * 3);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>((i * 37) % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 50;
-  image.height = 40;
-  image.format = PNG_FORMAT_RGB;
-  const auto png = dir_ / "in.png";
-  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
-  auto r = request("i", 3);
-  r.task = omnidp::Task::i2v;
-  r.image = png.string();
-  r.image_sha256 = "abc";
+  auto r = i2v_request();
   r.num_inference_steps = 1;
 
   std::vector<omnidp::RgbImage> seen;

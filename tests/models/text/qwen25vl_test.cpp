@@ -4,6 +4,7 @@
 
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"

@@ -6,6 +6,7 @@
 
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"
@@ -67,7 +68,7 @@ TEST(T5, RelativePositionBuckets) {
 }
 
 TEST(T5, LayerNormIsRmsWithoutMean) {
-  T5LayerNorm norm(2, 0.0, ParamSpec{});
+  RMSNorm norm(2, 0.0, RmsNormStyle::t5);
   norm->weight.set_data(torch::tensor({2.0F, 1.0F}));
   const auto y = norm->forward(torch::tensor({{3.0F, 4.0F}}));  // rms = sqrt(12.5)
   const float r = std::sqrt(12.5F);

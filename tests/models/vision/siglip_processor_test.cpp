@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"

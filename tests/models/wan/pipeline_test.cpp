@@ -1,7 +1,6 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
+#include "png_file.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -238,15 +238,8 @@ TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
 
 TEST_F(WanPipelineTest, ImageRequestsReadPngs) {
   const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
-  std::vector<std::uint8_t> pixels(40 * 48 * 3);
-  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7 % 251);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 48;
-  image.height = 40;
-  image.format = PNG_FORMAT_RGB;
   const auto png = dir_ / "in.png";
-  ASSERT_NE(png_image_write_to_file(&image, png.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  ASSERT_TRUE(omnidp::test::write_rgb_png(png, 48, 40, omnidp::test::gradient_rgb(48, 40, 7)));
   auto r = t2v();
   r.task = Task::i2v;
   r.image = png.string();

@@ -14,6 +14,7 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "error_of.hpp"
 #include "fixtures.hpp"
 
 namespace omnidp::models::wan {
@@ -40,13 +41,9 @@ const SafetensorsFile& fixture_io() {
   return io;
 }
 
+template <typename E = ModelError>
 std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ModelError& e) {
-    return e.what();
-  }
-  return "(no ModelError)";
+  return omnidp::test::error_of<E>(f);
 }
 
 TEST(WanVaeOptions, ParsesTheFixtureConfig) {
@@ -80,24 +77,24 @@ TEST(WanVaeOptions, NullFieldsTakeTheReferenceDefaults) {
 }
 
 TEST(WanVaeOptions, RejectsUnsupportedOrInconsistentConfigs) {
-  EXPECT_EQ(message_of([] {
+  EXPECT_EQ(message_of<WeightsError>([] {
               (void)AutoencoderKLWanOptions::from_json_text(R"({"is_residual": false})", "cfg");
             }),
             "cfg: only the Wan2.2 VAE layout (is_residual: true) is supported");
-  EXPECT_EQ(message_of([] {
+  EXPECT_EQ(message_of<WeightsError>([] {
               (void)AutoencoderKLWanOptions::from_json_text(
                   R"({"is_residual": true, "z_dim": 4, "latents_mean": [1, 2]})", "cfg");
             }),
             "cfg: latents_mean has 2 values, z_dim is 4");
-  EXPECT_EQ(message_of([] {
+  EXPECT_EQ(message_of<WeightsError>([] {
               (void)AutoencoderKLWanOptions::from_json_text(
                   R"({"is_residual": true, "dim_mult": [1, 2], "temperal_downsample": [true, true]})",
                   "cfg");
             }),
             "cfg: temperal_downsample must have one entry fewer than dim_mult (2 levels)");
-  EXPECT_THROW((void)AutoencoderKLWanOptions::from_json_text("{not json", "cfg"), ModelError);
+  EXPECT_THROW((void)AutoencoderKLWanOptions::from_json_text("{not json", "cfg"), WeightsError);
   EXPECT_THROW((void)AutoencoderKLWanOptions::from_json_text(R"({"z_dim": "x"})", "cfg"),
-               ModelError);
+               WeightsError);
 }
 
 TEST(WanVaeOptions, RealConfigPresetIsTheTi2v5bVae) {

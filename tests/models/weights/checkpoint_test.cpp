@@ -3,23 +3,16 @@
 #include <gtest/gtest.h>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "test_files.hpp"
 #include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
+using testing::error_of;
 using testing::fresh_dir;
 namespace fs = std::filesystem;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(Checkpoint, SingleFileFolder) {
   const auto dir = fresh_dir("single");

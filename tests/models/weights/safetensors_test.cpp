@@ -11,16 +11,8 @@
 namespace omnidp::models {
 namespace {
 
+using testing::error_of;
 using testing::fresh_dir;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool bitwise_equal(const torch::Tensor& a, const torch::Tensor& b) {
   return a.scalar_type() == b.scalar_type() && a.sizes() == b.sizes() &&

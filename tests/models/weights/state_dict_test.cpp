@@ -11,6 +11,7 @@
 namespace omnidp::models {
 namespace {
 
+using testing::error_of;
 using testing::fresh_dir;
 
 // A small module with Diffusers-style names: blocks.0.proj, to_out.0, a norm and a buffer.
@@ -47,15 +48,6 @@ std::vector<std::pair<std::string, torch::Tensor>> state_of(torch::nn::Module& m
     k += 1;
   }
   return out;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const WeightsError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(StateDict, LoadsEveryParameterByName) {

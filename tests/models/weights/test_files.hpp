@@ -1,13 +1,17 @@
 #pragma once
-// Test helpers: a fresh temporary folder per test and raw file writing.
+// Test helpers: a fresh temporary folder per test, raw file writing, the text of a WeightsError.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "error_of.hpp"
+#include "omnidp/common/error.hpp"
 
 namespace omnidp::models::testing {
 
@@ -31,5 +35,8 @@ inline std::string read_bytes(const std::filesystem::path& path) {
   buffer << in.rdbuf();
   return buffer.str();
 }
+
+// The what() of the WeightsError fn throws, "" when it throws none.
+inline std::string error_of(const std::function<void()>& fn) { return omnidp::test::error_of<WeightsError>(fn); }
 
 }  // namespace omnidp::models::testing

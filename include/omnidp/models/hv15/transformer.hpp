@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/rms_norm.hpp"
 
 namespace omnidp::models::hv15 {
 
@@ -76,9 +77,6 @@ struct TransformerInputs {
 
 // --- building blocks (public for module tests) -------------------------------------------
 
-// diffusers `get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0)`.
-[[nodiscard]] torch::Tensor timestep_sinusoid(const torch::Tensor& timesteps, std::int64_t dim);
-
 // 3D RoPE tables for a (frames, height, width) grid of video tokens in F,H,W order: returns
 // (cos, sin), each [F*H*W, sum(axes_dim)] float32, every frequency repeated twice
 // (diffusers get_1d_rotary_pos_embed with use_real=True, repeat_interleave_real=True).
@@ -89,18 +87,6 @@ struct TransformerInputs {
 // Applies the rotation to x [B, S, H, D] with (cos, sin) [S, D] (interleaved real pairs).
 [[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
                                        const torch::Tensor& sin);
-
-// Per-head RMSNorm over the last dim with a learned `weight` (eps 1e-6), float32 statistics.
-class RmsNormImpl : public torch::nn::Module {
- public:
-  RmsNormImpl(std::int64_t dim, double eps);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor weight;
-
- private:
-  double eps_;
-};
-TORCH_MODULE(RmsNorm);
 
 // diffusers FeedForward: net.0.proj (Linear) + activation, net.1 dropout (no weights),
 // net.2 Linear. activation: "gelu-approximate" (tanh GELU) or "linear-silu".
@@ -173,7 +159,7 @@ class JointAttentionImpl : public torch::nn::Module {
   std::int64_t heads_;
   Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
   Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
-  RmsNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
+  RMSNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
   Linear to_out_{nullptr}, to_add_out_{nullptr};
 };
 TORCH_MODULE(JointAttention);

@@ -1,34 +1,23 @@
 #pragma once
-// Parameter-holding building blocks of the text encoders whose parameters are allocated
-// uninitialised in a chosen dtype (no random-init pass, no float32 detour): a 7B-parameter
-// encoder built for checkpoint loading costs its final size only. Parameter names are
-// torch.nn's (`weight`, `bias`), so checkpoint names match. Seeded weights come from
+// Parameter-holding building blocks of the text and vision encoders, allocated in a chosen
+// dtype (no random-init pass, no float32 detour): a 7B-parameter encoder built for checkpoint
+// loading costs its final size only. Linear, ParamSpec and freeze are the shared ones of
+// models/layers (linear.hpp, placement.hpp); Embedding is the encoders' own. Parameter names
+// are torch.nn's (`weight`, `bias`), so checkpoint names match. Seeded weights come from
 // init_random_weights (weights/state_dict.hpp).
 // Not thread-safe with respect to one module; forward() is a pure function of its inputs.
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
+#include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/placement.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+
 namespace omnidp::models::text {
 
-// Where and how the parameters of a module are allocated.
-struct ParamSpec {
-  torch::ScalarType dtype = torch::kFloat32;
-  torch::Device device = torch::kCPU;
-  [[nodiscard]] torch::TensorOptions options() const { return torch::TensorOptions().dtype(dtype).device(device); }
-};
-
-// y = x W^T (+ b), W [out, in].
-class LinearImpl : public torch::nn::Module {
- public:
-  LinearImpl(std::int64_t in_features, std::int64_t out_features, bool bias, const ParamSpec& spec);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
-
-  torch::Tensor weight;
-  torch::Tensor bias;  // undefined without bias
-};
-TORCH_MODULE(Linear);
-
-// Rows of `weight` [num, dim] selected by integer ids.
+// Rows of `weight` [num, dim] selected by integer ids; uninitialised parameters.
 class EmbeddingImpl : public torch::nn::Module {
  public:
   EmbeddingImpl(std::int64_t num_embeddings, std::int64_t dim, const ParamSpec& spec);
@@ -38,7 +27,18 @@ class EmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Embedding);
 
-// Sets requires_grad false on every parameter (the encoders are inference-only).
-void freeze(torch::nn::Module& module);
+// An encoder with seeded random weights, ready for inference: built in float32 on the CPU,
+// init_random_weights(seed) (bf16-exact values), moved to `device` and `dtype`, frozen, in eval
+// mode. Model is a module holder constructible from (options, ParamSpec).
+template <typename Model, typename Options>
+[[nodiscard]] Model random_encoder(const Options& options, std::uint64_t seed, torch::ScalarType dtype,
+                                   torch::Device device) {
+  Model model(options, ParamSpec{torch::kFloat32, torch::kCPU});
+  init_random_weights(*model, seed);
+  model->to(device, dtype);
+  freeze(*model);
+  model->eval();
+  return model;
+}
 
 }  // namespace omnidp::models::text

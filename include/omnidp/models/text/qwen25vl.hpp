@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/text/linear.hpp"
 
 namespace omnidp::models::text {
@@ -39,18 +40,6 @@ struct Qwen25VLTextOptions {
   // Throws WeightsError naming `origin`.
   [[nodiscard]] static Qwen25VLTextOptions from_json(const nlohmann::json& config, const std::string& origin);
 };
-
-// weight * (x * rsqrt(mean(x^2) + eps)) with the statistics in float32 (Qwen2RMSNorm).
-class Qwen2RMSNormImpl : public torch::nn::Module {
- public:
-  Qwen2RMSNormImpl(std::int64_t dim, double eps, const ParamSpec& spec);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
-  torch::Tensor weight;
-
- private:
-  double eps_;
-};
-TORCH_MODULE(Qwen2RMSNorm);
 
 class Qwen25VLAttentionImpl : public torch::nn::Module {
  public:
@@ -82,7 +71,7 @@ class Qwen25VLDecoderLayerImpl : public torch::nn::Module {
                                       const torch::Tensor& mask) const;
   Qwen25VLAttention self_attn{nullptr};
   Qwen2MLP mlp{nullptr};
-  Qwen2RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 TORCH_MODULE(Qwen25VLDecoderLayer);
 
@@ -107,7 +96,7 @@ class Qwen25VLTextModelImpl : public torch::nn::Module {
 
   Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
-  Qwen2RMSNorm norm{nullptr};
+  RMSNorm norm{nullptr};
 
  private:
   Qwen25VLTextOptions options_;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <string>
 
+#include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/text/linear.hpp"
 
 namespace omnidp::models::text {
@@ -47,19 +48,6 @@ struct T5Options {
 [[nodiscard]] torch::Tensor relative_position_bucket(const torch::Tensor& relative_position,
                                                      std::int64_t num_buckets, std::int64_t max_distance);
 
-// x * rsqrt(mean(x^2) + eps) * weight, the mean in float32 (T5LayerNorm: no mean subtraction,
-// no bias).
-class T5LayerNormImpl : public torch::nn::Module {
- public:
-  T5LayerNormImpl(std::int64_t dim, double eps, const ParamSpec& spec);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
-  torch::Tensor weight;
-
- private:
-  double eps_;
-};
-TORCH_MODULE(T5LayerNorm);
-
 class T5AttentionImpl : public torch::nn::Module {
  public:
   T5AttentionImpl(const T5Options& opts, bool has_relative_attention_bias, const ParamSpec& spec);
@@ -85,7 +73,7 @@ class T5LayerSelfAttentionImpl : public torch::nn::Module {
  public:
   T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias, const ParamSpec& spec);
   T5Attention SelfAttention{nullptr};
-  T5LayerNorm layer_norm{nullptr};
+  RMSNorm layer_norm{nullptr};
 };
 TORCH_MODULE(T5LayerSelfAttention);
 
@@ -105,7 +93,7 @@ class T5LayerFFImpl : public torch::nn::Module {
  public:
   T5LayerFFImpl(const T5Options& o, const ParamSpec& spec);
   T5Dense DenseReluDense{nullptr};
-  T5LayerNorm layer_norm{nullptr};
+  RMSNorm layer_norm{nullptr};
 };
 TORCH_MODULE(T5LayerFF);
 
@@ -123,7 +111,7 @@ class T5StackImpl : public torch::nn::Module {
  public:
   T5StackImpl(const T5Options& o, const ParamSpec& spec);
   torch::nn::ModuleList block{nullptr};
-  T5LayerNorm final_layer_norm{nullptr};
+  RMSNorm final_layer_norm{nullptr};
 };
 TORCH_MODULE(T5Stack);
 

@@ -28,9 +28,6 @@
 
 namespace omnidp::models::vision {
 
-using text::Linear;
-using text::ParamSpec;
-
 struct SiglipVisionOptions {
   std::int64_t hidden_size = 768;
   std::int64_t intermediate_size = 3072;

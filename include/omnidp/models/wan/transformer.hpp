@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/rms_norm.hpp"
 
 namespace omnidp::models::wan {
 
@@ -48,8 +49,8 @@ struct WanTransformerOptions {
   }
 
   // Parses config.json text. Unsupported variants (image_dim / added_kv_proj_dim set: the
-  // Wan2.1 I2V model; qk_norm other than rms_norm_across_heads) are ModelErrors. `origin`
-  // names the text in errors.
+  // Wan2.1 I2V model; qk_norm other than rms_norm_across_heads), bad JSON and inconsistent
+  // dimensions are WeightsErrors naming `origin` (models/config_json.hpp).
   [[nodiscard]] static WanTransformerOptions from_json_text(const std::string& text,
                                                             const std::string& origin);
   [[nodiscard]] static WanTransformerOptions from_file(const std::filesystem::path& config_json);
@@ -81,20 +82,6 @@ struct WanTransformerOptions {
 // (one synchronisation). With fused_elementwise() off, per-token timesteps stay per token.
 [[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(
     const torch::Tensor& timestep, std::int64_t frames);
-
-// RMSNorm with a weight (torch.nn.RMSNorm): x * rsqrt(mean(x^2) + eps), computed in float32,
-// cast back, then times `weight`.
-class RMSNormImpl : public torch::nn::Module {
- public:
-  RMSNormImpl(std::int64_t dim, double eps);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  [[nodiscard]] double eps() const noexcept { return eps_; }
-  torch::Tensor weight;
-
- private:
-  double eps_;
-};
-TORCH_MODULE(RMSNorm);
 
 // One block's request-invariant tensors (WanTransformerBlock::prepare), reused at every step.
 struct WanPreparedBlock {
@@ -240,11 +227,6 @@ class WanConditionEmbedderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanConditionEmbedder);
 
-// Diffusers get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0):
-// [N] -> [N, dim] float32 = [cos(t*f), sin(t*f)], f_i = exp(-ln(10000) * i / (dim/2)).
-[[nodiscard]] torch::Tensor wan_sinusoidal_embedding(const torch::Tensor& timesteps,
-                                                     std::int64_t dim);
-
 // The part of a forward that does not change within a request: every block's cross-attention
 // keys and values of the text-embedded context, and its folded self-attention output bias. A
 // pipeline prepares it once per request and reuses it at every denoising step, saving the text
@@ -305,7 +287,7 @@ TORCH_MODULE(WanTransformer3DModel);
                                                          torch::ScalarType dtype,
                                                          torch::Device device);
 
-// FLOPs of one forward as issue 10 counts them, generalised to the options:
+// FLOPs of one forward as docs/performance.md counts them, generalised to the options:
 // L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
 // tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
 // 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2).

@@ -48,15 +48,15 @@ struct AutoencoderKLWanOptions {
 
   // Parses config.json text. The Wan2.1 layout (is_residual false), attention scales, and
   // inconsistent fields (dim_mult vs temperal_downsample lengths, latents_mean/std sizes) are
-  // ModelErrors naming `origin`.
+  // WeightsErrors naming `origin` (models/config_json.hpp: every config fault is one).
   [[nodiscard]] static AutoencoderKLWanOptions from_json_text(const std::string& text,
                                                               const std::string& origin);
-  // Reads <dir>/config.json or the given config.json file. Throws WeightsError / ModelError.
+  // Reads <dir>/config.json or the given config.json file. Throws WeightsError.
   [[nodiscard]] static AutoencoderKLWanOptions from_file(const std::filesystem::path& path);
   // Wan-AI/Wan2.2-TI2V-5B-Diffusers vae/config.json (with its latents_mean/std), for
   // `weights: random` builds of the real architecture.
   [[nodiscard]] static AutoencoderKLWanOptions wan22_ti2v_5b();
-  // Throws ModelError (with `origin` as context) when the fields are inconsistent.
+  // Throws WeightsError (naming `origin`) when the fields are inconsistent.
   void validate(const std::string& origin) const;
 };
 

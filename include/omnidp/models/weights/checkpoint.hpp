@@ -50,10 +50,6 @@ class Checkpoint {
   std::map<std::string, std::size_t, std::less<>> where_;  // tensor name -> index in files_
 };
 
-// Parses a JSON file (config.json, model_index.json, index files). Throws WeightsError naming
-// the file on a read or parse failure.
-[[nodiscard]] nlohmann::json read_json(const std::filesystem::path& path);
-
 // The component folder `name` of a Diffusers snapshot (e.g. "vae"), checked to hold
 // `config_file`: a missing folder or config file is a WeightsError naming the file the snapshot
 // lacks and `holds` (what the folder should contain, e.g. "AutoencoderKLWan: config.json +

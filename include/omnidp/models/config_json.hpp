@@ -1,0 +1,43 @@
+#pragma once
+// The one reader of the JSON files of a model snapshot (config.json, scheduler_config.json,
+// model_index.json, tokenizer files, checkpoint indexes). Torch-free (in omnidp::model_api),
+// so the model table's snapshot facts use it too. Every fault is a WeightsError naming the
+// file: a snapshot file is part of the weights, and a bad one stops the job before it runs
+// (docs/models.md, "Loading a snapshot"). Thread-safe (pure functions).
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models {
+
+// Reads and parses a JSON file. Throws WeightsError(path, "cannot open JSON file" |
+// "cannot read JSON file" | "invalid JSON: <parser message>").
+[[nodiscard]] nlohmann::json read_json(const std::filesystem::path& path);
+
+// read_json of a file whose value must be an object: also WeightsError(path, "not a JSON object").
+[[nodiscard]] nlohmann::json read_json_object(const std::filesystem::path& path);
+
+// Parses `text` (a config already in memory) as an object; the faults are read_json_object's,
+// with `origin` in place of the file.
+[[nodiscard]] nlohmann::json parse_json_object(std::string_view text, const std::string& origin);
+
+// The value of an optional key: `fallback` when absent or null; a value of another type is
+// WeightsError(origin, "config key '<key>': <parser message>").
+template <typename T>
+[[nodiscard]] T config_value(const nlohmann::json& j, const char* key, T fallback,
+                             const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->template get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
+  }
+}
+
+}  // namespace omnidp::models
