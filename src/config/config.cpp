@@ -337,6 +337,13 @@ FieldSpec data_parallel_field() {
       {}};
 }
 
+// parallel.ulysses_degree: an alias of sequence_parallel_size, written back only when set.
+FieldSpec ulysses_degree_field() {
+  FieldSpec f = field("ulysses_degree", &Config::parallel, &ParallelConfig::ulysses_degree);
+  f.present = [](const Config& config) { return config.parallel.ulysses_degree != 0; };
+  return f;
+}
+
 // parallel.devices: `auto` (empty list) or a non-empty list.
 FieldSpec devices_field() {
   return FieldSpec{
@@ -406,6 +413,7 @@ const std::vector<SectionSpec>& schema() {
                  {data_parallel_field(),
                   field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size),
                   field("sequence_parallel_size", &C::parallel, &ParallelConfig::sequence_parallel_size),
+                  ulysses_degree_field(),
                   field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size),
                   field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
                   devices_field(),
@@ -715,15 +723,19 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   require(parallel.cfg_parallel_size == 1 || parallel.cfg_parallel_size == 2,
           "parallel.cfg_parallel_size",
           std::to_string(parallel.cfg_parallel_size) + " is not allowed (expected 1 or 2)");
+  if (parallel.ulysses_degree != 0) {
+    check_int(parallel.ulysses_degree, 1, 1024, "parallel.ulysses_degree");
+    require(parallel.sequence_parallel_size == 1 || parallel.sequence_parallel_size == parallel.ulysses_degree,
+            "parallel.ulysses_degree",
+            std::to_string(parallel.ulysses_degree) + " disagrees with parallel.sequence_parallel_size " +
+                std::to_string(parallel.sequence_parallel_size) +
+                " (the same setting under its two names: set one)");
+    config.parallel.sequence_parallel_size = parallel.ulysses_degree;
+  }
   // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
-  require(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size",
+  require(parallel.tensor_parallel_size == 1 || chosen->tensor_parallel, "parallel.tensor_parallel_size",
           std::to_string(parallel.tensor_parallel_size) +
-              ": tensor parallelism is not implemented yet (expected 1; a replica group computes "
-              "together with cfg_parallel_size: 2)");
-  require(parallel.sequence_parallel_size == 1, "parallel.sequence_parallel_size",
-          std::to_string(parallel.sequence_parallel_size) +
-              ": sequence parallelism is not implemented yet (expected 1; a replica group "
-              "computes together with cfg_parallel_size: 2)");
+              ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
   check_devices(config);
 
   // scheduler
@@ -827,6 +839,18 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   }
   config.model.plugin = plugin_path(config);
   config.output.dir = resolve_against(cwd, config.output.dir).string();
+
+  // Ulysses: every rank of a sequence group attends with heads / sequence_parallel_size heads
+  // (after the paths, which a snapshot's head count is read from).
+  if (config.parallel.sequence_parallel_size > 1 && chosen->attention_heads) {
+    const int heads = chosen->attention_heads(config.model);
+    const int n = config.parallel.sequence_parallel_size;
+    require(heads > 0 && heads % n == 0, "parallel.sequence_parallel_size",
+            std::to_string(n) + " does not divide the " + std::to_string(heads) +
+                " attention heads of model '" + config.model.name +
+                "' (Ulysses shards the heads over the sequence group: use a divisor of " +
+                std::to_string(heads) + ")");
+  }
 }
 
 std::string plugin_path(const Config& config) {
