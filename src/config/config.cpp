@@ -485,6 +485,13 @@ FieldSpec data_parallel_field() {
       }};
 }
 
+// parallel.ulysses_degree: an alias of sequence_parallel_size, written back only when set.
+FieldSpec ulysses_degree_field() {
+  FieldSpec f = field("ulysses_degree", &Config::parallel, &ParallelConfig::ulysses_degree);
+  f.present = [](const Config& config) { return config.parallel.ulysses_degree != 0; };
+  return f;
+}
+
 // parallel.devices: `auto` (empty list) or a non-empty list.
 FieldSpec devices_field() {
   return FieldSpec{
@@ -542,18 +549,8 @@ FieldSpec compression_field() {
       }};
 }
 
-// Checks across the keys of `parallel` (docs/runtime.md, "Replica groups"): never run a group
-// on its leader while its members idle.
+// Checks across the keys of `parallel` (docs/runtime.md, "Replica groups").
 void check_parallel(const Config& config) {
-  const auto& parallel = config.parallel;
-  require(parallel.tensor_parallel_size == 1, "parallel.tensor_parallel_size",
-          std::to_string(parallel.tensor_parallel_size) +
-              ": tensor parallelism is not implemented yet (expected 1; a replica group computes "
-              "together with cfg_parallel_size: 2)");
-  require(parallel.sequence_parallel_size == 1, "parallel.sequence_parallel_size",
-          std::to_string(parallel.sequence_parallel_size) +
-              ": sequence parallelism is not implemented yet (expected 1; a replica group "
-              "computes together with cfg_parallel_size: 2)");
   check_devices(config);
 }
 
@@ -580,6 +577,7 @@ const std::vector<SectionSpec>& schema() {
                         in_range(1, 1024)),
                   field("sequence_parallel_size", &C::parallel,
                         &ParallelConfig::sequence_parallel_size, in_range(1, 1024)),
+                  ulysses_degree_field(),
                   field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size,
                         Check<int>([](const int& v, const std::string& path) {
                           require(v == 1 || v == 2, path,
@@ -865,6 +863,17 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     require(!model.path.empty(), "model.path",
             "required when model.weights is 'pretrained' (got '')");
   }
+  // parallel.ulysses_degree is sequence_parallel_size under the reference server's name.
+  if (config.parallel.ulysses_degree != 0) {
+    const auto& parallel = config.parallel;
+    check_int(parallel.ulysses_degree, 1, 1024, "parallel.ulysses_degree");
+    require(parallel.sequence_parallel_size == 1 || parallel.sequence_parallel_size == parallel.ulysses_degree,
+            "parallel.ulysses_degree",
+            std::to_string(parallel.ulysses_degree) + " disagrees with parallel.sequence_parallel_size " +
+                std::to_string(parallel.sequence_parallel_size) +
+                " (the same setting under its two names: set one)");
+    config.parallel.sequence_parallel_size = parallel.ulysses_degree;
+  }
   // Every key's own check, then each section's checks across its keys, in schema order.
   for (const auto& section : schema()) {
     for (const auto& f : section.fields) {
@@ -872,6 +881,10 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     }
     if (section.check) section.check(config);
   }
+  // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
+  require(config.parallel.tensor_parallel_size == 1 || chosen->tensor_parallel, "parallel.tensor_parallel_size",
+          std::to_string(config.parallel.tensor_parallel_size) +
+              ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
 
   // Paths: the file's own paths against its folder, the output against the current directory.
   const std::filesystem::path cwd = std::filesystem::current_path();
@@ -883,6 +896,18 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   }
   config.model.plugin = plugin_path(config);
   config.output.dir = resolve_against(cwd, config.output.dir).string();
+
+  // Ulysses: every rank of a sequence group attends with heads / sequence_parallel_size heads
+  // (after the paths, which a snapshot's head count is read from).
+  if (config.parallel.sequence_parallel_size > 1 && chosen->attention_heads) {
+    const int heads = chosen->attention_heads(config.model);
+    const int n = config.parallel.sequence_parallel_size;
+    require(heads > 0 && heads % n == 0, "parallel.sequence_parallel_size",
+            std::to_string(n) + " does not divide the " + std::to_string(heads) +
+                " attention heads of model '" + config.model.name +
+                "' (Ulysses shards the heads over the sequence group: use a divisor of " +
+                std::to_string(heads) + ")");
+  }
 }
 
 std::string plugin_path(const Config& config) {

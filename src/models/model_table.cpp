@@ -30,7 +30,16 @@ std::vector<std::string> ModelTable::names() const {
 
 std::vector<ModelChoice> ModelTable::choices() const {
   std::vector<ModelChoice> out;
-  for (const auto& e : entries_) out.push_back({e->name, e->has_weights});
+  for (const auto& e : entries_) {
+    const ModelRegistration* r = e.get();  // the table owns it for the process's lifetime
+    out.push_back({r->name, r->has_weights,
+                   [r](const ModelConfig& model) {
+                     ModelInfo info = r->facts;
+                     if (r->describe) r->describe(model, info);
+                     return info.attention_heads;
+                   },
+                   r->facts.tensor_parallel});
+  }
   return out;
 }
 

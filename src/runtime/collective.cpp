@@ -83,6 +83,16 @@ std::string replica_group_name(int replica, const std::vector<int>& world_ranks)
   return s + ")";
 }
 
+std::string axis_group_name(const std::string& group_name, const char* axis,
+                            const std::vector<int>& world_ranks) {
+  std::string s = group_name + ", " + axis + " axis (world ranks ";
+  for (std::size_t i = 0; i < world_ranks.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(world_ranks[i]);
+  }
+  return s + ")";
+}
+
 namespace {
 
 // The state the threads of one in-process group share: a reusable barrier and one published

@@ -59,21 +59,23 @@ JobOptions with_default_hooks(const JobOptions& in) {
   return o;
 }
 
-// The replica group's collectives (every rank of the world calls this together: the splits
-// and the device exchange are world collectives). The backend follows
-// parallel.collective_backend (choose_collective_backend); the devices of every rank are
-// gathered over the world, so a bad choice is the same ConfigError on every rank.
-struct GroupCollective {
-  Communicator comm;
-  std::unique_ptr<Collective> collective;
+// The replica group's collectives on each of its axes (cfg, sequence, tensor; docs/runtime.md,
+// "Collectives"): every rank of the world calls this together, since the splits and the device
+// exchange are world collectives. An axis of size 1 has none. The backend follows
+// parallel.collective_backend (choose_collective_backend), one choice per replica group for all
+// its axes; the devices of every rank are gathered over the world, so a bad choice is the same
+// ConfigError on every rank.
+struct GroupCollectives {
+  std::vector<Communicator> comms;  // the NCCL backend's bootstrap communicators, kept alive
+  std::unique_ptr<Collective> cfg, sequence, tensor;
+  [[nodiscard]] GroupAxes axes() const { return {cfg.get(), sequence.get(), tensor.get()}; }
 };
-GroupCollective make_group_collective(const Communicator& world, const Topology& topology,
-                                      const Config& config, int local_rank,
-                                      const std::string& host) {
-  GroupCollective out;
-  const int rank = world.rank();
-  out.comm = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+GroupCollectives make_group_collectives(const Communicator& world, const Topology& topology,
+                                        const Config& config, int local_rank,
+                                        const std::string& host) {
+  GroupCollectives out;
   if (topology.group_size == 1) return out;
+  const int rank = world.rank();
   // (host hash, device) of every rank: -1 for the CPU.
   DeviceBinding device;  // a rank that does no work has none (CPU)
   if (topology.works(rank)) device = bind_device(config.model, config.parallel, local_rank);
@@ -100,15 +102,25 @@ GroupCollective make_group_collective(const Communicator& world, const Topology&
         replica_group_name(k, ranks));
   }
   const int replica = topology.replica(rank);
-  if (replica < 0) return out;
-  const std::string name = replica_group_name(replica, topology.group_ranks(replica));
-  if (backend[static_cast<std::size_t>(replica)] == CollectiveBackend::nccl) {
-    out.collective = make_nccl_collective(out.comm, name, device.index);
-  } else {
-    out.collective = std::make_unique<MpiCollective>(std::move(out.comm), name);
-  }
-  if (topology.is_leader(rank)) {
-    log_info(name + ": collectives over " + out.collective->backend());
+  const std::string name = replica < 0 ? std::string() : replica_group_name(replica, topology.group_ranks(replica));
+  for (const GroupAxis axis : {GroupAxis::cfg, GroupAxis::sequence, GroupAxis::tensor}) {
+    const int n = topology.axis_size(axis);
+    if (n == 1) continue;
+    // Colors unique over the world: replica k's sub-groups are k * (G / n) + color.
+    const int color =
+        replica < 0 ? -1 : replica * (topology.group_size / n) + topology.axis_color(topology.group_rank(rank), axis);
+    Communicator comm = world.split(color, rank);
+    if (replica < 0) continue;
+    const std::string axis_name = axis_group_name(name, to_string(axis), topology.axis_ranks(rank, axis));
+    std::unique_ptr<Collective> c;
+    if (backend[static_cast<std::size_t>(replica)] == CollectiveBackend::nccl) {
+      c = make_nccl_collective(comm, axis_name, device.index);
+      out.comms.push_back(std::move(comm));
+    } else {
+      c = std::make_unique<MpiCollective>(std::move(comm), axis_name);
+    }
+    if (topology.is_leader(rank)) log_info(axis_name + ": collectives over " + c->backend());
+    (axis == GroupAxis::cfg ? out.cfg : axis == GroupAxis::sequence ? out.sequence : out.tensor) = std::move(c);
   }
   return out;
 }
@@ -160,8 +172,8 @@ ExitCode run_job(const JobOptions& options) {
   }
   std::optional<MpiTransport> group_transport;
   if (!group.null()) group_transport.emplace(group);
-  const GroupCollective collective =
-      make_group_collective(world, topology, opts.config, node.rank(), host);
+  const GroupCollectives collectives =
+      make_group_collectives(world, topology, opts.config, node.rank(), host);
 
   if (rank == 0) {
     std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
@@ -172,7 +184,7 @@ ExitCode run_job(const JobOptions& options) {
   setup.options = &opts;
   setup.world = &world_transport;
   setup.group = group_transport ? &*group_transport : nullptr;
-  setup.collective = collective.collective.get();
+  setup.axes = collectives.axes();
   setup.topology = topology;
   setup.local_rank = node.rank();
   setup.host = host;

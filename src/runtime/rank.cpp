@@ -1,5 +1,6 @@
 #include "omnidp/runtime/rank.hpp"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -337,12 +338,26 @@ std::vector<RankOutcome> run_job_in_process(
   const Topology topology = make_topology(options.config.parallel, world_size);
   InProcessNetwork world(world_size);
   std::vector<std::unique_ptr<InProcessNetwork>> groups;
-  std::vector<std::vector<std::unique_ptr<Collective>>> collectives;
+  // Per replica, per axis, per sub-group (axis_color): the sub-group's collectives in axis order.
+  using SubGroups = std::vector<std::vector<std::unique_ptr<Collective>>>;
+  std::vector<std::array<SubGroups, 3>> collectives;
+  constexpr std::array<GroupAxis, 3> kAxes{GroupAxis::cfg, GroupAxis::sequence, GroupAxis::tensor};
   if (topology.group_size > 1) {
     for (int k = 0; k < topology.replicas; ++k) {
       groups.push_back(std::make_unique<InProcessNetwork>(topology.group_size));
-      collectives.push_back(make_in_process_collectives(
-          topology.group_size, replica_group_name(k, topology.group_ranks(k))));
+      const auto ranks = topology.group_ranks(k);
+      const std::string name = replica_group_name(k, ranks);
+      auto& axes = collectives.emplace_back();
+      for (std::size_t a = 0; a < kAxes.size(); ++a) {
+        const int n = topology.axis_size(kAxes[a]);
+        if (n == 1) continue;
+        for (int color = 0; color < topology.group_size / n; ++color) {
+          int member = 0;  // a group rank of this color
+          while (topology.axis_color(member, kAxes[a]) != color) ++member;
+          axes[a].push_back(make_in_process_collectives(
+              n, axis_group_name(name, to_string(kAxes[a]), topology.axis_ranks(ranks[0] + member, kAxes[a]))));
+        }
+      }
     }
   }
   std::vector<RankOutcome> outcomes(static_cast<std::size_t>(world_size));
@@ -356,9 +371,15 @@ std::vector<RankOutcome> run_job_in_process(
       if (!groups.empty() && replica >= 0) {
         setup.group =
             &groups[static_cast<std::size_t>(replica)]->endpoint(rank - topology.leader(replica));
-        setup.collective = collectives[static_cast<std::size_t>(replica)]
-                                      [static_cast<std::size_t>(rank - topology.leader(replica))]
-                                          .get();
+        const int g = rank - topology.leader(replica);
+        auto& axes = collectives[static_cast<std::size_t>(replica)];
+        Collective** slots[3] = {&setup.axes.cfg, &setup.axes.sequence, &setup.axes.tensor};
+        for (std::size_t a = 0; a < kAxes.size(); ++a) {
+          if (axes[a].empty()) continue;
+          *slots[a] = axes[a][static_cast<std::size_t>(topology.axis_color(g, kAxes[a]))]
+                             [static_cast<std::size_t>(topology.axis_index(g, kAxes[a]))]
+                                 .get();
+        }
       }
       setup.topology = topology;
       setup.local_rank = rank;

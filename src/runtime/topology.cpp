@@ -19,6 +19,55 @@ std::vector<int> Topology::group_ranks(int replica_index) const {
   return ranks;
 }
 
+const char* to_string(GroupAxis axis) noexcept {
+  switch (axis) {
+    case GroupAxis::cfg: return "cfg";
+    case GroupAxis::sequence: return "sequence";
+    case GroupAxis::tensor: return "tensor";
+  }
+  return "?";
+}
+
+int Topology::axis_size(GroupAxis axis) const noexcept {
+  switch (axis) {
+    case GroupAxis::cfg: return cfg_parallel;
+    case GroupAxis::sequence: return sequence_parallel;
+    case GroupAxis::tensor: return tensor_parallel;
+  }
+  return 1;
+}
+
+int Topology::axis_index(int g, GroupAxis axis) const noexcept {
+  switch (axis) {
+    case GroupAxis::cfg: return g / (tensor_parallel * sequence_parallel);
+    case GroupAxis::sequence: return (g / tensor_parallel) % sequence_parallel;
+    case GroupAxis::tensor: return g % tensor_parallel;
+  }
+  return 0;
+}
+
+int Topology::axis_color(int g, GroupAxis axis) const noexcept {
+  const int branch = axis_index(g, GroupAxis::cfg);
+  const int seq = axis_index(g, GroupAxis::sequence);
+  const int ten = axis_index(g, GroupAxis::tensor);
+  switch (axis) {
+    case GroupAxis::cfg: return seq * tensor_parallel + ten;
+    case GroupAxis::sequence: return branch * tensor_parallel + ten;
+    case GroupAxis::tensor: return branch * sequence_parallel + seq;
+  }
+  return 0;
+}
+
+std::vector<int> Topology::axis_ranks(int rank, GroupAxis axis) const {
+  const int leader_rank = leader(replica(rank));
+  const int color = axis_color(group_rank(rank), axis);
+  std::vector<int> ranks;
+  for (int g = 0; g < group_size; ++g) {
+    if (axis_color(g, axis) == color) ranks.push_back(leader_rank + g);
+  }
+  return ranks;  // ascending g is ascending axis index (the other coordinates are fixed)
+}
+
 std::string Topology::role(int rank) const {
   if (!works(rank)) return "coordinator only";
   const int g = group_rank(rank);

@@ -67,7 +67,9 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     GenerateContext ctx;
     ctx.attempt = assignment->attempt;
     ctx.abandoned = [this] { return c_.abandon.load(); };
-    ctx.cfg = s_.collective;
+    ctx.cfg = s_.axes.cfg;
+    ctx.sequence = s_.axes.sequence;
+    ctx.tensor = s_.axes.tensor;
     // After the second-to-last step the request is nearly done: ask for the prefetch now.
     ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
       if (!pulled && step >= total - 1) {
@@ -120,14 +122,17 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
 }
 
 // A group member runs the leader's request with it (the pipeline exchanges the CFG branches
-// through the group's collectives) and keeps only its own busy seconds: the leader records
-// the result. A failure here is logged; the leader's outcome is the request's.
+// and the sequence shards through the group's collectives, GenerateContext's axes) and keeps
+// only its own busy seconds: the leader records the result. A failure here is logged; the
+// leader's outcome is the request's.
 void Worker::run_as_member(Pipeline& pipeline, const AssignMsg& assignment, double& busy) {
   const Request& req = assignment.request;
   GenerateContext ctx;
   ctx.attempt = assignment.attempt;
   ctx.abandoned = [this] { return c_.abandon.load(); };
-  ctx.cfg = s_.collective;
+  ctx.cfg = s_.axes.cfg;
+  ctx.sequence = s_.axes.sequence;
+  ctx.tensor = s_.axes.tensor;
   const double t0 = c_.clock_s();
   try {
     (void)pipeline.generate(req, ctx);

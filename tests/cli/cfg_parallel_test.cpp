@@ -194,18 +194,18 @@ TEST(CfgParallel, Hv15TwoReplicasOfAGroup) {
                 {"parallel.cfg_parallel_size=2", "scheduler.policy=round_robin"}, {0, 2}, {1, 3});
 }
 
-TEST(CfgParallel, TensorAndSequenceParallelAreConfigErrors) {
+TEST(CfgParallel, TensorParallelOfAModelWithoutItIsAConfigError) {
   const fs::path dir = work_dir("unimplemented");
-  for (const std::string key : {"tensor_parallel_size", "sequence_parallel_size"}) {
-    std::vector<std::string> sets = kTinyWan;
-    sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
-    sets.push_back("parallel." + key + "=2");
-    const CmdRun r = batch(1, dir / "out", sets);
-    EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("parallel." + key + ": 2: "), std::string::npos) << r.output;
-    EXPECT_NE(r.output.find("parallelism is not implemented yet"), std::string::npos) << r.output;
-    EXPECT_FALSE(fs::exists(dir / "out"));
-  }
+  std::vector<std::string> sets = kTinyWan;
+  sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
+  sets.push_back("parallel.tensor_parallel_size=2");
+  const CmdRun r = batch(1, dir / "out", sets);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by "
+                          "model 'tiny-wan' (expected 1)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
 #endif  // OMNIDP_CFG_PARALLEL_GPU

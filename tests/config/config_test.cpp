@@ -15,8 +15,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // The models validation is given (the model table's choices in a real process).
-const std::vector<ModelChoice> kModels{{"synthetic", false}, {"tiny-wan", true}, {"wan2.2-ti2v-5b", true},
-                                       {"hunyuanvideo-1.5", true}};
+// The head counts as the model table gives them (a stand-in: a snapshot's config may differ).
+int heads_of(const ModelConfig& m) {
+  return m.name == "tiny-wan" ? 2 : m.name == "wan2.2-ti2v-5b" ? 24 : 16;
+}
+const std::vector<ModelChoice> kModels{{"synthetic", false, {}, false},
+                                       {"tiny-wan", true, heads_of, false},
+                                       {"wan2.2-ti2v-5b", true, heads_of, false},
+                                       {"hunyuanvideo-1.5", true, heads_of, false}};
 
 // The ConfigError message (what()) of parsing `yaml`, or "" when it parses.
 std::string parse_error(const std::string& yaml) {
@@ -390,6 +396,55 @@ TEST(ConfigValidate, ParallelRules) {
   EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [\"cuda:3\", 2], "
                            "cfg_parallel_size: 2}\n"),
             "");
+}
+
+TEST(ConfigValidate, SequenceParallelSplitsTheModelsHeads) {
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 4}\n"), "");
+  EXPECT_EQ(validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 8}\n"), "");
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 5}\n"),
+            "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
+            "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
+  EXPECT_EQ(validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 3}\n"),
+            "parallel.sequence_parallel_size: 3 does not divide the 16 attention heads of model "
+            "'hunyuanvideo-1.5' (Ulysses shards the heads over the sequence group: use a divisor of 16)");
+  EXPECT_EQ(validate_error("model: {name: tiny-wan}\nparallel: {sequence_parallel_size: 4}\n"),
+            "parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of model "
+            "'tiny-wan' (Ulysses shards the heads over the sequence group: use a divisor of 2)");
+  // A model without a head count (synthetic) takes any size.
+  EXPECT_EQ(validate_error("model: {name: synthetic}\nparallel: {sequence_parallel_size: 3}\n"), "");
+}
+
+TEST(ConfigValidate, UlyssesDegreeIsTheSequenceParallelSize) {
+  Config config = parse_config_yaml(
+      "model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 4}\ninput: {manifest: m.jsonl}\n", "t.yaml");
+  validate_and_resolve(config, kModels);
+  EXPECT_EQ(config.parallel.sequence_parallel_size, 4);
+  validate_and_resolve(config, kModels);  // idempotent: both now say 4
+  EXPECT_EQ(config.parallel.sequence_parallel_size, 4);
+  Config back = parse_config_yaml(to_yaml(config), "to_yaml");
+  EXPECT_EQ(back.parallel, config.parallel);
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, sequence_parallel_size: 2}\n"),
+            "");
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, sequence_parallel_size: 4}\n"),
+            "parallel.ulysses_degree: 2 disagrees with parallel.sequence_parallel_size 4 (the same setting "
+            "under its two names: set one)");
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 5}\n"),
+            "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
+            "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
+  EXPECT_EQ(validate_error("parallel: {ulysses_degree: -1}\n"), "parallel.ulysses_degree: -1 is out of range [1, 1024]");
+  // Unset, it is not written back.
+  EXPECT_EQ(to_yaml(default_config()).find("ulysses_degree"), std::string::npos);
+}
+
+TEST(ConfigValidate, TensorParallelNeedsAModelThatImplementsIt) {
+  EXPECT_EQ(validate_error("model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\n"),
+            "parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by model 'tiny-wan' "
+            "(expected 1)");
+  std::vector<ModelChoice> models = kModels;
+  models[1].tensor_parallel = true;
+  Config config = parse_config_yaml(
+      "model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\ninput: {manifest: m.jsonl}\n", "t.yaml");
+  EXPECT_NO_THROW(validate_and_resolve(config, models));
 }
 
 TEST(ConfigValidate, SchedulerRules) {

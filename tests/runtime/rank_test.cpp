@@ -363,6 +363,61 @@ TEST(InProcessJob, CoordinatorThatDoesNotWorkAndReplicaGroups) {
   }
 }
 
+// Wraps the synthetic model and records what each rank's GenerateContext holds on each axis:
+// "<axis>: <group name>, rank r of n, sum s" (s: an all_reduce_sum of 1 over the axis).
+class AxesPipeline final : public Pipeline {
+ public:
+  AxesPipeline(std::unique_ptr<Pipeline> inner, std::shared_ptr<std::mutex> mutex,
+               std::shared_ptr<std::set<std::string>> seen)
+      : inner_(std::move(inner)), mutex_(std::move(mutex)), seen_(std::move(seen)) {}
+  Video generate(const Request& r, const GenerateContext& ctx) override {
+    const std::pair<const char*, Collective*> axes[] = {
+        {"cfg", ctx.cfg}, {"sequence", ctx.sequence}, {"tensor", ctx.tensor}};
+    for (const auto& [name, c] : axes) {
+      if (c == nullptr) continue;
+      std::int32_t one = 1;
+      c->all_reduce_sum(&one, 1, ElementType::i32);
+      const std::lock_guard lock(*mutex_);
+      seen_->insert(std::string(name) + ": " + c->group_name() + ", rank " + std::to_string(c->rank()) +
+                    " of " + std::to_string(c->size()) + ", sum " + std::to_string(one));
+    }
+    return inner_->generate(r, ctx);
+  }
+  std::string model_name() const override { return inner_->model_name(); }
+  std::string device_name() const override { return inner_->device_name(); }
+
+ private:
+  std::unique_ptr<Pipeline> inner_;
+  std::shared_ptr<std::mutex> mutex_;
+  std::shared_ptr<std::set<std::string>> seen_;
+};
+
+TEST(InProcessJob, EachAxisOfAGroupHasItsOwnCollectives) {
+  TempDir dir("axes");
+  auto results = std::make_shared<MemoryResults>();
+  JobOptions o = synthetic_job(write_manifest(dir.path(), 2), dir.path() / "out", results);
+  o.config.parallel.cfg_parallel_size = 2;
+  o.config.parallel.sequence_parallel_size = 2;
+  auto mutex = std::make_shared<std::mutex>();
+  auto seen = std::make_shared<std::set<std::string>>();
+  o.make_pipeline = [cfg = o.config, mutex, seen](const DeviceBinding& d) {
+    return std::make_unique<AxesPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d), mutex, seen);
+  };
+  expect_all(run_job_in_process(o, 4), ExitCode::ok);
+  EXPECT_EQ(row_ids(*results), ids(2));
+  for (const auto& row : results->rows) EXPECT_EQ(row.rank, 0) << row.id;  // the leader records
+  const std::string g = "replica group 0 (world ranks 0,1,2,3), ";
+  EXPECT_EQ(*seen, (std::set<std::string>{
+                       "cfg: " + g + "cfg axis (world ranks 0,2), rank 0 of 2, sum 2",
+                       "cfg: " + g + "cfg axis (world ranks 0,2), rank 1 of 2, sum 2",
+                       "cfg: " + g + "cfg axis (world ranks 1,3), rank 0 of 2, sum 2",
+                       "cfg: " + g + "cfg axis (world ranks 1,3), rank 1 of 2, sum 2",
+                       "sequence: " + g + "sequence axis (world ranks 0,1), rank 0 of 2, sum 2",
+                       "sequence: " + g + "sequence axis (world ranks 0,1), rank 1 of 2, sum 2",
+                       "sequence: " + g + "sequence axis (world ranks 2,3), rank 0 of 2, sum 2",
+                       "sequence: " + g + "sequence axis (world ranks 2,3), rank 1 of 2, sum 2"}));
+}
+
 // Wraps the synthetic model and reports when a given request starts.
 class WatchedPipeline final : public Pipeline {
  public:

@@ -55,6 +55,35 @@ TEST(Topology, GroupIsTheProductOfTheAxesAndEveryRankHasARole) {
   EXPECT_EQ(make_topology(parallel(1, 1), 2).role(1), "leader");
 }
 
+TEST(Topology, EachAxisSubGroupHoldsTheRanksThatDifferOnlyThere) {
+  ParallelConfig p = parallel(2, 2, false);
+  p.sequence_parallel_size = 2;
+  const Topology t = make_topology(p, 17);  // replica 1: ranks 9..16, g = rank - 9
+  EXPECT_EQ(t.axis_size(GroupAxis::cfg), 2);
+  EXPECT_EQ(t.axis_size(GroupAxis::sequence), 2);
+  EXPECT_EQ(t.axis_size(GroupAxis::tensor), 2);
+  // g 5 = cfg 1, sequence 0, tensor 1.
+  EXPECT_EQ(t.axis_index(5, GroupAxis::cfg), 1);
+  EXPECT_EQ(t.axis_index(5, GroupAxis::sequence), 0);
+  EXPECT_EQ(t.axis_index(5, GroupAxis::tensor), 1);
+  EXPECT_EQ(t.axis_ranks(14, GroupAxis::cfg), (std::vector<int>{10, 14}));
+  EXPECT_EQ(t.axis_ranks(14, GroupAxis::sequence), (std::vector<int>{14, 16}));
+  EXPECT_EQ(t.axis_ranks(14, GroupAxis::tensor), (std::vector<int>{13, 14}));
+  // Every axis's colors cover 0..G/size-1, each exactly `size` times.
+  for (const GroupAxis axis : {GroupAxis::cfg, GroupAxis::sequence, GroupAxis::tensor}) {
+    std::vector<int> count(4, 0);
+    for (int g = 0; g < 8; ++g) ++count.at(static_cast<std::size_t>(t.axis_color(g, axis)));
+    EXPECT_EQ(count, (std::vector<int>{2, 2, 2, 2})) << to_string(axis);
+  }
+  ParallelConfig sp;
+  sp.sequence_parallel_size = 4;
+  const Topology s = make_topology(sp, 8);
+  EXPECT_EQ(s.axis_ranks(6, GroupAxis::sequence), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(s.axis_ranks(6, GroupAxis::cfg), (std::vector<int>{6}));
+  EXPECT_EQ(s.role(4), "sequence shard 0, leader");
+  EXPECT_EQ(s.role(7), "sequence shard 3");
+}
+
 TEST(Topology, CoordinatorThatDoesNotWork) {
   const Topology t = make_topology(parallel(2, 1, false), 5);
   EXPECT_EQ(t.replicas, 2);

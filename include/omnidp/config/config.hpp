@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,8 +56,11 @@ struct ModelConfig {
 
 struct ParallelConfig {
   int data_parallel_size = 0;  // 0 = auto = world size / ranks per replica
-  int tensor_parallel_size = 1;    // accepted: 1 (tensor parallelism is not implemented)
-  int sequence_parallel_size = 1;  // accepted: 1 (Ulysses sequence parallelism is not implemented)
+  int tensor_parallel_size = 1;    // > 1 only for a model that implements it (ModelChoice)
+  int sequence_parallel_size = 1;  // Ulysses sequence parallel; must divide the model's heads
+  // parallel.ulysses_degree, the reference server's name of sequence_parallel_size: 0 = unset;
+  // set, it is sequence_parallel_size (validate_and_resolve; both set differently: ConfigError).
+  int ulysses_degree = 0;
   int cfg_parallel_size = 1;       // 2: the two CFG branches on the two ranks of a group
   CollectiveBackend collective_backend = CollectiveBackend::automatic;
   std::vector<std::string> devices;  // empty = auto (GPU local_rank); else one per local rank
@@ -189,6 +193,12 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
 struct ModelChoice {
   std::string name;
   bool has_weights = true;  // false: `weights: pretrained` is refused
+  // The transformer's attention head count for this model config (a snapshot's config.json
+  // may set it); called only when parallel.sequence_parallel_size > 1, which must divide it.
+  // Empty: not checked.
+  std::function<int(const ModelConfig&)> attention_heads;
+  // false: parallel.tensor_parallel_size > 1 is a ConfigError ("not implemented by model X").
+  bool tensor_parallel = false;
 };
 void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models);
 // model.plugin resolved as validate_and_resolve() resolves it (against the config file's

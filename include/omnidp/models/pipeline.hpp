@@ -45,6 +45,11 @@ struct ModelInfo {
   int patch_w = 1;
   bool supports_i2v = true;
   int hidden_size = 0;     // transformer width (cost model's a, b scale with it)
+  // Attention heads of the transformer (a snapshot's config.json may set them: describe);
+  // parallel.sequence_parallel_size must divide them. 0: not checked.
+  int attention_heads = 0;
+  // The transformer implements parallel.tensor_parallel_size > 1.
+  bool tensor_parallel = false;
   int num_layers = 0;
   // > 0: the model picks an i2v request's output size from its image (HunyuanVideo-1.5: the
   // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets
@@ -115,7 +120,15 @@ struct GenerateContext {
   // Every rank of the group calls generate() with the same request; each runs its branch of
   // every step and exchanges the noise predictions, so all take the same scheduler steps.
   // Only the leader's video is kept: a pipeline may return an empty Video on rank 1.
+  // With sequence or tensor parallelism too, `cfg` is over the group's ranks that share this
+  // rank's sequence and tensor shard (size cfg_parallel_size; null when that is 1).
   runtime::Collective* cfg = nullptr;
+  // Ulysses sequence parallel: the group's ranks that share this rank's cfg branch and tensor
+  // shard, in sequence-shard order; null when parallel.sequence_parallel_size is 1.
+  runtime::Collective* sequence = nullptr;
+  // Tensor parallel: the group's ranks that share this rank's cfg branch and sequence shard, in
+  // tensor-shard order; null when parallel.tensor_parallel_size is 1.
+  runtime::Collective* tensor = nullptr;
 };
 
 class Pipeline {

@@ -17,7 +17,7 @@
 namespace omnidp::models {
 
 // Bumped whenever ModelTable, ModelRegistration, Pipeline, Request, Video or Config change layout.
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;  // 2: ModelInfo heads, GenerateContext axes
 
 // dlopens `path` (kept loaded for the process's lifetime), checks its ABI version and lets it
 // register its models. Loading the same path twice is a no-op. Throws ConfigError("model.plugin",

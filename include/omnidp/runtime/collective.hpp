@@ -64,6 +64,18 @@ class Collective {
   void check_root(const char* collective, int root) const;
 };
 
+// A rank's collectives on the three axes of its replica group (runtime/topology.hpp: the
+// ranks that share all other coordinates); null where the axis has size 1. Not owned.
+struct GroupAxes {
+  Collective* cfg = nullptr;
+  Collective* sequence = nullptr;
+  Collective* tensor = nullptr;
+};
+
+// "<group name>, <axis> axis (world ranks a,b)": the name of a sub-group's collectives.
+[[nodiscard]] std::string axis_group_name(const std::string& group_name, const char* axis,
+                                          const std::vector<int>& world_ranks);
+
 // `size` collectives over one group of threads of this process: element i is rank i; each is
 // used by its own thread. For tests and run_job_in_process.
 [[nodiscard]] std::vector<std::unique_ptr<Collective>> make_in_process_collectives(

@@ -7,7 +7,7 @@
 //  - the writer thread (replica leaders): opens the ResultSink after the model loaded, hashes
 //    each finished video (video_sha256, off the model's critical path), writes the request,
 //    and only then has Done sent to the coordinator.
-//  - group members (cfg_parallel_size 2) load the Pipeline too and run each request the leader
+//  - group members (cfg, sequence or tensor parallel) load the Pipeline too and run each request the leader
 //    starts (GroupRun) with it, through the group's Collective; they write nothing and report
 //    their own busy seconds in Closed.
 // run_job (job.hpp) wires this to MPI; run_job_in_process runs N simulated ranks as threads.
@@ -29,7 +29,7 @@ struct RankSetup {
   const JobOptions* options = nullptr;
   Transport* world = nullptr;
   Transport* group = nullptr;  // the replica's group (ranks 0..G-1 = the group), or null if G = 1
-  Collective* collective = nullptr;  // the group's collectives (worker thread), or null if G = 1
+  GroupAxes axes;  // the group's collectives per axis (worker thread); all null if G = 1
   Topology topology;
   int local_rank = 0;  // index on this node (device binding)
   std::string host;

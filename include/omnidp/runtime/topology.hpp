@@ -18,6 +18,11 @@
 
 namespace omnidp::runtime {
 
+// The three intra-group axes; each rank of a group belongs to one sub-group per axis: the ranks
+// that differ from it only in that axis's coordinate.
+enum class GroupAxis { cfg, sequence, tensor };
+[[nodiscard]] const char* to_string(GroupAxis axis) noexcept;  // "cfg", "sequence", "tensor"
+
 struct Topology {
   int world_size = 1;
   int group_size = 1;  // tensor x sequence x cfg
@@ -40,6 +45,14 @@ struct Topology {
   [[nodiscard]] std::vector<int> group_ranks(int replica_index) const;
   // The index of a working rank in its group (0 = the leader).
   [[nodiscard]] int group_rank(int rank) const { return rank - leader(replica(rank)); }
+  // The axis's size (cfg_parallel, sequence_parallel or tensor_parallel).
+  [[nodiscard]] int axis_size(GroupAxis axis) const noexcept;
+  // Group rank g's coordinate on `axis` (its index in that sub-group, in axis order), and the
+  // sub-group it belongs to (ranks with the same color share it; colors run 0..G/size-1).
+  [[nodiscard]] int axis_index(int g, GroupAxis axis) const noexcept;
+  [[nodiscard]] int axis_color(int g, GroupAxis axis) const noexcept;
+  // The world ranks of the working rank's sub-group on `axis`, in axis order.
+  [[nodiscard]] std::vector<int> axis_ranks(int rank, GroupAxis axis) const;
   // What a working rank does in its group, e.g. "cfg branch cond, leader" ("leader" alone for a
   // group of one); "coordinator only" for a rank that does no work.
   [[nodiscard]] std::string role(int rank) const;

@@ -52,6 +52,7 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
     const auto j = read_json_object(config);
     try {
       info.image_size_target = j.value("target_size", kReleased);
+      info.attention_heads = j.value("num_attention_heads", info.attention_heads);
       if (model.weights == WeightsSource::pretrained && j.contains("task_type")) {
         const auto task = j.at("task_type").get<std::string>();
         if (task != "t2v" && task != "i2v") throw WeightsError(config.string(), "task_type '" + task + "' is not t2v or i2v");
@@ -195,6 +196,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.patch_t = r.facts.patch_h = r.facts.patch_w = 1;  // VAE 4 x 16 x 16
   r.facts.hidden_size = 2048;
   r.facts.num_layers = 54;
+  r.facts.attention_heads = 16;  // a snapshot's transformer/config.json may say otherwise
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;

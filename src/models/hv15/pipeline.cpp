@@ -257,6 +257,9 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       t.encoder_attention_mask_2 = torch::zeros({1, 0}, opts);
     }
     t.image_embeds = image_embeds.to(device_, dtype);
+    // Ulysses (GenerateContext::sequence): the transformer shards the video tokens over this
+    // group and returns the whole prediction on every rank.
+    t.sequence = ctx != nullptr ? ctx->sequence : nullptr;
     return t;
   };
   // CFG-parallel (GenerateContext::cfg): rank 0 runs the conditional branch of every step,
@@ -283,7 +286,9 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   const auto timesteps = scheduler.timesteps();
   for (int i = 0; i < steps; ++i) {
     bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
-    if (cfg != nullptr) stop = group_step(*cfg, stop, i, steps, device_);  // the group stops together
+    if (ctx != nullptr) {  // the group stops together
+      stop = group_step({cfg, ctx->sequence, ctx->tensor}, stop, i, steps, device_);
+    }
     if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = torch::cat({latents, condition, mask}, 1);
     const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
@@ -327,7 +332,12 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   c10::InferenceMode inference;
   SampleOutputs out;
   out.final_latents = denoise(in, ctx);
-  if (ctx != nullptr && ctx->cfg != nullptr && ctx->cfg->rank() != 0) return out;  // leader decodes
+  // A parallel group: only its leader (rank 0 on every axis) decodes.
+  if (ctx != nullptr) {
+    for (const auto* axis : {ctx->cfg, ctx->sequence, ctx->tensor}) {
+      if (axis != nullptr && axis->rank() != 0) return out;
+    }
+  }
   auto& vae = parts_.vae;
   const auto vae_dtype = vae->parameters().front().scalar_type();
   auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);

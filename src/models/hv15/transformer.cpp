@@ -252,6 +252,38 @@ torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h;
 }
 
+// Ulysses joint attention: q, k, v [B, local, H, D] are this rank's video tokens (normalised
+// and rotated), cq, ck, cv [B, Lc, H, D] the replicated text. Every video token of this rank's
+// head shard (padding dropped from the keys) and the text's same heads attend together; the
+// video output goes back to its token shards, the text output is gathered over the heads.
+std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
+    const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+    const torch::Tensor& cq, const torch::Tensor& ck, const torch::Tensor& cv,
+    const torch::Tensor& text_key_mask) {
+  check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
+  const auto qkv = tokens_to_heads(sequence, {q, k, v});  // [B, padded, H/P, D]
+  const auto n = sequence.tokens;
+  const auto np = sequence.padded();
+  const auto jq = torch::cat({qkv[0], local_heads(sequence, cq)}, 1).transpose(1, 2);
+  const auto jk = torch::cat({qkv[1].narrow(1, 0, n), local_heads(sequence, ck)}, 1).transpose(1, 2);
+  const auto jv = torch::cat({qkv[2].narrow(1, 0, n), local_heads(sequence, cv)}, 1).transpose(1, 2);
+  torch::Tensor out;
+  if (text_key_mask.defined()) {  // as masked_attention: padded keys masked, their query rows zero
+    const auto b = text_key_mask.size(0);
+    const auto lc = text_key_mask.size(1);
+    const auto keys = torch::cat({torch::ones({b, n}, text_key_mask.options()), text_key_mask}, 1);
+    const auto rows = torch::cat({torch::ones({b, np}, text_key_mask.options()), text_key_mask}, 1);
+    out = omnidp::models::scaled_dot_product_attention(jq, jk, jv, keys.view({b, 1, 1, n + lc}));
+    out = out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type());
+  } else {
+    out = omnidp::models::scaled_dot_product_attention(jq, jk, jv);
+  }
+  out = out.transpose(1, 2);  // [B, padded + Lc, H/P, D]
+  const auto video = heads_to_tokens(sequence, out.narrow(1, 0, np)).flatten(2, 3);
+  const auto text = gather_heads(sequence, out.narrow(1, np, out.size(1) - np)).flatten(2, 3);
+  return {to_out_(video), to_add_out_(text)};
+}
+
 JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
   const auto dim = heads * head_dim;
   to_q_ = linear(*this, "to_q", dim, dim);
@@ -271,13 +303,14 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
     const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
-    const torch::Tensor& cos, const torch::Tensor& sin) {
+    const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence) {
   auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), cos, sin);
   auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), cos, sin);
   auto v = split_heads(to_v_(x), heads_);
   const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
+  if (sequence.active()) return sequence_parallel(sequence, q, k, v, cq, ck, cv, text_key_mask);
   torch::Tensor mask;
   if (text_key_mask.defined()) {
     mask = torch::cat({torch::ones({x.size(0), x.size(1)}, text_key_mask.options()), text_key_mask}, 1);
@@ -299,7 +332,8 @@ DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t he
 
 std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
     const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-    const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin) {
+    const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin,
+    const SequenceShard& sequence) {
   const auto act = torch::silu(temb);
   // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, each a
   // float32 [B, 1, 1, D] row; the streams are viewed as [B, 1, N, D] (one group).
@@ -319,7 +353,7 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
   const auto flat = [&](const torch::Tensor& t) { return t.reshape({batch, -1, dim_}); };
   const auto nx = modulated_layer_norm(g(x), m[0], m[1], 1e-6, dtype);
   const auto nc = modulated_layer_norm(g(context), c[0], c[1], 1e-6, dtype);
-  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text_key_mask, cos, sin);
+  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text_key_mask, cos, sin, sequence);
   auto h = gated_residual(g(x), g(attn_out), m[2], dtype);
   auto e = gated_residual(g(context), g(ctx_out), c[2], dtype);
   h = gated_residual(h, g(ff_(flat(modulated_layer_norm(h, m[3], m[4], 1e-6, dtype)))), m[5], dtype);
@@ -502,15 +536,27 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   if (drop && b != 1) throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
   auto [context, key_mask] = build_context(in, timestep, drop);
 
+  // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
+  const SequenceShard seq = make_sequence_shard(in.sequence, x.size(1));
+  check_head_split(seq, o.num_attention_heads, "the HunyuanVideo-1.5 transformer");
+  torch::Tensor cos = rope_cos_;
+  torch::Tensor sin = rope_sin_;
+  if (seq.active()) {
+    x = shard_tokens(seq, x, 1);
+    cos = shard_tokens(seq, cos, 0);
+    sin = shard_tokens(seq, sin, 0);
+  }
+
   // 3. Double-stream blocks.
   for (const auto& block : *blocks_) {
-    std::tie(x, context) = block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, rope_cos_, rope_sin_);
+    std::tie(x, context) = block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, cos, sin, seq);
   }
 
   // 4. Output head (AdaLayerNormContinuous: scale first, then shift).
   const auto mod = norm_out_(torch::silu(temb).to(dtype)).unsqueeze(1).chunk(2, 2);
   x = plain_layer_norm(x) * (1 + mod[0]) + mod[1];
   x = proj_out_(x);
+  if (seq.active()) x = gather_tokens(seq, x);  // every rank: the whole prediction
   x = x.reshape({b, pf, ph, pw, -1, o.patch_size_t, o.patch_size, o.patch_size});
   x = x.permute({0, 4, 1, 5, 2, 6, 3, 7});
   return x.reshape({b, x.size(1), pf * o.patch_size_t, ph * o.patch_size, pw * o.patch_size});

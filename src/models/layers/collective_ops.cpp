@@ -104,4 +104,12 @@ bool group_step(runtime::Collective& group, bool stop, int step, int steps,
   return any;
 }
 
+bool group_step(std::initializer_list<runtime::Collective*> axes, bool stop, int step, int steps,
+                const torch::Device& device) {
+  for (auto* axis : axes) {
+    if (axis != nullptr) stop = group_step(*axis, stop, step, steps, device);
+  }
+  return stop;
+}
+
 }  // namespace omnidp::models

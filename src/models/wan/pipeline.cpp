@@ -1,8 +1,10 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
@@ -102,6 +104,12 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(cfg->size()));
   }
   const int branch = cfg != nullptr ? cfg->rank() : 0;
+  // Ulysses (GenerateContext::sequence): every transformer forward shards the video tokens over
+  // this group and returns the whole prediction on every rank; the steps stay identical.
+  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+  runtime::Collective* tensor = ctx != nullptr ? ctx->tensor : nullptr;
+  const bool leader = branch == 0 && (sequence == nullptr || sequence->rank() == 0) &&
+                      (tensor == nullptr || tensor->rank() == 0);
   const bool batch_cfg =
       cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
@@ -142,32 +150,32 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto timesteps = scheduler.timesteps().to(device_);
   for (int i = 0; i < steps; ++i) {
     bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
-    if (cfg != nullptr) stop = group_step(*cfg, stop, i, steps, device_);  // the group stops together
+    stop = group_step({cfg, sequence, tensor}, stop, i, steps, device_);  // the group stops together
     if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = blend(latents).to(tdtype);
     const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
     torch::Tensor noise_pred;
     if (batch_cfg) {
       const auto out = transformer->forward(torch::cat({model_input, model_input}, 0),
-                                            ts.expand({2, -1}), text);
+                                            ts.expand({2, -1}), text, sequence);
       const auto cond = out.narrow(0, 0, 1);
       const auto uncond = out.narrow(0, 1, 1);
       noise_pred = uncond + in.guidance_scale * (cond - uncond);
     } else if (cfg != nullptr) {
       if (do_cfg) {
         const auto both =
-            all_gather(*cfg, transformer->forward(model_input, ts, branch == 0 ? text : negative_text));
+            all_gather(*cfg, transformer->forward(model_input, ts, branch == 0 ? text : negative_text, sequence));
         const auto cond = both[0];
         const auto uncond = both[1];
         noise_pred = uncond + in.guidance_scale * (cond - uncond);
       } else {  // one branch only: the leader's prediction for both ranks
-        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text) : torch::empty_like(model_input);
+        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text, sequence) : torch::empty_like(model_input);
         noise_pred = broadcast(*cfg, noise_pred, 0);
       }
     } else {
-      noise_pred = transformer->forward(model_input, ts, text);
+      noise_pred = transformer->forward(model_input, ts, text, sequence);
       if (do_cfg) {
-        const auto uncond = transformer->forward(model_input, ts, negative_text);
+        const auto uncond = transformer->forward(model_input, ts, negative_text, sequence);
         noise_pred = uncond + in.guidance_scale * (noise_pred - uncond);
       }
     }
@@ -178,7 +186,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
 
   WanSampleOutputs out;
   out.final_latents = latents;
-  if (branch != 0) return out;  // CFG-parallel: only the group's leader decodes
+  if (!leader) return out;  // a parallel group: only its leader decodes
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);
@@ -394,9 +402,23 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
 }
 
 void register_wan_models(ModelTable& table) {
-  for (const auto& [name, hidden, layers] : {std::tuple{"wan2.2-ti2v-5b", 3072, 30}, std::tuple{"tiny-wan", 128, 2}}) {
+  for (const auto& [name, hidden, layers, heads] :
+       {std::tuple{"wan2.2-ti2v-5b", 3072, 30, 24}, std::tuple{"tiny-wan", 128, 2, 2}}) {
     ModelRegistration r;
     r.name = name;
+    r.facts.attention_heads = heads;
+    // A pretrained snapshot's transformer/config.json (tiny-wan has its own built-in config).
+    if (std::string_view(name) != "tiny-wan") {
+      r.describe = [](const ModelConfig& model, ModelInfo& info) {
+        if (model.path.empty() || model.weights != WeightsSource::pretrained) return;
+        if (const auto file = component_file(std::filesystem::path(model.path) / "transformer", "config.json")) {
+          const auto count = snapshot_number(*file, "num_attention_heads", +[](double x) {
+            return x >= 1 && x == std::floor(x) ? std::string() : "must be a positive integer";
+          });
+          if (count) info.attention_heads = static_cast<int>(*count);
+        }
+      };
+    }
     r.facts.patch_t = 1;  // VAE 4 x 16 x 16, patch (1, 2, 2)
     r.facts.patch_h = r.facts.patch_w = 2;
     r.facts.hidden_size = hidden;

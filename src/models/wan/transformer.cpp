@@ -201,18 +201,29 @@ torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const std::pair<t
 }
 
 torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
-                                          const torch::Tensor& v, const torch::Tensor& rope_freqs) {
+                                          const torch::Tensor& v, const torch::Tensor& rope_freqs,
+                                          const SequenceShard& sequence) {
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
   const auto qn = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim, q_bias)
                       .unflatten(2, {heads_, -1});
-  return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-      .transpose(1, 2)
-      .flatten(2, 3);
+  if (!sequence.active()) {
+    return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        .transpose(1, 2)
+        .flatten(2, 3);
+  }
+  // Ulysses: this rank's head shard of every token; the padding past N is no key.
+  const auto qkv = tokens_to_heads(sequence, {qn, k, v});
+  const auto keys = qkv[1].narrow(1, 0, sequence.tokens);
+  const auto values = qkv[2].narrow(1, 0, sequence.tokens);
+  const auto o = omnidp::models::scaled_dot_product_attention(qkv[0].transpose(1, 2), keys.transpose(1, 2),
+                                                              values.transpose(1, 2))
+                     .transpose(1, 2);
+  return heads_to_tokens(sequence, o).flatten(2, 3);
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
-                                        const torch::Tensor& rope_freqs) {
+                                        const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
   if (cross_) return attend(x, context_kv(context));
   torch::Tensor q, k, v;
   if (use_fused()) {
@@ -227,7 +238,7 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
   }
   const std::int64_t head_dim = k.size(2) / heads_;
   k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return to_out[0]->as<Linear>()->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs));
+  return to_out[0]->as<Linear>()->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
 }
 
 bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use_fused(); }
@@ -242,8 +253,9 @@ torch::Tensor WanAttentionImpl::folded_out_bias() {
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const torch::Tensor& x,
                                                                            const torch::Tensor& rope_freqs,
-                                                                           const torch::Tensor& out_bias) {
-  if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs), {}};
+                                                                           const torch::Tensor& out_bias,
+                                                                           const SequenceShard& sequence) {
+  if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs, sequence), {}};
   if (!out_bias.defined()) {
     throw ModelError("no folded self-attention output bias (the block was prepared before fuse_projections?)");
   }
@@ -252,7 +264,7 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
   const auto k = rms_norm_rope(qkv[1], norm_k->weight, norm_k->eps(), rope_freqs, head_dim, bias[1])
                      .unflatten(2, {heads_, -1});
-  const auto o = attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs);
+  const auto o = attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
   return {linear_bias(o, to_out[0]->as<Linear>()->weight, {}), out_bias};
 }
 
@@ -299,8 +311,8 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                                const torch::Tensor& temb_proj,
-                                               const torch::Tensor& rope_freqs) {
-  return forward(x, prepare(context), temb_proj, rope_freqs);
+                                               const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
+  return forward(x, prepare(context), temb_proj, rope_freqs, sequence);
 }
 
 WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context) {
@@ -312,7 +324,7 @@ WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context) 
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
                                                const torch::Tensor& temb_proj,
-                                               const torch::Tensor& rope_freqs) {
+                                               const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
   // Modulation [1, 1, 6, D] + [B, G, 6, D] -> six [B, G, 1, D], broadcast over the N/G tokens
   // of each group: x is viewed as [B, G, N/G, D] (tokens are in frame-major order).
   const std::int64_t batch = x.size(0);
@@ -333,7 +345,7 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const Wan
   // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
   const auto xg = grouped(x);
   auto norm_x = modulated_layer_norm(xg, shift_msa, scale_msa, eps_, dtype);
-  const auto [attn, attn_bias] = attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias);
+  const auto [attn, attn_bias] = attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias, sequence);
   auto h = gated_residual(xg, grouped(attn), gate_msa, dtype, attn_bias);
 
   // 2. Cross-attention (norm2 keeps float32 weights), plain residual.
@@ -437,16 +449,18 @@ WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tenso
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const torch::Tensor& context) {
+                                                 const torch::Tensor& context,
+                                                 runtime::Collective* sequence) {
   if (context.dim() != 3 || (hidden.dim() > 0 && context.size(0) != hidden.size(0))) {
     throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
   }
-  return forward(hidden, timestep, prepare_context(context));
+  return forward(hidden, timestep, prepare_context(context), sequence);
 }
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const WanPreparedContext& context) {
+                                                 const WanPreparedContext& context,
+                                                 runtime::Collective* sequence) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
   if (hidden.dim() != 5 || hidden.size(1) != o.in_channels) {
@@ -473,28 +487,43 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
     throw ModelError("timestep must be [B] or [B, " + std::to_string(tokens) + "]");
   }
 
-  const auto rope_freqs = rope_for(f, h, w, hidden.device());
+  // Ulysses (layers/ulysses.hpp): this rank's tokens, their RoPE rows and modulation below.
+  const SequenceShard seq = make_sequence_shard(sequence, tokens);
+  check_head_split(seq, o.num_attention_heads, "the Wan transformer");
+  auto rope_freqs = rope_for(f, h, w, hidden.device());
 
   auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2).contiguous();  // [B, N, D]
 
   // Condition embedding, once per timestep group [B, G] (see wan_timestep_groups).
   auto& ce = *condition_embedder;
-  const auto [t_groups, groups] = wan_timestep_groups(timestep, f);
+  const auto [t_groups, timestep_groups] = wan_timestep_groups(timestep, f);
+  std::int64_t groups = timestep_groups;
   const auto t_freq = timestep_sinusoid(t_groups.flatten(), o.freq_dim)
                           .unflatten(0, {batch, groups})
                           .to(ce.time_embedder->linear_1->weight.scalar_type());
-  const auto temb = ce.time_embedder->forward(t_freq).to(context.dtype);  // [B, G, D]
-  const auto temb_proj = ce.time_proj->forward(torch::silu(temb)).unflatten(2, {6, -1});
+  auto temb = ce.time_embedder->forward(t_freq).to(context.dtype);  // [B, G, D]
+  auto temb_proj = ce.time_proj->forward(torch::silu(temb)).unflatten(2, {6, -1});
 
+  if (seq.active()) {
+    x = shard_tokens(seq, x, 1);
+    rope_freqs = shard_tokens(seq, rope_freqs, 0);
+    if (groups > 1) {  // a shard need not start at a group: one modulation row per local token
+      const auto group_of = torch::div(shard_positions(seq, x.device()), tokens / groups, "floor");
+      temb = temb.index_select(1, group_of);
+      temb_proj = temb_proj.index_select(1, group_of);
+      groups = seq.local;
+    }
+  }
   for (std::size_t i = 0; i < blocks->size(); ++i) {
-    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs);
+    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs, seq);
   }
 
   // Output head: shift/scale = table + temb (no SiLU, no projection), per group.
   const auto ss = (scale_shift_table.unsqueeze(0) + temb.unsqueeze(2)).unsqueeze(3);  // [B, G, 2, 1, D]
   x = modulated_layer_norm(x.view({batch, groups, -1, o.inner_dim()}), ss.select(2, 0),
                            ss.select(2, 1) + 1.0, o.eps, x.scalar_type());
-  x = proj_out->forward(x.view({batch, tokens, o.inner_dim()}));
+  x = proj_out->forward(x.view({batch, seq.local, o.inner_dim()}));
+  if (seq.active()) x = gather_tokens(seq, x);  // every rank: the whole prediction
 
   // Unpatchify: [B, f, h, w, pt, ph, pw, C] -> [B, C, f*pt, h*ph, w*pw].
   x = x.reshape({batch, f, h, w, pt, ph, pw, -1}).permute({0, 7, 1, 4, 2, 5, 3, 6});

@@ -2,17 +2,21 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/runtime/collective.hpp"
 #include "fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -235,3 +239,99 @@ TEST(Hv15Transformer, OptionsFromJsonValidate) {
   EXPECT_EQ(real.in_channels, 65);
   EXPECT_EQ(real.rope_axes_dim, (std::array<std::int64_t, 3>{16, 56, 56}));
 }
+
+// --- Ulysses sequence parallel: the forward sharded over 2 and 4 threads of in-process
+// collectives equals the single-rank forward, with the text padding masked and dropped.
+
+namespace {
+
+// A small config with 4 heads of 16 (no fixture needed).
+hv::TransformerOptions four_head_options() {
+  hv::TransformerOptions o;
+  o.num_attention_heads = 4;
+  o.attention_head_dim = 16;
+  o.rope_axes_dim = {4, 6, 6};
+  o.num_layers = 2;
+  o.num_refiner_layers = 1;
+  o.text_embed_dim = 24;
+  o.text_embed_2_dim = 20;
+  o.image_embed_dim = 12;
+  o.task_type = "t2v";
+  return o;
+}
+
+hv::HunyuanVideo15Transformer3DModel four_head_model(hv::TextPadding padding) {
+  hv::HunyuanVideo15Transformer3DModel model(four_head_options());
+  omnidp::models::init_random_weights(*model, 13);
+  model->eval();
+  model->set_text_padding(padding);
+  return model;
+}
+
+TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) {
+  const auto o = four_head_options();
+  for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
+    for (const bool with_image : {false, true}) {
+      // 2 x 4 x 6 latent = 48 tokens; hidden 2 x 5 x 3 = 30 for 4 ranks: 8 each, 2 padded.
+      for (const auto& grid : {std::array<std::int64_t, 3>{2, 4, 6}, std::array<std::int64_t, 3>{2, 5, 3}}) {
+        auto in = random_inputs(o, 1, with_image, 21);
+        in.hidden_states = torch::randn({1, o.in_channels, grid[0], grid[1], grid[2]});
+        auto single = four_head_model(padding);
+        const auto want = single->forward(in);
+        for (const int ranks : {2, 4}) {
+          auto group = omnidp::runtime::make_in_process_collectives(ranks, "test sequence group");
+          std::vector<hv::HunyuanVideo15Transformer3DModel> models;
+          for (int r = 0; r < ranks; ++r) models.push_back(four_head_model(padding));
+          std::vector<torch::Tensor> got(static_cast<std::size_t>(ranks));
+          std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+          std::vector<std::thread> threads;
+          for (int r = 0; r < ranks; ++r) {
+            threads.emplace_back([&, r] {
+              const auto i = static_cast<std::size_t>(r);
+              auto mine = in;
+              mine.sequence = group[i].get();
+              try {
+                got[i] = models[i]->forward(mine);
+              } catch (const std::exception& e) {
+                errors[i] = e.what();
+              }
+            });
+          }
+          for (auto& t : threads) t.join();
+          for (int r = 0; r < ranks; ++r) {
+            const auto i = static_cast<std::size_t>(r);
+            ASSERT_EQ(errors[i], "");
+            ASSERT_EQ(got[i].sizes(), want.sizes());
+            EXPECT_LT(max_abs_diff(got[i], want), 1e-4)
+                << ranks << " ranks, rank " << r << ", grid " << grid[1] << "x" << grid[2]
+                << (padding == hv::TextPadding::mask ? ", masked" : ", dropped") << (with_image ? ", image" : "");
+            EXPECT_TRUE(torch::equal(got[0], got[i]));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Hv15TransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
+  auto o = four_head_options();
+  o.num_attention_heads = 2;
+  o.attention_head_dim = 32;
+  o.rope_axes_dim = {8, 12, 12};
+  hv::HunyuanVideo15Transformer3DModel model(o);
+  omnidp::models::init_random_weights(*model, 1);
+  auto group = omnidp::runtime::make_in_process_collectives(4, "test sequence group");
+  auto in = random_inputs(o, 1, false, 1);
+  in.sequence = group[0].get();
+  try {
+    (void)model->forward(in);
+    FAIL() << "no error";
+  } catch (const omnidp::ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the HunyuanVideo-1.5 transformer has 2 attention heads, which do not "
+                                         "split over a sequence group of 4 ranks"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
@@ -11,6 +14,7 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "omnidp/runtime/collective.hpp"
 #include "fixtures.hpp"
 
 namespace omnidp::models::wan {
@@ -361,6 +365,99 @@ TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   // The goals' table: 0.1039 s <-> 349 TFLOP/s, 1.183 s at 27280 tokens <-> 437 TFLOP/s.
   EXPECT_NEAR(wan_forward_flops(o, 3510, 512) / 0.1039 / 1e12, 349.0, 1.0);
   EXPECT_NEAR(wan_forward_flops(o, 27280, 512) / 1.183 / 1e12, 437.0, 1.0);
+}
+
+}  // namespace
+}  // namespace omnidp::models::wan
+
+// --- Ulysses sequence parallel: the forward sharded over 2 and 4 threads of in-process
+// collectives equals the single-rank forward.
+
+namespace omnidp::models::wan {
+namespace {
+
+// The tiny config with 4 heads of 32 (same width), so that 2 and 4 ranks split them.
+WanTransformerOptions four_head_options() {
+  auto o = tiny_options();
+  o.num_attention_heads = 4;
+  o.attention_head_dim = 32;
+  return o;
+}
+
+// Each rank's forward on its own copy of the model (same seed), on its own thread.
+std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOptions& o, bool fused,
+                                           const torch::Tensor& hidden, const torch::Tensor& timestep,
+                                           const torch::Tensor& context) {
+  auto group = runtime::make_in_process_collectives(ranks, "test sequence group");
+  std::vector<WanTransformer3DModel> models;
+  for (int r = 0; r < ranks; ++r) {
+    models.emplace_back(o);
+    init_random_weights(*models.back(), 11);
+    if (fused) models.back()->fuse_projections();
+  }
+  std::vector<torch::Tensor> out(static_cast<std::size_t>(ranks));
+  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      const auto i = static_cast<std::size_t>(r);
+      try {
+        out[i] = models[i]->forward(hidden, timestep, context, group[i].get());
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  return out;
+}
+
+TEST(WanTransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) {
+  const auto o = four_head_options();
+  torch::manual_seed(5);
+  // 3 x 2 x 3 = 18 tokens: 9 per rank of 2; 5 per rank of 4, the last padded by 2.
+  const auto hidden = torch::randn({1, o.in_channels, 3, 4, 6});
+  const auto context = torch::randn({1, 7, o.text_dim});
+  auto per_frame = torch::full({1, 18}, 700.0F);  // TI2V: the first latent frame at t = 0
+  per_frame.narrow(1, 0, 6).zero_();
+  for (const bool fused : {false, true}) {
+    WanTransformer3DModel single(o);
+    init_random_weights(*single, 11);
+    if (fused) single->fuse_projections();
+    for (const auto& timestep : {torch::full({1}, 700.0F), per_frame}) {
+      const auto want = single->forward(hidden, timestep, context);
+      for (const int ranks : {2, 4}) {
+        const auto got = sharded_forward(ranks, o, fused, hidden, timestep, context);
+        for (int r = 0; r < ranks; ++r) {
+          const auto& g = got[static_cast<std::size_t>(r)];
+          ASSERT_TRUE(g.defined());
+          ASSERT_EQ(g.sizes(), want.sizes());
+          EXPECT_LT((g - want).abs().max().item<double>(), 1e-4)
+              << ranks << " ranks, rank " << r << (fused ? ", fused" : "") << ", timestep " << timestep.sizes();
+        }
+        // Every rank holds the same whole prediction.
+        for (int r = 1; r < ranks; ++r) EXPECT_TRUE(torch::equal(got[0], got[static_cast<std::size_t>(r)]));
+      }
+    }
+  }
+}
+
+TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
+  auto group = runtime::make_in_process_collectives(4, "test sequence group");
+  const auto o = tiny_options();  // 2 heads
+  WanTransformer3DModel model(o);
+  init_random_weights(*model, 1);
+  try {
+    (void)model->forward(torch::zeros({1, o.in_channels, 1, 4, 4}), torch::zeros({1}),
+                         torch::zeros({1, 3, o.text_dim}), group[0].get());
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("the Wan transformer has 2 attention heads, which do not split over a "
+                                         "sequence group of 4 ranks"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/ulysses.hpp"
+#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::hv15 {
 
@@ -73,6 +75,10 @@ struct TransformerInputs {
   torch::Tensor encoder_attention_mask_2;  // [B, L2]
   torch::Tensor image_embeds;              // [B, Li, image_embed_dim]; undefined or all 0 = t2v
   torch::Tensor timestep_r;                // [B], only with use_meanflow; may be undefined
+  // Ulysses (GenerateContext::sequence; docs/runtime.md, "Sequence parallel"): the video tokens
+  // sharded over this group, the text tokens replicated; every rank passes the same inputs and
+  // gets the whole output. Null: one rank (no extra work).
+  runtime::Collective* sequence = nullptr;
 };
 
 // --- building blocks (public for module tests) -------------------------------------------
@@ -147,15 +153,23 @@ class TokenRefinerImpl : public torch::nn::Module {
 TORCH_MODULE(TokenRefiner);
 
 // Joint attention of a double-stream block. `text_key_mask` [B, Lt] bool or undefined;
-// (cos, sin) are the video tokens' RoPE tables.
+// (cos, sin) are the video tokens' RoPE tables. With an active `sequence` shard, x (and cos,
+// sin) are this rank's video tokens: they are exchanged to this rank's head shard of every
+// token, the replicated text's q/k/v are head-sliced locally, and the text output is gathered
+// over the heads, so `context` stays the same on every rank.
 class JointAttentionImpl : public torch::nn::Module {
  public:
   JointAttentionImpl(std::int64_t heads, std::int64_t head_dim);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
-      const torch::Tensor& cos, const torch::Tensor& sin);
+      const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
 
  private:
+  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> sequence_parallel(
+      const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+      const torch::Tensor& cq, const torch::Tensor& ck, const torch::Tensor& cv,
+      const torch::Tensor& text_key_mask);
+
   std::int64_t heads_;
   Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
   Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
@@ -169,7 +183,8 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
   DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-      const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin);
+      const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin,
+      const SequenceShard& sequence = {});
 
  private:
   Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <initializer_list>
+
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
@@ -26,5 +28,10 @@ namespace omnidp::models {
 // inside an earlier request while its peer waited), so both leave that request together.
 [[nodiscard]] bool group_step(runtime::Collective& group, bool stop, int step, int steps,
                               const torch::Device& device);
+// group_step over each non-null axis of a replica group in turn (GenerateContext's cfg,
+// sequence, tensor): the ORs over the axes one after the other reach every rank of the group,
+// so all stop together. `stop` alone when every axis is null.
+[[nodiscard]] bool group_step(std::initializer_list<runtime::Collective*> axes, bool stop, int step,
+                              int steps, const torch::Device& device);
 
 }  // namespace omnidp::models

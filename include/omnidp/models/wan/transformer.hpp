@@ -25,6 +25,8 @@
 
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/ulysses.hpp"
+#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::wan {
 
@@ -95,9 +97,11 @@ class WanAttentionImpl : public torch::nn::Module {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross);
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
-  // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip.
+  // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip. With an active
+  // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
+  // the attention runs over every token of this rank's head shard (layers/ulysses.hpp).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
-                                      const torch::Tensor& rope_freqs);
+                                      const torch::Tensor& rope_freqs, const SequenceShard& sequence = {});
   // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
   // each [B, Lc, heads, head_dim], then the attention of x to them. forward(x, context, {}) is
   // attend(x, context_kv(context)) with the same operations.
@@ -119,7 +123,8 @@ class WanAttentionImpl : public torch::nn::Module {
   // if out_bias is undefined. Without defers_biases(): {forward(x, {}, rope_freqs), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x,
                                                                          const torch::Tensor& rope_freqs,
-                                                                         const torch::Tensor& out_bias);
+                                                                         const torch::Tensor& out_bias,
+                                                                         const SequenceShard& sequence = {});
   // Cross-attention (as attend()) without its output bias: {value, to_out.bias}; without
   // defers_biases(): {attend(x, kv), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
@@ -141,8 +146,11 @@ class WanAttentionImpl : public torch::nn::Module {
   [[nodiscard]] bool use_fused() const;
   // Attention of q [B, L, dim] (projected without q_bias, not yet normalised) to k, v
   // [B, Lc, H, Dh], before the output projection: [B, L, dim].
+  // With an active `sequence` shard (self-attention), q, k and v are this rank's tokens and
+  // are exchanged to its head shard of all tokens and back around the attention.
   [[nodiscard]] torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
-                                        const torch::Tensor& v, const torch::Tensor& rope_freqs);
+                                        const torch::Tensor& v, const torch::Tensor& rope_freqs,
+                                        const SequenceShard& sequence = {});
 
   std::int64_t heads_;
   bool cross_;
@@ -173,12 +181,14 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   // x [B, N, dim] contiguous; context [B, L, dim] (already text-embedded); temb_proj
   // [B, G, 6, dim], one per group of N/G consecutive tokens (wan_timestep_groups); rope_freqs
   // [N, 1, head_dim/2]. Elementwise work is fused per libtorch's ability (layers/fused.hpp).
+  // With an active `sequence` shard, N is this rank's token shard (self-attention exchanges it).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
                                       const torch::Tensor& temb_proj,
-                                      const torch::Tensor& rope_freqs);
+                                      const torch::Tensor& rope_freqs, const SequenceShard& sequence = {});
   // The same with the block's request-invariant part prepared (prepare(context)).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
-                                      const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs);
+                                      const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs,
+                                      const SequenceShard& sequence = {});
   // The cross-attention's keys and values of context [B, L, dim], and the folded
   // self-attention output bias where attn1 defers its biases.
   [[nodiscard]] WanPreparedBlock prepare(const torch::Tensor& context);
@@ -244,14 +254,17 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
   // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
   // context [B, L, text_dim]. Returns [B, out_channels, F, H, W] in hidden's dtype.
+  // `sequence` (GenerateContext::sequence): Ulysses over that group (docs/runtime.md,
+  // "Sequence parallel"); every rank passes the same inputs and gets the whole output. Null:
+  // one rank (no extra work). ModelError when the heads do not split over the group.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const torch::Tensor& context);
+                                      const torch::Tensor& context, runtime::Collective* sequence = nullptr);
   // context [B, L, text_dim] -> its WanPreparedContext; ModelError for another shape.
   [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context);
   // forward() with a prepared context of the same batch: the same operations in the same
   // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const WanPreparedContext& context);
+                                      const WanPreparedContext& context, runtime::Collective* sequence = nullptr);
 
   // Moves to device and dtype; the reference's _keep_in_fp32_modules (time_embedder,
   // scale_shift_table, norm1/norm2/norm3) stay float32.

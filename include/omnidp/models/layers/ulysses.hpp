@@ -1,0 +1,61 @@
+#pragma once
+// Ulysses sequence parallelism (docs/runtime.md, "Sequence parallel"): a forward's video tokens
+// are sharded over the replica group's sequence axis (GenerateContext::sequence), N tokens in
+// P shards of ceil(N / P), the last one padded past N. Around each self-attention one
+// all-to-all turns the token shard of every head into every token of a head shard
+// ([B, N/P, H, D] -> [B, N, H/P, D]) and another turns it back; the padding is dropped from
+// the keys, so it never reaches a real token. Everything else a transformer does per token runs
+// on the shard; the final output is all-gathered so every rank holds the whole prediction.
+//
+// Without a group (SequenceShard::active() false) no function here is called by the models:
+// the single-rank path has no copies and no extra operations.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "omnidp/runtime/collective.hpp"
+
+namespace omnidp::models {
+
+// One rank's part of a sharded token sequence.
+struct SequenceShard {
+  runtime::Collective* group = nullptr;  // the sequence axis; null: inactive (one rank, no shard)
+  std::int64_t tokens = 0;  // N, the real token count
+  std::int64_t local = 0;   // tokens per rank, ceil(N / P)
+  std::int64_t offset = 0;  // this rank's first token (global position)
+
+  [[nodiscard]] bool active() const noexcept { return group != nullptr; }
+  [[nodiscard]] int size() const noexcept { return group != nullptr ? group->size() : 1; }
+  [[nodiscard]] int rank() const noexcept { return group != nullptr ? group->rank() : 0; }
+  [[nodiscard]] std::int64_t padded() const noexcept { return local * size(); }
+};
+
+// The shard of `tokens` tokens for this rank of `group` (inactive for null or a group of 1).
+[[nodiscard]] SequenceShard make_sequence_shard(runtime::Collective* group, std::int64_t tokens);
+
+// Throws ModelError when `heads` does not split over the group (naming both numbers and `what`).
+void check_head_split(const SequenceShard& shard, std::int64_t heads, const char* what);
+
+// x with N along `dim` -> this rank's `local` entries there (zeros past N). Works for any
+// per-token tensor: hidden states [B, N, D] (dim 1), RoPE tables [N, ...] (dim 0).
+[[nodiscard]] torch::Tensor shard_tokens(const SequenceShard& shard, const torch::Tensor& x,
+                                         std::int64_t dim);
+// The global positions of this rank's tokens, clamped to N - 1 for the padding: [local] int64.
+[[nodiscard]] torch::Tensor shard_positions(const SequenceShard& shard, const torch::Device& device);
+// x [B, local, ...] on every rank -> [B, N, ...] on every rank (all-gather, padding dropped).
+[[nodiscard]] torch::Tensor gather_tokens(const SequenceShard& shard, const torch::Tensor& x);
+
+// Each of xs [B, local, H, D] -> [B, padded, H/P, D]: this rank's head shard of every token,
+// tokens in global order. One all-to-all for all of xs (same shapes and dtype).
+[[nodiscard]] std::vector<torch::Tensor> tokens_to_heads(const SequenceShard& shard,
+                                                         const std::vector<torch::Tensor>& xs);
+// The inverse: o [B, padded, H/P, D] -> [B, local, H, D].
+[[nodiscard]] torch::Tensor heads_to_tokens(const SequenceShard& shard, const torch::Tensor& o);
+// A replicated [B, S, H, D] -> this rank's head shard [B, S, H/P, D] (no communication).
+[[nodiscard]] torch::Tensor local_heads(const SequenceShard& shard, const torch::Tensor& x);
+// Every rank's head shard [B, S, H/P, D] -> [B, S, H, D] on every rank (all-gather).
+[[nodiscard]] torch::Tensor gather_heads(const SequenceShard& shard, const torch::Tensor& x);
+
+}  // namespace omnidp::models

@@ -1,0 +1,265 @@
+// Ulysses sequence parallelism end to end: omni-dp-batch under mpirun on the CPU (fp32),
+// tiny-wan and HunyuanVideo-1.5 (seeded random weights in the fixture's tiny transformer and
+// VAE configs), groups of 2 (SP 2) and 4 (SP 4, SP 2 x CFG 2) and two replicas of a group,
+// against the single-rank run: every video within 1 uint8 level of it (computed here from the
+// stored videos), the group leaders record the requests, and every member's busy seconds in the
+// summary are its own (non-zero, not a copy of its leader's). Config errors and the dry run's
+// roles too.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "omnidp/export/stored_results.hpp"
+#include "omnidp/results/summary.hpp"
+#include "test_files.hpp"
+
+namespace omnidp {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+CmdRun run(const std::string& cmd) {
+  CmdRun r;
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.output += buf;
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+fs::path work_dir(const std::string& name) {
+  const fs::path dir = fs::path(OMNIDP_BINARY_DIR) / "tests" / "cli" / "sequence_parallel" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// `requests` lines of a manifest with distinct prompts and seeds.
+fs::path write_manifest(const fs::path& dir, int requests) {
+  const fs::path path = dir / "manifest.jsonl";
+  std::ofstream out(path);
+  for (int i = 0; i < requests; ++i) {
+    out << R"({"id": "s)" << i << R"(", "prompt": "a harbour in the rain, take )" << i
+        << R"(", "seed": )" << 200 + i << "}\n";
+  }
+  return path;
+}
+
+// omni-dp-batch on `ranks` ranks (1: without mpirun) with these --set overrides and flags.
+CmdRun batch(int ranks, const fs::path& out, const std::vector<std::string>& sets,
+             const std::string& flags = "--no-resume") {
+  std::string cmd =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ";
+  if (ranks > 1) cmd += "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " ";
+  cmd += std::string(OMNIDP_BATCH_EXE) + " " + flags + " --set output.dir=" + out.string();
+  for (const auto& s : sets) cmd += " --set '" + s + "'";
+  return run(cmd);
+}
+
+std::map<std::string, Video> videos(const fs::path& out) {
+  std::map<std::string, Video> v;
+  const auto stored = video_export::read_stored_run(out / "results.h5");
+  for (const auto& row : stored.rows) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id << ": " << row.record.error;
+    v[row.record.id] = video_export::read_stored_video(out / "results.h5", row.record.id).video;
+  }
+  return v;
+}
+
+int max_level_diff(const Video& a, const Video& b) {
+  if (a.frames != b.frames || a.height != b.height || a.width != b.width ||
+      a.data.size() != b.data.size()) {
+    return 256;
+  }
+  int worst = 0;
+  for (std::size_t i = 0; i < a.data.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<int>(a.data[i]) - static_cast<int>(b.data[i])));
+  }
+  return worst;
+}
+
+// The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
+void expect_layout(const fs::path& dir, const std::vector<std::string>& model_sets, int requests,
+                   int ranks, const std::vector<std::string>& layout, const std::vector<int>& leaders,
+                   const std::vector<int>& members) {
+  std::vector<std::string> sets = model_sets;
+  sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
+  const CmdRun single = batch(1, dir / "single", sets);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  sets.insert(sets.end(), layout.begin(), layout.end());
+  const CmdRun par = batch(ranks, dir / "parallel", sets);
+  ASSERT_EQ(par.exit_code, 0) << par.output;
+  EXPECT_NE(par.output.find("sequence axis (world ranks "), std::string::npos) << par.output;
+
+  const auto want = videos(dir / "single");
+  const auto got = videos(dir / "parallel");
+  ASSERT_EQ(got.size(), static_cast<std::size_t>(requests));
+  ASSERT_EQ(want.size(), got.size());
+  int worst = 0;
+  for (const auto& [id, video] : want) {
+    ASSERT_EQ(got.count(id), 1U) << id;
+    const int d = max_level_diff(video, got.at(id));
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 1) << id << ": largest uint8 difference " << d;
+  }
+  std::printf("[ largest uint8 difference over %d request(s): %d ]\n", requests, worst);
+
+  const auto stored = video_export::read_stored_run(dir / "parallel" / "results.h5");
+  for (const auto& row : stored.rows) {
+    EXPECT_NE(std::find(leaders.begin(), leaders.end(), row.record.rank), leaders.end())
+        << row.record.id << " recorded by rank " << row.record.rank;
+  }
+  const RunSummary s = results::read_summary_json(dir / "parallel" / "summary.json");
+  ASSERT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(ranks));
+  for (const int member : members) {
+    const double busy = s.busy_s_per_rank[static_cast<std::size_t>(member)];
+    EXPECT_GT(busy, 0.0) << "rank " << member;
+    for (const int leader : leaders) {
+      EXPECT_NE(busy, s.busy_s_per_rank[static_cast<std::size_t>(leader)])
+          << "rank " << member << " reports a leader's busy seconds";
+    }
+  }
+  EXPECT_GT(s.scheduling_efficiency, 0.0);
+}
+
+// 9 frames of 32 x 32: 3 latent frames of one patch, so a group of 2 pads its last shard.
+const std::vector<std::string> kTinyWan = {
+    "model.name=tiny-wan", "model.weights=random", "model.device=cpu", "model.dtype=fp32",
+    "generation.num_frames=9", "generation.height=32", "generation.width=32",
+    "generation.num_inference_steps=2", "generation.guidance_scale=5.0"};
+
+TEST(SequenceParallel, TinyWanOneGroupOfTwoThroughTheUlyssesDegreeKey) {
+  expect_layout(work_dir("wan-2"), kTinyWan, 2, 2, {"parallel.ulysses_degree=2"}, {0}, {1});
+}
+
+TEST(SequenceParallel, TinyWanSequenceTimesCfgGroupOfFour) {
+  expect_layout(work_dir("wan-2x2"), kTinyWan, 2, 4,
+                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
+}
+
+TEST(SequenceParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
+  expect_layout(work_dir("wan-5"), kTinyWan, 2, 5,
+                {"parallel.sequence_parallel_size=2", "parallel.coordinator_runs_work=false",
+                 "scheduler.policy=round_robin"},  // one request per replica
+                {1, 3}, {2, 4});
+}
+
+// HunyuanVideo-1.5: the fixture's tiny transformer (2 heads; `heads` > 0 rewrites it to that
+// many heads of 128 / heads, the RoPE axes scaled alike) and VAE configs (seeded random weights
+// and text conditioning), its scheduler and guider. 9 frames of 32 x 48: 3 x 2 x 3 = 18 tokens,
+// so a group of 4 pads its last shard.
+std::vector<std::string> hv15_sets(const fs::path& dir, int heads = 0) {
+  const fs::path snap = dir / "snapshot";
+  fs::create_directories(snap / "vae");
+  auto config = nlohmann::json::parse(cli::testing::read_text(test::fixture("diffusers-ref/hv15_transformer/config.json")));
+  if (heads > 0) {
+    const int dim = config.at("num_attention_heads").get<int>() * config.at("attention_head_dim").get<int>();
+    const int head_dim = dim / heads;
+    config["num_attention_heads"] = heads;
+    config["attention_head_dim"] = head_dim;
+    config["rope_axes_dim"] = {head_dim / 4, 3 * head_dim / 8, 3 * head_dim / 8};
+  }
+  cli::testing::write_text(snap / "transformer" / "config.json", config.dump(1));
+  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"), snap / "vae" / "config.json");
+  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
+  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
+  return {"model.name=hunyuanvideo-1.5", "model.weights=random", "model.path=" + snap.string(),
+          "model.device=cpu", "model.dtype=fp32", "generation.num_frames=9",
+          "generation.height=32", "generation.width=48", "generation.num_inference_steps=2",
+          "generation.guidance_scale=6.0"};
+}
+
+TEST(SequenceParallel, Hv15OneGroupOfTwo) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-2");
+  expect_layout(dir, hv15_sets(dir), 2, 2, {"parallel.sequence_parallel_size=2"}, {0}, {1});
+}
+
+TEST(SequenceParallel, Hv15OneGroupOfFourWithFourHeads) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-4");
+  expect_layout(dir, hv15_sets(dir, 4), 2, 4, {"parallel.sequence_parallel_size=4"}, {0}, {1, 2, 3});
+}
+
+TEST(SequenceParallel, Hv15SequenceTimesCfgGroupOfFour) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-2x2");
+  expect_layout(dir, hv15_sets(dir), 2, 4,
+                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
+}
+
+TEST(SequenceParallel, HeadsThatDoNotSplitAndTwoNamesThatDisagreeAreConfigErrors) {
+  const fs::path dir = work_dir("errors");
+  std::vector<std::string> sets = kTinyWan;
+  sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
+  auto with = [&](const std::vector<std::string>& more) {
+    auto s = sets;
+    s.insert(s.end(), more.begin(), more.end());
+    return batch(1, dir / "out", s);
+  };
+  CmdRun r = with({"parallel.sequence_parallel_size=4"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
+                          "model 'tiny-wan'"),
+            std::string::npos)
+      << r.output;
+  r = with({"parallel.sequence_parallel_size=2", "parallel.ulysses_degree=1"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.ulysses_degree: 1 disagrees with parallel.sequence_parallel_size 2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+TEST(SequenceParallel, HeadsOfASnapshotConfigDecide) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-heads");
+  std::vector<std::string> sets = hv15_sets(dir);  // the fixture's 2 heads, not the released 16
+  sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
+  sets.push_back("parallel.sequence_parallel_size=4");
+  const CmdRun r = batch(1, dir / "out", sets);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
+                          "model 'hunyuanvideo-1.5'"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(SequenceParallel, DryRunNamesEachRanksSequenceShard) {
+  const fs::path dir = work_dir("dry-run");
+  std::vector<std::string> sets = kTinyWan;
+  sets.push_back("input.manifest=" + write_manifest(dir, 2).string());
+  sets.push_back("parallel.sequence_parallel_size=2");
+  sets.push_back("parallel.cfg_parallel_size=2");
+  const CmdRun r = batch(1, dir / "out", sets, "--dry-run --world-size 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("replicas: 2 of 4 rank(s) (tensor_parallel 1 x sequence_parallel 2 x cfg_parallel 2)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("  replica 1: ranks 4,5,6,7 (rank 4 cfg branch cond, sequence shard 0, leader; "
+                          "rank 5 cfg branch cond, sequence shard 1; rank 6 cfg branch uncond, sequence "
+                          "shard 0; rank 7 cfg branch uncond, sequence shard 1)"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace omnidp

@@ -1,0 +1,128 @@
+// The Ulysses exchanges (layers/ulysses.hpp) on the in-process backend: exact values of the
+// token shards, the head shards and their inverses, with and without padding.
+#include "omnidp/models/layers/ulysses.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/collective_ops.hpp"
+
+namespace omnidp::models {
+namespace {
+
+void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
+  auto group = runtime::make_in_process_collectives(size, "test sequence group");
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (auto& t : threads) t.join();
+}
+
+TEST(Ulysses, ShardsPadTheLastRankAndGatherDropsThePadding) {
+  // 7 tokens over 3 ranks: 3 each, the last holds token 6 and two zeros.
+  const auto x = torch::arange(1, 1 + 2 * 7 * 2, torch::kFloat).reshape({2, 7, 2});
+  std::vector<torch::Tensor> shards(3), positions(3), gathered(3);
+  std::vector<SequenceShard> s(3);
+  std::vector<std::int64_t> padded(3);
+  on_group(3, [&](int r, runtime::Collective& c) {
+    const auto i = static_cast<std::size_t>(r);
+    s[i] = make_sequence_shard(&c, 7);
+    padded[i] = s[i].padded();  // the group lives only as long as on_group
+    shards[i] = shard_tokens(s[i], x, 1);
+    positions[i] = shard_positions(s[i], torch::kCPU);
+    gathered[i] = gather_tokens(s[i], shards[i] * 2);
+  });
+  for (int r = 0; r < 3; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    EXPECT_EQ(s[i].local, 3);
+    EXPECT_EQ(s[i].offset, 3 * r);
+    EXPECT_EQ(padded[i], 9);
+    EXPECT_TRUE(torch::equal(gathered[i], x * 2)) << r;
+  }
+  EXPECT_TRUE(torch::equal(shards[0], x.narrow(1, 0, 3)));
+  EXPECT_TRUE(torch::equal(shards[2].narrow(1, 0, 1), x.narrow(1, 6, 1)));
+  EXPECT_TRUE(torch::equal(shards[2].narrow(1, 1, 2), torch::zeros({2, 2, 2})));
+  EXPECT_TRUE(torch::equal(positions[2], torch::tensor({6, 6, 6}, torch::kLong)));
+  EXPECT_TRUE(torch::equal(positions[1], torch::tensor({3, 4, 5}, torch::kLong)));
+}
+
+TEST(Ulysses, TokensToHeadsGivesEveryTokenOfTheHeadShardAndBack) {
+  // [B 1, N 5, H 4, D 3] over 2 ranks: 3 tokens each (one padded), 2 heads each.
+  const auto q = torch::randn({1, 5, 4, 3});
+  const auto k = torch::randn({1, 5, 4, 3});
+  std::vector<std::vector<torch::Tensor>> heads(2);
+  std::vector<torch::Tensor> back(2), local(2), all(2);
+  on_group(2, [&](int r, runtime::Collective& c) {
+    const auto i = static_cast<std::size_t>(r);
+    const auto s = make_sequence_shard(&c, 5);
+    heads[i] = tokens_to_heads(s, {shard_tokens(s, q, 1), shard_tokens(s, k, 1)});
+    back[i] = heads_to_tokens(s, heads[i][0]);
+    local[i] = local_heads(s, q);
+    all[i] = gather_heads(s, local[i]);
+  });
+  for (int r = 0; r < 2; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    ASSERT_EQ(heads[i].size(), 2U);
+    ASSERT_EQ(heads[i][0].sizes(), (std::vector<std::int64_t>{1, 6, 2, 3}));
+    EXPECT_TRUE(torch::equal(heads[i][0].narrow(1, 0, 5), q.narrow(2, 2 * r, 2))) << r;
+    EXPECT_TRUE(torch::equal(heads[i][1].narrow(1, 0, 5), k.narrow(2, 2 * r, 2))) << r;
+    EXPECT_TRUE(torch::equal(heads[i][0].narrow(1, 5, 1), torch::zeros({1, 1, 2, 3})));  // the padding
+    EXPECT_TRUE(torch::equal(local[i], q.narrow(2, 2 * r, 2)));
+    EXPECT_TRUE(torch::equal(all[i], q));
+  }
+  EXPECT_TRUE(torch::equal(back[0], q.narrow(1, 0, 3)));
+  EXPECT_TRUE(torch::equal(back[1].narrow(1, 0, 2), q.narrow(1, 3, 2)));
+}
+
+TEST(Ulysses, WithoutAGroupNothingIsSharded) {
+  const auto x = torch::randn({1, 4, 2});
+  const auto s = make_sequence_shard(nullptr, 4);
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(s.local, 4);
+  EXPECT_TRUE(shard_tokens(s, x, 1).is_same(x));  // no copy
+  EXPECT_TRUE(gather_tokens(s, x).is_same(x));
+  EXPECT_NO_THROW(check_head_split(s, 3, "a model"));
+}
+
+TEST(Ulysses, HeadsThatDoNotSplitNameBothCounts) {
+  on_group(2, [&](int, runtime::Collective& c) {
+    const auto s = make_sequence_shard(&c, 4);
+    try {
+      check_head_split(s, 3, "the test model");
+      ADD_FAILURE() << "no error";
+    } catch (const ModelError& e) {
+      EXPECT_EQ(e.message(), "sequence parallel: the test model has 3 attention heads, which do not split "
+                             "over a sequence group of 2 ranks");
+    }
+  });
+}
+
+TEST(Ulysses, GroupStepOverTwoAxesReachesTheWholeGroup) {
+  // A 2 x 2 group: cfg axis {0, 2}, {1, 3}; sequence axis {0, 1}, {2, 3}. Rank 3 stops.
+  std::vector<std::vector<std::unique_ptr<runtime::Collective>>> cfg, seq;
+  for (const char* name : {"a", "b"}) {
+    cfg.push_back(runtime::make_in_process_collectives(2, std::string("cfg ") + name));
+    seq.push_back(runtime::make_in_process_collectives(2, std::string("seq ") + name));
+  }
+  std::vector<int> stopped(4, -1);
+  std::vector<std::thread> threads;
+  for (int g = 0; g < 4; ++g) {
+    threads.emplace_back([&, g] {
+      auto* c = cfg[static_cast<std::size_t>(g % 2)][static_cast<std::size_t>(g / 2)].get();
+      auto* s = seq[static_cast<std::size_t>(g / 2)][static_cast<std::size_t>(g % 2)].get();
+      stopped[static_cast<std::size_t>(g)] = group_step({c, s, nullptr}, g == 3, 1, 4, torch::kCPU) ? 1 : 0;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(stopped, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_FALSE(group_step({nullptr, nullptr, nullptr}, false, 0, 1, torch::kCPU));
+  EXPECT_TRUE(group_step({nullptr, nullptr, nullptr}, true, 0, 1, torch::kCPU));
+}
+
+}  // namespace
+}  // namespace omnidp::models
