@@ -147,11 +147,11 @@ const std::vector<std::string> kTinyWan = {
     "generation.num_inference_steps=2", "generation.guidance_scale=5.0"};
 
 TEST(SequenceParallel, TinyWanOneGroupOfTwoThroughTheUlyssesDegreeKey) {
-  expect_layout(work_dir("wan-2"), kTinyWan, 2, 2, {"parallel.ulysses_degree=2"}, {0}, {1});
+  expect_layout(work_dir("wan-2"), kTinyWan, 1, 2, {"parallel.ulysses_degree=2"}, {0}, {1});
 }
 
 TEST(SequenceParallel, TinyWanSequenceTimesCfgGroupOfFour) {
-  expect_layout(work_dir("wan-2x2"), kTinyWan, 2, 4,
+  expect_layout(work_dir("wan-2x2"), kTinyWan, 1, 4,
                 {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
 }
 
@@ -190,19 +190,19 @@ std::vector<std::string> hv15_sets(const fs::path& dir, int heads = 0) {
 TEST(SequenceParallel, Hv15OneGroupOfTwo) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-2");
-  expect_layout(dir, hv15_sets(dir), 2, 2, {"parallel.sequence_parallel_size=2"}, {0}, {1});
+  expect_layout(dir, hv15_sets(dir), 1, 2, {"parallel.sequence_parallel_size=2"}, {0}, {1});
 }
 
 TEST(SequenceParallel, Hv15OneGroupOfFourWithFourHeads) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-4");
-  expect_layout(dir, hv15_sets(dir, 4), 2, 4, {"parallel.sequence_parallel_size=4"}, {0}, {1, 2, 3});
+  expect_layout(dir, hv15_sets(dir, 4), 1, 4, {"parallel.sequence_parallel_size=4"}, {0}, {1, 2, 3});
 }
 
 TEST(SequenceParallel, Hv15SequenceTimesCfgGroupOfFour) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-2x2");
-  expect_layout(dir, hv15_sets(dir), 2, 4,
+  expect_layout(dir, hv15_sets(dir), 1, 4,
                 {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
 }
 
