@@ -76,6 +76,9 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
   const auto& vo = vae->options();
+  // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
+  runtime::Collective* tensor = ctx != nullptr ? ctx->tensor : nullptr;
+  transformer->set_tensor_group(tensor);
 
   // The reference's rounding of the size (with a warning there too).
   const int t = static_cast<int>(vo.scale_factor_temporal);
@@ -190,7 +193,8 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
 
   WanSampleOutputs out;
   out.final_latents = latents;
-  if (branch != 0) return out;  // CFG-parallel: only the group's leader decodes
+  // CFG-parallel and tensor parallel: only the group's leader decodes (the VAE is replicated).
+  if (branch != 0 || (tensor != nullptr && tensor->rank() != 0)) return out;
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);
@@ -268,7 +272,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
   const auto out = sample(in, &ctx);
-  if (!out.video.defined()) return Video{};  // a CFG-parallel member: the leader has the video
+  if (!out.video.defined()) return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
 }
 
@@ -276,9 +280,11 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
 // Construction
 
 WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarType dtype,
-                                           torch::Device device) {
-  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"));
-  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU);
+                                           torch::Device device, TensorShard shard) {
+  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard);
+  LoadOptions options;
+  options.shard = wan_tensor_shard_plan(shard);  // only this rank's slices are read
+  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
   model->to_dtype(device, dtype);
   freeze(*model);
   return model;
@@ -295,6 +301,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   }
   const auto dtype = to_torch(m.dtype);
   apply_torch_settings(config);
+  const TensorShard shard{binding.tensor_rank, binding.tensor_size};
 
   WanPipelineParts parts;
   parts.model_name = m.name;
@@ -350,7 +357,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
                          {(root / "model_index.json").string()});
       }
-      parts.transformer = load_wan_transformer(transformer_dir, dtype, device);
+      parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
       parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
       parts.scheduler = unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
     } else if (!m.path.empty()) {
@@ -375,10 +382,10 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       return std::string(text);
     };
     auto t = Clock::now();
-    WanTransformer3DModel transformer(topts);
+    WanTransformer3DModel transformer(topts, shard);
     const std::string construct = since(t);
     t = Clock::now();
-    init_random_weights(*transformer, m.weights_seed);
+    init_random_weights(*transformer, m.weights_seed, wan_tensor_shard_plan(shard));
     const std::string init = since(t);
     t = Clock::now();
     transformer->to_dtype(device, dtype);
