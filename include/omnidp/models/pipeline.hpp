@@ -26,6 +26,13 @@ struct DeviceBinding {
   DeviceKind kind = DeviceKind::cpu;
   int index = 0;          // CUDA ordinal (ignored on cpu)
   std::string name;       // human-readable, e.g. "cuda:3 (NVIDIA H200)" or "cpu"
+  // This rank's tensor shard (parallel.tensor_parallel_size): the factory builds and loads
+  // only shard tensor_rank of tensor_size of the transformer (docs/models.md, "Tensor
+  // parallelism"); generate() then gets GenerateContext::tensor of that size and rank.
+  // Filled by the caller of bind_device: tensor_size = tensor_parallel_size, tensor_rank =
+  // group rank % tensor_parallel_size (runtime/topology.hpp).
+  int tensor_rank = 0;
+  int tensor_size = 1;
 };
 
 // A generation value and where it came from: "manifest line N", "yaml generation.KEY",

@@ -105,6 +105,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
   const auto setup = model_placement(config, binding);
   const auto device = setup.spec.device;
   const auto dtype = setup.spec.dtype;
+  const TensorShard shard{binding.tensor_rank, binding.tensor_size};
 
   PipelineParts parts;
   parts.model_name = m.name;
@@ -165,7 +166,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
       check_width(siglip / "config.json", "hidden_size", "vision_config", topts.image_embed_dim, "image_embed_dim",
                   transformer_config);
     }
-    parts.transformer = load_transformer(transformer_dir, dtype, device);
+    parts.transformer = load_transformer(transformer_dir, dtype, device, shard);
     parts.vae = load_vae(vae_dir, dtype, device);
     if (with_text) {
       parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
@@ -183,7 +184,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
       topts = TransformerOptions::from_json(read_json(tconfig), tconfig.string());
       vopts = VaeOptions::from_json(read_json(vconfig), vconfig.string());
     }
-    parts.transformer = random_transformer(topts, m.weights_seed, dtype, device);
+    parts.transformer = random_transformer(topts, m.weights_seed, dtype, device, shard);
     parts.vae = random_vae(vopts, m.weights_seed + 1, dtype, device);
     parts.random_conditioning = true;
   }

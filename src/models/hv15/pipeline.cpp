@@ -209,6 +209,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   auto& transformer = parts_.transformer;
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
+  // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
+  transformer->set_tensor_group(ctx != nullptr ? ctx->tensor : nullptr);
   if (in.num_frames < 1 || in.height < 1 || in.width < 1) throw ModelError("frames, height and width must be >= 1");
   if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
   const auto shape = latent_shape(in.num_frames, in.height, in.width);
@@ -461,7 +463,7 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
   const auto out = sample(in, &ctx);
-  if (!out.video.defined()) return Video{};  // a CFG-parallel member: the leader has the video
+  if (!out.video.defined()) return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
 }
 
@@ -489,9 +491,9 @@ M ready(M model, torch::ScalarType dtype, torch::Device device) {
 }  // namespace
 
 HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options, std::uint64_t seed,
-                                                    torch::ScalarType dtype, torch::Device device) {
-  HunyuanVideo15Transformer3DModel model(options);
-  init_random_weights(*model, seed);
+                                                    torch::ScalarType dtype, torch::Device device, TensorShard shard) {
+  HunyuanVideo15Transformer3DModel model(options, shard);
+  init_random_weights(*model, seed, hv15_tensor_shard_plan(shard));
   return ready(model, dtype, device);
 }
 
@@ -504,10 +506,12 @@ AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t 
 }
 
 HunyuanVideo15Transformer3DModel load_transformer(const fs::path& dir, torch::ScalarType dtype,
-                                                  torch::Device device) {
+                                                  torch::Device device, TensorShard shard) {
   const auto config = dir / "config.json";
-  HunyuanVideo15Transformer3DModel model(TransformerOptions::from_json(read_json(config), config.string()));
-  load_state_dict(*model, Checkpoint::open(dir), dtype, device);
+  HunyuanVideo15Transformer3DModel model(TransformerOptions::from_json(read_json(config), config.string()), shard);
+  LoadOptions options;
+  options.shard = hv15_tensor_shard_plan(shard);  // only this rank's slices are read
+  load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
   return ready(model, dtype, device);
 }
 
@@ -520,9 +524,10 @@ AutoencoderKLHunyuanVideo15 load_vae(const fs::path& dir, torch::ScalarType dtyp
 
 std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(const TransformerOptions& transformer,
                                                               const VaeOptions& vae, std::uint64_t seed,
-                                                              torch::ScalarType dtype, torch::Device device) {
+                                                              torch::ScalarType dtype, torch::Device device,
+                                                              TensorShard shard) {
   PipelineParts parts;
-  parts.transformer = random_transformer(transformer, seed, dtype, device);
+  parts.transformer = random_transformer(transformer, seed, dtype, device, shard);
   parts.vae = random_vae(vae, seed + 1, dtype, device);
   parts.random_conditioning = true;
   parts.device_name = device.str();

@@ -167,12 +167,13 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
 }
 
-FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation)
+FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation, std::int64_t shards)
     : tanh_gelu_(activation == "gelu-approximate") {
   if (activation != "gelu-approximate" && activation != "linear-silu") {
     throw ModelError("unknown feed-forward activation '" + activation + "'");
   }
-  const auto inner = static_cast<std::int64_t>(static_cast<double>(dim) * mult);
+  const auto inner = shard_part(static_cast<std::int64_t>(static_cast<double>(dim) * mult), {0, shards},
+                                "HunyuanVideo15Transformer3DModel", "FFN columns");
   auto net = container(*this, "net");
   auto first = container(*net, "0");
   proj_ = linear(*first, "proj", dim, inner);
@@ -180,7 +181,9 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::strin
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return out_(tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x)));
+  const auto up = tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x));
+  if (tensor_group_ == nullptr) return out_(up);
+  return row_parallel_linear(tensor_group_, up, out_->weight, out_->bias);
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
@@ -281,24 +284,39 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
   out = out.transpose(1, 2);  // [B, padded + Lc, H/P, D]
   const auto video = heads_to_tokens(sequence, out.narrow(1, 0, np)).flatten(2, 3);
   const auto text = gather_heads(sequence, out.narrow(1, np, out.size(1) - np)).flatten(2, 3);
-  return {to_out_(video), to_add_out_(text)};
+  return project_out(video, text);
 }
 
-JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
+// to_out.0 and to_add_out on the two streams' attention outputs. Row-split under tensor
+// parallelism: both partial products in one all-reduce over the tensor group, the biases added
+// after it.
+std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const torch::Tensor& video,
+                                                                         const torch::Tensor& text) {
+  if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
+  const auto n = video.size(1);
+  const auto partial =
+      torch::cat({torch::linear(video, to_out_->weight), torch::linear(text, to_add_out_->weight)}, 1);
+  const auto summed = reduce_partial(tensor_group_, partial);
+  return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
+}
+
+JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard)
+    : heads_(shard_part(heads, shard, "HunyuanVideo15Transformer3DModel", "attention heads")) {
   const auto dim = heads * head_dim;
-  to_q_ = linear(*this, "to_q", dim, dim);
-  to_k_ = linear(*this, "to_k", dim, dim);
-  to_v_ = linear(*this, "to_v", dim, dim);
+  const auto local = heads_ * head_dim;  // this shard's heads
+  to_q_ = linear(*this, "to_q", dim, local);
+  to_k_ = linear(*this, "to_k", dim, local);
+  to_v_ = linear(*this, "to_v", dim, local);
   norm_q_ = register_module("norm_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
   norm_k_ = register_module("norm_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
-  add_q_proj_ = linear(*this, "add_q_proj", dim, dim);
-  add_k_proj_ = linear(*this, "add_k_proj", dim, dim);
-  add_v_proj_ = linear(*this, "add_v_proj", dim, dim);
+  add_q_proj_ = linear(*this, "add_q_proj", dim, local);
+  add_k_proj_ = linear(*this, "add_k_proj", dim, local);
+  add_v_proj_ = linear(*this, "add_v_proj", dim, local);
   norm_added_q_ = register_module("norm_added_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
   norm_added_k_ = register_module("norm_added_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
   auto out = container(*this, "to_out");
-  to_out_ = linear(*out, "0", dim, dim);
-  to_add_out_ = linear(*this, "to_add_out", dim, dim);
+  to_out_ = linear(*out, "0", local, dim);
+  to_add_out_ = linear(*this, "to_add_out", local, dim);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
@@ -318,16 +336,23 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   const auto out = masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1),
                                     torch::cat({v, cv}, 1), mask);
   const auto n = x.size(1);
-  return {to_out_(out.slice(1, 0, n)), to_add_out_(out.slice(1, n))};
+  return project_out(out.slice(1, 0, n), out.slice(1, n));
 }
 
-DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio)
+DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio,
+                                             TensorShard shard)
     : dim_(heads * head_dim) {
   norm1_ = linear(*container(*this, "norm1"), "linear", dim_, 6 * dim_);
   norm1_context_ = linear(*container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
-  attn_ = register_module("attn", JointAttention(heads, head_dim));
-  ff_ = register_module("ff", FeedForward(dim_, mlp_ratio, "gelu-approximate"));
-  ff_context_ = register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate"));
+  attn_ = register_module("attn", JointAttention(heads, head_dim, shard));
+  ff_ = register_module("ff", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
+  ff_context_ = register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
+}
+
+void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
+  attn_->set_tensor_group(group);
+  ff_->set_tensor_group(group);
+  ff_context_->set_tensor_group(group);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
@@ -363,9 +388,11 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
 
 // --- the model ----------------------------------------------------------------------------
 
-HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(TransformerOptions options)
-    : options_(std::move(options)) {
+HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(TransformerOptions options,
+                                                                           TensorShard shard)
+    : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
+  (void)shard_part(o.num_attention_heads, shard_, "HunyuanVideo15Transformer3DModel", "attention heads");
   const auto dim = o.inner_dim();
   x_embedder_ = nn::Conv3d(container(*this, "x_embedder")
                                ->register_module("proj", nn::Conv3d(nn::Conv3dOptions(
@@ -397,10 +424,40 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
   cond_type_embed_ = register_module("cond_type_embed", nn::Embedding(3, dim));
   blocks_ = register_module("transformer_blocks", nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i) {
-    blocks_->push_back(DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio));
+    blocks_->push_back(DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio, shard_));
   }
   norm_out_ = linear(*container(*this, "norm_out"), "linear", dim, 2 * dim);
   proj_out_ = linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
+}
+
+void HunyuanVideo15Transformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
+  if (group == nullptr ? shard_.sharded() : (group->size() != shard_.size || group->rank() != shard_.rank)) {
+    throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
+                         std::to_string(shard_.size) + ", but runs in " +
+                         (group == nullptr ? std::string("no tensor group")
+                                           : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
+                                                 " (" + std::to_string(group->size()) + " ranks)"),
+                     {"HunyuanVideo15Transformer3DModel"});
+  }
+  for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->set_tensor_group(group);
+}
+
+ShardPlan hv15_tensor_shard_plan(const TensorShard& shard) {
+  if (!shard.sharded()) return {};
+  return [shard](const std::string& name) -> std::optional<TensorSlice> {
+    if (!name.starts_with("transformer_blocks.")) return std::nullopt;
+    const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
+    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
+    for (const char* p : {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.", ".attn.add_k_proj.",
+                          ".attn.add_v_proj.", ".ff.net.0.proj.", ".ff_context.net.0.proj."}) {
+      if (name.find(p) != std::string::npos) return part(0);
+    }
+    if (ends(".attn.to_out.0.weight") || ends(".attn.to_add_out.weight") || ends(".ff.net.2.weight") ||
+        ends(".ff_context.net.2.weight")) {
+      return part(1);
+    }
+    return std::nullopt;
+  };
 }
 
 void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs& in) const {

@@ -66,6 +66,9 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
   const auto& vo = vae->options();
+  // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
+  runtime::Collective* tensor = ctx != nullptr ? ctx->tensor : nullptr;
+  transformer->set_tensor_group(tensor);
 
   // The reference's rounding of the size (with a warning there too).
   const int t = static_cast<int>(vo.scale_factor_temporal);
@@ -107,7 +110,6 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   // Ulysses (GenerateContext::sequence): every transformer forward shards the video tokens over
   // this group and returns the whole prediction on every rank; the steps stay identical.
   runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
-  runtime::Collective* tensor = ctx != nullptr ? ctx->tensor : nullptr;
   const bool leader = branch == 0 && (sequence == nullptr || sequence->rank() == 0) &&
                       (tensor == nullptr || tensor->rank() == 0);
   const bool batch_cfg =
@@ -264,7 +266,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
   const auto out = sample(in, &ctx);
-  if (!out.video.defined()) return Video{};  // a CFG-parallel member: the leader has the video
+  if (!out.video.defined()) return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
 }
 
@@ -272,9 +274,11 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
 // Construction
 
 WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarType dtype,
-                                           torch::Device device) {
-  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"));
-  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU);
+                                           torch::Device device, TensorShard shard) {
+  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard);
+  LoadOptions options;
+  options.shard = wan_tensor_shard_plan(shard);  // only this rank's slices are read
+  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
   model->to_dtype(device, dtype);
   freeze(*model);
   return model;
@@ -285,6 +289,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   const auto setup = model_placement(config, binding);
   const auto device = setup.spec.device;
   const auto dtype = setup.spec.dtype;
+  const TensorShard shard{binding.tensor_rank, binding.tensor_size};
 
   WanPipelineParts parts;
   parts.model_name = m.name;
@@ -340,7 +345,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
                          {(root / "model_index.json").string()});
       }
-      parts.transformer = load_wan_transformer(transformer_dir, dtype, device);
+      parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
       parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
       parts.scheduler = unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
     } else if (!m.path.empty()) {
@@ -365,10 +370,10 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       return std::string(text);
     };
     auto t = Clock::now();
-    WanTransformer3DModel transformer(topts);
+    WanTransformer3DModel transformer(topts, shard);
     const std::string construct = since(t);
     t = Clock::now();
-    init_random_weights(*transformer, m.weights_seed);
+    init_random_weights(*transformer, m.weights_seed, wan_tensor_shard_plan(shard));
     const std::string init = since(t);
     t = Clock::now();
     transformer->to_dtype(device, dtype);

@@ -131,15 +131,27 @@ torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs)
 // ---------------------------------------------------------------------------------------------
 // Layers
 
-WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross)
-    : heads_(heads), cross_(cross) {
-  to_q = register_module("to_q", Linear(dim, dim));
-  to_k = register_module("to_k", Linear(dim, dim));
-  to_v = register_module("to_v", Linear(dim, dim));
+WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross, TensorShard shard)
+    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), dim_(dim), cross_(cross) {
+  const std::int64_t local = dim / shard.size;  // this shard's heads x head_dim
+  to_q = register_module("to_q", Linear(dim, local));
+  to_k = register_module("to_k", Linear(dim, local));
+  to_v = register_module("to_v", Linear(dim, local));
   to_out = register_module("to_out", torch::nn::ModuleList());
-  to_out->push_back(Linear(dim, dim));
-  norm_q = register_module("norm_q", RMSNorm(dim, eps));
-  norm_k = register_module("norm_k", RMSNorm(dim, eps));
+  to_out->push_back(Linear(local, dim));
+  norm_q = register_module("norm_q", RMSNorm(local, eps));
+  norm_k = register_module("norm_k", RMSNorm(local, eps));
+}
+
+torch::Tensor WanAttentionImpl::project_out(const torch::Tensor& o) {
+  const auto& out = to_out[0]->as<Linear>();
+  if (tensor_group_ == nullptr) return out->forward(o);
+  return row_parallel_linear(tensor_group_, o, out->weight, out->bias);
+}
+
+torch::Tensor WanAttentionImpl::norm_heads(const torch::Tensor& x, const RMSNorm& norm, const torch::Tensor& freqs,
+                                           std::int64_t head_dim, const torch::Tensor& bias) {
+  return sharded_rms_norm_rope(tensor_group_, x, norm->weight, norm->eps(), freqs, head_dim, dim_, bias);
 }
 
 void WanAttentionImpl::fuse_projections() {
@@ -192,12 +204,12 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch
     v = to_v->forward(context);
   }
   const std::int64_t head_dim = k.size(2) / heads_;
-  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), {}, head_dim).unflatten(2, {heads_, -1});
+  k = norm_heads(k, norm_k, {}, head_dim).unflatten(2, {heads_, -1});
   return {k, v.unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
 }
 
 torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
-  return to_out[0]->as<Linear>()->forward(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
+  return project_out(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
 }
 
 torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
@@ -205,7 +217,7 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
                                           const SequenceShard& sequence) {
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
-  const auto qn = rms_norm_rope(q, norm_q->weight, norm_q->eps(), rope_freqs, head_dim, q_bias)
+  const auto qn = norm_heads(q, norm_q, rope_freqs, head_dim, q_bias)
                       .unflatten(2, {heads_, -1});
   if (!sequence.active()) {
     return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
@@ -237,8 +249,8 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     v = to_v->forward(x);
   }
   const std::int64_t head_dim = k.size(2) / heads_;
-  k = rms_norm_rope(k, norm_k->weight, norm_k->eps(), rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return to_out[0]->as<Linear>()->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
+  k = norm_heads(k, norm_k, rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  return project_out(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
 }
 
 bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use_fused(); }
@@ -248,7 +260,9 @@ torch::Tensor WanAttentionImpl::folded_out_bias() {
   torch::NoGradGuard no_grad;
   const auto& out = to_out[0]->as<Linear>();
   const auto f32 = torch::kFloat32;
-  return (out->bias.to(f32) + torch::mv(out->weight.to(f32), to_v->bias.to(f32))).to(out->bias.scalar_type());
+  // Row-split: each shard's to_out columns times its to_v bias rows, summed over the group.
+  const auto folded = reduce_partial(tensor_group_, torch::mv(out->weight.to(f32), to_v->bias.to(f32)));
+  return (out->bias.to(f32) + folded).to(out->bias.scalar_type());
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const torch::Tensor& x,
@@ -262,10 +276,9 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const
   const auto qkv = linear_bias(x, fused_weight_, {}).chunk(3, -1);
   const auto bias = fused_bias_.chunk(3, 0);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k = rms_norm_rope(qkv[1], norm_k->weight, norm_k->eps(), rope_freqs, head_dim, bias[1])
-                     .unflatten(2, {heads_, -1});
+  const auto k = norm_heads(qkv[1], norm_k, rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
   const auto o = attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  return {linear_bias(o, to_out[0]->as<Linear>()->weight, {}), out_bias};
+  return {reduce_partial(tensor_group_, linear_bias(o, to_out[0]->as<Linear>()->weight, {})), out_bias};
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
@@ -273,40 +286,50 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
   if (!defers_biases() || !cross_) return {attend(x, kv), {}};
   const auto o = attention(linear_bias(x, to_q->weight, {}), to_q->bias, kv.first, kv.second, {});
   const auto& out = to_out[0]->as<Linear>();
-  return {linear_bias(o, out->weight, {}), out->bias};
+  return {reduce_partial(tensor_group_, linear_bias(o, out->weight, {})), out->bias};
 }
 
-WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim) {
+WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards) {
   net = register_module("net", torch::nn::ModuleList());
-  auto gelu = GeluProj(dim, inner_dim);
+  auto gelu = GeluProj(dim, inner_dim / shards);
   proj_in_ = gelu->proj;
-  proj_out_ = Linear(inner_dim, dim);
+  proj_out_ = Linear(inner_dim / shards, dim);
   net->push_back(gelu);
   net->push_back(NoParams());
   net->push_back(proj_out_);
 }
 
 torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
-  return proj_out_->forward(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias));
+  const auto up = linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
+  if (tensor_group_ == nullptr) return proj_out_->forward(up);
+  return row_parallel_linear(tensor_group_, up, proj_out_->weight, proj_out_->bias);
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
   if (!fused_elementwise()) return {forward(x), {}};
-  return {linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias), proj_out_->weight, {}),
+  return {reduce_partial(tensor_group_,
+                         linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias), proj_out_->weight, {})),
           proj_out_->bias};
 }
 
-WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o)
+WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard)
     : dim_(o.inner_dim()), eps_(o.eps) {
-  attn1 = register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false));
-  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true));
+  attn1 = register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false, shard));
+  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard));
   if (o.cross_attn_norm) {
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
   }
-  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim));
+  (void)shard_part(o.ffn_dim, shard, "WanTransformer3DModel", "FFN columns (ffn_dim)");
+  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim, shard.size));
   scale_shift_table = register_parameter(
       "scale_shift_table", torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_)));
+}
+
+void WanTransformerBlockImpl::set_tensor_group(runtime::Collective* group) {
+  attn1->set_tensor_group(group);
+  attn2->set_tensor_group(group);
+  ffn->set_tensor_group(group);
 }
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -388,9 +411,10 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
 // ---------------------------------------------------------------------------------------------
 // Model
 
-WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options)
-    : options_(std::move(options)) {
+WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard)
+    : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
+  (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel", "attention heads");  // before allocating
   const std::int64_t dim = o.inner_dim();
   patch_embedding = register_module(
       "patch_embedding",
@@ -399,12 +423,45 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
                             .stride({o.patch_size[0], o.patch_size[1], o.patch_size[2]})));
   condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o));
+  for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o, shard_));
   proj_out = register_module(
       "proj_out",
       Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
   scale_shift_table = register_parameter(
       "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
+}
+
+void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
+  if (group == nullptr ? shard_.sharded() : (group->size() != shard_.size || group->rank() != shard_.rank)) {
+    throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
+                     std::to_string(shard_.size) + ", but runs in " +
+                     (group == nullptr ? std::string("no tensor group")
+                                       : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
+                                             " (" + std::to_string(group->size()) + " ranks)"));
+  }
+  tensor_group_ = group;
+  for (const auto& block : *blocks) block->as<WanTransformerBlock>()->set_tensor_group(group);
+}
+
+ShardPlan wan_tensor_shard_plan(const TensorShard& shard) {
+  if (!shard.sharded()) return {};
+  return [shard](const std::string& name) -> std::optional<TensorSlice> {
+    if (!name.starts_with("blocks.")) return std::nullopt;
+    const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
+    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
+    const bool attn = name.find(".attn1.") != std::string::npos || name.find(".attn2.") != std::string::npos;
+    if (attn) {
+      for (const char* p : {".to_q.", ".to_k.", ".to_v."}) {
+        if (name.find(p) != std::string::npos) return part(0);
+      }
+      if (ends(".norm_q.weight") || ends(".norm_k.weight")) return part(0);
+      if (ends(".to_out.0.weight")) return part(1);
+      return std::nullopt;
+    }
+    if (ends(".ffn.net.0.proj.weight") || ends(".ffn.net.0.proj.bias")) return part(0);
+    if (ends(".ffn.net.2.weight")) return part(1);
+    return std::nullopt;
+  };
 }
 
 torch::Tensor WanTransformer3DModelImpl::rope_for(std::int64_t f, std::int64_t h, std::int64_t w,

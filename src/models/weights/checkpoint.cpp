@@ -156,4 +156,9 @@ torch::Tensor Checkpoint::tensor(std::string_view name, torch::ScalarType dtype)
   return file_of(name).tensor(name, dtype);
 }
 
+torch::Tensor Checkpoint::tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
+                                       std::int64_t length, torch::ScalarType dtype) const {
+  return file_of(name).tensor_slice(name, dim, start, length, dtype);
+}
+
 }  // namespace omnidp::models

@@ -129,6 +129,41 @@ torch::Tensor SafetensorsFile::tensor(std::string_view name, torch::ScalarType t
   return t.scalar_type() == target ? t : t.to(target);
 }
 
+torch::Tensor SafetensorsFile::tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
+                                            std::int64_t length, torch::ScalarType target) const {
+  const auto& m = meta(name);
+  const auto rank = static_cast<std::int64_t>(m.shape.size());
+  if (dim < 0 || dim >= rank || start < 0 || length < 0 || start + length > m.shape[static_cast<std::size_t>(dim)]) {
+    throw WeightsError(path_.string(), "tensor '" + std::string(name) + "': slice [" + std::to_string(start) + ", " +
+                                           std::to_string(start + length) + ") of dim " + std::to_string(dim) +
+                                           " is outside its shape of " + std::to_string(rank) + " dims");
+  }
+  const bool is_bool = m.dtype == SafetensorsDtype::boolean;
+  const auto stored = is_bool ? torch::kUInt8 : to_scalar_type(m.dtype);
+  auto shape = m.shape;
+  shape[static_cast<std::size_t>(dim)] = length;
+  auto t = torch::empty(shape, torch::TensorOptions().dtype(stored));
+  if (t.numel() > 0) {
+    // The slice is `outer` runs of `inner` contiguous bytes, one per index of the dims before dim.
+    std::int64_t outer = 1;
+    for (std::int64_t d = 0; d < dim; ++d) outer *= m.shape[static_cast<std::size_t>(d)];
+    std::int64_t after = 1;
+    for (std::int64_t d = dim + 1; d < rank; ++d) after *= m.shape[static_cast<std::size_t>(d)];
+    const auto element = static_cast<std::size_t>(t.element_size());
+    const auto row = static_cast<std::size_t>(m.shape[static_cast<std::size_t>(dim)] * after) * element;
+    const auto inner = static_cast<std::size_t>(length * after) * element;
+    const auto offset = static_cast<std::size_t>(start * after) * element;
+    const auto bytes = raw(name);
+    auto* out = static_cast<std::uint8_t*>(t.data_ptr());
+    for (std::int64_t o = 0; o < outer; ++o) {
+      std::memcpy(out + static_cast<std::size_t>(o) * inner, bytes.data() + static_cast<std::size_t>(o) * row + offset,
+                  inner);
+    }
+  }
+  if (is_bool) t = t.ne(0);
+  return t.scalar_type() == target ? t : t.to(target);
+}
+
 void save_safetensors(const std::filesystem::path& path,
                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {

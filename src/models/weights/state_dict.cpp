@@ -70,10 +70,28 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
     }
     if (!(options.ignore_unexpected && options.ignore_unexpected(name))) unexpected.push_back(name);
   }
+  std::map<std::string, TensorSlice> slices;
   for (const auto& [name, target] : targets) {
     const auto& meta = checkpoint.meta(name);
-    if (target.sizes() != at::IntArrayRef(meta.shape)) {
-      mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + " in " +
+    auto expected = meta.shape;
+    std::string sliced;
+    if (options.shard) {
+      if (const auto slice = options.shard(name)) {
+        const auto d = static_cast<std::size_t>(slice->dim);
+        if (slice->dim < 0 || d >= expected.size() || slice->parts <= 0 || expected[d] % slice->parts != 0) {
+          mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + " in " +
+                               checkpoint.file(name).filename().string() + " cannot be split in " +
+                               std::to_string(slice->parts) + " parts along dim " + std::to_string(slice->dim) + ")");
+          continue;
+        }
+        expected[d] /= slice->parts;
+        slices.emplace(name, *slice);
+        sliced = ", shard " + std::to_string(slice->index) + "/" + std::to_string(slice->parts) + " of dim " +
+                 std::to_string(slice->dim) + " " + shape_string(expected);
+      }
+    }
+    if (target.sizes() != at::IntArrayRef(expected)) {
+      mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + sliced + " in " +
                            checkpoint.file(name).filename().string() + ", model " + shape_string(target.sizes()) + ")");
     }
   }
@@ -96,12 +114,21 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
   for (auto& [name, target] : targets) {
     const auto stored = to_scalar_type(checkpoint.meta(name).dtype);
     const bool floating = at::isFloatingType(stored) && at::isFloatingType(target.scalar_type());
-    auto value = checkpoint.tensor(name, floating ? dtype : target.scalar_type());
+    const auto as = floating ? dtype : target.scalar_type();
+    const auto slice = slices.find(name);
+    torch::Tensor value;
+    if (slice == slices.end()) {
+      value = checkpoint.tensor(name, as);
+    } else {
+      const auto& s = slice->second;
+      const auto length = target.size(s.dim);
+      value = checkpoint.tensor_slice(name, s.dim, s.index * length, length, as);
+    }
     target.set_data(value.to(device));
   }
 }
 
-void init_random_weights(torch::nn::Module& module, std::uint64_t seed) {
+void init_random_weights(torch::nn::Module& module, std::uint64_t seed, const ShardPlan& shard) {
   torch::NoGradGuard no_grad;
   const auto params = module.named_parameters(true);
   // Every parameter has its own generator, so the values do not depend on the order or the
@@ -111,18 +138,24 @@ void init_random_weights(torch::nn::Module& module, std::uint64_t seed) {
       const auto& item = params[static_cast<std::size_t>(i)];
       const std::string& name = item.key();
       auto param = item.value();
+      // A sliced parameter draws the whole tensor's values, then keeps its slice.
+      const auto slice = shard ? shard(name) : std::nullopt;
+      auto sizes = param.sizes().vec();
+      if (slice) sizes.at(static_cast<std::size_t>(slice->dim)) *= slice->parts;
+      const auto numel = c10::multiply_integers(sizes);
       torch::Tensor value;
-      if (param.dim() >= 2) {
+      if (sizes.size() >= 2) {
         auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-        const double fan_in = static_cast<double>(param.numel()) / static_cast<double>(param.size(0));
-        value = torch::randn(param.sizes(), gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
-      } else if (param.dim() == 1 &&
+        const double fan_in = static_cast<double>(numel) / static_cast<double>(sizes[0]);
+        value = torch::randn(sizes, gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
+      } else if (sizes.size() == 1 &&
                  (ends_with(name, "weight") || ends_with(name, "scale") || ends_with(name, "gamma"))) {
-        value = torch::ones(param.sizes(), torch::kFloat32);
+        value = torch::ones(sizes, torch::kFloat32);
       } else {
         auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-        value = torch::randn(param.sizes(), gen, torch::kFloat32) * 0.02;
+        value = torch::randn(sizes, gen, torch::kFloat32) * 0.02;
       }
+      if (slice) value = value.narrow(slice->dim, slice->index * param.size(slice->dim), param.size(slice->dim));
       param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
     }
   });

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include "omnidp/common/error.hpp"
 #include "test_files.hpp"
@@ -187,6 +189,91 @@ TEST(StateDict, RandomWeightsKeepDtype) {
   init_random_weights(*ref, 1);
   EXPECT_EQ(lin->weight.scalar_type(), torch::kBFloat16);
   EXPECT_TRUE(torch::equal(lin->weight.to(torch::kFloat32), ref->weight));
+}
+
+// A tensor-parallel shard of two layers: "up" holds rows, "down" columns of the whole weights.
+struct ShardImpl : torch::nn::Module {
+  explicit ShardImpl(std::int64_t parts) {
+    up = register_parameter("up", torch::zeros({6 / parts, 4}));
+    up_bias = register_parameter("up_bias", torch::zeros({6 / parts}));
+    down = register_parameter("down", torch::zeros({4, 6 / parts}));
+    down_bias = register_parameter("down_bias", torch::zeros({4}));
+  }
+  torch::Tensor up, up_bias, down, down_bias;
+};
+TORCH_MODULE(Shard);
+
+ShardPlan plan_of(std::int64_t index, std::int64_t parts) {
+  return [=](const std::string& name) -> std::optional<TensorSlice> {
+    if (name == "up" || name == "up_bias") return TensorSlice{0, index, parts};
+    if (name == "down") return TensorSlice{1, index, parts};
+    return std::nullopt;
+  };
+}
+
+TEST(StateDict, TensorSlicesCopyExactlyTheSlice) {
+  const auto dir = fresh_dir("slice");
+  const auto t = (torch::arange(48, torch::kFloat32).reshape({4, 6, 2}) / 4).to(torch::kBFloat16);
+  save_safetensors(dir / "model.safetensors", {{"t", t}});
+  const auto ckpt = Checkpoint::open(dir);
+  for (std::int64_t dim = 0; dim < 3; ++dim) {
+    const auto length = t.size(dim) / 2;
+    const auto got = ckpt.tensor_slice("t", dim, length, length);
+    EXPECT_EQ(got.scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(torch::equal(got, t.narrow(dim, length, length).to(torch::kFloat32))) << "dim " << dim;
+  }
+  EXPECT_TRUE(torch::equal(ckpt.tensor_slice("t", 1, 0, 0, torch::kBFloat16), t.narrow(1, 0, 0)));
+  const auto error = error_of([&] { (void)ckpt.tensor_slice("t", 1, 4, 3); });
+  EXPECT_NE(error.find("tensor 't': slice [4, 7) of dim 1 is outside its shape of 3 dims"), std::string::npos) << error;
+  EXPECT_NE(error_of([&] { (void)ckpt.tensor_slice("t", 3, 0, 1); }), "");
+}
+
+TEST(StateDict, AShardPlanLoadsOnlyEachShardsSlices) {
+  const auto dir = fresh_dir("shard");
+  Shard whole(1);
+  const auto state = state_of(*whole, 0.25F);
+  save_safetensors(dir / "model.safetensors", state);
+  std::map<std::string, torch::Tensor> full;
+  for (const auto& [name, value] : state) full.emplace(name, value.to(torch::kFloat32));
+  for (std::int64_t r = 0; r < 2; ++r) {
+    Shard shard(2);
+    LoadOptions options;
+    options.shard = plan_of(r, 2);
+    load_state_dict(*shard, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
+    EXPECT_TRUE(torch::equal(shard->up, full["up"].narrow(0, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->up_bias, full["up_bias"].narrow(0, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->down, full["down"].narrow(1, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->down_bias, full["down_bias"]));  // a row-split bias is whole
+  }
+  // Parts that do not divide the checkpoint's dimension, and a module of the wrong shard size.
+  Shard four(4);  // up [1, 4] against [6, 4] / 4
+  LoadOptions options;
+  options.shard = plan_of(0, 4);
+  const auto error = error_of([&] { load_state_dict(*four, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options); });
+  EXPECT_NE(error.find("up (checkpoint [6, 4] in model.safetensors cannot be split in 4 parts along dim 0)"),
+            std::string::npos)
+      << error;
+  Shard three(3);
+  options.shard = plan_of(0, 2);
+  const auto wrong =
+      error_of([&] { load_state_dict(*three, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options); });
+  EXPECT_NE(wrong.find("down (checkpoint [4, 6], shard 0/2 of dim 1 [4, 3] in model.safetensors, model [4, 2])"),
+            std::string::npos)
+      << wrong;
+}
+
+TEST(StateDict, RandomWeightsOfAShardAreTheSlicesOfTheWholeModels) {
+  Shard whole(1);
+  init_random_weights(*whole, 17);
+  for (std::int64_t r = 0; r < 2; ++r) {
+    Shard shard(2);
+    init_random_weights(*shard, 17, plan_of(r, 2));
+    EXPECT_TRUE(torch::equal(shard->up, whole->up.narrow(0, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->up_bias, whole->up_bias.narrow(0, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->down, whole->down.narrow(1, 3 * r, 3)));
+    EXPECT_TRUE(torch::equal(shard->down_bias, whole->down_bias));
+  }
 }
 
 }  // namespace

@@ -182,21 +182,24 @@ class HunyuanVideo15Pipeline final : public Pipeline {
                                                                     const std::string& alt_name);
 
 // Seeded random weights (init_random_weights; the VAE's [C,1,1,1] RMS gains set to 1 like
-// real norm gains), frozen, in eval mode, on `device` in `dtype`.
+// real norm gains), frozen, in eval mode, on `device` in `dtype`. A transformer for a tensor
+// shard gets its slices of the unsharded model's weights (hv15_tensor_shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options,
                                                                   std::uint64_t seed, torch::ScalarType dtype,
-                                                                  torch::Device device);
+                                                                  torch::Device device, TensorShard shard = {});
 [[nodiscard]] AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed,
                                                      torch::ScalarType dtype, torch::Device device);
-// A Diffusers component folder (config.json + safetensors or shards), loaded strictly.
+// A Diffusers component folder (config.json + safetensors or shards), loaded strictly; for a
+// tensor shard only its slices are read (hv15_tensor_shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel load_transformer(const std::filesystem::path& dir,
-                                                                torch::ScalarType dtype, torch::Device device);
+                                                                torch::ScalarType dtype, torch::Device device,
+                                                                TensorShard shard = {});
 [[nodiscard]] AutoencoderKLHunyuanVideo15 load_vae(const std::filesystem::path& dir, torch::ScalarType dtype,
                                                    torch::Device device);
 
 // Builds a pipeline from explicit options with seeded random weights (tests, benchmarks).
 [[nodiscard]] std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(
     const TransformerOptions& transformer, const VaeOptions& vae, std::uint64_t seed,
-    torch::ScalarType dtype, torch::Device device);
+    torch::ScalarType dtype, torch::Device device, TensorShard shard = {});
 
 }  // namespace omnidp::models::hv15

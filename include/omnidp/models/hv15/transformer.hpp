@@ -20,7 +20,9 @@
 
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::hv15 {
@@ -95,16 +97,20 @@ struct TransformerInputs {
                                        const torch::Tensor& sin);
 
 // diffusers FeedForward: net.0.proj (Linear) + activation, net.1 dropout (no weights),
-// net.2 Linear. activation: "gelu-approximate" (tanh GELU) or "linear-silu".
+// net.2 Linear. activation: "gelu-approximate" (tanh GELU) or "linear-silu". With shards > 1
+// (tensor parallel) net.0.proj is column-split and net.2 row-split; set_tensor_group() gives
+// the group whose all-reduce completes net.2.
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation);
+  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation, std::int64_t shards = 1);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
+  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
 
  private:
   Linear proj_{nullptr};
   Linear out_{nullptr};
   bool tanh_gelu_ = true;
+  runtime::Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(FeedForward);
 
@@ -156,15 +162,20 @@ TORCH_MODULE(TokenRefiner);
 // (cos, sin) are the video tokens' RoPE tables. With an active `sequence` shard, x (and cos,
 // sin) are this rank's video tokens: they are exchanged to this rank's head shard of every
 // token, the replicated text's q/k/v are head-sliced locally, and the text output is gathered
-// over the heads, so `context` stays the same on every rank.
+// over the heads, so `context` stays the same on every rank. Built for a tensor shard it holds
+// heads/n heads: to_q/k/v and add_q/k/v_proj column-split, to_out.0 and to_add_out row-split
+// (one all-reduce over the tensor group for both); the per-head norms are whole on every rank.
 class JointAttentionImpl : public torch::nn::Module {
  public:
-  JointAttentionImpl(std::int64_t heads, std::int64_t head_dim);
+  JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard = {});
+  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
       const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
 
  private:
+  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
+                                                                     const torch::Tensor& text);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> sequence_parallel(
       const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
       const torch::Tensor& cq, const torch::Tensor& ck, const torch::Tensor& cv,
@@ -175,12 +186,14 @@ class JointAttentionImpl : public torch::nn::Module {
   Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
   RMSNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
   Linear to_out_{nullptr}, to_add_out_{nullptr};
+  runtime::Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(JointAttention);
 
 class DoubleStreamBlockImpl : public torch::nn::Module {
  public:
-  DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
+  DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio, TensorShard shard = {});
+  void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
       const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -198,7 +211,16 @@ TORCH_MODULE(DoubleStreamBlock);
 
 class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
  public:
-  explicit HunyuanVideo15Transformer3DModelImpl(TransformerOptions options);
+  // shard: this rank's tensor shard (docs/models.md, "Tensor parallelism"): the double-stream
+  // blocks' attention and FFNs are split (hv15_tensor_shard_plan); the embedders, the token
+  // refiner, the modulation and the output head are replicated. ConfigError when shard.size
+  // does not divide num_attention_heads (or the FFN width).
+  explicit HunyuanVideo15Transformer3DModelImpl(TransformerOptions options, TensorShard shard = {});
+
+  // The tensor group this rank's shard runs in: size and rank must be the shard's (ModelError
+  // otherwise); null for an unsharded model. Set before forward().
+  void set_tensor_group(runtime::Collective* group);
+  [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
 
   // Returns the velocity prediction [B, out_channels, F, H, W] in the weights' dtype.
   // Throws ModelError for inconsistent shapes (naming the input).
@@ -218,6 +240,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   void check_inputs(const TransformerInputs& in) const;
 
   TransformerOptions options_;
+  TensorShard shard_;
   TextPadding padding_ = TextPadding::automatic;
 
   torch::nn::Conv3d x_embedder_{nullptr};  // x_embedder.proj
@@ -238,5 +261,11 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   torch::Tensor rope_cos_, rope_sin_;
 };
 TORCH_MODULE(HunyuanVideo15Transformer3DModel);
+
+// The checkpoint tensors a model built for `shard` holds a slice of (Diffusers names): in
+// every transformer_blocks.N, attn.to_q/to_k/to_v/add_q_proj/add_k_proj/add_v_proj (weight,
+// bias) and ff/ff_context net.0.proj (weight, bias) along dim 0, attn.to_out.0.weight,
+// attn.to_add_out.weight and ff/ff_context net.2.weight along dim 1. Empty when unsharded.
+[[nodiscard]] ShardPlan hv15_tensor_shard_plan(const TensorShard& shard);
 
 }  // namespace omnidp::models::hv15

@@ -25,7 +25,9 @@
 
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::wan {
@@ -92,10 +94,15 @@ struct WanPreparedBlock {
 };
 
 // WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
-// on q and k (norm_q/norm_k), optional rotary embedding (self-attention).
+// on q and k (norm_q/norm_k), optional rotary embedding (self-attention). Built for a tensor
+// shard it holds heads/n heads: to_q/k/v and norm_q/k column-split ([dim/n, dim], [dim/n]),
+// to_out.0 row-split ([dim, dim/n], the whole bias); set_tensor_group() gives it the group
+// that completes the norms' sums of squares and the output projection (layers/tensor_parallel.hpp).
 class WanAttentionImpl : public torch::nn::Module {
  public:
-  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross);
+  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross, TensorShard shard = {});
+  // The tensor group of a sharded attention (null: unsharded). Set before prepare/forward.
+  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
   // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip. With an active
   // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
@@ -152,17 +159,27 @@ class WanAttentionImpl : public torch::nn::Module {
                                         const torch::Tensor& v, const torch::Tensor& rope_freqs,
                                         const SequenceShard& sequence = {});
 
-  std::int64_t heads_;
+  // to_out.0 of o [B, L, dim/n] (with its bias, once), reduced over the tensor group.
+  [[nodiscard]] torch::Tensor project_out(const torch::Tensor& o);
+  // rms_norm_rope of q or k across all heads (sums of squares reduced over the tensor group).
+  [[nodiscard]] torch::Tensor norm_heads(const torch::Tensor& x, const RMSNorm& norm, const torch::Tensor& freqs,
+                                         std::int64_t head_dim, const torch::Tensor& bias = {});
+
+  std::int64_t heads_;  // this shard's
+  std::int64_t dim_;    // the whole inner dim (the norms' width)
   bool cross_;
+  runtime::Collective* tensor_group_ = nullptr;
   torch::Tensor fused_weight_, fused_bias_;
 };
 TORCH_MODULE(WanAttention);
 
 // Diffusers' FeedForward(dim, inner_dim=ffn_dim, activation_fn="gelu-approximate"):
-// net.0 = GELU(tanh) with a `proj` Linear, net.1 = Dropout, net.2 = Linear.
+// net.0 = GELU(tanh) with a `proj` Linear, net.1 = Dropout, net.2 = Linear. Built for a
+// tensor shard: net.0.proj column-split ([inner/n, dim]), net.2 row-split ([dim, inner/n]).
 class WanFeedForwardImpl : public torch::nn::Module {
  public:
-  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim);
+  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards = 1);
+  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   // forward(x) as {value without net.2's bias, that bias} for the residual to add, where
   // fused_elementwise() is on; else {forward(x), undefined}.
@@ -172,12 +189,15 @@ class WanFeedForwardImpl : public torch::nn::Module {
  private:
   Linear proj_in_{nullptr};
   Linear proj_out_{nullptr};
+  runtime::Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(WanFeedForward);
 
 class WanTransformerBlockImpl : public torch::nn::Module {
  public:
-  explicit WanTransformerBlockImpl(const WanTransformerOptions& options);
+  // shard: this rank's tensor shard (attn1, attn2 and ffn split; the rest replicated).
+  explicit WanTransformerBlockImpl(const WanTransformerOptions& options, TensorShard shard = {});
+  void set_tensor_group(runtime::Collective* group);
   // x [B, N, dim] contiguous; context [B, L, dim] (already text-embedded); temb_proj
   // [B, G, 6, dim], one per group of N/G consecutive tokens (wan_timestep_groups); rope_freqs
   // [N, 1, head_dim/2]. Elementwise work is fused per libtorch's ability (layers/fused.hpp).
@@ -249,7 +269,15 @@ struct WanPreparedContext {
 
 class WanTransformer3DModelImpl : public torch::nn::Module {
  public:
-  explicit WanTransformer3DModelImpl(WanTransformerOptions options);
+  // shard: this rank's tensor shard (docs/models.md, "Tensor parallelism"): the blocks'
+  // attention and FFN are split (wan_tensor_shard_plan), everything else is replicated.
+  // ConfigError when shard.size does not divide num_attention_heads or ffn_dim.
+  explicit WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard = {});
+
+  // The tensor group this rank's shard runs in: size and rank must be the shard's (ModelError
+  // otherwise); null for an unsharded model. Set before prepare_context()/forward().
+  void set_tensor_group(runtime::Collective* group);
+  [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
 
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
   // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
@@ -288,17 +316,25 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   torch::Tensor rope_for(std::int64_t f, std::int64_t h, std::int64_t w, torch::Device device);
 
   WanTransformerOptions options_;
+  TensorShard shard_;
+  runtime::Collective* tensor_group_ = nullptr;
   std::array<std::int64_t, 3> rope_key_{-1, -1, -1};
   torch::Tensor rope_freqs_;
 };
 TORCH_MODULE(WanTransformer3DModel);
 
+// The checkpoint tensors a model built for `shard` holds a slice of (Diffusers names): in
+// every block, attn1/attn2 to_q, to_k, to_v (weight, bias) and norm_q, norm_k and
+// ffn.net.0.proj (weight, bias) along dim 0, attn1/attn2 to_out.0.weight and
+// ffn.net.2.weight along dim 1. An empty plan for an unsharded model.
+[[nodiscard]] ShardPlan wan_tensor_shard_plan(const TensorShard& shard);
+
 // Builds the transformer from a Diffusers `transformer/` folder (config.json + safetensors,
-// sharded or not), loads the weights strictly, then to_dtype(device, dtype).
-// Throws WeightsError / ModelError.
+// sharded or not), loads the weights strictly (only this shard's slices: wan_tensor_shard_plan),
+// then to_dtype(device, dtype). Throws WeightsError / ModelError / ConfigError (shard).
 [[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
                                                          torch::ScalarType dtype,
-                                                         torch::Device device);
+                                                         torch::Device device, TensorShard shard = {});
 
 // FLOPs of one forward as docs/performance.md counts them, generalised to the options:
 // L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text

@@ -38,6 +38,9 @@ class Checkpoint {
   [[nodiscard]] const TensorMeta& meta(std::string_view name) const;
   [[nodiscard]] torch::Tensor tensor(std::string_view name,
                                      torch::ScalarType dtype = torch::kFloat32) const;
+  // SafetensorsFile::tensor_slice of the file that holds `name`.
+  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
+                                           std::int64_t length, torch::ScalarType dtype = torch::kFloat32) const;
   // The safetensors file that holds `name` (throws WeightsError for an unknown name).
   [[nodiscard]] const std::filesystem::path& file(std::string_view name) const;
 

@@ -59,6 +59,11 @@ class SafetensorsFile {
   // round-to-nearest-even (bf16/fp16 -> fp32 is exact); integers and bools convert by value.
   [[nodiscard]] torch::Tensor tensor(std::string_view name,
                                      torch::ScalarType target = torch::kFloat32) const;
+  // tensor(name, target).narrow(dim, start, length) as an owned contiguous tensor, copying only
+  // the slice's bytes out of the mapping (a tensor-parallel shard, docs/models.md). Throws
+  // WeightsError naming the file and tensor for a dim or range outside the tensor's shape.
+  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
+                                           std::int64_t length, torch::ScalarType target = torch::kFloat32) const;
 
  private:
   std::filesystem::path path_;

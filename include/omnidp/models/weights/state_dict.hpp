@@ -7,17 +7,33 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models {
 
+// A tensor-parallel shard of a checkpoint tensor: part `index` of `parts` equal parts along
+// `dim` (docs/models.md, "Tensor parallelism").
+struct TensorSlice {
+  std::int64_t dim = 0;
+  std::int64_t index = 0;
+  std::int64_t parts = 1;
+};
+// Which tensors a module holds only a slice of, by checkpoint name; nullopt (or an empty
+// function): the whole tensor.
+using ShardPlan = std::function<std::optional<TensorSlice>(const std::string&)>;
+
 struct LoadOptions {
   // Checkpoint names to ignore when the module has no such parameter/buffer (may be empty).
   std::function<bool(const std::string&)> ignore_unexpected;
   // Module parameters allowed to stay as they are when the checkpoint lacks them (may be empty).
   std::function<bool(const std::string&)> ignore_missing;
+  // Tensors the module holds a slice of: the module's tensor has the slice's shape, and only
+  // the slice is read from the checkpoint (never the whole tensor). A checkpoint dimension
+  // that the parts do not divide is a shape mismatch.
+  ShardPlan shard;
 };
 
 // Strict load. Every parameter of `module` must be in the checkpoint with the same shape, and
@@ -40,6 +56,9 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
 //   - other rank-1 tensors (biases) and scalars: normal(0, 0.02).
 // Every value is rounded through bf16, so the weights are exact in bf16, fp16-safe in range
 // and identical whatever dtype the model runs in. Buffers are not touched.
-void init_random_weights(torch::nn::Module& module, std::uint64_t seed);
+// With a `shard` plan, a sliced parameter gets its slice of the values the whole tensor would
+// get (its full shape is the slice's times `parts`), so a tensor-parallel model's shards equal
+// the single-rank model's weights.
+void init_random_weights(torch::nn::Module& module, std::uint64_t seed, const ShardPlan& shard = {});
 
 }  // namespace omnidp::models

@@ -1,0 +1,71 @@
+// The tensor-parallel helpers on the in-process backend (threads): a row-split linear layer
+// and the RMSNorm across split columns equal the unsplit operations.
+#include "omnidp/models/layers/tensor_parallel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/fused.hpp"
+
+namespace omnidp::models {
+namespace {
+
+void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
+  auto group = runtime::make_in_process_collectives(size, "tensor group");
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (auto& t : threads) t.join();
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+TEST(TensorParallel, RowParallelLinearAndTheShardedNormEqualTheWholeOperations) {
+  torch::manual_seed(4);
+  const auto x = torch::randn({2, 6, 16});
+  const auto weight = torch::randn({8, 16});
+  const auto bias = torch::randn({8});
+  const auto norm_weight = torch::rand({16}) + 0.5;
+  const auto norm_bias = torch::randn({16});
+  const auto angles = torch::randn({6, 1, 2});
+  const auto freqs = torch::complex(angles.cos(), angles.sin());  // head_dim 4
+  const auto want_linear = linear_bias(x, weight, bias);
+  const auto want_norm = rms_norm_rope(x, norm_weight, 1e-6, freqs, 4, norm_bias);
+  for (const int size : {2, 4}) {
+    std::vector<torch::Tensor> linear(static_cast<std::size_t>(size)), norm(static_cast<std::size_t>(size));
+    on_group(size, [&](int r, runtime::Collective& c) {
+      const auto cols = [&](const torch::Tensor& t) { return t.chunk(size, -1)[r].contiguous(); };
+      linear[static_cast<std::size_t>(r)] = row_parallel_linear(&c, cols(x), cols(weight), bias);
+      norm[static_cast<std::size_t>(r)] =
+          sharded_rms_norm_rope(&c, cols(x), cols(norm_weight), 1e-6, freqs, 4, 16, cols(norm_bias));
+    });
+    for (int r = 0; r < size; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      EXPECT_LT(max_diff(linear[i], want_linear), 1e-5) << size << " " << r;
+      EXPECT_LT(max_diff(norm[i], want_norm.chunk(size, -1)[r]), 1e-5) << size << " " << r;
+    }
+  }
+  // A null group is the single-rank operation, bit for bit.
+  EXPECT_TRUE(torch::equal(row_parallel_linear(nullptr, x, weight, bias), want_linear));
+  EXPECT_TRUE(torch::equal(sharded_rms_norm_rope(nullptr, x, norm_weight, 1e-6, freqs, 4, 16, norm_bias), want_norm));
+  EXPECT_TRUE(torch::equal(reduce_partial(nullptr, x), x));
+}
+
+TEST(TensorParallel, ShardPartDividesOrNamesTheCount) {
+  EXPECT_EQ(shard_part(24, {1, 4}, "m", "attention heads"), 6);
+  EXPECT_EQ(shard_part(24, {0, 1}, "m", "attention heads"), 24);
+  try {
+    (void)shard_part(24, {0, 5}, "WanTransformer3DModel", "attention heads");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "parallel.tensor_parallel_size");
+    EXPECT_EQ(e.message(), "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not divide");
+  }
+  EXPECT_THROW((void)shard_part(24, {2, 2}, "m", "heads"), ConfigError);
+  EXPECT_THROW((void)shard_part(24, {0, 0}, "m", "heads"), ConfigError);
+}
+
+}  // namespace
+}  // namespace omnidp::models
