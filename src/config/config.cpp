@@ -908,6 +908,21 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
                 "' (Ulysses shards the heads over the sequence group: use a divisor of " +
                 std::to_string(heads) + ")");
   }
+  // Tensor parallel: each rank holds heads / tensor_parallel_size of them, which Ulysses then
+  // shards over the sequence group.
+  if (config.parallel.tensor_parallel_size > 1 && chosen->attention_heads) {
+    const int heads = chosen->attention_heads(config.model);
+    const int t = config.parallel.tensor_parallel_size;
+    const int n = config.parallel.sequence_parallel_size;
+    require(heads > 0 && heads % t == 0, "parallel.tensor_parallel_size",
+            std::to_string(t) + " does not divide the " + std::to_string(heads) +
+                " attention heads of model '" + config.model.name +
+                "' (tensor parallelism splits the heads: use a divisor of " + std::to_string(heads) + ")");
+    require((heads / t) % n == 0, "parallel.sequence_parallel_size",
+            std::to_string(n) + " does not divide the " + std::to_string(heads / t) +
+                " attention heads of each tensor shard of model '" + config.model.name + "' (" +
+                std::to_string(heads) + " heads over tensor_parallel_size " + std::to_string(t) + ")");
+  }
 }
 
 std::string plugin_path(const Config& config) {

@@ -18,7 +18,11 @@ void Worker::run() {
   std::unique_ptr<Pipeline> pipeline;
   std::string device;
   try {
-    const DeviceBinding binding = bind_device(c_.config.model, c_.config.parallel, s_.local_rank);
+    DeviceBinding binding = bind_device(c_.config.model, c_.config.parallel, s_.local_rank);
+    if (s_.axes.tensor != nullptr) {  // this rank's shard of the transformer's weights
+      binding.tensor_rank = s_.axes.tensor->rank();
+      binding.tensor_size = s_.axes.tensor->size();
+    }
     if (!c_.options.make_pipeline) throw RuntimeError("no pipeline factory");
     pipeline = c_.options.make_pipeline(binding);
     if (!pipeline) throw ModelError("the pipeline factory returned nothing");

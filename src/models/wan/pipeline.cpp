@@ -412,6 +412,7 @@ void register_wan_models(ModelTable& table) {
     ModelRegistration r;
     r.name = name;
     r.facts.attention_heads = heads;
+    r.facts.tensor_parallel = true;  // Megatron splits of attention and FFN (docs/models.md)
     // A pretrained snapshot's transformer/config.json (tiny-wan has its own built-in config).
     if (std::string_view(name) != "tiny-wan") {
       r.describe = [](const ModelConfig& model, ModelInfo& info) {
