@@ -386,7 +386,7 @@ Check<std::vector<std::string>> distinct_of(std::vector<std::string> allowed, st
 }
 
 // ---------------------------------------------------------------------------------------------
-// The schema: every section and key, in the order to_yaml writes them.
+// The schema: every section and key, in the order to_yaml writes them, each key with its check.
 
 // A key: how it is read, written back and checked (validate_and_resolve runs every key's
 // check, in schema order).

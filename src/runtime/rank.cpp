@@ -37,6 +37,7 @@ class Rank {
 
  private:
   void loop();
+  [[nodiscard]] bool poll_group();
   void route(const Envelope& env);
   void on_agent(const Message& m);
   void on_local(LocalEvent ev);
@@ -127,21 +128,7 @@ void Rank::loop() {
       route(*env);
       active = true;
     }
-    if (s_.group != nullptr) {
-      while (auto env = poll_message(*s_.group)) {
-        if (auto* run = std::get_if<GroupRunMsg>(&env->message)) {
-          if (!member_) {
-            throw RuntimeError("protocol: GroupRun at rank " + std::to_string(rank_) +
-                               ", not a group member");
-          }
-          log_debug("group: leader runs '" + run->request.id + "': running it with the group");
-          c_.work.push(AssignMsg{std::move(run->request), run->attempt});
-          active = true;
-        } else if (const auto* group_idle = std::get_if<GroupIdleMsg>(&env->message)) {
-          log_debug("group: leader done with '" + group_idle->id + "'");
-        }
-      }
-    }
+    if (poll_group()) active = true;
     while (!finished_) {
       auto ev = c_.events.try_pop();
       if (!ev) break;
@@ -162,6 +149,26 @@ void Rank::loop() {
       idle = std::min(idle * 2, kMaxIdle);
     }
   }
+}
+
+// The replica group's messages (a member: the leader's GroupRun/GroupIdle); whether any came.
+bool Rank::poll_group() {
+  if (s_.group == nullptr) return false;
+  bool active = false;
+  while (auto env = poll_message(*s_.group)) {
+    if (auto* run = std::get_if<GroupRunMsg>(&env->message)) {
+      if (!member_) {
+        throw RuntimeError("protocol: GroupRun at rank " + std::to_string(rank_) +
+                           ", not a group member");
+      }
+      log_debug("group: leader runs '" + run->request.id + "': running it with the group");
+      c_.work.push(AssignMsg{std::move(run->request), run->attempt});
+      active = true;
+    } else if (const auto* group_idle = std::get_if<GroupIdleMsg>(&env->message)) {
+      log_debug("group: leader done with '" + group_idle->id + "'");
+    }
+  }
+  return active;
 }
 
 void Rank::send(int dest, const Message& m) {
@@ -218,6 +225,9 @@ void Rank::on_agent(const Message& m) {
       // Closed once the member's worker has finished its last request (WorkerExited), so
       // its busy seconds are complete.
       shutdown_seen_ = true;
+      // Every GroupRun of the group was sent before the last Done that led to the Shutdown:
+      // run those still waiting on the group transport before the mailbox closes.
+      (void)poll_group();
       c_.work.close();
       if (worker_exited_) send(0, ClosedMsg{busy_s_});
     } else {
