@@ -495,7 +495,7 @@ TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
   omnidp::RgbImage decoded;
   decoded.width = 50;
   decoded.height = 40;
-  decoded.data = pixels;
+  decoded.data = omnidp::test::gradient_rgb(50, 40);  // i2v_request's image
   EXPECT_EQ(seen[0].data, hv::resize_and_crop(decoded, 96, 64).data);
   EXPECT_NE(encoded.data, random_tokens.data);  // the encoder's tokens, not the seeded ones
 }
