@@ -28,8 +28,9 @@
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 #   parallel   intra-request layouts on 2, 4 and 8 GPUs (those the machine has; N > GPUs is
 #              skipped): Wan2.2 recipe (832x480x33, 30 steps, CFG 5) and HV15 848x480x121 (30
-#              steps, CFG 6), data-parallel only (N replicas) against CFG-parallel (N/2 groups
-#              of 2, NCCL): one request alone (latency: the speedup of a group over one GPU) and
+#              steps, CFG 6), data-parallel only (N replicas) against CFG-parallel (groups of 2),
+#              Ulysses (sp2/sp4/sp8, sp2cfg/sp4cfg) and tensor parallel (tp2/tp4/tp8) groups,
+#              NCCL (PARALLEL_LAYOUTS picks): one request alone (latency: the speedup of a group over one GPU) and
 #              2N requests (throughput); per-rank busy seconds from summary.json. Env
 #              PARALLEL_GPUS overrides the list (e.g. "2"); PARALLEL_MODELS (default "wan hv15")
 # Each benchmark prints its own figures (tokens, seconds, TFLOP/s, videos/min).
@@ -176,9 +177,19 @@ PY
             for i in $(seq 1 "$count"); do
               echo "{\"id\": \"p-$i\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$manifest"
             done
-            for layout in dp cfg; do
+            # dp: N replicas; cfg: groups of 2; sp<k>: Ulysses groups of k; tp<k>: tensor-parallel
+            # groups of k; sp<k>cfg: Ulysses k x CFG 2 (groups of 2k). Layouts larger than N skipped.
+            for layout in ${PARALLEL_LAYOUTS:-dp cfg sp2 sp4 sp8 tp2 tp4 tp8 sp2cfg sp4cfg}; do
               sets=(--set input.manifest="$manifest")
-              [ "$layout" = cfg ] && sets+=(--set parallel.cfg_parallel_size=2)
+              size=1
+              case $layout in
+                cfg) sets+=(--set parallel.cfg_parallel_size=2); size=2 ;;
+                sp*cfg) k=${layout#sp}; k=${k%cfg}; size=$((2 * k))
+                        sets+=(--set parallel.sequence_parallel_size=$k --set parallel.cfg_parallel_size=2) ;;
+                sp*) k=${layout#sp}; size=$k; sets+=(--set parallel.sequence_parallel_size=$k) ;;
+                tp*) k=${layout#tp}; size=$k; sets+=(--set parallel.tensor_parallel_size=$k) ;;
+              esac
+              if [ "$size" -gt "$n" ]; then continue; fi
               dir=$out/parallel-$model-$n-$count-$layout; rm -rf "$dir"
               echo; echo "== parallel $model: $layout on $n GPU(s), $count request(s)"
               start=$(date +%s.%N)

@@ -1,6 +1,7 @@
-// Ulysses sequence parallelism end to end: omni-dp-batch under mpirun on the CPU (fp32),
-// tiny-wan and HunyuanVideo-1.5 (seeded random weights in the fixture's tiny transformer and
-// VAE configs), groups of 2 (SP 2) and 4 (SP 4, SP 2 x CFG 2) and two replicas of a group,
+// Ulysses sequence parallelism and tensor parallelism end to end: omni-dp-batch under mpirun on
+// the CPU (fp32), tiny-wan and HunyuanVideo-1.5 (seeded random weights in the fixture's tiny
+// transformer and VAE configs), groups of 2 (SP 2, TP 2) and 4 (SP 4, SP 2 x CFG 2, TP 2 x
+// CFG 2, TP 2 x SP 2) and two replicas of a group,
 // against the single-rank run: every video within 1 uint8 level of it (computed here from the
 // stored videos), the group leaders record the requests, and every member's busy seconds in the
 // summary are its own (non-zero, not a copy of its leader's). Config errors and the dry run's
@@ -97,9 +98,10 @@ int max_level_diff(const Video& a, const Video& b) {
 }
 
 // The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
+// `axis`: an axis the layout has ("sequence", "tensor"), whose collectives the run logs.
 void expect_layout(const fs::path& dir, const std::vector<std::string>& model_sets, int requests,
                    int ranks, const std::vector<std::string>& layout, const std::vector<int>& leaders,
-                   const std::vector<int>& members) {
+                   const std::vector<int>& members, const std::string& axis = "sequence") {
   std::vector<std::string> sets = model_sets;
   sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
   const CmdRun single = batch(1, dir / "single", sets);
@@ -107,7 +109,7 @@ void expect_layout(const fs::path& dir, const std::vector<std::string>& model_se
   sets.insert(sets.end(), layout.begin(), layout.end());
   const CmdRun par = batch(ranks, dir / "parallel", sets);
   ASSERT_EQ(par.exit_code, 0) << par.output;
-  EXPECT_NE(par.output.find("sequence axis (world ranks "), std::string::npos) << par.output;
+  EXPECT_NE(par.output.find(axis + " axis (world ranks "), std::string::npos) << par.output;
 
   const auto want = videos(dir / "single");
   const auto got = videos(dir / "parallel");
@@ -145,6 +147,29 @@ const std::vector<std::string> kTinyWan = {
     "model.name=tiny-wan", "model.weights=random", "model.device=cpu", "model.dtype=fp32",
     "generation.num_frames=9", "generation.height=32", "generation.width=32",
     "generation.num_inference_steps=2", "generation.guidance_scale=5.0"};
+
+#ifdef OMNIDP_PARALLEL_GPU
+// The GPU build (label gpu): two ranks of a group on one GPU, so the collectives take the MPI
+// backend (NCCL refuses two ranks on one device) and the CUDA tensors go through the host.
+std::vector<std::string> on_one_gpu(std::vector<std::string> sets) {
+  for (auto& s : sets) {
+    if (s == "model.device=cpu") s = "model.device=cuda";
+  }
+  return sets;
+}
+
+TEST(ParallelGpu, SequenceParallelTwoRanksOfAGroupOnOneGpu) {
+  expect_layout(work_dir("gpu-sp2"), on_one_gpu(kTinyWan), 1, 2,
+                {"parallel.sequence_parallel_size=2", "parallel.devices=[0,0]", "parallel.collective_backend=mpi"},
+                {0}, {1});
+}
+
+TEST(ParallelGpu, TensorParallelTwoRanksOfAGroupOnOneGpu) {
+  expect_layout(work_dir("gpu-tp2"), on_one_gpu(kTinyWan), 1, 2,
+                {"parallel.tensor_parallel_size=2", "parallel.devices=[0,0]", "parallel.collective_backend=mpi"},
+                {0}, {1}, "tensor");
+}
+#else
 
 TEST(SequenceParallel, TinyWanOneGroupOfTwoThroughTheUlyssesDegreeKey) {
   expect_layout(work_dir("wan-2"), kTinyWan, 1, 2, {"parallel.ulysses_degree=2"}, {0}, {1});
@@ -206,6 +231,52 @@ TEST(SequenceParallel, Hv15SequenceTimesCfgGroupOfFour) {
                 {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
 }
 
+// Tensor parallelism: each rank holds its heads and FFN columns (only its slices of the
+// weights); the group leader records the request.
+TEST(TensorParallel, TinyWanOneGroupOfTwo) {
+  expect_layout(work_dir("wan-tp2"), kTinyWan, 1, 2, {"parallel.tensor_parallel_size=2"}, {0}, {1}, "tensor");
+}
+
+TEST(TensorParallel, TinyWanTensorTimesCfgGroupOfFour) {
+  expect_layout(work_dir("wan-tp2-cfg2"), kTinyWan, 1, 4,
+                {"parallel.tensor_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3}, "tensor");
+}
+
+TEST(TensorParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
+  expect_layout(work_dir("wan-tp-5"), kTinyWan, 2, 5,
+                {"parallel.tensor_parallel_size=2", "parallel.coordinator_runs_work=false",
+                 "scheduler.policy=round_robin"},
+                {1, 3}, {2, 4}, "tensor");
+}
+
+TEST(TensorParallel, Hv15OneGroupOfTwo) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-tp2");
+  expect_layout(dir, hv15_sets(dir), 1, 2, {"parallel.tensor_parallel_size=2"}, {0}, {1}, "tensor");
+}
+
+TEST(TensorParallel, Hv15TensorTimesSequenceGroupOfFourWithFourHeads) {
+  OMNIDP_REQUIRE_FIXTURES();
+  const fs::path dir = work_dir("hv15-tp2-sp2");
+  expect_layout(dir, hv15_sets(dir, 4), 1, 4,
+                {"parallel.tensor_parallel_size=2", "parallel.sequence_parallel_size=2"}, {0}, {1, 2, 3},
+                "tensor");
+}
+
+TEST(TensorParallel, HeadsThatDoNotSplitAreConfigErrors) {
+  const fs::path dir = work_dir("tp-errors");
+  std::vector<std::string> sets = kTinyWan;
+  sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
+  sets.push_back("parallel.tensor_parallel_size=4");
+  const CmdRun r = batch(1, dir / "out", sets);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("parallel.tensor_parallel_size: 4 does not divide the 2 attention heads of "
+                          "model 'tiny-wan' (tensor parallelism splits the heads: use a divisor of 2)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
 TEST(SequenceParallel, HeadsThatDoNotSplitAndTwoNamesThatDisagreeAreConfigErrors) {
   const fs::path dir = work_dir("errors");
   std::vector<std::string> sets = kTinyWan;
@@ -260,6 +331,8 @@ TEST(SequenceParallel, DryRunNamesEachRanksSequenceShard) {
             std::string::npos)
       << r.output;
 }
+
+#endif  // OMNIDP_PARALLEL_GPU
 
 }  // namespace
 }  // namespace omnidp
