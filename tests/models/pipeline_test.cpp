@@ -84,11 +84,23 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
   ASSERT_TRUE(info.snapshot_task.has_value());
   EXPECT_EQ(*info.snapshot_task, Task::i2v);
   EXPECT_EQ(info.snapshot_task_origin, "task_type in " + (dir / "transformer" / "config.json").string());
-  // model_index.json's pipeline class wins.
-  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline"})"; }
+  // model_index.json's pipeline class, when it agrees, is the origin named.
+  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})"; }
   info = describe_model(config.model);
-  EXPECT_EQ(info.snapshot_task, Task::t2v);
-  EXPECT_EQ(info.snapshot_task_origin, "HunyuanVideo15Pipeline in " + (dir / "model_index.json").string());
+  EXPECT_EQ(info.snapshot_task, Task::i2v);
+  EXPECT_EQ(info.snapshot_task_origin,
+            "HunyuanVideo15ImageToVideoPipeline in " + (dir / "model_index.json").string());
+  // The two halves of the checkpoint disagree: an error naming both files.
+  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15Pipeline"})"; }
+  try {
+    (void)describe_model(config.model);
+    ADD_FAILURE() << "no error for a T2V pipeline class over an I2V transformer";
+  } catch (const WeightsError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir / "model_index.json").string() +
+                                         ": HunyuanVideo15Pipeline serves t2v, but the transformer's task_type in " +
+                                         (dir / "transformer" / "config.json").string() + " says i2v");
+  }
+  fs::remove(dir / "model_index.json");
   // Random weights (benchmarks) serve both.
   config.model.weights = WeightsSource::random;
   EXPECT_FALSE(describe_model(config.model).snapshot_task.has_value());
