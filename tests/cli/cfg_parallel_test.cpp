@@ -5,90 +5,26 @@
 // stored videos), the leaders record the requests, and every member's busy seconds in the
 // summary are its own (non-zero, not a copy of its leader's).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "fixtures.hpp"
-#include "omnidp/export/stored_results.hpp"
 #include "omnidp/results/summary.hpp"
+#include "parallel_layouts.hpp"
 
 namespace omnidp {
 namespace {
 
 namespace fs = std::filesystem;
+using cli::testing::batch;
+using cli::testing::CmdRun;
 
-struct CmdRun {
-  int exit_code = -1;
-  std::string output;
-};
+fs::path work_dir(const std::string& name) { return cli::testing::layout_dir("cfg_parallel", name); }
 
-CmdRun run(const std::string& cmd) {
-  CmdRun r;
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.output += buf;
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-fs::path work_dir(const std::string& name) {
-  const fs::path dir = fs::path(OMNIDP_BINARY_DIR) / "tests" / "cli" / "cfg_parallel" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// `requests` lines of a manifest with distinct prompts and seeds.
 fs::path write_manifest(const fs::path& dir, int requests) {
-  const fs::path path = dir / "manifest.jsonl";
-  std::ofstream out(path);
-  for (int i = 0; i < requests; ++i) {
-    out << R"({"id": "c)" << i << R"(", "prompt": "a lighthouse at dusk, take )" << i
-        << R"(", "seed": )" << 100 + i << "}\n";
-  }
-  return path;
-}
-
-// omni-dp-batch on `ranks` ranks (1: without mpirun) with these --set overrides.
-CmdRun batch(int ranks, const fs::path& out, const std::vector<std::string>& sets) {
-  std::string cmd =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ";
-  if (ranks > 1) cmd += "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " ";
-  cmd += std::string(OMNIDP_BATCH_EXE) + " --no-resume --set output.dir=" + out.string();
-  for (const auto& s : sets) cmd += " --set '" + s + "'";
-  return run(cmd);
-}
-
-std::map<std::string, Video> videos(const fs::path& out) {
-  std::map<std::string, Video> v;
-  const auto stored = video_export::read_stored_run(out / "results.h5");
-  for (const auto& row : stored.rows) {
-    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id << ": " << row.record.error;
-    v[row.record.id] = video_export::read_stored_video(out / "results.h5", row.record.id).video;
-  }
-  return v;
-}
-
-int max_level_diff(const Video& a, const Video& b) {
-  if (a.frames != b.frames || a.height != b.height || a.width != b.width ||
-      a.data.size() != b.data.size()) {
-    return 256;
-  }
-  int worst = 0;
-  for (std::size_t i = 0; i < a.data.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<int>(a.data[i]) - static_cast<int>(b.data[i])));
-  }
-  return worst;
+  return cli::testing::write_layout_manifest(dir, requests, "c", "a lighthouse at dusk", 100);
 }
 
 // The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
@@ -97,30 +33,9 @@ void expect_layout(const fs::path& dir, const std::vector<std::string>& model_se
                    const std::vector<int>& members) {
   std::vector<std::string> sets = model_sets;
   sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
-  const CmdRun single = batch(1, dir / "single", sets);
-  ASSERT_EQ(single.exit_code, 0) << single.output;
-  sets.insert(sets.end(), layout.begin(), layout.end());
-  const CmdRun par = batch(ranks, dir / "parallel", sets);
-  ASSERT_EQ(par.exit_code, 0) << par.output;
-
-  const auto want = videos(dir / "single");
-  const auto got = videos(dir / "parallel");
-  ASSERT_EQ(got.size(), static_cast<std::size_t>(requests));
-  ASSERT_EQ(want.size(), got.size());
-  int worst = 0;
-  for (const auto& [id, video] : want) {
-    ASSERT_EQ(got.count(id), 1U) << id;
-    const int d = max_level_diff(video, got.at(id));
-    worst = std::max(worst, d);
-    EXPECT_LE(d, 1) << id << ": largest uint8 difference " << d;
-  }
-  std::printf("[ largest uint8 difference over %d request(s): %d ]\n", requests, worst);
-
-  const auto stored = video_export::read_stored_run(dir / "parallel" / "results.h5");
-  for (const auto& row : stored.rows) {
-    EXPECT_NE(std::find(leaders.begin(), leaders.end(), row.record.rank), leaders.end())
-        << row.record.id << " recorded by rank " << row.record.rank;
-  }
+  CmdRun par;
+  cli::testing::expect_videos_match_single_rank(dir, sets, requests, ranks, layout, leaders, par);
+  if (::testing::Test::HasFatalFailure()) return;
   const RunSummary s = results::read_summary_json(dir / "parallel" / "summary.json");
   EXPECT_EQ(s.cfg_parallel_size, 2);
   ASSERT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(ranks));
