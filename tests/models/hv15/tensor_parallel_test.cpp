@@ -20,6 +20,7 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
+#include "fixture_inputs.hpp"
 #include "fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -102,14 +103,7 @@ TEST(Hv15TensorParallel, FixtureWeightsInTwoShardsMatchTheReference) {
   torch::NoGradGuard no_grad;
   const auto dir = kRef / "hv15_transformer";
   const omnidp::models::SafetensorsFile io(dir / "io.safetensors");
-  hv::TransformerInputs in;
-  in.hidden_states = io.tensor("hidden_states");
-  in.timestep = io.tensor("timestep");
-  in.encoder_hidden_states = io.tensor("encoder_hidden_states");
-  in.encoder_attention_mask = io.tensor("encoder_attention_mask");
-  in.encoder_hidden_states_2 = io.tensor("encoder_hidden_states_2");
-  in.encoder_attention_mask_2 = io.tensor("encoder_attention_mask_2");
-  in.image_embeds = io.tensor("image_embeds");
+  hv::TransformerInputs in = hv::testing::fixture_inputs(io);
   const auto expected = io.tensor("out");
   const auto whole = hv::load_transformer(dir, torch::kFloat32, torch::kCPU)->forward(in);
   const auto ckpt = omnidp::models::Checkpoint::open(dir);

@@ -17,6 +17,7 @@
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/runtime/collective.hpp"
+#include "fixture_inputs.hpp"
 #include "fixtures.hpp"
 
 namespace fs = std::filesystem;
@@ -67,14 +68,7 @@ TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
   hv::HunyuanVideo15Transformer3DModel model(fixture_options());
   omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
   const omnidp::models::SafetensorsFile io(kCase / "io.safetensors");
-  hv::TransformerInputs in;
-  in.hidden_states = io.tensor("hidden_states");
-  in.timestep = io.tensor("timestep");
-  in.encoder_hidden_states = io.tensor("encoder_hidden_states");
-  in.encoder_attention_mask = io.tensor("encoder_attention_mask");
-  in.encoder_hidden_states_2 = io.tensor("encoder_hidden_states_2");
-  in.encoder_attention_mask_2 = io.tensor("encoder_attention_mask_2");
-  in.image_embeds = io.tensor("image_embeds");
+  hv::TransformerInputs in = hv::testing::fixture_inputs(io);
   const auto expected = io.tensor("out");
   for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
     model->set_text_padding(padding);
