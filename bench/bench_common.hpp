@@ -115,7 +115,8 @@ inline std::vector<VideoSize> parse_sizes(const std::string& text) {
     s.text = item;
     sizes.push_back(s);
   }
-  if (sizes.empty()) throw UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + text + "'");
+  if (sizes.empty())
+    throw UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + text + "'");
   return sizes;
 }
 

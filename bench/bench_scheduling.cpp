@@ -108,9 +108,8 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
   std::printf(
       "workload: %zu requests, ideal total %.1f s, largest %.2f s (seconds_per_gcost %g)\n\n", n,
       total, largest, spg);
-  std::printf("%-12s %3s  %10s  %8s  %7s  %10s  %12s  %8s  %12s  %8s\n", "policy", "N",
-              "makespan_s", "vid/min", "scaling", "efficiency", "LB_ideal_s", "gap", "LB_meas_s",
-              "gap_meas");
+  std::printf("%-12s %3s  %10s  %8s  %7s  %10s  %12s  %8s  %12s  %8s\n", "policy", "N", "makespan_s",
+              "vid/min", "scaling", "efficiency", "LB_ideal_s", "gap", "LB_meas_s", "gap_meas");
   for (const char* policy : {"dynamic", "round_robin"}) {
     double base = 0.0;
     for (int ranks : {1, 2, 4, 8}) {
@@ -125,10 +124,10 @@ int table(const fs::path& root, const fs::path& mix, double spg) {
       const double lb_meas = std::max(busy / s.replicas, s.latency_max_s);
       char scaling[32] = "      -";
       if (base > 0.0) std::snprintf(scaling, sizeof scaling, "%7.2f", base / s.makespan_s);
-      std::printf(
-          "%-12s %3d  %10.2f  %8.2f  %s  %9.2f%%  %12.2f  %7.2f%%  %12.2f  %7.2f%%\n", policy,
-          ranks, s.makespan_s, s.videos_per_min, scaling, 100.0 * s.scheduling_efficiency, lb_ideal,
-          100.0 * (s.makespan_s / lb_ideal - 1.0), lb_meas, 100.0 * (s.makespan_s / lb_meas - 1.0));
+      std::printf("%-12s %3d  %10.2f  %8.2f  %s  %9.2f%%  %12.2f  %7.2f%%  %12.2f  %7.2f%%\n",
+                  policy, ranks, s.makespan_s, s.videos_per_min, scaling,
+                  100.0 * s.scheduling_efficiency, lb_ideal, 100.0 * (s.makespan_s / lb_ideal - 1.0),
+                  lb_meas, 100.0 * (s.makespan_s / lb_meas - 1.0));
     }
   }
   return 0;

@@ -10,8 +10,8 @@
 //
 // A benchmark, never a test: figures go to stdout, one `key value` block per measurement.
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -35,11 +35,13 @@ namespace hv = omnidp::models::hv15;
 using omnidp::bench::Clock;
 using omnidp::bench::time_it;
 
-double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens, std::int64_t text_tokens) {
+double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens,
+                     std::int64_t text_tokens) {
   const double d = static_cast<double>(o.inner_dim());
   const double f = d * o.mlp_ratio;
   const double s = static_cast<double>(video_tokens + text_tokens);
-  return static_cast<double>(o.num_layers) * (2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d);
+  return static_cast<double>(o.num_layers) *
+         (2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d);
 }
 
 int run(int argc, char** argv) {
@@ -62,20 +64,25 @@ int run(int argc, char** argv) {
   std::uint64_t weights_seed = 0;
   bool vae_tiling = false;
   app.add_flag("--vae-tiling", vae_tiling, "decode in 256x256 tiles (Diffusers enable_tiling)");
-  app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: random weights");
+  app.add_option("--path", path,
+                 "Diffusers snapshot folder (pretrained weights); default: random weights");
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
   app.add_option("--layers", layers, "double-stream blocks (default: the config's; reduce for CPU)");
   app.add_option("--refiner-layers", refiner_layers, "token refiner blocks (default: the config's)");
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (forward at each)")->capture_default_str();
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (forward at each)")
+      ->capture_default_str();
   app.add_option("--dtype", dtype_arg, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--what", what, "comma list of forward, decode, request")->capture_default_str();
   app.add_option("--text-valid", text_valid, "valid Qwen tokens (of 1000)")->capture_default_str();
   app.add_option("--glyph-valid", glyph_valid, "valid byT5 tokens (of 256)")->capture_default_str();
   app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
-  app.add_option("--guidance", guidance, "CFG scale of the full request (1: no CFG)")->capture_default_str();
-  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")->capture_default_str();
-  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")->capture_default_str();
+  app.add_option("--guidance", guidance, "CFG scale of the full request (1: no CFG)")
+      ->capture_default_str();
+  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")
+      ->capture_default_str();
+  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")
+      ->capture_default_str();
   app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
   app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
   bool eager = false;
@@ -83,9 +90,11 @@ int run(int argc, char** argv) {
                "the Diffusers-equivalent eager path only: no fused elementwise kernels, libtorch's "
                "attention choice");
   bool compare = false;
-  app.add_flag("--compare-eager", compare, "forward on the fused path (--attention) and then the eager path");
+  app.add_flag("--compare-eager", compare,
+               "forward on the fused path (--attention) and then the eager path");
   std::string attention = "auto";
-  app.add_option("--attention", attention, "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math")
+  app.add_option("--attention", attention,
+                 "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   omnidp::models::set_fused_elementwise(!eager);
@@ -102,7 +111,8 @@ int run(int argc, char** argv) {
   std::unique_ptr<hv::HunyuanVideo15Pipeline> pipeline;
   if (!path.empty()) {
     hv::PipelineParts parts;
-    parts.transformer = hv::load_transformer(std::filesystem::path(path) / "transformer", dtype, device);
+    parts.transformer =
+        hv::load_transformer(std::filesystem::path(path) / "transformer", dtype, device);
     parts.vae = hv::load_vae(std::filesystem::path(path) / "vae", dtype, device);
     pipeline = std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), device);
   } else {
@@ -120,17 +130,19 @@ int run(int argc, char** argv) {
   auto transformer = pipeline->transformer();
   const auto& to = transformer->options();
   const auto shape = pipeline->latent_shape(frames, height, width);
-  const std::int64_t tokens = shape[2] / to.patch_size_t * (shape[3] / to.patch_size) * (shape[4] / to.patch_size);
+  const std::int64_t tokens =
+      shape[2] / to.patch_size_t * (shape[3] / to.patch_size) * (shape[4] / to.patch_size);
 
   std::cout << omnidp::version_line() << "\n"
-            << "model hunyuanvideo-1.5 " << (path.empty() ? "(random weights)" : "(" + path + ")") << ", "
-            << to.num_layers << " blocks, " << to.num_refiner_layers << " refiner blocks, hidden "
-            << to.inner_dim() << "\n"
-            << "device " << device.str() << "  dtype " << dtype_arg << "  threads " << torch::get_num_threads()
-            << "\n"
-            << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1] << ", " << shape[2]
-            << ", " << shape[3] << ", " << shape[4] << "]\n"
-            << "attention " << attention << "  path " << (eager ? "eager (reference expressions)" : "fused") << "\n"
+            << "model hunyuanvideo-1.5 " << (path.empty() ? "(random weights)" : "(" + path + ")")
+            << ", " << to.num_layers << " blocks, " << to.num_refiner_layers
+            << " refiner blocks, hidden " << to.inner_dim() << "\n"
+            << "device " << device.str() << "  dtype " << dtype_arg << "  threads "
+            << torch::get_num_threads() << "\n"
+            << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1]
+            << ", " << shape[2] << ", " << shape[3] << ", " << shape[4] << "]\n"
+            << "attention " << attention << "  path "
+            << (eager ? "eager (reference expressions)" : "fused") << "\n"
             << "load_seconds " << load_s << "\n";
 
   c10::InferenceMode inference;
@@ -149,7 +161,8 @@ int run(int argc, char** argv) {
         fshape[2] / to.patch_size_t * (fshape[3] / to.patch_size) * (fshape[4] / to.patch_size);
     hv::TransformerInputs in;
     in.hidden_states =
-        omnidp::models::randn_cpu({1, to.in_channels, fshape[2], fshape[3], fshape[4]}, 1).to(device, dtype);
+        omnidp::models::randn_cpu({1, to.in_channels, fshape[2], fshape[3], fshape[4]}, 1)
+            .to(device, dtype);
     in.timestep = torch::full({1}, 500.0F).to(device, dtype);
     in.encoder_hidden_states = prompt.embeds.to(device, dtype);
     in.encoder_attention_mask = prompt.mask.to(device);
@@ -162,7 +175,8 @@ int run(int argc, char** argv) {
       const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
       const double flops = forward_flops(to, ftokens, text_tokens);
       std::cout << "\n[forward] " << whf.text << ", batch 1, padding dropped, "
-                << (fused ? "fused path, attention " + attention : std::string("eager path, attention auto"))
+                << (fused ? "fused path, attention " + attention
+                          : std::string("eager path, attention auto"))
                 << "\nvideo_tokens " << ftokens << "\ntext_tokens " << text_tokens << "\n"
                 << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
                 << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
@@ -174,8 +188,8 @@ int run(int argc, char** argv) {
     auto vae = pipeline->vae();
     const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
     const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z); });
-    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1 << " frames"
-              << (vae_tiling ? ", 256x256 tiles" : ", untiled") << "\n"
+    std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1
+              << " frames" << (vae_tiling ? ", 256x256 tiles" : ", untiled") << "\n"
               << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n";
   }
   if (has("request")) {
@@ -189,7 +203,8 @@ int run(int argc, char** argv) {
     in.noise = omnidp::models::randn_cpu(shape, 4);
     in.prompt = prompt;
     in.negative = negative;
-    const auto t = time_it(device, std::min(warmup, 1), request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+    const auto t = time_it(device, std::min(warmup, 1), request_repeat,
+                           [&] { (void)pipeline->sample(in, nullptr); });
     const int passes = guidance != 1.0 ? 2 : 1;
     const double flops = passes * steps * forward_flops(to, tokens, text_tokens);
     std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (" << passes
@@ -202,4 +217,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return omnidp::bench::guarded_main("omni-dp-bench-hv15", run, argc, argv); }
+int main(int argc, char** argv) {
+  return omnidp::bench::guarded_main("omni-dp-bench-hv15", run, argc, argv);
+}

@@ -8,9 +8,9 @@
 // save_pretrained writes them. Tokenizers are byte-level (one token per byte, no merges): a random
 // text encoder has nothing to gain from the real 151k-entry vocabulary.
 
+#include <torch/torch.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
@@ -61,7 +61,8 @@ std::size_t save_sharded(torch::nn::Module& module, const fs::path& dir, const s
   json map = json::object();
   for (std::size_t i = 0; i < shards.size(); ++i) {
     char name[128];
-    std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", stem.c_str(), i + 1, shards.size());
+    std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", stem.c_str(), i + 1,
+                  shards.size());
     omnidp::models::save_safetensors(dir / name, shards[i]);
     for (const auto& [tensor, value] : shards[i]) map[tensor] = name;
   }
@@ -109,12 +110,15 @@ void write_qwen_tokenizer(const fs::path& dir) {
   // renders for the pipelines' system + user conversation (models/text/prompt_encoders.hpp
   // writes the same text).
   const std::string chat_template =
-      "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-      "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-  write_json(dir / "tokenizer_config.json",
-             json{{"tokenizer_class", "Qwen2Tokenizer"}, {"added_tokens_decoder", added},
-                  {"eos_token", "<|im_end|>"}, {"pad_token", "<|endoftext|>"},
-                  {"chat_template", chat_template}});
+      "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + "
+      "message['content'] + "
+      "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
+      "'<|im_start|>assistant\\n' }}{% endif %}";
+  write_json(dir / "tokenizer_config.json", json{{"tokenizer_class", "Qwen2Tokenizer"},
+                                                 {"added_tokens_decoder", added},
+                                                 {"eos_token", "<|im_end|>"},
+                                                 {"pad_token", "<|endoftext|>"},
+                                                 {"chat_template", chat_template}});
 }
 
 }  // namespace
@@ -123,7 +127,9 @@ int main(int argc, char** argv) {
   namespace hv = omnidp::models::hv15;
   namespace text = omnidp::models::text;
   namespace vision = omnidp::models::vision;
-  CLI::App app("omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 Diffusers snapshot with seeded random weights");
+  CLI::App app(
+      "omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 Diffusers snapshot with seeded random "
+      "weights");
   std::string out;
   std::string task = "i2v";
   std::uint64_t seed = 0;
@@ -135,9 +141,11 @@ int main(int argc, char** argv) {
   app.add_option("--task", task, "i2v (with image_encoder/ and feature_extractor/) | t2v")
       ->check(CLI::IsMember({"i2v", "t2v"}))
       ->capture_default_str();
-  app.add_option("--seed", seed, "seed of the random weights (each component adds its index)")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the random weights (each component adds its index)")
+      ->capture_default_str();
   app.add_option("--layers", layers, "double-stream blocks (default: the released 54)");
-  app.add_option("--text-layers", text_layers, "Qwen2.5-VL decoder layers (default: the released 28)");
+  app.add_option("--text-layers", text_layers,
+                 "Qwen2.5-VL decoder layers (default: the released 28)");
   app.add_option("--shard-gib", shard_gib, "largest safetensors shard")->capture_default_str();
   app.add_flag("--no-text-encoder", no_text, "leave out text_encoder(_2)/ and tokenizer(_2)/");
   CLI11_PARSE(app, argc, argv);
@@ -156,24 +164,43 @@ int main(int argc, char** argv) {
   const torch::Device cpu(torch::kCPU);
 
   // The released HunyuanVideo-1.5 480p transformer (SPEC section 8).
-  const json transformer_config{
-      {"_class_name", "HunyuanVideo15Transformer3DModel"}, {"in_channels", 65}, {"out_channels", 32},
-      {"num_attention_heads", 16}, {"attention_head_dim", 128}, {"num_layers", layers >= 0 ? layers : 54},
-      {"num_refiner_layers", 2}, {"mlp_ratio", 4.0}, {"patch_size", 1}, {"patch_size_t", 1},
-      {"qk_norm", "rms_norm"}, {"text_embed_dim", 3584}, {"text_embed_2_dim", 1472},
-      {"image_embed_dim", 1152}, {"rope_theta", 256.0}, {"rope_axes_dim", {16, 56, 56}},
-      {"target_size", 640}, {"task_type", task}, {"use_meanflow", false}};
+  const json transformer_config{{"_class_name", "HunyuanVideo15Transformer3DModel"},
+                                {"in_channels", 65},
+                                {"out_channels", 32},
+                                {"num_attention_heads", 16},
+                                {"attention_head_dim", 128},
+                                {"num_layers", layers >= 0 ? layers : 54},
+                                {"num_refiner_layers", 2},
+                                {"mlp_ratio", 4.0},
+                                {"patch_size", 1},
+                                {"patch_size_t", 1},
+                                {"qk_norm", "rms_norm"},
+                                {"text_embed_dim", 3584},
+                                {"text_embed_2_dim", 1472},
+                                {"image_embed_dim", 1152},
+                                {"rope_theta", 256.0},
+                                {"rope_axes_dim", {16, 56, 56}},
+                                {"target_size", 640},
+                                {"task_type", task},
+                                {"use_meanflow", false}};
   {
-    const auto opts = hv::TransformerOptions::from_json(transformer_config, "transformer/config.json");
+    const auto opts =
+        hv::TransformerOptions::from_json(transformer_config, "transformer/config.json");
     auto model = hv::random_transformer(opts, seed, torch::kFloat32, cpu);
     write_json(root / "transformer" / "config.json", transformer_config);
     done("transformer", save_sharded(*model, root / "transformer", "diffusion_pytorch_model", shard));
   }
-  const json vae_config{{"_class_name", "AutoencoderKLHunyuanVideo15"}, {"in_channels", 3}, {"out_channels", 3},
-                        {"latent_channels", 32}, {"block_out_channels", {128, 256, 512, 1024, 1024}},
-                        {"layers_per_block", 2}, {"spatial_compression_ratio", 16},
-                        {"temporal_compression_ratio", 4}, {"downsample_match_channel", true},
-                        {"upsample_match_channel", true}, {"scaling_factor", 1.03682}};
+  const json vae_config{{"_class_name", "AutoencoderKLHunyuanVideo15"},
+                        {"in_channels", 3},
+                        {"out_channels", 3},
+                        {"latent_channels", 32},
+                        {"block_out_channels", {128, 256, 512, 1024, 1024}},
+                        {"layers_per_block", 2},
+                        {"spatial_compression_ratio", 16},
+                        {"temporal_compression_ratio", 4},
+                        {"downsample_match_channel", true},
+                        {"upsample_match_channel", true},
+                        {"scaling_factor", 1.03682}};
   {
     const auto opts = hv::VaeOptions::from_json(vae_config, "vae/config.json");
     auto model = hv::random_vae(opts, seed + 1, torch::kFloat32, cpu);
@@ -183,58 +210,97 @@ int main(int argc, char** argv) {
   if (!no_text) {
     // Qwen2.5-VL-7B-Instruct's text model and the Glyph byT5 (byt5-small) encoder.
     const json qwen_config{{"architectures", {"Qwen2_5_VLForConditionalGeneration"}},
-                           {"model_type", "qwen2_5_vl"}, {"vocab_size", 152064}, {"hidden_size", 3584},
-                           {"intermediate_size", 18944}, {"num_hidden_layers", text_layers >= 0 ? text_layers : 28},
-                           {"num_attention_heads", 28}, {"num_key_value_heads", 4}, {"hidden_act", "silu"},
-                           {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0}, {"use_sliding_window", false},
-                           {"max_position_embeddings", 128000}, {"bos_token_id", 151643},
-                           {"eos_token_id", 151645}, {"torch_dtype", "bfloat16"}};
+                           {"model_type", "qwen2_5_vl"},
+                           {"vocab_size", 152064},
+                           {"hidden_size", 3584},
+                           {"intermediate_size", 18944},
+                           {"num_hidden_layers", text_layers >= 0 ? text_layers : 28},
+                           {"num_attention_heads", 28},
+                           {"num_key_value_heads", 4},
+                           {"hidden_act", "silu"},
+                           {"rms_norm_eps", 1e-6},
+                           {"rope_theta", 1000000.0},
+                           {"use_sliding_window", false},
+                           {"max_position_embeddings", 128000},
+                           {"bos_token_id", 151643},
+                           {"eos_token_id", 151645},
+                           {"torch_dtype", "bfloat16"}};
     {
-      const auto opts = text::Qwen25VLTextOptions::from_json(qwen_config, "text_encoder/config.json");
+      const auto opts =
+          text::Qwen25VLTextOptions::from_json(qwen_config, "text_encoder/config.json");
       auto model = text::random_qwen25vl_text(opts, seed + 2, torch::kFloat32, cpu);
       write_json(root / "text_encoder" / "config.json", qwen_config);
       done("text_encoder", save_sharded(*model, root / "text_encoder", "model", shard));
     }
     write_qwen_tokenizer(root / "tokenizer");
-    const json byt5_config{{"architectures", {"T5EncoderModel"}}, {"model_type", "t5"}, {"vocab_size", 384},
-                           {"d_model", 1472}, {"d_kv", 64}, {"d_ff", 3584}, {"num_layers", 12},
-                           {"num_heads", 6}, {"relative_attention_num_buckets", 32},
-                           {"relative_attention_max_distance", 128}, {"layer_norm_epsilon", 1e-6},
-                           {"feed_forward_proj", "gated-gelu"}, {"is_gated_act", true},
-                           {"dense_act_fn", "gelu_new"}, {"tie_word_embeddings", false}};
+    const json byt5_config{{"architectures", {"T5EncoderModel"}},
+                           {"model_type", "t5"},
+                           {"vocab_size", 384},
+                           {"d_model", 1472},
+                           {"d_kv", 64},
+                           {"d_ff", 3584},
+                           {"num_layers", 12},
+                           {"num_heads", 6},
+                           {"relative_attention_num_buckets", 32},
+                           {"relative_attention_max_distance", 128},
+                           {"layer_norm_epsilon", 1e-6},
+                           {"feed_forward_proj", "gated-gelu"},
+                           {"is_gated_act", true},
+                           {"dense_act_fn", "gelu_new"},
+                           {"tie_word_embeddings", false}};
     {
       const auto opts = text::T5Options::from_json(byt5_config, "text_encoder_2/config.json");
       auto model = text::random_t5_encoder(opts, seed + 3, torch::kFloat32, cpu);
       write_json(root / "text_encoder_2" / "config.json", byt5_config);
       done("text_encoder_2", save_sharded(*model, root / "text_encoder_2", "model", shard));
     }
-    write_json(root / "tokenizer_2" / "tokenizer_config.json", json{{"tokenizer_class", "ByT5Tokenizer"}});
+    write_json(root / "tokenizer_2" / "tokenizer_config.json",
+               json{{"tokenizer_class", "ByT5Tokenizer"}});
   }
   if (task == "i2v") {
     // SigLIP so400m-patch14-384, as the I2V checkpoint ships it.
-    const json siglip_config{{"architectures", {"SiglipVisionModel"}}, {"model_type", "siglip_vision_model"},
-                             {"hidden_size", 1152}, {"intermediate_size", 4304}, {"num_hidden_layers", 27},
-                             {"num_attention_heads", 16}, {"num_channels", 3}, {"image_size", 384},
-                             {"patch_size", 14}, {"hidden_act", "gelu_pytorch_tanh"}, {"layer_norm_eps", 1e-6}};
+    const json siglip_config{{"architectures", {"SiglipVisionModel"}},
+                             {"model_type", "siglip_vision_model"},
+                             {"hidden_size", 1152},
+                             {"intermediate_size", 4304},
+                             {"num_hidden_layers", 27},
+                             {"num_attention_heads", 16},
+                             {"num_channels", 3},
+                             {"image_size", 384},
+                             {"patch_size", 14},
+                             {"hidden_act", "gelu_pytorch_tanh"},
+                             {"layer_norm_eps", 1e-6}};
     {
-      const auto opts = vision::SiglipVisionOptions::from_json(siglip_config, "image_encoder/config.json");
+      const auto opts =
+          vision::SiglipVisionOptions::from_json(siglip_config, "image_encoder/config.json");
       auto model = vision::random_siglip_vision(opts, seed + 4, torch::kFloat32, cpu);
       write_json(root / "image_encoder" / "config.json", siglip_config);
       done("image_encoder", save_sharded(*model, root / "image_encoder", "model", shard));
     }
     write_json(root / "feature_extractor" / "preprocessor_config.json",
-               json{{"image_processor_type", "SiglipImageProcessor"}, {"do_convert_rgb", true},
-                    {"do_resize", true}, {"size", {{"height", 384}, {"width", 384}}}, {"resample", 3},
-                    {"do_rescale", true}, {"rescale_factor", 1.0 / 255.0}, {"do_normalize", true},
-                    {"image_mean", {0.5, 0.5, 0.5}}, {"image_std", {0.5, 0.5, 0.5}}});
+               json{{"image_processor_type", "SiglipImageProcessor"},
+                    {"do_convert_rgb", true},
+                    {"do_resize", true},
+                    {"size", {{"height", 384}, {"width", 384}}},
+                    {"resample", 3},
+                    {"do_rescale", true},
+                    {"rescale_factor", 1.0 / 255.0},
+                    {"do_normalize", true},
+                    {"image_mean", {0.5, 0.5, 0.5}},
+                    {"image_std", {0.5, 0.5, 0.5}}});
   }
   write_json(root / "scheduler" / "scheduler_config.json",
-             json{{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"num_train_timesteps", 1000}, {"shift", 5.0},
+             json{{"_class_name", "FlowMatchEulerDiscreteScheduler"},
+                  {"num_train_timesteps", 1000},
+                  {"shift", 5.0},
                   {"use_dynamic_shifting", false}});
-  write_json(root / "guider" / "guider_config.json",
-             json{{"_class_name", "ClassifierFreeGuidance"}, {"guidance_scale", 6.0}, {"guidance_rescale", 0.0},
-                  {"use_original_formulation", false}, {"enabled", true}});
-  json index{{"_class_name", task == "i2v" ? "HunyuanVideo15ImageToVideoPipeline" : "HunyuanVideo15Pipeline"},
+  write_json(root / "guider" / "guider_config.json", json{{"_class_name", "ClassifierFreeGuidance"},
+                                                          {"guidance_scale", 6.0},
+                                                          {"guidance_rescale", 0.0},
+                                                          {"use_original_formulation", false},
+                                                          {"enabled", true}});
+  json index{{"_class_name",
+              task == "i2v" ? "HunyuanVideo15ImageToVideoPipeline" : "HunyuanVideo15Pipeline"},
              {"transformer", {"diffusers", "HunyuanVideo15Transformer3DModel"}},
              {"vae", {"diffusers", "AutoencoderKLHunyuanVideo15"}},
              {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},

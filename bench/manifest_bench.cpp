@@ -5,8 +5,8 @@
 //
 //   omni-dp-bench-manifest --lines 1000000
 
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     std::ofstream out(path, std::ios::binary);
     for (std::size_t i = 0; i < lines; ++i) {
       out << R"({"id":"request-)" << i << R"(","prompt":"a short film of scene )" << i
-          << R"(, slow camera, soft light","seed":)" << i << R"(,"num_frames":33})" << "\n";
+          << R"(, slow camera, soft light","seed":)" << i << R"(,"num_frames":33})"
+          << "\n";
     }
   }
   const long rss_before = status_kib("VmRSS");

@@ -7,9 +7,9 @@
 //
 // A benchmark, never a test: figures go to stdout, one `key value` block per measurement.
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <CLI/CLI.hpp>
 #if TORCH_VERSION_MAJOR >= 2 && __has_include(<torch/csrc/autograd/profiler_kineto.h>)
 #include <torch/csrc/autograd/profiler_kineto.h>
 #define OMNIDP_HAVE_KINETO 1
@@ -33,9 +33,9 @@
 
 namespace {
 
-using omnidp::models::wan::WanPipeline;
 using omnidp::bench::Clock;
 using omnidp::bench::time_it;
+using omnidp::models::wan::WanPipeline;
 
 // Runs fn once under libtorch's Kineto profiler (CPU ops and CUDA kernels) and writes a
 // Chrome trace to `path` (scripts/profile_summary.py tabulates it).
@@ -61,8 +61,8 @@ void profile_to(const std::string& path, const torch::Device& device, F&& fn) {
 }
 
 void print_cold_and_warm(const omnidp::bench::ColdAndWarm& t) {
-  std::cout << "first_run_seconds " << t.first << "\nseconds_median " << t.warm.median << "\nseconds_min "
-            << t.warm.min << "\nvideos_per_min " << 60.0 / t.warm.median << "\n";
+  std::cout << "first_run_seconds " << t.first << "\nseconds_median " << t.warm.median
+            << "\nseconds_min " << t.warm.min << "\nvideos_per_min " << 60.0 / t.warm.median << "\n";
 }
 
 int run(int argc, char** argv) {
@@ -89,43 +89,56 @@ int run(int argc, char** argv) {
   int profile_steps = 3;
   std::string cudnn_benchmark;
   app.add_option("--model", model, "tiny-wan | wan2.2-ti2v-5b")->capture_default_str();
-  app.add_option("--path", path, "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
+  app.add_option("--path", path,
+                 "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
   app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)")->capture_default_str();
+  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)")
+      ->capture_default_str();
   app.add_option("--dtype", dtype, "fp32 | bf16 | fp16")->capture_default_str();
   app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--what", what,
-                 "comma list of forward, request (sampling + decode, first size only), generate (the "
-                 "product's path: text encoding, noise, sampling, decode, uint8 frames; first size only), "
-                 "decode")
+  app.add_option(
+         "--what", what,
+         "comma list of forward, request (sampling + decode, first size only), generate (the "
+         "product's path: text encoding, noise, sampling, decode, uint8 frames; first size only), "
+         "decode")
       ->capture_default_str();
   app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
   app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
-  app.add_option("--guidance", guidance, "CFG scale of the full request (<= 1: no CFG)")->capture_default_str();
-  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")->capture_default_str();
-  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")->capture_default_str();
+  app.add_option("--guidance", guidance, "CFG scale of the full request (<= 1: no CFG)")
+      ->capture_default_str();
+  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")
+      ->capture_default_str();
+  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")
+      ->capture_default_str();
   app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
   app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
-  app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")->capture_default_str();
-  app.add_option("--batch", batch_list, "forward batch sizes, a comma list (2 = a CFG step)")->capture_default_str();
-  app.add_option("--vae-layout", vae_layout,
-                 "VAE weight layout for decode: channels-last (the CUDA default) | contiguous, or a comma list")
+  app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")
       ->capture_default_str();
-  app.add_option("--cudnn-benchmark", cudnn_benchmark,
-                 "full request with cuDNN autotuning off and/or on, a comma list in order (default: the "
-                 "config's choice, on outside strict mode); the first run is timed apart");
-  app.add_option("--profile-steps", profile_steps, "denoising steps of the profiled request")->capture_default_str();
-  app.add_flag("--scalar-timestep", scalar_timestep, "forward with one timestep per sample (default: per token)");
+  app.add_option("--batch", batch_list, "forward batch sizes, a comma list (2 = a CFG step)")
+      ->capture_default_str();
+  app.add_option("--vae-layout", vae_layout,
+                 "VAE weight layout for decode: channels-last (the CUDA default) | contiguous, or "
+                 "a comma list")
+      ->capture_default_str();
+  app.add_option(
+      "--cudnn-benchmark", cudnn_benchmark,
+      "full request with cuDNN autotuning off and/or on, a comma list in order (default: the "
+      "config's choice, on outside strict mode); the first run is timed apart");
+  app.add_option("--profile-steps", profile_steps, "denoising steps of the profiled request")
+      ->capture_default_str();
+  app.add_flag("--scalar-timestep", scalar_timestep,
+               "forward with one timestep per sample (default: per token)");
   app.add_flag("--no-fuse", no_fuse, "keep separate q/k/v projections");
   std::string attention = "auto";
   app.add_option("--attention", attention,
                  "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math, or a comma list")
       ->capture_default_str();
   std::string profile;
-  app.add_option("--profile", profile,
-                 "Chrome traces (libtorch >= 2): one forward to PREFIX.<size>.b<batch>.<attention>.json, one "
-                 "request (--profile-steps) to PREFIX.request.<size>.<attention>.json, one decode to "
-                 "PREFIX.decode.<size>.json");
+  app.add_option(
+      "--profile", profile,
+      "Chrome traces (libtorch >= 2): one forward to PREFIX.<size>.b<batch>.<attention>.json, one "
+      "request (--profile-steps) to PREFIX.request.<size>.<attention>.json, one decode to "
+      "PREFIX.decode.<size>.json");
   bool verbose = false;
   app.add_flag("--verbose", verbose, "debug log lines (e.g. the phases of the model load)");
   bool strict = false;
@@ -135,9 +148,10 @@ int run(int argc, char** argv) {
                  "model.offload_text_encoder for --what generate (the shipped H200 configs: false)")
       ->capture_default_str();
   bool eager = false;
-  app.add_flag("--eager", eager,
-               "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
-               "elementwise kernels (layers/fused.hpp)");
+  app.add_flag(
+      "--eager", eager,
+      "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
+      "elementwise kernels (layers/fused.hpp)");
   CLI11_PARSE(app, argc, argv);
   omnidp::models::set_fused_elementwise(!eager);
   if (eager) no_fuse = true;
@@ -162,10 +176,12 @@ int run(int argc, char** argv) {
   omnidp::Config config;
   config.model.name = model;
   config.model.path = path;
-  config.model.weights = path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
+  config.model.weights =
+      path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
   config.model.weights_seed = weights_seed;
   config.model.dtype = omnidp::bench::parse_dtype(dtype);
-  config.model.device = device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
+  config.model.device =
+      device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
   config.determinism.strict = strict;
   config.model.offload_text_encoder = offload_text_encoder;
   config.model.fused_kernels = !eager;  // the factory applies it (layers/torch_settings.hpp)
@@ -187,7 +203,8 @@ int run(int argc, char** argv) {
 
   std::cout << omnidp::version_line() << "\n"
             << "model " << model << (path.empty() ? " (random weights)" : " (" + path + ")") << "\n"
-            << "device " << device.str() << "  dtype " << dtype << "  threads " << torch::get_num_threads() << "\n"
+            << "device " << device.str() << "  dtype " << dtype << "  threads "
+            << torch::get_num_threads() << "\n"
             << "path " << (eager ? "eager (reference expressions)" : "fused")
             << (strict ? "  determinism strict" : "") << "\n"
             << "load_seconds " << load_s << "\n";
@@ -202,32 +219,35 @@ int run(int argc, char** argv) {
     std::cout << "\n=== size " << sz.text << "  latent [" << shape[1] << ", " << shape[2] << ", "
               << shape[3] << ", " << shape[4] << "]\n";
     const auto latents = omnidp::models::randn_cpu(shape, 1).to(device, tdtype);
-    const auto context = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 2).to(device, tdtype);
+    const auto context =
+        omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 2).to(device, tdtype);
     for (const auto& backend : backends) {
       omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(backend));
       if (has("forward")) {
         for (const auto batch : batches) {
           const auto x = latents.expand({batch, -1, -1, -1, -1}).contiguous();
           const auto c = context.expand({batch, -1, -1}).contiguous();
-          const auto timestep = scalar_timestep
-                                    ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
-                                    : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
+          const auto timestep =
+              scalar_timestep ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
+                              : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
           const auto forward = [&] { (void)transformer->forward(x, timestep, c); };
           const auto t = time_it(device, warmup, repeat, forward);
-          const double flops =
-              static_cast<double>(batch) * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-          std::cout << "\n[forward] batch " << batch << ", " << (scalar_timestep ? "scalar" : "per-token")
-                    << " timesteps, "
-                    << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
-                            ? "fused"
-                            : "separate")
-                    << " qkv, attention " << backend << "\n"
-                    << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-                    << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-                    << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+          const double flops = static_cast<double>(batch) *
+                               omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+          std::cout
+              << "\n[forward] batch " << batch << ", " << (scalar_timestep ? "scalar" : "per-token")
+              << " timesteps, "
+              << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
+                      ? "fused"
+                      : "separate")
+              << " qkv, attention " << backend << "\n"
+              << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
           if (!profile.empty()) {
-            profile_to(profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json", device,
-                       forward);
+            profile_to(
+                profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json",
+                device, forward);
           }
         }
       }
@@ -243,18 +263,21 @@ int run(int argc, char** argv) {
         in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
         in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
         const int passes = guidance > 1.0 ? 2 : 1;
-        const double flops = passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+        const double flops =
+            passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
         const auto settings = cudnn_benchmark.empty() ? std::vector<std::string>{""}
                                                       : omnidp::bench::split_list(cudnn_benchmark);
         for (const auto& setting : settings) {
           if (!setting.empty()) {
-            if (setting != "on" && setting != "off") throw omnidp::UsageError("--cudnn-benchmark: on or off");
+            if (setting != "on" && setting != "off")
+              throw omnidp::UsageError("--cudnn-benchmark: on or off");
             at::globalContext().setBenchmarkCuDNN(setting == "on");
           }
-          const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat,
-                                                            [&] { (void)pipeline->sample(in, nullptr); });
-          std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (CFG as one batch of "
-                    << passes << "), VAE decode included, attention " << backend << ", cuDNN autotuning "
+          const auto t = omnidp::bench::time_cold_then_warm(
+              device, warmup, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+          std::cout << "\n[request] " << steps << " steps, guidance " << guidance
+                    << " (CFG as one batch of " << passes << "), VAE decode included, attention "
+                    << backend << ", cuDNN autotuning "
                     << (at::globalContext().benchmarkCuDNN() ? "on" : "off") << "\n";
           print_cold_and_warm(t);
           std::cout << "transformer_tflops_per_s " << flops / t.warm.median / 1e12 << "\n";
@@ -279,8 +302,8 @@ int run(int argc, char** argv) {
       req.flow_shift = 5.0;
       const auto generate = [&] { (void)pipeline->generate(req, omnidp::GenerateContext{}); };
       const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat, generate);
-      std::cout << "\n[generate] " << steps << " steps, guidance " << guidance
-                << ", text encoder" << (offload_text_encoder ? " (offloaded)" : " (resident)")
+      std::cout << "\n[generate] " << steps << " steps, guidance " << guidance << ", text encoder"
+                << (offload_text_encoder ? " (offloaded)" : " (resident)")
                 << ", noise and uint8 frames included\n";
       print_cold_and_warm(t);
       if (!profile.empty()) {
@@ -295,10 +318,11 @@ int run(int argc, char** argv) {
         vae->set_channels_last(layout == "channels-last");
         const auto decode = [&] { (void)vae->decode(z, decode_chunk); };
         const auto t = time_it(device, std::min(warmup, 1), repeat, decode);
-        std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames << " frames, chunk "
-                  << decode_chunk << ", weights " << layout << "\nseconds_median " << t.median
-                  << "\nseconds_min " << t.min << "\n";
-        if (!profile.empty()) profile_to(profile + ".decode." + sz.text + "." + layout + ".json", device, decode);
+        std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames
+                  << " frames, chunk " << decode_chunk << ", weights " << layout
+                  << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
+        if (!profile.empty())
+          profile_to(profile + ".decode." + sz.text + "." + layout + ".json", device, decode);
       }
     }
   }
@@ -307,4 +331,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return omnidp::bench::guarded_main("omni-dp-bench-model", run, argc, argv); }
+int main(int argc, char** argv) {
+  return omnidp::bench::guarded_main("omni-dp-bench-model", run, argc, argv);
+}

@@ -40,12 +40,15 @@ void report(const char* model, std::int64_t layers, std::int64_t heads,
     const auto block = params(1, shard) - base;
     const auto total = base + layers * block;
     if (n == 1) whole = total;
-    std::printf("%s tp %lld: %.3f G parameters per rank (replicated %.3f G, %lld blocks x %.1f M), bf16 %.2f GiB, "
-                "%.2f of tp 1\n",
-                model, static_cast<long long>(n), static_cast<double>(total) / 1e9, static_cast<double>(base) / 1e9,
-                static_cast<long long>(layers), static_cast<double>(block) / 1e6,
-                static_cast<double>(total) * 2.0 / (1024.0 * 1024.0 * 1024.0),
-                static_cast<double>(total) / static_cast<double>(whole));
+    std::printf(
+        "%s tp %lld: %.3f G parameters per rank (replicated %.3f G, %lld blocks x %.1f M), bf16 "
+        "%.2f GiB, "
+        "%.2f of tp 1\n",
+        model, static_cast<long long>(n), static_cast<double>(total) / 1e9,
+        static_cast<double>(base) / 1e9, static_cast<long long>(layers),
+        static_cast<double>(block) / 1e6,
+        static_cast<double>(total) * 2.0 / (1024.0 * 1024.0 * 1024.0),
+        static_cast<double>(total) / static_cast<double>(whole));
   }
 }
 
@@ -54,7 +57,8 @@ void report(const char* model, std::int64_t layers, std::int64_t heads,
 int main() {
   namespace wan = omnidp::models::wan;
   namespace hv = omnidp::models::hv15;
-  const auto wan_options = wan::WanTransformerOptions::from_json_text(wan::wan22_ti2v_5b_transformer_config(), "5b");
+  const auto wan_options =
+      wan::WanTransformerOptions::from_json_text(wan::wan22_ti2v_5b_transformer_config(), "5b");
   report("wan2.2-ti2v-5b", wan_options.num_layers, wan_options.num_attention_heads,
          [&](std::int64_t blocks, TensorShard shard) {
            auto o = wan_options;

@@ -47,7 +47,8 @@ void register_custom_models(omnidp::models::ModelTable& table) {
   r.has_weights = false;
   r.facts.hidden_size = 8;  // cost prior: 1 layer of width 8, no patching
   r.facts.num_layers = 1;
-  r.create = [](const omnidp::Config&, const omnidp::DeviceBinding& device) -> std::unique_ptr<omnidp::Pipeline> {
+  r.create = [](const omnidp::Config&,
+                const omnidp::DeviceBinding& device) -> std::unique_ptr<omnidp::Pipeline> {
     return std::make_unique<GradientPipeline>(device);
   };
   table.add(std::move(r));

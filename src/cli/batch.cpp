@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <optional>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -144,8 +144,9 @@ void define_options(CLI::App& app, BatchOptions& o) {
                                 "check the configuration and the manifest, then exit (0 or 2)");
   app.add_flag("--all-errors", o.all_errors, "with --validate-only: list every error, not the first")
       ->needs(validate);
-  auto* dry_run = app.add_flag("--dry-run", o.dry_run,
-                               "print the plan (requests, replicas, groups, cost order), run nothing");
+  auto* dry_run =
+      app.add_flag("--dry-run", o.dry_run,
+                   "print the plan (requests, replicas, groups, cost order), run nothing");
   app.add_option("--world-size", o.world_size,
                  "ranks the --dry-run plans for (default: the launcher's world size, else 1)")
       ->type_name("N")
@@ -236,8 +237,8 @@ int validate_only(const Config& config, bool all_errors, const Console& console)
     }
     summary << "])";
   }
-  summary << "; configuration OK (" << (config.source_file.empty() ? "embedded tiny.yaml"
-                                                                   : config.source_file.string())
+  summary << "; configuration OK ("
+          << (config.source_file.empty() ? "embedded tiny.yaml" : config.source_file.string())
           << ")\n";
   console.out(summary.str());
   return static_cast<int>(ExitCode::ok);
@@ -287,10 +288,10 @@ int run(const Config& config, bool resume, bool resume_mixed,
   // The rank files, then output.export's files of each request, written on the writer thread
   // after its durable write (docs/export.md).
   video_export::check_export_support(config.output);
-  options.make_sink = [config, rank_files = runtime::results_sink_factory(config)](
-                          const runtime::SinkInfo& info) {
-    return video_export::with_export(rank_files(info), config.output);
-  };
+  options.make_sink =
+      [config, rank_files = runtime::results_sink_factory(config)](const runtime::SinkInfo& info) {
+        return video_export::with_export(rank_files(info), config.output);
+      };
   return static_cast<int>(runtime::run_job(options));
 }
 
@@ -302,9 +303,10 @@ int batch_main(int argc, char** argv) {
   const Console console(rank);
 
   BatchOptions o;
-  CLI::App app("omni-dp-batch: generate every video of a JSONL manifest with a diffusion "
-               "transformer,\ndata-parallel over MPI ranks (one rank per device).",
-               kProgram);
+  CLI::App app(
+      "omni-dp-batch: generate every video of a JSONL manifest with a diffusion "
+      "transformer,\ndata-parallel over MPI ranks (one rank per device).",
+      kProgram);
   define_options(app, o);
   try {
     app.parse(argc, argv);
@@ -326,11 +328,10 @@ int batch_main(int argc, char** argv) {
     }
     std::optional<runtime::Deadline> deadline;
     if (!o.deadline.empty()) {
-      const double now = std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-      deadline = runtime::Deadline{runtime::parse_deadline(o.deadline, now),
-                                   "--deadline " + o.deadline};
+      const double now =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      deadline =
+          runtime::Deadline{runtime::parse_deadline(o.deadline, now), "--deadline " + o.deadline};
     }
     if (!o.merge_only.empty()) return merge_only(o.merge_only, console);
     const Config config = effective_config(o);

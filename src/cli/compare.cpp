@@ -10,10 +10,11 @@
 namespace omnidp::cli {
 
 int compare_main(int argc, char** argv) {
-  CLI::App app{"Joins two result sets by input key and compares their video hashes (with "
-               "--max-level-diff/--min-psnr: the videos of requests whose hashes differ). Exit 0 "
-               "when every request of A is matched in B, 1 when not, 2 on usage or read errors.",
-               "omni-dp-compare"};
+  CLI::App app{
+      "Joins two result sets by input key and compares their video hashes (with "
+      "--max-level-diff/--min-psnr: the videos of requests whose hashes differ). Exit 0 "
+      "when every request of A is matched in B, 1 when not, 2 on usage or read errors.",
+      "omni-dp-compare"};
   std::string a;
   std::string b;
   std::size_t max_list = 20;

@@ -53,10 +53,11 @@ std::size_t select(const vx::StoredRun& run, const std::vector<std::string>& ids
 }  // namespace
 
 int export_main(int argc, char** argv) {
-  CLI::App app{"Writes the stored videos of a run as MP4 (H.264), PNG frames or animated GIF, at "
-               "each request's fps. Exit 0 when every selected video was written, 1 when some "
-               "could not be, 2 on usage or read errors.",
-               kProgram};
+  CLI::App app{
+      "Writes the stored videos of a run as MP4 (H.264), PNG frames or animated GIF, at "
+      "each request's fps. Exit 0 when every selected video was written, 1 when some "
+      "could not be, 2 on usage or read errors.",
+      kProgram};
   std::string input;
   std::string format_name;
   std::string out_dir;
@@ -90,8 +91,8 @@ int export_main(int argc, char** argv) {
                 << " frames, " << stored.video.width << "x" << stored.video.height << ", "
                 << stored.fps << " fps)\n";
     }
-    std::cout << "exported " << chosen.size() << " of " << chosen.size() + missing << " video(s) as "
-              << format_name << " to " << out_dir << "\n"
+    std::cout << "exported " << chosen.size() << " of " << chosen.size() + missing
+              << " video(s) as " << format_name << " to " << out_dir << "\n"
               << std::flush;
     return missing == 0 ? 0 : 1;
   } catch (const Error& e) {

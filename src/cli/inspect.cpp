@@ -67,9 +67,8 @@ std::vector<const Row*> failures(const video_export::StoredRun& run) {
 std::vector<const Row*> slowest(const video_export::StoredRun& run, std::size_t n) {
   std::vector<const Row*> out;
   for (const auto& row : run.rows) out.push_back(&row);
-  std::stable_sort(out.begin(), out.end(), [](const Row* a, const Row* b) {
-    return a->record.seconds > b->record.seconds;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Row* a, const Row* b) { return a->record.seconds > b->record.seconds; });
   if (out.size() > n) out.resize(n);
   return out;
 }
@@ -121,9 +120,9 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "latency:      p50 " << fixed(s.latency_p50_s, 3) << " s, p90 " << fixed(s.latency_p90_s, 3)
     << " s, max " << fixed(s.latency_max_s, 3) << " s\n"
     << "scheduling:   efficiency " << fixed(s.scheduling_efficiency, 3) << ", world size "
-    << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size
-    << ", cfg " << s.cfg_parallel_size << ", policy " << (s.policy.empty() ? "-" : s.policy)
-    << ", order " << (s.order.empty() ? "-" : s.order) << "\n"
+    << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size << ", cfg "
+    << s.cfg_parallel_size << ", policy " << (s.policy.empty() ? "-" : s.policy) << ", order "
+    << (s.order.empty() ? "-" : s.order) << "\n"
     << "figures from: " << run.summary_source << "\n";
 
   o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
@@ -139,8 +138,7 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "):\n";
   for (std::size_t i = 0; i < failed.size() && i < options.max_list; ++i) {
     const auto& r = failed[i]->record;
-    o << "  " << r.id << " (rank " << r.rank << ", attempt " << r.attempt << "): " << r.error
-      << "\n";
+    o << "  " << r.id << " (rank " << r.rank << ", attempt " << r.attempt << "): " << r.error << "\n";
   }
 
   const auto slow = slowest(run, options.slowest);
@@ -223,10 +221,11 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
 }
 
 int inspect_main(int argc, char** argv) {
-  CLI::App app{"Shows the figures of a run: counts, failures with their errors, throughput, "
-               "latency, per-rank busy time and the slowest requests; --html FILE writes them "
-               "as a report with plots.",
-               kProgram};
+  CLI::App app{
+      "Shows the figures of a run: counts, failures with their errors, throughput, "
+      "latency, per-rank busy time and the slowest requests; --html FILE writes them "
+      "as a report with plots.",
+      kProgram};
   std::string input;
   bool json = false;
   InspectOptions options;

@@ -10,10 +10,11 @@
 namespace omnidp::cli {
 
 int refcheck_main(int argc, char** argv) {
-  CLI::App app{"omni-dp-refcheck: run every reference case folder (a folder with case.json) "
-               "under DIR and compare with its expected outputs. Prints one line per check: "
-               "name, max relative error, tolerance, PASS|FAIL|SKIP. Exit 0 when nothing "
-               "failed, 1 on any FAIL (and with --fail-on-skip on any SKIP), 2 on usage errors."};
+  CLI::App app{
+      "omni-dp-refcheck: run every reference case folder (a folder with case.json) "
+      "under DIR and compare with its expected outputs. Prints one line per check: "
+      "name, max relative error, tolerance, PASS|FAIL|SKIP. Exit 0 when nothing "
+      "failed, 1 on any FAIL (and with --fail-on-skip on any SKIP), 2 on usage errors."};
   std::string dir;
   std::string device = "cpu";
   std::string dtype = "fp32";
@@ -25,7 +26,8 @@ int refcheck_main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   app.add_option("--filter", filter, "run only cases whose path contains this");
-  app.add_flag("--fail-on-skip", fail_on_skip, "count SKIP (unknown kind, runner not built) as failure");
+  app.add_flag("--fail-on-skip", fail_on_skip,
+               "count SKIP (unknown kind, runner not built) as failure");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

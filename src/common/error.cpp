@@ -42,12 +42,9 @@ ExitCode Error::exit_code() const noexcept {
     case ErrorKind::config:
     case ErrorKind::manifest:
     case ErrorKind::input:
-    case ErrorKind::weights:
-      return ExitCode::usage;
-    case ErrorKind::interrupted:
-      return ExitCode::interrupted;
-    default:
-      return ExitCode::some_failed;
+    case ErrorKind::weights: return ExitCode::usage;
+    case ErrorKind::interrupted: return ExitCode::interrupted;
+    default: return ExitCode::some_failed;
   }
 }
 
@@ -69,8 +66,7 @@ std::string manifest_context(const std::string& file, std::size_t line, const st
 
 ManifestError::ManifestError(const std::string& file, std::size_t line, const std::string& field,
                              const std::string& message)
-    : Error(ErrorKind::manifest, message,
-            {manifest_context(file, line, field)}),
+    : Error(ErrorKind::manifest, message, {manifest_context(file, line, field)}),
       file_(file),
       line_(line),
       field_(field) {}

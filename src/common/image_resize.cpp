@@ -18,9 +18,7 @@ constexpr int kPillowPrecision = 22;
 
 double pillow_filter(ResampleFilter filter, double x) {
   switch (filter) {
-    case ResampleFilter::bilinear:
-      x = std::abs(x);
-      return x < 1.0 ? 1.0 - x : 0.0;
+    case ResampleFilter::bilinear: x = std::abs(x); return x < 1.0 ? 1.0 - x : 0.0;
     case ResampleFilter::bicubic: {
       constexpr double a = -0.5;
       x = std::abs(x);
@@ -127,12 +125,15 @@ Taps make_taps(int in_size, int out_size, ResampleFilter filter, ResizeConventio
 
 // One separable pass over an RGB buffer [rows, cols, 3]. horizontal: resamples the columns of
 // rows [row0, row0 + out_rows); vertical: resamples rows.
-std::vector<std::uint8_t> pass(const std::vector<std::uint8_t>& in, int in_cols, const Taps& t, bool horizontal,
-                               int row0, int out_rows, int out_cols) {
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(out_rows) * static_cast<std::size_t>(out_cols) * 3U);
+std::vector<std::uint8_t> pass(const std::vector<std::uint8_t>& in, int in_cols, const Taps& t,
+                               bool horizontal, int row0, int out_rows, int out_cols) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(out_rows) *
+                                static_cast<std::size_t>(out_cols) * 3U);
   const auto at = [&](int r, int col, int ch) {
     return static_cast<std::int32_t>(
-        in[(static_cast<std::size_t>(r) * static_cast<std::size_t>(in_cols) + static_cast<std::size_t>(col)) * 3U +
+        in[(static_cast<std::size_t>(r) * static_cast<std::size_t>(in_cols) +
+            static_cast<std::size_t>(col)) *
+               3U +
            static_cast<std::size_t>(ch)]);
   };
   const std::int32_t half = std::int32_t{1} << (t.precision > 0 ? t.precision - 1 : 0);
@@ -147,8 +148,11 @@ std::vector<std::uint8_t> pass(const std::vector<std::uint8_t>& in, int in_cols,
         for (int i = 0; i < count; ++i) {
           sum += (horizontal ? at(yy + row0, i + first, ch) : at(i + first, xx, ch)) * k[i];
         }
-        out[(static_cast<std::size_t>(yy) * static_cast<std::size_t>(out_cols) + static_cast<std::size_t>(xx)) * 3U +
-            static_cast<std::size_t>(ch)] = static_cast<std::uint8_t>(std::clamp(sum >> t.precision, 0, 255));
+        out[(static_cast<std::size_t>(yy) * static_cast<std::size_t>(out_cols) +
+             static_cast<std::size_t>(xx)) *
+                3U +
+            static_cast<std::size_t>(ch)] =
+            static_cast<std::uint8_t>(std::clamp(sum >> t.precision, 0, 255));
       }
     }
   }
@@ -180,10 +184,11 @@ const char* to_string(ResampleFilter filter) noexcept {
 RgbImage resize_rgb(const RgbImage& image, int width, int height, ResampleFilter filter,
                     ResizeConvention convention) {
   if (width <= 0 || height <= 0 || image.width <= 0 || image.height <= 0 ||
-      image.data.size() != static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 3U) {
+      image.data.size() !=
+          static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 3U) {
     throw InputError("<image>", "cannot resize " + std::to_string(image.width) + "x" +
-                                    std::to_string(image.height) + " to " + std::to_string(width) + "x" +
-                                    std::to_string(height));
+                                    std::to_string(image.height) + " to " + std::to_string(width) +
+                                    "x" + std::to_string(height));
   }
   if (convention == ResizeConvention::torch && filter == ResampleFilter::lanczos) {
     throw InputError("<image>", "the torch resize convention has no lanczos filter");

@@ -81,9 +81,10 @@ struct EnumTable<WaitMode> {
 };
 template <>
 struct EnumTable<CollectiveBackend> {
-  static constexpr std::array<EnumName<CollectiveBackend>, 3> names{{{CollectiveBackend::automatic, "auto"},
-                                                                   {CollectiveBackend::mpi, "mpi"},
-                                                                   {CollectiveBackend::nccl, "nccl"}}};
+  static constexpr std::array<EnumName<CollectiveBackend>, 3> names{
+      {{CollectiveBackend::automatic, "auto"},
+       {CollectiveBackend::mpi, "mpi"},
+       {CollectiveBackend::nccl, "nccl"}}};
 };
 
 template <>
@@ -164,10 +165,9 @@ void read_into(const Node& node, const std::string& path, bool& out) {
 }
 
 template <class T>
-  requires std::is_integral_v<T>
+requires std::is_integral_v<T>
 void read_into(const Node& node, const std::string& path, T& out) {
-  constexpr std::string_view expected =
-      std::is_signed_v<T> ? "an integer" : "a non-negative integer";
+  constexpr std::string_view expected = std::is_signed_v<T> ? "an integer" : "a non-negative integer";
   if (!is_plain_scalar(node)) type_error(path, expected, node);
   const std::string& text = node.Scalar();
   T value{};
@@ -202,7 +202,7 @@ void read_into(const Node& node, const std::string& path, std::vector<std::strin
 }
 
 template <class E>
-  requires std::is_enum_v<E>
+requires std::is_enum_v<E>
 void read_into(const Node& node, const std::string& path, E& out) {
   const std::vector<std::string> names = enum_names<E>();
   if (!node.IsScalar()) type_error(path, "one of " + join(names, " | "), node);
@@ -243,10 +243,8 @@ void write_value(YAML::Emitter& out, const std::string& value) {
 }
 void write_value(YAML::Emitter& out, bool value) { out << (value ? "true" : "false"); }
 template <class T>
-  requires std::is_integral_v<T>
-void write_value(YAML::Emitter& out, T value) {
-  out << std::to_string(value);
-}
+requires std::is_integral_v<T>
+void write_value(YAML::Emitter& out, T value) { out << std::to_string(value); }
 void write_value(YAML::Emitter& out, double value) { out << format_double(value); }
 void write_value(YAML::Emitter& out, const std::vector<std::string>& values) {
   out << YAML::Flow << YAML::BeginSeq;
@@ -254,10 +252,8 @@ void write_value(YAML::Emitter& out, const std::vector<std::string>& values) {
   out << YAML::EndSeq;
 }
 template <class E>
-  requires std::is_enum_v<E>
-void write_value(YAML::Emitter& out, E value) {
-  out << enum_name(value);
-}
+requires std::is_enum_v<E>
+void write_value(YAML::Emitter& out, E value) { out << enum_name(value); }
 
 // ---------------------------------------------------------------------------------------------
 // Validation helpers.
@@ -283,8 +279,9 @@ void check_int(long long value, long long lo, long long hi, const std::string& p
 // A finite number >= 0 (or > 0 when zero is not allowed).
 void check_non_negative(double value, bool zero_allowed, const std::string& path) {
   const bool ok = std::isfinite(value) && (zero_allowed ? value >= 0.0 : value > 0.0);
-  require(ok, path, format_double(value) + " is out of range (expected a finite number " +
-                        (zero_allowed ? ">= 0)" : "> 0)"));
+  require(ok, path,
+          format_double(value) + " is out of range (expected a finite number " +
+              (zero_allowed ? ">= 0)" : "> 0)"));
 }
 
 void check_ids(const std::vector<std::string>& ids, const std::string& path) {
@@ -360,9 +357,8 @@ Check<std::string> required() {
 }
 
 Check<std::vector<std::string>> ids() {
-  return [](const std::vector<std::string>& value, const std::string& path) {
-    check_ids(value, path);
-  };
+  return
+      [](const std::vector<std::string>& value, const std::string& path) { check_ids(value, path); };
 }
 
 // Each of `value` one of `allowed`, at most once.
@@ -394,7 +390,7 @@ struct FieldSpec {
   std::string key;
   std::function<void(Config&, const Node&, const std::string& path)> read;
   std::function<void(const Config&, YAML::Emitter&)> write;
-  std::function<bool(const Config&)> present;  // empty: always written
+  std::function<bool(const Config&)> present;                              // empty: always written
   std::function<void(const Config&, const std::string& path)> check = {};  // empty: any value
 };
 
@@ -408,17 +404,16 @@ struct SectionSpec {
 template <class S, class T>
 FieldSpec field(std::string key, S Config::*section, T S::*member,
                 std::type_identity_t<Check<T>> check = {}) {
-  FieldSpec spec{
-      std::move(key),
-      [section, member](Config& config, const Node& node, const std::string& path) {
-        T value{};
-        read_into(node, path, value);
-        (config.*section).*member = std::move(value);
-      },
-      [section, member](const Config& config, YAML::Emitter& out) {
-        write_value(out, (config.*section).*member);
-      },
-      {}};
+  FieldSpec spec{std::move(key),
+                 [section, member](Config& config, const Node& node, const std::string& path) {
+                   T value{};
+                   read_into(node, path, value);
+                   (config.*section).*member = std::move(value);
+                 },
+                 [section, member](const Config& config, YAML::Emitter& out) {
+                   write_value(out, (config.*section).*member);
+                 },
+                 {}};
   if (check) {
     spec.check = [section, member, check = std::move(check)](const Config& config,
                                                              const std::string& path) {
@@ -455,34 +450,36 @@ FieldSpec optional_field(std::string key, S Config::*section, std::optional<doub
 
 // parallel.data_parallel_size: `auto` (0) or an integer >= 1.
 FieldSpec data_parallel_field() {
-  return FieldSpec{
-      "data_parallel_size",
-      [](Config& config, const Node& node, const std::string& path) {
-        if (node.IsScalar() && node.Scalar() == "auto") {
-          config.parallel.data_parallel_size = 0;
-          return;
-        }
-        int value = 0;
-        if (!is_plain_scalar(node)) type_error(path, "'auto' or an integer >= 1", node);
-        read_into(node, path, value);
-        if (value < 1) {
-          throw ConfigError(path, std::to_string(value) + " is out of range (expected 'auto' or an integer >= 1)");
-        }
-        config.parallel.data_parallel_size = value;
-      },
-      [](const Config& config, YAML::Emitter& out) {
-        if (config.parallel.data_parallel_size == 0) {
-          out << "auto";
-        } else {
-          write_value(out, config.parallel.data_parallel_size);
-        }
-      },
-      {},
-      [](const Config& config, const std::string& path) {
-        require(config.parallel.data_parallel_size >= 0, path,
-                std::to_string(config.parallel.data_parallel_size) +
-                    " is out of range (expected 'auto' or an integer >= 1)");
-      }};
+  return FieldSpec{"data_parallel_size",
+                   [](Config& config, const Node& node, const std::string& path) {
+                     if (node.IsScalar() && node.Scalar() == "auto") {
+                       config.parallel.data_parallel_size = 0;
+                       return;
+                     }
+                     int value = 0;
+                     if (!is_plain_scalar(node))
+                       type_error(path, "'auto' or an integer >= 1", node);
+                     read_into(node, path, value);
+                     if (value < 1) {
+                       throw ConfigError(
+                           path, std::to_string(value) +
+                                     " is out of range (expected 'auto' or an integer >= 1)");
+                     }
+                     config.parallel.data_parallel_size = value;
+                   },
+                   [](const Config& config, YAML::Emitter& out) {
+                     if (config.parallel.data_parallel_size == 0) {
+                       out << "auto";
+                     } else {
+                       write_value(out, config.parallel.data_parallel_size);
+                     }
+                   },
+                   {},
+                   [](const Config& config, const std::string& path) {
+                     require(config.parallel.data_parallel_size >= 0, path,
+                             std::to_string(config.parallel.data_parallel_size) +
+                                 " is out of range (expected 'auto' or an integer >= 1)");
+                   }};
 }
 
 // parallel.ulysses_degree: an alias of sequence_parallel_size, written back only when set.
@@ -494,27 +491,27 @@ FieldSpec ulysses_degree_field() {
 
 // parallel.devices: `auto` (empty list) or a non-empty list.
 FieldSpec devices_field() {
-  return FieldSpec{
-      "devices",
-      [](Config& config, const Node& node, const std::string& path) {
-        if (node.IsScalar() && node.Scalar() == "auto") {
-          config.parallel.devices.clear();
-          return;
-        }
-        if (!node.IsSequence()) type_error(path, "'auto' or a list of devices", node);
-        std::vector<std::string> values;
-        read_into(node, path, values);
-        if (values.empty()) throw ConfigError(path, "an empty list (write 'auto' for the default)");
-        config.parallel.devices = std::move(values);
-      },
-      [](const Config& config, YAML::Emitter& out) {
-        if (config.parallel.devices.empty()) {
-          out << "auto";
-        } else {
-          write_value(out, config.parallel.devices);
-        }
-      },
-      {}};
+  return FieldSpec{"devices",
+                   [](Config& config, const Node& node, const std::string& path) {
+                     if (node.IsScalar() && node.Scalar() == "auto") {
+                       config.parallel.devices.clear();
+                       return;
+                     }
+                     if (!node.IsSequence()) type_error(path, "'auto' or a list of devices", node);
+                     std::vector<std::string> values;
+                     read_into(node, path, values);
+                     if (values.empty())
+                       throw ConfigError(path, "an empty list (write 'auto' for the default)");
+                     config.parallel.devices = std::move(values);
+                   },
+                   [](const Config& config, YAML::Emitter& out) {
+                     if (config.parallel.devices.empty()) {
+                       out << "auto";
+                     } else {
+                       write_value(out, config.parallel.devices);
+                     }
+                   },
+                   {}};
 }
 
 // output.compression: none | gzip:N (N in 1..9) | lzf.
@@ -550,9 +547,7 @@ FieldSpec compression_field() {
 }
 
 // Checks across the keys of `parallel` (docs/runtime.md, "Replica groups").
-void check_parallel(const Config& config) {
-  check_devices(config);
-}
+void check_parallel(const Config& config) { check_devices(config); }
 
 const std::vector<SectionSpec>& schema() {
   static const std::vector<SectionSpec> sections = [] {
@@ -571,74 +566,73 @@ const std::vector<SectionSpec>& schema() {
                   field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
                   field("attention", &C::model, &ModelConfig::attention),
                   field("fused_kernels", &C::model, &ModelConfig::fused_kernels)}});
-    s.push_back({"parallel",
-                 {data_parallel_field(),
-                  field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size,
-                        in_range(1, 1024)),
-                  field("sequence_parallel_size", &C::parallel,
-                        &ParallelConfig::sequence_parallel_size, in_range(1, 1024)),
-                  ulysses_degree_field(),
-                  field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size,
-                        Check<int>([](const int& v, const std::string& path) {
-                          require(v == 1 || v == 2, path,
-                                  std::to_string(v) + " is not allowed (expected 1 or 2)");
-                        })),
-                  field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
-                  devices_field(),
-                  field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)},
-                 check_parallel});
-    s.push_back({"scheduler",
-                 {field("policy", &C::scheduler, &SchedulerConfig::policy),
-                  field("order", &C::scheduler, &SchedulerConfig::order),
-                  field("prefetch", &C::scheduler, &SchedulerConfig::prefetch, in_range(0, 1024)),
-                  field("max_retries", &C::scheduler, &SchedulerConfig::max_retries, in_range(0, 100)),
-                  field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s,
-                        non_negative(true)),
-                  field("lookahead", &C::scheduler, &SchedulerConfig::lookahead,
-                        in_range<std::size_t>(1, 100'000'000)),
-                  field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s,
-                        non_negative(false)),
-                  field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s,
-                        non_negative(true))}});
-    s.push_back({"generation",
-                 {field("num_frames", &C::generation, &GenerationConfig::num_frames,
-                        rule<int>(&check_num_frames)),
-                  field("height", &C::generation, &GenerationConfig::height,
-                        rule<int>(&check_frame_size)),
-                  field("width", &C::generation, &GenerationConfig::width,
-                        rule<int>(&check_frame_size)),
-                  field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps,
-                        rule<int>(&check_num_inference_steps)),
-                  optional_field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale,
-                                 rule<double>(&check_guidance_scale)),
-                  optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift,
-                                 rule<double>(&check_flow_shift)),
-                  field("seed", &C::generation, &GenerationConfig::seed,
-                        Check<std::uint64_t>([](const std::uint64_t& v, const std::string& path) {
-                          require(v <= static_cast<std::uint64_t>(
-                                           std::numeric_limits<std::int64_t>::max()),
-                                  path, std::to_string(v) + " is out of range [0, 2^63-1]");
-                        })),
-                  field("fps", &C::generation, &GenerationConfig::fps, rule<int>(&check_fps)),
-                  field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
-    s.push_back({"input",
-                 {field("manifest", &C::input, &InputConfig::manifest, required()),
-                  field("tasks", &C::input, &InputConfig::tasks,
-                        Check<Strings>([known = distinct_of({"t2v", "i2v"}, "task", "t2v or i2v", true)](
-                                           const Strings& v, const std::string& path) {
-                          require(!v.empty(), path,
-                                  "an empty list (expected some of t2v, i2v; leave the key out "
-                                  "for both)");
-                          known(v, path);
-                        })),
-                  field("max_line_bytes", &C::input, &InputConfig::max_line_bytes,
-                        in_range<std::size_t>(256, std::size_t{1} << 30)),
-                  field("max_image_pixels", &C::input, &InputConfig::max_image_pixels,
-                        in_range<std::uint64_t>(1, std::uint64_t{1} << 32))}});
+    s.push_back(
+        {"parallel",
+         {data_parallel_field(),
+          field("tensor_parallel_size", &C::parallel, &ParallelConfig::tensor_parallel_size,
+                in_range(1, 1024)),
+          field("sequence_parallel_size", &C::parallel, &ParallelConfig::sequence_parallel_size,
+                in_range(1, 1024)),
+          ulysses_degree_field(),
+          field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size,
+                Check<int>([](const int& v, const std::string& path) {
+                  require(v == 1 || v == 2, path,
+                          std::to_string(v) + " is not allowed (expected 1 or 2)");
+                })),
+          field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
+          devices_field(),
+          field("coordinator_runs_work", &C::parallel, &ParallelConfig::coordinator_runs_work)},
+         check_parallel});
+    s.push_back(
+        {"scheduler",
+         {field("policy", &C::scheduler, &SchedulerConfig::policy),
+          field("order", &C::scheduler, &SchedulerConfig::order),
+          field("prefetch", &C::scheduler, &SchedulerConfig::prefetch, in_range(0, 1024)),
+          field("max_retries", &C::scheduler, &SchedulerConfig::max_retries, in_range(0, 100)),
+          field("request_timeout_s", &C::scheduler, &SchedulerConfig::request_timeout_s,
+                non_negative(true)),
+          field("lookahead", &C::scheduler, &SchedulerConfig::lookahead,
+                in_range<std::size_t>(1, 100'000'000)),
+          field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s, non_negative(false)),
+          field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s,
+                non_negative(true))}});
+    s.push_back(
+        {"generation",
+         {field("num_frames", &C::generation, &GenerationConfig::num_frames,
+                rule<int>(&check_num_frames)),
+          field("height", &C::generation, &GenerationConfig::height, rule<int>(&check_frame_size)),
+          field("width", &C::generation, &GenerationConfig::width, rule<int>(&check_frame_size)),
+          field("num_inference_steps", &C::generation, &GenerationConfig::num_inference_steps,
+                rule<int>(&check_num_inference_steps)),
+          optional_field("guidance_scale", &C::generation, &GenerationConfig::guidance_scale,
+                         rule<double>(&check_guidance_scale)),
+          optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift,
+                         rule<double>(&check_flow_shift)),
+          field("seed", &C::generation, &GenerationConfig::seed,
+                Check<std::uint64_t>([](const std::uint64_t& v, const std::string& path) {
+                  require(v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                          path, std::to_string(v) + " is out of range [0, 2^63-1]");
+                })),
+          field("fps", &C::generation, &GenerationConfig::fps, rule<int>(&check_fps)),
+          field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
+    s.push_back(
+        {"input",
+         {field("manifest", &C::input, &InputConfig::manifest, required()),
+          field("tasks", &C::input, &InputConfig::tasks,
+                Check<Strings>([known = distinct_of({"t2v", "i2v"}, "task", "t2v or i2v", true)](
+                                   const Strings& v, const std::string& path) {
+                  require(!v.empty(), path,
+                          "an empty list (expected some of t2v, i2v; leave the key out "
+                          "for both)");
+                  known(v, path);
+                })),
+          field("max_line_bytes", &C::input, &InputConfig::max_line_bytes,
+                in_range<std::size_t>(256, std::size_t{1} << 30)),
+          field("max_image_pixels", &C::input, &InputConfig::max_image_pixels,
+                in_range<std::uint64_t>(1, std::uint64_t{1} << 32))}});
     s.push_back({"output",
                  {field("dir", &C::output, &OutputConfig::dir, required()),
-                  field("store_video", &C::output, &OutputConfig::store_video),
-                  compression_field(),
+                  field("store_video", &C::output, &OutputConfig::store_video), compression_field(),
                   // Written during the run by the export area (docs/export.md); whether this
                   // build can write MP4/GIF is checked at startup
                   // (video_export::check_export_support).
@@ -650,8 +644,9 @@ const std::vector<SectionSpec>& schema() {
                           if (file.empty()) return;  // off
                           require(file.size() > 5 && file.ends_with(".prom") && file.back() != '/',
                                   path,
-                                  "'" + file + "' does not end in .prom (node_exporter's textfile "
-                                  "collector reads only *.prom files)");
+                                  "'" + file +
+                                      "' does not end in .prom (node_exporter's textfile "
+                                      "collector reads only *.prom files)");
                         })),
                   field("metrics_interval_s", &C::output, &OutputConfig::metrics_interval_s,
                         non_negative(false))}});
@@ -662,14 +657,15 @@ const std::vector<SectionSpec>& schema() {
                   field("wait", &C::synthetic, &SyntheticConfig::wait)}});
     // Test-only (docs/configuration.md): a run prints it only once a fault is set
     // (effective_yaml.hpp).
-    s.push_back({"faults",
-                 {field("fail_ids", &C::faults, &FaultConfig::fail_ids, ids()),
-                  field("transient_fail_ids", &C::faults, &FaultConfig::transient_fail_ids, ids()),
-                  field("drain_after", &C::faults, &FaultConfig::drain_after, at_least(0, "0 = off")),
-                  field("kill_rank", &C::faults, &FaultConfig::kill_rank, at_least(-1, "-1 = off")),
-                  field("kill_after", &C::faults, &FaultConfig::kill_after, at_least(0, "0 = off")),
-                  field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
-                  field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids())}});
+    s.push_back(
+        {"faults",
+         {field("fail_ids", &C::faults, &FaultConfig::fail_ids, ids()),
+          field("transient_fail_ids", &C::faults, &FaultConfig::transient_fail_ids, ids()),
+          field("drain_after", &C::faults, &FaultConfig::drain_after, at_least(0, "0 = off")),
+          field("kill_rank", &C::faults, &FaultConfig::kill_rank, at_least(-1, "-1 = off")),
+          field("kill_after", &C::faults, &FaultConfig::kill_after, at_least(0, "0 = off")),
+          field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
+          field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids())}});
     return s;
   }();
   return sections;
@@ -694,7 +690,8 @@ std::vector<std::string> field_names(const SectionSpec& section) {
 
 std::string key_text(const Node& key, const std::string& parent) {
   if (!key.IsScalar()) {
-    throw ConfigError(parent.empty() ? "<top level>" : parent, "keys must be names, got " + describe(key));
+    throw ConfigError(parent.empty() ? "<top level>" : parent,
+                      "keys must be names, got " + describe(key));
   }
   return key.Scalar();
 }
@@ -743,9 +740,9 @@ Node load_yaml(const std::string& text, const std::string& origin) {
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ":" +
-                          std::to_string(e.mark.column + 1),
-                      "invalid YAML: " + e.msg);
+    throw ConfigError(
+        origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
+        "invalid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw ConfigError(origin, std::string("invalid YAML: ") + e.what());
   }
@@ -812,7 +809,8 @@ Config load_config_file(const std::filesystem::path& path) {
     throw ConfigError(path.string(), "cannot read the config file: it is a folder");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path.string(), "cannot read the config file: no such file or not readable");
+  if (!in)
+    throw ConfigError(path.string(), "cannot read the config file: no such file or not readable");
   std::ostringstream text;
   text << in.rdbuf();
   Config config = parse_config_yaml(text.str(), path.string());
@@ -820,7 +818,9 @@ Config load_config_file(const std::filesystem::path& path) {
   return config;
 }
 
-Config default_config() { return parse_config_yaml(detail::kDefaultConfigYaml, "<embedded tiny.yaml>"); }
+Config default_config() {
+  return parse_config_yaml(detail::kDefaultConfigYaml, "<embedded tiny.yaml>");
+}
 
 void apply_overrides(Config& config, const std::vector<std::string>& assignments) {
   for (const auto& assignment : assignments) {
@@ -834,8 +834,8 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
     const std::string section_key = path.substr(0, dot);
     const SectionSpec& section = find_section(section_key);
     if (dot == std::string::npos) {
-      throw ConfigError(path, "a section, not a key: use " + path + ".KEY=value (keys: " +
-                                  join(field_names(section), ", ") + ")");
+      throw ConfigError(path, "a section, not a key: use " + path +
+                                  ".KEY=value (keys: " + join(field_names(section), ", ") + ")");
     }
     const std::string key = path.substr(dot + 1);
     const FieldSpec& spec = find_field(section, key);
@@ -855,11 +855,13 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     require(chosen != models.end(), "model.name",
             "unknown model '" + model.name + "' (expected " + join(names, " | ") +
                 (nearest.empty() ? "" : "; did you mean '" + nearest + "'?") +
-                (model.plugin.empty() ? "" : "; model.plugin " + plugin_path(config) + " is loaded") + ")");
+                (model.plugin.empty() ? "" : "; model.plugin " + plugin_path(config) + " is loaded") +
+                ")");
   }
   if (model.weights == WeightsSource::pretrained) {
     require(chosen->has_weights, "model.weights",
-            "'pretrained' is not available for model '" + model.name + "', which has no weights (use random)");
+            "'pretrained' is not available for model '" + model.name +
+                "', which has no weights (use random)");
     require(!model.path.empty(), "model.path",
             "required when model.weights is 'pretrained' (got '')");
   }
@@ -867,9 +869,11 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   if (config.parallel.ulysses_degree != 0) {
     const auto& parallel = config.parallel;
     check_int(parallel.ulysses_degree, 1, 1024, "parallel.ulysses_degree");
-    require(parallel.sequence_parallel_size == 1 || parallel.sequence_parallel_size == parallel.ulysses_degree,
+    require(parallel.sequence_parallel_size == 1 ||
+                parallel.sequence_parallel_size == parallel.ulysses_degree,
             "parallel.ulysses_degree",
-            std::to_string(parallel.ulysses_degree) + " disagrees with parallel.sequence_parallel_size " +
+            std::to_string(parallel.ulysses_degree) +
+                " disagrees with parallel.sequence_parallel_size " +
                 std::to_string(parallel.sequence_parallel_size) +
                 " (the same setting under its two names: set one)");
     config.parallel.sequence_parallel_size = parallel.ulysses_degree;
@@ -882,7 +886,8 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     if (section.check) section.check(config);
   }
   // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
-  require(config.parallel.tensor_parallel_size == 1 || chosen->tensor_parallel, "parallel.tensor_parallel_size",
+  require(config.parallel.tensor_parallel_size == 1 || chosen->tensor_parallel,
+          "parallel.tensor_parallel_size",
           std::to_string(config.parallel.tensor_parallel_size) +
               ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
 
@@ -917,18 +922,20 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     require(heads > 0 && heads % t == 0, "parallel.tensor_parallel_size",
             std::to_string(t) + " does not divide the " + std::to_string(heads) +
                 " attention heads of model '" + config.model.name +
-                "' (tensor parallelism splits the heads: use a divisor of " + std::to_string(heads) + ")");
+                "' (tensor parallelism splits the heads: use a divisor of " +
+                std::to_string(heads) + ")");
     require((heads / t) % n == 0, "parallel.sequence_parallel_size",
             std::to_string(n) + " does not divide the " + std::to_string(heads / t) +
                 " attention heads of each tensor shard of model '" + config.model.name + "' (" +
-                std::to_string(heads) + " heads over tensor_parallel_size " + std::to_string(t) + ")");
+                std::to_string(heads) + " heads over tensor_parallel_size " + std::to_string(t) +
+                ")");
   }
 }
 
 std::string plugin_path(const Config& config) {
   if (config.model.plugin.empty()) return {};
-  const std::filesystem::path base =
-      config.source_file.empty() ? std::filesystem::current_path() : config.source_file.parent_path();
+  const std::filesystem::path base = config.source_file.empty() ? std::filesystem::current_path()
+                                                                : config.source_file.parent_path();
   return resolve_against(base, config.model.plugin).string();
 }
 

@@ -9,8 +9,8 @@ namespace omnidp {
 namespace {
 
 // Canonical key order; also the order describe_difference lists keys in.
-constexpr std::array<std::string_view, 7> kKeys = {"dtype",        "device", "strict", "attention",
-                                                   "kernels",      "quantization", "software"};
+constexpr std::array<std::string_view, 7> kKeys = {
+    "dtype", "device", "strict", "attention", "kernels", "quantization", "software"};
 
 std::string clean(std::string_view value) {
   std::string out(value);

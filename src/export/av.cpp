@@ -100,8 +100,9 @@ Scaler alloc_scaler(int width, int height, AVPixelFormat from, AVPixelFormat to,
   SwsContext* raw = sws_getContext(width, height, from, width, height, to,
                                    SWS_BICUBIC | SWS_ACCURATE_RND, nullptr, nullptr, nullptr);
   if (raw == nullptr) {
-    fail(AVERROR(EINVAL), std::string("sws_getContext(") + av_get_pix_fmt_name(from) + " -> " +
-                              av_get_pix_fmt_name(to) + ")",
+    fail(AVERROR(EINVAL),
+         std::string("sws_getContext(") + av_get_pix_fmt_name(from) + " -> " +
+             av_get_pix_fmt_name(to) + ")",
          file);
   }
   return Scaler(raw);

@@ -1,5 +1,6 @@
 #include "omnidp/export/html_report.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,7 +10,6 @@
 #include <set>
 #include <sstream>
 #include <tuple>
-#include <unistd.h>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -27,9 +27,9 @@ using results::StoredRow;
 
 constexpr const char* kOkColour = "#4c78a8";
 constexpr const char* kFailedColour = "#e45756";
-constexpr int kLeft = 70;    // left margin of every plot (lane labels, y axis)
+constexpr int kLeft = 70;  // left margin of every plot (lane labels, y axis)
 constexpr int kRight = 20;
-constexpr int kAxis = 28;    // height of the time axis under a plot
+constexpr int kAxis = 28;  // height of the time axis under a plot
 
 std::string fmt(double value, int digits) {
   char buf[64];
@@ -133,9 +133,9 @@ int lane_count(const StoredRun& run) {
 
 // Per-pixel coverage of one lane by the bars too thin to draw one by one.
 struct LaneBins {
-  std::vector<double> ok;       // busy fraction of each pixel column
+  std::vector<double> ok;  // busy fraction of each pixel column
   std::vector<double> failed;
-  std::vector<int> ok_count;    // requests starting in each column
+  std::vector<int> ok_count;  // requests starting in each column
   std::vector<int> failed_count;
   explicit LaneBins(int width)
       : ok(static_cast<std::size_t>(width), 0.0),
@@ -157,8 +157,8 @@ struct LaneBins {
 };
 
 // Runs of equal quantized coverage, drawn as one rect each with the number of requests.
-void draw_bins(std::ostringstream& o, const std::vector<double>& cover, const std::vector<int>& count,
-               bool is_ok, double y, double h, double seconds_per_px) {
+void draw_bins(std::ostringstream& o, const std::vector<double>& cover,
+               const std::vector<int>& count, bool is_ok, double y, double h, double seconds_per_px) {
   const int width = static_cast<int>(cover.size());
   auto level = [&](int c) {
     const double v = std::min(cover[static_cast<std::size_t>(c)], 1.0);
@@ -183,8 +183,7 @@ void draw_bins(std::ostringstream& o, const std::vector<double>& cover, const st
   }
 }
 
-void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e,
-              const ReportOptions& opt) {
+void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e, const ReportOptions& opt) {
   const int lanes = lane_count(run);
   const int width = opt.plot_width;
   const double lane_h = std::clamp(480.0 / lanes, 3.0, 20.0);
@@ -195,9 +194,8 @@ void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e,
   for (const auto& row : run.rows) {
     if (row.record.rank >= 0) by_rank[static_cast<std::size_t>(row.record.rank)].push_back(&row);
   }
-  o << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\""
-    << kLeft + width + kRight << "\" height=\"" << height + kAxis + 4
-    << "\" role=\"img\" aria-label=\"per-rank timeline\">";
+  o << "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLeft + width + kRight
+    << "\" height=\"" << height + kAxis + 4 << "\" role=\"img\" aria-label=\"per-rank timeline\">";
   std::size_t drawn = 0;
   std::size_t aggregated = 0;
   for (int rank = 0; rank < lanes; ++rank) {
@@ -243,8 +241,8 @@ void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e,
     o << "</g>";
   }
   time_axis(o, e.range(), width, height);
-  o << "</svg>\n<p class=\"note\">" << drawn << " bars drawn one by one (hover: id), " << aggregated
-    << " aggregated per pixel column (shade = busy share). Black tick: the rank's last finish.</p>\n";
+  o << "</svg>\n<p class=\"note\">" << drawn << " bars drawn one by one (hover: id), "
+    << aggregated << " aggregated per pixel column (shade = busy share). Black tick: the rank's last finish.</p>\n";
 }
 
 // Bars of `values` (one per bin over the time range) with a y axis labelled `unit`.
@@ -352,7 +350,8 @@ void busy_table(std::ostringstream& o, const StoredRun& run, int width) {
   std::vector<std::size_t> failed(static_cast<std::size_t>(lanes), 0);
   for (const auto& row : run.rows) {
     if (row.record.rank < 0) continue;
-    ++(row.record.status == RequestStatus::ok ? ok : failed)[static_cast<std::size_t>(row.record.rank)];
+    ++(row.record.status == RequestStatus::ok ? ok
+                                              : failed)[static_cast<std::size_t>(row.record.rank)];
   }
   const auto& fractions = run.summary.busy_fraction_per_rank;
   const double bar_h = std::clamp(360.0 / lanes, 3.0, 16.0);
@@ -364,9 +363,10 @@ void busy_table(std::ostringstream& o, const StoredRun& run, int width) {
     const auto i = static_cast<std::size_t>(r);
     const double f = i < fractions.size() ? fractions[i] : 0.0;
     const double y = 2 + r * bar_h;
-    o << "<rect x=\"" << kLeft << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(std::clamp(f, 0.0, 1.0) * w, 1)
-      << "\" height=\"" << fmt(std::max(bar_h - 1.0, 1.0), 1) << "\" fill=\"" << kOkColour
-      << "\"><title>rank " << r << ": busy " << fmt(100.0 * f, 1) << "%, "
+    o << "<rect x=\"" << kLeft << "\" y=\"" << fmt(y, 1) << "\" width=\""
+      << fmt(std::clamp(f, 0.0, 1.0) * w, 1) << "\" height=\"" << fmt(std::max(bar_h - 1.0, 1.0), 1)
+      << "\" fill=\"" << kOkColour << "\"><title>rank " << r << ": busy " << fmt(100.0 * f, 1)
+      << "%, "
       << (i < run.summary.busy_s_per_rank.size() ? fmt(run.summary.busy_s_per_rank[i], 1) : "0")
       << " s, " << ok[i] << " ok, " << failed[i] << " failed</title></rect>";
     if (bar_h >= 7.0) {
@@ -520,7 +520,8 @@ void thumbnails(std::ostringstream& o, const StoredRun& run, const ReportOptions
     const std::size_t index = n == 1 ? 0 : i * (candidates.size() - 1) / (n - 1);
     const StoredRow& row = *candidates[index];
     auto it = files.find(row.file);
-    if (it == files.end()) it = files.emplace(row.file, results::h5::open_file(row.file.string())).first;
+    if (it == files.end())
+      it = files.emplace(row.file, results::h5::open_file(row.file.string())).first;
     const results::StoredFrames frames(it->second.id(), row.record.id);
     o << "<figure class=\"thumb\" data-id=\"" << escape(row.record.id) << "\">";
     for (const int f : {0, frames.frames() / 2, frames.frames() - 1}) {
@@ -628,13 +629,15 @@ std::string render_html_report(const StoredRun& run, const ReportOptions& option
     const double s0 = (r.start_time - e.t0) / bin_s;
     const double s1 = (r.end_time - e.t0) / bin_s;
     for (int b = std::max(0, static_cast<int>(s0)); b < bins && b <= static_cast<int>(s1); ++b) {
-      busy[static_cast<std::size_t>(b)] += std::max(0.0, std::min(s1, b + 1.0) - std::max(s0, 1.0 * b));
+      busy[static_cast<std::size_t>(b)] +=
+          std::max(0.0, std::min(s1, b + 1.0) - std::max(s0, 1.0 * b));
     }
     auto [it, inserted] = last_end.try_emplace(r.rank, r.end_time);
     if (!inserted) it->second = std::max(it->second, r.end_time);
   }
   o << "<h2 id=\"throughput\">Throughput over time</h2>\n";
-  time_bars(o, "throughput-plot", per_minute, bin_s, options.plot_width, "completions/min", kOkColour, 0.0);
+  time_bars(o, "throughput-plot", per_minute, bin_s, options.plot_width, "completions/min",
+            kOkColour, 0.0);
   o << "<h2 id=\"tail\">Busy ranks over time (the tail)</h2>\n";
   time_bars(o, "busy-ranks", busy, bin_s, options.plot_width, "busy ranks", "#72b7b2",
             static_cast<double>(lane_count(run)));

@@ -64,8 +64,10 @@ StoredRun read_stored_run(const fs::path& path) {
   if (fs::is_directory(path, ec)) {
     run.files = results::list_rank_files(path);
     folder_of_rank_files = !run.files.empty();
-    if (run.files.empty() && fs::exists(path / "results.h5", ec)) run.files.push_back(path / "results.h5");
-    if (run.files.empty()) throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
+    if (run.files.empty() && fs::exists(path / "results.h5", ec))
+      run.files.push_back(path / "results.h5");
+    if (run.files.empty())
+      throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
   } else if (fs::is_regular_file(path, ec)) {
     run.files.push_back(path);
   } else {
@@ -76,7 +78,8 @@ StoredRun read_stored_run(const fs::path& path) {
   std::vector<results::StoredRow> rows;
   for (std::size_t i = 0; i < run.files.size(); ++i) {
     auto part = results::read_stored_rows(run.files[i], i);
-    rows.insert(rows.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    rows.insert(rows.end(), std::make_move_iterator(part.begin()),
+                std::make_move_iterator(part.end()));
   }
   run.rows = results::select_rows(std::move(rows), &run.duplicates_dropped);
 

@@ -50,8 +50,8 @@ void check_export_support(const OutputConfig& output) {
     const std::string path = "output.export[" + std::to_string(i) + "]";
     const auto format = parse_export_format(output.export_formats[i]);
     if (!format) {
-      throw ConfigError(path, "unknown format '" + output.export_formats[i] +
-                                  "' (expected mp4, png or gif)");
+      throw ConfigError(
+          path, "unknown format '" + output.export_formats[i] + "' (expected mp4, png or gif)");
     }
     if (*format != ExportFormat::png && !ffmpeg_available()) {
       throw ConfigError(path, ffmpeg_missing_message("omni-dp"));
@@ -81,8 +81,10 @@ std::string export_file_stem(std::string_view id) {
   std::size_t cut = kMaxStemBytes;
   // Never cut inside a %XX escape or a UTF-8 sequence.
   while (cut > 0 && ((static_cast<unsigned char>(out[cut]) & 0xC0U) == 0x80U)) --cut;
-  if (cut >= 1 && out[cut - 1] == '%') cut -= 1;
-  else if (cut >= 2 && out[cut - 2] == '%') cut -= 2;
+  if (cut >= 1 && out[cut - 1] == '%')
+    cut -= 1;
+  else if (cut >= 2 && out[cut - 2] == '%')
+    cut -= 2;
   return out.substr(0, cut) + "~" + sha256_hex(id).substr(0, 16);
 }
 

@@ -108,7 +108,8 @@ void encode(const Video& video, int fps, const fs::path& path, const fs::path& t
 
   av::open_output_file(out, path);
   AVDictionary* options = nullptr;
-  if (spec.mp4 != nullptr && spec.mp4->faststart) av_dict_set(&options, "movflags", "+faststart", 0);
+  if (spec.mp4 != nullptr && spec.mp4->faststart)
+    av_dict_set(&options, "movflags", "+faststart", 0);
   const int header = avformat_write_header(out.get(), &options);
   av_dict_free(&options);
   av::check(header, "avformat_write_header", path);
@@ -120,23 +121,24 @@ void encode(const Video& video, int fps, const fs::path& path, const fs::path& t
   for (int f = 0; f < video.frames; ++f) {
     fill_rgb(video, f, rgb.get());
     av::check(av_frame_make_writable(frame.get()), "av_frame_make_writable", path);
-    av::check(sws_scale(scaler.get(), rgb->data, rgb->linesize, 0, height, frame->data,
-                        frame->linesize),
-              "sws_scale", path);
+    av::check(
+        sws_scale(scaler.get(), rgb->data, rgb->linesize, 0, height, frame->data, frame->linesize),
+        "sws_scale", path);
     frame->pts = f;
     drain(codec.get(), frame.get(), out.get(), stream, packet.get(), path);
   }
   drain(codec.get(), nullptr, out.get(), stream, packet.get(), path);
   av::check(av_write_trailer(out.get()), "av_write_trailer", path);
-  if ((out->oformat->flags & AVFMT_NOFILE) == 0) av::check(avio_closep(&out->pb), "avio_closep", path);
+  if ((out->oformat->flags & AVFMT_NOFILE) == 0)
+    av::check(avio_closep(&out->pb), "avio_closep", path);
 }
 
 // Encodes into <path>.tmp-<pid>-<n> and renames it over `path`; removes the temporary on error.
 void encode_atomically(const Video& video, int fps, const fs::path& path, const EncodeSpec& spec) {
   check_input(video, fps, path);
   static std::atomic<unsigned> counter{0};
-  const fs::path tmp = path.string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                       std::to_string(counter++);
+  const fs::path tmp =
+      path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   try {
     encode(video, fps, path, tmp, spec);
     std::error_code ec;

@@ -82,7 +82,8 @@ bool FileHashCache::load(const fs::path& file) {
     ++number;
     if (ended) return reject("text after the end line");
     if (number == 1) {
-      if (line != kHeader) return reject("not a file hash cache (no \"" + std::string(kHeader) + "\")");
+      if (line != kHeader)
+        return reject("not a file hash cache (no \"" + std::string(kHeader) + "\")");
       continue;
     }
     std::string_view rest(line);
@@ -126,15 +127,15 @@ void FileHashCache::save(const fs::path& file) const {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
-      throw IoError(tmp.string(), std::string("cannot write the file hash cache: ") +
-                                      std::strerror(errno));
+      throw IoError(tmp.string(),
+                    std::string("cannot write the file hash cache: ") + std::strerror(errno));
     }
     out << kHeader << '\n';
     for (const auto& [path, slot] : entries_) {
       if (!slot.used || path.find_first_of("\n\r") != std::string::npos) continue;
       out << slot.entry.sha256 << ' ' << slot.stamp.size << ' ' << slot.stamp.mtime_ns << ' '
-          << slot.stamp.inode << ' ' << slot.entry.width << ' ' << slot.entry.height << ' '
-          << path << '\n';
+          << slot.stamp.inode << ' ' << slot.entry.width << ' ' << slot.entry.height << ' ' << path
+          << '\n';
       ++count;
     }
     out << kFooter << count << '\n';

@@ -26,7 +26,7 @@ using Json = nlohmann::json;
 
 constexpr std::size_t kChunkBytes = 64 * 1024;
 constexpr std::size_t kMaxIdBytes = 256;
-constexpr std::size_t kShownBytes = 60;     // longest value quoted in a message
+constexpr std::size_t kShownBytes = 60;        // longest value quoted in a message
 constexpr std::size_t kShownPathBytes = 4096;  // longest path quoted in a message
 
 // ------------------------------------------------------------------------ text helpers ---
@@ -125,9 +125,10 @@ constexpr auto kFieldCount = static_cast<std::size_t>(Field::count);
 
 const std::vector<std::string>& field_names() {
   static const std::vector<std::string> names{
-      "id",     "prompt", "negative_prompt",     "seed",           "task",
-      "image",  "prompt_embeds", "num_frames",   "height",         "width",
-      "num_inference_steps", "guidance_scale",   "flow_shift",     "fps"};
+      "id",         "prompt", "negative_prompt",     "seed",
+      "task",       "image",  "prompt_embeds",       "num_frames",
+      "height",     "width",  "num_inference_steps", "guidance_scale",
+      "flow_shift", "fps"};
   return names;
 }
 
@@ -234,8 +235,8 @@ class LineSax {
                    const nlohmann::detail::exception& ex) {
     // "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error ..."
     std::string what = ex.what();
-    if (const auto end = what.find("] "); what.starts_with("[json.exception.") &&
-                                          end != std::string::npos) {
+    if (const auto end = what.find("] ");
+        what.starts_with("[json.exception.") && end != std::string::npos) {
       what.erase(0, end + 2);
     }
     if (what.starts_with("parse error at line 1, ")) what.erase(0, 23);
@@ -425,7 +426,8 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
                                           std::tuple{Field::width, r.width, "generation.width"}}) {
     if (size_multiple > 0 && value % size_multiple != 0) {
       const int below = value - value % size_multiple;
-      in.fail(field, std::to_string(value) + (in.has(field) ? "" : std::string(" (from ") + key + ")") +
+      in.fail(field, std::to_string(value) +
+                         (in.has(field) ? "" : std::string(" (from ") + key + ")") +
                          " is not a multiple of " + std::to_string(size_multiple) +
                          ", which this model needs (e.g. " + std::to_string(below) + " or " +
                          std::to_string(below + size_multiple) + ")");
@@ -441,15 +443,16 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
     if (!value) {
       if (!fallback) {
         in.fail(field, std::string("not set: the line has none and no default was resolved for "
-                                   "generation.") + name_of(field));
+                                   "generation.") +
+                           name_of(field));
       }
       return *fallback;
     }
     in.check(field, check(*value));
     return *value;
   };
-  r.guidance_scale = double_field(Field::guidance_scale, defaults.guidance_scale,
-                                  &check_guidance_scale);
+  r.guidance_scale =
+      double_field(Field::guidance_scale, defaults.guidance_scale, &check_guidance_scale);
   r.flow_shift = double_field(Field::flow_shift, defaults.flow_shift, &check_flow_shift);
   r.line_sets_size = in.has(Field::height) || in.has(Field::width);
   r.line_sets_guidance_scale = in.has(Field::guidance_scale);
@@ -527,7 +530,8 @@ ManifestOptions manifest_options(const Config& config, std::string weights_ident
   options.max_line_bytes = config.input.max_line_bytes;
   options.max_image_pixels = config.input.max_image_pixels;
   std::vector<Task> tasks;
-  for (const auto& task : config.input.tasks) tasks.push_back(task == "i2v" ? Task::i2v : Task::t2v);
+  for (const auto& task : config.input.tasks)
+    tasks.push_back(task == "i2v" ? Task::i2v : Task::t2v);
   const bool all = std::find(tasks.begin(), tasks.end(), Task::t2v) != tasks.end() &&
                    std::find(tasks.begin(), tasks.end(), Task::i2v) != tasks.end();
   if (!all) options.tasks = std::move(tasks);
@@ -555,7 +559,7 @@ struct ManifestReader::State {
   std::uint64_t chunk_offset = 0;  // file offset of chunk[0]
   std::uint64_t line_offset = 0;   // file offset of the current line's start
   ManifestOptions::Position last;  // of the request returned last
-  std::string text;  // the current line, at most max_line_bytes + 1 bytes
+  std::string text;                // the current line, at most max_line_bytes + 1 bytes
   std::size_t line = 0;
   std::size_t requests = 0;
   std::size_t filtered = 0;  // lines of tasks not in options.tasks
@@ -589,9 +593,9 @@ struct ManifestReader::State {
       const char* begin = chunk.data() + chunk_pos;
       const std::size_t available = chunk_end - chunk_pos;
       const void* newline = std::memchr(begin, '\n', available);
-      const std::size_t n =
-          newline != nullptr ? static_cast<std::size_t>(static_cast<const char*>(newline) - begin)
-                             : available;
+      const std::size_t n = newline != nullptr
+                                ? static_cast<std::size_t>(static_cast<const char*>(newline) - begin)
+                                : available;
       if (!too_long) {
         if (text.size() + n > options.max_line_bytes + 1) {  // + 1: room for a CR
           too_long = true;
@@ -633,10 +637,8 @@ struct ManifestReader::State {
     if (!r.image.empty()) {
       ImageInfo info;
       try {
-        const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image)
-                                                                : std::nullopt;
-        const FileHashCache::Entry* cached =
-            stamp ? cache->find(r.image, *stamp) : nullptr;
+        const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image) : std::nullopt;
+        const FileHashCache::Entry* cached = stamp ? cache->find(r.image, *stamp) : nullptr;
         const bool probed = cached == nullptr || cached->width == 0;
         if (probed) {
           info = probe_image(r.image);
@@ -646,21 +648,20 @@ struct ManifestReader::State {
         }
         r.image_height = info.height;
         r.image_width = info.width;
-        const auto pixels = static_cast<std::uint64_t>(info.width) *
-                            static_cast<std::uint64_t>(info.height);
+        const auto pixels =
+            static_cast<std::uint64_t>(info.width) * static_cast<std::uint64_t>(info.height);
         if (pixels > options.max_image_pixels) {
-          r.input_error = input_error(
-              Field::image, r.image + ": image is " + std::to_string(info.width) + "x" +
-                                std::to_string(info.height) + " = " + std::to_string(pixels) +
-                                " pixels, over the limit of " +
-                                std::to_string(options.max_image_pixels) +
-                                " (input.max_image_pixels)");
+          r.input_error =
+              input_error(Field::image, r.image + ": image is " + std::to_string(info.width) + "x" +
+                                            std::to_string(info.height) + " = " +
+                                            std::to_string(pixels) + " pixels, over the limit of " +
+                                            std::to_string(options.max_image_pixels) +
+                                            " (input.max_image_pixels)");
           return;
         }
         r.image_sha256 = hash_input(r.image, stamp);
         if (stamp && probed) {
-          cache->put(r.image, *stamp, FileHashCache::Entry{r.image_sha256, info.width,
-                                                           info.height});
+          cache->put(r.image, *stamp, FileHashCache::Entry{r.image_sha256, info.width, info.height});
         }
       } catch (const Error& e) {  // InputError from probing, IoError from hashing
         r.input_error = input_error(Field::image, e.what());
@@ -670,7 +671,8 @@ struct ManifestReader::State {
         try {
           std::tie(r.height, r.width) = options.size_from_image(info.height, info.width);
         } catch (const std::exception& e) {
-          r.input_error = input_error(Field::image, std::string("no output size for this image: ") + e.what());
+          r.input_error =
+              input_error(Field::image, std::string("no output size for this image: ") + e.what());
           return;
         }
       }
@@ -678,10 +680,10 @@ struct ManifestReader::State {
     if (!r.prompt_embeds.empty()) {
       std::error_code ec;
       if (!fs::is_regular_file(r.prompt_embeds, ec)) {
-        r.input_error = input_error(
-            Field::prompt_embeds,
-            r.prompt_embeds + (fs::exists(r.prompt_embeds, ec) ? ": not a regular file"
-                                                               : ": file not found"));
+        r.input_error =
+            input_error(Field::prompt_embeds,
+                        r.prompt_embeds + (fs::exists(r.prompt_embeds, ec) ? ": not a regular file"
+                                                                           : ": file not found"));
         return;
       }
       try {
@@ -709,8 +711,8 @@ struct ManifestReader::State {
       const LineReader in(fields, file, line);
       std::string id = read_id(in);
       if (const std::size_t first = ids.insert(id, line); first != 0) {
-        in.fail(Field::id, "duplicate id " + in_quotes(id) + ": first used on line " +
-                               std::to_string(first));
+        in.fail(Field::id,
+                "duplicate id " + in_quotes(id) + ": first used on line " + std::to_string(first));
       }
       Request r = build_request(in, std::move(id), options.defaults, options.size_multiple);
       r.line = line;
@@ -724,8 +726,9 @@ struct ManifestReader::State {
         continue;
       }
       if (options.only_task && r.task != *options.only_task) {
-        in.fail(Field::task, std::string("task ") + to_string(r.task) + ", but the snapshot serves " +
-                                 to_string(*options.only_task) + " only (" + options.only_task_origin +
+        in.fail(Field::task, std::string("task ") + to_string(r.task) +
+                                 ", but the snapshot serves " + to_string(*options.only_task) +
+                                 " only (" + options.only_task_origin +
                                  "; input.tasks selects the lines a job runs)");
       }
       if (options.read_inputs) read_inputs(r, r.line_sets_size);
@@ -746,7 +749,8 @@ ManifestReader::ManifestReader(ManifestOptions options) : state_(std::make_uniqu
   }
   s.in.open(s.options.path, std::ios::binary);
   if (!s.in) {  // a usage error (exit 2), like any other defect of the manifest itself
-    throw ManifestError(s.file, 0, "", std::string("cannot open the manifest: ") + std::strerror(errno));
+    throw ManifestError(s.file, 0, "",
+                        std::string("cannot open the manifest: ") + std::strerror(errno));
   }
   s.root = fs::canonical(fs::absolute(s.options.path, ec).parent_path(), ec);
   if (ec) throw IoError(s.file, "cannot resolve the manifest's folder: " + ec.message());
@@ -771,17 +775,16 @@ std::size_t ManifestReader::line() const noexcept { return state_->line; }
 std::size_t ManifestReader::requests() const noexcept { return state_->requests; }
 std::size_t ManifestReader::filtered() const noexcept { return state_->filtered; }
 ManifestOptions::Position ManifestReader::position() const noexcept { return state_->last; }
-std::size_t ManifestReader::peak_buffer_bytes() const noexcept {
-  return state_->peak_buffer_bytes;
-}
+std::size_t ManifestReader::peak_buffer_bytes() const noexcept { return state_->peak_buffer_bytes; }
 std::size_t ManifestReader::id_set_bytes() const noexcept { return state_->ids.bytes(); }
 const ManifestOptions& ManifestReader::options() const noexcept { return state_->options; }
 
 ManifestError no_requests_error(const ManifestOptions& options, std::size_t line,
                                 std::size_t filtered) {
   if (filtered == 0) {
-    return ManifestError(options.path.string(), line, "",
-                         "no requests: the manifest is empty or holds only blank and comment lines");
+    return ManifestError(
+        options.path.string(), line, "",
+        "no requests: the manifest is empty or holds only blank and comment lines");
   }
   std::string tasks;
   for (const Task t : options.tasks) tasks += std::string(tasks.empty() ? "" : ", ") + to_string(t);

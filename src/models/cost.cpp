@@ -20,7 +20,8 @@ CostFeatures cost_features(const ModelInfo& info, const Request& request) {
 }
 
 CostCoefficients prior_coefficients(const ModelInfo& info) {
-  if (const auto* registration = models::model_table().find(info.name); registration != nullptr && registration->cost) {
+  if (const auto* registration = models::model_table().find(info.name);
+      registration != nullptr && registration->cost) {
     return registration->cost(info);
   }
   const double layers = info.num_layers > 0 ? info.num_layers : 1;

@@ -8,17 +8,20 @@
 namespace omnidp::models {
 
 void ModelTable::add(ModelRegistration registration) {
-  if (registration.name.empty()) throw ConfigError("model.name", "a model registration without a name (" + registration.origin + ")");
+  if (registration.name.empty())
+    throw ConfigError("model.name",
+                      "a model registration without a name (" + registration.origin + ")");
   if (const auto* existing = find(registration.name)) {
-    throw ConfigError("model.name", "model '" + registration.name + "' is registered twice (" + existing->origin +
-                                        ", then " + registration.origin + ")");
+    throw ConfigError("model.name", "model '" + registration.name + "' is registered twice (" +
+                                        existing->origin + ", then " + registration.origin + ")");
   }
   registration.facts.name = registration.name;
   entries_.push_back(std::make_unique<ModelRegistration>(std::move(registration)));
 }
 
 const ModelRegistration* ModelTable::find(std::string_view name) const {
-  const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->name == name; });
+  const auto it =
+      std::find_if(entries_.begin(), entries_.end(), [&](const auto& e) { return e->name == name; });
   return it == entries_.end() ? nullptr : it->get();
 }
 

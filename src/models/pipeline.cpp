@@ -20,13 +20,12 @@ namespace fs = std::filesystem;
 ModelInfo describe_model(const ModelConfig& model) {
   const auto* registration = models::model_table().find(model.name);
   if (registration == nullptr) {
-    throw ConfigError("model.name", "model '" + model.name + "' is not registered in this process (registered: " +
-                                        [] {
-                                          std::string out;
-                                          for (const auto& n : models::model_table().names()) out += (out.empty() ? "" : ", ") + n;
-                                          return out;
-                                        }() +
-                                        ")");
+    throw ConfigError(
+        "model.name", "model '" + model.name + "' is not registered in this process (registered: " + [] {
+          std::string out;
+          for (const auto& n : models::model_table().names()) out += (out.empty() ? "" : ", ") + n;
+          return out;
+        }() + ")");
   }
   ModelInfo info = registration->facts;
   if (registration->describe) registration->describe(model, info);
@@ -83,7 +82,8 @@ ManifestOptions job_manifest_options(const Config& config) {
   options.only_task = info.snapshot_task;
   options.only_task_origin = info.snapshot_task_origin;
   if (info.image_size_target > 0) {
-    options.size_from_image = [target = info.image_size_target, patch = info.vae_spatial](int h, int w) {
+    options.size_from_image = [target = info.image_size_target, patch = info.vae_spatial](int h,
+                                                                                          int w) {
       const auto size = models::hv15_bucket_size(h, w, target, patch);
       return std::pair{size.height, size.width};
     };

@@ -3,8 +3,8 @@
 #include <dlfcn.h>
 
 #include <memory>
-#include <utility>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -17,8 +17,10 @@ namespace {
 // statics are destroyed at exit.
 class SharedLibrary {
  public:
-  explicit SharedLibrary(const std::string& path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
-    if (handle_ == nullptr) throw ConfigError("model.plugin", path + ": cannot load: " + last_error());
+  explicit SharedLibrary(const std::string& path)
+      : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) {
+    if (handle_ == nullptr)
+      throw ConfigError("model.plugin", path + ": cannot load: " + last_error());
   }
   ~SharedLibrary() {
     if (handle_ != nullptr) dlclose(handle_);
@@ -32,8 +34,9 @@ class SharedLibrary {
     dlerror();
     void* s = dlsym(handle_, name);
     if (s == nullptr) {
-      throw ConfigError("model.plugin", path + ": not an omni-dp model plugin (no " + std::string(name) +
-                                            ": " + last_error() + "; define OMNIDP_MODEL_PLUGIN, see docs/models.md)");
+      throw ConfigError("model.plugin", path + ": not an omni-dp model plugin (no " +
+                                            std::string(name) + ": " + last_error() +
+                                            "; define OMNIDP_MODEL_PLUGIN, see docs/models.md)");
     }
     return s;
   }
@@ -59,7 +62,8 @@ void load_model_plugin(const std::string& path) {
   const int theirs = version();
   if (theirs != kPluginAbiVersion) {
     throw ConfigError("model.plugin", path + ": plugin ABI version " + std::to_string(theirs) +
-                                          ", this omni-dp has version " + std::to_string(kPluginAbiVersion) +
+                                          ", this omni-dp has version " +
+                                          std::to_string(kPluginAbiVersion) +
                                           " (rebuild the plugin against this installation)");
   }
   const auto entry = reinterpret_cast<Register>(library.symbol("omnidp_plugin_register", path));

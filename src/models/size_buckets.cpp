@@ -1,10 +1,10 @@
 #include "omnidp/models/size_buckets.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
-#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -65,7 +65,8 @@ FrameSize hv15_bucket_size(int image_height, int image_width, int target_size, i
     }
   }
   if (best == nullptr) {
-    throw std::invalid_argument("hv15_bucket_size: no size bucket for target_size " + std::to_string(target_size));
+    throw std::invalid_argument("hv15_bucket_size: no size bucket for target_size " +
+                                std::to_string(target_size));
   }
   return *best;
 }

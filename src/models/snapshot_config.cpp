@@ -15,7 +15,8 @@ std::optional<fs::path> component_file(const fs::path& folder, const char* alt_n
   return std::nullopt;
 }
 
-std::optional<double> snapshot_number(const fs::path& file, const char* key, std::string (*check)(double)) {
+std::optional<double> snapshot_number(const fs::path& file, const char* key,
+                                      std::string (*check)(double)) {
   const auto j = read_json_object(file);
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;

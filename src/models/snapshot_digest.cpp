@@ -23,8 +23,8 @@ namespace {
 
 constexpr const char* kCacheFormat = "omnidp-weights-sha256/1";
 constexpr std::int64_t kRacyWindowNs = 2'000'000'000;  // 2 s
-constexpr std::array<std::string_view, 5> kExtensions = {".safetensors", ".json", ".model",
-                                                         ".txt", ".tiktoken"};
+constexpr std::array<std::string_view, 5> kExtensions = {".safetensors", ".json", ".model", ".txt",
+                                                         ".tiktoken"};
 
 struct FileStat {
   std::uint64_t size = 0;
@@ -106,9 +106,9 @@ bool write_cache(const fs::path& file, const fs::path& root,
   static std::atomic<unsigned> counter{0};
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp = file.parent_path() / (file.filename().string() + ".tmp-" +
-                                             std::to_string(::getpid()) + "-" +
-                                             std::to_string(counter++));
+  const fs::path tmp =
+      file.parent_path() / (file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                            std::to_string(counter++));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return false;
@@ -181,8 +181,9 @@ std::vector<fs::path> digest_cache_candidates(const fs::path& root) {
 SnapshotDigest digest_snapshot(const fs::path& root, const SnapshotDigestOptions& options) {
   const std::vector<fs::path> files = snapshot_digest_files(root);
   if (files.empty()) {
-    throw WeightsError(root.string(), "no weight or config files (*.safetensors, *.json) in the "
-                                      "snapshot");
+    throw WeightsError(root.string(),
+                       "no weight or config files (*.safetensors, *.json) in the "
+                       "snapshot");
   }
   const std::vector<fs::path> candidates =
       options.cache_files.empty() ? digest_cache_candidates(root) : options.cache_files;

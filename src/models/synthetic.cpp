@@ -81,8 +81,7 @@ Video synthetic_video(std::uint64_t seed, int frames, int height, int width) {
 }
 
 double synthetic_seconds(const Config& config, const Request& request) {
-  return config.synthetic.seconds_per_gcost * prior_cost(describe_model(config.model), request) /
-         1e9;
+  return config.synthetic.seconds_per_gcost * prior_cost(describe_model(config.model), request) / 1e9;
 }
 
 SyntheticPipeline::SyntheticPipeline(const Config& config, DeviceBinding device)
@@ -92,8 +91,7 @@ SyntheticPipeline::SyntheticPipeline(const Config& config, DeviceBinding device)
       transient_fail_ids_(to_set(config.faults.transient_fail_ids)),
       hang_ids_(to_set(config.faults.hang_ids)) {
   if (device_.name.empty())
-    device_.name =
-        device_.kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(device_.index);
+    device_.name = device_.kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(device_.index);
 }
 
 Video SyntheticPipeline::generate(const Request& request, const GenerateContext& ctx) {

@@ -39,8 +39,7 @@ std::vector<CaseResult> run_rng(const fs::path& case_dir, const nlohmann::json& 
   return results;
 }
 
-std::vector<CaseResult> run_schedulers(const fs::path& case_dir,
-                                       const nlohmann::json& /*case_json*/,
+std::vector<CaseResult> run_schedulers(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
                                        const RefcheckOptions& options) {
   const models::SafetensorsFile io(case_dir / "io.safetensors");
   static const std::regex pattern(R"(^(euler|unipc)_shift([0-9.p]+)_n([0-9]+)_(.+)$)");

@@ -24,18 +24,19 @@ namespace {
 
 template <typename T>
 T required(const nlohmann::json& j, const char* key, const fs::path& case_dir) {
-  if (!j.contains(key)) throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
+  if (!j.contains(key))
+    throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
   return j.at(key).get<T>();
 }
 
 // A value given both in case.json and in a component config must agree.
-void check_agrees(const nlohmann::json& j, const char* key, double config_value, const std::string& config,
-                  const fs::path& case_dir) {
+void check_agrees(const nlohmann::json& j, const char* key, double config_value,
+                  const std::string& config, const fs::path& case_dir) {
   if (!j.contains(key)) return;
   const auto v = j.at(key).get<double>();
   if (std::abs(v - config_value) > 1e-12 * std::max(1.0, std::abs(v))) {
-    throw ModelError(std::string("case.json '") + key + "' = " + std::to_string(v) + " but " + config + " says " +
-                         std::to_string(config_value),
+    throw ModelError(std::string("case.json '") + key + "' = " + std::to_string(v) + " but " +
+                         config + " says " + std::to_string(config_value),
                      {case_dir.string()});
   }
 }
@@ -53,11 +54,13 @@ hv::TextConditioning conditioning(const models::SafetensorsFile& io, const std::
 
 RgbImage image_of(const torch::Tensor& hwc) {
   const auto pixels = hwc.round().clamp(0, 255).to(torch::kUInt8).contiguous();
-  if (pixels.dim() != 3 || pixels.size(2) != 3) throw ModelError("image_rgb_uint8 must be [H, W, 3]");
+  if (pixels.dim() != 3 || pixels.size(2) != 3)
+    throw ModelError("image_rgb_uint8 must be [H, W, 3]");
   RgbImage image;
   image.height = static_cast<int>(pixels.size(0));
   image.width = static_cast<int>(pixels.size(1));
-  image.data.assign(pixels.data_ptr<std::uint8_t>(), pixels.data_ptr<std::uint8_t>() + pixels.numel());
+  image.data.assign(pixels.data_ptr<std::uint8_t>(),
+                    pixels.data_ptr<std::uint8_t>() + pixels.numel());
   return image;
 }
 
@@ -72,8 +75,8 @@ CaseResult exact_size(const std::string& check, int ours_h, int ours_w, int ref_
   return r;
 }
 
-void compare_video(std::vector<CaseResult>& results, const torch::Tensor& video, const torch::Tensor& ref_video,
-                   double tol) {
+void compare_video(std::vector<CaseResult>& results, const torch::Tensor& video,
+                   const torch::Tensor& ref_video, double tol) {
   results.push_back(compare("video", video, ref_video, tol));
   if (video.sizes() != ref_video.sizes()) return;
   CaseResult r;
@@ -91,7 +94,9 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
                                           const Hv15ImageEncoderLoader& load_image_encoder) {
   torch::NoGradGuard no_grad;
   const models::SafetensorsFile io(case_dir / "io.safetensors");
-  const auto rel = [&](const char* key) { return case_dir / required<std::string>(j, key, case_dir); };
+  const auto rel = [&](const char* key) {
+    return case_dir / required<std::string>(j, key, case_dir);
+  };
 
   hv::PipelineParts parts;
   parts.transformer = hv::load_transformer(rel("transformer"), options.dtype, options.device);
@@ -99,12 +104,14 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   const auto guider = hv::component_config(case_dir / "guider", "guider_config.json");
   const auto scheduler = hv::component_config(case_dir / "scheduler", "scheduler_config.json");
   if (!guider || !scheduler) {
-    throw ModelError("the case needs guider/ and scheduler/ configs (config.json, guider_config.json or "
-                     "scheduler_config.json)",
-                     {case_dir.string()});
+    throw ModelError(
+        "the case needs guider/ and scheduler/ configs (config.json, guider_config.json or "
+        "scheduler_config.json)",
+        {case_dir.string()});
   }
   parts.guidance = hv::guidance_options_from_json(models::read_json(*guider), guider->string());
-  parts.scheduler = hv::scheduler_options_from_json(models::read_json(*scheduler), scheduler->string());
+  parts.scheduler =
+      hv::scheduler_options_from_json(models::read_json(*scheduler), scheduler->string());
   parts.model_name = "refcheck";
   parts.device_name = options.device.str();
   const auto to = parts.transformer->options();
@@ -114,8 +121,9 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   in.num_frames = required<int>(j, "num_frames", case_dir);
   in.num_inference_steps = required<int>(j, "steps", case_dir);
   // The guider's and scheduler's configs are what the reference ran with; case.json repeats them.
-  in.guidance_scale = parts.guidance.guidance_scale ? *parts.guidance.guidance_scale
-                                                     : required<double>(j, "guidance_scale", case_dir);
+  in.guidance_scale = parts.guidance.guidance_scale
+                          ? *parts.guidance.guidance_scale
+                          : required<double>(j, "guidance_scale", case_dir);
   check_agrees(j, "guidance_scale", in.guidance_scale, guider->string(), case_dir);
   in.flow_shift = parts.scheduler.shift;
   check_agrees(j, "flow_shift", in.flow_shift, scheduler->string(), case_dir);
@@ -128,18 +136,21 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   if (i2v) {
     const RgbImage image = image_of(io.tensor("image_rgb_uint8"));
     // The pipeline's own size choice from the image and the transformer's target_size.
-    const auto size = models::hv15_bucket_size(image.height, image.width, static_cast<int>(to.target_size), spatial);
+    const auto size = models::hv15_bucket_size(image.height, image.width,
+                                               static_cast<int>(to.target_size), spatial);
     in.height = size.height;
     in.width = size.width;
-    results.push_back(exact_size("size_from_image", in.height, in.width, required<int>(j, "height", case_dir),
+    results.push_back(exact_size("size_from_image", in.height, in.width,
+                                 required<int>(j, "height", case_dir),
                                  required<int>(j, "width", case_dir)));
     resized = hv::resize_and_crop(image, in.width, in.height);
     in.image = hv::image_to_tensor(resized);
     if (load_image_encoder) {
       const auto encoder_dir = case_dir / required<std::string>(j, "image_encoder", case_dir);
       const auto processor_dir =
-          case_dir / (j.contains("feature_extractor") ? j.at("feature_extractor").get<std::string>()
-                                                      : required<std::string>(j, "image_encoder", case_dir));
+          case_dir / (j.contains("feature_extractor")
+                          ? j.at("feature_extractor").get<std::string>()
+                          : required<std::string>(j, "image_encoder", case_dir));
       encoder = load_image_encoder(encoder_dir, processor_dir, options);
     }
   } else {
@@ -150,7 +161,8 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
 
   const auto shape = pipeline.latent_shape(in.num_frames, in.height, in.width);
   in.noise = models::randn_cpu(shape, required<std::uint64_t>(j, "latents_seed", case_dir));
-  results.push_back(compare("noise_from_seed", in.noise, io.tensor("latents"), tolerance(ToleranceClass::exact, options)));
+  results.push_back(compare("noise_from_seed", in.noise, io.tensor("latents"),
+                            tolerance(ToleranceClass::exact, options)));
 
   if (i2v) {
     if (io.contains("image_embeds")) {
@@ -176,7 +188,8 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
 
 }  // namespace
 
-std::vector<CaseResult> run_hv15_transformer(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
+std::vector<CaseResult> run_hv15_transformer(const fs::path& case_dir,
+                                             const nlohmann::json& /*case_json*/,
                                              const RefcheckOptions& options) {
   torch::NoGradGuard no_grad;
   const auto config = models::read_json(case_dir / "config.json");
@@ -201,11 +214,12 @@ std::vector<CaseResult> run_hv15_transformer(const fs::path& case_dir, const nlo
 
   std::vector<CaseResult> results;
   model->set_text_padding(hv::TextPadding::mask);
-  results.push_back(compare("out", model->forward(in).to(torch::kCPU, torch::kFloat32), expected, tol));
+  results.push_back(
+      compare("out", model->forward(in).to(torch::kCPU, torch::kFloat32), expected, tol));
   if (in.hidden_states.size(0) == 1) {
     model->set_text_padding(hv::TextPadding::drop);
-    results.push_back(compare("out_drop_padding", model->forward(in).to(torch::kCPU, torch::kFloat32),
-                              expected, tol));
+    results.push_back(compare("out_drop_padding",
+                              model->forward(in).to(torch::kCPU, torch::kFloat32), expected, tol));
   }
   return results;
 }
@@ -214,7 +228,8 @@ std::vector<CaseResult> run_hv15_vae(const fs::path& case_dir, const nlohmann::j
                                      const RefcheckOptions& options) {
   torch::NoGradGuard no_grad;
   const auto config = models::read_json(case_dir / "config.json");
-  hv::AutoencoderKLHunyuanVideo15 vae(hv::VaeOptions::from_json(config, (case_dir / "config.json").string()));
+  hv::AutoencoderKLHunyuanVideo15 vae(
+      hv::VaeOptions::from_json(config, (case_dir / "config.json").string()));
   models::load_state_dict(*vae, models::Checkpoint::open(case_dir), options.dtype, options.device);
   vae->eval();
 
@@ -223,36 +238,44 @@ std::vector<CaseResult> run_hv15_vae(const fs::path& case_dir, const nlohmann::j
   std::vector<CaseResult> results;
   if (io.contains("latents") && io.contains("decoded")) {
     const auto decoded = vae->decode(io.tensor("latents").to(options.device));
-    results.push_back(compare("decoded", decoded.to(torch::kCPU, torch::kFloat32), io.tensor("decoded"), tol));
+    results.push_back(
+        compare("decoded", decoded.to(torch::kCPU, torch::kFloat32), io.tensor("decoded"), tol));
   }
   // encode: the Wan case's names (`image` or `video` in, `encoded_mean` / `encoded_logvar` out).
   const char* input = io.contains("image") ? "image" : "video";
   if (io.contains(input) && io.contains("encoded_mean")) {
-    const auto moments = vae->encode_moments(io.tensor(input).to(options.device)).to(torch::kCPU, torch::kFloat32);
+    const auto moments =
+        vae->encode_moments(io.tensor(input).to(options.device)).to(torch::kCPU, torch::kFloat32);
     const auto latent = vae->options().latent_channels;
-    results.push_back(compare("encoded_mean", moments.slice(1, 0, latent), io.tensor("encoded_mean"), tol));
+    results.push_back(
+        compare("encoded_mean", moments.slice(1, 0, latent), io.tensor("encoded_mean"), tol));
     if (io.contains("encoded_logvar")) {
       // DiagonalGaussianDistribution clamps logvar to [-30, 20].
       results.push_back(compare("encoded_logvar", moments.slice(1, latent).clamp(-30.0, 20.0),
                                 io.tensor("encoded_logvar"), tol));
     }
   }
-  if (results.empty()) results.push_back(skip("decoded", "io.safetensors has neither latents/decoded nor image/encoded_mean"));
+  if (results.empty())
+    results.push_back(
+        skip("decoded", "io.safetensors has neither latents/decoded nor image/encoded_mean"));
   return results;
 }
 
-std::vector<CaseResult> run_hv15_pipeline_t2v(const fs::path& case_dir, const nlohmann::json& case_json,
+std::vector<CaseResult> run_hv15_pipeline_t2v(const fs::path& case_dir,
+                                              const nlohmann::json& case_json,
                                               const RefcheckOptions& options) {
   return run_hv15_pipeline(case_dir, case_json, options, false, {});
 }
 
-std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir,
+                                              const nlohmann::json& case_json,
                                               const RefcheckOptions& options,
                                               const Hv15ImageEncoderLoader& load_image_encoder) {
   return run_hv15_pipeline(case_dir, case_json, options, true, load_image_encoder);
 }
 
-std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+std::vector<CaseResult> run_hv15_pipeline_i2v(const fs::path& case_dir,
+                                              const nlohmann::json& case_json,
                                               const RefcheckOptions& options) {
   return run_hv15_pipeline_i2v(case_dir, case_json, options, {});
 }

@@ -72,29 +72,36 @@ const std::vector<std::pair<std::string_view, Runner>>& runner_table() {
       {"rng", &run_rng},
       {"schedulers", &run_schedulers},
 #ifdef OMNIDP_REFCHECK_WAN
-      {"wan_transformer", &run_wan_transformer}, {"wan_pipeline_t2v", &run_wan_pipeline_t2v}, {"wan_pipeline_i2v", &run_wan_pipeline_i2v},
+      {"wan_transformer", &run_wan_transformer},
+      {"wan_pipeline_t2v", &run_wan_pipeline_t2v},
+      {"wan_pipeline_i2v", &run_wan_pipeline_i2v},
 #endif
 #ifdef OMNIDP_REFCHECK_WAN_VAE
       {"wan_vae", &run_wan_vae},
 #endif
 #ifdef OMNIDP_REFCHECK_HV15
-      {"hv15_transformer", &run_hv15_transformer}, {"hv15_vae", &run_hv15_vae},
+      {"hv15_transformer", &run_hv15_transformer},
+      {"hv15_vae", &run_hv15_vae},
       {"hv15_pipeline_t2v", &run_hv15_pipeline_t2v},
 #ifdef OMNIDP_REFCHECK_VISION
-      {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
-         return run_hv15_pipeline_i2v(d, j, o, [](const fs::path& encoder, const fs::path& processor,
-                                                  const RefcheckOptions& opt) {
-           return models::vision::load_siglip_image_encoder(encoder, processor, opt.dtype, opt.device);
-         });
+      {"hv15_pipeline_i2v",
+       [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
+         return run_hv15_pipeline_i2v(
+             d, j, o,
+             [](const fs::path& encoder, const fs::path& processor, const RefcheckOptions& opt) {
+               return models::vision::load_siglip_image_encoder(encoder, processor, opt.dtype,
+                                                                opt.device);
+             });
        }},
 #else
-      {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j, const RefcheckOptions& o) {
-         return run_hv15_pipeline_i2v(d, j, o);
-       }},
+      {"hv15_pipeline_i2v", [](const fs::path& d, const nlohmann::json& j,
+                               const RefcheckOptions& o) { return run_hv15_pipeline_i2v(d, j, o); }},
 #endif
 #endif
 #ifdef OMNIDP_REFCHECK_TEXT
-      {"umt5_encoder", &run_umt5_encoder}, {"byt5_encoder", &run_byt5_encoder}, {"qwen25vl_text", &run_qwen25vl_text},
+      {"umt5_encoder", &run_umt5_encoder},
+      {"byt5_encoder", &run_byt5_encoder},
+      {"qwen25vl_text", &run_qwen25vl_text},
 #endif
 #ifdef OMNIDP_REFCHECK_VISION
       {"siglip_vision", &run_siglip_vision},
@@ -206,8 +213,8 @@ Runner find_runner(std::string_view kind) {
 std::vector<fs::path> find_cases(const fs::path& root) {
   std::vector<fs::path> cases;
   if (fs::is_regular_file(root / "case.json")) cases.push_back(root);
-  for (const auto& entry : fs::recursive_directory_iterator(
-           root, fs::directory_options::skip_permission_denied)) {
+  for (const auto& entry :
+       fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied)) {
     if (entry.is_directory() && fs::is_regular_file(entry.path() / "case.json")) {
       cases.push_back(entry.path());
     }
@@ -269,8 +276,7 @@ std::string format_result(const CaseResult& r) {
   return line;
 }
 
-RefcheckSummary run_refcheck(const fs::path& root, const RefcheckOptions& options,
-                             std::ostream& out) {
+RefcheckSummary run_refcheck(const fs::path& root, const RefcheckOptions& options, std::ostream& out) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw IoError(root.string(), "not a folder");
   RefcheckSummary summary;

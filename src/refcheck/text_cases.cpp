@@ -37,9 +37,10 @@ torch::Tensor at_valid(const torch::Tensor& x, const torch::Tensor& valid) {
   return cpu.index({valid.select(1, 0), valid.select(1, 1)});
 }
 
-CaseResult compare_valid(const std::string& check, const torch::Tensor& ours, const torch::Tensor& ref,
-                         const TextInputs& in, double tol) {
-  if (ours.sizes() != ref.sizes()) return compare(check, ours.to(torch::kCPU, torch::kFloat32), ref, tol);
+CaseResult compare_valid(const std::string& check, const torch::Tensor& ours,
+                         const torch::Tensor& ref, const TextInputs& in, double tol) {
+  if (ours.sizes() != ref.sizes())
+    return compare(check, ours.to(torch::kCPU, torch::kFloat32), ref, tol);
   return compare(check, at_valid(ours, in.valid), at_valid(ref, in.valid), tol,
                  std::to_string(in.valid.size(0)) + " valid positions");
 }
@@ -56,7 +57,8 @@ std::vector<CaseResult> run_t5(const fs::path& case_dir, const RefcheckOptions& 
 
 }  // namespace
 
-std::vector<CaseResult> run_umt5_encoder(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
+std::vector<CaseResult> run_umt5_encoder(const fs::path& case_dir,
+                                         const nlohmann::json& /*case_json*/,
                                          const RefcheckOptions& options) {
   return run_t5(case_dir, options);
 }
@@ -73,13 +75,15 @@ std::vector<CaseResult> run_byt5_encoder(const fs::path& case_dir, const nlohman
       if (!io.contains(key)) continue;
       const auto ids = tokenizer.encode(texts.at(i).get<std::string>());
       const auto ours = torch::tensor(ids, torch::kLong).to(torch::kFloat32);
-      results.push_back(compare(key, ours, io.tensor(key), tolerance(ToleranceClass::exact, options), "ByT5 tokenizer"));
+      results.push_back(compare(key, ours, io.tensor(key),
+                                tolerance(ToleranceClass::exact, options), "ByT5 tokenizer"));
     }
   }
   return results;
 }
 
-std::vector<CaseResult> run_qwen25vl_text(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
+std::vector<CaseResult> run_qwen25vl_text(const fs::path& case_dir,
+                                          const nlohmann::json& /*case_json*/,
                                           const RefcheckOptions& options) {
   const SafetensorsFile io(case_dir / "io.safetensors");
   const auto model = models::text::load_qwen25vl_text(case_dir, options.dtype, options.device);
@@ -100,7 +104,8 @@ std::vector<CaseResult> run_qwen25vl_text(const fs::path& case_dir, const nlohma
     } else {
       continue;
     }
-    results.push_back(compare_valid(name, model->hidden_state(ids, mask, index), io.tensor(name), in, tol));
+    results.push_back(
+        compare_valid(name, model->hidden_state(ids, mask, index), io.tensor(name), in, tol));
   }
   return results;
 }

@@ -43,7 +43,8 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
     return case_dir / required<std::string>(j, key, case_dir);
   };
   models::wan::WanPipelineParts parts;
-  parts.transformer = models::wan::load_wan_transformer(rel("transformer"), options.dtype, options.device);
+  parts.transformer =
+      models::wan::load_wan_transformer(rel("transformer"), options.dtype, options.device);
   parts.transformer->fuse_projections();
   parts.vae = models::wan::load_autoencoder_kl_wan(rel("vae"), options.dtype, options.device);
   parts.model_name = "refcheck";
@@ -59,25 +60,30 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   in.flow_shift = flow_shift_of(j);
   in.noise = io.tensor("latents");
   in.prompt_embeds = io.tensor("prompt_embeds");
-  if (io.contains("negative_prompt_embeds")) in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
+  if (io.contains("negative_prompt_embeds"))
+    in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
   if (i2v) {
-    const auto pixels = io.tensor("image_rgb_uint8").round().clamp(0, 255).to(torch::kUInt8).contiguous();
+    const auto pixels =
+        io.tensor("image_rgb_uint8").round().clamp(0, 255).to(torch::kUInt8).contiguous();
     RgbImage image;
     image.height = static_cast<int>(pixels.size(0));
     image.width = static_cast<int>(pixels.size(1));
-    image.data.assign(pixels.data_ptr<std::uint8_t>(), pixels.data_ptr<std::uint8_t>() + pixels.numel());
+    image.data.assign(pixels.data_ptr<std::uint8_t>(),
+                      pixels.data_ptr<std::uint8_t>() + pixels.numel());
     in.image = models::wan::preprocess_image(image, in.height, in.width);
   }
 
   std::vector<CaseResult> results;
   if (j.contains("latents_seed")) {
     const auto noise = models::randn_cpu(in.noise.sizes(), j.at("latents_seed").get<std::uint64_t>());
-    results.push_back(compare("noise_from_seed", noise, in.noise, tolerance(ToleranceClass::exact, options)));
+    results.push_back(
+        compare("noise_from_seed", noise, in.noise, tolerance(ToleranceClass::exact, options)));
   }
   const auto out = pipeline.sample(in, nullptr);
   const double tol = tolerance(ToleranceClass::pipeline, options);
   if (io.contains("final_latents")) {
-    results.push_back(compare("final_latents", cpu_float(out.final_latents), io.tensor("final_latents"), tol));
+    results.push_back(
+        compare("final_latents", cpu_float(out.final_latents), io.tensor("final_latents"), tol));
   }
   const auto ref_video = io.tensor("video");
   const auto video = out.video.cpu();
@@ -99,7 +105,8 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
 
 }  // namespace
 
-std::vector<CaseResult> run_wan_transformer(const fs::path& case_dir, const nlohmann::json& /*case_json*/,
+std::vector<CaseResult> run_wan_transformer(const fs::path& case_dir,
+                                            const nlohmann::json& /*case_json*/,
                                             const RefcheckOptions& options) {
   const SafetensorsFile io(case_dir / "io.safetensors");
   auto model = models::wan::load_wan_transformer(case_dir, options.dtype, options.device);
@@ -121,12 +128,14 @@ std::vector<CaseResult> run_wan_transformer(const fs::path& case_dir, const nloh
   return results;
 }
 
-std::vector<CaseResult> run_wan_pipeline_t2v(const fs::path& case_dir, const nlohmann::json& case_json,
+std::vector<CaseResult> run_wan_pipeline_t2v(const fs::path& case_dir,
+                                             const nlohmann::json& case_json,
                                              const RefcheckOptions& options) {
   return run_wan_pipeline(case_dir, case_json, options, false);
 }
 
-std::vector<CaseResult> run_wan_pipeline_i2v(const fs::path& case_dir, const nlohmann::json& case_json,
+std::vector<CaseResult> run_wan_pipeline_i2v(const fs::path& case_dir,
+                                             const nlohmann::json& case_json,
                                              const RefcheckOptions& options) {
   return run_wan_pipeline(case_dir, case_json, options, true);
 }

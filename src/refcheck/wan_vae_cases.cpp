@@ -21,8 +21,7 @@ std::vector<CaseResult> run_wan_vae(const std::filesystem::path& case_dir,
   if (io.contains("image") && (io.contains("encoded_mean") || io.contains("encoded_logvar"))) {
     const auto dist = vae->encode(io.tensor("image"));
     if (io.contains("encoded_mean")) {
-      results.push_back(
-          compare("encoded_mean", cpu_float(dist.mean), io.tensor("encoded_mean"), tol));
+      results.push_back(compare("encoded_mean", cpu_float(dist.mean), io.tensor("encoded_mean"), tol));
     }
     if (io.contains("encoded_logvar")) {
       results.push_back(

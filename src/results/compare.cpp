@@ -32,8 +32,8 @@ bool corrupt(const ResultEntry& e) {
 
 template <class T>
 std::vector<T> first_n(const std::vector<T>& items, std::size_t n) {
-  return std::vector<T>(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(
-                                                           std::min(n, items.size())));
+  return std::vector<T>(items.begin(),
+                        items.begin() + static_cast<std::ptrdiff_t>(std::min(n, items.size())));
 }
 
 void list_section(std::ostringstream& out, const char* title, const std::vector<std::string>& ids,
@@ -71,7 +71,8 @@ std::string format_db(double db) {
 std::string describe_bounds(const Tolerance& t) {
   std::string out;
   if (t.max_level_diff) out += "max level diff <= " + std::to_string(*t.max_level_diff);
-  if (t.min_psnr_db) out += (out.empty() ? "" : ", ") + ("PSNR >= " + format_db(*t.min_psnr_db) + " dB");
+  if (t.min_psnr_db)
+    out += (out.empty() ? "" : ", ") + ("PSNR >= " + format_db(*t.min_psnr_db) + " dB");
   return out;
 }
 
@@ -109,9 +110,9 @@ LevelDifference compare_stored_videos(const ResultEntry& a, const ResultEntry& b
   }
   const double values = static_cast<double>(va.frames()) * static_cast<double>(va.frame_bytes());
   d.max_level_diff = largest;
-  d.psnr_db = squared == 0 ? std::numeric_limits<double>::infinity()
-                           : 10.0 * std::log10(255.0 * 255.0 * values /
-                                               static_cast<double>(squared));
+  d.psnr_db = squared == 0
+                  ? std::numeric_limits<double>::infinity()
+                  : 10.0 * std::log10(255.0 * 255.0 * values / static_cast<double>(squared));
   d.within = (!tolerance.max_level_diff || largest <= *tolerance.max_level_diff) &&
              (!tolerance.min_psnr_db || d.psnr_db >= *tolerance.min_psnr_db);
   return d;
@@ -183,8 +184,7 @@ bool CompareReport::profiles_differ() const {
   return numerics_set(profiles_a) != numerics_set(profiles_b);
 }
 
-CompareReport compare_results(const ResultSet& a, const ResultSet& b,
-                              const Tolerance& tolerance) {
+CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tolerance& tolerance) {
   CompareReport r;
   r.tolerance = tolerance;
   r.source_a = a.source;
@@ -307,9 +307,11 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   list_section(out, "failed", r.failed_ids, max_list);
   if (profiles_differ) {
     out << "numerics profiles differ:\n";
-    for (const auto& [side, profiles] : {std::pair{"A", &r.profiles_a}, std::pair{"B", &r.profiles_b}}) {
+    for (const auto& [side, profiles] :
+         {std::pair{"A", &r.profiles_a}, std::pair{"B", &r.profiles_b}}) {
       for (const auto& [profile, n] : *profiles) {
-        out << "  " << side << ": " << (profile.empty() ? "unknown (written before profiles were recorded)" : profile)
+        out << "  " << side << ": "
+            << (profile.empty() ? "unknown (written before profiles were recorded)" : profile)
             << " (" << n << " request" << (n == 1 ? "" : "s") << ")\n";
       }
     }

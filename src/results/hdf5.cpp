@@ -161,9 +161,8 @@ bool can_skip_file_lock() noexcept {
 
 PropList file_access(bool locking) {
   PropList fapl(call("H5Pcreate", "file access", [] { return H5Pcreate(H5P_FILE_ACCESS); }));
-  call("H5Pset_libver_bounds", "file access", [&] {
-    return H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V18, H5F_LIBVER_V18);
-  });
+  call("H5Pset_libver_bounds", "file access",
+       [&] { return H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V18, H5F_LIBVER_V18); });
   // output.file_locking (file_locking.hpp): off process-wide on file systems where HDF5's
   // flock fails or hangs; a rank file has exactly one writer by construction.
   const bool lock = locking && file_locking_enabled();
@@ -181,8 +180,7 @@ PropList file_access(bool locking) {
 File create_file(const std::string& path, bool truncate) {
   const PropList fapl = file_access();
   return File(call("H5Fcreate", path, [&] {
-    return H5Fcreate(path.c_str(), truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT,
-                     fapl.id());
+    return H5Fcreate(path.c_str(), truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, fapl.id());
   }));
 }
 
@@ -307,8 +305,8 @@ void write_attribute(hid_t obj, const std::string& name, const std::vector<std::
   remove_attribute_if_present(obj, name);
   const Datatype type = vlen_string_type();
   const hsize_t count = values.size();
-  const Dataspace space(call("H5Screate_simple", name,
-                             [&] { return H5Screate_simple(1, &count, nullptr); }));
+  const Dataspace space(
+      call("H5Screate_simple", name, [&] { return H5Screate_simple(1, &count, nullptr); }));
   std::vector<const char*> pointers;
   pointers.reserve(values.size());
   for (const auto& v : values) pointers.push_back(v.c_str());
@@ -369,14 +367,12 @@ void write_string_dataset(hid_t loc, const std::string& name, std::string_view v
   const Dataspace space = scalar_space();
   const PropList lcpl = link_create_utf8(false);
   const Dataset dataset(call("H5Dcreate2", name, [&] {
-    return H5Dcreate2(loc, name.c_str(), type.id(), space.id(), lcpl.id(), H5P_DEFAULT,
-                      H5P_DEFAULT);
+    return H5Dcreate2(loc, name.c_str(), type.id(), space.id(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT);
   }));
   const std::string text(value);
   const char* pointer = text.c_str();
-  call("H5Dwrite", name, [&] {
-    return H5Dwrite(dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &pointer);
-  });
+  call("H5Dwrite", name,
+       [&] { return H5Dwrite(dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &pointer); });
 }
 
 std::string read_string_dataset(hid_t loc, const std::string& name) {
@@ -384,9 +380,8 @@ std::string read_string_dataset(hid_t loc, const std::string& name) {
   const Datatype type = vlen_string_type();
   const Dataspace space = scalar_space();
   char* value = nullptr;
-  call("H5Dread", name, [&] {
-    return H5Dread(dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &value);
-  });
+  call("H5Dread", name,
+       [&] { return H5Dread(dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &value); });
   std::string out = value != nullptr ? value : "";
   reclaim_vlen(type.id(), space.id(), &value);
   return out;
@@ -394,8 +389,8 @@ std::string read_string_dataset(hid_t loc, const std::string& name) {
 
 void write_double_dataset(hid_t loc, const std::string& name, std::span<const double> values) {
   const hsize_t count = values.size();
-  const Dataspace space(call("H5Screate_simple", name,
-                             [&] { return H5Screate_simple(1, &count, nullptr); }));
+  const Dataspace space(
+      call("H5Screate_simple", name, [&] { return H5Screate_simple(1, &count, nullptr); }));
   const Dataset dataset(call("H5Dcreate2", name, [&] {
     return H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT,
                       H5P_DEFAULT);

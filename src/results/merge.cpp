@@ -126,10 +126,9 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     h5::write_attribute(root, "model", newest.model);
     h5::write_attribute(root, "world_size", static_cast<std::int64_t>(world_size));
     h5::write_attribute(root, "store_video", static_cast<std::int64_t>(any_store_video ? 1 : 0));
-    h5::write_attribute(root, "created",
-                        std::chrono::duration<double>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count());
+    h5::write_attribute(
+        root, "created",
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     h5::write_attribute(root, "rank_files", result.rank_files);
     h5::write_attribute(root, "unreadable_files", result.unreadable_files);
     h5::write_attribute(root, "duplicates_dropped",
@@ -174,8 +173,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     std::filesystem::remove(tmp, ec);
     throw;
   }
-  log_info("merge: " + result.path.string() + ": " + std::to_string(result.rows) + " requests from " +
-           std::to_string(result.rank_files.size()) + " rank files");
+  log_info("merge: " + result.path.string() + ": " + std::to_string(result.rows) +
+           " requests from " + std::to_string(result.rank_files.size()) + " rank files");
   return result;
 }
 

@@ -31,8 +31,8 @@ bool is_hex_hash(const std::string& s) {
 }
 
 bool filter_can_encode(H5Z_filter_t filter) {
-  if (h5::call("H5Zfilter_avail", "output.compression",
-               [&] { return H5Zfilter_avail(filter); }) <= 0) {
+  if (h5::call("H5Zfilter_avail", "output.compression", [&] { return H5Zfilter_avail(filter); }) <=
+      0) {
     return false;
   }
   unsigned flags = 0;
@@ -81,8 +81,7 @@ void check_output_dir(const std::string& dir) {
 
 void check_filter(const OutputConfig& output) {
   switch (output.compression) {
-    case CompressionKind::none:
-      return;
+    case CompressionKind::none: return;
     case CompressionKind::gzip:
       if (output.gzip_level < 1 || output.gzip_level > 9) {
         throw ConfigError("output.compression",
@@ -170,9 +169,8 @@ void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) c
   }
   const std::string actual = video_sha256(*video);
   if (actual != r.video_sha256) {
-    throw RuntimeError("video_sha256 mismatch: record " + r.video_sha256 + ", video bytes " +
-                           actual,
-                       where);
+    throw RuntimeError(
+        "video_sha256 mismatch: record " + r.video_sha256 + ", video bytes " + actual, where);
   }
 }
 

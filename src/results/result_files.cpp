@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <cerrno>
+#include <optional>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
@@ -24,8 +24,7 @@ std::optional<std::pair<int, int>> parse_rank_file_name(const std::string& name)
       !name.ends_with(suffix)) {
     return std::nullopt;
   }
-  const std::string middle =
-      name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
   const auto dot = middle.find('.');
   const std::string rank_part = middle.substr(0, dot);
   const std::string segment_part = dot == std::string::npos ? "0" : middle.substr(dot + 1);
@@ -78,8 +77,8 @@ ResultsFileInfo read_file_info(const std::filesystem::path& file) {
   };
   info.format = text("format");
   if (info.format != kRankFormat && info.format != kResultsFormat) {
-    throw IoError(file.string(), "not an omni-dp results file (root attribute format = '" +
-                                     info.format + "')");
+    throw IoError(file.string(),
+                  "not an omni-dp results file (root attribute format = '" + info.format + "')");
   }
   info.software_version = text("software_version");
   info.git_revision = text("git_revision");
@@ -96,8 +95,8 @@ ResultsFileInfo read_file_info(const std::filesystem::path& file) {
   info.store_video = integer("store_video", 1) != 0;
   info.compression = text("compression");
   info.state = text("state");
-  info.created = h5::has_attribute(root, "created") ? h5::read_double_attribute(root, "created")
-                                                    : 0.0;
+  info.created =
+      h5::has_attribute(root, "created") ? h5::read_double_attribute(root, "created") : 0.0;
   return info;
 }
 

@@ -51,10 +51,10 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
         auto& p = profiles[row.record.numerics];
         if (p.requests++ == 0 || file < p.example_file) p.example_file = file;
       } else if (it->second != row.record.input_key) {
-        throw RuntimeError("id '" + row.record.id + "' is recorded done with input key " +
-                           it->second + " in " + first_file_with(row.record.id, it->second, i + 1).string() +
-                           " and with input key " + row.record.input_key + " in " +
-                           file.string() + "; the folder mixes two manifests");
+        throw RuntimeError(
+            "id '" + row.record.id + "' is recorded done with input key " + it->second + " in " +
+            first_file_with(row.record.id, it->second, i + 1).string() + " and with input key " +
+            row.record.input_key + " in " + file.string() + "; the folder mixes two manifests");
       }
     };
     // Rows of a file read before a failure are kept: what was flushed is done.
@@ -83,11 +83,11 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
     p.profile = profile;
     out.profiles.push_back(std::move(p));
   }
-  std::stable_sort(out.profiles.begin(), out.profiles.end(),
-                   [](const ProfileCount& a, const ProfileCount& b) { return a.requests > b.requests; });
+  std::stable_sort(
+      out.profiles.begin(), out.profiles.end(),
+      [](const ProfileCount& a, const ProfileCount& b) { return a.requests > b.requests; });
   return out;
 }
-
 
 std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
                                                        double lock_wait_s) {
@@ -114,8 +114,8 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
           "resume (--resume-mixed): " + count + " were made with " +
           (d.unknown ? std::string("an unknown numerics profile (a file written before profiles "
                                    "were recorded)")
-                     : "numerics profile '" + p.profile + "' (differing: " +
-                           describe_difference(p.profile, current) + ")") +
+                     : "numerics profile '" + p.profile +
+                           "' (differing: " + describe_difference(p.profile, current) + ")") +
           "; they are kept and skipped, new rows record '" + current + "'");
       continue;
     }
@@ -131,7 +131,8 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
     message += "numerics profile '" + p.profile + "'";
   }
   message += ", but this run's profile is '" + current + "'";
-  if (!p.profile.empty()) message += " (differing: " + describe_difference(p.profile, current) + ")";
+  if (!p.profile.empty())
+    message += " (differing: " + describe_difference(p.profile, current) + ")";
   if (refused.size() > 1) {
     message += "; " + std::to_string(refused.size() - 1) + " more profile(s) differ too";
   }

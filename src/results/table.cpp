@@ -39,8 +39,8 @@ struct RowBuffer {
 };
 
 h5::Datatype status_type() {
-  h5::Datatype type(h5::call("H5Tenum_create", "status type",
-                             [] { return H5Tenum_create(H5T_NATIVE_INT8); }));
+  h5::Datatype type(
+      h5::call("H5Tenum_create", "status type", [] { return H5Tenum_create(H5T_NATIVE_INT8); }));
   const std::int8_t ok = 0;
   const std::int8_t failed = 1;
   h5::call("H5Tenum_insert", "status type", [&] { return H5Tenum_insert(type.id(), "ok", &ok); });
@@ -149,8 +149,7 @@ h5::Datatype row_file_type(bool with_numerics) {
 void put(char*& dest, const std::string& value, const char*, const std::string&) {
   dest = const_cast<char*>(value.c_str());
 }
-void put(char (&dest)[kHashChars], const std::string& value, const char* name,
-         const std::string& id) {
+void put(char (&dest)[kHashChars], const std::string& value, const char* name, const std::string& id) {
   copy_hash(dest, value, name, id);
 }
 void put(std::int8_t& dest, RequestStatus value, const char*, const std::string&) {
@@ -173,9 +172,8 @@ void get(T& dest, const T& value) {
 
 RowBuffer to_buffer(const ResultRecord& r) {
   RowBuffer b{};
-  for_each_column([&](const auto& column) {
-    put(b.*column.buffer, r.*column.record, column.name, r.id);
-  });
+  for_each_column(
+      [&](const auto& column) { put(b.*column.buffer, r.*column.record, column.name, r.id); });
   return b;
 }
 
@@ -222,8 +220,8 @@ std::string escape_link_name(std::string_view id) {
   out.reserve(id.size());
   for (std::size_t i = 0; i < id.size(); ++i) {
     const auto c = static_cast<unsigned char>(id[i]);
-    const bool edge_space = c == ' ' && (first_kept == std::string_view::npos || i < first_kept ||
-                                         i > last_kept);
+    const bool edge_space =
+        c == ' ' && (first_kept == std::string_view::npos || i < first_kept || i > last_kept);
     if (must_escape(c) || edge_space || (all_dots && c == '.')) {
       append_escape(out, c);
     } else {
@@ -263,8 +261,8 @@ h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_
   const h5::Datatype type = row_file_type(with_numerics);
   const hsize_t zero = 0;
   const hsize_t unlimited = H5S_UNLIMITED;
-  const h5::Dataspace space(h5::call("H5Screate_simple", name,
-                                     [&] { return H5Screate_simple(1, &zero, &unlimited); }));
+  const h5::Dataspace space(
+      h5::call("H5Screate_simple", name, [&] { return H5Screate_simple(1, &zero, &unlimited); }));
   const h5::PropList dcpl(h5::call("H5Pcreate", name, [] { return H5Pcreate(H5P_DATASET_CREATE); }));
   h5::call("H5Pset_chunk", name, [&] { return H5Pset_chunk(dcpl.id(), 1, &kTableChunkRows); });
   const h5::PropList lcpl = h5::link_create_utf8(false);
@@ -285,7 +283,8 @@ bool has_numerics_column(const h5::Dataset& table) {
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
   if (rows.size() > kReadBlockRows) {  // in blocks: the packed rows stay one block in memory
     for (std::size_t at = 0; at < rows.size(); at += kReadBlockRows) {
-      append_requests(table, rows.subspan(at, std::min<std::size_t>(kReadBlockRows, rows.size() - at)));
+      append_requests(table,
+                      rows.subspan(at, std::min<std::size_t>(kReadBlockRows, rows.size() - at)));
     }
     return;
   }
@@ -297,15 +296,13 @@ void append_requests(const h5::Dataset& table, std::span<const ResultRecord> row
   const hsize_t old_size = h5::dataset_dims(table).at(0);
   const hsize_t count = rows.size();
   const hsize_t new_size = old_size + count;
-  h5::call("H5Dset_extent", kRequestsPath,
-           [&] { return H5Dset_extent(table.id(), &new_size); });
+  h5::call("H5Dset_extent", kRequestsPath, [&] { return H5Dset_extent(table.id(), &new_size); });
   const h5::Dataspace file_space = h5::dataset_space(table);
   h5::call("H5Sselect_hyperslab", kRequestsPath, [&] {
-    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &old_size, nullptr, &count,
-                               nullptr);
+    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &old_size, nullptr, &count, nullptr);
   });
-  const h5::Dataspace memory_space(h5::call(
-      "H5Screate_simple", kRequestsPath, [&] { return H5Screate_simple(1, &count, nullptr); }));
+  const h5::Dataspace memory_space(h5::call("H5Screate_simple", kRequestsPath,
+                                            [&] { return H5Screate_simple(1, &count, nullptr); }));
   const h5::Datatype type = row_memory_type(has_numerics_column(table));
   h5::call("H5Dwrite", kRequestsPath, [&] {
     return H5Dwrite(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
@@ -329,8 +326,7 @@ void for_each_request(const h5::Dataset& table, const std::function<void(ResultR
     buffers.assign(static_cast<std::size_t>(count), RowBuffer{});
     const h5::Dataspace file_space = h5::dataset_space(table);
     h5::call("H5Sselect_hyperslab", kRequestsPath, [&] {
-      return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &start, nullptr, &count,
-                                 nullptr);
+      return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, &start, nullptr, &count, nullptr);
     });
     const h5::Dataspace memory_space(h5::call(
         "H5Screate_simple", kRequestsPath, [&] { return H5Screate_simple(1, &count, nullptr); }));
@@ -364,13 +360,11 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
   h5::call("H5Pset_fill_time", context,
            [&] { return H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER); });
   if (storage.gzip_level > 0) {
-    h5::call("H5Pset_deflate", context, [&] {
-      return H5Pset_deflate(dcpl.id(), static_cast<unsigned>(storage.gzip_level));
-    });
+    h5::call("H5Pset_deflate", context,
+             [&] { return H5Pset_deflate(dcpl.id(), static_cast<unsigned>(storage.gzip_level)); });
   } else if (storage.lzf) {
-    h5::call("H5Pset_filter", context, [&] {
-      return H5Pset_filter(dcpl.id(), kLzfFilter, H5Z_FLAG_MANDATORY, 0, nullptr);
-    });
+    h5::call("H5Pset_filter", context,
+             [&] { return H5Pset_filter(dcpl.id(), kLzfFilter, H5Z_FLAG_MANDATORY, 0, nullptr); });
   }
   const h5::PropList lcpl = h5::link_create_utf8(true);
   const h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
@@ -378,8 +372,7 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
                       H5P_DEFAULT);
   }));
   h5::call("H5Dwrite", context, [&] {
-    return H5Dwrite(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                    video.data.data());
+    return H5Dwrite(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, video.data.data());
   });
   h5::write_attribute(dataset.id(), "id", record.id);
   h5::write_attribute(dataset.id(), "prompt", record.prompt);
@@ -402,8 +395,7 @@ Video read_video(hid_t file, std::string_view id) {
   video.width = static_cast<int>(dims[2]);
   video.data.assign(video.byte_size(), 0);
   h5::call("H5Dread", path, [&] {
-    return H5Dread(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                   video.data.data());
+    return H5Dread(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, video.data.data());
   });
   return video;
 }
@@ -428,12 +420,12 @@ void StoredFrames::read(int f, std::vector<std::uint8_t>& out) const {
   const h5::Dataspace file_space = h5::dataset_space(dataset_);
   const std::array<hsize_t, 4> start = {static_cast<hsize_t>(f), 0, 0, 0};
   h5::call("H5Sselect_hyperslab", path_, [&] {
-    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start.data(), nullptr,
-                               count.data(), nullptr);
+    return H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                               nullptr);
   });
   h5::call("H5Dread", path_, [&] {
-    return H5Dread(dataset_.id(), H5T_NATIVE_UINT8, memory_space.id(), file_space.id(),
-                   H5P_DEFAULT, out.data());
+    return H5Dread(dataset_.id(), H5T_NATIVE_UINT8, memory_space.id(), file_space.id(), H5P_DEFAULT,
+                   out.data());
   });
 }
 

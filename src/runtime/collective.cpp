@@ -159,7 +159,8 @@ class InProcessCollective final : public Collective {
   void all_reduce_sum(void* data, std::size_t count, ElementType type) override {
     check_sum_type(type);
     const std::size_t bytes = count * element_size(type);
-    const std::vector<char> mine(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    const std::vector<char> mine(static_cast<const char*>(data),
+                                 static_cast<const char*>(data) + bytes);
     exchange("all_reduce_sum", mine.data(), bytes, [&] {
       // Every rank adds in rank order, so all get the same bits.
       std::memcpy(data, slot(0), bytes);
@@ -211,7 +212,8 @@ std::vector<std::unique_ptr<Collective>> make_in_process_collectives(int size,
   if (size < 1) throw RuntimeError("an in-process group needs at least one rank");
   auto group = std::make_shared<InProcessGroup>(size);
   std::vector<std::unique_ptr<Collective>> out;
-  for (int r = 0; r < size; ++r) out.push_back(std::make_unique<InProcessCollective>(group, r, group_name));
+  for (int r = 0; r < size; ++r)
+    out.push_back(std::make_unique<InProcessCollective>(group, r, group_name));
   return out;
 }
 

@@ -52,7 +52,8 @@ class NcclCollective final : public Collective {
     for (int peer = 0; peer < size_; ++peer) {
       const auto off = static_cast<std::size_t>(peer) * bytes;
       nccl("all_to_all",
-           ncclSend(static_cast<const char*>(send) + off, count, nccl_type(type), peer, comm_, nullptr),
+           ncclSend(static_cast<const char*>(send) + off, count, nccl_type(type), peer, comm_,
+                    nullptr),
            "ncclSend");
       nccl("all_to_all",
            ncclRecv(static_cast<char*>(recv) + off, count, nccl_type(type), peer, comm_, nullptr),

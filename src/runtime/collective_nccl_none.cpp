@@ -7,8 +7,7 @@ namespace omnidp::runtime {
 bool nccl_built() noexcept { return false; }
 
 std::unique_ptr<Collective> make_nccl_collective(const Communicator& /*comm*/,
-                                                 const std::string& group_name,
-                                                 int /*cuda_device*/) {
+                                                 const std::string& group_name, int /*cuda_device*/) {
   throw ConfigError("parallel.collective_backend",
                     "nccl requested for " + group_name +
                         ", but this build has no NCCL (use mpi, or build against a CUDA libtorch "

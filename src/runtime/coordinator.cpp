@@ -63,7 +63,8 @@ MetricsSnapshot Coordinator::metrics() const {
   const std::size_t accounted = completed_ + failed_ + outstanding_.size();
   m.queued = options_.plan.to_run > accounted ? options_.plan.to_run - accounted : 0;
   m.elapsed_s = p.elapsed_s;
-  m.videos_per_minute = p.elapsed_s > 0.0 ? 60.0 * static_cast<double>(completed_) / p.elapsed_s : 0.0;
+  m.videos_per_minute =
+      p.elapsed_s > 0.0 ? 60.0 * static_cast<double>(completed_) / p.elapsed_s : 0.0;
   m.eta_s = p.eta_s;
   // The running request of a replica: its oldest assigned one not yet generated.
   std::vector<const Assigned*> running(static_cast<std::size_t>(options_.topology.replicas), nullptr);
@@ -76,7 +77,8 @@ MetricsSnapshot Coordinator::metrics() const {
     const auto& r = replicas_[static_cast<std::size_t>(k)];
     const Assigned* a = running[static_cast<std::size_t>(k)];
     for (const int rank : options_.topology.group_ranks(k)) {
-      m.ranks.push_back(RankMetrics{rank, p.elapsed_s > 0.0 ? std::min(1.0, r.busy_s / p.elapsed_s) : 0.0,
+      m.ranks.push_back(RankMetrics{rank,
+                                    p.elapsed_s > 0.0 ? std::min(1.0, r.busy_s / p.elapsed_s) : 0.0,
                                     a != nullptr ? a->item.request.id : std::string()});
     }
   }
@@ -90,9 +92,9 @@ void Coordinator::start() {
            (options_.skipped_resume > 0
                 ? " (" + std::to_string(options_.skipped_resume) + " already done, skipped)"
                 : std::string()) +
-           (options_.plan.filtered > 0
-                ? " (" + std::to_string(options_.plan.filtered) + " of other tasks skipped: input.tasks)"
-                : std::string()) +
+           (options_.plan.filtered > 0 ? " (" + std::to_string(options_.plan.filtered) +
+                                             " of other tasks skipped: input.tasks)"
+                                       : std::string()) +
            " on " + std::to_string(options_.topology.replicas) + " replica(s), policy " +
            to_string(options_.config.scheduler.policy) + "/" +
            to_string(options_.config.scheduler.order));
@@ -305,7 +307,8 @@ void Coordinator::dispatch() {
       for (int k = 0; k < options_.topology.replicas; ++k) {
         const auto& r = replicas_[static_cast<std::size_t>(k)];
         const bool wants = r.in_model == 0 || (r.pull && !tail);
-        if (r.ready && !r.closed && wants && r.in_model < r.slots && r.outstanding < r.slots + kWriteBacklog) {
+        if (r.ready && !r.closed && wants && r.in_model < r.slots &&
+            r.outstanding < r.slots + kWriteBacklog) {
           order.push_back(k);
         }
       }
@@ -417,8 +420,9 @@ void Coordinator::drain_if_nothing_fits() {
   // no replica can get work again (each was just offered its next request), so drain.
   if (!deadline_closed_any_ || phase_ != Phase::running || !outstanding_.empty()) return;
   if (work_.exhausted()) return;  // nothing left anyway: the normal end
-  log_warn("coordinator: deadline: no further request fits before the job's end minus "
-           "scheduler.deadline_margin_s; draining (exit 75: run again to finish the rest)");
+  log_warn(
+      "coordinator: deadline: no further request fits before the job's end minus "
+      "scheduler.deadline_margin_s; draining (exit 75: run again to finish the rest)");
   begin_drain(false);
 }
 

@@ -42,12 +42,11 @@ void CoordinatorActor::coordinate() {
   const JobPlan& plan = inputs.plan();
   const std::size_t skipped = inputs.skipped();
   const PlannedSource& filtered = inputs.source();
-  log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) +
-           " request(s), " + std::to_string(inputs.manifest().hash_cache->files_hashed()) +
-           " input file(s) hashed, " +
-           (filtered.all_kept() ? std::string("all to run kept in memory")
-                                : std::to_string(filtered.kept()) +
-                                      " kept in memory, the rest read again later") +
+  log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) + " request(s), " +
+           std::to_string(inputs.manifest().hash_cache->files_hashed()) + " input file(s) hashed, " +
+           (filtered.all_kept()
+                ? std::string("all to run kept in memory")
+                : std::to_string(filtered.kept()) + " kept in memory, the rest read again later") +
            ")");
 
   CoordinatorOptions co;
@@ -65,8 +64,8 @@ void CoordinatorActor::coordinate() {
     const double unix_now = options.clock ? options.clock() : unix_s();
     const double margin = config.scheduler.deadline_margin_s;
     std::ostringstream line;
-    line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source
-         << "), " << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
+    line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source << "), "
+         << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
          << "handed out only when expected to end " << shortest(margin)
          << " s before it (scheduler.deadline_margin_s)";
     log_info(line.str());

@@ -152,8 +152,14 @@ double parse_deadline(std::string_view text, double now_unix) {
     double unit = 1.0;
     switch (text.back()) {
       case 's': end -= 1; break;
-      case 'm': end -= 1; unit = 60.0; break;
-      case 'h': end -= 1; unit = 3600.0; break;
+      case 'm':
+        end -= 1;
+        unit = 60.0;
+        break;
+      case 'h':
+        end -= 1;
+        unit = 3600.0;
+        break;
       default: break;
     }
     const long long n = all_digits(text, 1, end);
@@ -174,10 +180,9 @@ std::optional<Deadline> slurm_deadline(const SlurmProbe& probe) {
   const auto job = getenv("SLURM_JOB_ID");
   if (!job) return std::nullopt;
   const std::string id = trim(*job);
-  const bool id_ok = !id.empty() && id.size() <= 32 &&
-                     std::all_of(id.begin(), id.end(), [](char c) {
-                       return (c >= '0' && c <= '9') || c == '_';
-                     });
+  const bool id_ok =
+      !id.empty() && id.size() <= 32 &&
+      std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || c == '_'; });
   if (!id_ok) {
     log_warn("deadline: SLURM_JOB_ID='" + id + "' is not a job id; no deadline");
     return std::nullopt;
@@ -187,7 +192,8 @@ std::optional<Deadline> slurm_deadline(const SlurmProbe& probe) {
   const std::string command = "squeue -h -j " + id + " -o %e 2>/dev/null";
   const auto out = probe.run ? probe.run(command) : default_run(command);
   if (!out) {
-    log_warn("deadline: '" + command + "' failed; no deadline (the job is killed at its time "
+    log_warn("deadline: '" + command +
+             "' failed; no deadline (the job is killed at its time "
              "limit unless it is signalled)");
     return std::nullopt;
   }
@@ -199,7 +205,8 @@ std::optional<Deadline> slurm_deadline(const SlurmProbe& probe) {
   try {
     return Deadline{parse_deadline(value, 0.0), "squeue -j " + id + " (%e)"};
   } catch (const Error&) {
-    log_warn("deadline: squeue printed the end time '" + value + "', which does not parse; "
+    log_warn("deadline: squeue printed the end time '" + value +
+             "', which does not parse; "
              "no deadline");
     return std::nullopt;
   }

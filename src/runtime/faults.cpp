@@ -44,8 +44,8 @@ std::function<void()> kill_in_write_hook(const FaultConfig& faults, int rank) {
   if (!faults.kill_in_write || faults.kill_after <= 0 || faults.kill_rank != rank) return {};
   return [writes = 0, limit = faults.kill_after, rank]() mutable {
     if (++writes == limit) {
-      log_warn("faults.kill_in_write: rank " + std::to_string(rank) + " kills itself inside write " +
-               std::to_string(writes));
+      log_warn("faults.kill_in_write: rank " + std::to_string(rank) +
+               " kills itself inside write " + std::to_string(writes));
       std::raise(SIGKILL);
     }
   };

@@ -97,21 +97,24 @@ GroupCollectives make_group_collectives(const Communicator& world, const Topolog
         if (all[a] == all[b] && all[a + 1] == all[b + 1]) distinct = false;
       }
     }
-    backend[static_cast<std::size_t>(k)] = choose_collective_backend(
-        config.parallel.collective_backend, cuda, distinct, nccl_built(),
-        replica_group_name(k, ranks));
+    backend[static_cast<std::size_t>(k)] =
+        choose_collective_backend(config.parallel.collective_backend, cuda, distinct, nccl_built(),
+                                  replica_group_name(k, ranks));
   }
   const int replica = topology.replica(rank);
-  const std::string name = replica < 0 ? std::string() : replica_group_name(replica, topology.group_ranks(replica));
+  const std::string name =
+      replica < 0 ? std::string() : replica_group_name(replica, topology.group_ranks(replica));
   for (const GroupAxis axis : {GroupAxis::cfg, GroupAxis::sequence, GroupAxis::tensor}) {
     const int n = topology.axis_size(axis);
     if (n == 1) continue;
     // Colors unique over the world: replica k's sub-groups are k * (G / n) + color.
-    const int color =
-        replica < 0 ? -1 : replica * (topology.group_size / n) + topology.axis_color(topology.group_rank(rank), axis);
+    const int color = replica < 0 ? -1
+                                  : replica * (topology.group_size / n) +
+                                        topology.axis_color(topology.group_rank(rank), axis);
     Communicator comm = world.split(color, rank);
     if (replica < 0) continue;
-    const std::string axis_name = axis_group_name(name, to_string(axis), topology.axis_ranks(rank, axis));
+    const std::string axis_name =
+        axis_group_name(name, to_string(axis), topology.axis_ranks(rank, axis));
     std::unique_ptr<Collective> c;
     if (backend[static_cast<std::size_t>(replica)] == CollectiveBackend::nccl) {
       c = make_nccl_collective(comm, axis_name, device.index);
@@ -120,7 +123,9 @@ GroupCollectives make_group_collectives(const Communicator& world, const Topolog
       c = std::make_unique<MpiCollective>(std::move(comm), axis_name);
     }
     if (topology.is_leader(rank)) log_info(axis_name + ": collectives over " + c->backend());
-    (axis == GroupAxis::cfg ? out.cfg : axis == GroupAxis::sequence ? out.sequence : out.tensor) = std::move(c);
+    (axis == GroupAxis::cfg        ? out.cfg
+     : axis == GroupAxis::sequence ? out.sequence
+                                   : out.tensor) = std::move(c);
   }
   return out;
 }
@@ -151,7 +156,8 @@ ExitCode run_job(const JobOptions& options) {
   const JobOptions opts = with_default_hooks(options);
   // Replica groups that compute call their collectives from the worker threads.
   const auto& par = opts.config.parallel;
-  const bool groups = par.tensor_parallel_size * par.sequence_parallel_size * par.cfg_parallel_size > 1;
+  const bool groups =
+      par.tensor_parallel_size * par.sequence_parallel_size * par.cfg_parallel_size > 1;
   MpiEnvironment env(groups ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED);
   const Communicator world = Communicator::world();
   const int rank = world.rank();
@@ -162,8 +168,7 @@ ExitCode run_job(const JobOptions& options) {
   results::check_output_support(opts.config.output);
 
   const Communicator node = world.split_shared();
-  const Communicator group =
-      world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+  const Communicator group = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
   MpiTransport world_transport(world);
   const std::string host = host_name();
   // Before any work: a node-local output folder stops the job here (exit 2).
@@ -234,8 +239,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     }
     l << "), guidance_scale " << format_value(q.guidance_scale) << " ("
       << (q.line_sets_guidance_scale ? here : defaults.guidance_scale.origin) << "), flow_shift "
-      << format_value(q.flow_shift) << " (" << (q.line_sets_flow_shift ? here : defaults.flow_shift.origin)
-      << ")";
+      << format_value(q.flow_shift) << " ("
+      << (q.line_sets_flow_shift ? here : defaults.flow_shift.origin) << ")";
     listed.push_back(l.str());
   };
   // The coordinator's plan (nothing to do stops the run, exit 2, the same way); the file hash
@@ -252,7 +257,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "manifest: " << mopts.path.string() << ": " << plan.to_run + skipped << " request(s)";
   if (plan.filtered > 0) {
     out << ", " << plan.filtered << " line(s) of other tasks skipped (input.tasks [";
-    for (std::size_t i = 0; i < c.input.tasks.size(); ++i) out << (i > 0 ? ", " : "") << c.input.tasks[i];
+    for (std::size_t i = 0; i < c.input.tasks.size(); ++i)
+      out << (i > 0 ? ", " : "") << c.input.tasks[i];
     out << "])";
   }
   if (skipped > 0) out << ", " << skipped << " already done in " << dir.string() << " (resume)";
@@ -292,8 +298,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
       << s.prefetch << ", lookahead " << s.lookahead << ", max_retries " << s.max_retries
       << ", request_timeout_s " << s.request_timeout_s << "\n";
   if (info.image_size_target > 0) {
-    out << "i2v size: each image's aspect-ratio bucket at target_size " << info.image_size_target
-        << " (the model's choice) unless its line sets height/width; the sizes below are resolved\n";
+    out << "i2v size: each image's aspect-ratio bucket at target_size "
+        << info.image_size_target << " (the model's choice) unless its line sets height/width; the sizes below are resolved\n";
   }
   out << "generation defaults: " << describe_generation_defaults(defaults) << "\n";
   const double lower = std::max(plan.total_cost / t.replicas, plan.max_cost);

@@ -27,8 +27,7 @@ MpiEnvironment::MpiEnvironment(int required) {
   if (initialized != 0) {
     mpi_check(MPI_Query_thread(&provided_), "MPI_Query_thread");
   } else {
-    mpi_check(MPI_Init_thread(nullptr, nullptr, required, &provided_),
-              "MPI_Init_thread");
+    mpi_check(MPI_Init_thread(nullptr, nullptr, required, &provided_), "MPI_Init_thread");
     owns_ = true;
   }
   mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");

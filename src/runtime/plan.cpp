@@ -62,12 +62,12 @@ JobPlan scan_plan(RequestSource& source, const CostModel& cost) {
 }
 
 std::size_t request_bytes(const Request& r) noexcept {
-  constexpr std::size_t kInline = 15;      // libstdc++'s short-string buffer
-  constexpr std::size_t kOverhead = 16;    // an allocation's bookkeeping
+  constexpr std::size_t kInline = 15;    // libstdc++'s short-string buffer
+  constexpr std::size_t kOverhead = 16;  // an allocation's bookkeeping
   std::size_t n = sizeof(Request);
-  for (const std::string* s : {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256,
-                               &r.prompt_embeds, &r.prompt_embeds_sha256, &r.input_key,
-                               &r.input_error}) {
+  for (const std::string* s :
+       {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256, &r.prompt_embeds,
+        &r.prompt_embeds_sha256, &r.input_key, &r.input_error}) {
     if (s->capacity() > kInline) n += s->capacity() + 1 + kOverhead;
   }
   return n;
@@ -108,8 +108,7 @@ std::optional<Request> PlannedSource::next() {
     ManifestOptions o = options_;
     o.start = *tail_start_;
     tail_source_ = std::make_unique<ManifestSource>(std::move(o));
-    tail_ = std::make_unique<ResumeSource>(*tail_source_, done_, options_.path.string(),
-                                           output_dir_);
+    tail_ = std::make_unique<ResumeSource>(*tail_source_, done_, options_.path.string(), output_dir_);
     ++passes_;
   }
   return tail_->next();

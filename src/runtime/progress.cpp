@@ -90,9 +90,8 @@ RunSummary make_summary(const SummaryInputs& in) {
       in.makespan_s > 0.0 ? 60.0 * static_cast<double>(in.completed) / in.makespan_s : 0.0;
   s.latency_p50_s = results::percentile(in.latencies_s, 0.5);
   s.latency_p90_s = results::percentile(in.latencies_s, 0.9);
-  s.latency_max_s = in.latencies_s.empty()
-                        ? 0.0
-                        : *std::max_element(in.latencies_s.begin(), in.latencies_s.end());
+  s.latency_max_s =
+      in.latencies_s.empty() ? 0.0 : *std::max_element(in.latencies_s.begin(), in.latencies_s.end());
   s.world_size = in.world_size;
   s.replicas = in.replicas;
   s.busy_s_per_rank.assign(static_cast<std::size_t>(in.world_size), 0.0);
@@ -105,9 +104,9 @@ RunSummary make_summary(const SummaryInputs& in) {
   for (std::size_t r = 0; r < s.busy_s_per_rank.size(); ++r) {
     s.busy_fraction_per_rank[r] = in.makespan_s > 0.0 ? s.busy_s_per_rank[r] / in.makespan_s : 0.0;
   }
-  s.scheduling_efficiency =
-      (in.makespan_s > 0.0 && in.working_ranks > 0) ? sum_busy / (in.working_ranks * in.makespan_s)
-                                                     : 0.0;
+  s.scheduling_efficiency = (in.makespan_s > 0.0 && in.working_ranks > 0)
+                                ? sum_busy / (in.working_ranks * in.makespan_s)
+                                : 0.0;
   s.tensor_parallel_size = in.tensor_parallel_size;
   s.cfg_parallel_size = in.cfg_parallel_size;
   s.policy = in.policy;

@@ -80,7 +80,9 @@ auto request_fields(auto& r) {
 
 // One put/get pair per wire type; a struct with a field list is its fields in order.
 template <class T>
-concept HasFields = requires(T& t) { T::fields(t); };
+concept HasFields = requires(T& t) {
+  T::fields(t);
+};
 
 void put(Encoder& out, bool v) { out.boolean(v); }
 void put(Encoder& out, std::int32_t v) { out.i32(v); }

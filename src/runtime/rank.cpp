@@ -26,8 +26,14 @@ namespace {
 class Rank {
  public:
   explicit Rank(const RankSetup& setup)
-      : s_(setup), c_(setup), rank_(c_.rank), replica_(c_.replica), leader_(c_.leader),
-        member_(c_.member), coordinator_actor_(c_, coord_inbox_), worker_actor_(c_),
+      : s_(setup),
+        c_(setup),
+        rank_(c_.rank),
+        replica_(c_.replica),
+        leader_(c_.leader),
+        member_(c_.member),
+        coordinator_actor_(c_, coord_inbox_),
+        worker_actor_(c_),
         writer_actor_(c_) {}
   ~Rank() { stop_threads(); }
   Rank(const Rank&) = delete;
@@ -77,8 +83,8 @@ class Rank {
   double busy_s_ = 0.0;
   double next_heartbeat_ = 0.0;
   int reported_signals_ = 0;
-  bool shutdown_seen_ = false;   // a member: Shutdown arrived
-  bool worker_exited_ = false;   // a member: its worker thread ended
+  bool shutdown_seen_ = false;  // a member: Shutdown arrived
+  bool worker_exited_ = false;  // a member: its worker thread ended
 };
 
 ExitCode Rank::run() {
@@ -342,9 +348,8 @@ ExitCode run_rank(const RankSetup& setup) {
   return rank.run();
 }
 
-std::vector<RankOutcome> run_job_in_process(
-    const JobOptions& options, int world_size,
-    const std::vector<const std::atomic<int>*>& signal_levels) {
+std::vector<RankOutcome> run_job_in_process(const JobOptions& options, int world_size,
+                                            const std::vector<const std::atomic<int>*>& signal_levels) {
   const Topology topology = make_topology(options.config.parallel, world_size);
   InProcessNetwork world(world_size);
   std::vector<std::unique_ptr<InProcessNetwork>> groups;
@@ -365,7 +370,8 @@ std::vector<RankOutcome> run_job_in_process(
           int member = 0;  // a group rank of this color
           while (topology.axis_color(member, kAxes[a]) != color) ++member;
           axes[a].push_back(make_in_process_collectives(
-              n, axis_group_name(name, to_string(kAxes[a]), topology.axis_ranks(ranks[0] + member, kAxes[a]))));
+              n, axis_group_name(name, to_string(kAxes[a]),
+                                 topology.axis_ranks(ranks[0] + member, kAxes[a]))));
         }
       }
     }
@@ -387,8 +393,8 @@ std::vector<RankOutcome> run_job_in_process(
         for (std::size_t a = 0; a < kAxes.size(); ++a) {
           if (axes[a].empty()) continue;
           *slots[a] = axes[a][static_cast<std::size_t>(topology.axis_color(g, kAxes[a]))]
-                             [static_cast<std::size_t>(topology.axis_index(g, kAxes[a]))]
-                                 .get();
+                          [static_cast<std::size_t>(topology.axis_index(g, kAxes[a]))]
+                              .get();
         }
       }
       setup.topology = topology;

@@ -168,10 +168,11 @@ void check_shared_output_dir(Transport& world, const fs::path& dir, const std::s
       for (std::size_t i = 0; i < failed.size() && i < kMaxListed; ++i) {
         const Verdict& v = failed[i];
         m << (i > 0 ? "; " : "") << "rank " << v.rank << " on host " << v.host
-          << " does not see the token file '" << token.string() << "' that rank 0 on host "
-          << host << " wrote (" << v.reason << ")";
+          << " does not see the token file '" << token.string() << "' that rank 0 on host " << host
+          << " wrote (" << v.reason << ")";
       }
-      if (failed.size() > kMaxListed) m << "; and " << failed.size() - kMaxListed << " more rank(s)";
+      if (failed.size() > kMaxListed)
+        m << "; and " << failed.size() - kMaxListed << " more rank(s)";
       m << ". output.dir must be on a file system shared by all nodes (not a node-local folder "
            "such as /tmp or a local scratch disk)";
       message = m.str();

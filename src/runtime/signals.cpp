@@ -49,7 +49,8 @@ DrainSignals::DrainSignals() {
   sigaddset(&drain, SIGUSR1);
   sigaddset(&drain, SIGTERM);
   if (const int rc = pthread_sigmask(SIG_UNBLOCK, &drain, &g_old_mask); rc != 0) {
-    throw RuntimeError(std::string("pthread_sigmask failed: ") + std::strerror(rc), {"drain signals"});
+    throw RuntimeError(std::string("pthread_sigmask failed: ") + std::strerror(rc),
+                       {"drain signals"});
   }
 }
 

@@ -74,7 +74,8 @@ std::string Topology::role(int rank) const {
   std::string r;
   const auto add = [&r](const std::string& part) { r += (r.empty() ? "" : ", ") + part; };
   if (cfg_parallel > 1) {
-    add(std::string("cfg branch ") + (g / (tensor_parallel * sequence_parallel) == 0 ? "cond" : "uncond"));
+    add(std::string("cfg branch ") +
+        (g / (tensor_parallel * sequence_parallel) == 0 ? "cond" : "uncond"));
   }
   if (sequence_parallel > 1) {
     add("sequence shard " + std::to_string((g / tensor_parallel) % sequence_parallel));
@@ -94,8 +95,9 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
   t.group_size = t.tensor_parallel * t.sequence_parallel * t.cfg_parallel;
   t.coordinator_works = parallel.coordinator_runs_work;
   if (t.group_size < 1) {
-    throw ConfigError("parallel.tensor_parallel_size",
-                      "tensor_parallel_size x sequence_parallel_size x cfg_parallel_size must be at least 1");
+    throw ConfigError(
+        "parallel.tensor_parallel_size",
+        "tensor_parallel_size x sequence_parallel_size x cfg_parallel_size must be at least 1");
   }
   const int first = t.coordinator_works ? 0 : 1;
   const int working = world_size - first;
@@ -105,16 +107,16 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
                           "): rank 0 only coordinates");
   }
   if (working % t.group_size != 0) {
-    throw ConfigError(
-        "parallel",
-        std::to_string(working) + " working rank(s) (world size " + std::to_string(world_size) +
-            (t.coordinator_works ? "" : " minus the coordinator") +
-            ") cannot be split into replica groups of tensor_parallel_size x "
-            "sequence_parallel_size x cfg_parallel_size = " +
-            std::to_string(parallel.tensor_parallel_size) + " x " +
-            std::to_string(parallel.sequence_parallel_size) + " x " +
-            std::to_string(parallel.cfg_parallel_size) + " = " + std::to_string(t.group_size) +
-            " ranks");
+    throw ConfigError("parallel",
+                      std::to_string(working) + " working rank(s) (world size " +
+                          std::to_string(world_size) +
+                          (t.coordinator_works ? "" : " minus the coordinator") +
+                          ") cannot be split into replica groups of tensor_parallel_size x "
+                          "sequence_parallel_size x cfg_parallel_size = " +
+                          std::to_string(parallel.tensor_parallel_size) + " x " +
+                          std::to_string(parallel.sequence_parallel_size) + " x " +
+                          std::to_string(parallel.cfg_parallel_size) + " = " +
+                          std::to_string(t.group_size) + " ranks");
   }
   t.replicas = working / t.group_size;
   if (parallel.data_parallel_size != 0 && parallel.data_parallel_size != t.replicas) {
@@ -135,8 +137,7 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
   return t;
 }
 
-DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parallel,
-                          int local_rank) {
+DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parallel, int local_rank) {
   DeviceBinding d;
   if (model.device == DeviceKind::cpu) {
     d.kind = DeviceKind::cpu;
@@ -147,9 +148,8 @@ DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parall
   d.index = local_rank;
   if (!parallel.devices.empty()) {
     if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= parallel.devices.size()) {
-      throw ConfigError("parallel.devices", "no entry for local rank " +
-                                                std::to_string(local_rank) + " (" +
-                                                std::to_string(parallel.devices.size()) +
+      throw ConfigError("parallel.devices", "no entry for local rank " + std::to_string(local_rank) +
+                                                " (" + std::to_string(parallel.devices.size()) +
                                                 " listed; list one device per rank of a node)");
     }
     std::string entry = parallel.devices[static_cast<std::size_t>(local_rank)];

@@ -47,11 +47,20 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   const std::string numerics = numerics_profile(c_.config);
   while (auto assignment = c_.work.pop()) {
     const Request& req = assignment->request;
-    ResultRecord rec{.id = req.id, .input_key = req.input_key, .rank = c_.rank,
-                     .replica = c_.replica, .host = s_.host, .device = device,
-                     .frames = req.num_frames, .height = req.height, .width = req.width,
-                     .steps = req.num_inference_steps, .attempt = assignment->attempt,
-                     .numerics = numerics, .prompt = req.prompt, .seed = req.seed,
+    ResultRecord rec{.id = req.id,
+                     .input_key = req.input_key,
+                     .rank = c_.rank,
+                     .replica = c_.replica,
+                     .host = s_.host,
+                     .device = device,
+                     .frames = req.num_frames,
+                     .height = req.height,
+                     .width = req.width,
+                     .steps = req.num_inference_steps,
+                     .attempt = assignment->attempt,
+                     .numerics = numerics,
+                     .prompt = req.prompt,
+                     .seed = req.seed,
                      .fps = req.fps};
     if (!req.input_error.empty()) {
       rec.status = RequestStatus::failed;
@@ -84,8 +93,7 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     try {
       video = pipeline.generate(req, ctx);
       video.check();
-      if (video.frames != req.num_frames || video.height != req.height ||
-          video.width != req.width) {
+      if (video.frames != req.num_frames || video.height != req.height || video.width != req.width) {
         throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
                          std::to_string(video.height) + "x" + std::to_string(video.width) +
                          " video for a " + std::to_string(req.num_frames) + "x" +

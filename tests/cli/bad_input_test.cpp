@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/result_files.hpp"
-#include "fixtures.hpp"
 #include "test_files.hpp"
 
 namespace omnidp {
@@ -36,8 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kWanTransformer =
-    omnidp::test::fixture("diffusers-ref/wan_transformer");
+const fs::path kWanTransformer = omnidp::test::fixture("diffusers-ref/wan_transformer");
 
 using omnidp::cli::testing::read_text;
 using omnidp::cli::testing::write_text;
@@ -97,9 +96,9 @@ constexpr const char* kGoodC = R"({"id": "c", "prompt": "third", "seed": 3})";
 
 // What the output folder must hold after the run.
 enum class Output {
-  none,         // the job stopped before it started: no output folder at all
-  one_failed,   // per-request: results.h5 with a, b, c; only b failed, its error has `row_error`
-  custom,       // checked by the case's own `check`
+  none,        // the job stopped before it started: no output folder at all
+  one_failed,  // per-request: results.h5 with a, b, c; only b failed, its error has `row_error`
+  custom,      // checked by the case's own `check`
 };
 
 struct Case {
@@ -109,8 +108,8 @@ struct Case {
   int exit_code = 2;
   std::vector<std::string> messages;  // fragments of stderr; @DIR@ = the case's folder
   Output output = Output::none;
-  std::string row_error;  // one_failed: fragment of b's recorded error (@DIR@ allowed)
-  int ranks = 0;          // 0: alone; N: under mpirun -np N
+  std::string row_error;     // one_failed: fragment of b's recorded error (@DIR@ allowed)
+  int ranks = 0;             // 0: alone; N: under mpirun -np N
   std::string shell_prefix;  // e.g. "ulimit -f 8192; "
   std::function<void(const fs::path& dir)> check;  // Output::custom
   bool needs_fixtures = false;  // builds its snapshot from the reference fixtures
@@ -120,7 +119,7 @@ std::ostream& operator<<(std::ostream& out, const Case& c) { return out << c.nam
 
 // Writes the standard config (edited by `edit`) and a manifest a, <middle>, c.
 std::function<void(const fs::path&)> inputs(std::function<std::string(std::string)> edit,
-                                             std::vector<std::string> middle) {
+                                            std::vector<std::string> middle) {
   return [edit = std::move(edit), middle = std::move(middle)](const fs::path& dir) {
     write_text(dir / "c.yaml", edit ? edit(kConfig) : std::string(kConfig));
     std::string manifest = std::string(kGoodA) + "\n";
@@ -226,10 +225,12 @@ std::vector<Case> cases() {
   const std::string missing_image = "input error: @DIR@/m.jsonl:2:image: @DIR@/img/b.png: ";
   std::vector<Case> c;
   // ---- config: exit 2, the YAML path and the value; nothing created.
-  c.push_back(malformed("config_unknown_key", config_edit(steps, steps + "  fsp: 3\n"), {unknown_key}));
+  c.push_back(
+      malformed("config_unknown_key", config_edit(steps, steps + "  fsp: 3\n"), {unknown_key}));
   c.push_back(malformed("config_unknown_key_mpirun", config_edit(steps, steps + "  fsp: 3\n"),
                         {unknown_key}, {}, 2));
-  c.push_back(malformed("config_unknown_section", config_edit("output:", "outptu:\n  dir: x\noutput:"),
+  c.push_back(malformed("config_unknown_section",
+                        config_edit("output:", "outptu:\n  dir: x\noutput:"),
                         {"outptu: unknown key (did you mean 'output'?)"}));
   c.push_back(malformed("config_wrong_type", config_edit("height: 32", "height: tall"),
                         {"generation.height: expected an integer, got 'tall'"}));
@@ -290,7 +291,8 @@ std::vector<Case> cases() {
   c.push_back(malformed("manifest_missing_prompt", manifest_line(R"({"id": "b"})"),
                         {"@DIR@/m.jsonl:2:prompt: required field is missing"}));
   c.push_back(malformed("manifest_empty", manifest_text(""), {no_requests}));
-  c.push_back(malformed("manifest_only_comments", manifest_text("# one\n\n   # two\n"), {no_requests}));
+  c.push_back(
+      malformed("manifest_only_comments", manifest_text("# one\n\n   # two\n"), {no_requests}));
   c.push_back(malformed("manifest_missing_file",
                         [](const fs::path& dir) { write_text(dir / "c.yaml", kConfig); },
                         {"@DIR@/m.jsonl: cannot open the manifest: No such file or directory"}));
@@ -299,8 +301,8 @@ std::vector<Case> cases() {
                         {"@DIR@/m.jsonl:2:image: path \"../x.png\" leaves the manifest's folder"}));
   // An id with '/' is valid (docs/manifest.md): stored under an escaped dataset name and read
   // back unchanged; nothing is written outside the output folder.
-  Case slash = malformed("manifest_id_with_slash",
-                         manifest_line(R"({"id": "x/../y", "prompt": "p"})"), {});
+  Case slash =
+      malformed("manifest_id_with_slash", manifest_line(R"({"id": "x/../y", "prompt": "p"})"), {});
   slash.exit_code = 0;
   c.push_back(custom(slash, [](const fs::path& dir) {
     const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
@@ -320,55 +322,56 @@ std::vector<Case> cases() {
   c.push_back(per_request("image_missing", image_case(nullptr), missing_image + "image not found"));
   c.push_back(per_request("image_missing_mpirun", image_case(nullptr),
                           missing_image + "image not found", 2));
-  c.push_back(per_request(
-      "image_not_an_image",
-      image_case([](const fs::path& f) { write_text(f, "hello, not an image\n"); }),
-      missing_image + "not a PNG or JPEG image"));
-  c.push_back(per_request(
-      "image_header_claims_20000x20000",
-      image_case([](const fs::path& f) { write_png_header(f, 20000, 20000); }),
-      missing_image + "image is 20000x20000 = 400000000 pixels, over the limit of 16777216 "
-                      "(input.max_image_pixels)"));
+  c.push_back(per_request("image_not_an_image", image_case([](const fs::path& f) {
+                            write_text(f, "hello, not an image\n");
+                          }),
+                          missing_image + "not a PNG or JPEG image"));
+  c.push_back(per_request("image_header_claims_20000x20000",
+                          image_case([](const fs::path& f) { write_png_header(f, 20000, 20000); }),
+                          missing_image +
+                              "image is 20000x20000 = 400000000 pixels, over the limit of 16777216 "
+                              "(input.max_image_pixels)"));
   // Damage after the header is found when the model decodes the image: tiny-wan does.
-  c.push_back(per_request(
-      "image_truncated_png",
-      image_case(
-          [](const fs::path& f) {
-            write_png(f);
-            const std::string bytes = read_text(f);
-            write_text(f, bytes.substr(0, bytes.size() / 2));
-          },
-          replaced(replaced(kConfig, "name: synthetic", "name: tiny-wan"),
-                   "height: 32\n  width: 48", "height: 64\n  width: 64")),
-      "@DIR@/img/b.png: truncated or corrupt PNG"));
+  c.push_back(per_request("image_truncated_png",
+                          image_case(
+                              [](const fs::path& f) {
+                                write_png(f);
+                                const std::string bytes = read_text(f);
+                                write_text(f, bytes.substr(0, bytes.size() / 2));
+                              },
+                              replaced(replaced(kConfig, "name: synthetic", "name: tiny-wan"),
+                                       "height: 32\n  width: 48", "height: 64\n  width: 64")),
+                          "@DIR@/img/b.png: truncated or corrupt PNG"));
 
   // ---- weights: exit 2 before any request runs, naming the file and the tensor.
-  c.push_back(malformed("weights_truncated_safetensors", snapshot([](const fs::path& t) {
-                          const auto f = t / "diffusion_pytorch_model.safetensors";
-                          const std::string bytes = read_text(f);
-                          write_text(f, bytes.substr(0, bytes.size() / 2));
-                        }),
-                        {safetensors, "exceed the data section",
-                         "(file truncated or offsets out of range)"}));
+  c.push_back(malformed(
+      "weights_truncated_safetensors", snapshot([](const fs::path& t) {
+        const auto f = t / "diffusion_pytorch_model.safetensors";
+        const std::string bytes = read_text(f);
+        write_text(f, bytes.substr(0, bytes.size() / 2));
+      }),
+      {safetensors, "exceed the data section", "(file truncated or offsets out of range)"}));
   c.push_back(malformed("weights_header_lies_about_offsets", snapshot([](const fs::path& t) {
                           const auto f = t / "diffusion_pytorch_model.safetensors";
                           write_text(f, replaced(read_text(f), "[0,256]", "[9,265]"));  // same length
                         }),
                         {safetensors + "tensors 'blocks.0.attn1.norm_k.weight' [9, 265] and "
                                        "'blocks.0.attn1.norm_q.weight' [256, 512] overlap"}));
-  c.push_back(malformed("weights_wrong_tensor_shape", snapshot([](const fs::path& t) {
-                          const auto f = t / "config.json";
-                          write_text(f, replaced(read_text(f), "\"ffn_dim\": 128", "\"ffn_dim\": 256"));
-                        }),
-                        {"@DIR@/snap/transformer: checkpoint does not match the model; 6 shape "
-                         "mismatches",
-                         "blocks.0.ffn.net.0.proj.bias (checkpoint [128] in diffusion_pytorch_model.safetensors, "
-                         "model [256])"}));
+  c.push_back(malformed(
+      "weights_wrong_tensor_shape", snapshot([](const fs::path& t) {
+        const auto f = t / "config.json";
+        write_text(f, replaced(read_text(f), "\"ffn_dim\": 128", "\"ffn_dim\": 256"));
+      }),
+      {"@DIR@/snap/transformer: checkpoint does not match the model; 6 shape "
+       "mismatches",
+       "blocks.0.ffn.net.0.proj.bias (checkpoint [128] in diffusion_pytorch_model.safetensors, "
+       "model [256])"}));
   // A component missing: the job stops before any weights are read, naming the file it lacks.
-  c.push_back(malformed("weights_snapshot_without_vae",
-                        snapshot([](const fs::path& t) { fs::remove_all(t.parent_path() / "vae"); }),
-                        {"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
-                         "(AutoencoderKLWan: config.json + safetensors)"}));
+  c.push_back(
+      malformed("weights_snapshot_without_vae",
+                snapshot([](const fs::path& t) { fs::remove_all(t.parent_path() / "vae"); }),
+                {"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
+                 "(AutoencoderKLWan: config.json + safetensors)"}));
   for (auto it = c.end() - 4; it != c.end(); ++it) it->needs_fixtures = true;  // snapshot()s
 
   // ---- output
@@ -464,7 +467,8 @@ TEST_P(BadInput, ClearErrorRightExitCodeNoCrashNoPartialOutput) {
   EXPECT_LT(r.exit_code, 3) << "never a signal's 128+N";
   for (const auto& fragment : c.messages) {
     EXPECT_NE(r.err.find(expand(fragment, dir)), std::string::npos)
-        << "missing: " << expand(fragment, dir) << "\nstderr:\n" << r.err;
+        << "missing: " << expand(fragment, dir) << "\nstderr:\n"
+        << r.err;
   }
   if (c.exit_code == 2) {  // one error line, printed by rank 0 only
     std::size_t lines = 0;
@@ -477,9 +481,7 @@ TEST_P(BadInput, ClearErrorRightExitCodeNoCrashNoPartialOutput) {
 
   const fs::path out = dir / "out";
   switch (c.output) {
-    case Output::none:
-      EXPECT_FALSE(fs::exists(out)) << "the job created its output folder";
-      break;
+    case Output::none: EXPECT_FALSE(fs::exists(out)) << "the job created its output folder"; break;
     case Output::one_failed: {
       const auto rows = results::read_stored_rows(out / "results.h5");
       std::map<std::string, results::StoredRow> by_id;
@@ -549,7 +551,8 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   ASSERT_EQ(first_rows.size(), 3U);
   const std::string fp32 = profile_of(first_rows[0]);
   ASSERT_EQ(fp32.rfind("dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;"
-                       "quantization=none;software=", 0),
+                       "quantization=none;software=",
+                       0),
             0U)
       << fp32;
   std::string bf16 = fp32;
@@ -559,8 +562,9 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_NE(refused.err.find("omni-dp-batch: error: " + (dir / "out").string() +
                              ": 3 request(s) already done here (e.g. in rank-00000.h5) were made "
-                             "with numerics profile '" + fp32 + "', but this run's profile is '" +
-                             bf16 + "' (differing: dtype (fp32 -> bf16)); "),
+                             "with numerics profile '" +
+                             fp32 + "', but this run's profile is '" + bf16 +
+                             "' (differing: dtype (fp32 -> bf16)); "),
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("--resume-mixed to keep them"), std::string::npos) << refused.err;
@@ -571,10 +575,12 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   }
   EXPECT_EQ(error_lines, 1U) << refused.err;
   for (const auto& file : results::list_rank_files(dir / "out")) {
-    for (const auto& row : results::read_stored_rows(file)) EXPECT_EQ(profile_of(row), fp32) << file;
+    for (const auto& row : results::read_stored_rows(file))
+      EXPECT_EQ(profile_of(row), fp32) << file;
   }
 
-  write_text(dir / "m.jsonl", read_text(dir / "m.jsonl") + R"({"id": "d", "prompt": "fourth", "seed": 4})" + "\n");
+  write_text(dir / "m.jsonl",
+             read_text(dir / "m.jsonl") + R"({"id": "d", "prompt": "fourth", "seed": 4})" + "\n");
   const BatchRun mixed = run_batch(dir, c, {"--set", "model.dtype=bf16", "--resume-mixed"});
   ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
   EXPECT_NE(mixed.err.find("resume (--resume-mixed): 3 request(s) done in " + (dir / "out").string() +

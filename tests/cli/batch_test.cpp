@@ -50,7 +50,8 @@ std::size_t count_lines_starting_with(const std::string& text, const std::string
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t end = text.find('\n', pos);
-    const std::string line = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    const std::string line =
+        text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
     if (line.rfind(prefix, 0) == 0) ++count;
     if (end == std::string::npos) break;
     pos = end + 1;
@@ -105,9 +106,9 @@ TEST(BatchCli, HelpListsOptionsAndExamples) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "");
   for (const char* expected :
-       {"--config", "--manifest", "--output", "--set", "--resume", "--no-resume",
-        "--validate-only", "--all-errors", "--dry-run", "--world-size", "--merge-only", "--num-replicas",
-        "--version", "Examples:", "mpirun -np 8 omni-dp-batch --config hv15.yaml", "sbatch ",
+       {"--config", "--manifest", "--output", "--set", "--resume", "--no-resume", "--validate-only",
+        "--all-errors", "--dry-run", "--world-size", "--merge-only", "--num-replicas", "--version",
+        "Examples:", "mpirun -np 8 omni-dp-batch --config hv15.yaml", "sbatch ",
         "--signal=B:USR1@120", "Exit codes: 0 all done, 1 some requests failed"}) {
     EXPECT_NE(r.out.find(expected), std::string::npos) << "missing: " << expected;
   }
@@ -142,12 +143,14 @@ TEST(BatchCli, SetErrorsExit2WithTheConfigMessage) {
   const Outcome key = run_batch({"--validate-only", "--set", "scheduler.polcy=dynamic"});
   EXPECT_EQ(key.code, 2);
   EXPECT_EQ(key.out, "");
-  EXPECT_EQ(key.err, "omni-dp-batch: error: scheduler.polcy: unknown key (did you mean 'policy'?)\n");
+  EXPECT_EQ(key.err,
+            "omni-dp-batch: error: scheduler.polcy: unknown key (did you mean 'policy'?)\n");
 
   const Outcome range = run_batch({"--validate-only", "--set", "generation.num_frames=10"});
   EXPECT_EQ(range.code, 2);
-  EXPECT_EQ(range.err,
-            "omni-dp-batch: error: generation.num_frames: 10 is not of the form 4k+1 (e.g. 9 or 13)\n");
+  EXPECT_EQ(
+      range.err,
+      "omni-dp-batch: error: generation.num_frames: 10 is not of the form 4k+1 (e.g. 9 or 13)\n");
 
   const Outcome type = run_batch({"--validate-only", "--set=generation.height=tall"});
   EXPECT_EQ(type.code, 2);
@@ -161,7 +164,8 @@ TEST(BatchCli, SetErrorsExit2WithTheConfigMessage) {
 
 TEST(BatchCli, ConfigFileErrorsExit2) {
   TempDir dir;
-  const Outcome missing = run_batch({"--validate-only", "--config", (dir.path() / "nope.yaml").string()});
+  const Outcome missing =
+      run_batch({"--validate-only", "--config", (dir.path() / "nope.yaml").string()});
   EXPECT_EQ(missing.code, 2);
   EXPECT_EQ(missing.err, "omni-dp-batch: error: " + (dir.path() / "nope.yaml").string() +
                              ": cannot read the config file: no such file or not readable\n");
@@ -183,20 +187,20 @@ TEST(BatchCli, ValidateOnlyAcceptsTheDemo) {
                        (kConfigs / "tiny.yaml").string() + ")\n");
   // The same manifest through --manifest (relative to the current directory) and the synthetic
   // configuration.
-  const Outcome synthetic = run_batch({"--validate-only", "--config",
-                                       (kConfigs / "synthetic.yaml").string(), "--manifest", manifest});
+  const Outcome synthetic =
+      run_batch({"--validate-only", "--config", (kConfigs / "synthetic.yaml").string(),
+                 "--manifest", manifest});
   EXPECT_EQ(synthetic.code, 0) << synthetic.err;
 }
 
 TEST(BatchCli, ValidateOnlyReportsTheFirstErrorOrAll) {
   TempDir dir;
-  const fs::path manifest = dir.write(
-      "m.jsonl",
-      "{\"id\": \"a\", \"prompt\": \"ok\"}\n"
-      "{\"id\": \"b\"}\n"
-      "# a comment\n"
-      "{\"id\": \"c\", \"prompt\": \"x\", \"num_frames\": 10}\n"
-      "{\"id\": \"a\", \"prompt\": \"again\"}\n");
+  const fs::path manifest = dir.write("m.jsonl",
+                                      "{\"id\": \"a\", \"prompt\": \"ok\"}\n"
+                                      "{\"id\": \"b\"}\n"
+                                      "# a comment\n"
+                                      "{\"id\": \"c\", \"prompt\": \"x\", \"num_frames\": 10}\n"
+                                      "{\"id\": \"a\", \"prompt\": \"again\"}\n");
   const std::vector<std::string> base{"--validate-only", "--config",
                                       (kConfigs / "tiny.yaml").string(), "--manifest",
                                       manifest.string()};
@@ -252,7 +256,8 @@ TEST(BatchCli, OnlyRankZeroPrints) {
 // --num-replicas N is parallel.data_parallel_size=N (vLLM-Omni's name for the replica count).
 TEST(BatchCli, NumReplicasIsTheDataParallelSize) {
   const std::string config = (kConfigs / "synthetic.yaml").string();
-  const Outcome fits = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "4"});
+  const Outcome fits =
+      run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "4"});
   EXPECT_EQ(fits.code, 0) << fits.err;
   const Outcome same = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--set",
                                   "parallel.data_parallel_size=4"});
@@ -262,11 +267,12 @@ TEST(BatchCli, NumReplicasIsTheDataParallelSize) {
   const std::string mismatch =
       "omni-dp-batch: error: parallel.data_parallel_size: 3 replicas requested, but 4 ranks in "
       "groups of 1 give 4 (use auto, or launch 3 ranks)\n";
-  const Outcome wrong = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "3"});
+  const Outcome wrong =
+      run_batch({"--dry-run", "--config", config, "--world-size", "4", "--num-replicas", "3"});
   EXPECT_EQ(wrong.code, 2);
   EXPECT_EQ(wrong.err, mismatch);
-  const Outcome wrong_set = run_batch({"--dry-run", "--config", config, "--world-size", "4", "--set",
-                                       "parallel.data_parallel_size=3"});
+  const Outcome wrong_set = run_batch({"--dry-run", "--config", config, "--world-size", "4",
+                                       "--set", "parallel.data_parallel_size=3"});
   EXPECT_EQ(wrong_set.err, mismatch);
 
   // It is applied after --set, like --manifest and --output.
@@ -324,19 +330,24 @@ class SnapshotDryRun : public ::testing::Test {
     fs::create_directories(snap_ / "transformer");
     fs::create_directories(snap_ / "guider");
     fs::create_directories(snap_ / "scheduler");
-    (void)dir_.write("snap/model_index.json", R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})");
+    (void)dir_.write("snap/model_index.json",
+                     R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})");
     (void)dir_.write("snap/transformer/config.json", R"({"target_size": 64, "task_type": "i2v"})");
-    (void)dir_.write("snap/guider/guider_config.json",
-               R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5, "enabled": true})");
+    (void)dir_.write(
+        "snap/guider/guider_config.json",
+        R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5, "enabled": true})");
     (void)dir_.write("snap/scheduler/scheduler_config.json",
-               R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
+                     R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
     write_png(dir_.path() / "wide.png", 100, 40);
     write_png(dir_.path() / "tall.png", 40, 100);
-    config_ = dir_.write("hv15.yaml",
-                         "model: {name: hunyuanvideo-1.5, path: snap, weights: pretrained, dtype: fp32, device: cpu}\n"
-                         "generation: {num_frames: 5, height: 64, width: 96, num_inference_steps: 2}\n"
-                         "input: {manifest: m.jsonl}\n"
-                         "output: {dir: " + (dir_.path() / "out").string() + "}\n");
+    config_ =
+        dir_.write("hv15.yaml",
+                   "model: {name: hunyuanvideo-1.5, path: snap, weights: pretrained, dtype: fp32, "
+                   "device: cpu}\n"
+                   "generation: {num_frames: 5, height: 64, width: 96, num_inference_steps: 2}\n"
+                   "input: {manifest: m.jsonl}\n"
+                   "output: {dir: " +
+                       (dir_.path() / "out").string() + "}\n");
   }
   Outcome dry_run(std::vector<std::string> extra = {}) const {
     std::vector<std::string> args{"--dry-run", "--config", config_.string()};
@@ -353,33 +364,44 @@ class SnapshotDryRun : public ::testing::Test {
 // Each i2v request's size: its image's bucket at the transformer's target_size, or the line's
 // own height/width; guidance_scale and flow_shift: the line's, else the snapshot's.
 TEST_F(SnapshotDryRun, PrintsEachRequestsSizeAndWhereItsValuesCameFrom) {
-  (void)dir_.write("m.jsonl",
-             "{\"id\": \"wide\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
-             "{\"id\": \"tall\", \"prompt\": \"b\", \"image\": \"tall.png\", \"guidance_scale\": 1.5}\n"
-             "{\"id\": \"fixed\", \"prompt\": \"c\", \"image\": \"wide.png\", \"height\": 48, \"width\": 48, "
-             "\"flow_shift\": 3}\n"
-             "{\"id\": \"wide2\", \"prompt\": \"d\", \"image\": \"wide.png\", \"seed\": 3}\n");
+  (void)dir_.write(
+      "m.jsonl",
+      "{\"id\": \"wide\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+      "{\"id\": \"tall\", \"prompt\": \"b\", \"image\": \"tall.png\", \"guidance_scale\": 1.5}\n"
+      "{\"id\": \"fixed\", \"prompt\": \"c\", \"image\": \"wide.png\", \"height\": 48, \"width\": "
+      "48, "
+      "\"flow_shift\": 3}\n"
+      "{\"id\": \"wide2\", \"prompt\": \"d\", \"image\": \"wide.png\", \"seed\": 3}\n");
   const Outcome r = dry_run();
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(tool_lines(r.err), "");
   const std::string snapshot_guider = "snapshot guider/guider_config.json";
   const std::string snapshot_shift = "snapshot scheduler/scheduler_config.json";
-  EXPECT_TRUE(has_line(r.out, "generation defaults: guidance_scale 4.5 (" + snapshot_guider + "), flow_shift 7 (" +
-                                  snapshot_shift + ")")) << r.out;
+  EXPECT_TRUE(has_line(r.out, "generation defaults: guidance_scale 4.5 (" + snapshot_guider +
+                                  "), flow_shift 7 (" + snapshot_shift + ")"))
+      << r.out;
   EXPECT_TRUE(has_line(r.out, "manifest: " + manifest() + ": 4 request(s), 4 to run")) << r.out;
   const auto l = lines_of(r.out);
-  const auto at = std::find(l.begin(), l.end(),
-                            "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
+  const auto at = std::find(
+      l.begin(), l.end(),
+      "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
   ASSERT_NE(at, l.end()) << r.out;
   ASSERT_EQ(l.end() - at, 6) << r.out;
-  EXPECT_EQ(at[1], "  line 1 wide: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), guidance_scale 4.5 (" +
-                       snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
-  EXPECT_EQ(at[2], "  line 2 tall: i2v 80 x 32 (bucket of the 40x100 image at target_size 64), guidance_scale 1.5 "
-                   "(manifest line 2), flow_shift 7 (" + snapshot_shift + ")");
-  EXPECT_EQ(at[3], "  line 3 fixed: i2v 48 x 48 (manifest line 3), guidance_scale 4.5 (" + snapshot_guider +
-                       "), flow_shift 3 (manifest line 3)");
-  EXPECT_EQ(at[4], "  line 4 wide2: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), guidance_scale 4.5 (" +
-                       snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
+  EXPECT_EQ(at[1],
+            "  line 1 wide: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+            "guidance_scale 4.5 (" +
+                snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
+  EXPECT_EQ(at[2],
+            "  line 2 tall: i2v 80 x 32 (bucket of the 40x100 image at target_size 64), "
+            "guidance_scale 1.5 "
+            "(manifest line 2), flow_shift 7 (" +
+                snapshot_shift + ")");
+  EXPECT_EQ(at[3], "  line 3 fixed: i2v 48 x 48 (manifest line 3), guidance_scale 4.5 (" +
+                       snapshot_guider + "), flow_shift 3 (manifest line 3)");
+  EXPECT_EQ(at[4],
+            "  line 4 wide2: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+            "guidance_scale 4.5 (" +
+                snapshot_guider + "), flow_shift 7 (" + snapshot_shift + ")");
   EXPECT_EQ(at[5], "i2v sizes: 32 x 80 (2), 48 x 48 (1), 80 x 32 (1)");
   // The dry run read no weights: there are none.
   EXPECT_FALSE(fs::exists(snap_ / "transformer" / "diffusion_pytorch_model.safetensors"));
@@ -387,32 +409,43 @@ TEST_F(SnapshotDryRun, PrintsEachRequestsSizeAndWhereItsValuesCameFrom) {
 
 // Precedence: manifest line > YAML (or --set) > snapshot > model default.
 TEST_F(SnapshotDryRun, PrecedenceOfEachSource) {
-  (void)dir_.write("m.jsonl", "{\"id\": \"a\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
-                        "{\"id\": \"b\", \"prompt\": \"b\", \"image\": \"wide.png\", \"guidance_scale\": 8, \"flow_shift\": 2}\n");
+  (void)dir_.write("m.jsonl",
+                   "{\"id\": \"a\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+                   "{\"id\": \"b\", \"prompt\": \"b\", \"image\": \"wide.png\", "
+                   "\"guidance_scale\": 8, \"flow_shift\": 2}\n");
   const auto request_line = [](const Outcome& r, std::size_t n) {
     for (const auto& l : lines_of(r.out)) {
       if (l.rfind("  line " + std::to_string(n) + " ", 0) == 0) return l;
     }
     return std::string("(none)");
   };
-  const Outcome yaml = dry_run({"--set", "generation.guidance_scale=2.5", "--set", "generation.flow_shift=4"});
+  const Outcome yaml =
+      dry_run({"--set", "generation.guidance_scale=2.5", "--set", "generation.flow_shift=4"});
   ASSERT_EQ(yaml.code, 0) << yaml.err;
-  EXPECT_TRUE(has_line(yaml.out, "generation defaults: guidance_scale 2.5 (yaml generation.guidance_scale), "
-                                 "flow_shift 4 (yaml generation.flow_shift)")) << yaml.out;
-  EXPECT_EQ(request_line(yaml, 1), "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
-                                   "guidance_scale 2.5 (yaml generation.guidance_scale), flow_shift 4 (yaml generation.flow_shift)");
-  EXPECT_EQ(request_line(yaml, 2), "  line 2 b: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
-                                   "guidance_scale 8 (manifest line 2), flow_shift 2 (manifest line 2)");
+  EXPECT_TRUE(has_line(yaml.out,
+                       "generation defaults: guidance_scale 2.5 (yaml generation.guidance_scale), "
+                       "flow_shift 4 (yaml generation.flow_shift)"))
+      << yaml.out;
+  EXPECT_EQ(request_line(yaml, 1),
+            "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+            "guidance_scale 2.5 (yaml generation.guidance_scale), flow_shift 4 (yaml "
+            "generation.flow_shift)");
+  EXPECT_EQ(request_line(yaml, 2),
+            "  line 2 b: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+            "guidance_scale 8 (manifest line 2), flow_shift 2 (manifest line 2)");
 
   // Without the guider's and the scheduler's configs: the model's documented defaults.
   fs::remove_all(snap_ / "guider");
   fs::remove_all(snap_ / "scheduler");
   const Outcome model = dry_run();
   ASSERT_EQ(model.code, 0) << model.err;
-  EXPECT_TRUE(has_line(model.out, "generation defaults: guidance_scale 6 (model default), flow_shift 5 (model default)"))
+  EXPECT_TRUE(has_line(
+      model.out,
+      "generation defaults: guidance_scale 6 (model default), flow_shift 5 (model default)"))
       << model.out;
-  EXPECT_EQ(request_line(model, 1), "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
-                                    "guidance_scale 6 (model default), flow_shift 5 (model default)");
+  EXPECT_EQ(request_line(model, 1),
+            "  line 1 a: i2v 32 x 80 (bucket of the 100x40 image at target_size 64), "
+            "guidance_scale 6 (model default), flow_shift 5 (model default)");
 
   // A guider config with a bad value stops the dry run, naming the file.
   (void)dir_.write("snap/guider/config.json", R"({"guidance_scale": -1})");
@@ -420,8 +453,9 @@ TEST_F(SnapshotDryRun, PrecedenceOfEachSource) {
   (void)dir_.write("snap/guider/config.json", R"({"guidance_scale": -1})");
   const Outcome bad = dry_run();
   EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(tool_lines(bad.err), "omni-dp-batch: error: " + (snap_ / "guider" / "config.json").string() +
-                         ": guidance_scale: -1.0 is out of range (expected a finite number >= 0)\n");
+  EXPECT_EQ(tool_lines(bad.err),
+            "omni-dp-batch: error: " + (snap_ / "guider" / "config.json").string() +
+                ": guidance_scale: -1.0 is out of range (expected a finite number >= 0)\n");
 }
 
 // model_index.json and the transformer's task_type disagree: an error naming both files.
@@ -430,20 +464,25 @@ TEST_F(SnapshotDryRun, APipelineClassAndTaskTypeThatDisagreeAreAnError) {
   (void)dir_.write("snap/transformer/config.json", R"({"target_size": 64, "task_type": "t2v"})");
   const Outcome out = dry_run();
   EXPECT_EQ(out.code, 2);
-  EXPECT_EQ(tool_lines(out.err), "omni-dp-batch: error: " + (snap_ / "model_index.json").string() +
-                                     ": HunyuanVideo15ImageToVideoPipeline serves i2v, but the transformer's task_type in " +
-                                     (snap_ / "transformer" / "config.json").string() + " says t2v\n");
+  EXPECT_EQ(
+      tool_lines(out.err),
+      "omni-dp-batch: error: " + (snap_ / "model_index.json").string() +
+          ": HunyuanVideo15ImageToVideoPipeline serves i2v, but the transformer's task_type in " +
+          (snap_ / "transformer" / "config.json").string() + " says t2v\n");
 }
 
 // One snapshot, one task: a t2v line for this i2v snapshot is an error naming the line, its
 // task and the snapshot's, unless input.tasks leaves such lines to another job.
 TEST_F(SnapshotDryRun, TheSnapshotsTaskAndTheTaskFilter) {
-  (void)dir_.write("m.jsonl", "{\"id\": \"i\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
-                        "{\"id\": \"t\", \"prompt\": \"b\"}\n"
-                        "{\"id\": \"j\", \"prompt\": \"c\", \"image\": \"tall.png\"}\n");
+  (void)dir_.write("m.jsonl",
+                   "{\"id\": \"i\", \"prompt\": \"a\", \"image\": \"wide.png\"}\n"
+                   "{\"id\": \"t\", \"prompt\": \"b\"}\n"
+                   "{\"id\": \"j\", \"prompt\": \"c\", \"image\": \"tall.png\"}\n");
   const std::string refused = "omni-dp-batch: error: " + manifest() +
-                              ":2:task: task t2v, but the snapshot serves i2v only (HunyuanVideo15ImageToVideoPipeline in " +
-                              (snap_ / "model_index.json").string() + "; input.tasks selects the lines a job runs)\n";
+                              ":2:task: task t2v, but the snapshot serves i2v only "
+                              "(HunyuanVideo15ImageToVideoPipeline in " +
+                              (snap_ / "model_index.json").string() +
+                              "; input.tasks selects the lines a job runs)\n";
   const Outcome mixed = dry_run();
   EXPECT_EQ(mixed.code, 2);
   EXPECT_EQ(tool_lines(mixed.err), refused);
@@ -453,14 +492,20 @@ TEST_F(SnapshotDryRun, TheSnapshotsTaskAndTheTaskFilter) {
 
   const Outcome filtered = dry_run({"--set", "input.tasks=[i2v]"});
   ASSERT_EQ(filtered.code, 0) << filtered.err;
-  EXPECT_TRUE(has_line(filtered.out, "manifest: " + manifest() +
-                                         ": 2 request(s), 1 line(s) of other tasks skipped (input.tasks [i2v]), 2 to run"))
+  EXPECT_TRUE(has_line(
+      filtered.out,
+      "manifest: " + manifest() +
+          ": 2 request(s), 1 line(s) of other tasks skipped (input.tasks [i2v]), 2 to run"))
       << filtered.out;
   EXPECT_TRUE(has_line(filtered.out, "i2v sizes: 32 x 80 (1), 80 x 32 (1)")) << filtered.out;
-  const Outcome checked = run_batch({"--validate-only", "--config", config_.string(), "--set", "input.tasks=[i2v]"});
+  const Outcome checked =
+      run_batch({"--validate-only", "--config", config_.string(), "--set", "input.tasks=[i2v]"});
   EXPECT_EQ(checked.code, 0) << checked.err;
-  EXPECT_EQ(checked.out, manifest() + ": OK, 2 requests, 1 line(s) of other tasks skipped (input.tasks [i2v]); "
-                                      "configuration OK (" + config_.string() + ")\n");
+  EXPECT_EQ(checked.out,
+            manifest() +
+                ": OK, 2 requests, 1 line(s) of other tasks skipped (input.tasks [i2v]); "
+                "configuration OK (" +
+                config_.string() + ")\n");
 
   // The filter does not lift the snapshot's check: its t2v lines are still refused.
   const Outcome other = dry_run({"--set", "input.tasks=[t2v]"});
@@ -468,21 +513,26 @@ TEST_F(SnapshotDryRun, TheSnapshotsTaskAndTheTaskFilter) {
   EXPECT_EQ(tool_lines(other.err), refused);
 
   // A filter that leaves nothing to run.
-  const fs::path t2v_only = dir_.write("t2v.jsonl", "{\"id\": \"a\", \"prompt\": \"a\"}\n{\"id\": \"b\", \"prompt\": \"b\"}\n");
+  const fs::path t2v_only = dir_.write(
+      "t2v.jsonl", "{\"id\": \"a\", \"prompt\": \"a\"}\n{\"id\": \"b\", \"prompt\": \"b\"}\n");
   const Outcome none = dry_run({"--manifest", t2v_only.string(), "--set", "input.tasks=[i2v]"});
   EXPECT_EQ(none.code, 2);
-  EXPECT_EQ(tool_lines(none.err), "omni-dp-batch: error: " + t2v_only.string() +
-                                      ": no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
-  const Outcome none_checked = run_batch({"--validate-only", "--config", config_.string(), "--manifest",
-                                          t2v_only.string(), "--set", "input.tasks=[i2v]"});
+  EXPECT_EQ(tool_lines(none.err),
+            "omni-dp-batch: error: " + t2v_only.string() +
+                ": no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
+  const Outcome none_checked =
+      run_batch({"--validate-only", "--config", config_.string(), "--manifest", t2v_only.string(),
+                 "--set", "input.tasks=[i2v]"});
   EXPECT_EQ(none_checked.code, 2);
-  EXPECT_EQ(tool_lines(none_checked.err), "omni-dp-batch: error: " + t2v_only.string() +
-                                              ":2: no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
+  EXPECT_EQ(tool_lines(none_checked.err),
+            "omni-dp-batch: error: " + t2v_only.string() +
+                ":2: no requests of input.tasks [i2v]: all 2 request lines are of other tasks\n");
 
   // Bad values of input.tasks are configuration errors naming the key and the valid values.
   const Outcome bad = dry_run({"--set", "input.tasks=[i2v, video]"});
   EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(tool_lines(bad.err), "omni-dp-batch: error: input.tasks[1]: unknown task 'video' (expected t2v or i2v)\n");
+  EXPECT_EQ(tool_lines(bad.err),
+            "omni-dp-batch: error: input.tasks[1]: unknown task 'video' (expected t2v or i2v)\n");
 }
 
 TEST(BatchCli, MergeOnlyNeedsAFolder) {

@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 using cli::testing::batch;
 using cli::testing::CmdRun;
 
-fs::path work_dir(const std::string& name) { return cli::testing::layout_dir("cfg_parallel", name); }
+fs::path work_dir(const std::string& name) {
+  return cli::testing::layout_dir("cfg_parallel", name);
+}
 
 fs::path write_manifest(const fs::path& dir, int requests) {
   return cli::testing::write_layout_manifest(dir, requests, "c", "a lighthouse at dusk", 100);
@@ -29,8 +31,8 @@ fs::path write_manifest(const fs::path& dir, int requests) {
 
 // The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
 void expect_layout(const fs::path& dir, const std::vector<std::string>& model_sets, int requests,
-                   int ranks, const std::vector<std::string>& layout, const std::vector<int>& leaders,
-                   const std::vector<int>& members) {
+                   int ranks, const std::vector<std::string>& layout,
+                   const std::vector<int>& leaders, const std::vector<int>& members) {
   std::vector<std::string> sets = model_sets;
   sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
   CmdRun par;
@@ -49,9 +51,10 @@ void expect_layout(const fs::path& dir, const std::vector<std::string>& model_se
 }
 
 std::vector<std::string> tiny_wan(const std::string& device) {
-  return {"model.name=tiny-wan", "model.weights=random", "model.device=" + device,
-          "model.dtype=fp32", "generation.num_frames=5", "generation.height=32",
-          "generation.width=32", "generation.num_inference_steps=2",
+  return {"model.name=tiny-wan",          "model.weights=random",
+          "model.device=" + device,       "model.dtype=fp32",
+          "generation.num_frames=5",      "generation.height=32",
+          "generation.width=32",          "generation.num_inference_steps=2",
           "generation.guidance_scale=5.0"};
 }
 
@@ -59,10 +62,10 @@ std::vector<std::string> tiny_wan(const std::string& device) {
 // The GPU build (label gpu): two ranks of a group on one GPU, so the collectives take the MPI
 // backend (NCCL refuses two ranks on one device) and the CUDA tensors go through the host.
 TEST(CfgParallelGpu, TwoRanksOfAGroupOnOneGpuWithTheMpiBackend) {
-  expect_layout(work_dir("gpu-2"), tiny_wan("cuda"), 2, 2,
-                {"parallel.cfg_parallel_size=2", "parallel.devices=[0,0]",
-                 "parallel.collective_backend=mpi"},
-                {0}, {1});
+  expect_layout(
+      work_dir("gpu-2"), tiny_wan("cuda"), 2, 2,
+      {"parallel.cfg_parallel_size=2", "parallel.devices=[0,0]", "parallel.collective_backend=mpi"},
+      {0}, {1});
 }
 #else
 const std::vector<std::string> kTinyWan = tiny_wan("cpu");
@@ -75,8 +78,7 @@ TEST(CfgParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) 
   expect_layout(work_dir("wan-5"), kTinyWan, 2, 5,
                 {"parallel.cfg_parallel_size=2", "parallel.coordinator_runs_work=false",
                  "scheduler.policy=round_robin"},  // one request per replica
-                {1, 3},
-                {2, 4});
+                {1, 3}, {2, 4});
 }
 
 // HunyuanVideo-1.5: the fixture's tiny transformer and VAE configs (seeded random weights and
@@ -87,12 +89,19 @@ std::vector<std::string> hv15_sets(const fs::path& dir) {
   fs::create_directories(snap / "vae");
   fs::copy_file(test::fixture("diffusers-ref/hv15_transformer/config.json"),
                 snap / "transformer" / "config.json");
-  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"), snap / "vae" / "config.json");
+  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"),
+                snap / "vae" / "config.json");
   fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
   fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
-  return {"model.name=hunyuanvideo-1.5", "model.weights=random", "model.path=" + snap.string(),
-          "model.device=cpu", "model.dtype=fp32", "generation.num_frames=5",
-          "generation.height=32", "generation.width=32", "generation.num_inference_steps=2",
+  return {"model.name=hunyuanvideo-1.5",
+          "model.weights=random",
+          "model.path=" + snap.string(),
+          "model.device=cpu",
+          "model.dtype=fp32",
+          "generation.num_frames=5",
+          "generation.height=32",
+          "generation.width=32",
+          "generation.num_inference_steps=2",
           "generation.guidance_scale=6.0"};
 }
 
@@ -117,9 +126,10 @@ TEST(CfgParallel, TensorParallelOfAModelWithoutItIsAConfigError) {
                                          "parallel.tensor_parallel_size=2"};
   const CmdRun r = batch(1, dir / "out", sets);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by "
-                          "model 'synthetic' (expected 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by "
+                    "model 'synthetic' (expected 1)"),
+      std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }

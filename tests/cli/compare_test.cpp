@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/run_main.hpp"
 #include "omnidp/results/merge.hpp"
 #include "results/test_util.hpp"
-#include "cli/run_main.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -43,8 +43,8 @@ TEST_F(CompareCli, MismatchExitsOneAndNamesTheId) {
   {
     results::RankWriter writer(b_.path(), results::testing::rank_info(0, 1), OutputConfig{});
     for (const std::string id : {"x", "y/1", "z"}) {
-      const Video v = id == "y/1" ? results::testing::make_video(2, 4, 6, 1) :
-                                    results::testing::video_for(id);
+      const Video v =
+          id == "y/1" ? results::testing::make_video(2, 4, 6, 1) : results::testing::video_for(id);
       writer.write(results::testing::ok_record(id, v), &v);
     }
   }

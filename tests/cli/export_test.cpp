@@ -39,8 +39,8 @@ class ExportCli : public ::testing::Test {
 };
 
 TEST_F(ExportCli, PngFramesOfTheChosenIdsAreExact) {
-  const Outcome o = run_export({run().string(), "--format", "png", "--out", out().string(),
-                                "--ids", "y/1"});
+  const Outcome o =
+      run_export({run().string(), "--format", "png", "--out", out().string(), "--ids", "y/1"});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_EQ(o.out, "y/1 -> " + (out() / "y%2F1").string() + " (2 frames, 6x4, 24 fps)\n" +
                        "exported 1 of 1 video(s) as png to " + out().string() + "\n");
@@ -58,9 +58,10 @@ TEST_F(ExportCli, FailedAndUnknownIdsAreSkippedWithExitOne) {
   const Outcome o = run_export({(run() / "results.h5").string(), "--format", "png", "--out",
                                 out().string(), "--ids", "z,nope,x"});
   EXPECT_EQ(o.code, 1);
-  EXPECT_EQ(o.err, "omni-dp-export: skipped 'z': the request failed: boom: z\n"
-                   "omni-dp-export: skipped 'nope': no such request in " +
-                       (run() / "results.h5").string() + "\n");
+  EXPECT_EQ(o.err,
+            "omni-dp-export: skipped 'z': the request failed: boom: z\n"
+            "omni-dp-export: skipped 'nope': no such request in " +
+                (run() / "results.h5").string() + "\n");
   EXPECT_NE(o.out.find("exported 1 of 3 video(s) as png"), std::string::npos) << o.out;
   EXPECT_TRUE(fs::exists(out() / "x" / "frame-00001.png"));
 }
@@ -79,8 +80,8 @@ TEST_F(ExportCli, Mp4OfEveryOkVideoDecodesBack) {
   const Outcome o =
       run_export({(run() / "results.h5").string(), "--format", "mp4", "--out", out().string()});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
-  EXPECT_EQ(o.out, "x -> " + (out() / "x.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
-                       "y/1 -> " + (out() / "y%2F1.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
+  EXPECT_EQ(o.out, "x -> " + (out() / "x.mp4").string() + " (2 frames, 6x4, 24 fps)\n" + "y/1 -> " +
+                       (out() / "y%2F1.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
                        "exported 2 of 2 video(s) as mp4 to " + out().string() + "\n");
   for (const char* name : {"x.mp4", "y%2F1.mp4"}) {
     const auto d = video_export::testing::decode_file(out() / name);

@@ -3,13 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "cli/run_main.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/merge.hpp"
 #include "results/test_util.hpp"
-#include "cli/run_main.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -75,11 +75,13 @@ TEST_F(InspectCli, TableOfAKnownFile) {
   const std::string expected =
       "run:          " + results_h5().string() + "\n" +
       "files:        1 (results.h5)\n"
-      "model:        synthetic (omni-dp " + std::string(version()) + ", git " +
-      std::string(git_revision()) + ")\n" +
+      "model:        synthetic (omni-dp " +
+      std::string(version()) + ", git " + std::string(git_revision()) + ")\n" +
       "requests:     4 total, 3 completed, 1 failed, 0 skipped (done before)\n"
       "rows:         4 (0 duplicate(s) dropped)\n"
-      "numerics:     " + std::string(rt::kTestNumerics) + " (4 rows)\n"
+      "numerics:     " +
+      std::string(rt::kTestNumerics) +
+      " (4 rows)\n"
       "interrupted:  no\n"
       "makespan:     10.000 s\n"
       "throughput:   18.00 videos/min\n"
@@ -151,15 +153,17 @@ TEST(InspectCliProfiles, MixedProfilesAreListedWithTheirRows) {
   }
   const Outcome o = run_inspect({dir.path().string()});
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("numerics:     2 profiles (mixed by --resume-mixed)\n  " +
-                       std::string(rt::kTestNumerics) + " (2 rows)\n  dtype=bf16;software=test (1 row)\n"),
-            std::string::npos)
+  EXPECT_NE(
+      o.out.find("numerics:     2 profiles (mixed by --resume-mixed)\n  " +
+                 std::string(rt::kTestNumerics) + " (2 rows)\n  dtype=bf16;software=test (1 row)\n"),
+      std::string::npos)
       << o.out;
 }
 
 TEST_F(InspectCli, HtmlReportWithThumbnails) {
   const fs::path html = dir_.path() / "report.html";
-  const Outcome o = run_inspect({"--html", html.string(), "--thumbnails", "2", results_h5().string()});
+  const Outcome o =
+      run_inspect({"--html", html.string(), "--thumbnails", "2", results_h5().string()});
   ASSERT_EQ(o.code, 0) << o.err;
   ASSERT_TRUE(fs::exists(html));
   EXPECT_EQ(o.out, "report: " + html.string() + " (" + std::to_string(fs::file_size(html)) +
@@ -183,7 +187,8 @@ TEST_F(InspectCli, ThumbnailsNeedHtml) {
   const Outcome o = run_inspect({"--thumbnails", "2", results_h5().string()});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("--thumbnails requires --html"), std::string::npos) << o.err;
-  const Outcome bad = run_inspect({"--html", (dir_.path() / "no" / "r.html").string(), results_h5().string()});
+  const Outcome bad =
+      run_inspect({"--html", (dir_.path() / "no" / "r.html").string(), results_h5().string()});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("cannot create the report"), std::string::npos) << bad.err;
 }
@@ -191,7 +196,8 @@ TEST_F(InspectCli, ThumbnailsNeedHtml) {
 TEST_F(InspectCli, UnreadableInputExitsTwo) {
   const Outcome o = run_inspect({(dir_.path() / "nope").string()});
   EXPECT_EQ(o.code, 2);
-  EXPECT_EQ(o.err, "omni-dp-inspect: " + (dir_.path() / "nope").string() + ": no such file or folder\n");
+  EXPECT_EQ(o.err,
+            "omni-dp-inspect: " + (dir_.path() / "nope").string() + ": no such file or folder\n");
 }
 
 }  // namespace

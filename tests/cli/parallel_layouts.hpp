@@ -45,8 +45,8 @@ inline std::filesystem::path layout_dir(const std::string& suite, const std::str
 
 // `requests` lines of <dir>/manifest.jsonl: ids <prefix>0.., "<prompt>, take i", seeds first_seed + i.
 inline std::filesystem::path write_layout_manifest(const std::filesystem::path& dir, int requests,
-                                                   const std::string& prefix, const std::string& prompt,
-                                                   int first_seed) {
+                                                   const std::string& prefix,
+                                                   const std::string& prompt, int first_seed) {
   const auto path = dir / "manifest.jsonl";
   std::ofstream out(path);
   for (int i = 0; i < requests; ++i) {
@@ -57,8 +57,8 @@ inline std::filesystem::path write_layout_manifest(const std::filesystem::path& 
 }
 
 // omni-dp-batch on `ranks` ranks (1: without mpirun) with these --set overrides and flags.
-inline CmdRun batch(int ranks, const std::filesystem::path& out, const std::vector<std::string>& sets,
-                    const std::string& flags = "--no-resume") {
+inline CmdRun batch(int ranks, const std::filesystem::path& out,
+                    const std::vector<std::string>& sets, const std::string& flags = "--no-resume") {
   std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 ";
   if (ranks > 1) cmd += "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " ";
   cmd += std::string(OMNIDP_BATCH_EXE) + " " + flags + " --set output.dir=" + out.string();
@@ -78,7 +78,8 @@ inline std::map<std::string, Video> stored_videos(const std::filesystem::path& o
 
 // The largest uint8 difference of two videos; 256 when their shapes differ.
 inline int max_level_diff(const Video& a, const Video& b) {
-  if (a.frames != b.frames || a.height != b.height || a.width != b.width || a.data.size() != b.data.size()) {
+  if (a.frames != b.frames || a.height != b.height || a.width != b.width ||
+      a.data.size() != b.data.size()) {
     return 256;
   }
   int worst = 0;
@@ -92,8 +93,9 @@ inline int max_level_diff(const Video& a, const Video& b) {
 // `layout` added on `ranks` ranks into <dir>/parallel (its run in `parallel`): both succeed,
 // every video within 1 uint8 level of the single-rank one (the largest difference printed),
 // and every row recorded by one of `leaders`. Fatal failures stop the caller's checks.
-inline void expect_videos_match_single_rank(const std::filesystem::path& dir, std::vector<std::string> sets,
-                                            int requests, int ranks, const std::vector<std::string>& layout,
+inline void expect_videos_match_single_rank(const std::filesystem::path& dir,
+                                            std::vector<std::string> sets, int requests, int ranks,
+                                            const std::vector<std::string>& layout,
                                             const std::vector<int>& leaders, CmdRun& parallel) {
   const CmdRun single = batch(1, dir / "single", sets);
   ASSERT_EQ(single.exit_code, 0) << single.output;

@@ -27,7 +27,9 @@ namespace fs = std::filesystem;
 using cli::testing::batch;
 using cli::testing::CmdRun;
 
-fs::path work_dir(const std::string& name) { return cli::testing::layout_dir("sequence_parallel", name); }
+fs::path work_dir(const std::string& name) {
+  return cli::testing::layout_dir("sequence_parallel", name);
+}
 
 fs::path write_manifest(const fs::path& dir, int requests) {
   return cli::testing::write_layout_manifest(dir, requests, "s", "a harbour in the rain", 200);
@@ -58,10 +60,15 @@ void expect_layout(const fs::path& dir, const std::vector<std::string>& model_se
 }
 
 // 9 frames of 32 x 32: 3 latent frames of one patch, so a group of 2 pads its last shard.
-const std::vector<std::string> kTinyWan = {
-    "model.name=tiny-wan", "model.weights=random", "model.device=cpu", "model.dtype=fp32",
-    "generation.num_frames=9", "generation.height=32", "generation.width=32",
-    "generation.num_inference_steps=2", "generation.guidance_scale=5.0"};
+const std::vector<std::string> kTinyWan = {"model.name=tiny-wan",
+                                           "model.weights=random",
+                                           "model.device=cpu",
+                                           "model.dtype=fp32",
+                                           "generation.num_frames=9",
+                                           "generation.height=32",
+                                           "generation.width=32",
+                                           "generation.num_inference_steps=2",
+                                           "generation.guidance_scale=5.0"};
 
 #ifdef OMNIDP_PARALLEL_GPU
 // The GPU build (label gpu): two ranks of a group on one GPU, so the collectives take the MPI
@@ -75,13 +82,15 @@ std::vector<std::string> on_one_gpu(std::vector<std::string> sets) {
 
 TEST(ParallelGpu, SequenceParallelTwoRanksOfAGroupOnOneGpu) {
   expect_layout(work_dir("gpu-sp2"), on_one_gpu(kTinyWan), 1, 2,
-                {"parallel.sequence_parallel_size=2", "parallel.devices=[0,0]", "parallel.collective_backend=mpi"},
+                {"parallel.sequence_parallel_size=2", "parallel.devices=[0,0]",
+                 "parallel.collective_backend=mpi"},
                 {0}, {1});
 }
 
 TEST(ParallelGpu, TensorParallelTwoRanksOfAGroupOnOneGpu) {
   expect_layout(work_dir("gpu-tp2"), on_one_gpu(kTinyWan), 1, 2,
-                {"parallel.tensor_parallel_size=2", "parallel.devices=[0,0]", "parallel.collective_backend=mpi"},
+                {"parallel.tensor_parallel_size=2", "parallel.devices=[0,0]",
+                 "parallel.collective_backend=mpi"},
                 {0}, {1}, "tensor");
 }
 #else
@@ -92,7 +101,8 @@ TEST(SequenceParallel, TinyWanOneGroupOfTwoThroughTheUlyssesDegreeKey) {
 
 TEST(SequenceParallel, TinyWanSequenceTimesCfgGroupOfFour) {
   expect_layout(work_dir("wan-2x2"), kTinyWan, 1, 4,
-                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
+                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0},
+                {1, 2, 3});
 }
 
 TEST(SequenceParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
@@ -109,21 +119,30 @@ TEST(SequenceParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordina
 std::vector<std::string> hv15_sets(const fs::path& dir, int heads = 0) {
   const fs::path snap = dir / "snapshot";
   fs::create_directories(snap / "vae");
-  auto config = nlohmann::json::parse(cli::testing::read_text(test::fixture("diffusers-ref/hv15_transformer/config.json")));
+  auto config = nlohmann::json::parse(
+      cli::testing::read_text(test::fixture("diffusers-ref/hv15_transformer/config.json")));
   if (heads > 0) {
-    const int dim = config.at("num_attention_heads").get<int>() * config.at("attention_head_dim").get<int>();
+    const int dim =
+        config.at("num_attention_heads").get<int>() * config.at("attention_head_dim").get<int>();
     const int head_dim = dim / heads;
     config["num_attention_heads"] = heads;
     config["attention_head_dim"] = head_dim;
     config["rope_axes_dim"] = {head_dim / 4, 3 * head_dim / 8, 3 * head_dim / 8};
   }
   cli::testing::write_text(snap / "transformer" / "config.json", config.dump(1));
-  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"), snap / "vae" / "config.json");
+  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"),
+                snap / "vae" / "config.json");
   fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
   fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
-  return {"model.name=hunyuanvideo-1.5", "model.weights=random", "model.path=" + snap.string(),
-          "model.device=cpu", "model.dtype=fp32", "generation.num_frames=9",
-          "generation.height=32", "generation.width=48", "generation.num_inference_steps=2",
+  return {"model.name=hunyuanvideo-1.5",
+          "model.weights=random",
+          "model.path=" + snap.string(),
+          "model.device=cpu",
+          "model.dtype=fp32",
+          "generation.num_frames=9",
+          "generation.height=32",
+          "generation.width=48",
+          "generation.num_inference_steps=2",
           "generation.guidance_scale=6.0"};
 }
 
@@ -143,18 +162,21 @@ TEST(SequenceParallel, Hv15SequenceTimesCfgGroupOfFour) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-2x2");
   expect_layout(dir, hv15_sets(dir), 1, 4,
-                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3});
+                {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0},
+                {1, 2, 3});
 }
 
 // Tensor parallelism: each rank holds its heads and FFN columns (only its slices of the
 // weights); the group leader records the request.
 TEST(TensorParallel, TinyWanOneGroupOfTwo) {
-  expect_layout(work_dir("wan-tp2"), kTinyWan, 1, 2, {"parallel.tensor_parallel_size=2"}, {0}, {1}, "tensor");
+  expect_layout(work_dir("wan-tp2"), kTinyWan, 1, 2, {"parallel.tensor_parallel_size=2"}, {0}, {1},
+                "tensor");
 }
 
 TEST(TensorParallel, TinyWanTensorTimesCfgGroupOfFour) {
   expect_layout(work_dir("wan-tp2-cfg2"), kTinyWan, 1, 4,
-                {"parallel.tensor_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3}, "tensor");
+                {"parallel.tensor_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, {1, 2, 3},
+                "tensor");
 }
 
 TEST(TensorParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
@@ -174,8 +196,8 @@ TEST(TensorParallel, Hv15TensorTimesSequenceGroupOfFourWithFourHeads) {
   OMNIDP_REQUIRE_FIXTURES();
   const fs::path dir = work_dir("hv15-tp2-sp2");
   expect_layout(dir, hv15_sets(dir, 4), 1, 4,
-                {"parallel.tensor_parallel_size=2", "parallel.sequence_parallel_size=2"}, {0}, {1, 2, 3},
-                "tensor");
+                {"parallel.tensor_parallel_size=2", "parallel.sequence_parallel_size=2"}, {0},
+                {1, 2, 3}, "tensor");
 }
 
 TEST(TensorParallel, HeadsThatDoNotSplitAreConfigErrors) {
@@ -185,9 +207,10 @@ TEST(TensorParallel, HeadsThatDoNotSplitAreConfigErrors) {
   sets.push_back("parallel.tensor_parallel_size=4");
   const CmdRun r = batch(1, dir / "out", sets);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallel.tensor_parallel_size: 4 does not divide the 2 attention heads of "
-                          "model 'tiny-wan' (tensor parallelism splits the heads: use a divisor of 2)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("parallel.tensor_parallel_size: 4 does not divide the 2 attention heads of "
+                    "model 'tiny-wan' (tensor parallelism splits the heads: use a divisor of 2)"),
+      std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
@@ -203,14 +226,16 @@ TEST(SequenceParallel, HeadsThatDoNotSplitAndTwoNamesThatDisagreeAreConfigErrors
   };
   CmdRun r = with({"parallel.sequence_parallel_size=4"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
-                          "model 'tiny-wan'"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
+                    "model 'tiny-wan'"),
+      std::string::npos)
       << r.output;
   r = with({"parallel.sequence_parallel_size=2", "parallel.ulysses_degree=1"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallel.ulysses_degree: 1 disagrees with parallel.sequence_parallel_size 2"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("parallel.ulysses_degree: 1 disagrees with parallel.sequence_parallel_size 2"),
+      std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
@@ -223,9 +248,10 @@ TEST(SequenceParallel, HeadsOfASnapshotConfigDecide) {
   sets.push_back("parallel.sequence_parallel_size=4");
   const CmdRun r = batch(1, dir / "out", sets);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
-                          "model 'hunyuanvideo-1.5'"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
+                    "model 'hunyuanvideo-1.5'"),
+      std::string::npos)
       << r.output;
 }
 
@@ -237,13 +263,16 @@ TEST(SequenceParallel, DryRunNamesEachRanksSequenceShard) {
   sets.push_back("parallel.cfg_parallel_size=2");
   const CmdRun r = batch(1, dir / "out", sets, "--dry-run --world-size 8");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("replicas: 2 of 4 rank(s) (tensor_parallel 1 x sequence_parallel 2 x cfg_parallel 2)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find(
+          "replicas: 2 of 4 rank(s) (tensor_parallel 1 x sequence_parallel 2 x cfg_parallel 2)"),
+      std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("  replica 1: ranks 4,5,6,7 (rank 4 cfg branch cond, sequence shard 0, leader; "
-                          "rank 5 cfg branch cond, sequence shard 1; rank 6 cfg branch uncond, sequence "
-                          "shard 0; rank 7 cfg branch uncond, sequence shard 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("  replica 1: ranks 4,5,6,7 (rank 4 cfg branch cond, sequence shard 0, leader; "
+                    "rank 5 cfg branch cond, sequence shard 1; rank 6 cfg branch uncond, sequence "
+                    "shard 0; rank 7 cfg branch uncond, sequence shard 1)"),
+      std::string::npos)
       << r.output;
 }
 

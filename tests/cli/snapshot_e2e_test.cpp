@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
 #include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
-#include "fixtures.hpp"
 #include "png_file.hpp"
 #include "test_files.hpp"
 
@@ -42,7 +42,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 fs::path ref(const std::string& name) { return omnidp::test::fixture("diffusers-ref/" + name); }
-fs::path text_ref(const std::string& name) { return omnidp::test::fixture("transformers-ref/" + name); }
+fs::path text_ref(const std::string& name) {
+  return omnidp::test::fixture("transformers-ref/" + name);
+}
 
 using omnidp::cli::testing::read_text;
 using omnidp::cli::testing::write_text;
@@ -63,7 +65,8 @@ struct RawTensor {
 
 std::map<std::string, RawTensor> read_safetensors(const fs::path& file) {
   const std::string data = read_text(file);
-  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()),
+                                            data.size());
   const auto header = omnidp::models::parse_safetensors_header(bytes, data.size(), file.string());
   std::map<std::string, RawTensor> out;
   for (const auto& t : header.tensors) {
@@ -111,8 +114,8 @@ void widen_last_dim(RawTensor& t, std::int64_t width) {
 
 // A fixture transformer copied to `to` with `widen` tensors' last dimension set to a new width
 // and `config` merged into its config.json.
-void widened_component(const fs::path& from, const fs::path& to, const std::map<std::string, std::int64_t>& widen,
-                       const json& config) {
+void widened_component(const fs::path& from, const fs::path& to,
+                       const std::map<std::string, std::int64_t>& widen, const json& config) {
   auto tensors = read_safetensors(from / "diffusion_pytorch_model.safetensors");
   for (const auto& [name, width] : widen) {
     ASSERT_EQ(tensors.count(name), 1U) << name;
@@ -189,16 +192,17 @@ enum class Hv15Task { t2v, i2v };
 // Diffusers-480p_t2v / _i2v lay it out.
 void write_hv15_snapshot(const fs::path& snap, Hv15Task task) {
   const bool i2v = task == Hv15Task::i2v;
-  json index = {{"_class_name", i2v ? "HunyuanVideo15ImageToVideoPipeline" : "HunyuanVideo15Pipeline"},
-                {"_diffusers_version", "0.36.0.dev0"},
-                {"guider", {"diffusers", "ClassifierFreeGuidance"}},
-                {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
-                {"text_encoder", {"transformers", "Qwen2_5_VLTextModel"}},
-                {"text_encoder_2", {"transformers", "T5EncoderModel"}},
-                {"tokenizer", {"transformers", "Qwen2TokenizerFast"}},
-                {"tokenizer_2", {"transformers", "ByT5Tokenizer"}},
-                {"transformer", {"diffusers", "HunyuanVideo15Transformer3DModel"}},
-                {"vae", {"diffusers", "AutoencoderKLHunyuanVideo15"}}};
+  json index = {
+      {"_class_name", i2v ? "HunyuanVideo15ImageToVideoPipeline" : "HunyuanVideo15Pipeline"},
+      {"_diffusers_version", "0.36.0.dev0"},
+      {"guider", {"diffusers", "ClassifierFreeGuidance"}},
+      {"scheduler", {"diffusers", "FlowMatchEulerDiscreteScheduler"}},
+      {"text_encoder", {"transformers", "Qwen2_5_VLTextModel"}},
+      {"text_encoder_2", {"transformers", "T5EncoderModel"}},
+      {"tokenizer", {"transformers", "Qwen2TokenizerFast"}},
+      {"tokenizer_2", {"transformers", "ByT5Tokenizer"}},
+      {"transformer", {"diffusers", "HunyuanVideo15Transformer3DModel"}},
+      {"vae", {"diffusers", "AutoencoderKLHunyuanVideo15"}}};
   if (i2v) {
     index["image_encoder"] = {"transformers", "SiglipVisionModel"};
     index["feature_extractor"] = {"transformers", "SiglipImageProcessor"};
@@ -216,19 +220,23 @@ void write_hv15_snapshot(const fs::path& snap, Hv15Task task) {
   for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
     link(ref("hv15_vae_encode") / f, snap / "vae" / f);
   }
-  link(ref("hv15_pipeline_t2v") / "scheduler" / "scheduler_config.json", snap / "scheduler" / "scheduler_config.json");
-  link(ref("hv15_pipeline_t2v") / "guider" / "guider_config.json", snap / "guider" / "guider_config.json");
+  link(ref("hv15_pipeline_t2v") / "scheduler" / "scheduler_config.json",
+       snap / "scheduler" / "scheduler_config.json");
+  link(ref("hv15_pipeline_t2v") / "guider" / "guider_config.json",
+       snap / "guider" / "guider_config.json");
   for (const char* f : {"config.json", "model.safetensors"}) {
     link(text_ref("qwen25vl_text") / f, snap / "text_encoder" / f);
     link(text_ref("byt5_encoder") / f, snap / "text_encoder_2" / f);
   }
   write_qwen_tokenizer(snap / "tokenizer");
-  write_text(snap / "tokenizer_2" / "tokenizer_config.json", R"({"tokenizer_class": "ByT5Tokenizer", "extra_ids": 0})");
+  write_text(snap / "tokenizer_2" / "tokenizer_config.json",
+             R"({"tokenizer_class": "ByT5Tokenizer", "extra_ids": 0})");
   if (i2v) {
     for (const char* f : {"config.json", "model.safetensors"}) {
       link(ref("siglip_vision") / f, snap / "image_encoder" / f);
     }
-    link(ref("siglip_vision") / "preprocessor_config.json", snap / "feature_extractor" / "preprocessor_config.json");
+    link(ref("siglip_vision") / "preprocessor_config.json",
+         snap / "feature_extractor" / "preprocessor_config.json");
   }
 }
 
@@ -271,14 +279,17 @@ void write_wan_snapshot(const fs::path& snap) {
 // An RGB PNG of width x height (a gradient).
 void write_png(const fs::path& file, int width, int height) {
   fs::create_directories(file.parent_path());
-  ASSERT_TRUE(omnidp::test::write_rgb_png(file, width, height, omnidp::test::gradient_rgb(width, height)));
+  ASSERT_TRUE(
+      omnidp::test::write_rgb_png(file, width, height, omnidp::test::gradient_rgb(width, height)));
 }
 
 std::string config_yaml(const std::string& model, int height, int width) {
   return "model:\n  name: " + model +
          "\n  weights: pretrained\n  path: snap\n  dtype: fp32\n  device: cpu\n  torch_threads: 1\n"
-         "generation:\n  num_frames: 5\n  height: " + std::to_string(height) + "\n  width: " + std::to_string(width) +
-         "\n  num_inference_steps: 2\n  guidance_scale: " + (model == "hunyuanvideo-1.5" ? "6.0" : "5.0") +
+         "generation:\n  num_frames: 5\n  height: " +
+         std::to_string(height) + "\n  width: " + std::to_string(width) +
+         "\n  num_inference_steps: 2\n  guidance_scale: " +
+         (model == "hunyuanvideo-1.5" ? "6.0" : "5.0") +
          "\n  flow_shift: 5.0\ninput:\n  manifest: m.jsonl\noutput:\n  dir: out\n";
 }
 
@@ -288,7 +299,8 @@ struct BatchRun {
 };
 
 BatchRun run_batch(const fs::path& dir) {
-  const std::string cmd = "export OMP_NUM_THREADS=1; cd '" + dir.string() + "' && exec " OMNIDP_BATCH_EXE
+  const std::string cmd = "export OMP_NUM_THREADS=1; cd '" + dir.string() +
+                          "' && exec " OMNIDP_BATCH_EXE
                           " --config c.yaml > stdout.txt 2> stderr.txt";
   BatchRun r;
   const int status = std::system(cmd.c_str());
@@ -342,7 +354,8 @@ class SnapshotE2e : public ::testing::Test {
       for (auto at = want.find("@DIR@"); at != std::string::npos; at = want.find("@DIR@", at)) {
         want.replace(at, 5, dir_.string());
       }
-      EXPECT_NE(r.err.find(want), std::string::npos) << "missing: " << want << "\nstderr:\n" << r.err;
+      EXPECT_NE(r.err.find(want), std::string::npos) << "missing: " << want << "\nstderr:\n"
+                                                     << r.err;
     }
     EXPECT_FALSE(fs::exists(dir_ / "out")) << "the job created its output folder";
   }
@@ -363,11 +376,12 @@ const std::string& sha(const std::map<std::string, results::StoredRow>& rows, co
 TEST_F(SnapshotE2e, HunyuanVideoTextToVideoFromPromptText) {
   write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
   ASSERT_FALSE(HasFatalFailure());
-  const auto rows = generate("hunyuanvideo-1.5", 32, 48,
-                             {R"({"id": "a", "prompt": "a red kite over the sea", "seed": 1})",
-                              R"({"id": "a_again", "prompt": "a red kite over the sea", "seed": 1})",
-                              R"({"id": "a_seed2", "prompt": "a red kite over the sea", "seed": 2})",
-                              R"({"id": "glyph", "prompt": "a sign that reads \"OPEN\"", "seed": 1})"});
+  const auto rows =
+      generate("hunyuanvideo-1.5", 32, 48,
+               {R"({"id": "a", "prompt": "a red kite over the sea", "seed": 1})",
+                R"({"id": "a_again", "prompt": "a red kite over the sea", "seed": 1})",
+                R"({"id": "a_seed2", "prompt": "a red kite over the sea", "seed": 2})",
+                R"({"id": "glyph", "prompt": "a sign that reads \"OPEN\"", "seed": 1})"});
   ASSERT_EQ(rows.size(), 4U);
   for (const auto& [id, row] : rows) expect_shape(row, 5, 32, 48);
   EXPECT_EQ(sha(rows, "a"), sha(rows, "a_again"));
@@ -402,14 +416,15 @@ TEST_F(SnapshotE2e, WanTextAndImageToVideoFromOneSnapshot) {
   write_wan_snapshot(dir_ / "snap");
   write_png(dir_ / "img" / "a.png", 80, 40);  // stretched to the request's 64 x 32
   ASSERT_FALSE(HasFatalFailure());
-  const auto rows = generate("wan2.2-ti2v-5b", 32, 64,
-                             {R"({"id": "t", "prompt": "the cat walks on the grass", "seed": 1})",
-                              R"({"id": "t_again", "prompt": "the cat walks on the grass", "seed": 1})",
-                              R"({"id": "t_seed2", "prompt": "the cat walks on the grass", "seed": 2})",
-                              R"({"id": "t_other", "prompt": "a dog runs in the park", "seed": 1})",
-                              R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
-                              R"({"id": "i_again", "prompt": "the cat walks on the grass", "image": "img/a.png", )"
-                              R"("seed": 1})"});
+  const auto rows = generate(
+      "wan2.2-ti2v-5b", 32, 64,
+      {R"({"id": "t", "prompt": "the cat walks on the grass", "seed": 1})",
+       R"({"id": "t_again", "prompt": "the cat walks on the grass", "seed": 1})",
+       R"({"id": "t_seed2", "prompt": "the cat walks on the grass", "seed": 2})",
+       R"({"id": "t_other", "prompt": "a dog runs in the park", "seed": 1})",
+       R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+       R"({"id": "i_again", "prompt": "the cat walks on the grass", "image": "img/a.png", )"
+       R"("seed": 1})"});
   ASSERT_EQ(rows.size(), 6U);
   for (const auto& [id, row] : rows) expect_shape(row, 5, 32, 64);
   EXPECT_EQ(sha(rows, "t"), sha(rows, "t_again"));
@@ -434,8 +449,9 @@ TEST_F(SnapshotE2e, AMissingComponentIsNamed) {
   fs::remove_all(dir_ / "snap" / "vae");
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
-                  "(AutoencoderKLHunyuanVideo15: config.json + safetensors)"});
+  expect_refused(
+      {"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
+       "(AutoencoderKLHunyuanVideo15: config.json + safetensors)"});
 }
 
 TEST_F(SnapshotE2e, ATransformerWithoutWeightsIsNamed) {
@@ -443,8 +459,9 @@ TEST_F(SnapshotE2e, ATransformerWithoutWeightsIsNamed) {
   fs::remove(dir_ / "snap" / "transformer" / "diffusion_pytorch_model.safetensors");
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/transformer: no *.safetensors or *.safetensors.index.json in the folder "
-                  "(expected diffusion_pytorch_model.safetensors or model.safetensors"});
+  expect_refused(
+      {"@DIR@/snap/transformer: no *.safetensors or *.safetensors.index.json in the folder "
+       "(expected diffusion_pytorch_model.safetensors or model.safetensors"});
 }
 
 TEST_F(SnapshotE2e, MoreLayersThanTheWeightsHold) {
@@ -452,21 +469,24 @@ TEST_F(SnapshotE2e, MoreLayersThanTheWeightsHold) {
   patch_config(dir_ / "snap" / "transformer" / "config.json", {{"num_layers", 3}});
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/transformer: checkpoint does not match the model; ",
-                  " missing: transformer_blocks.2.",
-                  "(the model was built from @DIR@/snap/transformer/config.json: do its sizes match these "
-                  "weights?)"});
+  expect_refused(
+      {"@DIR@/snap/transformer: checkpoint does not match the model; ",
+       " missing: transformer_blocks.2.",
+       "(the model was built from @DIR@/snap/transformer/config.json: do its sizes match these "
+       "weights?)"});
 }
 
 TEST_F(SnapshotE2e, AWidthTheWeightsDoNotHaveNamesTheTensorAndTheFile) {
   write_hv15_snapshot(dir_ / "snap", Hv15Task::t2v);
-  patch_config(dir_ / "snap" / "transformer" / "config.json", {{"image_embed_dim", 32}});  // the weights: 24
+  patch_config(dir_ / "snap" / "transformer" / "config.json",
+               {{"image_embed_dim", 32}});  // the weights: 24
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/transformer: checkpoint does not match the model; ",
-                  "image_embedder.norm_in.weight (checkpoint [24] in diffusion_pytorch_model.safetensors, "
-                  "model [32])",
-                  "(the model was built from @DIR@/snap/transformer/config.json"});
+  expect_refused(
+      {"@DIR@/snap/transformer: checkpoint does not match the model; ",
+       "image_embedder.norm_in.weight (checkpoint [24] in diffusion_pytorch_model.safetensors, "
+       "model [32])",
+       "(the model was built from @DIR@/snap/transformer/config.json"});
 }
 
 TEST_F(SnapshotE2e, ATextEncoderOfAnotherWidthIsNamedBeforeLoading) {
@@ -474,8 +494,9 @@ TEST_F(SnapshotE2e, ATextEncoderOfAnotherWidthIsNamedBeforeLoading) {
   patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_embed_dim", 48}});
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/text_encoder/config.json: hidden_size 64 does not match text_embed_dim 48 of "
-                  "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+  expect_refused(
+      {"@DIR@/snap/text_encoder/config.json: hidden_size 64 does not match text_embed_dim 48 of "
+       "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
 }
 
 TEST_F(SnapshotE2e, ATextToVideoCheckpointAskedForImageToVideo) {
@@ -483,17 +504,22 @@ TEST_F(SnapshotE2e, ATextToVideoCheckpointAskedForImageToVideo) {
   write_png(dir_ / "img" / "a.png", 64, 64);
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n" +
-                                   R"({"id": "b", "prompt": "a red kite", "image": "img/a.png"})" + "\n");
-  expect_refused({"@DIR@/m.jsonl:2:task: task i2v, but the snapshot serves t2v only "
-                  "(HunyuanVideo15Pipeline in @DIR@/snap/model_index.json; input.tasks selects the lines a job runs)"});
+                                   R"({"id": "b", "prompt": "a red kite", "image": "img/a.png"})" +
+                                   "\n");
+  expect_refused(
+      {"@DIR@/m.jsonl:2:task: task i2v, but the snapshot serves t2v only "
+       "(HunyuanVideo15Pipeline in @DIR@/snap/model_index.json; input.tasks selects the lines a "
+       "job runs)"});
 }
 
 TEST_F(SnapshotE2e, AnImageToVideoCheckpointAskedForTextToVideo) {
   write_hv15_snapshot(dir_ / "snap", Hv15Task::i2v);
   write_text(dir_ / "c.yaml", config_yaml("hunyuanvideo-1.5", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/m.jsonl:1:task: task t2v, but the snapshot serves i2v only "
-                  "(HunyuanVideo15ImageToVideoPipeline in @DIR@/snap/model_index.json; input.tasks selects the lines a job runs)"});
+  expect_refused(
+      {"@DIR@/m.jsonl:1:task: task t2v, but the snapshot serves i2v only "
+       "(HunyuanVideo15ImageToVideoPipeline in @DIR@/snap/model_index.json; input.tasks selects "
+       "the lines a job runs)"});
 }
 
 TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {
@@ -502,8 +528,9 @@ TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {
   fs::remove(dir_ / "snap" / "tokenizer" / "spiece.model");
   write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/tokenizer/spiece.model: missing: the snapshot has no UMT5 tokenizer "
-                  "(tokenizer/spiece.model)"});
+  expect_refused(
+      {"@DIR@/snap/tokenizer/spiece.model: missing: the snapshot has no UMT5 tokenizer "
+       "(tokenizer/spiece.model)"});
 }
 
 TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
@@ -512,8 +539,9 @@ TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
   patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_dim", 32}});
   write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"@DIR@/snap/text_encoder/config.json: d_model 64 does not match text_dim 32 of "
-                  "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+  expect_refused(
+      {"@DIR@/snap/text_encoder/config.json: d_model 64 does not match text_dim 32 of "
+       "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
 }
 
 }  // namespace

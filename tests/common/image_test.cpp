@@ -191,8 +191,9 @@ TEST_F(ImageTest, PixelLimitIsInclusive) {
   write_png(path, 64, 64, PNG_FORMAT_RGB, pattern(64, 64, 3));
   EXPECT_EQ(decode_image_rgb(path, 4096).data.size(), 64U * 64U * 3U);
   EXPECT_EQ(input_error_of([&] { (void)decode_image_rgb(path, 4095); }),
-            path.string() + ": image is 64x64 = 4096 pixels, over the limit of 4095 "
-                            "(input.max_image_pixels); not decoded");
+            path.string() +
+                ": image is 64x64 = 4096 pixels, over the limit of 4095 "
+                "(input.max_image_pixels); not decoded");
 }
 
 TEST_F(ImageTest, HugeHeaderRefusedBeforeDecoding) {
@@ -203,11 +204,13 @@ TEST_F(ImageTest, HugeHeaderRefusedBeforeDecoding) {
   EXPECT_EQ(info.width, 20000);
   EXPECT_EQ(info.height, 20000);
   EXPECT_EQ(input_error_of([&] { (void)decode_image_rgb(path, 4096ULL * 4096ULL); }),
-            path.string() + ": image is 20000x20000 = 400000000 pixels, over the limit of "
-                            "16777216 (input.max_image_pixels); not decoded");
+            path.string() +
+                ": image is 20000x20000 = 400000000 pixels, over the limit of "
+                "16777216 (input.max_image_pixels); not decoded");
   // Without the limit, the missing data is reported as truncation, not a crash.
-  EXPECT_NE(input_error_of([&] { (void)decode_image_rgb(path, 1ULL << 40); })
-                .find("truncated or corrupt PNG"),
+  EXPECT_NE(input_error_of([&] {
+              (void)decode_image_rgb(path, 1ULL << 40);
+            }).find("truncated or corrupt PNG"),
             std::string::npos);
 }
 

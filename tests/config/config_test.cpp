@@ -61,9 +61,10 @@ std::string override_error(const std::vector<std::string>& sets) {
 class TempDir {
  public:
   TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("omnidp-config-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    path_ =
+        fs::temp_directory_path() /
+        ("omnidp-config-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
@@ -208,7 +209,8 @@ TEST(ConfigParse, AutoForms) {
 TEST(ConfigParse, UnknownKeysNameThePathAndTheNearestKey) {
   EXPECT_EQ(parse_error("scheduler:\n  polcy: dynamic\n"),
             "scheduler.polcy: unknown key (did you mean 'policy'?)");
-  EXPECT_EQ(parse_error("modle:\n  name: tiny-wan\n"), "modle: unknown key (did you mean 'model'?)");
+  EXPECT_EQ(parse_error("modle:\n  name: tiny-wan\n"),
+            "modle: unknown key (did you mean 'model'?)");
   EXPECT_EQ(parse_error("generation: {frames: 9}\n"),
             "generation.frames: unknown key (did you mean 'num_frames'?)");
   EXPECT_EQ(parse_error("parallel: {data_paralel_size: 2}\n"),
@@ -262,8 +264,9 @@ TEST(ConfigParse, WrongTypesNameThePathAndTheValue) {
 }
 
 TEST(ConfigParse, BadEnumsListTheValuesAndSuggest) {
-  EXPECT_EQ(parse_error("model: {dtype: bf32}\n"),
-            "model.dtype: invalid value 'bf32' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
+  EXPECT_EQ(
+      parse_error("model: {dtype: bf32}\n"),
+      "model.dtype: invalid value 'bf32' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
   EXPECT_EQ(parse_error("model: {device: tpu}\n"),
             "model.device: invalid value 'tpu' (expected cuda | cpu; did you mean 'cpu'?)");
   EXPECT_EQ(parse_error("model: {weights: pretrain}\n"),
@@ -278,15 +281,19 @@ TEST(ConfigParse, BadEnumsListTheValuesAndSuggest) {
             "output.file_locking: invalid value 'yes' (expected auto | on | off)");
   EXPECT_EQ(parse_error("synthetic: {wait: spin}\n"),
             "synthetic.wait: invalid value 'spin' (expected sleep | busy)");
-  EXPECT_EQ(parse_error("model: {attention: cudn}\n"),
-            "model.attention: invalid value 'cudn' (expected auto | flash | cudnn | efficient | math; "
-            "did you mean 'cudnn'?)");
+  EXPECT_EQ(
+      parse_error("model: {attention: cudn}\n"),
+      "model.attention: invalid value 'cudn' (expected auto | flash | cudnn | efficient | math; "
+      "did you mean 'cudnn'?)");
 }
 
 TEST(ConfigParse, AttentionKernels) {
-  EXPECT_EQ(parse_config_yaml("model: {name: tiny-wan}\n", "t").model.attention, AttentionKernel::automatic);
-  EXPECT_EQ(parse_config_yaml("model: {attention: cudnn}\n", "t").model.attention, AttentionKernel::cudnn);
-  EXPECT_EQ(parse_config_yaml("model: {attention: flash}\n", "t").model.attention, AttentionKernel::flash);
+  EXPECT_EQ(parse_config_yaml("model: {name: tiny-wan}\n", "t").model.attention,
+            AttentionKernel::automatic);
+  EXPECT_EQ(parse_config_yaml("model: {attention: cudnn}\n", "t").model.attention,
+            AttentionKernel::cudnn);
+  EXPECT_EQ(parse_config_yaml("model: {attention: flash}\n", "t").model.attention,
+            AttentionKernel::flash);
 }
 
 TEST(ConfigParse, BadCompression) {
@@ -297,8 +304,8 @@ TEST(ConfigParse, BadCompression) {
                   "' (expected none | gzip:1-9 | lzf)");
   }
   for (int level = 1; level <= 9; ++level) {
-    const Config c = parse_config_yaml(
-        "output: {compression: gzip:" + std::to_string(level) + "}\n", "t");
+    const Config c =
+        parse_config_yaml("output: {compression: gzip:" + std::to_string(level) + "}\n", "t");
     EXPECT_EQ(c.output.gzip_level, level);
     EXPECT_EQ(compression_string(c.output), "gzip:" + std::to_string(level));
   }
@@ -324,8 +331,8 @@ TEST(ConfigValidate, MetricsTextfileEndsInPromAndIntervalIsPositive) {
   EXPECT_EQ(validate_error("output: {metrics_interval_s: 0}\n"),
             "output.metrics_interval_s: 0.0 is out of range (expected a finite number > 0)");
   EXPECT_EQ(validate_error("output: {metrics_interval_s: 0.5}\n"), "");
-  const Config c = parse_config_yaml("output: {metrics_textfile: m.prom, metrics_interval_s: 2}\n",
-                                     "test.yaml");
+  const Config c =
+      parse_config_yaml("output: {metrics_textfile: m.prom, metrics_interval_s: 2}\n", "test.yaml");
   EXPECT_EQ(c.output.metrics_textfile, "m.prom");
   EXPECT_EQ(c.output.metrics_interval_s, 2.0);
   EXPECT_EQ(default_config().output.metrics_interval_s, 5.0);
@@ -370,9 +377,10 @@ TEST(ConfigValidate, GenerationRanges) {
 }
 
 TEST(ConfigValidate, ModelRules) {
-  EXPECT_EQ(validate_error("model: {name: tiny-wna}\n"),
-            "model.name: unknown model 'tiny-wna' (expected synthetic | tiny-wan | wan2.2-ti2v-5b | "
-            "hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
+  EXPECT_EQ(
+      validate_error("model: {name: tiny-wna}\n"),
+      "model.name: unknown model 'tiny-wna' (expected synthetic | tiny-wan | wan2.2-ti2v-5b | "
+      "hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
   EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b, weights: pretrained}\n"),
             "model.path: required when model.weights is 'pretrained' (got '')");
   EXPECT_EQ(validate_error("model: {name: synthetic, weights: pretrained, path: /m}\n"),
@@ -387,8 +395,9 @@ TEST(ConfigValidate, ParallelRules) {
             "parallel.tensor_parallel_size: 0 is out of range [1, 1024]");
   EXPECT_EQ(validate_error("parallel: {cfg_parallel_size: 3}\n"),
             "parallel.cfg_parallel_size: 3 is not allowed (expected 1 or 2)");
-  EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [0, gpu1]}\n"),
-            "parallel.devices[1]: invalid device 'gpu1' (expected cpu, cuda:N or a CUDA ordinal N)");
+  EXPECT_EQ(
+      validate_error("model: {device: cuda}\nparallel: {devices: [0, gpu1]}\n"),
+      "parallel.devices[1]: invalid device 'gpu1' (expected cpu, cuda:N or a CUDA ordinal N)");
   EXPECT_EQ(validate_error("model: {device: cpu}\nparallel: {devices: [\"cuda:0\"]}\n"),
             "parallel.devices[0]: device 'cuda:0' with model.device cpu (expected cpu)");
   EXPECT_EQ(validate_error("model: {device: cuda}\nparallel: {devices: [cpu]}\n"),
@@ -399,14 +408,19 @@ TEST(ConfigValidate, ParallelRules) {
 }
 
 TEST(ConfigValidate, SequenceParallelSplitsTheModelsHeads) {
-  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 4}\n"), "");
-  EXPECT_EQ(validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 8}\n"), "");
-  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 5}\n"),
-            "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
-            "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
-  EXPECT_EQ(validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 3}\n"),
-            "parallel.sequence_parallel_size: 3 does not divide the 16 attention heads of model "
-            "'hunyuanvideo-1.5' (Ulysses shards the heads over the sequence group: use a divisor of 16)");
+  EXPECT_EQ(
+      validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 4}\n"), "");
+  EXPECT_EQ(
+      validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 8}\n"),
+      "");
+  EXPECT_EQ(
+      validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {sequence_parallel_size: 5}\n"),
+      "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
+      "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
+  EXPECT_EQ(
+      validate_error("model: {name: hunyuanvideo-1.5}\nparallel: {sequence_parallel_size: 3}\n"),
+      "parallel.sequence_parallel_size: 3 does not divide the 16 attention heads of model "
+      "'hunyuanvideo-1.5' (Ulysses shards the heads over the sequence group: use a divisor of 16)");
   EXPECT_EQ(validate_error("model: {name: tiny-wan}\nparallel: {sequence_parallel_size: 4}\n"),
             "parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of model "
             "'tiny-wan' (Ulysses shards the heads over the sequence group: use a divisor of 2)");
@@ -416,34 +430,42 @@ TEST(ConfigValidate, SequenceParallelSplitsTheModelsHeads) {
 
 TEST(ConfigValidate, UlyssesDegreeIsTheSequenceParallelSize) {
   Config config = parse_config_yaml(
-      "model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 4}\ninput: {manifest: m.jsonl}\n", "t.yaml");
+      "model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 4}\ninput: {manifest: m.jsonl}\n",
+      "t.yaml");
   validate_and_resolve(config, kModels);
   EXPECT_EQ(config.parallel.sequence_parallel_size, 4);
   validate_and_resolve(config, kModels);  // idempotent: both now say 4
   EXPECT_EQ(config.parallel.sequence_parallel_size, 4);
   Config back = parse_config_yaml(to_yaml(config), "to_yaml");
   EXPECT_EQ(back.parallel, config.parallel);
-  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, sequence_parallel_size: 2}\n"),
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, "
+                           "sequence_parallel_size: 2}\n"),
             "");
-  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, sequence_parallel_size: 4}\n"),
-            "parallel.ulysses_degree: 2 disagrees with parallel.sequence_parallel_size 4 (the same setting "
+  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 2, "
+                           "sequence_parallel_size: 4}\n"),
+            "parallel.ulysses_degree: 2 disagrees with parallel.sequence_parallel_size 4 (the same "
+            "setting "
             "under its two names: set one)");
-  EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 5}\n"),
-            "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
-            "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
-  EXPECT_EQ(validate_error("parallel: {ulysses_degree: -1}\n"), "parallel.ulysses_degree: -1 is out of range [1, 1024]");
+  EXPECT_EQ(
+      validate_error("model: {name: wan2.2-ti2v-5b}\nparallel: {ulysses_degree: 5}\n"),
+      "parallel.sequence_parallel_size: 5 does not divide the 24 attention heads of model "
+      "'wan2.2-ti2v-5b' (Ulysses shards the heads over the sequence group: use a divisor of 24)");
+  EXPECT_EQ(validate_error("parallel: {ulysses_degree: -1}\n"),
+            "parallel.ulysses_degree: -1 is out of range [1, 1024]");
   // Unset, it is not written back.
   EXPECT_EQ(to_yaml(default_config()).find("ulysses_degree"), std::string::npos);
 }
 
 TEST(ConfigValidate, TensorParallelNeedsAModelThatImplementsIt) {
-  EXPECT_EQ(validate_error("model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\n"),
-            "parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by model 'tiny-wan' "
-            "(expected 1)");
+  EXPECT_EQ(
+      validate_error("model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\n"),
+      "parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by model 'tiny-wan' "
+      "(expected 1)");
   std::vector<ModelChoice> models = kModels;
   models[1].tensor_parallel = true;
   Config config = parse_config_yaml(
-      "model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\ninput: {manifest: m.jsonl}\n", "t.yaml");
+      "model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\ninput: {manifest: m.jsonl}\n",
+      "t.yaml");
   EXPECT_NO_THROW(validate_and_resolve(config, models));
 }
 
@@ -519,7 +541,8 @@ TEST(ConfigValidate, PathsResolveAgainstTheConfigFolderAndOutputAgainstCwd) {
   validate_and_resolve(c, kModels);
   EXPECT_EQ(c, once);
   // Absolute paths stay as they are.
-  Config abs = parse_config_yaml("input: {manifest: /data/m.jsonl}\noutput: {dir: /scratch/o}\n", "t");
+  Config abs =
+      parse_config_yaml("input: {manifest: /data/m.jsonl}\noutput: {dir: /scratch/o}\n", "t");
   validate_and_resolve(abs, kModels);
   EXPECT_EQ(abs.input.manifest, "/data/m.jsonl");
   EXPECT_EQ(abs.output.dir, "/scratch/o");
@@ -539,7 +562,8 @@ TEST(ConfigValidate, UnreadableFileIsAConfigError) {
     (void)load_config_file(dir.path());
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": cannot read the config file: it is a folder");
+    EXPECT_EQ(std::string(e.what()),
+              dir.path().string() + ": cannot read the config file: it is a folder");
   }
 }
 
@@ -547,11 +571,11 @@ TEST(ConfigValidate, UnreadableFileIsAConfigError) {
 
 TEST(ConfigOverrides, SetsAnyKeyIncludingListsAndSpecialForms) {
   Config c = default_config();
-  apply_overrides(c, {"scheduler.policy=round_robin", "generation.num_frames=17",
-                      "parallel.devices=[cpu, cpu]", "faults.fail_ids=[x, 'y z']",
-                      "output.compression=gzip:9", "parallel.data_parallel_size=2",
-                      "generation.negative_prompt=blurry, low quality", "model.path=a=b",
-                      "generation.guidance_scale=3.25", "determinism.strict=false"});
+  apply_overrides(
+      c, {"scheduler.policy=round_robin", "generation.num_frames=17", "parallel.devices=[cpu, cpu]",
+          "faults.fail_ids=[x, 'y z']", "output.compression=gzip:9",
+          "parallel.data_parallel_size=2", "generation.negative_prompt=blurry, low quality",
+          "model.path=a=b", "generation.guidance_scale=3.25", "determinism.strict=false"});
   EXPECT_EQ(c.scheduler.policy, SchedulerPolicy::round_robin);
   EXPECT_EQ(c.generation.num_frames, 17);
   EXPECT_EQ(c.parallel.devices, (std::vector<std::string>{"cpu", "cpu"}));
@@ -580,8 +604,9 @@ TEST(ConfigOverrides, ErrorsAreTheSameAsInAFile) {
             "generation.num_frames: expected an integer, got 'many'");
   EXPECT_EQ(override_error({"generation.num_frames="}),
             "generation.num_frames: expected an integer, got null");
-  EXPECT_EQ(override_error({"model.dtype=bf17"}),
-            "model.dtype: invalid value 'bf17' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
+  EXPECT_EQ(
+      override_error({"model.dtype=bf17"}),
+      "model.dtype: invalid value 'bf17' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
   EXPECT_EQ(override_error({"noequals"}), "--set: 'noequals' is not of the form section.key=value");
   EXPECT_EQ(override_error({"=3"}), "--set: '=3' is not of the form section.key=value");
   EXPECT_EQ(override_error({"determinism=1"}),
@@ -595,7 +620,8 @@ TEST(ConfigOverrides, ErrorsAreTheSameAsInAFile) {
     validate_and_resolve(c, kModels);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), "generation.height: 100 is not a multiple of 16 (e.g. 96 or 112)");
+    EXPECT_EQ(std::string(e.what()),
+              "generation.height: 100 is not a multiple of 16 (e.g. 96 or 112)");
   }
 }
 
@@ -646,10 +672,10 @@ TEST(ConfigToYaml, WritesEverySectionAndTheSpecialForms) {
   for (const char* expected :
        {"model:\n  name: tiny-wan\n", "parallel:\n  data_parallel_size: auto\n",
         "  devices: auto\n", "  num_inference_steps: 50\n  seed: 42\n", "  compression: none\n",
-        "  manifest: \"\"\n  tasks: [t2v, i2v]\n",
-        "  negative_prompt: \"\"\n", "  fail_ids: []\n", "determinism:\n  strict: true\n",
-        "synthetic:\n  seconds_per_gcost: 0.0\n  wait: sleep\n"}) {
-    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n" << text;
+        "  manifest: \"\"\n  tasks: [t2v, i2v]\n", "  negative_prompt: \"\"\n", "  fail_ids: []\n",
+        "determinism:\n  strict: true\n", "synthetic:\n  seconds_per_gcost: 0.0\n  wait: sleep\n"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\nin:\n"
+                                                      << text;
   }
 }
 
@@ -700,7 +726,8 @@ TEST(ConfigInputTasks, ListOfKnownTasks) {
   EXPECT_EQ(error("input: {tasks: [i2v]}\n"), "");
   EXPECT_EQ(error("input: {tasks: [i2v, x2v]}\n"),
             "input.tasks[1]: unknown task 'x2v' (expected t2v or i2v; did you mean 't2v'?)");
-  EXPECT_EQ(error("input: {tasks: [video]}\n"), "input.tasks[0]: unknown task 'video' (expected t2v or i2v)");
+  EXPECT_EQ(error("input: {tasks: [video]}\n"),
+            "input.tasks[0]: unknown task 'video' (expected t2v or i2v)");
   EXPECT_EQ(error("input: {tasks: [t2v, t2v]}\n"), "input.tasks[1]: task 't2v' is listed twice");
   EXPECT_EQ(error("input: {tasks: []}\n"),
             "input.tasks: an empty list (expected some of t2v, i2v; leave the key out for both)");

@@ -15,7 +15,8 @@ TEST(RunYaml, LeavesOutTheFaultsSectionAtItsDefaults) {
   const std::string full = to_yaml(c);
   const std::size_t faults = full.find("faults:\n");
   ASSERT_NE(faults, std::string::npos);
-  EXPECT_EQ(yaml, full.substr(0, faults) + full.substr(full.find('\n', full.rfind("  hang_ids")) + 1));
+  EXPECT_EQ(yaml,
+            full.substr(0, faults) + full.substr(full.find('\n', full.rfind("  hang_ids")) + 1));
   Config back = parse_config_yaml(yaml, "run.yaml");
   back.source_file = c.source_file;
   EXPECT_EQ(back, c);

@@ -22,7 +22,7 @@ struct Decoded {
   std::string pixel_format;
   int width = 0;
   int height = 0;
-  AVRational frame_rate{0, 1};  // the stream's average frame rate
+  AVRational frame_rate{0, 1};    // the stream's average frame rate
   std::vector<std::int64_t> pts;  // of each decoded frame, in stream time base
   AVRational time_base{0, 1};
   Video rgb;  // every decoded frame converted to RGB24

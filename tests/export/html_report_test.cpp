@@ -65,7 +65,8 @@ TEST(HtmlReport, OneLanePerRankAndOneBarPerRequestWithItsId) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>\n", 0), 0U);
   EXPECT_EQ(count(html, "<g class=\"lane\""), 3U);
   for (int r = 0; r < 3; ++r) {
-    EXPECT_NE(html.find("<g class=\"lane\" data-rank=\"" + std::to_string(r) + "\">"), std::string::npos);
+    EXPECT_NE(html.find("<g class=\"lane\" data-rank=\"" + std::to_string(r) + "\">"),
+              std::string::npos);
   }
   EXPECT_EQ(count(html, "<rect class=\"bar ok\""), 3U);
   EXPECT_EQ(count(html, "<rect class=\"bar failed\""), 1U);
@@ -160,7 +161,8 @@ TEST(HtmlReport, ThumbnailsAreTheStoredFramesAsPngDataUris) {
   EXPECT_NE(html.find("<figure class=\"thumb\" data-id=\"c\">"), std::string::npos);  // spread
   const std::regex uri("src=\"data:image/png;base64,([A-Za-z0-9+/=]+)\"");
   std::vector<std::string> images;
-  for (auto it = std::sregex_iterator(html.begin(), html.end(), uri); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), uri); it != std::sregex_iterator();
+       ++it) {
     images.push_back((*it)[1].str());
   }
   ASSERT_EQ(images.size(), 6U);  // first, middle, last of each
@@ -169,8 +171,8 @@ TEST(HtmlReport, ThumbnailsAreTheStoredFramesAsPngDataUris) {
   for (const auto& [index, frame] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{2, 1}}) {
     const auto png = base64_decode(images[static_cast<std::size_t>(index)]);
     const auto file = dir.path() / ("thumb" + std::to_string(index) + ".png");
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(png.data()),
-                                                static_cast<std::streamsize>(png.size()));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
     const RgbImage image = decode_image_rgb(file, 1000);
     EXPECT_EQ(image.width, 6);
     EXPECT_EQ(image.height, 4);

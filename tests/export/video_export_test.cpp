@@ -121,8 +121,7 @@ TEST(Mp4, DecodesBackWithFrameCountSizeAndFps) {
   ASSERT_EQ(d.rgb.frames, 7);
   for (std::size_t i = 0; i < d.pts.size(); ++i) {
     // frame i at i/12 s
-    EXPECT_EQ(av_rescale_q(d.pts[i], d.time_base, AVRational{1, 12}),
-              static_cast<std::int64_t>(i));
+    EXPECT_EQ(av_rescale_q(d.pts[i], d.time_base, AVRational{1, 12}), static_cast<std::int64_t>(i));
   }
   // Lossy, but each decoded frame is its own source frame (frames differ by 20 levels).
   for (int f = 0; f < 7; ++f) {

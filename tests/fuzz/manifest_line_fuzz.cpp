@@ -34,7 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(!request.id.empty());
     check(request.seed <= static_cast<std::uint64_t>(INT64_MAX));
     check(request.num_frames > 0 && request.num_frames % 4 == 1);
-    check(request.height > 0 && request.height % 16 == 0 && request.width > 0 && request.width % 16 == 0);
+    check(request.height > 0 && request.height % 16 == 0 && request.width > 0 &&
+          request.width % 16 == 0);
     const std::string key = omnidp::compute_input_key(request, "fuzz-model", "weights");
     check(key.size() == 64);
     check(key == omnidp::compute_input_key(request, "fuzz-model", "weights"));

@@ -114,7 +114,8 @@ TEST_F(FileHashCacheTest, ATouchedOrRewrittenFileIsHashedAgain) {
   FileHashCache cache = counting_cache();
   ASSERT_TRUE(cache.load(cache_file_));
   EXPECT_EQ(cache.hash(a_, stamp_of(a_)), sha256_file_hex(a_));
-  EXPECT_EQ(cache.hash(b_, stamp_of(b_)), sha256_hex(std::string_view("the second file, rewritten")));
+  EXPECT_EQ(cache.hash(b_, stamp_of(b_)),
+            sha256_hex(std::string_view("the second file, rewritten")));
   EXPECT_EQ(calls_, 2);
   EXPECT_TRUE(cache.changed());
 }
@@ -126,16 +127,17 @@ TEST_F(FileHashCacheTest, CorruptCachesAreIgnored) {
     cache.save(cache_file_);
   }
   const std::string good = read_file(cache_file_);
-  const std::string entry = good.substr(good.find('\n') + 1, good.rfind("end ") - good.find('\n') - 1);
+  const std::string entry =
+      good.substr(good.find('\n') + 1, good.rfind("end ") - good.find('\n') - 1);
   const std::string corrupt[] = {
-      "",                                                    // empty
-      "garbage\n",                                           // no header
-      good.substr(0, good.rfind("end ")),                    // truncated: no end line
-      good.substr(0, good.size() - 2) + "7\n",               // wrong count
-      "omnidp-file-hashes v1\n" + entry + entry + "end 2\n",  // a path twice
-      "omnidp-file-hashes v1\nXYZ" + entry.substr(3) + "end 1\n",  // not a hex hash
+      "",                                                             // empty
+      "garbage\n",                                                    // no header
+      good.substr(0, good.rfind("end ")),                             // truncated: no end line
+      good.substr(0, good.size() - 2) + "7\n",                        // wrong count
+      "omnidp-file-hashes v1\n" + entry + entry + "end 2\n",          // a path twice
+      "omnidp-file-hashes v1\nXYZ" + entry.substr(3) + "end 1\n",     // not a hex hash
       "omnidp-file-hashes v1\n" + entry.substr(0, 70) + "\nend 1\n",  // cut entry
-      good + "trailing\n",                                   // text after the end
+      good + "trailing\n",                                            // text after the end
   };
   for (const auto& text : corrupt) {
     write_file(cache_file_, text);

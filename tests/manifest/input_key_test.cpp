@@ -55,7 +55,9 @@ TEST(InputKey, StringEscapes) {
   r.prompt = std::string("q\"b\\n\nt\tr\rb\bf\fc\x01", 16) + std::string(1, '\x1f') + "\x7f";
   r.negative_prompt = "";
   const std::string encoding = canonical_encoding(r, "m", "w");
-  EXPECT_NE(encoding.find(R"("q\"b\\n\nt\tr\rb\bf\fc\u0001\u001f)" "\x7f\""), std::string::npos)
+  EXPECT_NE(encoding.find(R"("q\"b\\n\nt\tr\rb\bf\fc\u0001\u001f)"
+                          "\x7f\""),
+            std::string::npos)
       << encoding;
 }
 
@@ -126,7 +128,8 @@ TEST(InputKey, IndependentOfKeyOrderAndWhitespace) {
   const std::vector<std::string> lines{
       R"({"id":"a","prompt":"fox","seed":7,"num_frames":9,"guidance_scale":5.5})",
       R"(  { "guidance_scale" : 5.50, "num_frames": 9 ,"seed":7, "prompt" : "fox", "id":"b" }  )",
-      "{\"seed\":\t7,\"prompt\":\"f\\u006fx\",\"guidance_scale\":55e-1,\"id\":\"c\",\"num_frames\":9}",
+      "{\"seed\":\t7,\"prompt\":\"f\\u006fx\",\"guidance_scale\":55e-1,\"id\":\"c\",\"num_frames\":"
+      "9}",
   };
   std::vector<std::string> keys;
   for (std::size_t i = 0; i < lines.size(); ++i) {

@@ -134,7 +134,8 @@ class ManifestTest : public ::testing::Test {
 };
 
 TEST_F(ManifestTest, DefaultsFillAbsentFields) {
-  write_file(manifest_, R"({"id":"a","prompt":"a fox"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"a fox"})"
+                        "\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 1U);
   const Request& r = requests[0];
@@ -165,7 +166,8 @@ TEST_F(ManifestTest, EveryFieldOverrides) {
              R"({"id":"cat-001","prompt":"a cat","negative_prompt":"","seed":7,"task":"i2v",)"
              R"("image":"img/cat.png","prompt_embeds":"emb/cat.bin","num_frames":33,)"
              R"("height":480,"width":832,"num_inference_steps":30,"guidance_scale":5,)"
-             R"("flow_shift":7.5,"fps":24})" "\n");
+             R"("flow_shift":7.5,"fps":24})"
+             "\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 1U);
   const Request& r = requests[0];
@@ -190,7 +192,8 @@ TEST_F(ManifestTest, EveryFieldOverrides) {
 
 TEST_F(ManifestTest, TaskRules) {
   write_png(dir_ / "img" / "cat.png", 7);
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
+                        "\n");
   EXPECT_EQ(read_all().at(0).task, Task::i2v);
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","task":"i2v"})"),
             file_ + ":1:task: task i2v needs an \"image\"");
@@ -229,8 +232,9 @@ TEST_F(ManifestTest, BlankCommentLinesCrlfAndBom) {
 }
 
 TEST_F(ManifestTest, Utf8PromptsArePreserved) {
-  const std::string prompt = "Ein Fuchs im Schnee \xE2\x80\x94 \xE9\x9B\xAA\xE3\x81\xAE\xE4\xB8\xAD "
-                             "\xF0\x9F\xA6\x8A caf\xC3\xA9";
+  const std::string prompt =
+      "Ein Fuchs im Schnee \xE2\x80\x94 \xE9\x9B\xAA\xE3\x81\xAE\xE4\xB8\xAD "
+      "\xF0\x9F\xA6\x8A caf\xC3\xA9";
   write_file(manifest_, "{\"id\":\"\xE9\x9B\xAA\",\"prompt\":\"" + prompt +
                             "\",\"negative_prompt\":\"caf\\u00e9 \\ud83e\\udd8a\"}\n");
   const auto requests = read_all();
@@ -261,8 +265,11 @@ TEST_F(ManifestTest, InvalidUtf8NamesTheField) {
 TEST_F(ManifestTest, HugeLineIsRefusedAndTheNextLineRead) {
   // A 10 MB line under the default 1 MiB limit, between two good lines.
   const std::string huge = R"({"id":"big","prompt":")" + std::string(10'000'000, 'x') + "\"}";
-  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" + huge + "\n" +
-                            R"({"id":"c","prompt":"r"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p"})"
+                        "\n" +
+                            huge + "\n" +
+                            R"({"id":"c","prompt":"r"})"
+                            "\n");
   ManifestReader reader(options());
   EXPECT_EQ(reader.next()->id, "a");
   EXPECT_EQ(manifest_error_of([&] { (void)reader.next(); }),
@@ -331,15 +338,20 @@ TEST_F(ManifestTest, HundredThousandLinesInConstantMemory) {
 }
 
 TEST_F(ManifestTest, DuplicateIdsNameBothLines) {
-  EXPECT_EQ(error_of(R"({"id":"a","prompt":"p"})" "\n"
-                     R"({"id":"b","prompt":"p"})" "\n"
+  EXPECT_EQ(error_of(R"({"id":"a","prompt":"p"})"
                      "\n"
-                     R"({"id":"a","prompt":"other"})" "\n"),
+                     R"({"id":"b","prompt":"p"})"
+                     "\n"
+                     "\n"
+                     R"({"id":"a","prompt":"other"})"
+                     "\n"),
             file_ + ":4:id: duplicate id \"a\": first used on line 1");
 
   // A rejected line's id still counts.
-  write_file(manifest_, R"({"id":"x","prompt":"p","seed":-1})" "\n"
-                        R"({"id":"x","prompt":"p"})" "\n");
+  write_file(manifest_, R"({"id":"x","prompt":"p","seed":-1})"
+                        "\n"
+                        R"({"id":"x","prompt":"p"})"
+                        "\n");
   const ValidationReport report = validate_manifest(options(), /*all_errors=*/true);
   ASSERT_EQ(report.errors.size(), 2U);
   EXPECT_EQ(report.errors[1].what(), file_ + ":2:id: duplicate id \"x\": first used on line 1");
@@ -348,9 +360,12 @@ TEST_F(ManifestTest, DuplicateIdsNameBothLines) {
 }
 
 TEST_F(ManifestTest, IdRules) {
-  write_file(manifest_, R"({"id":"a/b/../c","prompt":"p"})" "\n"
-                        R"({"id":" spaced ","prompt":"p"})" "\n"
-                        "{\"id\":\"" + std::string(256, 'i') + "\",\"prompt\":\"p\"}\n");
+  write_file(manifest_, R"({"id":"a/b/../c","prompt":"p"})"
+                        "\n"
+                        R"({"id":" spaced ","prompt":"p"})"
+                        "\n"
+                        "{\"id\":\"" +
+                            std::string(256, 'i') + "\",\"prompt\":\"p\"}\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 3U);
   EXPECT_EQ(requests[0].id, "a/b/../c");
@@ -396,9 +411,12 @@ TEST_F(ManifestTest, Seeds) {
     const std::string message = line_error(R"({"id":"a","prompt":"p","seed":)" + json + "}");
     EXPECT_EQ(message.rfind(file_ + ":1: invalid JSON: column ", 0), 0U) << message;
   }
-  write_file(manifest_, R"({"id":"a","prompt":"p","seed":0})" "\n"
-                        R"({"id":"b","prompt":"p","seed":9223372036854775807})" "\n"
-                        R"({"id":"c","prompt":"p","seed":-0})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","seed":0})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","seed":9223372036854775807})"
+                        "\n"
+                        R"({"id":"c","prompt":"p","seed":-0})"
+                        "\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 3U);
   EXPECT_EQ(requests[0].seed, 0U);
@@ -410,19 +428,24 @@ TEST_F(ManifestTest, SizesMustSuitTheModel) {
   // Wan (VAE 16 x patch 2) takes multiples of 32; the reference would round 48 down to 32.
   auto o = options();
   o.size_multiple = 32;
-  write_file(manifest_, R"({"id":"a","prompt":"p","height":64,"width":48})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":64,"width":48})"
+                        "\n");
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
             file_ + ":1:width: 48 is not a multiple of 32, which this model needs (e.g. 32 or 64)");
   // A default from the configuration is named as such.
   o.defaults.height = 80;
-  write_file(manifest_, R"({"id":"a","prompt":"p","width":64})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","width":64})"
+                        "\n");
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
-            file_ + ":1:height: 80 (from generation.height) is not a multiple of 32, which this model "
-                    "needs (e.g. 64 or 96)");
-  write_file(manifest_, R"({"id":"a","prompt":"p","height":96,"width":64})" "\n");
+            file_ +
+                ":1:height: 80 (from generation.height) is not a multiple of 32, which this model "
+                "needs (e.g. 64 or 96)");
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":96,"width":64})"
+                        "\n");
   ASSERT_EQ(read_all(o).size(), 1U);
   o.size_multiple = 16;  // HunyuanVideo-1.5 and the generic rule
-  write_file(manifest_, R"({"id":"a","prompt":"p","height":80,"width":48})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","height":80,"width":48})"
+                        "\n");
   EXPECT_EQ(read_all(o).size(), 1U);
 }
 
@@ -435,25 +458,33 @@ TEST_F(ManifestTest, I2vSizeFromTheImageUnlessTheLineSetsOne) {
     asked.emplace_back(h, w);
     return std::pair{128, 32};
   };
-  write_file(manifest_,
-             R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n"
-             R"({"id":"b","prompt":"p","image":"img/cat.png","height":32})" "\n"
-             R"({"id":"c","prompt":"p","image":"img/cat.png","height":48,"width":80})" "\n"
-             R"({"id":"d","prompt":"p"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","image":"img/cat.png","height":32})"
+                        "\n"
+                        R"({"id":"c","prompt":"p","image":"img/cat.png","height":48,"width":80})"
+                        "\n"
+                        R"({"id":"d","prompt":"p"})"
+                        "\n");
   const auto rs = read_all(o);
   ASSERT_EQ(rs.size(), 4U);
   EXPECT_EQ(asked, (std::vector<std::pair<int, int>>{{4, 4}}));  // only line a's image
   EXPECT_EQ(std::pair(rs[0].height, rs[0].width), std::pair(128, 32));
-  EXPECT_EQ(std::pair(rs[1].height, rs[1].width), std::pair(32, 96));   // the line's height, YAML width
+  EXPECT_EQ(std::pair(rs[1].height, rs[1].width),
+            std::pair(32, 96));  // the line's height, YAML width
   EXPECT_EQ(std::pair(rs[2].height, rs[2].width), std::pair(48, 80));
-  EXPECT_EQ(std::pair(rs[3].height, rs[3].width), std::pair(64, 96));   // t2v: the YAML size
+  EXPECT_EQ(std::pair(rs[3].height, rs[3].width), std::pair(64, 96));  // t2v: the YAML size
   // The input key covers the resolved size: the same line with that size spelled out has it.
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png","height":128,"width":32})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png","height":128,"width":32})"
+                        "\n");
   EXPECT_EQ(read_all(o)[0].input_key, rs[0].input_key);
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
+                        "\n");
   EXPECT_NE(read_all(options())[0].input_key, rs[0].input_key);  // no hook: 64 x 96
   // A hook that cannot size the image makes it the request's input error.
-  o.size_from_image = [](int, int) -> std::pair<int, int> { throw std::invalid_argument("too small"); };
+  o.size_from_image = [](int, int) -> std::pair<int, int> {
+    throw std::invalid_argument("too small");
+  };
   const auto bad = read_all(o);
   ASSERT_EQ(bad.size(), 1U);
   EXPECT_EQ(bad[0].input_error, file_ + ":1:image: no output size for this image: too small");
@@ -465,12 +496,17 @@ TEST_F(ManifestTest, ALineOfATaskTheSnapshotDoesNotServeIsRefused) {
   auto o = options();
   o.only_task = Task::t2v;
   o.only_task_origin = "task_type in /snap/transformer/config.json";
-  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"p","image":"img/cat.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","image":"img/cat.png"})"
+                        "\n");
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
-            file_ + ":2:task: task i2v, but the snapshot serves t2v only (task_type in "
-                    "/snap/transformer/config.json; input.tasks selects the lines a job runs)");
+            file_ +
+                ":2:task: task i2v, but the snapshot serves t2v only (task_type in "
+                "/snap/transformer/config.json; input.tasks selects the lines a job runs)");
   o.only_task = Task::i2v;
-  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).substr(0, file_.size() + 8), file_ + ":1:task:");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).substr(0, file_.size() + 8),
+            file_ + ":1:task:");
   o.only_task.reset();
   EXPECT_EQ(read_all(o).size(), 2U);
 }
@@ -478,11 +514,15 @@ TEST_F(ManifestTest, ALineOfATaskTheSnapshotDoesNotServeIsRefused) {
 // input.tasks: the lines of other tasks are checked, skipped and counted, never requests.
 TEST_F(ManifestTest, TaskFilterSkipsAndCountsTheOtherTasksLines) {
   write_png(dir_ / "img" / "cat.png", 7);
-  write_file(manifest_, R"({"id":"t1","prompt":"p"})" "\n"
-                        R"({"id":"i1","prompt":"p","image":"img/cat.png"})" "\n"
+  write_file(manifest_, R"({"id":"t1","prompt":"p"})"
+                        "\n"
+                        R"({"id":"i1","prompt":"p","image":"img/cat.png"})"
+                        "\n"
                         "# a comment\n"
-                        R"({"id":"t2","prompt":"p","task":"t2v"})" "\n"
-                        R"({"id":"i2","prompt":"p","image":"img/absent.png"})" "\n");
+                        R"({"id":"t2","prompt":"p","task":"t2v"})"
+                        "\n"
+                        R"({"id":"i2","prompt":"p","image":"img/absent.png"})"
+                        "\n");
   auto o = options();
   o.tasks = {Task::i2v};
   ManifestReader reader(o);
@@ -515,21 +555,29 @@ TEST_F(ManifestTest, TaskFilterSkipsAndCountsTheOtherTasksLines) {
 }
 
 TEST_F(ManifestTest, TaskFilterStillChecksTheSkippedLines) {
-  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n"
-                        R"({"id":"b","prompt":"p","image":"../out.png"})" "\n"
-                        R"({"id":"a","prompt":"p","task":"i2v","image":"x.png"})" "\n"
-                        R"({"id":"c","prompt":"p","num_frames":10})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","image":"../out.png"})"
+                        "\n"
+                        R"({"id":"a","prompt":"p","task":"i2v","image":"x.png"})"
+                        "\n"
+                        R"({"id":"c","prompt":"p","num_frames":10})"
+                        "\n");
   auto o = options();
   o.tasks = {Task::i2v};
   const ValidationReport report = validate_manifest(o, true);
   ASSERT_EQ(report.errors.size(), 3U);
   EXPECT_EQ(std::string(report.errors[0].what()).substr(0, file_.size() + 9), file_ + ":2:image:");
   EXPECT_EQ(std::string(report.errors[1].what()).substr(0, file_.size() + 6), file_ + ":3:id:");
-  EXPECT_EQ(std::string(report.errors[2].what()).substr(0, file_.size() + 14), file_ + ":4:num_frames:");
+  EXPECT_EQ(std::string(report.errors[2].what()).substr(0, file_.size() + 14),
+            file_ + ":4:num_frames:");
 }
 
 TEST_F(ManifestTest, ATaskFilterThatLeavesNothingIsAnError) {
-  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b","prompt":"q"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p"})"
+                        "\n"
+                        R"({"id":"b","prompt":"q"})"
+                        "\n");
   auto o = options();
   o.tasks = {Task::i2v};
   const ValidationReport report = validate_manifest(o, false);
@@ -543,15 +591,18 @@ TEST_F(ManifestTest, ATaskFilterThatLeavesNothingIsAnError) {
 TEST_F(ManifestTest, AnUnresolvedDefaultNeedsTheLinesOwnValue) {
   GenerationConfig defaults = test_defaults();
   defaults.guidance_scale.reset();
-  EXPECT_EQ(manifest_error_of([&] { (void)parse_manifest_line(R"({"id":"a","prompt":"p"})", defaults, "m", 4); }),
+  EXPECT_EQ(manifest_error_of(
+                [&] { (void)parse_manifest_line(R"({"id":"a","prompt":"p"})", defaults, "m", 4); }),
             "m:4:guidance_scale: not set: the line has none and no default was resolved for "
             "generation.guidance_scale");
-  const Request r = parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":2.5})", defaults, "m", 4);
+  const Request r =
+      parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":2.5})", defaults, "m", 4);
   EXPECT_EQ(r.guidance_scale, 2.5);
   EXPECT_TRUE(r.line_sets_guidance_scale);
   EXPECT_FALSE(r.line_sets_flow_shift);
   EXPECT_FALSE(r.line_sets_size);
-  EXPECT_TRUE(parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":1,"width":64})", defaults, "m", 4)
+  EXPECT_TRUE(parse_manifest_line(R"({"id":"a","prompt":"p","guidance_scale":1,"width":64})",
+                                  defaults, "m", 4)
                   .line_sets_size);
 }
 
@@ -571,7 +622,8 @@ TEST_F(ManifestTest, RangesFollowTheConfigRules) {
   EXPECT_EQ(field("height", "100"), expect("height", check_frame_size(100)));
   EXPECT_EQ(field("height", "18446744073709551615"),
             expect("height", "18446744073709551615 is out of range"));
-  EXPECT_EQ(field("height", "\"480\""), expect("height", "must be an integer, got the string \"480\""));
+  EXPECT_EQ(field("height", "\"480\""),
+            expect("height", "must be an integer, got the string \"480\""));
   EXPECT_EQ(field("width", "1"), expect("width", check_frame_size(1)));
   EXPECT_EQ(field("width", "8192"), expect("width", check_frame_size(8192)));
   EXPECT_EQ(field("num_inference_steps", "0"),
@@ -602,9 +654,10 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
   EXPECT_EQ(message.rfind(file_ + ":1:zzzzzzzz: unknown field (valid: id, prompt, ", 0), 0U)
       << message;
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","x\ty":1})"),
-            file_ + ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
-                    "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
-                    "guidance_scale, flow_shift, fps)");
+            file_ +
+                ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
+                "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
+                "guidance_scale, flow_shift, fps)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }
@@ -636,7 +689,11 @@ TEST_F(ManifestTest, SyntaxErrors) {
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p\u0000q"})"),
             file_ + ":1:prompt: contains a NUL character (\\u0000)");
   // The error's line number counts every line, blank and comment lines included.
-  EXPECT_EQ(error_of("# c\n\n" R"({"id":"a","prompt":"p"})" "\n" R"({"id":"b"})" "\n"),
+  EXPECT_EQ(error_of("# c\n\n"
+                     R"({"id":"a","prompt":"p"})"
+                     "\n"
+                     R"({"id":"b"})"
+                     "\n"),
             file_ + ":4:prompt: required field is missing");
 }
 
@@ -656,8 +713,8 @@ TEST_F(ManifestTest, PathsMayNotLeaveTheManifestFolder) {
             file_ + ":1:image: path \"../secret.png\" leaves the manifest's folder " + root +
                 " (it resolves to " + secret + ")");
   EXPECT_EQ(line_error(image_line("img/../../secret.png")),
-            file_ + ":1:image: path \"img/../../secret.png\" leaves the manifest's folder " +
-                root + " (it resolves to " + secret + ")");
+            file_ + ":1:image: path \"img/../../secret.png\" leaves the manifest's folder " + root +
+                " (it resolves to " + secret + ")");
   EXPECT_EQ(line_error(image_line((base_ / "secret.png").string())),
             file_ + ":1:image: path " + secret + " leaves the manifest's folder " + root +
                 " (it resolves to " + secret + ")");
@@ -671,9 +728,10 @@ TEST_F(ManifestTest, PathsMayNotLeaveTheManifestFolder) {
             file_ + ":1:image: path \"../missing.png\" leaves the manifest's folder " + root +
                 " (it resolves to \"" + (base_ / "missing.png").string() + "\")");
   const std::string etc = line_error(image_line("/etc/hostname"));
-  EXPECT_EQ(etc.rfind(file_ + ":1:image: path \"/etc/hostname\" leaves the manifest's folder " +
-                          root, 0),
-            0U) << etc;
+  EXPECT_EQ(
+      etc.rfind(file_ + ":1:image: path \"/etc/hostname\" leaves the manifest's folder " + root, 0),
+      0U)
+      << etc;
   // A folder whose name starts like the manifest's is still outside.
   write_png(base_ / "job2" / "x.png", 1);
   EXPECT_EQ(line_error(image_line("../job2/x.png")).rfind(file_ + ":1:image: path ", 0), 0U);
@@ -683,9 +741,9 @@ TEST_F(ManifestTest, PathsMayNotLeaveTheManifestFolder) {
 
   // Paths that stay inside are fine, however they are spelled.
   const std::string cat = (dir_ / "img" / "cat.png").string();
-  for (const std::string& path : {std::string("img/cat.png"), std::string("./img//cat.png"),
-                                  std::string("../job/img/cat.png"), cat,
-                                  std::string("img/alias.png")}) {
+  for (const std::string& path :
+       {std::string("img/cat.png"), std::string("./img//cat.png"),
+        std::string("../job/img/cat.png"), cat, std::string("img/alias.png")}) {
     write_file(manifest_, image_line(path) + "\n");
     const auto requests = read_all();
     ASSERT_EQ(requests.size(), 1U) << path;
@@ -697,7 +755,8 @@ TEST_F(ManifestTest, PathsMayNotLeaveTheManifestFolder) {
 TEST_F(ManifestTest, ManifestReachedThroughASymlinkedFolder) {
   write_png(dir_ / "img" / "cat.png", 7);
   fs::create_symlink(dir_, base_ / "alias");
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
+                        "\n");
   ManifestOptions o = options();
   o.path = base_ / "alias" / "m.jsonl";
   const auto requests = read_all(o);
@@ -711,12 +770,18 @@ TEST_F(ManifestTest, PerRequestInputDefectsDoNotStopTheManifest) {
   write_png_header(dir_ / "img" / "huge.png", 20000, 20000);
   write_png(dir_ / "img" / "cat.png", 7);
   fs::create_directories(dir_ / "emb" / "folder");
-  write_file(manifest_, R"({"id":"missing","prompt":"p","image":"img/none.png"})" "\n"
-                        R"({"id":"text","prompt":"p","image":"img/notes.png"})" "\n"
-                        R"({"id":"huge","prompt":"p","image":"img/huge.png"})" "\n"
-                        R"({"id":"emb","prompt":"p","prompt_embeds":"emb/none.bin"})" "\n"
-                        R"({"id":"embdir","prompt":"p","prompt_embeds":"emb/folder"})" "\n"
-                        R"({"id":"ok","prompt":"p","image":"img/cat.png"})" "\n");
+  write_file(manifest_, R"({"id":"missing","prompt":"p","image":"img/none.png"})"
+                        "\n"
+                        R"({"id":"text","prompt":"p","image":"img/notes.png"})"
+                        "\n"
+                        R"({"id":"huge","prompt":"p","image":"img/huge.png"})"
+                        "\n"
+                        R"({"id":"emb","prompt":"p","prompt_embeds":"emb/none.bin"})"
+                        "\n"
+                        R"({"id":"embdir","prompt":"p","prompt_embeds":"emb/folder"})"
+                        "\n"
+                        R"({"id":"ok","prompt":"p","image":"img/cat.png"})"
+                        "\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 6U);
   const std::string img = (dir_ / "img").string();
@@ -724,8 +789,9 @@ TEST_F(ManifestTest, PerRequestInputDefectsDoNotStopTheManifest) {
   const std::vector<std::string> expected{
       file_ + ":1:image: " + img + "/none.png: image not found",
       file_ + ":2:image: " + img + "/notes.png: not a PNG or JPEG image",
-      file_ + ":3:image: " + img + "/huge.png: image is 20000x20000 = 400000000 pixels, over "
-                                   "the limit of 16777216 (input.max_image_pixels)",
+      file_ + ":3:image: " + img +
+          "/huge.png: image is 20000x20000 = 400000000 pixels, over "
+          "the limit of 16777216 (input.max_image_pixels)",
       file_ + ":4:prompt_embeds: " + emb + "/none.bin: file not found",
       file_ + ":5:prompt_embeds: " + emb + "/folder: not a regular file",
   };
@@ -746,9 +812,12 @@ TEST_F(ManifestTest, ImageBytesDetermineTheKey) {
   write_png(dir_ / "a.png", 10);
   write_png(dir_ / "same.png", 10);
   write_png(dir_ / "b.png", 11);
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"a.png"})" "\n"
-                        R"({"id":"same","prompt":"p","image":"same.png"})" "\n"
-                        R"({"id":"b","prompt":"p","image":"b.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"a.png"})"
+                        "\n"
+                        R"({"id":"same","prompt":"p","image":"same.png"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","image":"b.png"})"
+                        "\n");
   const auto requests = read_all();
   ASSERT_EQ(requests.size(), 3U);
   EXPECT_EQ(requests[0].input_key, requests[1].input_key);
@@ -760,11 +829,16 @@ TEST_F(ManifestTest, AHashCacheHashesEachInputFileOnceAndGivesTheSameKeys) {
   write_png(dir_ / "img" / "a.png", 10);
   write_png(dir_ / "img" / "b.png", 11);
   write_file(dir_ / "emb" / "e.bin", "embeddings");
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/a.png"})" "\n"
-                        R"({"id":"a2","prompt":"q","image":"img/a.png"})" "\n"
-                        R"({"id":"b","prompt":"p","image":"img/b.png","prompt_embeds":"emb/e.bin"})" "\n"
-                        R"({"id":"t","prompt":"p","prompt_embeds":"emb/e.bin"})" "\n"
-                        R"({"id":"none","prompt":"p","image":"img/none.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/a.png"})"
+                        "\n"
+                        R"({"id":"a2","prompt":"q","image":"img/a.png"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","image":"img/b.png","prompt_embeds":"emb/e.bin"})"
+                        "\n"
+                        R"({"id":"t","prompt":"p","prompt_embeds":"emb/e.bin"})"
+                        "\n"
+                        R"({"id":"none","prompt":"p","image":"img/none.png"})"
+                        "\n");
   const auto plain = read_all();
   int calls = 0;
   ManifestOptions o = options();
@@ -786,8 +860,8 @@ TEST_F(ManifestTest, AHashCacheHashesEachInputFileOnceAndGivesTheSameKeys) {
       EXPECT_EQ(r->input_error, plain[i].input_error) << i;
     }
   }
-  EXPECT_EQ(first[4].input_error, file_ + ":5:image: " + (dir_ / "img").string() +
-                                      "/none.png: image not found");
+  EXPECT_EQ(first[4].input_error,
+            file_ + ":5:image: " + (dir_ / "img").string() + "/none.png: image not found");
   // Probed sizes are cached too: a cached image over a lowered limit is still refused.
   o.max_image_pixels = 15;
   const auto limited = read_all(o);
@@ -807,12 +881,17 @@ TEST_F(ManifestTest, AHashCacheHashesEachInputFileOnceAndGivesTheSameKeys) {
 }
 
 TEST_F(ManifestTest, AReaderStartedAtAPositionReadsFromThatLine) {
-  write_file(manifest_, "\xEF\xBB\xBF" R"({"id":"a","prompt":"p"})" "\n"
-                        "# a comment\r\n"
-                        R"({"id":"b","prompt":"p"})" "\r\n"
-                        "\n"
-                        R"({"id":"c","prompt":"p"})" "\n"
-                        R"({"id":"d","prompt":"p"})");
+  write_file(manifest_,
+             "\xEF\xBB\xBF"
+             R"({"id":"a","prompt":"p"})"
+             "\n"
+             "# a comment\r\n"
+             R"({"id":"b","prompt":"p"})"
+             "\r\n"
+             "\n"
+             R"({"id":"c","prompt":"p"})"
+             "\n"
+             R"({"id":"d","prompt":"p"})");
   ManifestReader reader(options());
   EXPECT_EQ(reader.position().offset, 0U);
   std::vector<ManifestOptions::Position> positions;
@@ -850,22 +929,29 @@ TEST_F(ManifestTest, EmptyManifestsAreAnError) {
   ValidationReport report = validate_manifest(options(), false);
   ASSERT_EQ(report.errors.size(), 1U);
   EXPECT_FALSE(report.ok());
-  EXPECT_EQ(report.errors[0].what(), file_ + ": no requests: the manifest is empty or holds "
-                                             "only blank and comment lines");
+  EXPECT_EQ(report.errors[0].what(), file_ +
+                                         ": no requests: the manifest is empty or holds "
+                                         "only blank and comment lines");
 
   write_file(manifest_, "# only\n\n   # comments\n");
   report = validate_manifest(options(), true);
   ASSERT_EQ(report.errors.size(), 1U);
-  EXPECT_EQ(report.errors[0].what(), file_ + ":3: no requests: the manifest is empty or holds "
-                                             "only blank and comment lines");
+  EXPECT_EQ(report.errors[0].what(), file_ +
+                                         ":3: no requests: the manifest is empty or holds "
+                                         "only blank and comment lines");
 }
 
 TEST_F(ManifestTest, ValidateStopsAtTheFirstErrorUnlessAllErrors) {
-  write_file(manifest_, R"({"id":"a","prompt":"p"})" "\n"
-                        R"({"id":"b","prompt":"p","seed":1.5})" "\n"
-                        R"({"id":"c","prompt":"p"})" "\n"
-                        R"({"id":"d","prompt":"p","colour":1})" "\n"
-                        R"({"id":"e","prompt":"p"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p"})"
+                        "\n"
+                        R"({"id":"b","prompt":"p","seed":1.5})"
+                        "\n"
+                        R"({"id":"c","prompt":"p"})"
+                        "\n"
+                        R"({"id":"d","prompt":"p","colour":1})"
+                        "\n"
+                        R"({"id":"e","prompt":"p"})"
+                        "\n");
   ValidationReport first = validate_manifest(options(), false);
   ASSERT_EQ(first.errors.size(), 1U);
   EXPECT_EQ(first.errors[0].file(), file_);
@@ -903,7 +989,8 @@ TEST_F(ManifestTest, UnreadableManifest) {
 }
 
 TEST_F(ManifestTest, PathRulesOnlyWithoutReadingInputs) {
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/none.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/none.png"})"
+                        "\n");
   ManifestOptions o = options();
   o.read_inputs = false;
   const auto requests = read_all(o);
@@ -911,7 +998,8 @@ TEST_F(ManifestTest, PathRulesOnlyWithoutReadingInputs) {
   EXPECT_EQ(requests[0].image, (dir_ / "img" / "none.png").string());
   EXPECT_TRUE(requests[0].input_error.empty());
   EXPECT_TRUE(requests[0].input_key.empty());
-  write_file(manifest_, R"({"id":"a","prompt":"p","image":"../x.png"})" "\n");
+  write_file(manifest_, R"({"id":"a","prompt":"p","image":"../x.png"})"
+                        "\n");
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).rfind(file_ + ":1:image: path ", 0), 0U);
 }
 
@@ -923,8 +1011,8 @@ TEST(ManifestLine, ParsesWithoutTouchingFiles) {
   EXPECT_EQ(r.line, 7U);
   EXPECT_TRUE(r.input_key.empty());
   EXPECT_EQ(manifest_error_of([] {
-              (void)parse_manifest_line(R"({"id":"a","prompt":"p","seed":"x"})",
-                                        test_defaults(), "f.jsonl", 7);
+              (void)parse_manifest_line(R"({"id":"a","prompt":"p","seed":"x"})", test_defaults(),
+                                        "f.jsonl", 7);
             }),
             "f.jsonl:7:seed: must be an integer in 0..9223372036854775807 (2^63-1), got the "
             "string \"x\"");

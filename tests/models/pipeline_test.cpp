@@ -6,8 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -28,10 +28,11 @@ TEST(JobManifestOptions, CarryTheWeightsIdentityAndTheModelsSizeMultiple) {
   config.model.weights = WeightsSource::random;
   config.model.weights_seed = 7;
   config.generation.num_frames = 33;
-  for (const auto& [name, multiple, identity] : {std::tuple<std::string, int, std::string>{"tiny-wan", 32, "random:7"},
-                                                 {"wan2.2-ti2v-5b", 32, "random:7"},
-                                                 {"hunyuanvideo-1.5", 16, "random:7"},
-                                                 {"synthetic", 16, "synthetic"}}) {
+  for (const auto& [name, multiple, identity] :
+       {std::tuple<std::string, int, std::string>{"tiny-wan", 32, "random:7"},
+        {"wan2.2-ti2v-5b", 32, "random:7"},
+        {"hunyuanvideo-1.5", 16, "random:7"},
+        {"synthetic", 16, "synthetic"}}) {
     config.model.name = name;
     const ManifestOptions o = job_manifest_options(config);
     EXPECT_EQ(o.size_multiple, multiple) << name;
@@ -83,9 +84,13 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
   ModelInfo info = describe_model(config.model);
   ASSERT_TRUE(info.snapshot_task.has_value());
   EXPECT_EQ(*info.snapshot_task, Task::i2v);
-  EXPECT_EQ(info.snapshot_task_origin, "task_type in " + (dir / "transformer" / "config.json").string());
+  EXPECT_EQ(info.snapshot_task_origin,
+            "task_type in " + (dir / "transformer" / "config.json").string());
   // model_index.json's pipeline class, when it agrees, is the origin named.
-  { std::ofstream(dir / "model_index.json") << R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})"; }
+  {
+    std::ofstream(dir / "model_index.json")
+        << R"({"_class_name": "HunyuanVideo15ImageToVideoPipeline"})";
+  }
   info = describe_model(config.model);
   EXPECT_EQ(info.snapshot_task, Task::i2v);
   EXPECT_EQ(info.snapshot_task_origin,
@@ -96,9 +101,10 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
     (void)describe_model(config.model);
     ADD_FAILURE() << "no error for a T2V pipeline class over an I2V transformer";
   } catch (const WeightsError& e) {
-    EXPECT_EQ(std::string(e.what()), (dir / "model_index.json").string() +
-                                         ": HunyuanVideo15Pipeline serves t2v, but the transformer's task_type in " +
-                                         (dir / "transformer" / "config.json").string() + " says i2v");
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "model_index.json").string() +
+                  ": HunyuanVideo15Pipeline serves t2v, but the transformer's task_type in " +
+                  (dir / "transformer" / "config.json").string() + " says i2v");
   }
   fs::remove(dir / "model_index.json");
   // Random weights (benchmarks) serve both.
@@ -115,7 +121,8 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
 class GenerationDefaultsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("omnidp-model-api-defaults-" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("omnidp-model-api-defaults-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ / "guider");
     std::filesystem::create_directories(dir_ / "scheduler");
@@ -124,8 +131,12 @@ class GenerationDefaultsTest : public ::testing::Test {
     config_.input.manifest = "/m.jsonl";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(dir_ / name) << text; }
-  [[nodiscard]] std::string described() const { return describe_generation_defaults(resolve_generation_defaults(config_)); }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name) << text;
+  }
+  [[nodiscard]] std::string described() const {
+    return describe_generation_defaults(resolve_generation_defaults(config_));
+  }
 
   std::filesystem::path dir_;
   Config config_;
@@ -142,25 +153,35 @@ TEST_F(GenerationDefaultsTest, EachSourceInItsOrder) {
   // A snapshot with a guider and a flow-matching scheduler (what diffusers writes).
   config_.model.name = "hunyuanvideo-1.5";
   config_.model.path = dir_.string();
-  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 5 (model default)");  // empty folders
-  write("guider/guider_config.json", R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5})");
-  write("scheduler/scheduler_config.json", R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
-  EXPECT_EQ(described(), "guidance_scale 4.5 (snapshot guider/guider_config.json), flow_shift 7 "
-                         "(snapshot scheduler/scheduler_config.json)");
+  EXPECT_EQ(described(),
+            "guidance_scale 6 (model default), flow_shift 5 (model default)");  // empty folders
+  write("guider/guider_config.json",
+        R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 4.5})");
+  write("scheduler/scheduler_config.json",
+        R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
+  EXPECT_EQ(described(),
+            "guidance_scale 4.5 (snapshot guider/guider_config.json), flow_shift 7 "
+            "(snapshot scheduler/scheduler_config.json)");
   // config.json is read first, as for the other components.
   write("guider/config.json", R"({"guidance_scale": 3.25})");
-  EXPECT_EQ(described(), "guidance_scale 3.25 (snapshot guider/config.json), flow_shift 7 "
-                         "(snapshot scheduler/scheduler_config.json)");
+  EXPECT_EQ(described(),
+            "guidance_scale 3.25 (snapshot guider/config.json), flow_shift 7 "
+            "(snapshot scheduler/scheduler_config.json)");
   // A config without the key leaves the model's default.
   write("guider/config.json", R"({"guidance_scale": null})");
-  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 7 (snapshot scheduler/scheduler_config.json)");
+  EXPECT_EQ(
+      described(),
+      "guidance_scale 6 (model default), flow_shift 7 (snapshot scheduler/scheduler_config.json)");
 
   // The YAML beats the snapshot.
   config_.generation.guidance_scale = 2.0;
-  EXPECT_EQ(described(), "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 7 "
-                         "(snapshot scheduler/scheduler_config.json)");
+  EXPECT_EQ(described(),
+            "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 7 "
+            "(snapshot scheduler/scheduler_config.json)");
   config_.generation.flow_shift = 9.5;
-  EXPECT_EQ(described(), "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 (yaml generation.flow_shift)");
+  EXPECT_EQ(described(),
+            "guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 (yaml "
+            "generation.flow_shift)");
 
   // job_manifest_options fills the manifest defaults with them.
   const ManifestOptions o = job_manifest_options(config_);
@@ -168,17 +189,21 @@ TEST_F(GenerationDefaultsTest, EachSourceInItsOrder) {
   EXPECT_EQ(o.defaults.flow_shift, 9.5);
   // The effective configuration ends with them.
   const std::string yaml = effective_config_yaml(config_);
-  EXPECT_EQ(yaml.substr(yaml.rfind("# generation")),
-            "# generation defaults: guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 "
-            "(yaml generation.flow_shift)\n");
+  EXPECT_EQ(
+      yaml.substr(yaml.rfind("# generation")),
+      "# generation defaults: guidance_scale 2 (yaml generation.guidance_scale), flow_shift 9.5 "
+      "(yaml generation.flow_shift)\n");
 }
 
 TEST_F(GenerationDefaultsTest, WanReadsTheUniPcFlowShiftAndHasNoGuider) {
   config_.model.name = "wan2.2-ti2v-5b";
   config_.model.path = dir_.string();
   write("guider/guider_config.json", R"({"guidance_scale": 9})");  // not a Wan component
-  write("scheduler/scheduler_config.json", R"({"_class_name": "UniPCMultistepScheduler", "flow_shift": 3.0, "shift": 1.0})");
-  EXPECT_EQ(described(), "guidance_scale 5 (model default), flow_shift 3 (snapshot scheduler/scheduler_config.json)");
+  write("scheduler/scheduler_config.json",
+        R"({"_class_name": "UniPCMultistepScheduler", "flow_shift": 3.0, "shift": 1.0})");
+  EXPECT_EQ(
+      described(),
+      "guidance_scale 5 (model default), flow_shift 3 (snapshot scheduler/scheduler_config.json)");
 }
 
 TEST_F(GenerationDefaultsTest, ABadSnapshotValueIsAnErrorNamingTheFile) {
@@ -189,20 +214,22 @@ TEST_F(GenerationDefaultsTest, ABadSnapshotValueIsAnErrorNamingTheFile) {
     (void)resolve_generation_defaults(config_);
     ADD_FAILURE() << "no error";
   } catch (const WeightsError& e) {
-    EXPECT_EQ(std::string(e.what()), file + ": shift: 0.0 is out of range (expected a finite number > 0)");
+    EXPECT_EQ(std::string(e.what()),
+              file + ": shift: 0.0 is out of range (expected a finite number > 0)");
   }
   write("scheduler/scheduler_config.json", R"({"shift": "five"})");
   EXPECT_THROW((void)resolve_generation_defaults(config_), WeightsError);
   // A value the YAML sets is not read from the snapshot at all.
   config_.generation.flow_shift = 5.0;
-  EXPECT_EQ(described(), "guidance_scale 6 (model default), flow_shift 5 (yaml generation.flow_shift)");
+  EXPECT_EQ(described(),
+            "guidance_scale 6 (model default), flow_shift 5 (yaml generation.flow_shift)");
 }
 
 TEST(SizeBuckets, CropSizeListOfTheReference) {
   // generate_crop_size_list(64, 16): 16 patches, ratios up to 4, in the reference's order.
-  const std::vector<models::FrameSize> expected = {{128, 32}, {112, 32}, {96, 32}, {80, 32}, {80, 48},
-                                                   {64, 48},  {64, 64},  {48, 64}, {48, 80}, {32, 80},
-                                                   {32, 96},  {32, 112}, {32, 128}};
+  const std::vector<models::FrameSize> expected = {
+      {128, 32}, {112, 32}, {96, 32}, {80, 32}, {80, 48},  {64, 48}, {64, 64},
+      {48, 64},  {48, 80},  {32, 80}, {32, 96}, {32, 112}, {32, 128}};
   EXPECT_EQ(models::hv15_crop_sizes(64, 16), expected);
   EXPECT_THROW((void)models::hv15_crop_sizes(0, 16), std::invalid_argument);
 }

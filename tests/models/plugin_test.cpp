@@ -52,8 +52,10 @@ TEST(ModelPlugin, RegistersItsModelsIntoTheProcessTable) {
 
 TEST(ModelPlugin, AMismatchedAbiNamesBothVersions) {
   EXPECT_EQ(load_error(OMNIDP_TEST_ABI_PLUGIN),
-            std::string("model.plugin: ") + OMNIDP_TEST_ABI_PLUGIN + ": plugin ABI version 999, this omni-dp has version " +
-                std::to_string(kPluginAbiVersion) + " (rebuild the plugin against this installation)");
+            std::string("model.plugin: ") + OMNIDP_TEST_ABI_PLUGIN +
+                ": plugin ABI version 999, this omni-dp has version " +
+                std::to_string(kPluginAbiVersion) +
+                " (rebuild the plugin against this installation)");
 }
 
 TEST(ModelPlugin, ALibraryWithoutEntryPointsIsNotAPlugin) {
@@ -67,7 +69,9 @@ TEST(ModelPlugin, ALibraryWithoutEntryPointsIsNotAPlugin) {
 
 TEST(ModelPlugin, AMissingFileCannotBeLoaded) {
   const std::string e = load_error("/nonexistent/libx.so");
-  EXPECT_EQ(e.rfind("model.plugin: /nonexistent/libx.so: cannot load: /nonexistent/libx.so: cannot open shared object file", 0),
+  EXPECT_EQ(e.rfind("model.plugin: /nonexistent/libx.so: cannot load: /nonexistent/libx.so: cannot "
+                    "open shared object file",
+                    0),
             0U)
       << e;
 }
@@ -84,7 +88,8 @@ TEST(ModelTable, RefusesADuplicateNameNamingBothOrigins) {
     table.add(b);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "model.name: model 'm' is registered twice (built in, then plugin /x.so)");
+    EXPECT_STREQ(e.what(),
+                 "model.name: model 'm' is registered twice (built in, then plugin /x.so)");
   }
   EXPECT_EQ(table.names(), std::vector<std::string>{"m"});
 }
@@ -103,7 +108,8 @@ TEST(ModelTable, SyntheticIsAlwaysRegisteredWithoutWeights) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
-                 "model.weights: 'pretrained' is not available for model 'synthetic', which has no weights (use random)");
+                 "model.weights: 'pretrained' is not available for model 'synthetic', which has no "
+                 "weights (use random)");
   }
 }
 

@@ -42,7 +42,8 @@ std::string safetensors(const std::string& data) {
   return out + header + data;
 }
 
-const std::string kTensor = std::string("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40", 16);
+const std::string kTensor =
+    std::string("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40\x00\x00\x80\x40", 16);
 
 // A small Diffusers-like snapshot; every file's mtime an hour in the past (so cacheable).
 class Snapshot : public ::testing::Test {
@@ -207,8 +208,10 @@ TEST_F(Snapshot, AFileModifiedWithinTheTimestampWindowIsNeverTrustedFromTheCache
 TEST_F(Snapshot, ACorruptSidecarIsIgnoredAndRewritten) {
   std::atomic<int> calls{0};
   const std::string reference = digest_snapshot(root_, counting(calls)).sha256;
-  for (const std::string& junk : {std::string("{not json"), std::string(R"({"format": "other"})"),
-                                  std::string(R"({"format": "omnidp-weights-sha256/1", "files": {"model_index.json": {"size": "x"}}})")}) {
+  for (const std::string& junk :
+       {std::string("{not json"), std::string(R"({"format": "other"})"),
+        std::string(
+            R"({"format": "omnidp-weights-sha256/1", "files": {"model_index.json": {"size": "x"}}})")}) {
     write_bytes(sidecar(), junk);
     calls = 0;
     const SnapshotDigest d = digest_snapshot(root_, counting(calls));

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -40,7 +40,8 @@ TEST(BasicCases, SchedulersRunOnWhateverGroupsExist) {
   EXPECT_EQ(results[0].check, "unipc_shift5_n4_sigmas");
   EXPECT_EQ(results[1].check, "unipc_shift5_n4_timesteps");
   EXPECT_EQ(results[2].check, "unipc_shift5_n4_trajectory");
-  for (const auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " " << r.note;
+  for (const auto& r : results)
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " " << r.note;
 }
 
 TEST(BasicCases, OtherShiftIsReadFromTheName) {
@@ -61,7 +62,8 @@ TEST(BasicCases, IncompleteTrajectoryFails) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto dir = fresh_dir("incomplete");
   auto group = fixture_group("unipc_shift5_n4_");
-  group.erase(std::remove_if(group.begin(), group.end(), [](const auto& kv) { return kv.first == "unipc_shift5_n4_x3"; }),
+  group.erase(std::remove_if(group.begin(), group.end(),
+                             [](const auto& kv) { return kv.first == "unipc_shift5_n4_x3"; }),
               group.end());
   models::save_safetensors(dir / "io.safetensors", group);
   const auto results = run_schedulers(dir, nlohmann::json::object(), RefcheckOptions{});
@@ -73,9 +75,10 @@ TEST(BasicCases, IncompleteTrajectoryFails) {
 TEST(BasicCases, RngUsesSeedFromNameAndShapeFromTensor) {
   const auto dir = fresh_dir("rng");
   // torch.randn((2,), generator=manual_seed(0)) = [1.5409961, -0.2934289] (PyTorch docs' classic values).
-  models::save_safetensors(dir / "io.safetensors",
-                           {{"randn_seed0_two", torch::tensor({1.5409960746765137F, -0.293428897857666F})},
-                            {"not_a_randn", torch::zeros({1})}});
+  models::save_safetensors(
+      dir / "io.safetensors",
+      {{"randn_seed0_two", torch::tensor({1.5409960746765137F, -0.293428897857666F})},
+       {"not_a_randn", torch::zeros({1})}});
   const auto results = run_rng(dir, nlohmann::json::object(), RefcheckOptions{});
   ASSERT_EQ(results.size(), 1U);
   EXPECT_EQ(results[0].check, "randn_seed0_two");

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -20,12 +20,14 @@ const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
 TEST(Hv15Cases, TransformerFixturePassesMaskedAndDropped) {
   OMNIDP_REQUIRE_FIXTURES();
-  const auto results = run_hv15_transformer(kRef / "hv15_transformer", nlohmann::json::object(), RefcheckOptions{});
+  const auto results =
+      run_hv15_transformer(kRef / "hv15_transformer", nlohmann::json::object(), RefcheckOptions{});
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].check, "out");
   EXPECT_EQ(results[1].check, "out_drop_padding");
   for (const auto& r : results) {
-    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " " << r.max_rel_error << " " << r.note;
+    EXPECT_EQ(r.status, CaseResult::Status::pass)
+        << r.check << " " << r.max_rel_error << " " << r.note;
     EXPECT_DOUBLE_EQ(r.tolerance, 1e-4);
   }
 }
@@ -35,14 +37,16 @@ TEST(Hv15Cases, VaeFixtureDecodePasses) {
   const auto results = run_case(kRef / "hv15_vae", "hv15_vae", RefcheckOptions{});
   ASSERT_EQ(results.size(), 1U);
   EXPECT_EQ(results[0].check, "decoded");
-  EXPECT_EQ(results[0].status, CaseResult::Status::pass) << results[0].max_rel_error << " " << results[0].note;
+  EXPECT_EQ(results[0].status, CaseResult::Status::pass)
+      << results[0].max_rel_error << " " << results[0].note;
 }
 
 TEST(Hv15Cases, DispatcherRecognisesTheTransformerCase) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kRef / "hv15_transformer", "hv15_transformer", RefcheckOptions{});
   ASSERT_EQ(results.size(), 2U);
-  for (const auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
+  for (const auto& r : results)
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
 }
 
 // A copy of the case with the expected output perturbed beyond the tolerance must FAIL.
@@ -87,9 +91,11 @@ TEST(Hv15Cases, PipelineTextToVideoMatchesTheReference) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_t2v";
   const auto results = run_case(dir, "hv15_pipeline_t2v", RefcheckOptions{});
-  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"noise_from_seed", "final_latents", "video", "video_uint8"}));
+  EXPECT_EQ(checks_of(results),
+            (std::vector<std::string>{"noise_from_seed", "final_latents", "video", "video_uint8"}));
   for (const auto& r : results) {
-    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " err " << r.max_rel_error << " " << r.note;
+    EXPECT_EQ(r.status, CaseResult::Status::pass)
+        << r.check << " err " << r.max_rel_error << " " << r.note;
   }
 }
 
@@ -102,11 +108,14 @@ TEST(Hv15Cases, PipelineTextToVideoCaseMustAgreeWithItsConfigs) {
     (void)run_hv15_pipeline_t2v(dir, j, RefcheckOptions{});
     FAIL() << "a case.json guidance_scale the guider config contradicts was accepted";
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("'guidance_scale' = 1.000000 but"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("guider_config.json says 6.000000"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'guidance_scale' = 1.000000 but"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("guider_config.json says 6.000000"), std::string::npos)
+        << e.what();
   }
   j = case_json(dir);
-  j["latents_seed"] = 1;  // the noise no longer is the reference's: the noise check and the outputs fail
+  j["latents_seed"] =
+      1;  // the noise no longer is the reference's: the noise check and the outputs fail
   const auto results = run_hv15_pipeline_t2v(dir, j, RefcheckOptions{});
   ASSERT_EQ(results.size(), 4U);
   for (const auto& r : results) {
@@ -120,8 +129,8 @@ TEST(Hv15Cases, PipelineImageToVideoSizeAndNoiseWithoutAnImageEncoder) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "hv15_pipeline_i2v";
   const auto results = run_hv15_pipeline_i2v(dir, case_json(dir), RefcheckOptions{});
-  EXPECT_EQ(checks_of(results),
-            (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents", "video"}));
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed",
+                                                          "final_latents", "video"}));
   ASSERT_EQ(results.size(), 4U);
   EXPECT_EQ(results[0].status, CaseResult::Status::pass) << results[0].note;
   EXPECT_EQ(results[0].note, "ours 64x64, case.json 64x64");
@@ -144,9 +153,10 @@ TEST(Hv15Cases, PipelineImageToVideoSizeAndNoiseWithoutAnImageEncoder) {
 TEST(Hv15Cases, PipelineImageToVideoWithSiglipPasses) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kRef / "hv15_pipeline_i2v", "hv15_pipeline_i2v", RefcheckOptions{});
-  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents",
-                                                          "video", "video_uint8"}));
-  for (const auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed",
+                                                          "final_latents", "video", "video_uint8"}));
+  for (const auto& r : results)
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << ": " << r.note;
 }
 
 // Tokens that are not SigLIP's: the loader is used (on the folders named by case.json, with
@@ -168,14 +178,15 @@ TEST(Hv15Cases, PipelineImageToVideoTakesTokensFromTheLoader) {
   const auto dir = kRef / "hv15_pipeline_i2v";
   std::vector<RgbImage> seen;
   std::vector<fs::path> dirs;
-  const Hv15ImageEncoderLoader loader = [&](const fs::path& encoder, const fs::path& processor,
-                                            const RefcheckOptions&) -> std::unique_ptr<models::ImageEncoder> {
+  const Hv15ImageEncoderLoader loader =
+      [&](const fs::path& encoder, const fs::path& processor,
+          const RefcheckOptions&) -> std::unique_ptr<models::ImageEncoder> {
     dirs = {encoder, processor};
     return std::make_unique<ConstantImageEncoder>(&seen);
   };
   const auto results = run_hv15_pipeline_i2v(dir, case_json(dir), RefcheckOptions{}, loader);
-  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed", "final_latents",
-                                                          "video", "video_uint8"}));
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"size_from_image", "noise_from_seed",
+                                                          "final_latents", "video", "video_uint8"}));
   EXPECT_EQ(dirs, (std::vector<fs::path>{dir / "../siglip_vision", dir / "../siglip_vision"}));
   ASSERT_EQ(seen.size(), 1U);
   EXPECT_EQ(seen[0].width, 64);

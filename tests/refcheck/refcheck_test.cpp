@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -20,7 +20,8 @@ const fs::path kFixtures = omnidp::test::fixtures_dir();
 
 fs::path fresh_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = fs::temp_directory_path() / ("omnidp-refcheck-" + std::string(info->name()) + "-" + name);
+  auto dir =
+      fs::temp_directory_path() / ("omnidp-refcheck-" + std::string(info->name()) + "-" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -71,12 +72,15 @@ TEST(Identify, ByCaseJsonThenFolderName) {
   EXPECT_EQ(id("x", R"({"euler": "..."})"), "schedulers");
   EXPECT_EQ(id("x", R"({"model": "WanTransformer3DModel"})"), "wan_transformer");
   EXPECT_EQ(id("x", R"j({"model": "AutoencoderKLWan (Wan2.2 layout)"})j"), "wan_vae");
-  EXPECT_EQ(id("x", R"j({"pipeline": "WanPipeline(expand_timesteps=True) = ..."})j"), "wan_pipeline_t2v");
-  EXPECT_EQ(id("x", R"j({"pipeline": "WanImageToVideoPipeline(expand_timesteps=True)"})j"), "wan_pipeline_i2v");
+  EXPECT_EQ(id("x", R"j({"pipeline": "WanPipeline(expand_timesteps=True) = ..."})j"),
+            "wan_pipeline_t2v");
+  EXPECT_EQ(id("x", R"j({"pipeline": "WanImageToVideoPipeline(expand_timesteps=True)"})j"),
+            "wan_pipeline_i2v");
   EXPECT_EQ(id("x", R"j({"model": "T5EncoderModel (T5 v1.1)"})j"), "byt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "UMT5EncoderModel"})"), "umt5_encoder");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLHunyuanVideo15"})"), "hv15_vae");
-  EXPECT_EQ(id("x", R"j({"pipeline": "HunyuanVideo15Pipeline (text-to-video)"})j"), "hv15_pipeline_t2v");
+  EXPECT_EQ(id("x", R"j({"pipeline": "HunyuanVideo15Pipeline (text-to-video)"})j"),
+            "hv15_pipeline_t2v");
   EXPECT_EQ(id("x", R"j({"pipeline": "HunyuanVideo15ImageToVideoPipeline (image-to-video)"})j"),
             "hv15_pipeline_i2v");
   EXPECT_EQ(id("x", R"({"model": "AutoencoderKLWanX"})"), "");  // whole words only
@@ -183,7 +187,8 @@ TEST(Dispatcher, UnknownKindSkipsAndBrokenCaseFails) {
 
   // Only the unknown case: exit 0 (SKIP is not a failure) unless --fail-on-skip.
   fs::remove_all(root / "nested");
-  const std::string bin = std::string("\"") + OMNIDP_BINARY_DIR + "/bin/omni-dp-refcheck\" \"" + root.string() + "\"";
+  const std::string bin =
+      std::string("\"") + OMNIDP_BINARY_DIR + "/bin/omni-dp-refcheck\" \"" + root.string() + "\"";
   int status = std::system((bin + " > /dev/null").c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -193,7 +198,8 @@ TEST(Dispatcher, UnknownKindSkipsAndBrokenCaseFails) {
 }
 
 TEST(Dispatcher, NotAFolderIsIoError) {
-  EXPECT_THROW((void)run_refcheck(kFixtures / "does-not-exist", RefcheckOptions{}, std::cout), IoError);
+  EXPECT_THROW((void)run_refcheck(kFixtures / "does-not-exist", RefcheckOptions{}, std::cout),
+               IoError);
 }
 
 }  // namespace

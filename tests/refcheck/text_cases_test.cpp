@@ -6,8 +6,8 @@
 #include <fstream>
 #include <random>
 
-#include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -55,7 +55,8 @@ TEST(TextCases, Qwen25VLTextHiddenStateMinus3AndLast) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto dir = kRef / "qwen25vl_text";
   const auto results = run_qwen25vl_text(dir, case_json(dir), RefcheckOptions{});
-  EXPECT_EQ(expect_all_pass(results), (std::vector<std::string>{"hidden_states_minus3", "last_hidden_state"}));
+  EXPECT_EQ(expect_all_pass(results),
+            (std::vector<std::string>{"hidden_states_minus3", "last_hidden_state"}));
 }
 
 TEST(TextCases, TheDispatcherKnowsTheThreeKinds) {
@@ -70,15 +71,18 @@ TEST(TextCases, TheDispatcherKnowsTheThreeKinds) {
 TEST(TextCases, AChangedInputFails) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto src = kRef / "umt5_encoder";
-  const auto dir = fs::temp_directory_path() / ("omnidp-textcase-" + std::to_string(std::random_device{}()));
+  const auto dir =
+      fs::temp_directory_path() / ("omnidp-textcase-" + std::to_string(std::random_device{}()));
   fs::create_directories(dir);
-  for (const char* f : {"case.json", "config.json", "model.safetensors"}) fs::copy_file(src / f, dir / f);
+  for (const char* f : {"case.json", "config.json", "model.safetensors"})
+    fs::copy_file(src / f, dir / f);
   const models::SafetensorsFile io(src / "io.safetensors");
   auto ids = io.tensor("input_ids");
   ids[0][0] = ids[0][0].item<float>() == 5.0F ? 6.0F : 5.0F;
-  models::save_safetensors(dir / "io.safetensors", {{"input_ids", ids},
-                                                    {"attention_mask", io.tensor("attention_mask")},
-                                                    {"last_hidden_state", io.tensor("last_hidden_state")}});
+  models::save_safetensors(dir / "io.safetensors",
+                           {{"input_ids", ids},
+                            {"attention_mask", io.tensor("attention_mask")},
+                            {"last_hidden_state", io.tensor("last_hidden_state")}});
   const auto results = run_umt5_encoder(dir, case_json(dir), RefcheckOptions{});
   fs::remove_all(dir);
   ASSERT_EQ(results.size(), 1U);

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -28,7 +28,8 @@ TEST(VisionCases, SiglipVisionPassesBothChecks) {
   EXPECT_EQ(results[1].check, "last_hidden_state");
   EXPECT_DOUBLE_EQ(results[1].tolerance, 1e-4);
   for (const auto& r : results) {
-    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " err " << r.max_rel_error << " " << r.note;
+    EXPECT_EQ(r.status, CaseResult::Status::pass)
+        << r.check << " err " << r.max_rel_error << " " << r.note;
   }
 }
 
@@ -45,7 +46,8 @@ TEST(VisionCases, AWrongReferenceFails) {
   const auto dir = fs::temp_directory_path() / "omnidp-refcheck-vision-wrong";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  for (const char* f : {"case.json", "config.json", "model.safetensors", "preprocessor_config.json"}) {
+  for (const char* f :
+       {"case.json", "config.json", "model.safetensors", "preprocessor_config.json"}) {
     fs::copy_file(kCase / f, dir / f);
   }
   const models::SafetensorsFile io(kCase / "io.safetensors");

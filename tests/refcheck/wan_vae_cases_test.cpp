@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "omnidp/common/error.hpp"
 #include "fixtures.hpp"
+#include "omnidp/common/error.hpp"
 
 namespace omnidp::refcheck {
 namespace {

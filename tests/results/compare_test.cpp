@@ -51,8 +51,8 @@ TEST(Compare, EqualSetsPassFromFoldersAndMergedFiles) {
   }
   const CompareReport r = compare_results(sa, read_results(b.path()));
   EXPECT_EQ(format_report(r, 10, false),
-            "A: " + a.path().string() + " (4 requests)\n" +
-                "B: " + b.path().string() + " (4 requests)\n" +
+            "A: " + a.path().string() + " (4 requests)\n" + "B: " + b.path().string() +
+                " (4 requests)\n" +
                 "matched:     4\n"
                 "mismatched:  0\n"
                 "only in A:   0\n"
@@ -125,8 +125,7 @@ TEST(Compare, HashDifferencesUnderAnotherNumericsProfileAreCountedApart) {
             "video_sha256 differs; numerics profile differs: dtype (fp32 -> bf16)");
   EXPECT_FALSE(r.passed(false));
   const std::string text = format_report(r, 10, false);
-  EXPECT_NE(text.find("mismatched:  0\nmismatched (different numerics profile): 2\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("mismatched:  0\nmismatched (different numerics profile): 2\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("numerics profiles differ:\n  A: " + fp32 + " (4 requests)\n  B: " + bf16 +
                       " (4 requests)\n"),
@@ -165,8 +164,8 @@ TEST(Compare, SoftwareVersionOrUnknownProfileDoNotExcuseAHashDifference) {
   EXPECT_EQ(u.mismatched, 1U);
   EXPECT_EQ(u.mismatched_numerics, 0U);
   EXPECT_TRUE(u.profiles_differ());
-  EXPECT_NE(format_report(u, 0, false).find(
-                "  B: unknown (written before profiles were recorded) (4 requests)\n"),
+  EXPECT_NE(format_report(u, 0, false)
+                .find("  B: unknown (written before profiles were recorded) (4 requests)\n"),
             std::string::npos);
 }
 
@@ -290,8 +289,8 @@ TEST(CompareTolerance, LevelBoundNamesEveryDifferenceAndFailsOutsideIt) {
   const std::string sha_d_a = video_sha256(testing::video_for("d"));
   const std::string sha_d_b = video_sha256(testing::make_video(3, 4, 6, 5));
   EXPECT_EQ(format_report(r, 10, false),
-            "A: " + a.path().string() + " (4 requests)\n" +
-                "B: " + b.path().string() + " (4 requests)\n" +
+            "A: " + a.path().string() + " (4 requests)\n" + "B: " + b.path().string() +
+                " (4 requests)\n" +
                 "matched:     1\n"
                 "within tolerance (max level diff <= 1): 1\n"
                 "mismatched:  2\n"
@@ -303,10 +302,12 @@ TEST(CompareTolerance, LevelBoundNamesEveryDifferenceAndFailsOutsideIt) {
                 "  c: max level diff 100, PSNR 29.71 dB: outside\n"
                 "  d: shapes differ (frames x height x width): A 2x4x6, B 3x4x6: outside\n"
                 "mismatches (2 of 2):\n"
-                "  c: A " + sha_c_a + " B " + sha_c_b +
+                "  c: A " +
+                sha_c_a + " B " + sha_c_b +
                 " (video_sha256 differs; outside the tolerance: max level diff 100, PSNR 29.71 "
                 "dB)\n"
-                "  d: A " + sha_d_a + " B " + sha_d_b +
+                "  d: A " +
+                sha_d_a + " B " + sha_d_b +
                 " (video_sha256 differs; outside the tolerance: shapes differ (frames x height x "
                 "width): A 2x4x6, B 3x4x6)\n"
                 "FAIL: 2 mismatched, 0 only in A, 0 failed\n");
@@ -391,7 +392,7 @@ TEST(CompareTolerance, CorruptVideoStaysAMismatch) {
 
 TEST(Compare, UnreadableInputsAreErrors) {
   ScratchDir a("cmp-a");
-  EXPECT_THROW((void)read_results(a.path()), IoError);                // empty folder
+  EXPECT_THROW((void)read_results(a.path()), IoError);                 // empty folder
   EXPECT_THROW((void)read_results(a.path() / "nothing.h5"), IoError);  // missing
   {
     std::ofstream junk(a.path() / "junk.h5");

@@ -18,9 +18,9 @@ int main(int argc, char** argv) {
   }
   try {
     const std::filesystem::path path = argv[1];
-    std::vector<std::filesystem::path> files =
-        std::filesystem::is_directory(path) ? list_rank_files(path)
-                                            : std::vector<std::filesystem::path>{path};
+    std::vector<std::filesystem::path> files = std::filesystem::is_directory(path)
+                                                   ? list_rank_files(path)
+                                                   : std::vector<std::filesystem::path>{path};
     std::vector<StoredRow> rows;
     for (std::size_t i = 0; i < files.size(); ++i) {
       auto part = read_stored_rows(files[i], i);

@@ -33,7 +33,8 @@ TEST(SelectRows, OneBestRowPerIdInIdOrderWhateverTheInputOrder) {
       r.record.status = status;
       r.record.end_time = end;
       r.record.attempt = attempt;
-      r.record.input_key = std::string(id) + "/" + std::to_string(file) + "/" + std::to_string(attempt);
+      r.record.input_key =
+          std::string(id) + "/" + std::to_string(file) + "/" + std::to_string(attempt);
       r.file_order = file;
       r.video_expected = expected;
       r.video_present = present;
@@ -41,9 +42,9 @@ TEST(SelectRows, OneBestRowPerIdInIdOrderWhateverTheInputOrder) {
     };
     rows.push_back(row(RequestStatus::failed, 50.0, 3, 2, false, false));  // newest, but failed
     rows.push_back(row(RequestStatus::ok, 20.0, 1, 0, true, true));
-    if (k % 2 == 0) rows.push_back(row(RequestStatus::ok, 30.0, 2, 1, true, true));  // the best
+    if (k % 2 == 0) rows.push_back(row(RequestStatus::ok, 30.0, 2, 1, true, true));   // the best
     if (k % 3 == 0) rows.push_back(row(RequestStatus::ok, 90.0, 4, 3, true, false));  // no video
-    if (k % 5 == 0) rows.push_back(row(RequestStatus::ok, 20.0, 1, 4, true, true));  // later file
+    if (k % 5 == 0) rows.push_back(row(RequestStatus::ok, 20.0, 1, 4, true, true));   // later file
   }
   const std::size_t total = rows.size();
   // A fixed scramble (an LCG), so the input order is far from the output order.

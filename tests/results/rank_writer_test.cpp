@@ -156,8 +156,7 @@ TEST(RankWriter, VideosAndAttributesReadableWithH5dump) {
   const CommandResult attrs = run("h5dump -A -g /videos '" + file.string() + "'");
   ASSERT_EQ(attrs.status, 0) << attrs.output;
   EXPECT_NE(attrs.output.find("DATASET \"clip%2F7\""), std::string::npos) << attrs.output;
-  EXPECT_NE(attrs.output.find("DATASPACE  SIMPLE { ( 2, 3, 4, 3 ) / ( 2, 3, 4, 3 ) }"),
-            std::string::npos)
+  EXPECT_NE(attrs.output.find("DATASPACE  SIMPLE { ( 2, 3, 4, 3 ) / ( 2, 3, 4, 3 ) }"), std::string::npos)
       << attrs.output;
   EXPECT_NE(attrs.output.find("\"a red fox\""), std::string::npos) << attrs.output;
   EXPECT_NE(attrs.output.find("\"" + r.video_sha256 + "\""), std::string::npos);

@@ -83,8 +83,8 @@ TEST(Resume, ScanOfAKilledWritersFileSeesEveryFlushedRequest) {
   ASSERT_EQ(set.entries.size(), done.size());
   for (const auto& e : set.entries) EXPECT_EQ(e.actual_sha256, e.video_sha256) << e.id;
   // Outside tools read it as it is (no h5clear needed).
-  const std::string dump = "h5dump -H '" + (dir.path() / "rank-00000.h5").string() +
-                           "' > /dev/null 2>&1";
+  const std::string dump =
+      "h5dump -H '" + (dir.path() / "rank-00000.h5").string() + "' > /dev/null 2>&1";
   EXPECT_EQ(std::system(dump.c_str()), 0);
 }
 
@@ -290,8 +290,8 @@ TEST(ResumeProfiles, ScanCountsTheDoneRequestsOfEachProfile) {
 TEST(ResumeProfiles, SameProfileResumesSilently) {
   ScratchDir dir("same-profile");
   write_profiled_rank(dir.path(), 0, {"a", "b"}, testing::kTestNumerics);
-  EXPECT_TRUE(check_resume_profiles(scan_folder(dir.path()), dir.path(), testing::kTestNumerics, false)
-                  .empty());
+  EXPECT_TRUE(
+      check_resume_profiles(scan_folder(dir.path()), dir.path(), testing::kTestNumerics, false).empty());
 }
 
 TEST(ResumeProfiles, AnotherProfileIsRefusedNamingBothAndTheKeysUnlessMixedIsAllowed) {
@@ -301,8 +301,8 @@ TEST(ResumeProfiles, AnotherProfileIsRefusedNamingBothAndTheKeysUnlessMixedIsAll
   const std::string what = refusal(scan, dir.path(), kBf16);
   EXPECT_EQ(what, dir.path().string() +
                       ": 2 request(s) already done here (e.g. in rank-00000.h5) were made with "
-                      "numerics profile '" + testing::kTestNumerics +
-                      "', but this run's profile is '" + kBf16 +
+                      "numerics profile '" +
+                      testing::kTestNumerics + "', but this run's profile is '" + kBf16 +
                       "' (differing: dtype (fp32 -> bf16)); resuming would mix videos of two "
                       "numerics profiles: use a new output.dir, --no-resume to generate them "
                       "again, or --resume-mixed to keep them (each row records its profile)");
@@ -347,7 +347,8 @@ TEST(ResumeProfiles, FilesWithoutTheColumnAreAnUnknownProfile) {
   const std::string what = refusal(scan, dir.path(), testing::kTestNumerics);
   EXPECT_NE(what.find("1 request(s) already done here (e.g. in rank-00000.h5) were made with an "
                       "unknown numerics profile (written before profiles were recorded), but "
-                      "this run's profile is '" + std::string(testing::kTestNumerics) + "';"),
+                      "this run's profile is '" +
+                      std::string(testing::kTestNumerics) + "';"),
             std::string::npos)
       << what;
   const auto warnings = check_resume_profiles(scan, dir.path(), testing::kTestNumerics, true);

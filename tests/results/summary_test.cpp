@@ -60,8 +60,7 @@ TEST(Summary, MalformedJsonNamesTheFile) {
     (void)summary_from_json("{\"total\": \"many\"}", "x/summary.json");
     FAIL();
   } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("x/summary.json: malformed summary JSON"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("x/summary.json: malformed summary JSON"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW((void)summary_from_json("[1]", "y"), IoError);

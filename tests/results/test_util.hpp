@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -23,8 +23,9 @@ namespace omnidp::results::testing {
 // True when HDF5's command-line tools are installed (Debian's hdf5-tools; the GPU machine has
 // none): the tests that read files "from outside" with h5dump skip without them.
 inline bool have_h5dump() { return std::system("command -v h5dump >/dev/null 2>&1") == 0; }
-#define OMNIDP_REQUIRE_H5DUMP() \
-  if (!::omnidp::results::testing::have_h5dump()) GTEST_SKIP() << "h5dump (hdf5-tools) is not installed"
+#define OMNIDP_REQUIRE_H5DUMP()                   \
+  if (!::omnidp::results::testing::have_h5dump()) \
+  GTEST_SKIP() << "h5dump (hdf5-tools) is not installed"
 
 // A fresh empty folder under the system temp dir, removed by the destructor.
 class ScratchDir {
@@ -32,8 +33,7 @@ class ScratchDir {
   explicit ScratchDir(const std::string& tag) {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
-            ("omnidp-" + tag + "-" + std::to_string(::getpid()) + "-" +
-             std::to_string(counter++));
+            ("omnidp-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

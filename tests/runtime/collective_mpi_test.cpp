@@ -106,8 +106,9 @@ TEST(MpiCollective, ErrorsNameTheCollectiveTheGroupAndTheRank) {
     group.all_gather(nullptr, nullptr, static_cast<std::size_t>(1) << 40, ElementType::u8);
     FAIL() << "no error";
   } catch (const RuntimeError& e) {
-    EXPECT_EQ(e.message(), "all_gather " + where + ": 1099511627776 bytes per rank is more than "
-                                                   "one MPI call takes");
+    EXPECT_EQ(e.message(), "all_gather " + where +
+                               ": 1099511627776 bytes per rank is more than "
+                               "one MPI call takes");
   }
 }
 

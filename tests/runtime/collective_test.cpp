@@ -71,18 +71,20 @@ TEST(InProcessCollective, ErrorsNameTheCollectiveTheGroupAndTheRank) {
     group[1]->broadcast(&x, 1, ElementType::f64, 2);
     FAIL() << "no error";
   } catch (const RuntimeError& e) {
-    EXPECT_EQ(e.message(),
-              "broadcast on replica group 1 (world ranks 3,4), group rank 1 of 2 (in-process): root 2 "
-              "is not a rank of the group");
+    EXPECT_EQ(
+        e.message(),
+        "broadcast on replica group 1 (world ranks 3,4), group rank 1 of 2 (in-process): root 2 "
+        "is not a rank of the group");
   }
   std::uint16_t h = 0;
   try {
     group[0]->all_reduce_sum(&h, 1, ElementType::bf16);
     FAIL() << "no error";
   } catch (const RuntimeError& e) {
-    EXPECT_EQ(e.message(),
-              "all_reduce_sum on replica group 1 (world ranks 3,4), group rank 0 of 2 (in-process): "
-              "the in-process backend does not sum bf16 elements (sum them as f32)");
+    EXPECT_EQ(
+        e.message(),
+        "all_reduce_sum on replica group 1 (world ranks 3,4), group rank 0 of 2 (in-process): "
+        "the in-process backend does not sum bf16 elements (sum them as f32)");
   }
 }
 
@@ -98,9 +100,10 @@ TEST(Collective, BackendChoice) {
     (void)choose_collective_backend(B::nccl, true, false, true, g);
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(),
-                 "parallel.collective_backend: nccl cannot serve replica group 0 (world ranks 0,1): "
-                 "two of its ranks share a GPU (NCCL refuses that; use mpi)");
+    EXPECT_STREQ(
+        e.what(),
+        "parallel.collective_backend: nccl cannot serve replica group 0 (world ranks 0,1): "
+        "two of its ranks share a GPU (NCCL refuses that; use mpi)");
   }
   EXPECT_THROW((void)choose_collective_backend(B::nccl, false, true, true, g), ConfigError);
 }

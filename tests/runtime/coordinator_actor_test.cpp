@@ -17,8 +17,7 @@ using testing::TempDir;
 // Rank 0 of two, on a manifest of `requests` synthetic requests in `dir`.
 ActorHarness two_ranks(const TempDir& dir, int requests) {
   return ActorHarness(testing::synthetic_job(testing::write_manifest(dir.path(), requests),
-                                             dir.path() / "out",
-                                             std::make_shared<MemoryResults>()),
+                                             dir.path() / "out", std::make_shared<MemoryResults>()),
                       2);
 }
 

@@ -89,7 +89,8 @@ class Harness {
   // Every rank's Closed, with the busy seconds it measured (0 where not listed).
   void close_all(const std::vector<double>& busy = {}) {
     for (int r = 0; r < net_.size(); ++r) {
-      reply(r, ClosedMsg{static_cast<std::size_t>(r) < busy.size() ? busy[static_cast<std::size_t>(r)] : 0.0});
+      reply(r, ClosedMsg{static_cast<std::size_t>(r) < busy.size() ? busy[static_cast<std::size_t>(r)]
+                                                                   : 0.0});
     }
   }
 
@@ -198,14 +199,8 @@ TEST(Coordinator, DynamicCostDescWithLateBoundPrefetch) {
   h.reply(0, GeneratedMsg{"r6"});
   h.reply(0, GeneratedMsg{"r2"});
   EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r4#1"}));
-  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{{0, "r1"},
-                                                                         {0, "r6"},
-                                                                         {0, "r2"},
-                                                                         {0, "r4"},
-                                                                         {1, "r5"},
-                                                                         {1, "r3"},
-                                                                         {1, "r7"},
-                                                                         {1, "r0"}}) {
+  for (const auto& [rank, id] : std::vector<std::pair<int, std::string>>{
+           {0, "r1"}, {0, "r6"}, {0, "r2"}, {0, "r4"}, {1, "r5"}, {1, "r3"}, {1, "r7"}, {1, "r0"}}) {
     h.done(rank, id, 0.5);
   }
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);

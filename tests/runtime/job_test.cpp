@@ -39,13 +39,16 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   EXPECT_EQ(l[3],
             "replicas: 2 of 2 rank(s) (tensor_parallel 1 x sequence_parallel 1 x cfg_parallel 2); "
             "coordinator on rank 0 also works");
-  EXPECT_EQ(l[4], "  replica 0: ranks 0,1 (rank 0 cfg branch cond, leader; rank 1 cfg branch uncond)");
-  EXPECT_EQ(l[5], "  replica 1: ranks 2,3 (rank 2 cfg branch cond, leader; rank 3 cfg branch uncond)");
+  EXPECT_EQ(l[4],
+            "  replica 0: ranks 0,1 (rank 0 cfg branch cond, leader; rank 1 cfg branch uncond)");
+  EXPECT_EQ(l[5],
+            "  replica 1: ranks 2,3 (rank 2 cfg branch cond, leader; rank 3 cfg branch uncond)");
   EXPECT_EQ(l[6], "devices by local rank: 0=cpu 1=cpu 2=cpu 3=cpu");
   EXPECT_EQ(l[7],
             "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, "
             "request_timeout_s 0");
-  EXPECT_EQ(l[8], "generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)");
+  EXPECT_EQ(l[8],
+            "generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)");
   // Frames 5, 9, 17, 33 at 32x48, 2 steps, CFG: 2, 3, 5, 9 latent frames x 6 tokens.
   EXPECT_EQ(
       l[11],
@@ -73,11 +76,16 @@ TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
   EXPECT_EQ(l[15].substr(0, 12), "  3    r000 ");
   EXPECT_EQ(l[16].substr(0, 12), "  4    r004 ");
   // Then every request to run in manifest order, with where its values came from.
-  EXPECT_EQ(l[17], "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
-  EXPECT_EQ(l[18], "  line 1 r000: t2v 32 x 48 (manifest line 1), guidance_scale 5 (model default), flow_shift 5 "
-                   "(model default)");
-  EXPECT_EQ(l[22], "  line 5 r004: t2v 32 x 48 (manifest line 5), guidance_scale 5 (model default), flow_shift 5 "
-                   "(model default)");
+  EXPECT_EQ(l[17],
+            "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
+  EXPECT_EQ(l[18],
+            "  line 1 r000: t2v 32 x 48 (manifest line 1), guidance_scale 5 (model default), "
+            "flow_shift 5 "
+            "(model default)");
+  EXPECT_EQ(l[22],
+            "  line 5 r004: t2v 32 x 48 (manifest line 5), guidance_scale 5 (model default), "
+            "flow_shift 5 "
+            "(model default)");
 }
 
 TEST(PrintPlan, AModelThatSizesI2vFromTheImageSaysSo) {
@@ -102,7 +110,8 @@ TEST(PrintPlan, AModelThatSizesI2vFromTheImageSaysSo) {
   ASSERT_GE(l.size(), 8U) << out.str();
   EXPECT_EQ(l[6].substr(0, 10), "scheduler:");
   EXPECT_EQ(l[7],
-            "i2v size: each image's aspect-ratio bucket at target_size 640 (the model's choice) unless its "
+            "i2v size: each image's aspect-ratio bucket at target_size 640 (the model's choice) "
+            "unless its "
             "line sets height/width; the sizes below are resolved");
 }
 

@@ -23,8 +23,7 @@ namespace fs = std::filesystem;
 class TempDir {
  public:
   explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() /
-              ("omnidp-h3-" + name + "-" + std::to_string(::getpid()))) {
+      : path_(fs::temp_directory_path() / ("omnidp-h3-" + name + "-" + std::to_string(::getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
   }

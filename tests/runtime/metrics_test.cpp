@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -10,7 +11,6 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/runtime/coordinator.hpp"
@@ -91,7 +91,8 @@ std::map<std::string, Family> parse_text_format(const std::string& text) {
         const std::size_t eq = line.find('=', i);
         if (eq == std::string::npos) fail("label without '='");
         const std::string label = line.substr(i, eq - i);
-        if (!std::regex_match(label, label_name_re) || label.rfind("__", 0) == 0) fail("bad label name");
+        if (!std::regex_match(label, label_name_re) || label.rfind("__", 0) == 0)
+          fail("bad label name");
         i = eq + 1;
         if (i >= line.size() || line[i] != '"') fail("unquoted label value");
         ++i;
@@ -134,7 +135,8 @@ std::map<std::string, Family> parse_text_format(const std::string& text) {
     auto it = families.find(name);
     if (it == families.end() || it->second.type.empty()) fail("sample before its TYPE");
     if (it->second.help.empty()) fail("sample without HELP");
-    if (it->second.type == "counter" && !name.ends_with("_total")) fail("counter not named *_total");
+    if (it->second.type == "counter" && !name.ends_with("_total"))
+      fail("counter not named *_total");
     std::string key = name;
     for (const auto& [k, v] : s.labels) key += "|" + k + "=" + v;
     if (!series.insert(key).second) fail("series twice");
@@ -210,7 +212,8 @@ TEST(Metrics, StrictParserReadsBackEveryValue) {
   // Unknown ETA is NaN, which the format allows.
   MetricsSnapshot unknown = sample_snapshot();
   unknown.eta_s = -1.0;
-  EXPECT_TRUE(std::isnan(parse_text_format(format_prometheus(unknown)).at("omnidp_eta_seconds").samples.at(0).value));
+  EXPECT_TRUE(std::isnan(
+      parse_text_format(format_prometheus(unknown)).at("omnidp_eta_seconds").samples.at(0).value));
 }
 
 TEST(Metrics, StrictParserRejectsMalformedText) {
@@ -283,7 +286,8 @@ TEST(Metrics, CoordinatorReportsCountsAndCurrentRequests) {
   o.topology = make_topology(o.config.parallel, 2);
   o.plan.to_run = requests.size();
   o.now = [&clock] { return clock; };
-  Coordinator c(o, source, [&](int dest, const Message& m) { send_message(net.endpoint(0), dest, m); });
+  Coordinator c(o, source,
+                [&](int dest, const Message& m) { send_message(net.endpoint(0), dest, m); });
   auto pump = [&] {
     while (net.deliver_all() > 0) {
       for (int r = 0; r < net.size(); ++r) {
@@ -305,7 +309,8 @@ TEST(Metrics, CoordinatorReportsCountsAndCurrentRequests) {
   c.tick();
   auto read = [&] {
     std::ifstream in(dir / "omnidp.prom");
-    return parse_text_format(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    return parse_text_format(
+        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
   };
   auto f = read();
   EXPECT_EQ(f.at("omnidp_requests_queued").samples[0].value, 3.0);
@@ -321,7 +326,7 @@ TEST(Metrics, CoordinatorReportsCountsAndCurrentRequests) {
   f = read();
   EXPECT_EQ(f.at("omnidp_requests_completed_total").samples[0].value, 1.0);
   EXPECT_EQ(f.at("omnidp_requests_queued").samples[0].value, 2.0);
-  EXPECT_EQ(f.at("omnidp_videos_per_minute").samples[0].value, 3.0);  // 1 in 20 s
+  EXPECT_EQ(f.at("omnidp_videos_per_minute").samples[0].value, 3.0);   // 1 in 20 s
   EXPECT_EQ(f.at("omnidp_rank_busy_fraction").samples[0].value, 0.2);  // 4 s of 20 s
   EXPECT_EQ(f.at("omnidp_rank_busy_fraction").samples[1].value, 0.0);
   EXPECT_EQ(f.at("omnidp_rank_current_request").samples[0].labels.at("request_id"), "r2");

@@ -25,11 +25,10 @@ int main(int argc, char** argv) {
     for (int i = 2; i < argc; ++i) {
       const std::string arg = argv[i];
       if (arg.starts_with("--deadline=")) {  // as omni-dp-batch --deadline
-        const double now = std::chrono::duration<double>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-        deadline = omnidp::runtime::Deadline{
-            omnidp::runtime::parse_deadline(arg.substr(11), now), "--deadline " + arg.substr(11)};
+        const double now =
+            std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+        deadline = omnidp::runtime::Deadline{omnidp::runtime::parse_deadline(arg.substr(11), now),
+                                             "--deadline " + arg.substr(11)};
       } else {
         overrides.push_back(arg);
       }

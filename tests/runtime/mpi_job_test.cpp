@@ -2,9 +2,9 @@
 // request done exactly once, failures isolated, round-robin assignment = i % R, drain + resume,
 // a killed rank + resume, a hung request past the timeout.
 #include <fcntl.h>
-#include <sys/file.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,7 +120,8 @@ bool wait_for(F ready) {
 bool mpirun_forwards_sigusr1(const fs::path& dir) {
   const fs::path log = dir / "probe.log";
   const pid_t pid = spawn_command(
-      "exec mpirun --oversubscribe --bind-to none -np 1 sh -c 'trap \"exit 0\" USR1; echo ready; i=0; "
+      "exec mpirun --oversubscribe --bind-to none -np 1 sh -c 'trap \"exit 0\" USR1; echo ready; "
+      "i=0; "
       "while [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; exit 3'",
       log);
   if (pid <= 0) return false;
@@ -232,8 +233,10 @@ TEST(MpiJobReliability, DrainThenResume) {
 // A 4x4 RGB PNG (signature, IHDR, one IDAT, IEND).
 void write_tiny_png(const fs::path& file) {
   static const char kPng[] =
-      "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x04\x00\x00\x00\x04\x08\x02"
-      "\x00\x00\x00\x26\x93\x09\x29\x00\x00\x00\x10\x49\x44\x41\x54\x78\x9c\x63\xa8\xb0\x91\x83\x23\x06\xe2\x38"
+      "\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x04\x00\x00\x00"
+      "\x04\x08\x02"
+      "\x00\x00\x00\x26\x93\x09\x29\x00\x00\x00\x10\x49\x44\x41\x54\x78\x9c\x63\xa8\xb0\x91\x83\x23"
+      "\x06\xe2\x38"
       "\x00\x5b\x23\x0d\x21\xef\x7f\x89\x3d\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
   std::ofstream(file, std::ios::binary).write(kPng, sizeof kPng - 1);
 }
@@ -260,10 +263,12 @@ TEST(MpiJobTasks, TwoJobsShareAMixedManifest) {
   EXPECT_EQ(s.failed, 0U);
   EXPECT_EQ(s.skipped_tasks, 4U);
   EXPECT_EQ(s.skipped_resume, 0U);
-  EXPECT_NE(i2v.output.find("summary: 2 completed, 0 failed, 4 skipped (input.tasks)\n"), std::string::npos)
+  EXPECT_NE(i2v.output.find("summary: 2 completed, 0 failed, 4 skipped (input.tasks)\n"),
+            std::string::npos)
       << i2v.output;
   // The effective configuration, as printed and stored, says where the defaults came from.
-  const std::string defaults = "# generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)\n";
+  const std::string defaults =
+      "# generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)\n";
   EXPECT_NE(i2v.output.find("  tasks: [i2v]\n"), std::string::npos) << i2v.output;
   EXPECT_NE(i2v.output.find(defaults), std::string::npos) << i2v.output;
   const std::string stored = results::read_file_info(results::list_rank_files(out).at(0)).config_yaml;
@@ -318,12 +323,10 @@ TEST(MpiJobReliability, DeadlineWithoutSignalsDrainsThenRerunFinishes) {
   const double cost = prior_cost(describe_model(c.model), probe);
   ASSERT_GT(cost, 0.0);
   const std::string spg = "synthetic.seconds_per_gcost=" + std::to_string(8.0 * 1e9 / cost);
-  const auto first =
-      mpirun(2, config, {spg, "scheduler.deadline_margin_s=5", "--deadline=+20s"});
+  const auto first = mpirun(2, config, {spg, "scheduler.deadline_margin_s=5", "--deadline=+20s"});
   ASSERT_EQ(first.exit_code, 75) << first.output;
   EXPECT_NE(first.output.find("(from --deadline +20s)"), std::string::npos) << first.output;
-  EXPECT_NE(first.output.find("coordinator: deadline: no further request fits"),
-            std::string::npos)
+  EXPECT_NE(first.output.find("coordinator: deadline: no further request fits"), std::string::npos)
       << first.output;
   const auto partial = count_ids(all_rows(dir.path() / "out"));
   EXPECT_EQ(partial.size(), 2U) << first.output;  // one per replica
@@ -339,8 +342,7 @@ TEST(MpiJobReliability, DeadlineWithoutSignalsDrainsThenRerunFinishes) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
   for (const auto& row : rows) {
     const int i = std::stoi(row.record.id.substr(1));
-    EXPECT_EQ(row.record.video_sha256,
-              video_sha256(models::synthetic_video(50 + i, 9, 32, 48)))
+    EXPECT_EQ(row.record.video_sha256, video_sha256(models::synthetic_video(50 + i, 9, 32, 48)))
         << row.record.id;
   }
 }
@@ -370,8 +372,9 @@ TEST(MpiJobReliability, ARankFileLockedByALiveProcessIsAClearError) {
 TEST(MpiJobReliability, SignalsOnMpirunDrainThenAbandon) {
   TempDir dir("mpi-signal");
   if (!mpirun_forwards_sigusr1(dir.path())) {
-    GTEST_SKIP() << "this machine's mpirun does not forward SIGUSR1 to its processes (probed with one sh "
-                    "rank); a job there is drained by signalling its ranks (e.g. scancel --signal=USR1)";
+    GTEST_SKIP()
+        << "this machine's mpirun does not forward SIGUSR1 to its processes (probed with one sh "
+           "rank); a job there is drained by signalling its ranks (e.g. scancel --signal=USR1)";
   }
   const auto manifest = write_manifest(dir.path(), 8);
   const fs::path log = dir.path() / "run.log";
@@ -537,11 +540,12 @@ TEST(MpiJobDevices, EachRankTakesTheDeviceOfItsLocalRank) {
   ASSERT_EQ(files.size(), 2U);
   for (const auto& f : files) {
     const auto info = results::read_file_info(f);
-    EXPECT_EQ(info.device, "cuda:" + std::to_string(info.rank)) << f;  // one node: local = world rank
+    EXPECT_EQ(info.device, "cuda:" + std::to_string(info.rank))
+        << f;  // one node: local = world rank
   }
   const auto listed = mpirun(2, write_config(dir.path(), manifest),
-                             {"model.device=cuda", "parallel.devices=[3, 5]", "output.dir=" +
-                                                                                  (dir.path() / "out2").string()});
+                             {"model.device=cuda", "parallel.devices=[3, 5]",
+                              "output.dir=" + (dir.path() / "out2").string()});
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   for (const auto& f : results::list_rank_files(dir.path() / "out2")) {
     const auto info = results::read_file_info(f);
@@ -552,8 +556,7 @@ TEST(MpiJobDevices, EachRankTakesTheDeviceOfItsLocalRank) {
 TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
   TempDir dir("mpi-groups-bad");
   const auto manifest = write_manifest(dir.path(), 2);
-  const auto run =
-      mpirun(3, write_config(dir.path(), manifest), {"parallel.cfg_parallel_size=2"});
+  const auto run = mpirun(3, write_config(dir.path(), manifest), {"parallel.cfg_parallel_size=2"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("parallel: 3 working rank(s) (world size 3) cannot be split into "
                             "replica groups of tensor_parallel_size x sequence_parallel_size x "

@@ -44,7 +44,8 @@ ProgressSnapshot snapshot(std::size_t done, std::size_t total, double elapsed, d
 TEST(Progress, LineAndDurations) {
   EXPECT_EQ(format_progress(snapshot(37, 120, 177.6, 400)),
             "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s");
-  EXPECT_EQ(format_progress(snapshot(0, 0, 0, -1)), "0/0 done (100.0%), 0 failed, 0.0 videos/min, ETA --");
+  EXPECT_EQ(format_progress(snapshot(0, 0, 0, -1)),
+            "0/0 done (100.0%), 0 failed, 0.0 videos/min, ETA --");
   EXPECT_EQ(format_duration(45), "45s");
   EXPECT_EQ(format_duration(3720), "1h02m");
   EXPECT_EQ(format_duration(-1), "--");
@@ -79,7 +80,8 @@ TEST(Progress, InPlaceBarOnATerminal) {
   const std::string bar1 = "[" + std::string(15, '#') + std::string(15, '.') + "]";
   const std::string bar2 = "[" + std::string(30, '#') + "]";
   EXPECT_EQ(out.text(), "\r\033[K" + bar1 + " 1/2 done (50.0%), 1 failed, 10.0 videos/min, ETA 6s" +
-                            "\r\033[K" + bar2 + " 2/2 done (100.0%), 1 failed, 10.0 videos/min, ETA 0s\n");
+                            "\r\033[K" + bar2 +
+                            " 2/2 done (100.0%), 1 failed, 10.0 videos/min, ETA 0s\n");
 }
 
 }  // namespace

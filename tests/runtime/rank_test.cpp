@@ -317,8 +317,7 @@ TEST(InProcessJob, ABadManifestStopsTheJobAfterTheLoadsWithoutOpeningResults) {
   for (const auto& out : outcomes) {
     ASSERT_TRUE(out.threw);
     EXPECT_EQ(out.kind, ErrorKind::manifest);
-    EXPECT_NE(out.error.find(":4:id: duplicate id \"r000\": first used on line 1"),
-              std::string::npos)
+    EXPECT_NE(out.error.find(":4:id: duplicate id \"r000\": first used on line 1"), std::string::npos)
         << out.error;
   }
   EXPECT_TRUE(results->opened.empty());
@@ -378,8 +377,9 @@ class AxesPipeline final : public Pipeline {
       std::int32_t one = 1;
       c->all_reduce_sum(&one, 1, ElementType::i32);
       const std::lock_guard lock(*mutex_);
-      seen_->insert(std::string(name) + ": " + c->group_name() + ", rank " + std::to_string(c->rank()) +
-                    " of " + std::to_string(c->size()) + ", sum " + std::to_string(one));
+      seen_->insert(std::string(name) + ": " + c->group_name() + ", rank " +
+                    std::to_string(c->rank()) + " of " + std::to_string(c->size()) + ", sum " +
+                    std::to_string(one));
     }
     return inner_->generate(r, ctx);
   }
@@ -401,7 +401,8 @@ TEST(InProcessJob, EachAxisOfAGroupHasItsOwnCollectives) {
   auto mutex = std::make_shared<std::mutex>();
   auto seen = std::make_shared<std::set<std::string>>();
   o.make_pipeline = [cfg = o.config, mutex, seen](const DeviceBinding& d) {
-    return std::make_unique<AxesPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d), mutex, seen);
+    return std::make_unique<AxesPipeline>(std::make_unique<models::SyntheticPipeline>(cfg, d),
+                                          mutex, seen);
   };
   expect_all(run_job_in_process(o, 4), ExitCode::ok);
   EXPECT_EQ(row_ids(*results), ids(2));

@@ -102,14 +102,16 @@ TEST(SharedOutputDir, ARankThatResolvesAnotherFolderStopsEveryRank) {
   const std::string& w = out[0].what;
   EXPECT_EQ(w.rfind("output.dir: the output folder '" + (tmp.path() / "out").string() +
                         "' is not shared by every rank: rank 2 on host nodeB does not see the "
-                        "token file '" + token_prefix,
+                        "token file '" +
+                        token_prefix,
                     0),
             0U)
       << w;
   EXPECT_NE(w.find("' that rank 0 on host nodeA wrote (its nearest existing folder of '" +
                    (tmp.path() / "local" / "out").string() + "' is '" +
                    (tmp.path() / "local" / "out").string() + "', rank 0's is '" +
-                   (tmp.path() / "out").string() + "'). output.dir must be on a file system "
+                   (tmp.path() / "out").string() +
+                   "'). output.dir must be on a file system "
                    "shared by all nodes (not a node-local folder such as /tmp or a local "
                    "scratch disk)"),
             std::string::npos)

@@ -60,7 +60,8 @@ AssignMsg assign(const std::string& id, int attempt = 1) {
 
 std::vector<WriteJob> writes(ActorHarness& h) {
   std::vector<WriteJob> out;
-  for (auto& item : h.context->writes.take_all()) out.push_back(std::get<WriteJob>(std::move(item)));
+  for (auto& item : h.context->writes.take_all())
+    out.push_back(std::get<WriteJob>(std::move(item)));
   return out;
 }
 

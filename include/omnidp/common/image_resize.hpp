@@ -27,7 +27,7 @@ enum class ResizeConvention { pillow, torch };
 // `image` resized to width x height. Nothing is resampled along an axis whose size is
 // unchanged (same size: a copy). Throws InputError (file "<image>") when a size is not
 // positive or the filter is not available in the convention.
-[[nodiscard]] RgbImage resize_rgb(const RgbImage& image, int width, int height, ResampleFilter filter,
-                                  ResizeConvention convention);
+[[nodiscard]] RgbImage resize_rgb(const RgbImage& image, int width, int height,
+                                  ResampleFilter filter, ResizeConvention convention);
 
 }  // namespace omnidp

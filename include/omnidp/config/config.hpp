@@ -14,8 +14,8 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,12 +38,12 @@ struct ModelConfig {
   std::string name = "tiny-wan";  // a registered model (models/model_table.hpp)
   // A shared library that registers more models (docs/models.md, "Out-of-tree models"); "" = none.
   std::string plugin;
-  std::string path;               // Diffusers snapshot folder (weights: pretrained)
+  std::string path;  // Diffusers snapshot folder (weights: pretrained)
   WeightsSource weights = WeightsSource::random;
   std::uint64_t weights_seed = 0;  // seed of `weights: random`
   DType dtype = DType::fp32;
   DeviceKind device = DeviceKind::cpu;
-  int torch_threads = 0;            // intra-op threads per rank; 0 = libtorch's default
+  int torch_threads = 0;             // intra-op threads per rank; 0 = libtorch's default
   bool offload_text_encoder = true;  // move text encoders to the CPU after encoding
   // CUDA attention kernels: auto (libtorch's choice) | flash | cudnn | efficient | math.
   AttentionKernel attention = AttentionKernel::automatic;
@@ -55,13 +55,13 @@ struct ModelConfig {
 };
 
 struct ParallelConfig {
-  int data_parallel_size = 0;  // 0 = auto = world size / ranks per replica
+  int data_parallel_size = 0;      // 0 = auto = world size / ranks per replica
   int tensor_parallel_size = 1;    // > 1 only for a model that implements it (ModelChoice)
   int sequence_parallel_size = 1;  // Ulysses sequence parallel; must divide the model's heads
   // parallel.ulysses_degree, the reference server's name of sequence_parallel_size: 0 = unset;
   // set, it is sequence_parallel_size (validate_and_resolve; both set differently: ConfigError).
   int ulysses_degree = 0;
-  int cfg_parallel_size = 1;       // 2: the two CFG branches on the two ranks of a group
+  int cfg_parallel_size = 1;  // 2: the two CFG branches on the two ranks of a group
   CollectiveBackend collective_backend = CollectiveBackend::automatic;
   std::vector<std::string> devices;  // empty = auto (GPU local_rank); else one per local rank
   bool coordinator_runs_work = true;
@@ -72,11 +72,11 @@ struct ParallelConfig {
 struct SchedulerConfig {
   SchedulerPolicy policy = SchedulerPolicy::dynamic;
   WorkOrder order = WorkOrder::cost_desc;
-  int prefetch = 1;                 // requests queued per replica beyond the running one
-  int max_retries = 1;              // extra attempts for transient failures
-  double request_timeout_s = 0.0;   // 0 = off; hung request -> MPI_Abort
-  std::size_t lookahead = 4096;     // cost_desc: requests read ahead and ordered
-  double heartbeat_s = 5.0;         // worker heartbeat period
+  int prefetch = 1;                // requests queued per replica beyond the running one
+  int max_retries = 1;             // extra attempts for transient failures
+  double request_timeout_s = 0.0;  // 0 = off; hung request -> MPI_Abort
+  std::size_t lookahead = 4096;    // cost_desc: requests read ahead and ordered
+  double heartbeat_s = 5.0;        // worker heartbeat period
   // Deadline-aware dispatch (docs/slurm.md): a request is handed out only when it is expected
   // to finish this many seconds before the job's end (--deadline or Slurm's end time).
   double deadline_margin_s = 60.0;
@@ -103,11 +103,11 @@ struct GenerationConfig {  // defaults; each manifest line may override them
 };
 
 struct InputConfig {
-  std::string manifest;                       // JSONL; relative to the config file's folder
+  std::string manifest;  // JSONL; relative to the config file's folder
   // The tasks whose lines this job runs ("t2v", "i2v"; each at most once, not empty); the
   // lines of other tasks are skipped, neither run nor failed (docs/manifest.md "Tasks").
   std::vector<std::string> tasks{"t2v", "i2v"};
-  std::size_t max_line_bytes = 1U << 20;      // longer lines are refused
+  std::size_t max_line_bytes = 1U << 20;               // longer lines are refused
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // larger images refused before decoding
 
   friend bool operator==(const InputConfig&, const InputConfig&) = default;
@@ -117,8 +117,8 @@ struct OutputConfig {
   std::string dir = "results";
   bool store_video = true;
   CompressionKind compression = CompressionKind::none;
-  int gzip_level = 0;                 // 1..9 when compression is gzip
-  std::vector<std::string> export_formats;  // e.g. [mp4]
+  int gzip_level = 0;                                 // 1..9 when compression is gzip
+  std::vector<std::string> export_formats;            // e.g. [mp4]
   FileLocking file_locking = FileLocking::automatic;  // auto: off on Lustre, GPFS, NFS, ...
   // Prometheus text file rank 0 rewrites during the run (docs/export.md, "Live metrics");
   // "" = none. Must end in ".prom" (node_exporter's textfile collector reads only those).
@@ -146,11 +146,11 @@ struct SyntheticConfig {
 struct FaultConfig {
   std::vector<std::string> fail_ids;            // these requests always fail
   std::vector<std::string> transient_fail_ids;  // these fail on their first attempt only
-  int drain_after = 0;           // rank 0 hands out only this many requests and drains once they
-                                 // completed (0 = off)
-  int kill_rank = -1;            // this rank SIGKILLs itself ...
-  int kill_after = 0;            // ... after this many of its own completions (0 = off)
-  bool kill_in_write = false;    // ... between the dataset write and the flush instead
+  int drain_after = 0;         // rank 0 hands out only this many requests and drains once they
+                               // completed (0 = off)
+  int kill_rank = -1;          // this rank SIGKILLs itself ...
+  int kill_after = 0;          // ... after this many of its own completions (0 = off)
+  bool kill_in_write = false;  // ... between the dataset write and the flush instead
   std::vector<std::string> hang_ids;  // these requests never finish (request_timeout tests)
 
   friend bool operator==(const FaultConfig&, const FaultConfig&) = default;

@@ -35,10 +35,10 @@ inline constexpr std::string_view kSoftwareKey = "software";
 
 // How two profiles differ.
 struct NumericsDifference {
-  bool unknown = false;                // one of them is "" (unknown) and the other is not
-  std::vector<std::string> keys;       // keys whose values differ (missing = ""), sorted,
-                                       // without kSoftwareKey
-  bool software = false;               // the software version differs
+  bool unknown = false;           // one of them is "" (unknown) and the other is not
+  std::vector<std::string> keys;  // keys whose values differ (missing = ""), sorted,
+                                  // without kSoftwareKey
+  bool software = false;          // the software version differs
   // Bytes may differ for a known reason: unknown, or a key other than the software differs.
   [[nodiscard]] bool numerics() const noexcept { return unknown || !keys.empty(); }
   [[nodiscard]] bool any() const noexcept { return numerics() || software; }

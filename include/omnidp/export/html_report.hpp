@@ -15,12 +15,12 @@
 namespace omnidp::video_export {
 
 struct ReportOptions {
-  std::size_t thumbnails = 0;       // videos in the thumbnail strip (first, middle, last frame)
-  int thumbnail_width = 160;        // pixels; frames are scaled down (never up) to it
-  int plot_width = 1000;            // pixels of every time axis
-  double min_bar_px = 2.0;          // timeline bars narrower than this are aggregated per pixel
-  std::size_t max_failures = 200;   // failures listed (the count is always given)
-  std::string title;                // "" = "omni-dp run <source>"
+  std::size_t thumbnails = 0;      // videos in the thumbnail strip (first, middle, last frame)
+  int thumbnail_width = 160;       // pixels; frames are scaled down (never up) to it
+  int plot_width = 1000;           // pixels of every time axis
+  double min_bar_px = 2.0;         // timeline bars narrower than this are aggregated per pixel
+  std::size_t max_failures = 200;  // failures listed (the count is always given)
+  std::string title;               // "" = "omni-dp run <source>"
 };
 
 // The report as one HTML document. Thumbnails read the stored videos (Hdf5Error when one is

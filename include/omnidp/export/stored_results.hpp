@@ -17,10 +17,10 @@
 namespace omnidp::video_export {
 
 struct StoredRun {
-  std::string source;                       // the path given
-  std::vector<std::filesystem::path> files; // the HDF5 files read
-  results::ResultsFileInfo info;            // root attributes of the first file read
-  std::vector<results::StoredRow> rows;     // one per id, sorted by id (results::select_rows)
+  std::string source;                        // the path given
+  std::vector<std::filesystem::path> files;  // the HDF5 files read
+  results::ResultsFileInfo info;             // root attributes of the first file read
+  std::vector<results::StoredRow> rows;      // one per id, sorted by id (results::select_rows)
   std::size_t duplicates_dropped = 0;
   RunSummary summary;
   // "runtime" / "summary.json" / "recomputed": results.h5's /summary source attribute;
@@ -36,7 +36,7 @@ struct StoredRun {
 
 struct StoredVideo {
   Video video;
-  int fps = 0;           // the request's fps (video attribute)
+  int fps = 0;  // the request's fps (video attribute)
   std::string prompt;
   std::uint64_t seed = 0;
 };

@@ -37,7 +37,7 @@ class FileHashCache {
 
   struct Entry {
     std::string sha256;
-    int width = 0;   // an image's probed size; 0 when the file was not probed as an image
+    int width = 0;  // an image's probed size; 0 when the file was not probed as an image
     int height = 0;
   };
 
@@ -75,9 +75,9 @@ class FileHashCache {
   Hasher hasher_;
   std::unordered_map<std::string, Slot> entries_;
   std::size_t hashed_ = 0;
-  std::size_t loaded_ = 0;     // entries read by load()
-  std::size_t added_ = 0;      // put() of a new path or a new stamp since load()
-  std::size_t used_ = 0;       // entries marked used since load()
+  std::size_t loaded_ = 0;  // entries read by load()
+  std::size_t added_ = 0;   // put() of a new path or a new stamp since load()
+  std::size_t used_ = 0;    // entries marked used since load()
 };
 
 // Where rank 0 keeps the cache of a job: <output_dir>/.omnidp-file-hashes.

@@ -32,13 +32,13 @@
 namespace omnidp {
 
 struct ManifestOptions {
-  std::filesystem::path path;   // the JSONL file; image paths resolve against its folder
+  std::filesystem::path path;  // the JSONL file; image paths resolve against its folder
   // Fills the fields a line leaves out. An unset guidance_scale / flow_shift here makes a line
   // without its own a ManifestError (job_manifest_options fills them from the snapshot or the
   // model's default, models/pipeline.hpp).
   GenerationConfig defaults;
-  std::string model_name;       // part of the input key
-  std::string weights_identity;  // part of the input key (models/pipeline.hpp)
+  std::string model_name;                 // part of the input key
+  std::string weights_identity;           // part of the input key (models/pipeline.hpp)
   std::size_t max_line_bytes = 1U << 20;  // longer lines are refused (line end not counted)
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
   // height and width must be multiples of this (the model's VAE x patch size, ModelInfo::
@@ -80,8 +80,7 @@ struct ManifestOptions {
 
 // Options from a resolved Config: input.manifest, generation, model.name, input limits,
 // input.tasks (empty `tasks` when it lists both).
-[[nodiscard]] ManifestOptions manifest_options(const Config& config,
-                                               std::string weights_identity);
+[[nodiscard]] ManifestOptions manifest_options(const Config& config, std::string weights_identity);
 
 class ManifestReader {
  public:
@@ -120,9 +119,9 @@ class ManifestReader {
 };
 
 struct ValidationReport {
-  std::size_t requests = 0;             // valid request lines (including those with input errors)
-  std::size_t filtered = 0;             // valid lines of tasks not in input.tasks (skipped)
-  std::vector<ManifestError> errors;    // malformed lines: the job must not start
+  std::size_t requests = 0;           // valid request lines (including those with input errors)
+  std::size_t filtered = 0;           // valid lines of tasks not in input.tasks (skipped)
+  std::vector<ManifestError> errors;  // malformed lines: the job must not start
   // Per-request input defects (each request's Request::input_error, "file:line:field:
   // reason"): the job would run and record these requests as failed.
   std::vector<std::string> input_errors;

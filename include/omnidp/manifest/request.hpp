@@ -17,9 +17,9 @@ struct Request {
   std::string negative_prompt;
   std::uint64_t seed = 0;  // 0 .. 2^63-1
   Task task = Task::t2v;
-  std::string image;          // absolute path, empty for t2v
-  std::string image_sha256;   // hex SHA-256 of the image bytes, empty for t2v
-  std::string prompt_embeds;  // absolute path of precomputed embeddings, may be empty
+  std::string image;                 // absolute path, empty for t2v
+  std::string image_sha256;          // hex SHA-256 of the image bytes, empty for t2v
+  std::string prompt_embeds;         // absolute path of precomputed embeddings, may be empty
   std::string prompt_embeds_sha256;  // hex SHA-256 of that file's bytes, empty without one
   int num_frames = 0;
   int height = 0;
@@ -37,9 +37,9 @@ struct Request {
   bool line_sets_flow_shift = false;
   int image_height = 0;
   int image_width = 0;
-  std::size_t line = 0;      // 1-based line in the manifest
-  std::size_t index = 0;     // 0-based position among the manifest's requests
-  std::string input_key;     // hex SHA-256 of the canonical encoding (SPEC section 4)
+  std::size_t line = 0;   // 1-based line in the manifest
+  std::size_t index = 0;  // 0-based position among the manifest's requests
+  std::string input_key;  // hex SHA-256 of the canonical encoding (SPEC section 4)
   // A per-request input defect found while reading the manifest (image missing, unreadable,
   // not a PNG/JPEG, over the pixel limit; embeddings file missing). Empty when the inputs are
   // fine. Non-empty: the request is recorded as failed with this message and never runs; its

@@ -26,8 +26,8 @@ using CreatePipeline = std::function<std::unique_ptr<Pipeline>(const Config&, co
 
 struct ModelRegistration {
   std::string name;
-  ModelInfo facts;           // facts.name is set to `name` on add()
-  bool has_weights = true;   // false: `weights: pretrained` is refused (synthetic)
+  ModelInfo facts;          // facts.name is set to `name` on add()
+  bool has_weights = true;  // false: `weights: pretrained` is refused (synthetic)
   // Snapshot facts read without loading weights (e.g. a config.json's target_size); may be empty.
   std::function<void(const ModelConfig&, ModelInfo&)> describe;
   // The snapshot's own generation values (guider/, scheduler/) for the keys the YAML leaves

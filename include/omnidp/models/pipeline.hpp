@@ -24,8 +24,8 @@ namespace omnidp {
 // The device a rank's replica runs on.
 struct DeviceBinding {
   DeviceKind kind = DeviceKind::cpu;
-  int index = 0;          // CUDA ordinal (ignored on cpu)
-  std::string name;       // human-readable, e.g. "cuda:3 (NVIDIA H200)" or "cpu"
+  int index = 0;     // CUDA ordinal (ignored on cpu)
+  std::string name;  // human-readable, e.g. "cuda:3 (NVIDIA H200)" or "cpu"
   // This rank's tensor shard (parallel.tensor_parallel_size): the factory builds and loads
   // only shard tensor_rank of tensor_size of the transformer (docs/models.md, "Tensor
   // parallelism"); generate() then gets GenerateContext::tensor of that size and rank.
@@ -45,13 +45,13 @@ struct ValueOrigin {
 // Static facts of a model family used for cost estimates and latent shapes.
 struct ModelInfo {
   std::string name;
-  int vae_temporal = 4;    // latent frames = (frames - 1) / vae_temporal + 1
-  int vae_spatial = 16;    // latent height = height / vae_spatial
+  int vae_temporal = 4;  // latent frames = (frames - 1) / vae_temporal + 1
+  int vae_spatial = 16;  // latent height = height / vae_spatial
   int patch_t = 1;
   int patch_h = 1;
   int patch_w = 1;
   bool supports_i2v = true;
-  int hidden_size = 0;     // transformer width (cost model's a, b scale with it)
+  int hidden_size = 0;  // transformer width (cost model's a, b scale with it)
   // Attention heads of the transformer (a snapshot's config.json may set them: describe);
   // parallel.sequence_parallel_size must divide them. 0: not checked.
   int attention_heads = 0;
@@ -72,14 +72,15 @@ struct ModelInfo {
   double default_guidance_scale = 5.0;
   double default_flow_shift = 5.0;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
-  [[nodiscard]] int size_multiple() const noexcept { return vae_spatial * (patch_h > patch_w ? patch_h : patch_w); }
+  [[nodiscard]] int size_multiple() const noexcept {
+    return vae_spatial * (patch_h > patch_w ? patch_h : patch_w);
+  }
 };
 
 // Facts of a registered model, without loading weights (reads at most a config.json of the
 // snapshot: hunyuanvideo-1.5's transformer/config.json target_size). Throws ConfigError for
 // unknown names, WeightsError for an unreadable config.
 [[nodiscard]] ModelInfo describe_model(const ModelConfig& model);
-
 
 // The defaults of the values a manifest line may leave out and a snapshot carries
 // (docs/configuration.md "Generation defaults"): generation.guidance_scale / flow_shift when
@@ -119,7 +120,7 @@ struct GenerationDefaults {
 
 // Passed to generate(): lets a long generation stop early when the job abandons work.
 struct GenerateContext {
-  std::function<bool()> abandoned;            // polled between denoising steps; may be empty
+  std::function<bool()> abandoned;                   // polled between denoising steps; may be empty
   std::function<void(int step, int total)> on_step;  // progress callback; may be empty
   int attempt = 1;  // 1-based attempt of this request (retries after transient failures)
   // CFG-parallel (parallel.cfg_parallel_size 2): the replica group's collectives, rank 0 the

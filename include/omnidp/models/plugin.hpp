@@ -27,11 +27,11 @@ void load_model_plugin(const std::string& path);
 
 }  // namespace omnidp::models
 
-#define OMNIDP_MODEL_PLUGIN(register_function)                                              \
-  extern "C" __attribute__((visibility("default"))) int omnidp_plugin_abi_version() {       \
-    return ::omnidp::models::kPluginAbiVersion;                                             \
-  }                                                                                         \
-  extern "C" __attribute__((visibility("default"))) void omnidp_plugin_register(            \
-      ::omnidp::models::ModelTable& table) {                                                \
-    register_function(table);                                                               \
+#define OMNIDP_MODEL_PLUGIN(register_function)                                        \
+  extern "C" __attribute__((visibility("default"))) int omnidp_plugin_abi_version() { \
+    return ::omnidp::models::kPluginAbiVersion;                                       \
+  }                                                                                   \
+  extern "C" __attribute__((visibility("default"))) void omnidp_plugin_register(      \
+      ::omnidp::models::ModelTable& table) {                                          \
+    register_function(table);                                                         \
   }

@@ -25,6 +25,7 @@ struct FrameSize {
 // height / width (rounded to 5 decimals as Python's round does) is >= the image's for a
 // landscape image (h / w < 1), <= it otherwise, the first of the closest ratio. Throws
 // std::invalid_argument for non-positive sizes or an empty bucket list.
-[[nodiscard]] FrameSize hv15_bucket_size(int image_height, int image_width, int target_size, int patch);
+[[nodiscard]] FrameSize hv15_bucket_size(int image_height, int image_width, int target_size,
+                                         int patch);
 
 }  // namespace omnidp::models

@@ -15,8 +15,8 @@ namespace omnidp::models {
                                                                   const char* alt_name);
 // `key` of a JSON object file as a finite number accepted by `check` ("" = valid, else the
 // reason); nullopt when the key is absent or null.
-[[nodiscard]] std::optional<double> snapshot_number(const std::filesystem::path& file, const char* key,
-                                                    std::string (*check)(double));
+[[nodiscard]] std::optional<double> snapshot_number(const std::filesystem::path& file,
+                                                    const char* key, std::string (*check)(double));
 // `key` of a JSON object file as a string; "" when absent.
 [[nodiscard]] std::string snapshot_string(const std::filesystem::path& file, const char* key);
 

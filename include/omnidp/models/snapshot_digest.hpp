@@ -28,9 +28,9 @@ struct SnapshotDigestOptions {
 };
 
 struct SnapshotDigest {
-  std::string sha256;          // lower-case hex: the identity's digest
-  std::size_t files = 0;       // files covered
-  std::size_t hashed = 0;      // of which read this time (not found in the cache)
+  std::string sha256;      // lower-case hex: the identity's digest
+  std::size_t files = 0;   // files covered
+  std::size_t hashed = 0;  // of which read this time (not found in the cache)
   std::uint64_t hashed_bytes = 0;
   std::filesystem::path cache_file;  // the sidecar written; empty when none was writable
 };
@@ -38,8 +38,7 @@ struct SnapshotDigest {
 // The files of `root` (recursively; symlinks followed) that the digest covers, sorted by
 // relative path: *.safetensors, *.json, *.model, *.txt, *.tiktoken, outside hidden folders and
 // not hidden themselves. Throws WeightsError when `root` is not a folder or cannot be listed.
-[[nodiscard]] std::vector<std::filesystem::path> snapshot_digest_files(
-    const std::filesystem::path& root);
+[[nodiscard]] std::vector<std::filesystem::path> snapshot_digest_files(const std::filesystem::path& root);
 
 // The sidecar locations, in order: <root>/.omnidp-weights-sha256.json, then
 // $XDG_CACHE_HOME/omnidp/ (else $HOME/.cache/omnidp/) weights-sha256-<16 hex of the SHA-256 of

@@ -51,10 +51,9 @@ using Hv15ImageEncoderLoader = std::function<std::unique_ptr<models::ImageEncode
 // `image_embeds` if present, else the loader's encoder on the resized and cropped image),
 // final_latents, video, video_uint8 as t2v. Without tokens those two are SKIP ("needs the
 // SigLIP image encoder"). The three-argument form has no loader.
-[[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_i2v(const std::filesystem::path& case_dir,
-                                                            const nlohmann::json& case_json,
-                                                            const RefcheckOptions& options,
-                                                            const Hv15ImageEncoderLoader& load_image_encoder);
+[[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_i2v(
+    const std::filesystem::path& case_dir, const nlohmann::json& case_json,
+    const RefcheckOptions& options, const Hv15ImageEncoderLoader& load_image_encoder);
 [[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_i2v(const std::filesystem::path& case_dir,
                                                             const nlohmann::json& case_json,
                                                             const RefcheckOptions& options);

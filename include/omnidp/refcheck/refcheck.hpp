@@ -14,8 +14,8 @@
 // dispatcher sets it to the folder's path relative to DIR.
 // Thread-safety: run from one thread.
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -60,9 +60,9 @@ enum class ToleranceClass { exact, scheduler, forward, pipeline };
                                  const torch::Tensor& ref, double tol, std::string note = {});
 [[nodiscard]] CaseResult skip(const std::string& check, std::string note);
 
-using Runner = std::function<std::vector<CaseResult>(
-    const std::filesystem::path& case_dir, const nlohmann::json& case_json,
-    const RefcheckOptions& options)>;
+using Runner = std::function<std::vector<CaseResult>(const std::filesystem::path& case_dir,
+                                                     const nlohmann::json& case_json,
+                                                     const RefcheckOptions& options)>;
 
 // The kind of a case folder ("rng", "schedulers", "wan_transformer", ...) or "" if unknown.
 [[nodiscard]] std::string identify_case(const std::filesystem::path& case_dir,

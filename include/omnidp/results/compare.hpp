@@ -17,7 +17,7 @@ namespace omnidp::results {
 struct ResultEntry {
   std::string id;
   std::string input_key;
-  std::string video_sha256;   // as stored in the row
+  std::string video_sha256;  // as stored in the row
   RequestStatus status = RequestStatus::ok;
   std::string error;
   bool video_present = false;
@@ -27,9 +27,9 @@ struct ResultEntry {
 };
 
 struct ResultSet {
-  std::string source;               // the path given
-  std::vector<std::string> files;   // the HDF5 files read
-  std::vector<ResultEntry> entries; // sorted by id
+  std::string source;                // the path given
+  std::vector<std::string> files;    // the HDF5 files read
+  std::vector<ResultEntry> entries;  // sorted by id
 };
 
 struct ReadOptions {
@@ -85,19 +85,19 @@ struct CompareReport {
   std::string source_b;
   std::size_t requests_a = 0;
   std::size_t requests_b = 0;
-  std::size_t matched = 0;     // requests of A with an ok, equal-hash request in B
+  std::size_t matched = 0;  // requests of A with an ok, equal-hash request in B
   // Hashes differ but the videos are inside the tolerance (only with a tolerance): passes.
   std::size_t within_tolerance = 0;
   std::size_t mismatched = 0;  // both ok, hashes differ (or a video does not match its row)
-  std::size_t mismatched_numerics = 0;  // both ok, hashes differ, different numerics profiles
-  std::size_t only_in_a = 0;   // input key absent from B
-  std::size_t only_in_b = 0;   // input key absent from A
-  std::size_t failed_a = 0;    // requests of A recorded failed
-  std::size_t failed_b = 0;    // requests of B (joined with A) recorded failed
+  std::size_t mismatched_numerics = 0;     // both ok, hashes differ, different numerics profiles
+  std::size_t only_in_a = 0;               // input key absent from B
+  std::size_t only_in_b = 0;               // input key absent from A
+  std::size_t failed_a = 0;                // requests of A recorded failed
+  std::size_t failed_b = 0;                // requests of B (joined with A) recorded failed
   std::vector<Mismatch> mismatches;        // every mismatch, sorted by id of A
   std::vector<std::string> only_in_a_ids;  // sorted
   std::vector<std::string> only_in_b_ids;
-  std::vector<std::string> failed_ids;     // "A:<id>" / "B:<id>", sorted
+  std::vector<std::string> failed_ids;  // "A:<id>" / "B:<id>", sorted
   Tolerance tolerance;
   // With a tolerance: every request whose hashes differ (neither video corrupt), sorted by id
   // of A. Those outside the bounds are also in `mismatches`.

@@ -60,8 +60,8 @@ class Handle {
   [[nodiscard]] bool valid() const noexcept { return id_ >= 0; }
   explicit operator bool() const noexcept { return valid(); }
 
-  void close();            // checked; the handle is empty afterwards
-  void reset() noexcept;   // unchecked close
+  void close();           // checked; the handle is empty afterwards
+  void reset() noexcept;  // unchecked close
   // Gives the id up without closing it: it stays open until the process ends. For a file whose
   // write failed (RankWriter): closing would flush metadata for data the disk never got.
   hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
@@ -110,8 +110,8 @@ void flush_durable(const File& file, std::string_view context);
 [[nodiscard]] PropList link_create_utf8(bool parents = false);
 
 // ---- types -----------------------------------------------------------------------------------
-[[nodiscard]] Datatype vlen_string_type();                 // UTF-8, variable length
-[[nodiscard]] Datatype fixed_string_type(std::size_t size); // ASCII, null-padded
+[[nodiscard]] Datatype vlen_string_type();                   // UTF-8, variable length
+[[nodiscard]] Datatype fixed_string_type(std::size_t size);  // ASCII, null-padded
 // Frees what HDF5 allocated for variable-length data read into `buffer`.
 void reclaim_vlen(hid_t type, hid_t space, void* buffer) noexcept;
 

@@ -13,12 +13,12 @@
 namespace omnidp::results {
 
 struct MergeResult {
-  std::filesystem::path path;                      // <dir>/results.h5
-  std::size_t rows = 0;                            // rows in /requests (one per id)
-  std::size_t duplicates_dropped = 0;              // older or failed attempts of an id
-  std::vector<std::string> rank_files;             // file names merged
-  std::vector<std::string> unreadable_files;       // skipped with a warning
-  std::string summary_source;                      // "runtime" | "summary.json" | "recomputed"
+  std::filesystem::path path;                 // <dir>/results.h5
+  std::size_t rows = 0;                       // rows in /requests (one per id)
+  std::size_t duplicates_dropped = 0;         // older or failed attempts of an id
+  std::vector<std::string> rank_files;        // file names merged
+  std::vector<std::string> unreadable_files;  // skipped with a warning
+  std::string summary_source;                 // "runtime" | "summary.json" | "recomputed"
 };
 
 // Writes <dir>/results.h5 atomically (temporary file, then rename): every rank file's rows,

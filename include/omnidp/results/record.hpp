@@ -21,19 +21,19 @@ struct ResultRecord {
   std::string input_key;
   std::string video_sha256;  // empty when failed
   RequestStatus status = RequestStatus::ok;
-  std::string error;         // empty when ok
+  std::string error;  // empty when ok
   int rank = 0;
   int replica = 0;
   std::string host;
   std::string device;
-  double start_time = 0.0;   // seconds since the Unix epoch
+  double start_time = 0.0;  // seconds since the Unix epoch
   double end_time = 0.0;
-  double seconds = 0.0;      // end_time - start_time
+  double seconds = 0.0;  // end_time - start_time
   int frames = 0;
   int height = 0;
   int width = 0;
   int steps = 0;
-  int attempt = 1;           // 1-based
+  int attempt = 1;  // 1-based
   // The numerics profile that made it (config/numerics.hpp); "" = unknown (a file written
   // before the column existed).
   std::string numerics;
@@ -56,7 +56,7 @@ struct RunSummary {
   double latency_p50_s = 0.0;
   double latency_p90_s = 0.0;
   double latency_max_s = 0.0;
-  std::vector<double> busy_s_per_rank;       // index = rank
+  std::vector<double> busy_s_per_rank;  // index = rank
   std::vector<double> busy_fraction_per_rank;
   double scheduling_efficiency = 0.0;  // sum busy / (working ranks * makespan): counts GPUs
   int world_size = 1;

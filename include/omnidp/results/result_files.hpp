@@ -27,8 +27,8 @@ struct ResultsFileInfo {
   std::string config_yaml;
   std::string model;
   int world_size = 0;
-  int rank = -1;        // -1 for results.h5
-  int segment = 0;      // run segment of a rank file (0 = first run)
+  int rank = -1;    // -1 for results.h5
+  int segment = 0;  // run segment of a rank file (0 = first run)
   std::string host;
   std::string device;
   bool store_video = true;

@@ -35,8 +35,8 @@ struct ResumeScan {
 // missing folder gives an empty map.
 [[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0);
 // scan_folder(dir, lock_wait_s).done.
-[[nodiscard]] std::unordered_map<std::string, std::string> scan_done(
-    const std::filesystem::path& dir, double lock_wait_s = 10.0);
+[[nodiscard]] std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
+                                                                     double lock_wait_s = 10.0);
 
 // The error for a rank file another process holds locked (exit 2).
 [[nodiscard]] std::string locked_file_message(const std::filesystem::path& file);

@@ -16,7 +16,7 @@
 
 namespace omnidp::results {
 
-inline constexpr const char* kRankFormat = "omni-dp-rank/1";       // root attribute "format"
+inline constexpr const char* kRankFormat = "omni-dp-rank/1";  // root attribute "format"
 inline constexpr const char* kResultsFormat = "omni-dp-results/1";
 inline constexpr const char* kRequestsPath = "/requests";
 inline constexpr const char* kVideosPath = "/videos";
@@ -49,8 +49,8 @@ void for_each_request(const h5::Dataset& table, const std::function<void(ResultR
 
 // ---- /videos/<id> -----------------------------------------------------------------------------
 struct VideoStorage {
-  int gzip_level = 0;   // 1..9: deflate
-  bool lzf = false;     // LZF filter (id 32000)
+  int gzip_level = 0;  // 1..9: deflate
+  bool lzf = false;    // LZF filter (id 32000)
 };
 // Creates /videos/<escaped id> (uint8 [F,H,W,3], chunked by frame) under the file `file`, writes
 // the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256.

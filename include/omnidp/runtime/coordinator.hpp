@@ -19,8 +19,8 @@
 // signal, faults.drain_after or a Fatal: no new work, running requests finish) -> closing
 // (Shutdown sent, waiting for every rank's Closed) -> finished (Finish sent).
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -44,7 +44,7 @@ struct CoordinatorOptions {
   Topology topology;
   JobPlan plan;
   std::size_t skipped_resume = 0;
-  std::function<double()> now;        // monotonic seconds; empty = std::chrono::steady_clock
+  std::function<double()> now;  // monotonic seconds; empty = std::chrono::steady_clock
   // The job's end in now()'s time base (docs/slurm.md, "Deadline"); empty = none. A request is
   // handed to a replica only when the cost model expects it to end by deadline -
   // scheduler.deadline_margin_s there (after the replica's own outstanding work). Before the

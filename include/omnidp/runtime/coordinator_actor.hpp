@@ -14,8 +14,7 @@ namespace omnidp::runtime {
 
 class CoordinatorActor {
  public:
-  CoordinatorActor(ActorContext& context, Mailbox<Envelope>& inbox)
-      : c_(context), inbox_(inbox) {}
+  CoordinatorActor(ActorContext& context, Mailbox<Envelope>& inbox) : c_(context), inbox_(inbox) {}
 
   // The thread's body: returns once the job finished or the inbox was closed.
   void run();

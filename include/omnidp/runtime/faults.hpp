@@ -16,8 +16,7 @@ namespace omnidp::runtime {
 // faults.kill_in_write, a sink that kills the process (SIGKILL) right after its kill_after-th
 // write returned (the row is durable; Done is never sent for it).
 [[nodiscard]] std::unique_ptr<ResultSink> with_kill_after_writes(std::unique_ptr<ResultSink> sink,
-                                                                 const FaultConfig& faults,
-                                                                 int rank);
+                                                                 const FaultConfig& faults, int rank);
 
 // For results::RankWriter::set_fault_hook: on rank faults.kill_rank with faults.kill_in_write
 // and faults.kill_after > 0, a hook that kills the process inside its kill_after-th call

@@ -39,8 +39,8 @@ using Merger = std::function<void(const std::filesystem::path& dir, const RunSum
                                   const std::string& config_yaml)>;
 
 struct JobOptions {
-  Config config;                  // validated and resolved
-  bool resume = true;             // --resume / --no-resume
+  Config config;       // validated and resolved
+  bool resume = true;  // --resume / --no-resume
   // --resume-mixed: resume a folder whose done rows were made with another numerics profile
   // (results::check_resume_profiles; without it that is an error, exit 2).
   bool resume_mixed = false;

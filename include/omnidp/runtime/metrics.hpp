@@ -20,11 +20,11 @@ struct RankMetrics {
 struct MetricsSnapshot {
   std::size_t completed = 0;  // ok, this run
   std::size_t failed = 0;
-  std::size_t queued = 0;     // not yet handed to a replica
-  std::size_t running = 0;    // handed out, not yet durable
+  std::size_t queued = 0;          // not yet handed to a replica
+  std::size_t running = 0;         // handed out, not yet durable
   double videos_per_minute = 0.0;  // completed per minute since the start
   double elapsed_s = 0.0;
-  double eta_s = -1.0;        // < 0: unknown yet (written as NaN)
+  double eta_s = -1.0;             // < 0: unknown yet (written as NaN)
   std::vector<RankMetrics> ranks;  // by rank
 };
 

@@ -53,7 +53,7 @@ struct SummaryInputs {
   std::size_t skipped_resume = 0;
   std::size_t skipped_tasks = 0;  // lines of tasks not in input.tasks
   double makespan_s = 0.0;
-  std::vector<double> latencies_s;  // generation seconds of the ok requests
+  std::vector<double> latencies_s;      // generation seconds of the ok requests
   std::vector<double> busy_s_per_rank;  // index = world rank; each measured on its rank
   int working_ranks = 1;                // the ranks that run requests (GPUs)
   int replicas = 1;

@@ -163,8 +163,8 @@ struct DoneMsg {
   double end_time = 0.0;
   double seconds = 0.0;  // generation time (busy time of the replica)
   static auto fields(auto& m) {
-    return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time,
-                    m.end_time, m.seconds);
+    return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time, m.end_time,
+                    m.seconds);
   }
   bool operator==(const DoneMsg&) const = default;
 };
@@ -177,9 +177,7 @@ struct RetryMsg {
   std::int32_t attempt = 1;  // the attempt that failed
   std::string error;
   double seconds = 0.0;
-  static auto fields(auto& m) {
-    return std::tie(m.id, m.replica, m.attempt, m.error, m.seconds);
-  }
+  static auto fields(auto& m) { return std::tie(m.id, m.replica, m.attempt, m.error, m.seconds); }
   bool operator==(const RetryMsg&) const = default;
 };
 
@@ -216,9 +214,7 @@ struct HeartbeatMsg {
   std::string running_id;  // empty when idle
   double running_s = 0.0;
   double busy_s = 0.0;
-  static auto fields(auto& m) {
-    return std::tie(m.replica, m.running_id, m.running_s, m.busy_s);
-  }
+  static auto fields(auto& m) { return std::tie(m.replica, m.running_id, m.running_s, m.busy_s); }
   bool operator==(const HeartbeatMsg&) const = default;
 };
 

@@ -23,7 +23,9 @@ namespace {
 // "Generation defaults").
 void snapshot_defaults(const Config& config, GenerationDefaults& d) {
   const fs::path root(config.model.path);
-  const auto origin = [&root](const fs::path& file) { return "snapshot " + file.lexically_relative(root).string(); };
+  const auto origin = [&root](const fs::path& file) {
+    return "snapshot " + file.lexically_relative(root).string();
+  };
   if (!config.generation.guidance_scale) {
     if (const auto file = component_file(root / "guider", "guider_config.json")) {
       if (const auto v = snapshot_number(*file, "guidance_scale", &check_guidance_scale)) {
@@ -33,8 +35,11 @@ void snapshot_defaults(const Config& config, GenerationDefaults& d) {
   }
   if (!config.generation.flow_shift) {
     if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-      const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler" ? "flow_shift" : "shift";
-      if (const auto v = snapshot_number(*file, key, &check_flow_shift)) d.flow_shift = ValueOrigin{*v, origin(*file)};
+      const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler"
+                            ? "flow_shift"
+                            : "shift";
+      if (const auto v = snapshot_number(*file, key, &check_flow_shift))
+        d.flow_shift = ValueOrigin{*v, origin(*file)};
     }
   }
 }
@@ -55,7 +60,8 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
       info.attention_heads = j.value("num_attention_heads", info.attention_heads);
       if (model.weights == WeightsSource::pretrained && j.contains("task_type")) {
         const auto task = j.at("task_type").get<std::string>();
-        if (task != "t2v" && task != "i2v") throw WeightsError(config.string(), "task_type '" + task + "' is not t2v or i2v");
+        if (task != "t2v" && task != "i2v")
+          throw WeightsError(config.string(), "task_type '" + task + "' is not t2v or i2v");
         info.snapshot_task = task == "t2v" ? Task::t2v : Task::i2v;
         info.snapshot_task_origin = "task_type in " + config.string();
       }
@@ -71,9 +77,9 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
       const Task task = cls == "HunyuanVideo15Pipeline" ? Task::t2v : Task::i2v;
       // Two halves of one checkpoint that disagree: neither can be trusted to win.
       if (info.snapshot_task && *info.snapshot_task != task) {
-        throw WeightsError(index.string(), cls + " serves " + to_string(task) + ", but the transformer's " +
-                                               info.snapshot_task_origin + " says " +
-                                               to_string(*info.snapshot_task));
+        throw WeightsError(index.string(),
+                           cls + " serves " + to_string(task) + ", but the transformer's " +
+                               info.snapshot_task_origin + " says " + to_string(*info.snapshot_task));
       }
       info.snapshot_task = task;
       info.snapshot_task_origin = cls + " in " + index.string();
@@ -84,23 +90,27 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
 // The output width of an encoder (its config file's `key`, inside `section` when the file nests
 // it, as a SiglipConfig's vision_config) must be the transformer's input width `transformer_key`:
 // otherwise a WeightsError naming both files, before any weights are read.
-void check_width(const fs::path& encoder_config, const char* key, const char* section, std::int64_t expected,
-                 const char* transformer_key, const fs::path& transformer_config) {
+void check_width(const fs::path& encoder_config, const char* key, const char* section,
+                 std::int64_t expected, const char* transformer_key,
+                 const fs::path& transformer_config) {
   const auto j = read_json(encoder_config);
   const auto& holder = section != nullptr && j.contains(section) ? j.at(section) : j;
-  if (!holder.contains(key) || !holder.at(key).is_number_integer()) return;  // the loader reports it
+  if (!holder.contains(key) || !holder.at(key).is_number_integer())
+    return;  // the loader reports it
   const auto width = holder.at(key).get<std::int64_t>();
   if (width != expected) {
-    throw WeightsError(encoder_config.string(), std::string(key) + " " + std::to_string(width) + " does not match " +
-                                                    transformer_key + " " + std::to_string(expected) + " of " +
-                                                    transformer_config.string() +
-                                                    " (the encoder's output is the transformer's input)");
+    throw WeightsError(encoder_config.string(),
+                       std::string(key) + " " + std::to_string(width) + " does not match " +
+                           transformer_key + " " + std::to_string(expected) + " of " +
+                           transformer_config.string() +
+                           " (the encoder's output is the transformer's input)");
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, const DeviceBinding& binding) {
+std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
+                                                         const DeviceBinding& binding) {
   const auto& m = config.model;
   const auto setup = model_placement(config, binding);
   const auto device = setup.spec.device;
@@ -122,58 +132,65 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config, c
   }
 
   if (m.weights == WeightsSource::pretrained) {
-    if (m.path.empty()) throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
+    if (m.path.empty())
+      throw ConfigError("model.path", "hunyuanvideo-1.5 with pretrained weights needs model.path");
     // Every component is checked to be there before the first weights are read (docs/models.md,
     // "Loading a snapshot").
-    const auto transformer_dir = snapshot_component(root, "transformer", "config.json",
-                                                    "HunyuanVideo15Transformer3DModel: config.json + safetensors");
-    const auto vae_dir =
-        snapshot_component(root, "vae", "config.json", "AutoencoderKLHunyuanVideo15: config.json + safetensors");
+    const auto transformer_dir =
+        snapshot_component(root, "transformer", "config.json",
+                           "HunyuanVideo15Transformer3DModel: config.json + safetensors");
+    const auto vae_dir = snapshot_component(
+        root, "vae", "config.json", "AutoencoderKLHunyuanVideo15: config.json + safetensors");
     const auto transformer_config = transformer_dir / "config.json";
-    const auto topts = TransformerOptions::from_json(read_json(transformer_config), transformer_config.string());
+    const auto topts =
+        TransformerOptions::from_json(read_json(transformer_config), transformer_config.string());
     // Qwen2.5-VL text + Glyph byT5 from tokenizer/, text_encoder/, tokenizer_2/, text_encoder_2/;
     // a snapshot without text_encoder/ (transformer and VAE only) takes prompt_embeds files.
     const bool with_text = fs::exists(root / "text_encoder");
     if (with_text) {
-      const auto qwen =
-          snapshot_component(root, "text_encoder", "config.json", "Qwen2_5_VLTextModel: config.json + safetensors");
-      const auto byt5 = snapshot_component(root, "text_encoder_2", "config.json",
-                                           "T5EncoderModel (Glyph byT5): config.json + safetensors");
+      const auto qwen = snapshot_component(root, "text_encoder", "config.json",
+                                           "Qwen2_5_VLTextModel: config.json + safetensors");
+      const auto byt5 =
+          snapshot_component(root, "text_encoder_2", "config.json",
+                             "T5EncoderModel (Glyph byT5): config.json + safetensors");
       if (!fs::is_regular_file(root / "tokenizer" / "vocab.json") &&
           !fs::is_regular_file(root / "tokenizer" / "tokenizer.json")) {
         throw WeightsError((root / "tokenizer" / "vocab.json").string(),
-                           "missing: the snapshot has text_encoder/ but no Qwen2 tokenizer (tokenizer/vocab.json + "
+                           "missing: the snapshot has text_encoder/ but no Qwen2 tokenizer "
+                           "(tokenizer/vocab.json + "
                            "merges.txt, or tokenizer/tokenizer.json)");
       }
       if (!fs::is_directory(root / "tokenizer_2")) {
-        throw WeightsError((root / "tokenizer_2").string(),
-                           "missing: the snapshot has text_encoder/ but no tokenizer_2/ folder (ByT5Tokenizer: "
-                           "tokenizer_config.json with the glyph tokens)");
+        throw WeightsError(
+            (root / "tokenizer_2").string(),
+            "missing: the snapshot has text_encoder/ but no tokenizer_2/ folder (ByT5Tokenizer: "
+            "tokenizer_config.json with the glyph tokens)");
       }
-      check_width(qwen / "config.json", "hidden_size", "text_config", topts.text_embed_dim, "text_embed_dim",
-                  transformer_config);
-      check_width(byt5 / "config.json", "d_model", nullptr, topts.text_embed_2_dim, "text_embed_2_dim",
-                  transformer_config);
+      check_width(qwen / "config.json", "hidden_size", "text_config", topts.text_embed_dim,
+                  "text_embed_dim", transformer_config);
+      check_width(byt5 / "config.json", "d_model", nullptr, topts.text_embed_2_dim,
+                  "text_embed_2_dim", transformer_config);
     }
     // SigLIP from image_encoder/ + feature_extractor/ (the I2V snapshot); without them an I2V
     // request takes its image tokens from its prompt_embeds file.
     const bool with_image = fs::exists(root / "image_encoder");
     if (with_image) {
-      const auto siglip =
-          snapshot_component(root, "image_encoder", "config.json", "SiglipVisionModel: config.json + safetensors");
+      const auto siglip = snapshot_component(root, "image_encoder", "config.json",
+                                             "SiglipVisionModel: config.json + safetensors");
       (void)snapshot_component(root, "feature_extractor", "preprocessor_config.json",
                                "the SigLIP image processor of the image_encoder/");
-      check_width(siglip / "config.json", "hidden_size", "vision_config", topts.image_embed_dim, "image_embed_dim",
-                  transformer_config);
+      check_width(siglip / "config.json", "hidden_size", "vision_config", topts.image_embed_dim,
+                  "image_embed_dim", transformer_config);
     }
     parts.transformer = load_transformer(transformer_dir, dtype, device, shard);
     parts.vae = load_vae(vae_dir, dtype, device);
     if (with_text) {
-      parts.text_encoder = text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
+      parts.text_encoder =
+          text::load_hv15_text_encoder(root, dtype, {device, m.offload_text_encoder});
     }
     if (with_image) {
-      parts.image_encoder =
-          vision::load_siglip_image_encoder(root / "image_encoder", root / "feature_extractor", dtype, device);
+      parts.image_encoder = vision::load_siglip_image_encoder(
+          root / "image_encoder", root / "feature_extractor", dtype, device);
     }
   } else {
     TransformerOptions topts;  // the released 8.3B configuration
@@ -197,8 +214,8 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.patch_t = r.facts.patch_h = r.facts.patch_w = 1;  // VAE 4 x 16 x 16
   r.facts.hidden_size = 2048;
   r.facts.num_layers = 54;
-  r.facts.attention_heads = 16;  // a snapshot's transformer/config.json may say otherwise
-  r.facts.tensor_parallel = true;  // Megatron splits of attention and FFN (docs/models.md)
+  r.facts.attention_heads = 16;          // a snapshot's transformer/config.json may say otherwise
+  r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;

@@ -46,7 +46,8 @@ torch::Tensor valid_prefix_mask(std::int64_t length, std::int64_t valid) {
 // Diffusers' ClassifierFreeGuidance with guidance_rescale (rescale_noise_cfg).
 torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& uncond, double scale,
                              const GuidanceOptions& g) {
-  auto pred = g.use_original_formulation ? cond + scale * (cond - uncond) : uncond + scale * (cond - uncond);
+  auto pred = g.use_original_formulation ? cond + scale * (cond - uncond)
+                                         : uncond + scale * (cond - uncond);
   if (g.guidance_rescale > 0.0) {
     std::vector<std::int64_t> dims;
     for (std::int64_t d = 1; d < cond.dim(); ++d) dims.push_back(d);
@@ -102,8 +103,8 @@ RgbImage resize_and_crop(const RgbImage& image, int width, int height) {
 }
 
 torch::Tensor image_to_tensor(const RgbImage& image) {
-  auto bytes = torch::from_blob(const_cast<std::uint8_t*>(image.data.data()), {image.height, image.width, 3},
-                                torch::kUInt8);
+  auto bytes = torch::from_blob(const_cast<std::uint8_t*>(image.data.data()),
+                                {image.height, image.width, 3}, torch::kUInt8);
   auto x = bytes.to(torch::kFloat32) / 255.0;
   x = 2.0 * x - 1.0;
   return x.permute({2, 0, 1}).unsqueeze(0).contiguous();
@@ -131,11 +132,13 @@ GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const s
   return g;
 }
 
-FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config, const std::string& origin) {
+FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config,
+                                                  const std::string& origin) {
   if (!config.is_object()) throw ModelError("scheduler config is not an object", {origin});
   const auto cls = config.value("_class_name", std::string("FlowMatchEulerDiscreteScheduler"));
   if (cls != "FlowMatchEulerDiscreteScheduler") {
-    throw ModelError("scheduler '" + cls + "' is not supported (only FlowMatchEulerDiscreteScheduler)", {origin});
+    throw ModelError(
+        "scheduler '" + cls + "' is not supported (only FlowMatchEulerDiscreteScheduler)", {origin});
   }
   FlowMatchEulerOptions o;
   try {
@@ -175,7 +178,8 @@ TextConditioning random_text_conditioning(const std::string& text, const Transfo
   c.embeds = randn_cpu({1, shape.text_tokens, options.text_embed_dim}, text_seed("hv15-qwen", text));
   c.mask = valid_prefix_mask(shape.text_tokens, std::max<std::int64_t>(shape.text_valid, 1));
   if (shape.glyph_valid > 0) {
-    c.embeds_2 = randn_cpu({1, shape.glyph_tokens, options.text_embed_2_dim}, text_seed("hv15-byt5", text));
+    c.embeds_2 =
+        randn_cpu({1, shape.glyph_tokens, options.text_embed_2_dim}, text_seed("hv15-byt5", text));
   } else {
     c.embeds_2 = torch::zeros({1, shape.glyph_tokens, options.text_embed_2_dim});
   }
@@ -198,7 +202,8 @@ HunyuanVideo15Pipeline::HunyuanVideo15Pipeline(PipelineParts parts, torch::Devic
   if (parts_.device_name.empty()) parts_.device_name = device_.str();
 }
 
-std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height, int width) const {
+std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height,
+                                                               int width) const {
   const auto& vo = parts_.vae->options();
   return {1, vo.latent_channels, (num_frames - 1) / vo.temporal_compression_ratio + 1,
           height / vo.spatial_compression_ratio, width / vo.spatial_compression_ratio};
@@ -211,11 +216,13 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   const auto& to = transformer->options();
   // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
   transformer->set_tensor_group(ctx != nullptr ? ctx->tensor : nullptr);
-  if (in.num_frames < 1 || in.height < 1 || in.width < 1) throw ModelError("frames, height and width must be >= 1");
+  if (in.num_frames < 1 || in.height < 1 || in.width < 1)
+    throw ModelError("frames, height and width must be >= 1");
   if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
   const auto shape = latent_shape(in.num_frames, in.height, in.width);
   if (shape[3] % to.patch_size != 0 || shape[4] % to.patch_size != 0 || shape[3] < 1 || shape[4] < 1) {
-    throw ModelError("height and width must give latent sizes >= 1 that are multiples of the patch size");
+    throw ModelError(
+        "height and width must give latent sizes >= 1 that are multiples of the patch size");
   }
   if (!in.noise.defined() || in.noise.sizes().vec() != shape) {
     throw ModelError("noise must have the latent shape [1, latent, (F-1)/4+1, H/16, W/16]");
@@ -231,7 +238,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
         in.image.size(3) != in.width) {
       throw ModelError("image must be [1, 3, height, width]");
     }
-    const auto latent = vae->encode_mean(in.image.to(device_).unsqueeze(2)) * vae->options().scaling_factor;
+    const auto latent =
+        vae->encode_mean(in.image.to(device_).unsqueeze(2)) * vae->options().scaling_factor;
     condition.select(2, 0).copy_(latent.select(2, 0).to(dtype));
     mask.select(2, 0).fill_(1.0);
   }
@@ -280,7 +288,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   }();
   TransformerInputs uncond_in;
   if (any_cfg) {
-    if (!in.negative.embeds.defined()) throw ModelError("guidance_scale != 1 needs negative prompt embeddings");
+    if (!in.negative.embeds.defined())
+      throw ModelError("guidance_scale != 1 needs negative prompt embeddings");
     uncond_in = text_inputs(in.negative);
   }
 
@@ -291,7 +300,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
     if (ctx != nullptr) {  // the group stops together
       stop = group_step({cfg, ctx->sequence, ctx->tensor}, stop, i, steps, device_);
     }
-    if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    if (stop)
+      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = torch::cat({latents, condition, mask}, 1);
     const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
     const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);
@@ -362,7 +372,8 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
     }
     if (file->contains(key)) {
       auto read = [&](const std::string& name, std::int64_t rank) {
-        if (!file->contains(name)) throw InputError(path, "'" + key + "' is present but '" + name + "' is missing");
+        if (!file->contains(name))
+          throw InputError(path, "'" + key + "' is present but '" + name + "' is missing");
         auto t = file->tensor(name, torch::kFloat32);
         if (t.dim() == rank - 1) t = t.unsqueeze(0);
         if (t.dim() != rank || t.size(0) != 1) {
@@ -377,14 +388,15 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
         throw InputError(path, "'" + key + "' must be [1, L, " + std::to_string(to.text_embed_dim) +
                                    "] with a [1, L] mask");
       }
-      if (!(c.mask != 0).any().item<bool>()) throw InputError(path, "'" + key + "_mask' marks no token valid");
+      if (!(c.mask != 0).any().item<bool>())
+        throw InputError(path, "'" + key + "_mask' marks no token valid");
       const auto key2 = prefix + "prompt_embeds_2";
       if (file->contains(key2)) {
         c.embeds_2 = read(key2, 3);
         c.mask_2 = read(prefix + "prompt_embeds_mask_2", 2);
         if (c.embeds_2.size(2) != to.text_embed_2_dim || c.mask_2.size(1) != c.embeds_2.size(1)) {
-          throw InputError(path, "'" + key2 + "' must be [1, L2, " + std::to_string(to.text_embed_2_dim) +
-                                     "] with a [1, L2] mask");
+          throw InputError(path, "'" + key2 + "' must be [1, L2, " +
+                                     std::to_string(to.text_embed_2_dim) + "] with a [1, L2] mask");
         }
       }
       return c;
@@ -392,7 +404,8 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
   }
   const auto& text = negative ? request.negative_prompt : request.prompt;
   if (parts_.text_encoder) {
-    if (negative && cached_negative_.embeds.defined() && cached_negative_text_ == text) return cached_negative_;
+    if (negative && cached_negative_.embeds.defined() && cached_negative_text_ == text)
+      return cached_negative_;
     const auto e = parts_.text_encoder->encode(text);
     TextConditioning c{e.embeds, e.mask, e.embeds_2, e.mask_2};
     if (negative) {
@@ -402,13 +415,16 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
     return c;
   }
   if (parts_.random_conditioning) return random_text_conditioning(text, to, parts_.random_shape);
-  if (!request.prompt_embeds.empty()) throw InputError(request.prompt_embeds, "has no '" + key + "'");
-  throw InputError("<prompt_embeds>", "model '" + parts_.model_name +
-                                          "' has no prompt encoder in this build: give the request a "
-                                          "prompt_embeds file (docs/models.md)");
+  if (!request.prompt_embeds.empty())
+    throw InputError(request.prompt_embeds, "has no '" + key + "'");
+  throw InputError("<prompt_embeds>",
+                   "model '" + parts_.model_name +
+                       "' has no prompt encoder in this build: give the request a "
+                       "prompt_embeds file (docs/models.md)");
 }
 
-torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request, const RgbImage& resized) {
+torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request,
+                                                       const RgbImage& resized) {
   const auto& to = parts_.transformer->options();
   if (!request.prompt_embeds.empty()) {
     const SafetensorsFile file(request.prompt_embeds);
@@ -416,8 +432,8 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request, c
       auto t = file.tensor("image_embeds", torch::kFloat32);
       if (t.dim() == 2) t = t.unsqueeze(0);
       if (t.dim() != 3 || t.size(0) != 1 || t.size(2) != to.image_embed_dim) {
-        throw InputError(request.prompt_embeds,
-                         "'image_embeds' must be [1, L, " + std::to_string(to.image_embed_dim) + "]");
+        throw InputError(request.prompt_embeds, "'image_embeds' must be [1, L, " +
+                                                    std::to_string(to.image_embed_dim) + "]");
       }
       return t;
     }
@@ -425,15 +441,16 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request, c
   if (parts_.image_encoder) {
     auto t = parts_.image_encoder->encode(resized);
     if (t.dim() != 3 || t.size(0) != 1 || t.size(2) != to.image_embed_dim) {
-      throw ModelError("the image encoder's tokens must be [1, L, " + std::to_string(to.image_embed_dim) +
-                       "] (the transformer's image_embed_dim)");
+      throw ModelError("the image encoder's tokens must be [1, L, " +
+                       std::to_string(to.image_embed_dim) + "] (the transformer's image_embed_dim)");
     }
     return t;
   }
   if (!parts_.random_conditioning) {
-    throw InputError(request.prompt_embeds.empty() ? request.image : request.prompt_embeds,
-                     "i2v needs 'image_embeds' (SigLIP tokens) in the request's prompt_embeds file: this "
-                     "pipeline has no image encoder");
+    throw InputError(
+        request.prompt_embeds.empty() ? request.image : request.prompt_embeds,
+        "i2v needs 'image_embeds' (SigLIP tokens) in the request's prompt_embeds file: this "
+        "pipeline has no image encoder");
   }
   return randn_cpu({1, parts_.random_shape.image_tokens, to.image_embed_dim},
                    text_seed("hv15-siglip", request.image_sha256));
@@ -451,7 +468,8 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   in.prompt = prompt_conditioning(request, false);
   bool needs_negative = false;
   for (int i = 0; i < request.num_inference_steps; ++i) {
-    needs_negative = needs_negative || cfg_enabled(request.guidance_scale, parts_.guidance, i, request.num_inference_steps);
+    needs_negative = needs_negative || cfg_enabled(request.guidance_scale, parts_.guidance, i,
+                                                   request.num_inference_steps);
   }
   if (needs_negative) in.negative = prompt_conditioning(request, true);
   if (request.task == Task::i2v) {
@@ -463,7 +481,8 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
   const auto out = sample(in, &ctx);
-  if (!out.video.defined()) return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
+  if (!out.video.defined())
+    return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
 }
 
@@ -490,15 +509,16 @@ M ready(M model, torch::ScalarType dtype, torch::Device device) {
 
 }  // namespace
 
-HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options, std::uint64_t seed,
-                                                    torch::ScalarType dtype, torch::Device device, TensorShard shard) {
+HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options,
+                                                    std::uint64_t seed, torch::ScalarType dtype,
+                                                    torch::Device device, TensorShard shard) {
   HunyuanVideo15Transformer3DModel model(options, shard);
   init_random_weights(*model, seed, hv15_tensor_shard_plan(shard));
   return ready(model, dtype, device);
 }
 
-AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed, torch::ScalarType dtype,
-                                       torch::Device device) {
+AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed,
+                                       torch::ScalarType dtype, torch::Device device) {
   AutoencoderKLHunyuanVideo15 vae(options);
   init_random_weights(*vae, seed);
   set_vae_gains_to_one(*vae);
@@ -508,24 +528,25 @@ AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t 
 HunyuanVideo15Transformer3DModel load_transformer(const fs::path& dir, torch::ScalarType dtype,
                                                   torch::Device device, TensorShard shard) {
   const auto config = dir / "config.json";
-  HunyuanVideo15Transformer3DModel model(TransformerOptions::from_json(read_json(config), config.string()), shard);
+  HunyuanVideo15Transformer3DModel model(
+      TransformerOptions::from_json(read_json(config), config.string()), shard);
   LoadOptions options;
   options.shard = hv15_tensor_shard_plan(shard);  // only this rank's slices are read
   load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
   return ready(model, dtype, device);
 }
 
-AutoencoderKLHunyuanVideo15 load_vae(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
+AutoencoderKLHunyuanVideo15 load_vae(const fs::path& dir, torch::ScalarType dtype,
+                                     torch::Device device) {
   const auto config = dir / "config.json";
   AutoencoderKLHunyuanVideo15 vae(VaeOptions::from_json(read_json(config), config.string()));
   load_state_dict(*vae, Checkpoint::open(dir), dtype, device);
   return ready(vae, dtype, device);
 }
 
-std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(const TransformerOptions& transformer,
-                                                              const VaeOptions& vae, std::uint64_t seed,
-                                                              torch::ScalarType dtype, torch::Device device,
-                                                              TensorShard shard) {
+std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(
+    const TransformerOptions& transformer, const VaeOptions& vae, std::uint64_t seed,
+    torch::ScalarType dtype, torch::Device device, TensorShard shard) {
   PipelineParts parts;
   parts.transformer = random_transformer(transformer, seed, dtype, device, shard);
   parts.vae = random_vae(vae, seed + 1, dtype, device);

@@ -21,13 +21,11 @@ std::shared_ptr<nn::Module> container(nn::Module& parent, const std::string& nam
   return parent.register_module(name, std::make_shared<nn::Module>(name));
 }
 
-Linear linear(nn::Module& parent, const std::string& name, std::int64_t in,
-                  std::int64_t out) {
+Linear linear(nn::Module& parent, const std::string& name, std::int64_t in, std::int64_t out) {
   return Linear(parent.register_module(name, Linear(in, out)));
 }
 
-nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64_t dim,
-                         double eps) {
+nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64_t dim, double eps) {
   return nn::LayerNorm(
       parent.register_module(name, nn::LayerNorm(nn::LayerNormOptions({dim}).eps(eps))));
 }
@@ -94,9 +92,9 @@ TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const 
   o.text_embed_2_dim = json_get(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
   o.image_embed_dim = json_get(j, "image_embed_dim", o.image_embed_dim, origin);
   o.rope_theta = json_get(j, "rope_theta", o.rope_theta, origin);
-  const auto axes = json_get(j, "rope_axes_dim",
-                             std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()),
-                             origin);
+  const auto axes =
+      json_get(j, "rope_axes_dim",
+               std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()), origin);
   if (axes.size() != 3) throw WeightsError(origin, "rope_axes_dim must have 3 entries");
   for (std::size_t i = 0; i < 3; ++i) o.rope_axes_dim[i] = axes[i];
   o.target_size = json_get(j, "target_size", o.target_size, origin);
@@ -151,8 +149,9 @@ std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::i
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   if (fused_elementwise()) {
     // The tables repeat each frequency for a pair, so the rotation is one complex multiply.
-    return rotate_pairs(x, torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
-                               .view({1, cos.size(0), 1, cos.size(1) / 2}));
+    return rotate_pairs(
+        x, torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
+               .view({1, cos.size(0), 1, cos.size(1) / 2}));
   }
   const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
   const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});
@@ -167,13 +166,14 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
 }
 
-FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation, std::int64_t shards)
+FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation,
+                                 std::int64_t shards)
     : tanh_gelu_(activation == "gelu-approximate") {
   if (activation != "gelu-approximate" && activation != "linear-silu") {
     throw ModelError("unknown feed-forward activation '" + activation + "'");
   }
-  const auto inner = shard_part(static_cast<std::int64_t>(static_cast<double>(dim) * mult), {0, shards},
-                                "HunyuanVideo15Transformer3DModel", "FFN columns");
+  const auto inner = shard_part(static_cast<std::int64_t>(static_cast<double>(dim) * mult),
+                                {0, shards}, "HunyuanVideo15Transformer3DModel", "FFN columns");
   auto net = container(*this, "net");
   auto first = container(*net, "0");
   proj_ = linear(*first, "proj", dim, inner);
@@ -181,12 +181,14 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::strin
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto up = tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x));
+  const auto up =
+      tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x));
   if (tensor_group_ == nullptr) return out_(up);
   return row_parallel_linear(tensor_group_, up, out_->weight, out_->bias);
 }
 
-RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim) : heads_(heads) {
+RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
+    : heads_(heads) {
   const auto dim = heads * head_dim;
   to_q_ = linear(*this, "to_q", dim, dim);
   to_k_ = linear(*this, "to_k", dim, dim);
@@ -222,8 +224,7 @@ torch::Tensor RefinerBlockImpl::forward(const torch::Tensor& x, const torch::Ten
 }
 
 TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
-                                   std::int64_t head_dim, std::int64_t num_layers,
-                                   double mlp_ratio) {
+                                   std::int64_t head_dim, std::int64_t num_layers, double mlp_ratio) {
   const auto dim = heads * head_dim;
   auto tte = container(*this, "time_text_embed");
   auto te = container(*tte, "timestep_embedder");
@@ -235,7 +236,8 @@ TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
   proj_in_ = linear(*this, "proj_in", in_channels, dim);
   auto refiner = container(*this, "token_refiner");
   blocks_ = refiner->register_module("refiner_blocks", nn::ModuleList());
-  for (std::int64_t i = 0; i < num_layers; ++i) blocks_->push_back(RefinerBlock(heads, head_dim, mlp_ratio));
+  for (std::int64_t i = 0; i < num_layers; ++i)
+    blocks_->push_back(RefinerBlock(heads, head_dim, mlp_ratio));
 }
 
 torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Tensor& timestep,
@@ -260,9 +262,9 @@ torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Ten
 // head shard (padding dropped from the keys) and the text's same heads attend together; the
 // video output goes back to its token shards, the text output is gathered over the heads.
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
-    const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-    const torch::Tensor& cq, const torch::Tensor& ck, const torch::Tensor& cv,
-    const torch::Tensor& text_key_mask) {
+    const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k,
+    const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
+    const torch::Tensor& cv, const torch::Tensor& text_key_mask) {
   check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
   const auto qkv = tokens_to_heads(sequence, {q, k, v});  // [B, padded, H/P, D]
   const auto n = sequence.tokens;
@@ -294,8 +296,8 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const t
                                                                          const torch::Tensor& text) {
   if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
   const auto n = video.size(1);
-  const auto partial =
-      torch::cat({torch::linear(video, to_out_->weight), torch::linear(text, to_add_out_->weight)}, 1);
+  const auto partial = torch::cat(
+      {torch::linear(video, to_out_->weight), torch::linear(text, to_add_out_->weight)}, 1);
   const auto summed = reduce_partial(tensor_group_, partial);
   return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
 }
@@ -331,22 +333,24 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   if (sequence.active()) return sequence_parallel(sequence, q, k, v, cq, ck, cv, text_key_mask);
   torch::Tensor mask;
   if (text_key_mask.defined()) {
-    mask = torch::cat({torch::ones({x.size(0), x.size(1)}, text_key_mask.options()), text_key_mask}, 1);
+    mask =
+        torch::cat({torch::ones({x.size(0), x.size(1)}, text_key_mask.options()), text_key_mask}, 1);
   }
-  const auto out = masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1),
-                                    torch::cat({v, cv}, 1), mask);
+  const auto out =
+      masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1), torch::cat({v, cv}, 1), mask);
   const auto n = x.size(1);
   return project_out(out.slice(1, 0, n), out.slice(1, n));
 }
 
-DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio,
-                                             TensorShard shard)
+DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim,
+                                             double mlp_ratio, TensorShard shard)
     : dim_(heads * head_dim) {
   norm1_ = linear(*container(*this, "norm1"), "linear", dim_, 6 * dim_);
   norm1_context_ = linear(*container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
   attn_ = register_module("attn", JointAttention(heads, head_dim, shard));
   ff_ = register_module("ff", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
-  ff_context_ = register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
+  ff_context_ =
+      register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
 }
 
 void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
@@ -382,7 +386,8 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
   auto h = gated_residual(g(x), g(attn_out), m[2], dtype);
   auto e = gated_residual(g(context), g(ctx_out), c[2], dtype);
   h = gated_residual(h, g(ff_(flat(modulated_layer_norm(h, m[3], m[4], 1e-6, dtype)))), m[5], dtype);
-  e = gated_residual(e, g(ff_context_(flat(modulated_layer_norm(e, c[3], c[4], 1e-6, dtype)))), c[5], dtype);
+  e = gated_residual(e, g(ff_context_(flat(modulated_layer_norm(e, c[3], c[4], 1e-6, dtype)))),
+                     c[5], dtype);
   return {flat(h), flat(e)};
 }
 
@@ -392,21 +397,23 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
                                                                            TensorShard shard)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
-  (void)shard_part(o.num_attention_heads, shard_, "HunyuanVideo15Transformer3DModel", "attention heads");
+  (void)shard_part(o.num_attention_heads, shard_, "HunyuanVideo15Transformer3DModel",
+                   "attention heads");
   const auto dim = o.inner_dim();
-  x_embedder_ = nn::Conv3d(container(*this, "x_embedder")
-                               ->register_module("proj", nn::Conv3d(nn::Conv3dOptions(
-                                                             o.in_channels, dim,
-                                                             {o.patch_size_t, o.patch_size, o.patch_size})
-                                                             .stride({o.patch_size_t, o.patch_size, o.patch_size}))));
+  x_embedder_ = nn::Conv3d(
+      container(*this, "x_embedder")
+          ->register_module(
+              "proj", nn::Conv3d(nn::Conv3dOptions(o.in_channels, dim,
+                                                   {o.patch_size_t, o.patch_size, o.patch_size})
+                                     .stride({o.patch_size_t, o.patch_size, o.patch_size}))));
   auto image = container(*this, "image_embedder");
   image_norm_in_ = layer_norm(*image, "norm_in", o.image_embed_dim, 1e-5);
   image_l1_ = linear(*image, "linear_1", o.image_embed_dim, o.image_embed_dim);
   image_l2_ = linear(*image, "linear_2", o.image_embed_dim, dim);
   image_norm_out_ = layer_norm(*image, "norm_out", dim, 1e-5);
   context_embedder_ = register_module(
-      "context_embedder", TokenRefiner(o.text_embed_dim, o.num_attention_heads, o.attention_head_dim,
-                                       o.num_refiner_layers, 4.0));
+      "context_embedder", TokenRefiner(o.text_embed_dim, o.num_attention_heads,
+                                       o.attention_head_dim, o.num_refiner_layers, 4.0));
   auto byt5 = container(*this, "context_embedder_2");
   byt5_norm_ = layer_norm(*byt5, "norm", o.text_embed_2_dim, 1e-5);
   byt5_l1_ = linear(*byt5, "linear_1", o.text_embed_2_dim, 2048);
@@ -424,19 +431,23 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
   cond_type_embed_ = register_module("cond_type_embed", nn::Embedding(3, dim));
   blocks_ = register_module("transformer_blocks", nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i) {
-    blocks_->push_back(DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio, shard_));
+    blocks_->push_back(
+        DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio, shard_));
   }
   norm_out_ = linear(*container(*this, "norm_out"), "linear", dim, 2 * dim);
-  proj_out_ = linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
+  proj_out_ =
+      linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
 }
 
 void HunyuanVideo15Transformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  if (group == nullptr ? shard_.sharded() : (group->size() != shard_.size || group->rank() != shard_.rank)) {
+  if (group == nullptr ? shard_.sharded()
+                       : (group->size() != shard_.size || group->rank() != shard_.rank)) {
     throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
                          std::to_string(shard_.size) + ", but runs in " +
                          (group == nullptr ? std::string("no tensor group")
-                                           : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
-                                                 " (" + std::to_string(group->size()) + " ranks)"),
+                                           : "rank " + std::to_string(group->rank()) + " of " +
+                                                 group->group_name() + " (" +
+                                                 std::to_string(group->size()) + " ranks)"),
                      {"HunyuanVideo15Transformer3DModel"});
   }
   for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->set_tensor_group(group);
@@ -448,12 +459,13 @@ ShardPlan hv15_tensor_shard_plan(const TensorShard& shard) {
     if (!name.starts_with("transformer_blocks.")) return std::nullopt;
     const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
     const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    for (const char* p : {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.", ".attn.add_k_proj.",
-                          ".attn.add_v_proj.", ".ff.net.0.proj.", ".ff_context.net.0.proj."}) {
+    for (const char* p :
+         {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.", ".attn.add_k_proj.",
+          ".attn.add_v_proj.", ".ff.net.0.proj.", ".ff_context.net.0.proj."}) {
       if (name.find(p) != std::string::npos) return part(0);
     }
-    if (ends(".attn.to_out.0.weight") || ends(".attn.to_add_out.weight") || ends(".ff.net.2.weight") ||
-        ends(".ff_context.net.2.weight")) {
+    if (ends(".attn.to_out.0.weight") || ends(".attn.to_add_out.weight") ||
+        ends(".ff.net.2.weight") || ends(".ff_context.net.2.weight")) {
       return part(1);
     }
     return std::nullopt;
@@ -462,19 +474,24 @@ ShardPlan hv15_tensor_shard_plan(const TensorShard& shard) {
 
 void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs& in) const {
   const auto& o = options_;
-  auto fail = [](const std::string& what) { throw ModelError(what, {"HunyuanVideo15Transformer3DModel"}); };
-  if (!in.hidden_states.defined() || in.hidden_states.dim() != 5) fail("hidden_states must be [B, C, F, H, W]");
+  auto fail = [](const std::string& what) {
+    throw ModelError(what, {"HunyuanVideo15Transformer3DModel"});
+  };
+  if (!in.hidden_states.defined() || in.hidden_states.dim() != 5)
+    fail("hidden_states must be [B, C, F, H, W]");
   const auto b = in.hidden_states.size(0);
   if (in.hidden_states.size(1) != o.in_channels) {
     fail("hidden_states has " + std::to_string(in.hidden_states.size(1)) + " channels, the model " +
          std::to_string(o.in_channels));
   }
-  if (in.hidden_states.size(2) % o.patch_size_t != 0 || in.hidden_states.size(3) % o.patch_size != 0 ||
-      in.hidden_states.size(4) % o.patch_size != 0) {
+  if (in.hidden_states.size(2) % o.patch_size_t != 0 ||
+      in.hidden_states.size(3) % o.patch_size != 0 || in.hidden_states.size(4) % o.patch_size != 0) {
     fail("hidden_states frames/height/width are not multiples of the patch size");
   }
-  if (!in.timestep.defined() || in.timestep.numel() != b) fail("timestep must have one value per batch entry");
-  auto check_text = [&](const torch::Tensor& x, const torch::Tensor& mask, std::int64_t dim, const char* name) {
+  if (!in.timestep.defined() || in.timestep.numel() != b)
+    fail("timestep must have one value per batch entry");
+  auto check_text = [&](const torch::Tensor& x, const torch::Tensor& mask, std::int64_t dim,
+                        const char* name) {
     if (!x.defined() || x.dim() != 3 || x.size(0) != b || x.size(2) != dim) {
       fail(std::string(name) + " must be [B, L, " + std::to_string(dim) + "]");
     }
@@ -482,11 +499,12 @@ void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs&
       fail(std::string(name) + " mask must be [B, L]");
     }
   };
-  check_text(in.encoder_hidden_states, in.encoder_attention_mask, o.text_embed_dim, "encoder_hidden_states");
+  check_text(in.encoder_hidden_states, in.encoder_attention_mask, o.text_embed_dim,
+             "encoder_hidden_states");
   check_text(in.encoder_hidden_states_2, in.encoder_attention_mask_2, o.text_embed_2_dim,
              "encoder_hidden_states_2");
-  if (in.image_embeds.defined() &&
-      (in.image_embeds.dim() != 3 || in.image_embeds.size(0) != b || in.image_embeds.size(2) != o.image_embed_dim)) {
+  if (in.image_embeds.defined() && (in.image_embeds.dim() != 3 || in.image_embeds.size(0) != b ||
+                                    in.image_embeds.size(2) != o.image_embed_dim)) {
     fail("image_embeds must be [B, L, " + std::to_string(o.image_embed_dim) + "]");
   }
   if (o.use_meanflow && in.timestep_r.defined() && in.timestep_r.numel() != b) {
@@ -506,7 +524,9 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
   const bool has_image = in.image_embeds.defined() && in.image_embeds.size(1) > 0;
   const bool is_t2v = !has_image || !in.image_embeds.ne(0).any().item<bool>();
   const auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(device);
-  auto cond = [&](std::int64_t type) { return cond_type_embed_(torch::full({1, 1}, type, long_opts)); };
+  auto cond = [&](std::int64_t type) {
+    return cond_type_embed_(torch::full({1, 1}, type, long_opts));
+  };
   auto byt5_mlp = [&](const torch::Tensor& x) {
     auto h = torch::gelu(byt5_l1_(byt5_norm_(x)));
     h = torch::gelu(byt5_l2_(h));
@@ -531,7 +551,8 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
 
   // Reference layout: [valid image, valid byT5, valid Qwen, invalid image, invalid byT5
   // (zeroed), invalid Qwen (zeroed)], padding masked.
-  if (!qmask.any(1).all().item<bool>()) throw ModelError("encoder_attention_mask has no valid token");
+  if (!qmask.any(1).all().item<bool>())
+    throw ModelError("encoder_attention_mask has no valid token");
   const auto refined = context_embedder_(qwen, timestep, qmask) + cond(0);
   const auto glyph = byt5_mlp(byt5);
   std::vector<torch::Tensor> tokens;
@@ -540,7 +561,8 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
     auto img = image_mlp(in.image_embeds.to(device, dtype));
     if (is_t2v) img = img * 0.0;
     tokens.push_back(img + cond(2));
-    valid.push_back(torch::full({b, img.size(1)}, !is_t2v, torch::TensorOptions().dtype(torch::kBool).device(device)));
+    valid.push_back(torch::full({b, img.size(1)}, !is_t2v,
+                                torch::TensorOptions().dtype(torch::kBool).device(device)));
   }
   tokens.push_back(glyph * bmask.unsqueeze(-1).to(dtype));
   valid.push_back(bmask);
@@ -548,7 +570,8 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
   valid.push_back(qmask);
   const auto all_tokens = torch::cat(tokens, 1);
   const auto all_valid = torch::cat(valid, 1);
-  const auto order = std::get<1>(torch::sort(all_valid.logical_not().to(torch::kInt), /*stable=*/true, 1, false));
+  const auto order =
+      std::get<1>(torch::sort(all_valid.logical_not().to(torch::kInt), /*stable=*/true, 1, false));
   const auto gathered =
       all_tokens.gather(1, order.unsqueeze(-1).expand({b, order.size(1), all_tokens.size(2)}));
   return {gathered, all_valid.gather(1, order)};
@@ -590,7 +613,8 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   }
 
   const bool drop = padding_ == TextPadding::drop || (padding_ == TextPadding::automatic && b == 1);
-  if (drop && b != 1) throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
+  if (drop && b != 1)
+    throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
   auto [context, key_mask] = build_context(in, timestep, drop);
 
   // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
@@ -606,7 +630,8 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
 
   // 3. Double-stream blocks.
   for (const auto& block : *blocks_) {
-    std::tie(x, context) = block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, cos, sin, seq);
+    std::tie(x, context) =
+        block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, cos, sin, seq);
   }
 
   // 4. Output head (AdaLayerNormContinuous: scale first, then shift).

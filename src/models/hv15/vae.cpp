@@ -1,7 +1,7 @@
 #include "omnidp/models/hv15/vae.hpp"
 
-#include <nlohmann/json.hpp>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,8 @@ torch::Tensor up_rearrange(const torch::Tensor& t, std::int64_t r1, std::int64_t
 }
 
 // (b, c, r1*f, r2*h, r3*w) -> (b, r1*r2*r3*c, f, h, w)
-torch::Tensor down_rearrange(const torch::Tensor& t, std::int64_t r1, std::int64_t r2, std::int64_t r3) {
+torch::Tensor down_rearrange(const torch::Tensor& t, std::int64_t r1, std::int64_t r2,
+                             std::int64_t r3) {
   const auto b = t.size(0), c = t.size(1);
   const auto f = t.size(2) / r1, h = t.size(3) / r2, w = t.size(4) / r3;
   return t.view({b, c, f, r1, h, r2, w, r3})
@@ -46,7 +47,8 @@ torch::Tensor group_mean(const torch::Tensor& t, std::int64_t out_channels, std:
 std::int64_t exact_log2(std::int64_t v, const char* what) {
   std::int64_t n = 0;
   while ((std::int64_t{1} << n) < v) ++n;
-  if ((std::int64_t{1} << n) != v) throw WeightsError("vae config", std::string(what) + " must be a power of 2");
+  if ((std::int64_t{1} << n) != v)
+    throw WeightsError("vae config", std::string(what) + " must be a power of 2");
   return n;
 }
 
@@ -55,7 +57,8 @@ class VaeStageImpl : public nn::Module {
  public:
   VaeStageImpl(std::int64_t in, std::int64_t out, std::int64_t layers) {
     resnets_ = register_module("resnets", nn::ModuleList());
-    for (std::int64_t i = 0; i < layers; ++i) resnets_->push_back(VaeResnetBlock(i == 0 ? in : out, out));
+    for (std::int64_t i = 0; i < layers; ++i)
+      resnets_->push_back(VaeResnetBlock(i == 0 ? in : out, out));
   }
   void add_downsampler(std::int64_t in, std::int64_t out, bool temporal) {
     auto list = register_module("downsamplers", nn::ModuleList());
@@ -96,10 +99,14 @@ VaeOptions VaeOptions::from_json(const nlohmann::json& j, const std::string& ori
   o.latent_channels = config_value(j, "latent_channels", o.latent_channels, origin);
   o.block_out_channels = config_value(j, "block_out_channels", o.block_out_channels, origin);
   o.layers_per_block = config_value(j, "layers_per_block", o.layers_per_block, origin);
-  o.spatial_compression_ratio = config_value(j, "spatial_compression_ratio", o.spatial_compression_ratio, origin);
-  o.temporal_compression_ratio = config_value(j, "temporal_compression_ratio", o.temporal_compression_ratio, origin);
-  o.downsample_match_channel = config_value(j, "downsample_match_channel", o.downsample_match_channel, origin);
-  o.upsample_match_channel = config_value(j, "upsample_match_channel", o.upsample_match_channel, origin);
+  o.spatial_compression_ratio =
+      config_value(j, "spatial_compression_ratio", o.spatial_compression_ratio, origin);
+  o.temporal_compression_ratio =
+      config_value(j, "temporal_compression_ratio", o.temporal_compression_ratio, origin);
+  o.downsample_match_channel =
+      config_value(j, "downsample_match_channel", o.downsample_match_channel, origin);
+  o.upsample_match_channel =
+      config_value(j, "upsample_match_channel", o.upsample_match_channel, origin);
   o.scaling_factor = config_value(j, "scaling_factor", o.scaling_factor, origin);
   if (o.block_out_channels.empty()) throw WeightsError(origin, "block_out_channels is empty");
   for (const auto c : o.block_out_channels) {
@@ -118,7 +125,8 @@ VaeOptions VaeOptions::from_json(const nlohmann::json& j, const std::string& ori
 
 // --- layers -------------------------------------------------------------------------------
 
-CausalConv3dImpl::CausalConv3dImpl(std::int64_t in, std::int64_t out, std::int64_t kernel) : kernel_(kernel) {
+CausalConv3dImpl::CausalConv3dImpl(std::int64_t in, std::int64_t out, std::int64_t kernel)
+    : kernel_(kernel) {
   conv_ = register_module("conv", nn::Conv3d(nn::Conv3dOptions(in, out, kernel)));
 }
 
@@ -149,9 +157,9 @@ ChannelRmsNormImpl::ChannelRmsNormImpl(std::int64_t channels)
 
 torch::Tensor ChannelRmsNormImpl::forward(const torch::Tensor& x) {
   const bool low = x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16;
-  const auto normalized =
-      nn::functional::normalize(low ? x.to(torch::kFloat32) : x, nn::functional::NormalizeFuncOptions().dim(1))
-          .to(x.scalar_type());
+  const auto normalized = nn::functional::normalize(low ? x.to(torch::kFloat32) : x,
+                                                    nn::functional::NormalizeFuncOptions().dim(1))
+                              .to(x.scalar_type());
   return normalized * scale_ * gamma;
 }
 
@@ -181,7 +189,9 @@ torch::Tensor VaeAttentionImpl::forward(const torch::Tensor& x) {
   const auto h = norm_(x);
   const auto b = x.size(0), c = x.size(1), f = x.size(2), hh = x.size(3), ww = x.size(4);
   const auto hw = hh * ww;
-  auto tokens = [&](const torch::Tensor& t) { return t.reshape({b, c, f * hw}).permute({0, 2, 1}).unsqueeze(1); };
+  auto tokens = [&](const torch::Tensor& t) {
+    return t.reshape({b, c, f * hw}).permute({0, 2, 1}).unsqueeze(1);
+  };
   const auto q = tokens(to_q_(h));
   const auto k = tokens(to_k_(h));
   const auto v = tokens(to_v_(h));
@@ -191,9 +201,11 @@ torch::Tensor VaeAttentionImpl::forward(const torch::Tensor& x) {
   for (std::int64_t i = 0; i < f; ++i) {
     const auto qi = q.slice(2, i * hw, (i + 1) * hw);
     const auto end = (i + 1) * hw;
-    frames.push_back(omnidp::models::scaled_dot_product_attention(qi, k.slice(2, 0, end), v.slice(2, 0, end)));
+    frames.push_back(
+        omnidp::models::scaled_dot_product_attention(qi, k.slice(2, 0, end), v.slice(2, 0, end)));
   }
-  const auto out = torch::cat(frames, 2).squeeze(1).reshape({b, f, hh, ww, c}).permute({0, 4, 1, 2, 3});
+  const auto out =
+      torch::cat(frames, 2).squeeze(1).reshape({b, f, hh, ww, c}).permute({0, 4, 1, 2, 3});
   return proj_out_(out) + x;
 }
 
@@ -211,7 +223,8 @@ torch::Tensor VaeMidBlockImpl::forward(const torch::Tensor& x) {
   return resnets_[1]->as<VaeResnetBlock>()->forward(h);
 }
 
-VaeUpsampleImpl::VaeUpsampleImpl(std::int64_t in, std::int64_t out, bool temporal) : temporal_(temporal) {
+VaeUpsampleImpl::VaeUpsampleImpl(std::int64_t in, std::int64_t out, bool temporal)
+    : temporal_(temporal) {
   const std::int64_t factor = temporal ? 8 : 4;
   conv_ = register_module("conv", CausalConv3d(in, out * factor));
   repeats_ = factor * out / in;
@@ -232,7 +245,8 @@ torch::Tensor VaeUpsampleImpl::forward(const torch::Tensor& x) {
   return torch::cat({h_first, h_next}, 2) + torch::cat({x_first, x_next}, 2);
 }
 
-VaeDownsampleImpl::VaeDownsampleImpl(std::int64_t in, std::int64_t out, bool temporal) : temporal_(temporal) {
+VaeDownsampleImpl::VaeDownsampleImpl(std::int64_t in, std::int64_t out, bool temporal)
+    : temporal_(temporal) {
   const std::int64_t factor = temporal ? 8 : 4;
   conv_ = register_module("conv", CausalConv3d(in, out / factor));
   group_size_ = factor * in / out;
@@ -296,11 +310,13 @@ torch::Tensor VaeEncoderImpl::forward(const torch::Tensor& x) {
 
 VaeDecoderImpl::VaeDecoderImpl(const VaeOptions& o) {
   const std::vector<std::int64_t> boc(o.block_out_channels.rbegin(), o.block_out_channels.rend());
-  if (boc.empty() || o.latent_channels <= 0) throw WeightsError("vae config", "block_out_channels is empty");
+  if (boc.empty() || o.latent_channels <= 0)
+    throw WeightsError("vae config", "block_out_channels is empty");
   const auto top = boc.at(0);
   repeat_ = top / o.latent_channels;
   if (repeat_ < 1 || top % o.latent_channels != 0) {
-    throw WeightsError("vae config", "block_out_channels[-1] must be a multiple of latent_channels");
+    throw WeightsError("vae config",
+                       "block_out_channels[-1] must be a multiple of latent_channels");
   }
   const auto log_s = exact_log2(o.spatial_compression_ratio, "spatial_compression_ratio");
   const auto log_t = exact_log2(o.temporal_compression_ratio, "temporal_compression_ratio");
@@ -339,7 +355,8 @@ AutoencoderKLHunyuanVideo15Impl::AutoencoderKLHunyuanVideo15Impl(VaeOptions opti
 
 torch::Tensor AutoencoderKLHunyuanVideo15Impl::decode(const torch::Tensor& z) {
   if (z.dim() != 5 || z.size(1) != options_.latent_channels) {
-    throw ModelError("VAE decode expects [B, " + std::to_string(options_.latent_channels) + ", F, H, W] latents");
+    throw ModelError("VAE decode expects [B, " + std::to_string(options_.latent_channels) +
+                     ", F, H, W] latents");
   }
   const auto w = decoder_->parameters().front();
   const auto zz = z.to(w.device(), w.scalar_type());
@@ -369,10 +386,14 @@ torch::Tensor AutoencoderKLHunyuanVideo15Impl::tiled_decode(const torch::Tensor&
   const auto s = options_.spatial_compression_ratio;
   const auto latent_h = tiling_.tile_sample_min_height / s;
   const auto latent_w = tiling_.tile_sample_min_width / s;
-  const auto overlap_h = static_cast<std::int64_t>(static_cast<double>(latent_h) * (1 - tiling_.overlap_factor));
-  const auto overlap_w = static_cast<std::int64_t>(static_cast<double>(latent_w) * (1 - tiling_.overlap_factor));
-  const auto blend_h = static_cast<std::int64_t>(static_cast<double>(tiling_.tile_sample_min_height) * tiling_.overlap_factor);
-  const auto blend_w = static_cast<std::int64_t>(static_cast<double>(tiling_.tile_sample_min_width) * tiling_.overlap_factor);
+  const auto overlap_h =
+      static_cast<std::int64_t>(static_cast<double>(latent_h) * (1 - tiling_.overlap_factor));
+  const auto overlap_w =
+      static_cast<std::int64_t>(static_cast<double>(latent_w) * (1 - tiling_.overlap_factor));
+  const auto blend_h = static_cast<std::int64_t>(
+      static_cast<double>(tiling_.tile_sample_min_height) * tiling_.overlap_factor);
+  const auto blend_w = static_cast<std::int64_t>(
+      static_cast<double>(tiling_.tile_sample_min_width) * tiling_.overlap_factor);
   const auto limit_h = tiling_.tile_sample_min_height - blend_h;
   const auto limit_w = tiling_.tile_sample_min_width - blend_w;
   if (overlap_h < 1 || overlap_w < 1) throw ModelError("VAE tiling: tiles smaller than one latent");
@@ -401,7 +422,8 @@ torch::Tensor AutoencoderKLHunyuanVideo15Impl::tiled_decode(const torch::Tensor&
 torch::Tensor AutoencoderKLHunyuanVideo15Impl::encode_moments(const torch::Tensor& x) {
   if (encoder_.is_empty()) throw ModelError("this VAE was built without its encoder");
   if (x.dim() != 5 || x.size(1) != options_.in_channels) {
-    throw ModelError("VAE encode expects [B, " + std::to_string(options_.in_channels) + ", F, H, W] video");
+    throw ModelError("VAE encode expects [B, " + std::to_string(options_.in_channels) +
+                     ", F, H, W] video");
   }
   const auto w = encoder_->parameters().front();
   return encoder_(x.to(w.device(), w.scalar_type()));

@@ -17,7 +17,8 @@ AttentionBackend parse_attention_backend(const std::string& name) {
   if (name == "cudnn") return AttentionBackend::cudnn;
   if (name == "efficient") return AttentionBackend::efficient;
   if (name == "math") return AttentionBackend::math;
-  throw UsageError("attention backend must be auto, flash, cudnn, efficient or math, got '" + name + "'");
+  throw UsageError("attention backend must be auto, flash, cudnn, efficient or math, got '" + name +
+                   "'");
 }
 
 void set_attention_backend(AttentionBackend backend) {
@@ -27,8 +28,8 @@ void set_attention_backend(AttentionBackend backend) {
   static const auto defaults = ctx.sDPPriorityOrder();
   std::vector<std::int64_t> order;
   if (backend != AttentionBackend::automatic) {
-    const auto chosen = backend == AttentionBackend::flash    ? at::SDPBackend::flash_attention
-                        : backend == AttentionBackend::cudnn  ? at::SDPBackend::cudnn_attention
+    const auto chosen = backend == AttentionBackend::flash       ? at::SDPBackend::flash_attention
+                        : backend == AttentionBackend::cudnn     ? at::SDPBackend::cudnn_attention
                         : backend == AttentionBackend::efficient ? at::SDPBackend::efficient_attention
                                                                  : at::SDPBackend::math;
     order.push_back(static_cast<std::int64_t>(chosen));

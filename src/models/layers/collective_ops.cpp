@@ -45,12 +45,13 @@ torch::Tensor all_gather(runtime::Collective& group, const torch::Tensor& x) {
 torch::Tensor all_to_all(runtime::Collective& group, const torch::Tensor& x) {
   if (x.dim() < 1 || x.size(0) % group.size() != 0) {
     throw ModelError("all_to_all: dim 0 of a [" + std::to_string(x.dim() > 0 ? x.size(0) : 0) +
-                     ", ...] tensor does not split into " + std::to_string(group.size()) + " blocks");
+                     ", ...] tensor does not split into " + std::to_string(group.size()) +
+                     " blocks");
   }
   const auto in = staged(group, x);
   auto out = torch::empty_like(in);
-  group.all_to_all(in.data_ptr(), out.data_ptr(), count(in) / static_cast<std::size_t>(group.size()),
-                   element_type(in));
+  group.all_to_all(in.data_ptr(), out.data_ptr(),
+                   count(in) / static_cast<std::size_t>(group.size()), element_type(in));
   return out.to(x.device());
 }
 

@@ -14,15 +14,17 @@ namespace {
 
 }  // namespace
 
-torch::Tensor conv3d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                     torch::IntArrayRef stride, torch::IntArrayRef padding) {
+torch::Tensor conv3d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias, torch::IntArrayRef stride,
+                                torch::IntArrayRef padding) {
   if (!upcast(x)) return torch::conv3d(x, weight, bias, stride, padding);
   return torch::conv3d(to_float(x), to_float(weight), to_float(bias), stride, padding)
       .to(x.scalar_type());
 }
 
-torch::Tensor conv2d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                     torch::IntArrayRef stride, torch::IntArrayRef padding) {
+torch::Tensor conv2d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias, torch::IntArrayRef stride,
+                                torch::IntArrayRef padding) {
   if (!upcast(x)) return torch::conv2d(x, weight, bias, stride, padding);
   return torch::conv2d(to_float(x), to_float(weight), to_float(bias), stride, padding)
       .to(x.scalar_type());

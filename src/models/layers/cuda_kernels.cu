@@ -41,7 +41,9 @@ __device__ float block_sum(float v, float* scratch) {
   return scratch[32];
 }
 
-__device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16(v)); }
+__device__ __forceinline__ float round_bf16(float v) {
+  return __bfloat162float(__float2bfloat16(v));
+}
 
 // 8 bf16 <-> 8 floats through one 16-byte access.
 __device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
@@ -118,9 +120,9 @@ __device__ __forceinline__ float add_bias_row(const __nv_bfloat16* bias, std::in
 template <bool kRoundNorm>
 __global__ void __launch_bounds__(kRowThreads)
     layer_norm_v8_kernel(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ out,
-                         const float* __restrict__ shift, const float* __restrict__ scale, std::int64_t dim,
-                         std::int64_t rows_per_group, std::int64_t shift_stride, std::int64_t scale_stride,
-                         float eps) {
+                         const float* __restrict__ shift, const float* __restrict__ scale,
+                         std::int64_t dim, std::int64_t rows_per_group, std::int64_t shift_stride,
+                         std::int64_t scale_stride, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const std::int64_t vectors = dim / 8;
@@ -159,10 +161,12 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 template <bool kRoundNorm>
-__global__ void layer_norm_pairs_kernel(const __nv_bfloat162* __restrict__ x, __nv_bfloat162* __restrict__ out,
-                                        const float2* __restrict__ shift, const float2* __restrict__ scale,
-                                        std::int64_t pairs, std::int64_t rows_per_group,
-                                        std::int64_t shift_stride2, std::int64_t scale_stride2, float eps) {
+__global__ void layer_norm_pairs_kernel(const __nv_bfloat162* __restrict__ x,
+                                        __nv_bfloat162* __restrict__ out,
+                                        const float2* __restrict__ shift,
+                                        const float2* __restrict__ scale, std::int64_t pairs,
+                                        std::int64_t rows_per_group, std::int64_t shift_stride2,
+                                        std::int64_t scale_stride2, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const __nv_bfloat162* xr = x + r * pairs;
@@ -198,29 +202,31 @@ __global__ void layer_norm_pairs_kernel(const __nv_bfloat162* __restrict__ x, __
 }
 
 template <bool kRoundNorm>
-void launch_layer_norm(const void* x, void* out, const float* shift, const float* scale, std::int64_t rows,
-                       std::int64_t dim, std::int64_t rows_per_group, std::int64_t shift_stride,
-                       std::int64_t scale_stride, float eps) {
+void launch_layer_norm(const void* x, void* out, const float* shift, const float* scale,
+                       std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
+                       std::int64_t shift_stride, std::int64_t scale_stride, float eps) {
   if (rows == 0) return;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto grid = static_cast<unsigned>(rows);
-  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && shift_stride % 4 == 0 && scale_stride % 4 == 0 &&
-      aligned16(x) && aligned16(out) && aligned16(shift) && aligned16(scale)) {
+  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && shift_stride % 4 == 0 &&
+      scale_stride % 4 == 0 && aligned16(x) && aligned16(out) && aligned16(shift) &&
+      aligned16(scale)) {
     layer_norm_v8_kernel<kRoundNorm><<<grid, kRowThreads, 0, stream>>>(
-        static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), shift, scale, dim, rows_per_group,
-        shift_stride, scale_stride, eps);
+        static_cast<const __nv_bfloat16*>(x), static_cast<__nv_bfloat16*>(out), shift, scale, dim,
+        rows_per_group, shift_stride, scale_stride, eps);
   } else {
     layer_norm_pairs_kernel<kRoundNorm><<<grid, kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat162*>(x), static_cast<__nv_bfloat162*>(out),
-        reinterpret_cast<const float2*>(shift), reinterpret_cast<const float2*>(scale), dim / 2, rows_per_group,
-        shift_stride / 2, scale_stride / 2, eps);
+        reinterpret_cast<const float2*>(shift), reinterpret_cast<const float2*>(scale), dim / 2,
+        rows_per_group, shift_stride / 2, scale_stride / 2, eps);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 void launch_modulated_layer_norm(const void* x, void* out, const float* shift, const float* scale1p,
                                  std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                                 std::int64_t shift_group_stride, std::int64_t scale_group_stride, float eps) {
+                                 std::int64_t shift_group_stride, std::int64_t scale_group_stride,
+                                 float eps) {
   launch_layer_norm<true>(x, out, shift, scale1p, rows, dim, rows_per_group, shift_group_stride,
                           scale_group_stride, eps);
 }
@@ -233,14 +239,16 @@ void launch_affine_layer_norm(const void* x, void* out, const float* weight, con
 // --- gated residual ---------------------------------------------------------------------------
 // y' = bf16(y + bias) (the GEMM's rounding of a deferred bias), then x + y' * gate in fp32.
 
-__global__ void gated_residual_v8_kernel(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ y,
-                                         __nv_bfloat16* __restrict__ out, const float* __restrict__ gate,
-                                         const __nv_bfloat16* __restrict__ bias, std::int64_t total_vectors,
-                                         std::int64_t row_vectors, std::int64_t rows_per_group,
-                                         std::int64_t group_stride) {
+__global__ void gated_residual_v8_kernel(const __nv_bfloat16* __restrict__ x,
+                                         const __nv_bfloat16* __restrict__ y,
+                                         __nv_bfloat16* __restrict__ out,
+                                         const float* __restrict__ gate,
+                                         const __nv_bfloat16* __restrict__ bias,
+                                         std::int64_t total_vectors, std::int64_t row_vectors,
+                                         std::int64_t rows_per_group, std::int64_t group_stride) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_vectors;
-       i += step) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < total_vectors; i += step) {
     const std::int64_t r = i / row_vectors;
     const std::int64_t c = i - r * row_vectors;
     float a[8], b[8];
@@ -265,14 +273,16 @@ __global__ void gated_residual_v8_kernel(const __nv_bfloat16* __restrict__ x, co
   }
 }
 
-__global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x, const __nv_bfloat162* __restrict__ y,
-                                            __nv_bfloat162* __restrict__ out, const float2* __restrict__ gate,
-                                            const __nv_bfloat162* __restrict__ bias, std::int64_t total_pairs,
-                                            std::int64_t pairs, std::int64_t rows_per_group,
-                                            std::int64_t group_stride2) {
+__global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x,
+                                            const __nv_bfloat162* __restrict__ y,
+                                            __nv_bfloat162* __restrict__ out,
+                                            const float2* __restrict__ gate,
+                                            const __nv_bfloat162* __restrict__ bias,
+                                            std::int64_t total_pairs, std::int64_t pairs,
+                                            std::int64_t rows_per_group, std::int64_t group_stride2) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total_pairs;
-       i += step) {
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < total_pairs; i += step) {
     const std::int64_t r = i / pairs;
     const std::int64_t p = i - r * pairs;
     const float2 a = __bfloat1622float2(x[i]);
@@ -281,13 +291,15 @@ __global__ void gated_residual_pairs_kernel(const __nv_bfloat162* __restrict__ x
       const float2 d = __bfloat1622float2(bias[p]);
       b = make_float2(round_bf16(b.x + d.x), round_bf16(b.y + d.y));
     }
-    const float2 gv = gate != nullptr ? gate[(r / rows_per_group) * group_stride2 + p] : make_float2(1.0F, 1.0F);
+    const float2 gv =
+        gate != nullptr ? gate[(r / rows_per_group) * group_stride2 + p] : make_float2(1.0F, 1.0F);
     out[i] = __floats2bfloat162_rn(a.x + b.x * gv.x, a.y + b.y * gv.y);
   }
 }
 
-void launch_gated_residual(const void* x, const void* y, void* out, const float* gate, const void* bias,
-                           std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group, std::int64_t group_stride) {
+void launch_gated_residual(const void* x, const void* y, void* out, const float* gate,
+                           const void* bias, std::int64_t rows, std::int64_t dim,
+                           std::int64_t rows_per_group, std::int64_t group_stride) {
   if (rows * dim == 0) return;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto grid = [](std::int64_t items) {
@@ -297,8 +309,9 @@ void launch_gated_residual(const void* x, const void* y, void* out, const float*
       (gate == nullptr || aligned16(gate)) && (bias == nullptr || aligned16(bias))) {
     const std::int64_t total = rows * dim / 8;
     gated_residual_v8_kernel<<<grid(total), kThreads, 0, stream>>>(
-        static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(y), static_cast<__nv_bfloat16*>(out),
-        gate, static_cast<const __nv_bfloat16*>(bias), total, dim / 8, rows_per_group, group_stride);
+        static_cast<const __nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(y),
+        static_cast<__nv_bfloat16*>(out), gate, static_cast<const __nv_bfloat16*>(bias), total,
+        dim / 8, rows_per_group, group_stride);
   } else {
     const std::int64_t total = rows * dim / 2;
     gated_residual_pairs_kernel<<<grid(total), kThreads, 0, stream>>>(
@@ -354,7 +367,8 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-__device__ __forceinline__ float2 load_pair(const __nv_bfloat162* x, const __nv_bfloat162* bias, std::int64_t p) {
+__device__ __forceinline__ float2 load_pair(const __nv_bfloat162* x, const __nv_bfloat162* bias,
+                                            std::int64_t p) {
   float2 v = __bfloat1622float2(x[p]);
   if (bias != nullptr) {
     const float2 d = __bfloat1622float2(bias[p]);
@@ -363,10 +377,13 @@ __device__ __forceinline__ float2 load_pair(const __nv_bfloat162* x, const __nv_
   return v;
 }
 
-__global__ void rms_norm_rope_pairs_kernel(const __nv_bfloat162* __restrict__ x, std::int64_t x_row_stride2,
-                                           __nv_bfloat162* __restrict__ out, const __nv_bfloat162* __restrict__ weight,
-                                           const __nv_bfloat162* __restrict__ bias, const float2* __restrict__ freqs,
-                                           std::int64_t pairs, std::int64_t tokens, std::int64_t head_pairs, float eps) {
+__global__ void rms_norm_rope_pairs_kernel(const __nv_bfloat162* __restrict__ x,
+                                           std::int64_t x_row_stride2,
+                                           __nv_bfloat162* __restrict__ out,
+                                           const __nv_bfloat162* __restrict__ weight,
+                                           const __nv_bfloat162* __restrict__ bias,
+                                           const float2* __restrict__ freqs, std::int64_t pairs,
+                                           std::int64_t tokens, std::int64_t head_pairs, float eps) {
   __shared__ float scratch[33];
   const std::int64_t r = blockIdx.x;
   const __nv_bfloat162* xr = x + r * x_row_stride2;
@@ -400,13 +417,13 @@ void launch_rms_norm_rope(const void* x, std::int64_t x_row_stride, void* out, c
   if (rows == 0) return;
   const auto stream = c10::cuda::getCurrentCUDAStream();
   const auto grid = static_cast<unsigned>(rows);
-  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && x_row_stride % 8 == 0 && head_dim % 8 == 0 &&
-      aligned16(x) && aligned16(out) && aligned16(weight) && (bias == nullptr || aligned16(bias)) &&
-      (freqs == nullptr || aligned16(freqs))) {
+  if (dim % 8 == 0 && dim <= 8 * kRowThreads * kMaxVectors && x_row_stride % 8 == 0 &&
+      head_dim % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(weight) &&
+      (bias == nullptr || aligned16(bias)) && (freqs == nullptr || aligned16(freqs))) {
     rms_norm_rope_v8_kernel<<<grid, kRowThreads, 0, stream>>>(
         static_cast<const __nv_bfloat16*>(x), x_row_stride, static_cast<__nv_bfloat16*>(out),
-        static_cast<const __nv_bfloat16*>(weight), static_cast<const __nv_bfloat16*>(bias), freqs, dim, tokens,
-        head_dim, eps);
+        static_cast<const __nv_bfloat16*>(weight), static_cast<const __nv_bfloat16*>(bias), freqs,
+        dim, tokens, head_dim, eps);
   } else {
     rms_norm_rope_pairs_kernel<<<grid, kThreads, 0, stream>>>(
         static_cast<const __nv_bfloat162*>(x), x_row_stride / 2, static_cast<__nv_bfloat162*>(out),
@@ -426,8 +443,9 @@ constexpr int kWarpRowVectors = 4;
 template <bool kSilu>
 __global__ void __launch_bounds__(kWarpRows * 32)
     channel_rms_norm_kernel(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ out,
-                            const __nv_bfloat16* __restrict__ gamma, const __nv_bfloat16* __restrict__ bias,
-                            std::int64_t rows, std::int64_t dim, float scale) {
+                            const __nv_bfloat16* __restrict__ gamma,
+                            const __nv_bfloat16* __restrict__ bias, std::int64_t rows,
+                            std::int64_t dim, float scale) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const std::int64_t r = static_cast<std::int64_t>(blockIdx.x) * kWarpRows + (threadIdx.x >> 5);
   if (r >= rows) return;  // whole warps leave together: no shuffle below misses a lane
@@ -468,10 +486,10 @@ __global__ void __launch_bounds__(kWarpRows * 32)
   }
 }
 
-bool launch_channel_rms_norm(const void* x, void* out, const void* gamma, const void* bias, std::int64_t rows,
-                             std::int64_t dim, float scale, bool silu) {
-  if (dim % 8 != 0 || dim > 8 * 32 * kWarpRowVectors || !aligned16(x) || !aligned16(out) || !aligned16(gamma) ||
-      (bias != nullptr && !aligned16(bias))) {
+bool launch_channel_rms_norm(const void* x, void* out, const void* gamma, const void* bias,
+                             std::int64_t rows, std::int64_t dim, float scale, bool silu) {
+  if (dim % 8 != 0 || dim > 8 * 32 * kWarpRowVectors || !aligned16(x) || !aligned16(out) ||
+      !aligned16(gamma) || (bias != nullptr && !aligned16(bias))) {
     return false;
   }
   if (rows == 0) return true;
@@ -482,16 +500,18 @@ bool launch_channel_rms_norm(const void* x, void* out, const void* gamma, const 
   const auto* gb = static_cast<const __nv_bfloat16*>(gamma);
   const auto* bb = static_cast<const __nv_bfloat16*>(bias);
   if (silu) {
-    channel_rms_norm_kernel<true><<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
+    channel_rms_norm_kernel<true>
+        <<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
   } else {
-    channel_rms_norm_kernel<false><<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
+    channel_rms_norm_kernel<false>
+        <<<grid, kWarpRows * 32, 0, stream>>>(xb, ob, gb, bb, rows, dim, scale);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 
-const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm, &launch_gated_residual,
-                           &launch_rms_norm_rope, &launch_channel_rms_norm};
+const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm,
+                           &launch_gated_residual, &launch_rms_norm_rope, &launch_channel_rms_norm};
 
 }  // namespace
 

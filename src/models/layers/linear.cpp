@@ -9,7 +9,8 @@ LinearImpl::LinearImpl(std::int64_t in_features, std::int64_t out_features, bool
   reset();
 }
 
-LinearImpl::LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias, const ParamSpec& spec)
+LinearImpl::LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias,
+                       const ParamSpec& spec)
     : in_features_(in_features),
       out_features_(out_features),
       with_bias_(with_bias),
@@ -19,8 +20,10 @@ LinearImpl::LinearImpl(std::int64_t in_features, std::int64_t out_features, bool
 }
 
 void LinearImpl::reset() {
-  weight = register_parameter("weight", torch::zeros({out_features_, in_features_}, options_), requires_grad_);
-  if (with_bias_) bias = register_parameter("bias", torch::zeros({out_features_}, options_), requires_grad_);
+  weight = register_parameter("weight", torch::zeros({out_features_, in_features_}, options_),
+                              requires_grad_);
+  if (with_bias_)
+    bias = register_parameter("bias", torch::zeros({out_features_}, options_), requires_grad_);
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {

@@ -10,12 +10,14 @@ std::int64_t shard_part(std::int64_t total, const TensorShard& shard, const std:
                         const std::string& what) {
   const std::string key = "parallel.tensor_parallel_size";
   if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
-    throw ConfigError(key, "tensor shard " + std::to_string(shard.rank) + " of " + std::to_string(shard.size) +
+    throw ConfigError(key, "tensor shard " + std::to_string(shard.rank) + " of " +
+                               std::to_string(shard.size) +
                                " is not a shard of a tensor-parallel group");
   }
   if (total % shard.size != 0) {
-    throw ConfigError(key, model + " has " + std::to_string(total) + " " + what + ", which tensor_parallel_size " +
-                               std::to_string(shard.size) + " does not divide");
+    throw ConfigError(key, model + " has " + std::to_string(total) + " " + what +
+                               ", which tensor_parallel_size " + std::to_string(shard.size) +
+                               " does not divide");
   }
   return total / shard.size;
 }
@@ -24,20 +26,22 @@ torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x)
   return group == nullptr ? x : all_reduce_sum(*group, x);
 }
 
-torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x, const torch::Tensor& weight,
-                                  const torch::Tensor& bias) {
+torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
+                                  const torch::Tensor& weight, const torch::Tensor& bias) {
   if (group == nullptr) return linear_bias(x, weight, bias);
   const auto y = all_reduce_sum(*group, linear_bias(x, weight, {}));
   return bias.defined() ? y + bias : y;
 }
 
-torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x, const torch::Tensor& weight,
-                                    double eps, const torch::Tensor& freqs, std::int64_t head_dim,
+torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
+                                    const torch::Tensor& weight, double eps,
+                                    const torch::Tensor& freqs, std::int64_t head_dim,
                                     std::int64_t full_dim, const torch::Tensor& bias) {
   if (group == nullptr) return rms_norm_rope(x, weight, eps, freqs, head_dim, bias);
   const auto xf = (bias.defined() ? x + bias : x).to(torch::kFloat32);
   const auto squares = all_reduce_sum(*group, xf.pow(2).sum(-1, true));
-  auto normed = (xf * torch::rsqrt(squares / static_cast<double>(full_dim) + eps)).to(x.scalar_type());
+  auto normed =
+      (xf * torch::rsqrt(squares / static_cast<double>(full_dim) + eps)).to(x.scalar_type());
   if (weight.defined()) normed = normed * weight;
   if (!freqs.defined()) return normed.contiguous();
   return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);

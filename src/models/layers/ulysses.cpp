@@ -32,10 +32,11 @@ void check_head_split(const SequenceShard& shard, std::int64_t heads, const char
 torch::Tensor shard_tokens(const SequenceShard& shard, const torch::Tensor& x, std::int64_t dim) {
   if (!shard.active()) return x;
   if (x.size(dim) != shard.tokens) {
-    throw ModelError("sequence parallel: a tensor with " + std::to_string(x.size(dim)) + " tokens, not " +
-                     std::to_string(shard.tokens));
+    throw ModelError("sequence parallel: a tensor with " + std::to_string(x.size(dim)) +
+                     " tokens, not " + std::to_string(shard.tokens));
   }
-  const std::int64_t real = std::max<std::int64_t>(0, std::min(shard.local, shard.tokens - shard.offset));
+  const std::int64_t real =
+      std::max<std::int64_t>(0, std::min(shard.local, shard.tokens - shard.offset));
   auto part = x.narrow(dim, std::min(shard.offset, shard.tokens), real);
   if (real == shard.local) return part.contiguous();
   auto sizes = x.sizes().vec();
@@ -56,7 +57,8 @@ torch::Tensor gather_tokens(const SequenceShard& shard, const torch::Tensor& x) 
   return all.movedim(0, 1).reshape(sizes).narrow(1, 0, shard.tokens);
 }
 
-std::vector<torch::Tensor> tokens_to_heads(const SequenceShard& shard, const std::vector<torch::Tensor>& xs) {
+std::vector<torch::Tensor> tokens_to_heads(const SequenceShard& shard,
+                                           const std::vector<torch::Tensor>& xs) {
   const auto p = static_cast<std::int64_t>(shard.size());
   const auto& x0 = xs.at(0);
   const auto b = x0.size(0);
@@ -91,7 +93,8 @@ torch::Tensor local_heads(const SequenceShard& shard, const torch::Tensor& x) {
 
 torch::Tensor gather_heads(const SequenceShard& shard, const torch::Tensor& x) {
   const auto all = all_gather(*shard.group, x.contiguous());  // [P, B, S, H/P, D]
-  return all.permute({1, 2, 0, 3, 4}).reshape({x.size(0), x.size(1), shard.size() * x.size(2), x.size(3)});
+  return all.permute({1, 2, 0, 3, 4})
+      .reshape({x.size(0), x.size(1), shard.size() * x.size(2), x.size(3)});
 }
 
 }  // namespace omnidp::models

@@ -19,7 +19,8 @@ std::unique_ptr<Pipeline> create_pipeline(const Config& config, const DeviceBind
   register_builtin_models();
   const auto* registration = model_table().find(config.model.name);
   if (registration == nullptr || !registration->create) {
-    throw ConfigError("model.name", "model '" + config.model.name + "' is not available in this build");
+    throw ConfigError("model.name",
+                      "model '" + config.model.name + "' is not available in this build");
   }
   return registration->create(config, device);
 }

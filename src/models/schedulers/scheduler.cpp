@@ -12,7 +12,8 @@ std::vector<double> numpy_linspace(double start, double stop, int num) {
   const double delta = stop - start;
   const double step = div > 0 ? delta / div : delta;
   for (int i = 0; i < num; ++i) {
-    const double y = step == 0.0 ? (static_cast<double>(i) / div) * delta : static_cast<double>(i) * step;
+    const double y =
+        step == 0.0 ? (static_cast<double>(i) / div) * delta : static_cast<double>(i) * step;
     out.push_back(y + start);
   }
   if (num > 1) out.back() = stop;

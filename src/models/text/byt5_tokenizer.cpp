@@ -19,7 +19,8 @@ ByT5Tokenizer::ByT5Tokenizer(const std::filesystem::path& folder) : ByT5Tokenize
   vocab_size_ = std::max(vocab_size_, added_.max_id() + 1);
 }
 
-std::vector<std::int64_t> ByT5Tokenizer::encode(const std::string& text, std::size_t max_length) const {
+std::vector<std::int64_t> ByT5Tokenizer::encode(const std::string& text,
+                                                std::size_t max_length) const {
   std::vector<std::int64_t> ids;
   ids.reserve(text.size() + 1);
   for (const auto& piece : added_.split(text)) {

@@ -89,8 +89,9 @@ std::string encode_utf8(const std::u32string& s) {
 
 // Python's str.isspace() (what `\s` matches in a str pattern).
 bool is_python_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
 // The parts of ftfy.fix_text that need no mojibake model: control characters removed, curly
@@ -101,14 +102,21 @@ std::u32string ftfy_subset(const std::u32string& s) {
   for (const char32_t c : s) {
     if ((c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F || c == 0xFEFF) continue;
     switch (c) {
-      case 0x2018: case 0x2019: case 0x201A: case 0x201B: out += U'\''; continue;
-      case 0x201C: case 0x201D: case 0x201E: case 0x201F: out += U'"'; continue;
+      case 0x2018:
+      case 0x2019:
+      case 0x201A:
+      case 0x201B: out += U'\''; continue;
+      case 0x201C:
+      case 0x201D:
+      case 0x201E:
+      case 0x201F: out += U'"'; continue;
       case 0xFB00: out += U"ff"; continue;
       case 0xFB01: out += U"fi"; continue;
       case 0xFB02: out += U"fl"; continue;
       case 0xFB03: out += U"ffi"; continue;
       case 0xFB04: out += U"ffl"; continue;
-      case 0xFB05: case 0xFB06: out += U"st"; continue;
+      case 0xFB05:
+      case 0xFB06: out += U"st"; continue;
       case 0x3000: out += U' '; continue;
       default: break;
     }
@@ -125,24 +133,28 @@ std::u32string ftfy_subset(const std::u32string& s) {
 // legacy amp/lt/gt/quot), decimal and hex references (';' optional).
 std::string html_unescape(const std::string& s) {
   static const std::map<std::string, char32_t, std::less<>> kNamed = {
-      {"amp", U'&'},      {"lt", U'<'},       {"gt", U'>'},       {"quot", U'"'},     {"apos", U'\''},
-      {"nbsp", 0xA0},     {"copy", 0xA9},     {"reg", 0xAE},      {"trade", 0x2122},  {"hellip", 0x2026},
-      {"mdash", 0x2014},  {"ndash", 0x2013},  {"lsquo", 0x2018},  {"rsquo", 0x2019},  {"ldquo", 0x201C},
-      {"rdquo", 0x201D},  {"laquo", 0xAB},    {"raquo", 0xBB},    {"middot", 0xB7},   {"times", 0xD7},
-      {"divide", 0xF7},   {"deg", 0xB0},      {"plusmn", 0xB1},   {"para", 0xB6},     {"sect", 0xA7},
-      {"cent", 0xA2},     {"pound", 0xA3},    {"yen", 0xA5},      {"euro", 0x20AC},   {"bull", 0x2022},
-      {"eacute", 0xE9},   {"egrave", 0xE8},   {"aacute", 0xE1},   {"agrave", 0xE0},   {"uuml", 0xFC},
-      {"ouml", 0xF6},     {"auml", 0xE4},     {"szlig", 0xDF},    {"ccedil", 0xE7},   {"ntilde", 0xF1},
-      {"iexcl", 0xA1},    {"iquest", 0xBF},   {"shy", 0xAD},      {"ensp", 0x2002},   {"emsp", 0x2003},
-      {"thinsp", 0x2009}, {"zwnj", 0x200C},   {"zwj", 0x200D},    {"larr", 0x2190},   {"rarr", 0x2192},
-      {"uarr", 0x2191},   {"darr", 0x2193},   {"hearts", 0x2665}, {"star", 0x2606},   {"micro", 0xB5}};
+      {"amp", U'&'},      {"lt", U'<'},       {"gt", U'>'},      {"quot", U'"'},
+      {"apos", U'\''},    {"nbsp", 0xA0},     {"copy", 0xA9},    {"reg", 0xAE},
+      {"trade", 0x2122},  {"hellip", 0x2026}, {"mdash", 0x2014}, {"ndash", 0x2013},
+      {"lsquo", 0x2018},  {"rsquo", 0x2019},  {"ldquo", 0x201C}, {"rdquo", 0x201D},
+      {"laquo", 0xAB},    {"raquo", 0xBB},    {"middot", 0xB7},  {"times", 0xD7},
+      {"divide", 0xF7},   {"deg", 0xB0},      {"plusmn", 0xB1},  {"para", 0xB6},
+      {"sect", 0xA7},     {"cent", 0xA2},     {"pound", 0xA3},   {"yen", 0xA5},
+      {"euro", 0x20AC},   {"bull", 0x2022},   {"eacute", 0xE9},  {"egrave", 0xE8},
+      {"aacute", 0xE1},   {"agrave", 0xE0},   {"uuml", 0xFC},    {"ouml", 0xF6},
+      {"auml", 0xE4},     {"szlig", 0xDF},    {"ccedil", 0xE7},  {"ntilde", 0xF1},
+      {"iexcl", 0xA1},    {"iquest", 0xBF},   {"shy", 0xAD},     {"ensp", 0x2002},
+      {"emsp", 0x2003},   {"thinsp", 0x2009}, {"zwnj", 0x200C},  {"zwj", 0x200D},
+      {"larr", 0x2190},   {"rarr", 0x2192},   {"uarr", 0x2191},  {"darr", 0x2193},
+      {"hearts", 0x2665}, {"star", 0x2606},   {"micro", 0xB5}};
   // Python maps these C1 references through Windows-1252 (html._invalid_charrefs).
   static const std::map<char32_t, char32_t> kCp1252 = {
-      {0x80, 0x20AC}, {0x82, 0x201A}, {0x83, 0x0192}, {0x84, 0x201E}, {0x85, 0x2026}, {0x86, 0x2020},
-      {0x87, 0x2021}, {0x88, 0x02C6}, {0x89, 0x2030}, {0x8A, 0x0160}, {0x8B, 0x2039}, {0x8C, 0x0152},
-      {0x8E, 0x017D}, {0x91, 0x2018}, {0x92, 0x2019}, {0x93, 0x201C}, {0x94, 0x201D}, {0x95, 0x2022},
-      {0x96, 0x2013}, {0x97, 0x2014}, {0x98, 0x02DC}, {0x99, 0x2122}, {0x9A, 0x0161}, {0x9B, 0x203A},
-      {0x9C, 0x0153}, {0x9E, 0x017E}, {0x9F, 0x0178}};
+      {0x80, 0x20AC}, {0x82, 0x201A}, {0x83, 0x0192}, {0x84, 0x201E}, {0x85, 0x2026},
+      {0x86, 0x2020}, {0x87, 0x2021}, {0x88, 0x02C6}, {0x89, 0x2030}, {0x8A, 0x0160},
+      {0x8B, 0x2039}, {0x8C, 0x0152}, {0x8E, 0x017D}, {0x91, 0x2018}, {0x92, 0x2019},
+      {0x93, 0x201C}, {0x94, 0x201D}, {0x95, 0x2022}, {0x96, 0x2013}, {0x97, 0x2014},
+      {0x98, 0x02DC}, {0x99, 0x2122}, {0x9A, 0x0161}, {0x9B, 0x203A}, {0x9C, 0x0153},
+      {0x9E, 0x017E}, {0x9F, 0x0178}};
   if (s.find('&') == std::string::npos) return s;
   std::string out;
   out.reserve(s.size());
@@ -162,7 +174,8 @@ std::string html_unescape(const std::string& s) {
         ++k;
       }
       if (k > digits_begin && k - digits_begin <= 8) {
-        auto value = static_cast<char32_t>(std::stoul(s.substr(digits_begin, k - digits_begin), nullptr, hex ? 16 : 10));
+        auto value = static_cast<char32_t>(
+            std::stoul(s.substr(digits_begin, k - digits_begin), nullptr, hex ? 16 : 10));
         if (const auto it = kCp1252.find(value); it != kCp1252.end()) {
           value = it->second;
         } else if (value == 0 || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
@@ -205,7 +218,8 @@ std::string strip_python_space(const std::string& s) {
 class DeviceScope {
  public:
   DeviceScope(torch::nn::Module& module, const EncoderPlacement& placement)
-      : module_(module), active_(placement.offload && placement.device != torch::Device(torch::kCPU)) {
+      : module_(module),
+        active_(placement.offload && placement.device != torch::Device(torch::kCPU)) {
     if (active_) move(placement.device);
   }
   ~DeviceScope() {
@@ -232,13 +246,16 @@ torch::Device home_device(const EncoderPlacement& placement) {
 }
 
 torch::Tensor ids_tensor(const std::vector<std::int64_t>& ids) {
-  return torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong)).view({1, static_cast<std::int64_t>(ids.size())});
+  return torch::tensor(ids, torch::TensorOptions().dtype(torch::kLong))
+      .view({1, static_cast<std::int64_t>(ids.size())});
 }
 
 // [1, n, D] -> float32 [1, length, D] with zeros after n, and its int64 mask.
-std::pair<torch::Tensor, torch::Tensor> pad_embeddings(const torch::Tensor& valid, std::int64_t length,
-                                                       std::int64_t dim, torch::Device device) {
-  auto embeds = torch::zeros({1, length, dim}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+std::pair<torch::Tensor, torch::Tensor> pad_embeddings(const torch::Tensor& valid,
+                                                       std::int64_t length, std::int64_t dim,
+                                                       torch::Device device) {
+  auto embeds =
+      torch::zeros({1, length, dim}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   auto mask = torch::zeros({1, length}, torch::TensorOptions().dtype(torch::kLong).device(device));
   const auto n = valid.defined() ? std::min(valid.size(1), length) : 0;
   if (n > 0) {
@@ -252,7 +269,8 @@ std::pair<torch::Tensor, torch::Tensor> pad_embeddings(const torch::Tensor& vali
 
 std::string wan_prompt_clean(const std::string& text) {
   // basic_clean: ftfy.fix_text, html.unescape twice, strip; whitespace_clean: \s+ -> " ", strip.
-  std::string s = encode_utf8(ftfy_subset(decode_utf8(nfc_normalize(encode_utf8(decode_utf8(text))))));
+  std::string s =
+      encode_utf8(ftfy_subset(decode_utf8(nfc_normalize(encode_utf8(decode_utf8(text))))));
   s = strip_python_space(html_unescape(html_unescape(s)));
   const auto cps = decode_utf8(s);
   std::u32string out;
@@ -295,12 +313,14 @@ std::optional<std::string> hv15_glyph_text(const std::string& prompt) {
   if (found.size() > 1) {
     std::vector<std::string> unique;
     for (auto& t : found) {
-      if (std::find(unique.begin(), unique.end(), t) == unique.end()) unique.push_back(std::move(t));
+      if (std::find(unique.begin(), unique.end(), t) == unique.end())
+        unique.push_back(std::move(t));
     }
     found = std::move(unique);
   }
   std::string out;
-  for (std::size_t i = 0; i < found.size(); ++i) out += (i > 0 ? ". " : "") + ("Text \"" + found[i] + "\"");
+  for (std::size_t i = 0; i < found.size(); ++i)
+    out += (i > 0 ? ". " : "") + ("Text \"" + found[i] + "\"");
   return out + ". ";
 }
 
@@ -308,21 +328,24 @@ const std::string& hv15_system_message() {
   static const std::string message =
       "You are a helpful assistant. Describe the video by detailing the following aspects: "
       "        1. The main content and theme of the video. "
-      "        2. The color, shape, size, texture, quantity, text, and spatial relationships of the objects. "
-      "        3. Actions, events, behaviors temporal relationships, physical movement changes of the objects. "
+      "        2. The color, shape, size, texture, quantity, text, and spatial relationships of "
+      "the objects. "
+      "        3. Actions, events, behaviors temporal relationships, physical movement changes of "
+      "the objects. "
       "        4. background environment, light, style and atmosphere. "
       "        5. camera angles, movements, and transitions used in the video.";
   return message;
 }
 
 std::string hv15_chat_text(const std::string& user, const std::string& system_message) {
-  return "<|im_start|>system\n" + system_message + "<|im_end|>\n<|im_start|>user\n" + (user.empty() ? " " : user) +
-         "<|im_end|>\n<|im_start|>assistant\n";
+  return "<|im_start|>system\n" + system_message + "<|im_end|>\n<|im_start|>user\n" +
+         (user.empty() ? " " : user) + "<|im_end|>\n<|im_start|>assistant\n";
 }
 
 // ---------------------------------------------------------------------------------------------
 
-T5PromptEncoder::T5PromptEncoder(std::unique_ptr<Tokenizer> tokenizer, T5EncoderModel model, Options options)
+T5PromptEncoder::T5PromptEncoder(std::unique_ptr<Tokenizer> tokenizer, T5EncoderModel model,
+                                 Options options)
     : tokenizer_(std::move(tokenizer)), model_(std::move(model)), options_(options) {
   if (!tokenizer_ || !model_) throw ModelError("T5PromptEncoder needs a tokenizer and a model");
   if (options_.max_length == 0) throw ModelError("T5PromptEncoder: max_length must be positive");
@@ -339,7 +362,8 @@ PromptEmbedding T5PromptEncoder::encode(const std::string& prompt) {
     c10::InferenceMode inference;
     hidden = model_->forward(ids_tensor(ids).to(place.device)).to(torch::kFloat32);
   }
-  const auto length = options_.pad_to_max_length ? static_cast<std::int64_t>(options_.max_length) : hidden.size(1);
+  const auto length =
+      options_.pad_to_max_length ? static_cast<std::int64_t>(options_.max_length) : hidden.size(1);
   auto [embeds, mask] = pad_embeddings(hidden, length, model_->options().d_model, place.device);
   PromptEmbedding out;
   out.embeds = embeds;
@@ -347,9 +371,10 @@ PromptEmbedding T5PromptEncoder::encode(const std::string& prompt) {
   return out;
 }
 
-Hv15PromptEncoder::Hv15PromptEncoder(std::unique_ptr<Tokenizer> tokenizer, Qwen25VLTextModel text_model,
-                                     std::unique_ptr<Tokenizer> glyph_tokenizer, T5EncoderModel glyph_model,
-                                     Options options)
+Hv15PromptEncoder::Hv15PromptEncoder(std::unique_ptr<Tokenizer> tokenizer,
+                                     Qwen25VLTextModel text_model,
+                                     std::unique_ptr<Tokenizer> glyph_tokenizer,
+                                     T5EncoderModel glyph_model, Options options)
     : tokenizer_(std::move(tokenizer)),
       text_model_(std::move(text_model)),
       glyph_tokenizer_(std::move(glyph_tokenizer)),
@@ -372,12 +397,15 @@ PromptEmbedding Hv15PromptEncoder::encode(const std::string& prompt) {
   {
     DeviceScope scope(*text_model_, place);
     c10::InferenceMode inference;
-    const auto hidden = text_model_->hidden_state(ids_tensor(ids).to(place.device), {}, options_.hidden_state_index);
+    const auto hidden =
+        text_model_->hidden_state(ids_tensor(ids).to(place.device), {}, options_.hidden_state_index);
     const auto crop = static_cast<std::int64_t>(options_.crop_start);
-    if (hidden.size(1) > crop) kept = hidden.narrow(1, crop, hidden.size(1) - crop).to(torch::kFloat32);
+    if (hidden.size(1) > crop)
+      kept = hidden.narrow(1, crop, hidden.size(1) - crop).to(torch::kFloat32);
   }
-  std::tie(out.embeds, out.mask) = pad_embeddings(kept, static_cast<std::int64_t>(options_.max_length),
-                                                  text_model_->options().hidden_size, place.device);
+  std::tie(out.embeds, out.mask) =
+      pad_embeddings(kept, static_cast<std::int64_t>(options_.max_length),
+                     text_model_->options().hidden_size, place.device);
 
   torch::Tensor glyph;
   if (const auto glyph_text = hv15_glyph_text(prompt)) {
@@ -386,8 +414,9 @@ PromptEmbedding Hv15PromptEncoder::encode(const std::string& prompt) {
     c10::InferenceMode inference;
     glyph = glyph_model_->forward(ids_tensor(gids).to(place.device)).to(torch::kFloat32);
   }
-  std::tie(out.embeds_2, out.mask_2) = pad_embeddings(glyph, static_cast<std::int64_t>(options_.glyph_max_length),
-                                                      glyph_model_->options().d_model, place.device);
+  std::tie(out.embeds_2, out.mask_2) =
+      pad_embeddings(glyph, static_cast<std::int64_t>(options_.glyph_max_length),
+                     glyph_model_->options().d_model, place.device);
   return out;
 }
 
@@ -411,15 +440,18 @@ T5Options tiny_byte_t5_options(std::int64_t d_model) {
   return o;
 }
 
-std::unique_ptr<T5PromptEncoder> make_tiny_byte_t5(std::uint64_t seed, std::int64_t d_model, torch::ScalarType dtype,
+std::unique_ptr<T5PromptEncoder> make_tiny_byte_t5(std::uint64_t seed, std::int64_t d_model,
+                                                   torch::ScalarType dtype,
                                                    EncoderPlacement placement) {
   auto model = random_t5_encoder(tiny_byte_t5_options(d_model), seed, dtype, home_device(placement));
   T5PromptEncoder::Options options;
   options.placement = placement;
-  return std::make_unique<T5PromptEncoder>(std::make_unique<ByT5Tokenizer>(), std::move(model), options);
+  return std::make_unique<T5PromptEncoder>(std::make_unique<ByT5Tokenizer>(), std::move(model),
+                                           options);
 }
 
-std::unique_ptr<T5PromptEncoder> load_wan_text_encoder(const fs::path& snapshot, torch::ScalarType dtype,
+std::unique_ptr<T5PromptEncoder> load_wan_text_encoder(const fs::path& snapshot,
+                                                       torch::ScalarType dtype,
                                                        EncoderPlacement placement) {
   auto tokenizer = SentencePieceTokenizer::from_folder(snapshot / "tokenizer");
   auto model = load_t5_encoder(snapshot / "text_encoder", dtype, home_device(placement));
@@ -428,7 +460,8 @@ std::unique_ptr<T5PromptEncoder> load_wan_text_encoder(const fs::path& snapshot,
   return std::make_unique<T5PromptEncoder>(std::move(tokenizer), std::move(model), options);
 }
 
-std::unique_ptr<Hv15PromptEncoder> load_hv15_text_encoder(const fs::path& snapshot, torch::ScalarType dtype,
+std::unique_ptr<Hv15PromptEncoder> load_hv15_text_encoder(const fs::path& snapshot,
+                                                          torch::ScalarType dtype,
                                                           EncoderPlacement placement) {
   auto tokenizer = Qwen2Tokenizer::from_folder(snapshot / "tokenizer");
   auto glyph_tokenizer = std::make_unique<ByT5Tokenizer>(snapshot / "tokenizer_2");
@@ -436,8 +469,9 @@ std::unique_ptr<Hv15PromptEncoder> load_hv15_text_encoder(const fs::path& snapsh
   auto glyph_model = load_t5_encoder(snapshot / "text_encoder_2", dtype, home_device(placement));
   Hv15PromptEncoder::Options options;
   options.placement = placement;
-  return std::make_unique<Hv15PromptEncoder>(std::move(tokenizer), std::move(text_model), std::move(glyph_tokenizer),
-                                             std::move(glyph_model), options);
+  return std::make_unique<Hv15PromptEncoder>(std::move(tokenizer), std::move(text_model),
+                                             std::move(glyph_tokenizer), std::move(glyph_model),
+                                             options);
 }
 
 }  // namespace omnidp::models::text

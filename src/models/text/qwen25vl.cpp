@@ -19,10 +19,10 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-
 }  // namespace
 
-Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_in, const std::string& origin) {
+Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_in,
+                                                   const std::string& origin) {
   const auto& config = config_in.contains("text_config") && config_in.at("text_config").is_object()
                            ? config_in.at("text_config")
                            : config_in;
@@ -40,21 +40,25 @@ Qwen25VLTextOptions Qwen25VLTextOptions::from_json(const nlohmann::json& config_
     o.rms_norm_eps = config_value<double>(config, "rms_norm_eps", 1e-6, origin);
     o.rope_theta = config_value<double>(config, "rope_theta", 10000.0, origin);
     if (config.contains("rope_parameters") && config.at("rope_parameters").is_object()) {
-      o.rope_theta = config_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta, origin);
+      o.rope_theta =
+          config_value<double>(config.at("rope_parameters"), "rope_theta", o.rope_theta, origin);
     }
     if (config_value<bool>(config, "use_sliding_window", false, origin)) {
-      throw WeightsError(origin, "sliding-window attention (use_sliding_window: true) is not supported");
+      throw WeightsError(origin,
+                         "sliding-window attention (use_sliding_window: true) is not supported");
     }
     const auto act = config_value<std::string>(config, "hidden_act", "silu", origin);
-    if (act != "silu") throw WeightsError(origin, "unsupported hidden_act '" + act + "' (only silu)");
+    if (act != "silu")
+      throw WeightsError(origin, "unsupported hidden_act '" + act + "' (only silu)");
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid Qwen2.5-VL text config: ") + e.what());
   }
-  if (o.vocab_size <= 0 || o.hidden_size <= 0 || o.intermediate_size <= 0 || o.num_hidden_layers <= 0 ||
-      o.num_attention_heads <= 0 || o.num_key_value_heads <= 0 || o.head_dim <= 0 || o.head_dim % 2 != 0 ||
-      o.num_attention_heads % o.num_key_value_heads != 0) {
-    throw WeightsError(origin, "invalid Qwen2.5-VL text config: sizes must be positive, head_dim even and "
-                               "num_attention_heads a multiple of num_key_value_heads");
+  if (o.vocab_size <= 0 || o.hidden_size <= 0 || o.intermediate_size <= 0 ||
+      o.num_hidden_layers <= 0 || o.num_attention_heads <= 0 || o.num_key_value_heads <= 0 ||
+      o.head_dim <= 0 || o.head_dim % 2 != 0 || o.num_attention_heads % o.num_key_value_heads != 0) {
+    throw WeightsError(origin,
+                       "invalid Qwen2.5-VL text config: sizes must be positive, head_dim even and "
+                       "num_attention_heads a multiple of num_key_value_heads");
   }
   return o;
 }
@@ -68,7 +72,8 @@ Qwen25VLAttentionImpl::Qwen25VLAttentionImpl(const Qwen25VLTextOptions& o, const
 }
 
 torch::Tensor Qwen25VLAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                             const torch::Tensor& sin, const torch::Tensor& mask) const {
+                                             const torch::Tensor& sin,
+                                             const torch::Tensor& mask) const {
   const auto b = x.size(0);
   const auto l = x.size(1);
   auto q = q_proj->forward(x).view({b, l, heads_, head_dim_}).transpose(1, 2);
@@ -94,38 +99,43 @@ torch::Tensor Qwen2MLPImpl::forward(const torch::Tensor& x) const {
   return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
 }
 
-Qwen25VLDecoderLayerImpl::Qwen25VLDecoderLayerImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec) {
+Qwen25VLDecoderLayerImpl::Qwen25VLDecoderLayerImpl(const Qwen25VLTextOptions& o,
+                                                   const ParamSpec& spec) {
   self_attn = register_module("self_attn", Qwen25VLAttention(o, spec));
   mlp = register_module("mlp", Qwen2MLP(o, spec));
-  input_layernorm =
-      register_module("input_layernorm", RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
+  input_layernorm = register_module(
+      "input_layernorm", RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
   post_attention_layernorm =
       register_module("post_attention_layernorm",
                       RMSNorm(o.hidden_size, o.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
 }
 
 torch::Tensor Qwen25VLDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                                const torch::Tensor& sin, const torch::Tensor& mask) const {
+                                                const torch::Tensor& sin,
+                                                const torch::Tensor& mask) const {
   const auto h = x + self_attn->forward(input_layernorm->forward(x), cos, sin, mask);
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
 
 Qwen25VLTextModelImpl::Qwen25VLTextModelImpl(const Qwen25VLTextOptions& options, const ParamSpec& spec)
     : options_(options) {
-  embed_tokens = register_module("embed_tokens", Embedding(options.vocab_size, options.hidden_size, spec));
+  embed_tokens =
+      register_module("embed_tokens", Embedding(options.vocab_size, options.hidden_size, spec));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < options.num_hidden_layers; ++i) layers->push_back(Qwen25VLDecoderLayer(options, spec));
-  norm = register_module("norm",
-                         RMSNorm(options.hidden_size, options.rms_norm_eps, RmsNormStyle::qwen2, spec.options()));
+  for (std::int64_t i = 0; i < options.num_hidden_layers; ++i)
+    layers->push_back(Qwen25VLDecoderLayer(options, spec));
+  norm = register_module("norm", RMSNorm(options.hidden_size, options.rms_norm_eps,
+                                         RmsNormStyle::qwen2, spec.options()));
 }
 
-torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids,
+                                                  const torch::Tensor& attention_mask,
                                                   std::int64_t index) const {
   const auto n = options_.num_hidden_layers;
   const auto entry = index < 0 ? index + n + 1 : index;
   if (entry < 0 || entry > n) {
-    throw ModelError("hidden state index " + std::to_string(index) + " out of range for " + std::to_string(n) +
-                     " layers");
+    throw ModelError("hidden state index " + std::to_string(index) + " out of range for " +
+                     std::to_string(n) + " layers");
   }
   if (input_ids.dim() != 2) throw ModelError("Qwen2.5-VL text model: input_ids must be [B, L]");
   const auto b = input_ids.size(0);
@@ -139,7 +149,8 @@ torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids
   const auto fopts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   const auto dim = options_.head_dim;
   const auto exponent =
-      torch::arange(0, dim, 2, torch::TensorOptions().dtype(torch::kLong).device(device)).to(torch::kFloat32) /
+      torch::arange(0, dim, 2, torch::TensorOptions().dtype(torch::kLong).device(device))
+          .to(torch::kFloat32) /
       static_cast<float>(dim);
   const auto inv_freq = 1.0 / torch::pow(options_.rope_theta, exponent);
   const auto freqs = torch::outer(torch::arange(l, fopts), inv_freq);  // [L, D/2]
@@ -159,22 +170,26 @@ torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids
     mask = torch::logical_or(torch::logical_and(mask, keys), torch::eye(l, bopts).view({1, 1, l, l}));
   }
   const auto run = std::min(entry, n);
-  for (std::int64_t i = 0; i < run; ++i) h = layers->ptr<Qwen25VLDecoderLayerImpl>(i)->forward(h, cos, sin, mask);
+  for (std::int64_t i = 0; i < run; ++i)
+    h = layers->ptr<Qwen25VLDecoderLayerImpl>(i)->forward(h, cos, sin, mask);
   return entry == n ? norm->forward(h) : h;
 }
 
-torch::Tensor Qwen25VLTextModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) const {
+torch::Tensor Qwen25VLTextModelImpl::forward(const torch::Tensor& input_ids,
+                                             const torch::Tensor& attention_mask) const {
   return hidden_state(input_ids, attention_mask, -1);
 }
 
-Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
+Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtype,
+                                     torch::Device device) {
   const auto config_path = dir / "config.json";
   const auto options = Qwen25VLTextOptions::from_json(read_json(config_path), config_path.string());
   const auto checkpoint = Checkpoint::open(dir);
   Qwen25VLTextModel model(options, ParamSpec{dtype, torch::kCPU});
 
   // Where the text model sits in the checkpoint: the first prefix with its embedding table.
-  static constexpr std::array<const char*, 4> kPrefixes{"", "model.", "language_model.", "model.language_model."};
+  static constexpr std::array<const char*, 4> kPrefixes{"", "model.", "language_model.",
+                                                        "model.language_model."};
   std::string prefix;
   bool found = false;
   for (const auto* p : kPrefixes) {
@@ -184,7 +199,8 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
       break;
     }
   }
-  if (!found) throw WeightsError(dir.string(), "no embed_tokens.weight (under '', model., language_model.)");
+  if (!found)
+    throw WeightsError(dir.string(), "no embed_tokens.weight (under '', model., language_model.)");
 
   // Nest the model under the prefix so that the strict loader sees the checkpoint's names.
   std::shared_ptr<torch::nn::Module> root = model.ptr();

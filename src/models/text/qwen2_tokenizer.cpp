@@ -81,7 +81,8 @@ const std::string& byte_level_char(unsigned char byte) {
     for (int b = 0xAE; b <= 0xFF; ++b) printable[b] = true;
     std::array<std::string, 256> t;
     std::uint32_t next = 256;
-    for (int b = 0; b < 256; ++b) t[b] = utf8_of(printable[b] ? static_cast<std::uint32_t>(b) : next++);
+    for (int b = 0; b < 256; ++b)
+      t[b] = utf8_of(printable[b] ? static_cast<std::uint32_t>(b) : next++);
     return t;
   }();
   return table[byte];
@@ -94,7 +95,8 @@ std::string nfc_normalize(const std::string& text) {
   if (is_ascii(text)) return text;
   UErrorCode err = U_ZERO_ERROR;
   const UNormalizer2* nfc = unorm2_getNFCInstance(&err);
-  if (U_FAILURE(err)) throw ModelError(std::string("ICU NFC normalizer unavailable: ") + u_errorName(err));
+  if (U_FAILURE(err))
+    throw ModelError(std::string("ICU NFC normalizer unavailable: ") + u_errorName(err));
   const auto fail = [](UErrorCode e) {
     throw InputError("<prompt>", std::string("cannot normalise the text (NFC): ") + u_errorName(e));
   };
@@ -103,7 +105,8 @@ std::string nfc_normalize(const std::string& text) {
   if (err != U_BUFFER_OVERFLOW_ERROR && U_FAILURE(err)) fail(err);
   err = U_ZERO_ERROR;
   std::vector<UChar> utf16(static_cast<std::size_t>(len16) + 1);
-  u_strFromUTF8(utf16.data(), len16 + 1, nullptr, text.data(), static_cast<std::int32_t>(text.size()), &err);
+  u_strFromUTF8(utf16.data(), len16 + 1, nullptr, text.data(),
+                static_cast<std::int32_t>(text.size()), &err);
   if (U_FAILURE(err)) fail(err);
   if (unorm2_isNormalized(nfc, utf16.data(), len16, &err) != 0 && U_SUCCESS(err)) return text;
   err = U_ZERO_ERROR;
@@ -174,7 +177,8 @@ std::vector<std::string> Qwen2Tokenizer::pre_tokenize(const std::string& text) c
   std::size_t offset = 0;
   std::uint32_t options = 0;  // the first call checks the whole subject is valid UTF-8
   while (offset < text.size()) {
-    const int rc = pcre2_match(impl_->code.get(), subject, text.size(), offset, options, md.get(), nullptr);
+    const int rc =
+        pcre2_match(impl_->code.get(), subject, text.size(), offset, options, md.get(), nullptr);
     options = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
@@ -216,15 +220,17 @@ Qwen2Tokenizer::Qwen2Tokenizer(std::unordered_map<std::string, std::int64_t> voc
 #ifdef OMNIDP_HAVE_PCRE2
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  impl_->code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPretokenizePattern), PCRE2_ZERO_TERMINATED,
-                                  PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr));
+  impl_->code.reset(pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPretokenizePattern),
+                                  PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &error,
+                                  &error_offset, nullptr));
   if (!impl_->code) {
     throw ModelError("PCRE2 cannot compile the Qwen2 pre-tokenizer pattern at offset " +
                      std::to_string(error_offset) + ": " + pcre2_message(error));
   }
 #else
-  throw ModelError("this build has no PCRE2 (install libpcre2-dev and reconfigure): the Qwen2 tokenizer of "
-                   "HunyuanVideo-1.5 is unavailable");
+  throw ModelError(
+      "this build has no PCRE2 (install libpcre2-dev and reconfigure): the Qwen2 tokenizer of "
+      "HunyuanVideo-1.5 is unavailable");
 #endif
   ranks_.reserve(merges.size());
   for (std::size_t i = 0; i < merges.size(); ++i) {
@@ -272,7 +278,8 @@ std::vector<std::string> Qwen2Tokenizer::bpe(const std::string& piece) const {
   return parts;
 }
 
-std::vector<std::int64_t> Qwen2Tokenizer::encode(const std::string& text, std::size_t max_length) const {
+std::vector<std::int64_t> Qwen2Tokenizer::encode(const std::string& text,
+                                                 std::size_t max_length) const {
   const std::string normalized = nfc_normalize(text);
   std::vector<std::int64_t> ids;
   for (const auto& piece : added_.split(normalized)) {
@@ -283,7 +290,8 @@ std::vector<std::int64_t> Qwen2Tokenizer::encode(const std::string& text, std::s
     for (const auto& word : pre_tokenize(std::string(piece.text))) {
       for (const auto& token : bpe(word)) {
         const auto it = vocab_.find(token);
-        if (it == vocab_.end()) throw ModelError("Qwen2 tokenizer: token '" + token + "' is not in vocab.json");
+        if (it == vocab_.end())
+          throw ModelError("Qwen2 tokenizer: token '" + token + "' is not in vocab.json");
         ids.push_back(it->second);
       }
     }
@@ -301,7 +309,8 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
   const auto split_merge = [](const std::string& line, const fs::path& file, std::size_t line_no) {
     const auto space = line.find(' ');
     if (space == std::string::npos || space == 0 || space + 1 == line.size()) {
-      throw WeightsError(file.string(), "merge " + std::to_string(line_no) + ": expected two tokens");
+      throw WeightsError(file.string(),
+                         "merge " + std::to_string(line_no) + ": expected two tokens");
     }
     return std::make_pair(line.substr(0, space), line.substr(space + 1));
   };
@@ -312,7 +321,8 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
     try {
       const auto j = nlohmann::json::parse(in);
       const auto& model = j.at("model");
-      for (const auto& [token, id] : model.at("vocab").items()) vocab.emplace(token, id.get<std::int64_t>());
+      for (const auto& [token, id] : model.at("vocab").items())
+        vocab.emplace(token, id.get<std::int64_t>());
       std::size_t n = 0;
       for (const auto& m : model.at("merges")) {
         ++n;
@@ -330,8 +340,9 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
 
   std::ifstream vin(vocab_path, std::ios::binary);
   if (!vin) {
-    throw WeightsError(vocab_path.string(), "cannot open (a Qwen2 tokenizer folder needs vocab.json and merges.txt, "
-                                            "or tokenizer.json)");
+    throw WeightsError(vocab_path.string(),
+                       "cannot open (a Qwen2 tokenizer folder needs vocab.json and merges.txt, "
+                       "or tokenizer.json)");
   }
   try {
     const auto j = nlohmann::json::parse(vin);
@@ -341,7 +352,9 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
     throw WeightsError(vocab_path.string(), std::string("invalid vocab: ") + e.what());
   }
   std::ifstream min(merges_path, std::ios::binary);
-  if (!min) throw WeightsError(merges_path.string(), "cannot open (a Qwen2 tokenizer folder needs merges.txt)");
+  if (!min)
+    throw WeightsError(merges_path.string(),
+                       "cannot open (a Qwen2 tokenizer folder needs merges.txt)");
   std::string line;
   std::size_t line_no = 0;
   while (std::getline(min, line)) {

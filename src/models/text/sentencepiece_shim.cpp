@@ -53,8 +53,8 @@ __attribute__((visibility("default"))) void omnidp_spm_close(void* processor) {
 
 __attribute__((visibility("default"))) int omnidp_spm_encode(const void* processor, const char* text,
                                                              std::size_t length, std::int32_t* ids,
-                                                             std::size_t capacity, std::size_t* count, char* error,
-                                                             std::size_t error_size) {
+                                                             std::size_t capacity, std::size_t* count,
+                                                             char* error, std::size_t error_size) {
   try {
     std::vector<int> out;
     const auto status = processor_of(processor).Encode(std::string_view(text, length), &out);
@@ -84,7 +84,8 @@ __attribute__((visibility("default"))) std::int32_t omnidp_spm_piece_to_id(const
   return processor_of(processor).PieceToId(piece);
 }
 
-__attribute__((visibility("default"))) int omnidp_spm_train(const char* args, char* error, std::size_t error_size) {
+__attribute__((visibility("default"))) int omnidp_spm_train(const char* args, char* error,
+                                                            std::size_t error_size) {
   try {
     const auto status = sentencepiece::SentencePieceTrainer::Train(args);
     if (!status.ok()) {

@@ -21,8 +21,9 @@ extern "C" {
 using OmnidpSpmOpen = void* (*)(const char* model_file, char* error, std::size_t error_size);
 using OmnidpSpmClose = void (*)(void* processor);
 // Writes at most `capacity` ids; `*count` is the number of ids of the text (may exceed capacity).
-using OmnidpSpmEncode = int (*)(const void* processor, const char* text, std::size_t length, std::int32_t* ids,
-                                std::size_t capacity, std::size_t* count, char* error, std::size_t error_size);
+using OmnidpSpmEncode = int (*)(const void* processor, const char* text, std::size_t length,
+                                std::int32_t* ids, std::size_t capacity, std::size_t* count,
+                                char* error, std::size_t error_size);
 using OmnidpSpmSpecialId = std::int32_t (*)(const void* processor);  // -1 when the model has none
 using OmnidpSpmPieceToId = std::int32_t (*)(const void* processor, const char* piece);
 using OmnidpSpmTrain = int (*)(const char* args, char* error, std::size_t error_size);

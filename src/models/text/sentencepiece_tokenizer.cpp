@@ -45,7 +45,9 @@ const Shim& shim() {
   static const Shim loaded = [] {
     Shim s;
 #if defined(__SANITIZE_ADDRESS__)
-    s.error = "SentencePiece is unavailable in sanitizer builds (its shim runs in a separate link namespace)";
+    s.error =
+        "SentencePiece is unavailable in sanitizer builds (its shim runs in a separate link "
+        "namespace)";
 #else
     std::vector<std::string> candidates;
     if (const char* env = std::getenv("OMNIDP_SENTENCEPIECE_SHIM"); env != nullptr && *env != '\0') {
@@ -54,7 +56,9 @@ const Shim& shim() {
     candidates.emplace_back(OMNIDP_SENTENCEPIECE_SHIM);  // the build tree's copy
     std::error_code ec;
     const auto exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back((exe.parent_path() / fs::path(OMNIDP_SENTENCEPIECE_SHIM).filename()).string());
+    if (!ec)
+      candidates.push_back(
+          (exe.parent_path() / fs::path(OMNIDP_SENTENCEPIECE_SHIM).filename()).string());
     void* lib = nullptr;
     std::string tried;
     for (const auto& path : candidates) {
@@ -111,19 +115,24 @@ void SentencePieceTokenizer::train_model(const std::string& args) {
 SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file, AddedTokens added)
     : added_(std::move(added)) {
   const auto& s = loaded_shim(model_file.c_str());
-  if (!fs::is_regular_file(model_file)) throw WeightsError(model_file.string(), "SentencePiece model not found");
+  if (!fs::is_regular_file(model_file))
+    throw WeightsError(model_file.string(), "SentencePiece model not found");
   std::array<char, 1024> error{};
   void* processor = s.open(model_file.c_str(), error.data(), error.size());
   if (processor == nullptr) {
-    throw WeightsError(model_file.string(), std::string("cannot load the SentencePiece model: ") + error.data());
+    throw WeightsError(model_file.string(),
+                       std::string("cannot load the SentencePiece model: ") + error.data());
   }
   impl_ = std::make_unique<Impl>(processor);
   eos_id_ = s.eos_id(processor) >= 0 ? s.eos_id(processor) : added_.id_of("</s>");
-  if (eos_id_ < 0) throw WeightsError(model_file.string(), "the SentencePiece model has no </s> (eos) piece");
-  pad_id_ = s.pad_id(processor) >= 0 ? s.pad_id(processor) : std::max<std::int64_t>(added_.id_of("<pad>"), 0);
+  if (eos_id_ < 0)
+    throw WeightsError(model_file.string(), "the SentencePiece model has no </s> (eos) piece");
+  pad_id_ = s.pad_id(processor) >= 0 ? s.pad_id(processor)
+                                     : std::max<std::int64_t>(added_.id_of("<pad>"), 0);
 }
 
-std::vector<std::int64_t> SentencePieceTokenizer::encode(const std::string& text, std::size_t max_length) const {
+std::vector<std::int64_t> SentencePieceTokenizer::encode(const std::string& text,
+                                                         std::size_t max_length) const {
   const auto& s = shim();
   std::vector<std::int64_t> ids;
   std::vector<std::int32_t> buffer(64);
@@ -135,9 +144,10 @@ std::vector<std::int64_t> SentencePieceTokenizer::encode(const std::string& text
     }
     std::size_t count = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      if (s.encode(impl_->processor, piece.text.data(), piece.text.size(), buffer.data(), buffer.size(), &count,
-                   error.data(), error.size()) != 0) {
-        throw InputError("<prompt>", std::string("SentencePiece cannot encode the text: ") + error.data());
+      if (s.encode(impl_->processor, piece.text.data(), piece.text.size(), buffer.data(),
+                   buffer.size(), &count, error.data(), error.size()) != 0) {
+        throw InputError("<prompt>",
+                         std::string("SentencePiece cannot encode the text: ") + error.data());
       }
       if (count <= buffer.size()) break;
       buffer.resize(count);
@@ -160,14 +170,16 @@ struct SentencePieceTokenizer::Impl {};
 bool SentencePieceTokenizer::available() noexcept { return false; }
 
 void SentencePieceTokenizer::train_model(const std::string& /*args*/) {
-  throw ModelError("this build has no SentencePiece (install libsentencepiece-dev and reconfigure)");
+  throw ModelError(
+      "this build has no SentencePiece (install libsentencepiece-dev and reconfigure)");
 }
 
 SentencePieceTokenizer::SentencePieceTokenizer(const fs::path& model_file, AddedTokens added)
     : added_(std::move(added)) {
-  throw ModelError("this build has no SentencePiece (install libsentencepiece-dev and reconfigure): "
-                   "the UMT5 tokenizer is unavailable",
-                   {model_file.string()});
+  throw ModelError(
+      "this build has no SentencePiece (install libsentencepiece-dev and reconfigure): "
+      "the UMT5 tokenizer is unavailable",
+      {model_file.string()});
 }
 
 std::vector<std::int64_t> SentencePieceTokenizer::encode(const std::string& /*text*/,
@@ -184,7 +196,8 @@ std::int64_t SentencePieceTokenizer::piece_id(const std::string& /*piece*/) cons
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_folder(const fs::path& dir) {
-  return std::make_unique<SentencePieceTokenizer>(dir / "spiece.model", AddedTokens::from_folder(dir));
+  return std::make_unique<SentencePieceTokenizer>(dir / "spiece.model",
+                                                  AddedTokens::from_folder(dir));
 }
 
 }  // namespace omnidp::models::text

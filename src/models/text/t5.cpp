@@ -17,7 +17,8 @@ namespace {
 constexpr const char* kTiedEmbedding = "encoder.embed_tokens.weight";
 
 torch::Tensor activation(const torch::Tensor& x, const std::string& name) {
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return torch::gelu(x, "tanh");
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
+    return torch::gelu(x, "tanh");
   if (name == "gelu") return torch::gelu(x);
   if (name == "relu") return torch::relu(x);
   if (name == "silu" || name == "swish") return torch::silu(x);
@@ -42,7 +43,6 @@ torch::Tensor clamp_fp16(const torch::Tensor& x) {
   const double clamp = torch::isinf(x).any().item<bool>() ? max - 1000 : max;
   return x.clamp(-clamp, clamp);
 }
-
 
 }  // namespace
 
@@ -72,20 +72,21 @@ T5Options T5Options::from_json(const nlohmann::json& config, const std::string& 
   } catch (const nlohmann::json::exception& e) {
     throw WeightsError(origin, std::string("invalid T5 config: ") + e.what());
   }
-  if (o.d_model <= 0 || o.d_kv <= 0 || o.d_ff <= 0 || o.num_layers <= 0 || o.num_heads <= 0 || o.vocab_size <= 0 ||
-      o.relative_attention_num_buckets < 4 || o.relative_attention_max_distance < 2) {
+  if (o.d_model <= 0 || o.d_kv <= 0 || o.d_ff <= 0 || o.num_layers <= 0 || o.num_heads <= 0 ||
+      o.vocab_size <= 0 || o.relative_attention_num_buckets < 4 ||
+      o.relative_attention_max_distance < 2) {
     throw WeightsError(origin, "invalid T5 config: sizes must be positive");
   }
   const auto& a = o.dense_act_fn;
-  if (a != "gelu_new" && a != "gelu_pytorch_tanh" && a != "gelu_fast" && a != "gelu" && a != "relu" && a != "silu" &&
-      a != "swish") {
+  if (a != "gelu_new" && a != "gelu_pytorch_tanh" && a != "gelu_fast" && a != "gelu" &&
+      a != "relu" && a != "silu" && a != "swish") {
     throw WeightsError(origin, "unsupported T5 activation '" + a + "'");
   }
   return o;
 }
 
-torch::Tensor relative_position_bucket(const torch::Tensor& relative_position, std::int64_t num_buckets,
-                                       std::int64_t max_distance) {
+torch::Tensor relative_position_bucket(const torch::Tensor& relative_position,
+                                       std::int64_t num_buckets, std::int64_t max_distance) {
   // Bidirectional: half the buckets for positive offsets (keys after the query).
   const std::int64_t half = num_buckets / 2;
   auto buckets = (relative_position > 0).to(torch::kLong) * half;
@@ -93,14 +94,16 @@ torch::Tensor relative_position_bucket(const torch::Tensor& relative_position, s
   const std::int64_t max_exact = half / 2;
   const auto is_small = distance < max_exact;
   auto log_ratio = torch::log(distance.to(torch::kFloat32) / static_cast<float>(max_exact)) /
-                   static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
+                   static_cast<float>(
+                       std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)));
   log_ratio = log_ratio * static_cast<float>(half - max_exact);
   auto if_large = max_exact + log_ratio.to(torch::kLong);
   if_large = torch::clamp_max(if_large, half - 1);
   return buckets + torch::where(is_small, distance, if_large);
 }
 
-T5AttentionImpl::T5AttentionImpl(const T5Options& opts, bool has_relative_attention_bias, const ParamSpec& spec)
+T5AttentionImpl::T5AttentionImpl(const T5Options& opts, bool has_relative_attention_bias,
+                                 const ParamSpec& spec)
     : num_heads_(opts.num_heads),
       d_kv_(opts.d_kv),
       num_buckets_(opts.relative_attention_num_buckets),
@@ -111,8 +114,9 @@ T5AttentionImpl::T5AttentionImpl(const T5Options& opts, bool has_relative_attent
   v = register_module("v", Linear(opts.d_model, inner, false, spec));
   o = register_module("o", Linear(inner, opts.d_model, false, spec));
   if (has_relative_attention_bias) {
-    relative_attention_bias = register_module(
-        "relative_attention_bias", Embedding(opts.relative_attention_num_buckets, opts.num_heads, spec));
+    relative_attention_bias =
+        register_module("relative_attention_bias",
+                        Embedding(opts.relative_attention_num_buckets, opts.num_heads, spec));
   }
 }
 
@@ -129,17 +133,21 @@ torch::Tensor T5AttentionImpl::compute_bias(std::int64_t query_length, std::int6
 torch::Tensor T5AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) const {
   const auto b = x.size(0);
   const auto l = x.size(1);
-  auto heads = [&](const Linear& proj) { return proj->forward(x).view({b, l, num_heads_, d_kv_}).transpose(1, 2); };
+  auto heads = [&](const Linear& proj) {
+    return proj->forward(x).view({b, l, num_heads_, d_kv_}).transpose(1, 2);
+  };
   // T5 does not scale the scores (the 1/sqrt(d) is folded into the weights' initialisation).
-  const auto out = omnidp::models::scaled_dot_product_attention(heads(q), heads(k), heads(v), bias, 1.0);
+  const auto out =
+      omnidp::models::scaled_dot_product_attention(heads(q), heads(k), heads(v), bias, 1.0);
   return o->forward(out.transpose(1, 2).reshape({b, l, num_heads_ * d_kv_}));
 }
 
-T5LayerSelfAttentionImpl::T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias,
+T5LayerSelfAttentionImpl::T5LayerSelfAttentionImpl(const T5Options& o,
+                                                   bool has_relative_attention_bias,
                                                    const ParamSpec& spec) {
   SelfAttention = register_module("SelfAttention", T5Attention(o, has_relative_attention_bias, spec));
-  layer_norm =
-      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
+  layer_norm = register_module(
+      "layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5DenseImpl::T5DenseImpl(const T5Options& o, const ParamSpec& spec) : act_(o.dense_act_fn) {
@@ -153,14 +161,15 @@ T5DenseImpl::T5DenseImpl(const T5Options& o, const ParamSpec& spec) : act_(o.den
 }
 
 torch::Tensor T5DenseImpl::forward(const torch::Tensor& x) const {
-  const auto h = wi ? activation(wi->forward(x), act_) : activation(wi_0->forward(x), act_) * wi_1->forward(x);
+  const auto h =
+      wi ? activation(wi->forward(x), act_) : activation(wi_0->forward(x), act_) * wi_1->forward(x);
   return wo->forward(h.to(wo->weight.scalar_type()));
 }
 
 T5LayerFFImpl::T5LayerFFImpl(const T5Options& o, const ParamSpec& spec) {
   DenseReluDense = register_module("DenseReluDense", T5Dense(o, spec));
-  layer_norm =
-      register_module("layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
+  layer_norm = register_module(
+      "layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
 }
 
 T5BlockImpl::T5BlockImpl(const T5Options& o, bool has_relative_attention_bias, const ParamSpec& spec) {
@@ -180,17 +189,20 @@ torch::Tensor T5BlockImpl::forward(const torch::Tensor& x, const torch::Tensor& 
 
 T5StackImpl::T5StackImpl(const T5Options& o, const ParamSpec& spec) {
   block = register_module("block", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < o.num_layers; ++i) block->push_back(T5Block(o, i == 0 || o.bias_in_every_layer, spec));
-  final_layer_norm = register_module("final_layer_norm",
-                                     RMSNorm(o.d_model, o.layer_norm_epsilon, RmsNormStyle::t5, spec.options()));
+  for (std::int64_t i = 0; i < o.num_layers; ++i)
+    block->push_back(T5Block(o, i == 0 || o.bias_in_every_layer, spec));
+  final_layer_norm = register_module("final_layer_norm", RMSNorm(o.d_model, o.layer_norm_epsilon,
+                                                                 RmsNormStyle::t5, spec.options()));
 }
 
-T5EncoderModelImpl::T5EncoderModelImpl(const T5Options& options, const ParamSpec& spec) : options_(options) {
+T5EncoderModelImpl::T5EncoderModelImpl(const T5Options& options, const ParamSpec& spec)
+    : options_(options) {
   shared = register_module("shared", Embedding(options.vocab_size, options.d_model, spec));
   encoder = register_module("encoder", T5Stack(options, spec));
 }
 
-torch::Tensor T5EncoderModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) const {
+torch::Tensor T5EncoderModelImpl::forward(const torch::Tensor& input_ids,
+                                          const torch::Tensor& attention_mask) const {
   if (input_ids.dim() != 2) throw ModelError("T5 encoder: input_ids must be [B, L]");
   const auto l = input_ids.size(1);
   const auto device = shared->weight.device();
@@ -232,7 +244,8 @@ T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, tor
     load.ignore_missing = [](const std::string& name) { return name == "shared.weight"; };
     load.ignore_unexpected = [](const std::string& name) { return name == kTiedEmbedding; };
     if (!checkpoint.contains(kTiedEmbedding)) {
-      throw WeightsError(dir.string(), "checkpoint has neither shared.weight nor " + std::string(kTiedEmbedding));
+      throw WeightsError(dir.string(),
+                         "checkpoint has neither shared.weight nor " + std::string(kTiedEmbedding));
     }
   }
   load_state_dict(*model, checkpoint, dtype, device, load);
@@ -248,8 +261,8 @@ T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, tor
   return model;
 }
 
-T5EncoderModel random_t5_encoder(const T5Options& options, std::uint64_t seed, torch::ScalarType dtype,
-                                 torch::Device device) {
+T5EncoderModel random_t5_encoder(const T5Options& options, std::uint64_t seed,
+                                 torch::ScalarType dtype, torch::Device device) {
   return random_encoder<T5EncoderModel>(options, seed, dtype, device);
 }
 

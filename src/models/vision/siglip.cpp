@@ -21,11 +21,13 @@ constexpr const char* kPrefix = "vision_model.";
 constexpr const char* kWhat = "SigLIP vision config: ";
 
 bool supported_activation(const std::string& a) {
-  return a == "gelu_pytorch_tanh" || a == "gelu_new" || a == "gelu_fast" || a == "gelu" || a == "quick_gelu";
+  return a == "gelu_pytorch_tanh" || a == "gelu_new" || a == "gelu_fast" || a == "gelu" ||
+         a == "quick_gelu";
 }
 
 torch::Tensor activation(const torch::Tensor& x, const std::string& name) {
-  if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast") return torch::gelu(x, "tanh");
+  if (name == "gelu_pytorch_tanh" || name == "gelu_new" || name == "gelu_fast")
+    return torch::gelu(x, "tanh");
   if (name == "gelu") return torch::gelu(x);
   if (name == "quick_gelu") return x * torch::sigmoid(1.702 * x);
   throw ModelError("unsupported SigLIP activation '" + name + "'");
@@ -43,30 +45,37 @@ std::int64_t int_value(const json& config, const char* key, const std::string& o
     if (fallback) return *fallback;
     throw WeightsError(origin, std::string(kWhat) + "missing key '" + key + "'");
   }
-  if (!v->is_number_integer()) throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be an integer");
+  if (!v->is_number_integer())
+    throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be an integer");
   const auto n = v->get<std::int64_t>();
-  if (n <= 0) throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be positive, got " + v->dump());
+  if (n <= 0)
+    throw WeightsError(origin,
+                       std::string(kWhat) + "key '" + key + "' must be positive, got " + v->dump());
   return n;
 }
 
 double double_value(const json& config, const char* key, const std::string& origin, double fallback) {
   const json* v = find_key(config, key);
   if (v == nullptr) return fallback;
-  if (!v->is_number()) throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be a number");
+  if (!v->is_number())
+    throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be a number");
   return v->get<double>();
 }
 
-std::string string_value(const json& config, const char* key, const std::string& origin, const std::string& fallback) {
+std::string string_value(const json& config, const char* key, const std::string& origin,
+                         const std::string& fallback) {
   const json* v = find_key(config, key);
   if (v == nullptr) return fallback;
-  if (!v->is_string()) throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be a string");
+  if (!v->is_string())
+    throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be a string");
   return v->get<std::string>();
 }
 
 bool bool_value(const json& config, const char* key, const std::string& origin, bool fallback) {
   const json* v = find_key(config, key);
   if (v == nullptr) return fallback;
-  if (!v->is_boolean()) throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be true or false");
+  if (!v->is_boolean())
+    throw WeightsError(origin, std::string(kWhat) + "key '" + key + "' must be true or false");
   return v->get<bool>();
 }
 
@@ -96,11 +105,13 @@ SiglipVisionOptions SiglipVisionOptions::from_json(const json& config_in, const 
   o.hidden_act = string_value(config, "hidden_act", origin, "gelu_pytorch_tanh");
   o.use_head = bool_value(config, "vision_use_head", origin, true);
   if (!supported_activation(o.hidden_act)) {
-    throw WeightsError(origin, std::string(kWhat) + "key 'hidden_act' is '" + o.hidden_act +
-                                   "' (supported: gelu_pytorch_tanh, gelu_new, gelu_fast, gelu, quick_gelu)");
+    throw WeightsError(
+        origin, std::string(kWhat) + "key 'hidden_act' is '" + o.hidden_act +
+                    "' (supported: gelu_pytorch_tanh, gelu_new, gelu_fast, gelu, quick_gelu)");
   }
   if (o.hidden_size % o.num_attention_heads != 0) {
-    throw WeightsError(origin, std::string(kWhat) + "key 'hidden_size' (" + std::to_string(o.hidden_size) +
+    throw WeightsError(origin, std::string(kWhat) + "key 'hidden_size' (" +
+                                   std::to_string(o.hidden_size) +
                                    ") must be a multiple of num_attention_heads (" +
                                    std::to_string(o.num_attention_heads) + ")");
   }
@@ -113,7 +124,8 @@ SiglipVisionOptions SiglipVisionOptions::from_json(const json& config_in, const 
   return o;
 }
 
-SiglipLayerNormImpl::SiglipLayerNormImpl(std::int64_t dim, double eps, const ParamSpec& spec) : eps_(eps) {
+SiglipLayerNormImpl::SiglipLayerNormImpl(std::int64_t dim, double eps, const ParamSpec& spec)
+    : eps_(eps) {
   weight = register_parameter("weight", torch::ones({dim}, spec.options()), false);
   bias = register_parameter("bias", torch::zeros({dim}, spec.options()), false);
 }
@@ -125,7 +137,9 @@ torch::Tensor SiglipLayerNormImpl::forward(const torch::Tensor& x) const {
 SiglipPatchConvImpl::SiglipPatchConvImpl(const SiglipVisionOptions& o, const ParamSpec& spec)
     : patch_size_(o.patch_size) {
   weight = register_parameter(
-      "weight", torch::empty({o.hidden_size, o.num_channels, o.patch_size, o.patch_size}, spec.options()), false);
+      "weight",
+      torch::empty({o.hidden_size, o.num_channels, o.patch_size, o.patch_size}, spec.options()),
+      false);
   bias = register_parameter("bias", torch::empty({o.hidden_size}, spec.options()), false);
 }
 
@@ -133,13 +147,16 @@ torch::Tensor SiglipPatchConvImpl::forward(const torch::Tensor& x) const {
   return torch::conv2d(x, weight, bias, {patch_size_, patch_size_});
 }
 
-SiglipVisionEmbeddingsImpl::SiglipVisionEmbeddingsImpl(const SiglipVisionOptions& o, const ParamSpec& spec) {
+SiglipVisionEmbeddingsImpl::SiglipVisionEmbeddingsImpl(const SiglipVisionOptions& o,
+                                                       const ParamSpec& spec) {
   patch_embedding = register_module("patch_embedding", SiglipPatchConv(o, spec));
-  position_embedding = register_module("position_embedding", text::Embedding(o.num_patches(), o.hidden_size, spec));
+  position_embedding =
+      register_module("position_embedding", text::Embedding(o.num_patches(), o.hidden_size, spec));
 }
 
 torch::Tensor SiglipVisionEmbeddingsImpl::forward(const torch::Tensor& pixel_values) const {
-  const auto patches = patch_embedding->forward(pixel_values).flatten(2).transpose(1, 2);  // [B, N, D]
+  const auto patches =
+      patch_embedding->forward(pixel_values).flatten(2).transpose(1, 2);  // [B, N, D]
   return patches + position_embedding->weight.unsqueeze(0);
 }
 
@@ -154,13 +171,17 @@ SiglipAttentionImpl::SiglipAttentionImpl(const SiglipVisionOptions& o, const Par
 torch::Tensor SiglipAttentionImpl::forward(const torch::Tensor& x) const {
   const auto b = x.size(0);
   const auto l = x.size(1);
-  auto heads = [&](const Linear& proj) { return proj->forward(x).view({b, l, num_heads_, head_dim_}).transpose(1, 2); };
+  auto heads = [&](const Linear& proj) {
+    return proj->forward(x).view({b, l, num_heads_, head_dim_}).transpose(1, 2);
+  };
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-  const auto out = models::scaled_dot_product_attention(heads(q_proj), heads(k_proj), heads(v_proj), std::nullopt, scale);
+  const auto out = models::scaled_dot_product_attention(heads(q_proj), heads(k_proj), heads(v_proj),
+                                                        std::nullopt, scale);
   return out_proj->forward(out.transpose(1, 2).reshape({b, l, num_heads_ * head_dim_}));
 }
 
-SiglipMLPImpl::SiglipMLPImpl(const SiglipVisionOptions& o, const ParamSpec& spec) : act_(o.hidden_act) {
+SiglipMLPImpl::SiglipMLPImpl(const SiglipVisionOptions& o, const ParamSpec& spec)
+    : act_(o.hidden_act) {
   fc1 = register_module("fc1", Linear(o.hidden_size, o.intermediate_size, true, spec));
   fc2 = register_module("fc2", Linear(o.intermediate_size, o.hidden_size, true, spec));
 }
@@ -170,9 +191,11 @@ torch::Tensor SiglipMLPImpl::forward(const torch::Tensor& x) const {
 }
 
 SiglipEncoderLayerImpl::SiglipEncoderLayerImpl(const SiglipVisionOptions& o, const ParamSpec& spec) {
-  layer_norm1 = register_module("layer_norm1", SiglipLayerNorm(o.hidden_size, o.layer_norm_eps, spec));
+  layer_norm1 =
+      register_module("layer_norm1", SiglipLayerNorm(o.hidden_size, o.layer_norm_eps, spec));
   self_attn = register_module("self_attn", SiglipAttention(o, spec));
-  layer_norm2 = register_module("layer_norm2", SiglipLayerNorm(o.hidden_size, o.layer_norm_eps, spec));
+  layer_norm2 =
+      register_module("layer_norm2", SiglipLayerNorm(o.hidden_size, o.layer_norm_eps, spec));
   mlp = register_module("mlp", SiglipMLP(o, spec));
 }
 
@@ -183,22 +206,27 @@ torch::Tensor SiglipEncoderLayerImpl::forward(const torch::Tensor& x) const {
 
 SiglipEncoderImpl::SiglipEncoderImpl(const SiglipVisionOptions& o, const ParamSpec& spec) {
   layers = register_module("layers", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < o.num_hidden_layers; ++i) layers->push_back(SiglipEncoderLayer(o, spec));
+  for (std::int64_t i = 0; i < o.num_hidden_layers; ++i)
+    layers->push_back(SiglipEncoderLayer(o, spec));
 }
 
 torch::Tensor SiglipEncoderImpl::forward(torch::Tensor x) const {
-  for (std::size_t i = 0; i < layers->size(); ++i) x = layers->ptr<SiglipEncoderLayerImpl>(i)->forward(x);
+  for (std::size_t i = 0; i < layers->size(); ++i)
+    x = layers->ptr<SiglipEncoderLayerImpl>(i)->forward(x);
   return x;
 }
 
 SiglipHeadAttentionImpl::SiglipHeadAttentionImpl(const SiglipVisionOptions& o, const ParamSpec& spec)
     : num_heads_(o.num_attention_heads) {
-  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * o.hidden_size, o.hidden_size}, spec.options()), false);
-  in_proj_bias = register_parameter("in_proj_bias", torch::empty({3 * o.hidden_size}, spec.options()), false);
+  in_proj_weight = register_parameter(
+      "in_proj_weight", torch::empty({3 * o.hidden_size, o.hidden_size}, spec.options()), false);
+  in_proj_bias =
+      register_parameter("in_proj_bias", torch::empty({3 * o.hidden_size}, spec.options()), false);
   out_proj = register_module("out_proj", Linear(o.hidden_size, o.hidden_size, true, spec));
 }
 
-torch::Tensor SiglipHeadAttentionImpl::forward(const torch::Tensor& query, const torch::Tensor& key_value) const {
+torch::Tensor SiglipHeadAttentionImpl::forward(const torch::Tensor& query,
+                                               const torch::Tensor& key_value) const {
   const auto d = in_proj_weight.size(1);
   const auto w = in_proj_weight.chunk(3, 0);
   const auto bias = in_proj_bias.chunk(3, 0);
@@ -208,8 +236,8 @@ torch::Tensor SiglipHeadAttentionImpl::forward(const torch::Tensor& query, const
     return torch::linear(x, w[i], bias[i]).view({b, x.size(1), num_heads_, dh}).transpose(1, 2);
   };
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  const auto out = models::scaled_dot_product_attention(heads(query, 0), heads(key_value, 1), heads(key_value, 2),
-                                                        std::nullopt, scale);
+  const auto out = models::scaled_dot_product_attention(heads(query, 0), heads(key_value, 1),
+                                                        heads(key_value, 2), std::nullopt, scale);
   return out_proj->forward(out.transpose(1, 2).reshape({b, query.size(1), d}));
 }
 
@@ -230,16 +258,18 @@ SiglipVisionModelImpl::SiglipVisionModelImpl(const SiglipVisionOptions& options,
     : options_(options) {
   embeddings = register_module("embeddings", SiglipVisionEmbeddings(options, spec));
   encoder = register_module("encoder", SiglipEncoder(options, spec));
-  post_layernorm = register_module("post_layernorm", SiglipLayerNorm(options.hidden_size, options.layer_norm_eps, spec));
+  post_layernorm = register_module(
+      "post_layernorm", SiglipLayerNorm(options.hidden_size, options.layer_norm_eps, spec));
   if (options.use_head) head = register_module("head", SiglipPoolingHead(options, spec));
 }
 
 torch::Tensor SiglipVisionModelImpl::forward(const torch::Tensor& pixel_values) const {
   const auto& o = options_;
-  if (pixel_values.dim() != 4 || pixel_values.size(1) != o.num_channels || pixel_values.size(2) != o.image_size ||
-      pixel_values.size(3) != o.image_size) {
-    throw ModelError("SigLIP vision: pixel_values must be [B, " + std::to_string(o.num_channels) + ", " +
-                     std::to_string(o.image_size) + ", " + std::to_string(o.image_size) + "]");
+  if (pixel_values.dim() != 4 || pixel_values.size(1) != o.num_channels ||
+      pixel_values.size(2) != o.image_size || pixel_values.size(3) != o.image_size) {
+    throw ModelError("SigLIP vision: pixel_values must be [B, " + std::to_string(o.num_channels) +
+                     ", " + std::to_string(o.image_size) + ", " + std::to_string(o.image_size) +
+                     "]");
   }
   auto h = embeddings->forward(pixel_values.to(device(), dtype()));
   h = encoder->forward(h);
@@ -247,11 +277,13 @@ torch::Tensor SiglipVisionModelImpl::forward(const torch::Tensor& pixel_values) 
 }
 
 torch::Tensor SiglipVisionModelImpl::pool(const torch::Tensor& last_hidden_state) const {
-  if (!head) throw ModelError("SigLIP vision: the model has no pooling head (vision_use_head false)");
+  if (!head)
+    throw ModelError("SigLIP vision: the model has no pooling head (vision_use_head false)");
   return head->forward(last_hidden_state.to(device(), dtype()));
 }
 
-SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
+SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtype,
+                                     torch::Device device) {
   const auto config_path = dir / "config.json";
   const auto options = SiglipVisionOptions::from_json(read_json(config_path), config_path.string());
   const auto checkpoint = Checkpoint::open(dir);

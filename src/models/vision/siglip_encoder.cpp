@@ -15,9 +15,11 @@ torch::Tensor SiglipImageEncoder::encode(const RgbImage& image) {
 
 std::unique_ptr<ImageEncoder> load_siglip_image_encoder(const std::filesystem::path& encoder_dir,
                                                         const std::filesystem::path& processor,
-                                                        torch::ScalarType dtype, torch::Device device) {
+                                                        torch::ScalarType dtype,
+                                                        torch::Device device) {
   auto options = load_siglip_image_processor(processor);
-  return std::make_unique<SiglipImageEncoder>(load_siglip_vision(encoder_dir, dtype, device), std::move(options));
+  return std::make_unique<SiglipImageEncoder>(load_siglip_vision(encoder_dir, dtype, device),
+                                              std::move(options));
 }
 
 }  // namespace omnidp::models::vision

@@ -46,7 +46,8 @@ std::array<double, 3> channel_values(const json& config, const char* key, const 
     const double x = v->get<double>();
     return {x, x, x};
   }
-  if (!v->is_array() || v->size() != 3) fail(origin, key, "must be a number or a list of 3 numbers");
+  if (!v->is_array() || v->size() != 3)
+    fail(origin, key, "must be a number or a list of 3 numbers");
   std::array<double, 3> out{};
   for (std::size_t i = 0; i < 3; ++i) {
     if (!v->at(i).is_number()) fail(origin, key, "must be a number or a list of 3 numbers");
@@ -57,7 +58,8 @@ std::array<double, 3> channel_values(const json& config, const char* key, const 
 
 }  // namespace
 
-SiglipImageProcessorOptions SiglipImageProcessorOptions::from_json(const json& config, const std::string& origin) {
+SiglipImageProcessorOptions SiglipImageProcessorOptions::from_json(const json& config,
+                                                                   const std::string& origin) {
   if (!config.is_object()) throw WeightsError(origin, std::string(kWhat) + "not a JSON object");
   SiglipImageProcessorOptions o;
   if (const json* type = find_key(config, "image_processor_type")) {
@@ -68,7 +70,9 @@ SiglipImageProcessorOptions SiglipImageProcessorOptions::from_json(const json& c
       o.convention = ResizeConvention::pillow;
     } else {
       fail(origin, "image_processor_type",
-           "is " + type->dump() + " (supported: SiglipImageProcessor, SiglipImageProcessorFast, SiglipImageProcessorPil)");
+           "is " + type->dump() +
+               " (supported: SiglipImageProcessor, SiglipImageProcessorFast, "
+               "SiglipImageProcessorPil)");
     }
   }
   o.do_resize = bool_value(config, "do_resize", origin, o.do_resize);
@@ -76,14 +80,16 @@ SiglipImageProcessorOptions SiglipImageProcessorOptions::from_json(const json& c
   o.do_normalize = bool_value(config, "do_normalize", origin, o.do_normalize);
   (void)bool_value(config, "do_convert_rgb", origin, true);  // type-checked; images are RGB already
   if (const json* size = find_key(config, "size")) {
-    if (!size->is_object() || !size->contains("height") || !size->contains("width") || size->size() != 2) {
+    if (!size->is_object() || !size->contains("height") || !size->contains("width") ||
+        size->size() != 2) {
       fail(origin, "size", "must be {\"height\": H, \"width\": W}, got " + size->dump());
     }
     o.height = positive_int(size->at("height"), "size.height", origin);
     o.width = positive_int(size->at("width"), "size.width", origin);
   }
   if (const json* resample = find_key(config, "resample")) {
-    if (!resample->is_number_integer()) fail(origin, "resample", "must be a PIL resample code, got " + resample->dump());
+    if (!resample->is_number_integer())
+      fail(origin, "resample", "must be a PIL resample code, got " + resample->dump());
     try {
       o.resample = resample_filter_from_pil(resample->get<int>());
     } catch (const std::invalid_argument& e) {
@@ -94,7 +100,8 @@ SiglipImageProcessorOptions SiglipImageProcessorOptions::from_json(const json& c
     }
   }
   if (const json* factor = find_key(config, "rescale_factor")) {
-    if (!factor->is_number() || !(factor->get<double>() > 0.0) || !std::isfinite(factor->get<double>())) {
+    if (!factor->is_number() || !(factor->get<double>() > 0.0) ||
+        !std::isfinite(factor->get<double>())) {
       fail(origin, "rescale_factor", "must be a positive number, got " + factor->dump());
     }
     o.rescale_factor = factor->get<double>();
@@ -116,15 +123,20 @@ SiglipImageProcessorOptions load_siglip_image_processor(const fs::path& path) {
 }
 
 torch::Tensor siglip_preprocess(const RgbImage& image, const SiglipImageProcessorOptions& o) {
-  const RgbImage sized = o.do_resize ? resize_rgb(image, o.width, o.height, o.resample, o.convention) : image;
+  const RgbImage sized =
+      o.do_resize ? resize_rgb(image, o.width, o.height, o.resample, o.convention) : image;
   if (sized.width <= 0 || sized.height <= 0 ||
-      sized.data.size() != static_cast<std::size_t>(sized.width) * static_cast<std::size_t>(sized.height) * 3U) {
-    throw InputError("<image>", "not a " + std::to_string(sized.width) + "x" + std::to_string(sized.height) + " RGB image");
+      sized.data.size() !=
+          static_cast<std::size_t>(sized.width) * static_cast<std::size_t>(sized.height) * 3U) {
+    throw InputError("<image>", "not a " + std::to_string(sized.width) + "x" +
+                                    std::to_string(sized.height) + " RGB image");
   }
-  const auto bytes = torch::from_blob(const_cast<std::uint8_t*>(sized.data.data()), {sized.height, sized.width, 3},
-                                      torch::kUInt8)
+  const auto bytes = torch::from_blob(const_cast<std::uint8_t*>(sized.data.data()),
+                                      {sized.height, sized.width, 3}, torch::kUInt8)
                          .permute({2, 0, 1});  // [3, H, W]
-  auto channel = [](const std::array<float, 3>& v) { return torch::tensor({v[0], v[1], v[2]}).view({3, 1, 1}); };
+  auto channel = [](const std::array<float, 3>& v) {
+    return torch::tensor({v[0], v[1], v[2]}).view({3, 1, 1});
+  };
   torch::Tensor x;
   if (o.convention == ResizeConvention::torch) {
     // torchvision backend: mean and std multiplied by 1 / rescale_factor in float32,
@@ -145,7 +157,8 @@ torch::Tensor siglip_preprocess(const RgbImage& image, const SiglipImageProcesso
   } else {
     // PIL backend (numpy): x * rescale_factor in float64 stored as float32, then float32
     // (x - mean) / std.
-    x = o.do_rescale ? (bytes.to(torch::kFloat64) * o.rescale_factor).to(torch::kFloat32) : bytes.to(torch::kFloat32);
+    x = o.do_rescale ? (bytes.to(torch::kFloat64) * o.rescale_factor).to(torch::kFloat32)
+                     : bytes.to(torch::kFloat32);
     if (o.do_normalize) {
       std::array<float, 3> mean{};
       std::array<float, 3> std_dev{};

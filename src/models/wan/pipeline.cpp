@@ -37,7 +37,8 @@ torch::Tensor wan_text_context(const PromptEmbedding& e) {
   auto x = e.embeds.to(torch::kFloat32);
   if (e.mask.defined()) x = x * e.mask.to(x.device()).to(torch::kFloat32).unsqueeze(-1);
   if (x.size(1) < kWanTextTokens) {
-    x = torch::cat({x, torch::zeros({x.size(0), kWanTextTokens - x.size(1), x.size(2)}, x.options())}, 1);
+    x = torch::cat(
+        {x, torch::zeros({x.size(0), kWanTextTokens - x.size(1), x.size(2)}, x.options())}, 1);
   }
   return x;
 }
@@ -46,7 +47,8 @@ torch::Tensor wan_text_context(const PromptEmbedding& e) {
 
 WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
     : parts_(std::move(parts)), device_(device) {
-  if (!parts_.transformer || !parts_.vae) throw ModelError("WanPipeline needs a transformer and a VAE");
+  if (!parts_.transformer || !parts_.vae)
+    throw ModelError("WanPipeline needs a transformer and a VAE");
   if (parts_.transformer->options().in_channels != parts_.vae->options().z_dim ||
       parts_.transformer->options().out_channels != parts_.vae->options().z_dim) {
     throw ModelError("transformer in/out channels do not match the VAE z_dim");
@@ -153,7 +155,8 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   for (int i = 0; i < steps; ++i) {
     bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
     stop = group_step({cfg, sequence, tensor}, stop, i, steps, device_);  // the group stops together
-    if (stop) throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    if (stop)
+      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
     const auto model_input = blend(latents).to(tdtype);
     const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
     torch::Tensor noise_pred;
@@ -165,13 +168,15 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
       noise_pred = uncond + in.guidance_scale * (cond - uncond);
     } else if (cfg != nullptr) {
       if (do_cfg) {
-        const auto both =
-            all_gather(*cfg, transformer->forward(model_input, ts, branch == 0 ? text : negative_text, sequence));
+        const auto both = all_gather(
+            *cfg,
+            transformer->forward(model_input, ts, branch == 0 ? text : negative_text, sequence));
         const auto cond = both[0];
         const auto uncond = both[1];
         noise_pred = uncond + in.guidance_scale * (cond - uncond);
       } else {  // one branch only: the leader's prediction for both ranks
-        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text, sequence) : torch::empty_like(model_input);
+        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text, sequence)
+                                 : torch::empty_like(model_input);
         noise_pred = broadcast(*cfg, noise_pred, 0);
       }
     } else {
@@ -258,15 +263,16 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   // The rounded size decides the latent shape (sample() rounds the same way).
   const auto& vo = parts_.vae->options();
   const int t = static_cast<int>(vo.scale_factor_temporal);
-  const int frames = std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1
-                                                          : request.num_frames, 1);
+  const int frames =
+      std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1 : request.num_frames, 1);
   const auto& to = parts_.transformer->options();
   const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
   const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
   const auto out = sample(in, &ctx);
-  if (!out.video.defined()) return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
+  if (!out.video.defined())
+    return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
 }
 
@@ -300,27 +306,32 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   const fs::path root(m.path);
   if (m.name == "tiny-wan") {
     if (m.weights != WeightsSource::random) {
-      throw ConfigError("model.weights", "tiny-wan has seeded random weights only (weights: random)");
+      throw ConfigError("model.weights",
+                        "tiny-wan has seeded random weights only (weights: random)");
     }
-    topts = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny-wan transformer");
+    topts = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(),
+                                                  "tiny-wan transformer");
     vopts = AutoencoderKLWanOptions::from_json_text(tiny_wan_vae_config(), "tiny-wan vae");
   } else if (m.name == "wan2.2-ti2v-5b") {
     if (m.weights == WeightsSource::pretrained) {
-      if (m.path.empty()) throw ConfigError("model.path", "wan2.2-ti2v-5b with pretrained weights needs model.path");
+      if (m.path.empty())
+        throw ConfigError("model.path", "wan2.2-ti2v-5b with pretrained weights needs model.path");
       // Every component is checked to be there before the first weights are read
       // (docs/models.md, "Loading a snapshot").
       if (!fs::is_regular_file(root / "model_index.json")) {
-        throw WeightsError((root / "model_index.json").string(),
-                           "missing: the snapshot " + root.string() + " has no model_index.json (WanPipeline)");
+        throw WeightsError(
+            (root / "model_index.json").string(),
+            "missing: the snapshot " + root.string() + " has no model_index.json (WanPipeline)");
       }
-      const auto transformer_dir =
-          snapshot_component(root, "transformer", "config.json", "WanTransformer3DModel: config.json + safetensors");
-      const auto vae_dir =
-          snapshot_component(root, "vae", "config.json", "AutoencoderKLWan: config.json + safetensors");
-      const auto scheduler_dir = snapshot_component(root, "scheduler", "scheduler_config.json",
-                                                    "UniPCMultistepScheduler: scheduler_config.json");
-      const auto text_dir =
-          snapshot_component(root, "text_encoder", "config.json", "UMT5EncoderModel: config.json + safetensors");
+      const auto transformer_dir = snapshot_component(
+          root, "transformer", "config.json", "WanTransformer3DModel: config.json + safetensors");
+      const auto vae_dir = snapshot_component(root, "vae", "config.json",
+                                              "AutoencoderKLWan: config.json + safetensors");
+      const auto scheduler_dir =
+          snapshot_component(root, "scheduler", "scheduler_config.json",
+                             "UniPCMultistepScheduler: scheduler_config.json");
+      const auto text_dir = snapshot_component(root, "text_encoder", "config.json",
+                                               "UMT5EncoderModel: config.json + safetensors");
       if (!fs::is_regular_file(root / "tokenizer" / "spiece.model")) {
         throw WeightsError((root / "tokenizer" / "spiece.model").string(),
                            "missing: the snapshot has no UMT5 tokenizer (tokenizer/spiece.model)");
@@ -330,15 +341,17 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       const auto text_dim = WanTransformerOptions::from_file(transformer_config).text_dim;
       if (text_config.contains("d_model") && text_config.at("d_model").is_number_integer() &&
           text_config.at("d_model").get<std::int64_t>() != text_dim) {
-        throw WeightsError((text_dir / "config.json").string(),
-                           "d_model " + std::to_string(text_config.at("d_model").get<std::int64_t>()) +
-                               " does not match text_dim " + std::to_string(text_dim) + " of " +
-                               transformer_config.string() + " (the encoder's output is the transformer's input)");
+        throw WeightsError(
+            (text_dir / "config.json").string(),
+            "d_model " + std::to_string(text_config.at("d_model").get<std::int64_t>()) +
+                " does not match text_dim " + std::to_string(text_dim) + " of " +
+                transformer_config.string() + " (the encoder's output is the transformer's input)");
       }
       const auto index = read_json(root / "model_index.json");
       if (!index.value("expand_timesteps", false)) {
-        throw ModelError("only the Wan2.2 TI2V layout (model_index.json expand_timesteps: true) is supported",
-                         {(root / "model_index.json").string()});
+        throw ModelError(
+            "only the Wan2.2 TI2V layout (model_index.json expand_timesteps: true) is supported",
+            {(root / "model_index.json").string()});
       }
       if (index.contains("transformer_2") && !index.at("transformer_2").is_null() &&
           !(index.at("transformer_2").is_array() && index.at("transformer_2").at(0).is_null())) {
@@ -347,7 +360,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       }
       parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
       parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
-      parts.scheduler = unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
+      parts.scheduler =
+          unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
     } else if (!m.path.empty()) {
       topts = WanTransformerOptions::from_file(root / "transformer" / "config.json");
       vopts = AutoencoderKLWanOptions::from_file(root / "vae");
@@ -366,7 +380,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     using Clock = std::chrono::steady_clock;
     const auto since = [](Clock::time_point t) {
       char text[32];
-      std::snprintf(text, sizeof text, "%.2f s", std::chrono::duration<double>(Clock::now() - t).count());
+      std::snprintf(text, sizeof text, "%.2f s",
+                    std::chrono::duration<double>(Clock::now() - t).count());
       return std::string(text);
     };
     auto t = Clock::now();
@@ -378,8 +393,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     t = Clock::now();
     transformer->to_dtype(device, dtype);
     freeze(*transformer);
-    log_debug("wan: random transformer: construct " + construct + ", random init " + init + ", to " +
-              device.str() + " " + since(t));
+    log_debug("wan: random transformer: construct " + construct + ", random init " + init +
+              ", to " + device.str() + " " + since(t));
     parts.transformer = transformer;
     t = Clock::now();
     AutoencoderKLWan vae(vopts);
@@ -400,8 +415,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   if (m.weights == WeightsSource::pretrained) {
     parts.text_encoder = text::load_wan_text_encoder(root, dtype, placement);
   } else {
-    parts.text_encoder =
-        text::make_tiny_byte_t5(m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
+    parts.text_encoder = text::make_tiny_byte_t5(
+        m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
   }
   return std::make_unique<WanPipeline>(std::move(parts), device);
 }
@@ -417,10 +432,12 @@ void register_wan_models(ModelTable& table) {
     if (std::string_view(name) != "tiny-wan") {
       r.describe = [](const ModelConfig& model, ModelInfo& info) {
         if (model.path.empty() || model.weights != WeightsSource::pretrained) return;
-        if (const auto file = component_file(std::filesystem::path(model.path) / "transformer", "config.json")) {
-          const auto count = snapshot_number(*file, "num_attention_heads", +[](double x) {
-            return x >= 1 && x == std::floor(x) ? std::string() : "must be a positive integer";
-          });
+        if (const auto file =
+                component_file(std::filesystem::path(model.path) / "transformer", "config.json")) {
+          const auto count = snapshot_number(
+              *file, "num_attention_heads", +[](double x) {
+                return x >= 1 && x == std::floor(x) ? std::string() : "must be a positive integer";
+              });
           if (count) info.attention_heads = static_cast<int>(*count);
         }
       };
@@ -437,7 +454,8 @@ void register_wan_models(ModelTable& table) {
       if (config.generation.flow_shift) return;
       const std::filesystem::path root(config.model.path);
       if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-        const bool euler = snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
+        const bool euler =
+            snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
         if (const auto v = snapshot_number(*file, euler ? "shift" : "flow_shift", &check_flow_shift)) {
           d.flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
         }

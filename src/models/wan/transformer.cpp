@@ -14,7 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t get_int(const json& j, const char* key, std::int64_t fallback, const std::string& origin) {
+std::int64_t get_int(const json& j, const char* key, std::int64_t fallback,
+                     const std::string& origin) {
   if (!j.contains(key) || j.at(key).is_null()) return fallback;
   if (!j.at(key).is_number_integer()) {
     throw WeightsError(origin, std::string("field '") + key + "' must be an integer");
@@ -43,7 +44,8 @@ WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& t
   WanTransformerOptions o;
   if (j.contains("patch_size")) {
     const auto& p = j.at("patch_size");
-    if (!p.is_array() || p.size() != 3) throw WeightsError(origin, "patch_size must be a list of 3");
+    if (!p.is_array() || p.size() != 3)
+      throw WeightsError(origin, "patch_size must be a list of 3");
     for (std::size_t i = 0; i < 3; ++i) o.patch_size[i] = p.at(i).get<std::int64_t>();
   }
   o.num_attention_heads = get_int(j, "num_attention_heads", o.num_attention_heads, origin);
@@ -64,8 +66,9 @@ WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& t
   }
   for (const char* key : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
     if (j.contains(key) && !j.at(key).is_null()) {
-      throw WeightsError(origin, std::string("unsupported: '") + key +
-                                     "' is set (the Wan2.1 image-embedding variant is not implemented)");
+      throw WeightsError(origin,
+                         std::string("unsupported: '") + key +
+                             "' is set (the Wan2.1 image-embedding variant is not implemented)");
     }
   }
   if (o.num_attention_heads <= 0 || o.attention_head_dim <= 0 || o.attention_head_dim % 2 != 0 ||
@@ -98,7 +101,8 @@ std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(std::int64_t head_dim,
   std::vector<torch::Tensor> cos_parts, sin_parts;
   const auto pos = torch::arange(max_seq_len, f64);
   for (const std::int64_t dim : {t_dim, hw_dim, hw_dim}) {
-    const auto exponent = torch::arange(0, dim, 2, f64).slice(0, 0, dim / 2) / static_cast<double>(dim);
+    const auto exponent =
+        torch::arange(0, dim, 2, f64).slice(0, 0, dim / 2) / static_cast<double>(dim);
     const auto freqs = 1.0 / torch::pow(theta, exponent);
     const auto angles = torch::outer(pos, freqs);  // [S, dim/2] float64
     cos_parts.push_back(angles.cos().repeat_interleave(2, 1).to(torch::kFloat32));
@@ -110,14 +114,18 @@ std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(std::int64_t head_dim,
   const std::vector<std::int64_t> split{head_dim - 2 * third, third, third};
   const auto build = [&](const torch::Tensor& table) {
     const auto parts = table.split_with_sizes(split, 1);
-    const auto pf = parts[0].slice(0, 0, frames).view({frames, 1, 1, -1}).expand({frames, height, width, -1});
-    const auto ph = parts[1].slice(0, 0, height).view({1, height, 1, -1}).expand({frames, height, width, -1});
-    const auto pw = parts[2].slice(0, 0, width).view({1, 1, width, -1}).expand({frames, height, width, -1});
+    const auto pf =
+        parts[0].slice(0, 0, frames).view({frames, 1, 1, -1}).expand({frames, height, width, -1});
+    const auto ph =
+        parts[1].slice(0, 0, height).view({1, height, 1, -1}).expand({frames, height, width, -1});
+    const auto pw =
+        parts[2].slice(0, 0, width).view({1, 1, width, -1}).expand({frames, height, width, -1});
     return torch::cat({pf, ph, pw}, -1).reshape({frames * height * width, head_dim});
   };
   const auto cos_full = build(cos_table);
   const auto sin_full = build(sin_table);
-  return {cos_full.slice(1, 0, head_dim, 2).contiguous(), sin_full.slice(1, 1, head_dim, 2).contiguous()};
+  return {cos_full.slice(1, 0, head_dim, 2).contiguous(),
+          sin_full.slice(1, 1, head_dim, 2).contiguous()};
 }
 
 torch::Tensor wan_rope_freqs(const torch::Tensor& cos, const torch::Tensor& sin) {
@@ -131,8 +139,11 @@ torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs)
 // ---------------------------------------------------------------------------------------------
 // Layers
 
-WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross, TensorShard shard)
-    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), dim_(dim), cross_(cross) {
+WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
+                                   TensorShard shard)
+    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")),
+      dim_(dim),
+      cross_(cross) {
   const std::int64_t local = dim / shard.size;  // this shard's heads x head_dim
   to_q = register_module("to_q", Linear(dim, local));
   to_k = register_module("to_k", Linear(dim, local));
@@ -149,9 +160,11 @@ torch::Tensor WanAttentionImpl::project_out(const torch::Tensor& o) {
   return row_parallel_linear(tensor_group_, o, out->weight, out->bias);
 }
 
-torch::Tensor WanAttentionImpl::norm_heads(const torch::Tensor& x, const RMSNorm& norm, const torch::Tensor& freqs,
-                                           std::int64_t head_dim, const torch::Tensor& bias) {
-  return sharded_rms_norm_rope(tensor_group_, x, norm->weight, norm->eps(), freqs, head_dim, dim_, bias);
+torch::Tensor WanAttentionImpl::norm_heads(const torch::Tensor& x, const RMSNorm& norm,
+                                           const torch::Tensor& freqs, std::int64_t head_dim,
+                                           const torch::Tensor& bias) {
+  return sharded_rms_norm_rope(tensor_group_, x, norm->weight, norm->eps(), freqs, head_dim, dim_,
+                               bias);
 }
 
 void WanAttentionImpl::fuse_projections() {
@@ -208,19 +221,21 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch
   return {k, v.unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
 }
 
-torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
+torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x,
+                                       const std::pair<torch::Tensor, torch::Tensor>& kv) {
   return project_out(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
 }
 
-torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
-                                          const torch::Tensor& v, const torch::Tensor& rope_freqs,
+torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias,
+                                          const torch::Tensor& k, const torch::Tensor& v,
+                                          const torch::Tensor& rope_freqs,
                                           const SequenceShard& sequence) {
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
-  const auto qn = norm_heads(q, norm_q, rope_freqs, head_dim, q_bias)
-                      .unflatten(2, {heads_, -1});
+  const auto qn = norm_heads(q, norm_q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
   if (!sequence.active()) {
-    return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2),
+                                                        v.transpose(1, 2))
         .transpose(1, 2)
         .flatten(2, 3);
   }
@@ -228,14 +243,15 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
   const auto qkv = tokens_to_heads(sequence, {qn, k, v});
   const auto keys = qkv[1].narrow(1, 0, sequence.tokens);
   const auto values = qkv[2].narrow(1, 0, sequence.tokens);
-  const auto o = omnidp::models::scaled_dot_product_attention(qkv[0].transpose(1, 2), keys.transpose(1, 2),
-                                                              values.transpose(1, 2))
+  const auto o = omnidp::models::scaled_dot_product_attention(
+                     qkv[0].transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2))
                      .transpose(1, 2);
   return heads_to_tokens(sequence, o).flatten(2, 3);
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
-                                        const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
+                                        const torch::Tensor& rope_freqs,
+                                        const SequenceShard& sequence) {
   if (cross_) return attend(x, context_kv(context));
   torch::Tensor q, k, v;
   if (use_fused()) {
@@ -261,24 +277,27 @@ torch::Tensor WanAttentionImpl::folded_out_bias() {
   const auto& out = to_out[0]->as<Linear>();
   const auto f32 = torch::kFloat32;
   // Row-split: each shard's to_out columns times its to_v bias rows, summed over the group.
-  const auto folded = reduce_partial(tensor_group_, torch::mv(out->weight.to(f32), to_v->bias.to(f32)));
+  const auto folded =
+      reduce_partial(tensor_group_, torch::mv(out->weight.to(f32), to_v->bias.to(f32)));
   return (out->bias.to(f32) + folded).to(out->bias.scalar_type());
 }
 
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(const torch::Tensor& x,
-                                                                           const torch::Tensor& rope_freqs,
-                                                                           const torch::Tensor& out_bias,
-                                                                           const SequenceShard& sequence) {
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
+    const torch::Tensor& x, const torch::Tensor& rope_freqs, const torch::Tensor& out_bias,
+    const SequenceShard& sequence) {
   if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs, sequence), {}};
   if (!out_bias.defined()) {
-    throw ModelError("no folded self-attention output bias (the block was prepared before fuse_projections?)");
+    throw ModelError(
+        "no folded self-attention output bias (the block was prepared before fuse_projections?)");
   }
   const auto qkv = linear_bias(x, fused_weight_, {}).chunk(3, -1);
   const auto bias = fused_bias_.chunk(3, 0);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
   const auto k = norm_heads(qkv[1], norm_k, rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
-  const auto o = attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  return {reduce_partial(tensor_group_, linear_bias(o, to_out[0]->as<Linear>()->weight, {})), out_bias};
+  const auto o =
+      attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
+  return {reduce_partial(tensor_group_, linear_bias(o, to_out[0]->as<Linear>()->weight, {})),
+          out_bias};
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
@@ -308,7 +327,8 @@ torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
 std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
   if (!fused_elementwise()) return {forward(x), {}};
   return {reduce_partial(tensor_group_,
-                         linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias), proj_out_->weight, {})),
+                         linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias),
+                                     proj_out_->weight, {})),
           proj_out_->bias};
 }
 
@@ -318,7 +338,8 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
   attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard));
   if (o.cross_attn_norm) {
     norm2 = register_module(
-        "norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
+        "norm2", torch::nn::LayerNorm(
+                     torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
   }
   (void)shard_part(o.ffn_dim, shard, "WanTransformer3DModel", "FFN columns (ffn_dim)");
   ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim, shard.size));
@@ -334,7 +355,8 @@ void WanTransformerBlockImpl::set_tensor_group(runtime::Collective* group) {
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
                                                const torch::Tensor& temb_proj,
-                                               const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
+                                               const torch::Tensor& rope_freqs,
+                                               const SequenceShard& sequence) {
   return forward(x, prepare(context), temb_proj, rope_freqs, sequence);
 }
 
@@ -345,9 +367,11 @@ WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context) 
   return prepared;
 }
 
-torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
+torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
+                                               const WanPreparedBlock& prepared,
                                                const torch::Tensor& temb_proj,
-                                               const torch::Tensor& rope_freqs, const SequenceShard& sequence) {
+                                               const torch::Tensor& rope_freqs,
+                                               const SequenceShard& sequence) {
   // Modulation [1, 1, 6, D] + [B, G, 6, D] -> six [B, G, 1, D], broadcast over the N/G tokens
   // of each group: x is viewed as [B, G, N/G, D] (tokens are in frame-major order).
   const std::int64_t batch = x.size(0);
@@ -368,7 +392,8 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const Wan
   // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
   const auto xg = grouped(x);
   auto norm_x = modulated_layer_norm(xg, shift_msa, scale_msa, eps_, dtype);
-  const auto [attn, attn_bias] = attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias, sequence);
+  const auto [attn, attn_bias] =
+      attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias, sequence);
   auto h = gated_residual(xg, grouped(attn), gate_msa, dtype, attn_bias);
 
   // 2. Cross-attention (norm2 keeps float32 weights), plain residual.
@@ -414,30 +439,32 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
 WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
-  (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel", "attention heads");  // before allocating
+  (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel",
+                   "attention heads");  // before allocating
   const std::int64_t dim = o.inner_dim();
   patch_embedding = register_module(
       "patch_embedding",
-      torch::nn::Conv3d(torch::nn::Conv3dOptions(o.in_channels, dim,
-                                                 {o.patch_size[0], o.patch_size[1], o.patch_size[2]})
+      torch::nn::Conv3d(torch::nn::Conv3dOptions(
+                            o.in_channels, dim, {o.patch_size[0], o.patch_size[1], o.patch_size[2]})
                             .stride({o.patch_size[0], o.patch_size[1], o.patch_size[2]})));
   condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o, shard_));
   proj_out = register_module(
-      "proj_out",
-      Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
+      "proj_out", Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
   scale_shift_table = register_parameter(
       "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
 }
 
 void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  if (group == nullptr ? shard_.sharded() : (group->size() != shard_.size || group->rank() != shard_.rank)) {
+  if (group == nullptr ? shard_.sharded()
+                       : (group->size() != shard_.size || group->rank() != shard_.rank)) {
     throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
                      std::to_string(shard_.size) + ", but runs in " +
-                     (group == nullptr ? std::string("no tensor group")
-                                       : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
-                                             " (" + std::to_string(group->size()) + " ranks)"));
+                     (group == nullptr
+                          ? std::string("no tensor group")
+                          : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
+                                " (" + std::to_string(group->size()) + " ranks)"));
   }
   tensor_group_ = group;
   for (const auto& block : *blocks) block->as<WanTransformerBlock>()->set_tensor_group(group);
@@ -449,7 +476,8 @@ ShardPlan wan_tensor_shard_plan(const TensorShard& shard) {
     if (!name.starts_with("blocks.")) return std::nullopt;
     const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
     const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    const bool attn = name.find(".attn1.") != std::string::npos || name.find(".attn2.") != std::string::npos;
+    const bool attn =
+        name.find(".attn1.") != std::string::npos || name.find(".attn2.") != std::string::npos;
     if (attn) {
       for (const char* p : {".to_q.", ".to_k.", ".to_v."}) {
         if (name.find(p) != std::string::npos) return part(0);
@@ -500,7 +528,8 @@ WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tenso
   prepared.batch = context.size(0);
   prepared.dtype = context.scalar_type();
   const auto ctx = condition_embedder->text_embedder->forward(context);
-  for (const auto& block : *blocks) prepared.blocks.push_back(block->as<WanTransformerBlock>()->prepare(ctx));
+  for (const auto& block : *blocks)
+    prepared.blocks.push_back(block->as<WanTransformerBlock>()->prepare(ctx));
   return prepared;
 }
 
@@ -534,9 +563,9 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
   const std::int64_t w = hidden.size(4) / pw;
   const std::int64_t tokens = f * h * w;
   if (context.batch != batch || context.blocks.size() != blocks->size()) {
-    throw ModelError("the prepared text context is for batch " + std::to_string(context.batch) + " and " +
-                     std::to_string(context.blocks.size()) + " blocks, not " + std::to_string(batch) +
-                     " and " + std::to_string(blocks->size()));
+    throw ModelError("the prepared text context is for batch " + std::to_string(context.batch) +
+                     " and " + std::to_string(context.blocks.size()) + " blocks, not " +
+                     std::to_string(batch) + " and " + std::to_string(blocks->size()));
   }
   const bool per_token = timestep.dim() == 2;
   if (per_token ? (timestep.size(0) != batch || timestep.size(1) != tokens)
@@ -572,11 +601,13 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
     }
   }
   for (std::size_t i = 0; i < blocks->size(); ++i) {
-    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs, seq);
+    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs,
+                                                      seq);
   }
 
   // Output head: shift/scale = table + temb (no SiLU, no projection), per group.
-  const auto ss = (scale_shift_table.unsqueeze(0) + temb.unsqueeze(2)).unsqueeze(3);  // [B, G, 2, 1, D]
+  const auto ss =
+      (scale_shift_table.unsqueeze(0) + temb.unsqueeze(2)).unsqueeze(3);  // [B, G, 2, 1, D]
   x = modulated_layer_norm(x.view({batch, groups, -1, o.inner_dim()}), ss.select(2, 0),
                            ss.select(2, 1) + 1.0, o.eps, x.scalar_type());
   x = proj_out->forward(x.view({batch, seq.local, o.inner_dim()}));
@@ -626,8 +657,8 @@ double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,
   const double d = static_cast<double>(o.inner_dim());
   const double ff = static_cast<double>(o.ffn_dim);
   const double lc = static_cast<double>(text_tokens);
-  const double per_layer = 2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d +
-                           4.0 * n * lc * d + 4.0 * lc * d * d;
+  const double per_layer =
+      2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d + 4.0 * n * lc * d + 4.0 * lc * d * d;
   return static_cast<double>(o.num_layers) * per_layer;
 }
 

@@ -43,8 +43,9 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::strin
   o.latents_mean = config_value<std::vector<double>>(j, "latents_mean", {}, origin);
   o.latents_std = config_value<std::vector<double>>(j, "latents_std", {}, origin);
   if (!config_value<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
-    throw WeightsError(origin, "attn_scales are not supported (the residual layout has no attention "
-                               "outside the mid blocks)");
+    throw WeightsError(origin,
+                       "attn_scales are not supported (the residual layout has no attention "
+                       "outside the mid blocks)");
   }
   o.validate(origin);
   return o;
@@ -63,11 +64,10 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
                     -0.2055, -0.0322, 0.1109,  0.1567,  -0.0729, 0.0899,  -0.2799, -0.1230,
                     -0.0313, -0.1649, 0.0117,  0.0723,  -0.2839, -0.2083, -0.0520, 0.3748,
                     0.0152,  0.1957,  0.1433,  -0.2944, 0.3573,  -0.0548, -0.1681, -0.0667};
-  o.latents_std = {0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.4990, 0.4818, 0.5013,
-                   0.8158, 1.0344, 0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978,
-                   0.5759, 0.3523, 0.7135, 0.6804, 0.5833, 1.4146, 0.8986, 0.5659,
-                   0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999, 0.6866, 0.4093,
-                   0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887,
+  o.latents_std = {0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.4990, 0.4818, 0.5013, 0.8158, 1.0344,
+                   0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978, 0.5759, 0.3523, 0.7135, 0.6804,
+                   0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999,
+                   0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887,
                    0.3971, 1.0600, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744};
   return o;
 }
@@ -79,15 +79,15 @@ void AutoencoderKLWanOptions::validate(const std::string& origin) const {
   }
   if (base_dim <= 0 || decoder_base_dim <= 0 || z_dim <= 0 || num_res_blocks < 1 ||
       in_channels <= 0 || out_channels <= 0 || patch_size < 1) {
-    fail("base_dim, decoder_base_dim, z_dim, in/out_channels and patch_size must be positive, "
-         "num_res_blocks at least 1");
+    fail(
+        "base_dim, decoder_base_dim, z_dim, in/out_channels and patch_size must be positive, "
+        "num_res_blocks at least 1");
   }
   if (dim_mult.empty() || temperal_downsample.size() + 1 != dim_mult.size()) {
     fail("temperal_downsample must have one entry fewer than dim_mult (" +
          std::to_string(dim_mult.size()) + " levels)");
   }
-  if (in_channels % (patch_size * patch_size) != 0 ||
-      out_channels % (patch_size * patch_size) != 0) {
+  if (in_channels % (patch_size * patch_size) != 0 || out_channels % (patch_size * patch_size) != 0) {
     fail("in_channels and out_channels must be multiples of patch_size^2");
   }
   if (!latents_mean.empty() && static_cast<std::int64_t>(latents_mean.size()) != z_dim) {
@@ -107,16 +107,16 @@ AutoencoderKLWanImpl::AutoencoderKLWanImpl(AutoencoderKLWanOptions options)
   options_.validate("AutoencoderKLWan");
   const auto& o = options_;
   const std::array<std::int64_t, 3> one{1, 1, 1};
-  encoder = register_module("encoder", WanEncoder3d(o.in_channels, o.base_dim, o.z_dim * 2,
-                                                    o.dim_mult, o.num_res_blocks,
-                                                    o.temperal_downsample));
+  encoder =
+      register_module("encoder", WanEncoder3d(o.in_channels, o.base_dim, o.z_dim * 2, o.dim_mult,
+                                              o.num_res_blocks, o.temperal_downsample));
   quant_conv = register_module("quant_conv", WanCausalConv3d(o.z_dim * 2, o.z_dim * 2, one));
   post_quant_conv = register_module("post_quant_conv", WanCausalConv3d(o.z_dim, o.z_dim, one));
   const std::vector<bool> temporal_upsample(o.temperal_downsample.rbegin(),
                                             o.temperal_downsample.rend());
-  decoder = register_module("decoder", WanDecoder3d(o.decoder_base_dim, o.z_dim, o.dim_mult,
-                                                    o.num_res_blocks, temporal_upsample,
-                                                    o.out_channels));
+  decoder =
+      register_module("decoder", WanDecoder3d(o.decoder_base_dim, o.z_dim, o.dim_mult,
+                                              o.num_res_blocks, temporal_upsample, o.out_channels));
 }
 
 torch::ScalarType AutoencoderKLWanImpl::dtype() const {
@@ -126,8 +126,10 @@ torch::ScalarType AutoencoderKLWanImpl::dtype() const {
 void AutoencoderKLWanImpl::set_channels_last(bool on) {
   torch::NoGradGuard no_grad;
   for (auto& p : parameters(true)) {
-    if (p.dim() == 5) p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::Contiguous));
-    if (p.dim() == 4) p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
+    if (p.dim() == 5)
+      p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::Contiguous));
+    if (p.dim() == 4)
+      p.set_data(p.contiguous(on ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
   }
 }
 
@@ -141,8 +143,7 @@ std::int64_t AutoencoderKLWanImpl::latent_frames(std::int64_t video_frames) cons
   return video_frames <= 0 ? 0 : 1 + (video_frames - 1) / options_.scale_factor_temporal;
 }
 
-torch::Tensor AutoencoderKLWanImpl::decode_frames(const torch::Tensor& x,
-                                                  std::int64_t chunk_frames) {
+torch::Tensor AutoencoderKLWanImpl::decode_frames(const torch::Tensor& x, std::int64_t chunk_frames) {
   CausalCache cache;
   std::vector<torch::Tensor> outputs;
   const auto total = x.size(2);
@@ -158,7 +159,8 @@ torch::Tensor AutoencoderKLWanImpl::decode_frames(const torch::Tensor& x,
 torch::Tensor AutoencoderKLWanImpl::decode(const torch::Tensor& z, std::int64_t chunk_frames) {
   if (z.dim() != 5 || z.size(1) != options_.z_dim || z.size(2) < 1) {
     throw ModelError("AutoencoderKLWan.decode: expected latents [B, " +
-                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " + shape_string(z.sizes()));
+                     std::to_string(options_.z_dim) + ", T>=1, h, w], got " +
+                     shape_string(z.sizes()));
   }
   if (chunk_frames < 1) {
     throw ModelError("AutoencoderKLWan.decode: chunk_frames must be at least 1");
@@ -176,8 +178,10 @@ WanLatentDist AutoencoderKLWanImpl::encode(const torch::Tensor& x, std::int64_t 
                      ", F>=1, H, W], got " + shape_string(x.sizes()));
   }
   if (chunk_frames < kEncodeStep || chunk_frames % kEncodeStep != 0) {
-    throw ModelError("AutoencoderKLWan.encode: chunk_frames must be a positive multiple of 4, "
-                     "got " + std::to_string(chunk_frames));
+    throw ModelError(
+        "AutoencoderKLWan.encode: chunk_frames must be a positive multiple of 4, "
+        "got " +
+        std::to_string(chunk_frames));
   }
   torch::NoGradGuard no_grad;
   const auto patches = patchify(x.to(device(), dtype()), p);
@@ -219,8 +223,8 @@ torch::Tensor AutoencoderKLWanImpl::denormalize_latents(const torch::Tensor& z) 
   return z / inv_std + mean;
 }
 
-AutoencoderKLWan load_autoencoder_kl_wan(const std::filesystem::path& dir,
-                                         torch::ScalarType dtype, torch::Device device) {
+AutoencoderKLWan load_autoencoder_kl_wan(const std::filesystem::path& dir, torch::ScalarType dtype,
+                                         torch::Device device) {
   AutoencoderKLWan vae(AutoencoderKLWanOptions::from_file(dir));
   load_state_dict(*vae, Checkpoint::open(dir), dtype, device);
   vae->eval();

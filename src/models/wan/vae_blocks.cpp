@@ -24,7 +24,7 @@ torch::Tensor frames(const torch::Tensor& x, std::int64_t begin, std::int64_t en
 torch::Tensor conv_per_frame(const torch::Tensor& x, const torch::nn::Conv2d& conv,
                              std::int64_t stride, std::int64_t padding) {
   return conv3d_fp32_accum(x, conv->weight.unsqueeze(2), conv->bias, {1, stride, stride},
-                        {0, padding, padding});
+                           {0, padding, padding});
 }
 
 }  // namespace
@@ -47,9 +47,8 @@ torch::Tensor patchify(const torch::Tensor& x, std::int64_t patch_size) {
   const auto b = x.size(0), c = x.size(1), f = x.size(2), h = x.size(3), w = x.size(4);
   const auto p = patch_size;
   if (h % p != 0 || w % p != 0) {
-    throw ModelError("patchify: height " + std::to_string(h) + " and width " +
-                     std::to_string(w) + " must be multiples of the patch size " +
-                     std::to_string(p));
+    throw ModelError("patchify: height " + std::to_string(h) + " and width " + std::to_string(w) +
+                     " must be multiples of the patch size " + std::to_string(p));
   }
   return x.reshape({b, c, f, h / p, p, w / p, p})
       .permute({0, 1, 6, 4, 2, 3, 5})
@@ -64,15 +63,12 @@ torch::Tensor unpatchify(const torch::Tensor& x, std::int64_t patch_size) {
   if (x.dim() != 5 || x.size(1) % (p * p) != 0) {
     throw ModelError("unpatchify: expected [B, C*p*p, F, H, W] with p = " + std::to_string(p));
   }
-  const auto b = x.size(0), c = x.size(1) / (p * p), f = x.size(2), h = x.size(3),
-             w = x.size(4);
-  return x.reshape({b, c, p, p, f, h, w})
-      .permute({0, 1, 4, 5, 3, 6, 2})
-      .reshape({b, c, f, h * p, w * p});
+  const auto b = x.size(0), c = x.size(1) / (p * p), f = x.size(2), h = x.size(3), w = x.size(4);
+  return x.reshape({b, c, p, p, f, h, w}).permute({0, 1, 4, 5, 3, 6, 2}).reshape({b, c, f, h * p, w * p});
 }
 
-torch::Tensor avg_down_3d(const torch::Tensor& x, std::int64_t out_channels,
-                          std::int64_t factor_t, std::int64_t factor_s) {
+torch::Tensor avg_down_3d(const torch::Tensor& x, std::int64_t out_channels, std::int64_t factor_t,
+                          std::int64_t factor_s) {
   const auto pad_t = (factor_t - x.size(2) % factor_t) % factor_t;
   const auto padded = pad_t > 0 ? torch::constant_pad_nd(x, {0, 0, 0, 0, pad_t, 0}) : x;
   const auto b = padded.size(0), c = padded.size(1), t = padded.size(2), h = padded.size(3),
@@ -105,8 +101,8 @@ torch::Tensor dup_up_3d(const torch::Tensor& x, std::int64_t out_channels, std::
 
 WanRMSNormImpl::WanRMSNormImpl(std::int64_t dim, bool images)
     : scale_(std::sqrt(static_cast<double>(dim))) {
-  gamma = register_parameter(
-      "gamma", images ? torch::ones({dim, 1, 1}) : torch::ones({dim, 1, 1, 1}));
+  gamma =
+      register_parameter("gamma", images ? torch::ones({dim, 1, 1}) : torch::ones({dim, 1, 1, 1}));
 }
 
 torch::Tensor WanRMSNormImpl::forward(const torch::Tensor& x) {
@@ -128,7 +124,8 @@ WanCausalConv3dImpl::WanCausalConv3dImpl(std::int64_t in, std::int64_t out,
   torch::nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
 }
 
-torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor* slot, bool with_bias) {
+torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor* slot,
+                                           bool with_bias) {
   const std::int64_t pad_t = 2 * padding_[0];
   torch::Tensor input = x;
   if (pad_t > 0) {
@@ -139,21 +136,19 @@ torch::Tensor WanCausalConv3dImpl::forward(const torch::Tensor& x, torch::Tensor
     }
     if (slot != nullptr) {
       // The last pad_t real input frames are the next chunk's front context.
-      *slot = frames(input, std::max<std::int64_t>(0, input.size(2) - pad_t), input.size(2))
-                  .clone();
+      *slot = frames(input, std::max<std::int64_t>(0, input.size(2) - pad_t), input.size(2)).clone();
     }
     if (cached < pad_t) {
       input = torch::constant_pad_nd(input, {0, 0, 0, 0, pad_t - cached, 0});
     }
   }
-  return conv3d_fp32_accum(input, weight, with_bias ? bias : torch::Tensor(), {stride_[0], stride_[1], stride_[2]},
-                        {0, padding_[1], padding_[2]});
+  return conv3d_fp32_accum(input, weight, with_bias ? bias : torch::Tensor(),
+                           {stride_[0], stride_[1], stride_[2]}, {0, padding_[1], padding_[2]});
 }
 
 // ---------------------------------------------------------------------------------------------
 
-WanResampleImpl::WanResampleImpl(std::int64_t dim, WanResampleMode mode,
-                                 std::int64_t upsample_out_dim)
+WanResampleImpl::WanResampleImpl(std::int64_t dim, WanResampleMode mode, std::int64_t upsample_out_dim)
     : mode_(mode) {
   resample = register_module("resample", torch::nn::ModuleList());
   resample->push_back(torch::nn::Identity());  // nearest upsample or zero pad: no parameters
@@ -162,15 +157,15 @@ WanResampleImpl::WanResampleImpl(std::int64_t dim, WanResampleMode mode,
              : torch::nn::Conv2d(torch::nn::Conv2dOptions(dim, dim, 3).stride(2));
   resample->push_back(conv_);
   if (mode == WanResampleMode::upsample3d) {
-    time_conv = register_module(
-        "time_conv", WanCausalConv3d(dim, dim * 2, std::array<std::int64_t, 3>{3, 1, 1},
-                                     std::array<std::int64_t, 3>{1, 1, 1},
-                                     std::array<std::int64_t, 3>{1, 0, 0}));
+    time_conv = register_module("time_conv",
+                                WanCausalConv3d(dim, dim * 2, std::array<std::int64_t, 3>{3, 1, 1},
+                                                std::array<std::int64_t, 3>{1, 1, 1},
+                                                std::array<std::int64_t, 3>{1, 0, 0}));
   } else if (mode == WanResampleMode::downsample3d) {
-    time_conv = register_module(
-        "time_conv", WanCausalConv3d(dim, dim, std::array<std::int64_t, 3>{3, 1, 1},
-                                     std::array<std::int64_t, 3>{2, 1, 1},
-                                     std::array<std::int64_t, 3>{0, 0, 0}));
+    time_conv =
+        register_module("time_conv", WanCausalConv3d(dim, dim, std::array<std::int64_t, 3>{3, 1, 1},
+                                                     std::array<std::int64_t, 3>{2, 1, 1},
+                                                     std::array<std::int64_t, 3>{0, 0, 0}));
   }
 }
 
@@ -200,8 +195,8 @@ torch::Tensor WanResampleImpl::downsample_time(const torch::Tensor& x, torch::Te
   const auto buffer = first_chunk || !slot.defined() ? x : torch::cat({slot, x}, 2);
   const auto length = buffer.size(2);
   const auto windows = length >= 3 ? (length - 3) / 2 + 1 : 0;
-  torch::Tensor out = windows > 0 ? time_conv->forward(frames(buffer, 0, 2 * windows + 1))
-                                  : frames(buffer, 0, 0);
+  torch::Tensor out =
+      windows > 0 ? time_conv->forward(frames(buffer, 0, 2 * windows + 1)) : frames(buffer, 0, 0);
   slot = frames(buffer, 2 * windows, length).clone();
   if (first_chunk) {
     out = torch::cat({frames(x, 0, 1), out}, 2);
@@ -212,18 +207,16 @@ torch::Tensor WanResampleImpl::downsample_time(const torch::Tensor& x, torch::Te
 torch::Tensor WanResampleImpl::forward(const torch::Tensor& x, CausalCache& cache) {
   switch (mode_) {
     case WanResampleMode::upsample2d:
-    case WanResampleMode::downsample2d:
-      return spatial(x);
+    case WanResampleMode::downsample2d: return spatial(x);
     case WanResampleMode::upsample3d: {
       auto& slot = cache.next_slot();
       torch::Tensor doubled;
       if (cache.first_chunk()) {
         // The video's first frame is not doubled; the temporal conv sees the stream from the
         // second frame on (the reference's "Rep" state: zero context).
-        doubled = x.size(2) > 1 ? torch::cat({frames(x, 0, 1),
-                                              upsample_time(frames(x, 1, x.size(2)), slot)},
-                                             2)
-                                : x;
+        doubled = x.size(2) > 1
+                      ? torch::cat({frames(x, 0, 1), upsample_time(frames(x, 1, x.size(2)), slot)}, 2)
+                      : x;
       } else {
         doubled = upsample_time(x, slot);
       }
@@ -268,15 +261,15 @@ WanAttentionBlockImpl::WanAttentionBlockImpl(std::int64_t dim) {
 torch::Tensor WanAttentionBlockImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
   const auto per_frame = x.permute({0, 2, 1, 3, 4}).reshape({b * t, c, h, w});
-  const auto qkv = conv2d_fp32_accum(norm->forward(per_frame), to_qkv->weight, to_qkv->bias, {1, 1}, {0, 0})
-                       .reshape({b * t, 1, c * 3, h * w})
-                       .permute({0, 1, 3, 2});
+  const auto qkv =
+      conv2d_fp32_accum(norm->forward(per_frame), to_qkv->weight, to_qkv->bias, {1, 1}, {0, 0})
+          .reshape({b * t, 1, c * 3, h * w})
+          .permute({0, 1, 3, 2});
   const auto parts = qkv.chunk(3, -1);
-  const auto attended = omnidp::models::scaled_dot_product_attention(parts[0].contiguous(),
-                                                     parts[1].contiguous(),
-                                                     parts[2].contiguous());
+  const auto attended = omnidp::models::scaled_dot_product_attention(
+      parts[0].contiguous(), parts[1].contiguous(), parts[2].contiguous());
   const auto y = conv2d_fp32_accum(attended.squeeze(1).permute({0, 2, 1}).reshape({b * t, c, h, w}),
-                                proj->weight, proj->bias, {1, 1}, {0, 0});
+                                   proj->weight, proj->bias, {1, 1}, {0, 0});
   return y.reshape({b, t, c, h, w}).permute({0, 2, 1, 3, 4}) + x;
 }
 
@@ -302,12 +295,12 @@ torch::Tensor WanMidBlockImpl::forward(const torch::Tensor& x, CausalCache& cach
 // ---------------------------------------------------------------------------------------------
 
 WanResidualDownBlockImpl::WanResidualDownBlockImpl(std::int64_t in, std::int64_t out,
-                                                   std::int64_t num_res_blocks,
-                                                   bool temporal_down, bool down_flag)
+                                                   std::int64_t num_res_blocks, bool temporal_down,
+                                                   bool down_flag)
     : out_(out), factor_t_(temporal_down ? 2 : 1), factor_s_(down_flag ? 2 : 1) {
   if ((in * factor_t_ * factor_s_ * factor_s_) % out != 0) {
-    throw ModelError("WanResidualDownBlock: " + std::to_string(in) + " -> " +
-                     std::to_string(out) + " channels cannot be averaged in groups");
+    throw ModelError("WanResidualDownBlock: " + std::to_string(in) + " -> " + std::to_string(out) +
+                     " channels cannot be averaged in groups");
   }
   resnets = register_module("resnets", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < num_res_blocks; ++i) {
@@ -316,8 +309,8 @@ WanResidualDownBlockImpl::WanResidualDownBlockImpl(std::int64_t in, std::int64_t
   if (down_flag) {
     downsampler = register_module(
         "downsampler",
-        WanResample(out, temporal_down ? WanResampleMode::downsample3d : WanResampleMode::downsample2d,
-                    out));
+        WanResample(
+            out, temporal_down ? WanResampleMode::downsample3d : WanResampleMode::downsample2d, out));
   }
 }
 
@@ -337,8 +330,8 @@ WanResidualUpBlockImpl::WanResidualUpBlockImpl(std::int64_t in, std::int64_t out
                                                bool up_flag)
     : out_(out), factor_t_(temporal_up ? 2 : 1), up_flag_(up_flag) {
   if (up_flag && (out * factor_t_ * 4) % in != 0) {
-    throw ModelError("WanResidualUpBlock: " + std::to_string(in) + " -> " +
-                     std::to_string(out) + " channels cannot be duplicated evenly");
+    throw ModelError("WanResidualUpBlock: " + std::to_string(in) + " -> " + std::to_string(out) +
+                     " channels cannot be duplicated evenly");
   }
   resnets = register_module("resnets", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < num_res_blocks + 1; ++i) {
@@ -367,8 +360,7 @@ torch::Tensor WanResidualUpBlockImpl::forward(const torch::Tensor& x, CausalCach
 // ---------------------------------------------------------------------------------------------
 
 WanEncoder3dImpl::WanEncoder3dImpl(std::int64_t in_channels, std::int64_t dim,
-                                   std::int64_t z_channels,
-                                   const std::vector<std::int64_t>& dim_mult,
+                                   std::int64_t z_channels, const std::vector<std::int64_t>& dim_mult,
                                    std::int64_t num_res_blocks,
                                    const std::vector<bool>& temporal_downsample) {
   const std::array<std::int64_t, 3> k3{3, 3, 3}, one{1, 1, 1};

@@ -75,8 +75,8 @@ Checkpoint Checkpoint::open(const fs::path& path) {
       const auto shard = item.value().get<std::string>();
       const fs::path shard_path = path / shard;
       if (shard.empty() || fs::path(shard).has_parent_path() || shard == "." || shard == "..") {
-        throw WeightsError(index_path.string(), "weight_map '" + item.key() +
-                                                    "' names an invalid shard '" + shard + "'");
+        throw WeightsError(index_path.string(),
+                           "weight_map '" + item.key() + "' names an invalid shard '" + shard + "'");
       }
       auto it = shard_ids.find(shard);
       if (it == shard_ids.end()) {
@@ -90,16 +90,18 @@ Checkpoint Checkpoint::open(const fs::path& path) {
       ckpt.where_.emplace(item.key(), it->second);
     }
     if (!problems.empty()) {
-      std::string msg = std::to_string(problems.size()) + " tensors of the weight_map are missing from their shard:";
+      std::string msg = std::to_string(problems.size()) +
+                        " tensors of the weight_map are missing from their shard:";
       for (std::size_t i = 0; i < problems.size() && i < 20; ++i) msg += " " + problems[i];
       throw WeightsError(index_path.string(), msg);
     }
     return ckpt;
   }
   if (singles.empty()) {
-    throw WeightsError(path.string(), "no *.safetensors or *.safetensors.index.json in the folder (expected "
-                                      "diffusion_pytorch_model.safetensors or model.safetensors, or shards "
-                                      "listed by their *.safetensors.index.json)");
+    throw WeightsError(path.string(),
+                       "no *.safetensors or *.safetensors.index.json in the folder (expected "
+                       "diffusion_pytorch_model.safetensors or model.safetensors, or shards "
+                       "listed by their *.safetensors.index.json)");
   }
   ckpt.files_.emplace_back(choose(path, singles, ".safetensors"));
   for (const auto& t : ckpt.files_.front().header().tensors) ckpt.where_.emplace(t.name, 0);
@@ -134,18 +136,20 @@ const SafetensorsFile& Checkpoint::file_of(std::string_view name) const {
 
 const fs::path& Checkpoint::file(std::string_view name) const { return file_of(name).path(); }
 
-fs::path snapshot_component(const fs::path& snapshot, std::string_view name, std::string_view config_file,
-                            std::string_view holds) {
+fs::path snapshot_component(const fs::path& snapshot, std::string_view name,
+                            std::string_view config_file, std::string_view holds) {
   const auto dir = snapshot / std::string(name);
   const auto config = dir / std::string(config_file);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw WeightsError(config.string(), "missing: the snapshot " + snapshot.string() + " has no " + std::string(name) +
-                                            "/ folder (" + std::string(holds) + ")");
+    throw WeightsError(config.string(), "missing: the snapshot " + snapshot.string() + " has no " +
+                                            std::string(name) + "/ folder (" + std::string(holds) +
+                                            ")");
   }
   if (!fs::is_regular_file(config, ec)) {
-    throw WeightsError(config.string(), "missing: the snapshot's " + std::string(name) + "/ folder has no " +
-                                            std::string(config_file) + " (" + std::string(holds) + ")");
+    throw WeightsError(config.string(), "missing: the snapshot's " + std::string(name) +
+                                            "/ folder has no " + std::string(config_file) + " (" +
+                                            std::string(holds) + ")");
   }
   return dir;
 }

@@ -41,7 +41,8 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   const FdGuard fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) throw WeightsError(path.string(), "cannot open: " + errno_text());
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw WeightsError(path.string(), "cannot stat: " + errno_text());
+  if (::fstat(fd.get(), &st) != 0)
+    throw WeightsError(path.string(), "cannot stat: " + errno_text());
   if (!S_ISREG(st.st_mode)) throw WeightsError(path.string(), "not a regular file");
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ == 0) return;
@@ -93,7 +94,9 @@ torch::ScalarType to_scalar_type(SafetensorsDtype dtype) noexcept {
 }
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
-    : path_(path), map_(path), header_(parse_safetensors_header(map_.bytes(), map_.size(), path.string())) {}
+    : path_(path),
+      map_(path),
+      header_(parse_safetensors_header(map_.bytes(), map_.size(), path.string())) {}
 
 std::vector<std::string> SafetensorsFile::names() const {
   std::vector<std::string> out;
@@ -108,7 +111,8 @@ bool SafetensorsFile::contains(std::string_view name) const noexcept {
 
 const TensorMeta& SafetensorsFile::meta(std::string_view name) const {
   const auto* m = header_.find(name);
-  if (m == nullptr) throw WeightsError(path_.string(), "no tensor named '" + std::string(name) + "'");
+  if (m == nullptr)
+    throw WeightsError(path_.string(), "no tensor named '" + std::string(name) + "'");
   return *m;
 }
 
@@ -129,14 +133,17 @@ torch::Tensor SafetensorsFile::tensor(std::string_view name, torch::ScalarType t
   return t.scalar_type() == target ? t : t.to(target);
 }
 
-torch::Tensor SafetensorsFile::tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
-                                            std::int64_t length, torch::ScalarType target) const {
+torch::Tensor SafetensorsFile::tensor_slice(std::string_view name, std::int64_t dim,
+                                            std::int64_t start, std::int64_t length,
+                                            torch::ScalarType target) const {
   const auto& m = meta(name);
   const auto rank = static_cast<std::int64_t>(m.shape.size());
-  if (dim < 0 || dim >= rank || start < 0 || length < 0 || start + length > m.shape[static_cast<std::size_t>(dim)]) {
-    throw WeightsError(path_.string(), "tensor '" + std::string(name) + "': slice [" + std::to_string(start) + ", " +
-                                           std::to_string(start + length) + ") of dim " + std::to_string(dim) +
-                                           " is outside its shape of " + std::to_string(rank) + " dims");
+  if (dim < 0 || dim >= rank || start < 0 || length < 0 ||
+      start + length > m.shape[static_cast<std::size_t>(dim)]) {
+    throw WeightsError(path_.string(),
+                       "tensor '" + std::string(name) + "': slice [" + std::to_string(start) + ", " +
+                           std::to_string(start + length) + ") of dim " + std::to_string(dim) +
+                           " is outside its shape of " + std::to_string(rank) + " dims");
   }
   const bool is_bool = m.dtype == SafetensorsDtype::boolean;
   const auto stored = is_bool ? torch::kUInt8 : to_scalar_type(m.dtype);
@@ -150,14 +157,15 @@ torch::Tensor SafetensorsFile::tensor_slice(std::string_view name, std::int64_t 
     std::int64_t after = 1;
     for (std::int64_t d = dim + 1; d < rank; ++d) after *= m.shape[static_cast<std::size_t>(d)];
     const auto element = static_cast<std::size_t>(t.element_size());
-    const auto row = static_cast<std::size_t>(m.shape[static_cast<std::size_t>(dim)] * after) * element;
+    const auto row =
+        static_cast<std::size_t>(m.shape[static_cast<std::size_t>(dim)] * after) * element;
     const auto inner = static_cast<std::size_t>(length * after) * element;
     const auto offset = static_cast<std::size_t>(start * after) * element;
     const auto bytes = raw(name);
     auto* out = static_cast<std::uint8_t*>(t.data_ptr());
     for (std::int64_t o = 0; o < outer; ++o) {
-      std::memcpy(out + static_cast<std::size_t>(o) * inner, bytes.data() + static_cast<std::size_t>(o) * row + offset,
-                  inner);
+      std::memcpy(out + static_cast<std::size_t>(o) * inner,
+                  bytes.data() + static_cast<std::size_t>(o) * row + offset, inner);
     }
   }
   if (is_bool) t = t.ne(0);
@@ -170,10 +178,12 @@ void save_safetensors(const std::filesystem::path& path,
   std::vector<std::pair<std::string, torch::Tensor>> sorted;
   sorted.reserve(tensors.size());
   for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__") throw WeightsError(path.string(), "'__metadata__' is not a tensor name");
+    if (name == "__metadata__")
+      throw WeightsError(path.string(), "'__metadata__' is not a tensor name");
     sorted.emplace_back(name, t.detach().to(torch::kCPU).contiguous());
   }
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t offset = 0;
@@ -195,7 +205,8 @@ void save_safetensors(const std::filesystem::path& path,
                                             " cannot be stored in safetensors");
     }
     const auto bytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text = header.dump();

@@ -44,8 +44,7 @@ std::uint64_t as_u64(const nlohmann::json& v, const std::string& file, const std
   fail(file, what + " must be a non-negative integer, got " + v.dump());
 }
 
-TensorMeta parse_entry(const std::string& name, const nlohmann::json& entry,
-                       const std::string& file) {
+TensorMeta parse_entry(const std::string& name, const nlohmann::json& entry, const std::string& file) {
   const std::string ctx = tensor_context(name);
   if (!entry.is_object()) fail(file, ctx + "entry is not a JSON object");
   for (const auto& item : entry.items()) {
@@ -94,10 +93,9 @@ TensorMeta parse_entry(const std::string& name, const nlohmann::json& entry,
                    std::to_string(meta.begin));
   }
   if (meta.end - meta.begin != bytes) {
-    fail(file, ctx + "data_offsets [" + std::to_string(meta.begin) + ", " +
-                   std::to_string(meta.end) + "] span " + std::to_string(meta.end - meta.begin) +
-                   " bytes, but dtype " + dname + " and shape " + shape.dump() + " need " +
-                   std::to_string(bytes));
+    fail(file, ctx + "data_offsets [" + std::to_string(meta.begin) + ", " + std::to_string(meta.end) +
+                   "] span " + std::to_string(meta.end - meta.begin) + " bytes, but dtype " +
+                   dname + " and shape " + shape.dump() + " need " + std::to_string(bytes));
   }
   return meta;
 }
@@ -125,8 +123,9 @@ std::int64_t TensorMeta::numel() const noexcept {
 }
 
 const TensorMeta* SafetensorsHeader::find(std::string_view name) const noexcept {
-  const auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
-                                   [](const TensorMeta& t, std::string_view n) { return t.name < n; });
+  const auto it =
+      std::lower_bound(tensors.begin(), tensors.end(), name,
+                       [](const TensorMeta& t, std::string_view n) { return t.name < n; });
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 

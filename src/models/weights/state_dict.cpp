@@ -78,21 +78,24 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
     if (options.shard) {
       if (const auto slice = options.shard(name)) {
         const auto d = static_cast<std::size_t>(slice->dim);
-        if (slice->dim < 0 || d >= expected.size() || slice->parts <= 0 || expected[d] % slice->parts != 0) {
+        if (slice->dim < 0 || d >= expected.size() || slice->parts <= 0 ||
+            expected[d] % slice->parts != 0) {
           mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + " in " +
                                checkpoint.file(name).filename().string() + " cannot be split in " +
-                               std::to_string(slice->parts) + " parts along dim " + std::to_string(slice->dim) + ")");
+                               std::to_string(slice->parts) + " parts along dim " +
+                               std::to_string(slice->dim) + ")");
           continue;
         }
         expected[d] /= slice->parts;
         slices.emplace(name, *slice);
-        sliced = ", shard " + std::to_string(slice->index) + "/" + std::to_string(slice->parts) + " of dim " +
-                 std::to_string(slice->dim) + " " + shape_string(expected);
+        sliced = ", shard " + std::to_string(slice->index) + "/" + std::to_string(slice->parts) +
+                 " of dim " + std::to_string(slice->dim) + " " + shape_string(expected);
       }
     }
     if (target.sizes() != at::IntArrayRef(expected)) {
       mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + sliced + " in " +
-                           checkpoint.file(name).filename().string() + ", model " + shape_string(target.sizes()) + ")");
+                           checkpoint.file(name).filename().string() + ", model " +
+                           shape_string(target.sizes()) + ")");
     }
   }
   if (!missing.empty() || !unexpected.empty() || !mismatched.empty()) {
@@ -105,7 +108,8 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
     std::error_code ec;
     const auto config = checkpoint.path() / "config.json";
     if (fs::is_directory(checkpoint.path(), ec) && fs::is_regular_file(config, ec)) {
-      msg += " (the model was built from " + config.string() + ": do its sizes match these weights?)";
+      msg +=
+          " (the model was built from " + config.string() + ": do its sizes match these weights?)";
     }
     throw WeightsError(checkpoint.path().string(), msg);
   }
@@ -133,32 +137,35 @@ void init_random_weights(torch::nn::Module& module, std::uint64_t seed, const Sh
   const auto params = module.named_parameters(true);
   // Every parameter has its own generator, so the values do not depend on the order or the
   // thread: generate them in parallel (a 5B model takes minutes on one core).
-  at::parallel_for(0, static_cast<std::int64_t>(params.size()), 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const auto& item = params[static_cast<std::size_t>(i)];
-      const std::string& name = item.key();
-      auto param = item.value();
-      // A sliced parameter draws the whole tensor's values, then keeps its slice.
-      const auto slice = shard ? shard(name) : std::nullopt;
-      auto sizes = param.sizes().vec();
-      if (slice) sizes.at(static_cast<std::size_t>(slice->dim)) *= slice->parts;
-      const auto numel = c10::multiply_integers(sizes);
-      torch::Tensor value;
-      if (sizes.size() >= 2) {
-        auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-        const double fan_in = static_cast<double>(numel) / static_cast<double>(sizes[0]);
-        value = torch::randn(sizes, gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
-      } else if (sizes.size() == 1 &&
-                 (ends_with(name, "weight") || ends_with(name, "scale") || ends_with(name, "gamma"))) {
-        value = torch::ones(sizes, torch::kFloat32);
-      } else {
-        auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
-        value = torch::randn(sizes, gen, torch::kFloat32) * 0.02;
-      }
-      if (slice) value = value.narrow(slice->dim, slice->index * param.size(slice->dim), param.size(slice->dim));
-      param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
-    }
-  });
+  at::parallel_for(
+      0, static_cast<std::int64_t>(params.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          const auto& item = params[static_cast<std::size_t>(i)];
+          const std::string& name = item.key();
+          auto param = item.value();
+          // A sliced parameter draws the whole tensor's values, then keeps its slice.
+          const auto slice = shard ? shard(name) : std::nullopt;
+          auto sizes = param.sizes().vec();
+          if (slice) sizes.at(static_cast<std::size_t>(slice->dim)) *= slice->parts;
+          const auto numel = c10::multiply_integers(sizes);
+          torch::Tensor value;
+          if (sizes.size() >= 2) {
+            auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+            const double fan_in = static_cast<double>(numel) / static_cast<double>(sizes[0]);
+            value = torch::randn(sizes, gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
+          } else if (sizes.size() == 1 && (ends_with(name, "weight") || ends_with(name, "scale") ||
+                                           ends_with(name, "gamma"))) {
+            value = torch::ones(sizes, torch::kFloat32);
+          } else {
+            auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
+            value = torch::randn(sizes, gen, torch::kFloat32) * 0.02;
+          }
+          if (slice)
+            value = value.narrow(slice->dim, slice->index * param.size(slice->dim),
+                                 param.size(slice->dim));
+          param.copy_(value.to(torch::kBFloat16).to(param.scalar_type()));
+        }
+      });
 }
 
 }  // namespace omnidp::models

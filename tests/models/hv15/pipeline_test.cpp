@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/rng.hpp"
@@ -19,7 +20,6 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/runtime/collective.hpp"
-#include "fixtures.hpp"
 #include "png_file.hpp"
 
 namespace fs = std::filesystem;
@@ -116,8 +116,9 @@ std::unique_ptr<hv::HunyuanVideo15Pipeline> i2v_pipeline() {
   vo.layers_per_block = 1;
   hv::PipelineParts parts;
   parts.transformer = hv::random_transformer(
-      hv::TransformerOptions::from_json(omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"), 5,
-      torch::kFloat32, torch::kCPU);
+      hv::TransformerOptions::from_json(
+          omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
+      5, torch::kFloat32, torch::kCPU);
   parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
   parts.random_conditioning = true;
   return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
@@ -154,7 +155,8 @@ TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
   // One step: sigma 1 -> 0 at timestep 1000; input = [noise, zero condition, zero mask].
   auto forward = [&](const hv::TextConditioning& c) {
     hv::TransformerInputs t;
-    t.hidden_states = torch::cat({in.noise, torch::zeros_like(in.noise), torch::zeros({1, 1, 3, 4, 6})}, 1);
+    t.hidden_states =
+        torch::cat({in.noise, torch::zeros_like(in.noise), torch::zeros({1, 1, 3, 4, 6})}, 1);
     t.timestep = torch::tensor({1000.0F});
     t.encoder_hidden_states = c.embeds;
     t.encoder_attention_mask = c.mask;
@@ -183,7 +185,8 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
   const auto make = [] {
     hv::PipelineParts parts;
     parts.transformer = hv::random_transformer(
-        hv::TransformerOptions::from_json(omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
+        hv::TransformerOptions::from_json(
+            omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
         5, torch::kFloat32, torch::kCPU);
     hv::VaeOptions vo;
     vo.block_out_channels = {8, 16, 16, 64, 64};
@@ -205,7 +208,8 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
   in.prompt = conditioning(1, 6, 4);
   in.negative = conditioning(2, 5, 5);
   const auto want = single->denoise(in, nullptr);
-  auto group = omnidp::runtime::make_in_process_collectives(2, omnidp::runtime::replica_group_name(0, {0, 1}));
+  auto group = omnidp::runtime::make_in_process_collectives(
+      2, omnidp::runtime::replica_group_name(0, {0, 1}));
   std::vector<torch::Tensor> got(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
@@ -391,26 +395,32 @@ TEST_F(Hv15Pipeline, TextEncoderIsUsedAndTheNegativeIsCached) {
 }
 
 TEST(Hv15PipelineConfig, GuiderConfig) {
-  const auto g = hv::guidance_options_from_json(
-      nlohmann::json{{"_class_name", "ClassifierFreeGuidance"}, {"guidance_scale", 6.0}, {"guidance_rescale", 0.5}},
-      "guider/config.json");
+  const auto g =
+      hv::guidance_options_from_json(nlohmann::json{{"_class_name", "ClassifierFreeGuidance"},
+                                                    {"guidance_scale", 6.0},
+                                                    {"guidance_rescale", 0.5}},
+                                     "guider/config.json");
   EXPECT_DOUBLE_EQ(g.guidance_rescale, 0.5);
   EXPECT_DOUBLE_EQ(g.stop, 1.0);
-  EXPECT_THROW((void)hv::guidance_options_from_json(nlohmann::json{{"_class_name", "AdaptiveProjectedGuidance"}}, "g"),
+  EXPECT_THROW((void)hv::guidance_options_from_json(
+                   nlohmann::json{{"_class_name", "AdaptiveProjectedGuidance"}}, "g"),
                omnidp::ModelError);
 }
 
 TEST(Hv15PipelineConfig, GuiderEnabledAndScale) {
-  const auto g = hv::guidance_options_from_json(nlohmann::json{{"enabled", false}, {"guidance_scale", 4.5}}, "g");
+  const auto g = hv::guidance_options_from_json(
+      nlohmann::json{{"enabled", false}, {"guidance_scale", 4.5}}, "g");
   EXPECT_FALSE(g.enabled);
   ASSERT_TRUE(g.guidance_scale.has_value());
   EXPECT_DOUBLE_EQ(*g.guidance_scale, 4.5);
-  EXPECT_FALSE(hv::guidance_options_from_json(nlohmann::json::object(), "g").guidance_scale.has_value());
+  EXPECT_FALSE(
+      hv::guidance_options_from_json(nlohmann::json::object(), "g").guidance_scale.has_value());
 }
 
 TEST(Hv15PipelineConfig, SchedulerConfig) {
   OMNIDP_REQUIRE_FIXTURES();
-  const auto cfg = omnidp::models::read_json(kRef / "hv15_pipeline_t2v" / "scheduler" / "scheduler_config.json");
+  const auto cfg =
+      omnidp::models::read_json(kRef / "hv15_pipeline_t2v" / "scheduler" / "scheduler_config.json");
   const auto o = hv::scheduler_options_from_json(cfg, "s");
   EXPECT_DOUBLE_EQ(o.shift, 5.0);
   EXPECT_EQ(o.num_train_timesteps, 1000);
@@ -420,18 +430,22 @@ TEST(Hv15PipelineConfig, SchedulerConfig) {
     (void)hv::scheduler_options_from_json(bad, "scheduler/scheduler_config.json");
     FAIL() << "dynamic shifting accepted";
   } catch (const omnidp::ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("'use_dynamic_shifting' is not supported"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("scheduler/scheduler_config.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'use_dynamic_shifting' is not supported"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("scheduler/scheduler_config.json"), std::string::npos)
+        << e.what();
   }
   bad = cfg;
   bad["shift_terminal"] = 0.1;
   EXPECT_THROW((void)hv::scheduler_options_from_json(bad, "s"), omnidp::ModelError);
-  EXPECT_THROW((void)hv::scheduler_options_from_json(nlohmann::json{{"_class_name", "UniPCMultistepScheduler"}}, "s"),
+  EXPECT_THROW((void)hv::scheduler_options_from_json(
+                   nlohmann::json{{"_class_name", "UniPCMultistepScheduler"}}, "s"),
                omnidp::ModelError);
 }
 
 TEST(Hv15PipelineConfig, ComponentConfigPrefersConfigJson) {
-  const auto dir = fs::temp_directory_path() / ("omnidp-hv15-component-" + std::to_string(::getpid()));
+  const auto dir =
+      fs::temp_directory_path() / ("omnidp-hv15-component-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   EXPECT_FALSE(hv::component_config(dir, "guider_config.json").has_value());
@@ -445,7 +459,8 @@ TEST(Hv15PipelineConfig, ComponentConfigPrefersConfigJson) {
 // An image encoder that records the image it was given and returns seeded tokens.
 class RecordingImageEncoder final : public omnidp::models::ImageEncoder {
  public:
-  RecordingImageEncoder(std::vector<omnidp::RgbImage>* seen, std::int64_t dim) : seen_(seen), dim_(dim) {}
+  RecordingImageEncoder(std::vector<omnidp::RgbImage>* seen, std::int64_t dim)
+      : seen_(seen), dim_(dim) {}
   torch::Tensor encode(const omnidp::RgbImage& image) override {
     seen_->push_back(image);
     return omnidp::models::randn_cpu({1, 5, dim_}, 77);

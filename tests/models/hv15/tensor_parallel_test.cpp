@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "fixture_inputs.hpp"
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
@@ -20,8 +22,6 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
-#include "fixture_inputs.hpp"
-#include "fixtures.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -34,11 +34,14 @@ const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 void on_group(int size, const std::function<void(int, omnidp::runtime::Collective&)>& body) {
   auto group = omnidp::runtime::make_in_process_collectives(size, "tensor group");
   std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
   for (auto& t : threads) t.join();
 }
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
 
 // The fixture's sizes with 4 heads of 32 (rope axes 8 + 12 + 12), so that 4 shards divide it.
 hv::TransformerOptions four_heads() {
@@ -125,12 +128,14 @@ TEST(Hv15TensorParallel, FixtureWeightsInTwoShardsMatchTheReference) {
   for (int r = 0; r < 2; ++r) {
     const auto& g = got[static_cast<std::size_t>(r)];
     EXPECT_LT(max_diff(g, whole), 2e-5) << "rank " << r;
-    EXPECT_LE(max_diff(g, expected) / std::max(1.0, expected.abs().max().item<double>()), 1e-4) << "rank " << r;
+    EXPECT_LE(max_diff(g, expected) / std::max(1.0, expected.abs().max().item<double>()), 1e-4)
+        << "rank " << r;
   }
 }
 
 TEST(Hv15TensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
-  const auto expect_config_error = [](const hv::TransformerOptions& o, TensorShard shard, const std::string& message) {
+  const auto expect_config_error = [](const hv::TransformerOptions& o, TensorShard shard,
+                                      const std::string& message) {
     try {
       hv::HunyuanVideo15Transformer3DModel model(o, shard);
       FAIL() << "no error for " << shard.size << " shards";
@@ -143,14 +148,17 @@ TEST(Hv15TensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
   two.num_attention_heads = 2;
   two.attention_head_dim = 64;
   two.rope_axes_dim = {16, 24, 24};
-  expect_config_error(two, {0, 4},
-                      "HunyuanVideo15Transformer3DModel has 2 attention heads, which tensor_parallel_size 4 does "
-                      "not divide");
+  expect_config_error(
+      two, {0, 4},
+      "HunyuanVideo15Transformer3DModel has 2 attention heads, which tensor_parallel_size 4 does "
+      "not divide");
   hv::TransformerOptions real;  // the released 8.3B configuration: 16 heads
-  expect_config_error(real, {2, 3},
-                      "HunyuanVideo15Transformer3DModel has 16 attention heads, which tensor_parallel_size 3 does "
-                      "not divide");
-  auto shard = hv::random_transformer(four_heads(), 1, torch::kFloat32, torch::kCPU, TensorShard{0, 2});
+  expect_config_error(
+      real, {2, 3},
+      "HunyuanVideo15Transformer3DModel has 16 attention heads, which tensor_parallel_size 3 does "
+      "not divide");
+  auto shard =
+      hv::random_transformer(four_heads(), 1, torch::kFloat32, torch::kCPU, TensorShard{0, 2});
   EXPECT_THROW(shard->set_tensor_group(nullptr), omnidp::ModelError);
 }
 
@@ -165,13 +173,14 @@ TEST(Hv15TensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   fs::create_directory_symlink(kRef / "hv15_vae", dir / "snapshot" / "vae");
   auto mask = torch::ones({1, 7});
   mask.slice(1, 5).zero_();
-  omnidp::models::save_safetensors(dir / "embeds.safetensors",
-                                   {{"prompt_embeds", omnidp::models::randn_cpu({1, 7, 48}, 1)},
-                                    {"prompt_embeds_mask", mask},
-                                    {"prompt_embeds_2", omnidp::models::randn_cpu({1, 4, 40}, 2)},
-                                    {"prompt_embeds_mask_2", torch::tensor({{1.0F, 1.0F, 0.0F, 0.0F}})},
-                                    {"negative_prompt_embeds", omnidp::models::randn_cpu({1, 3, 48}, 3)},
-                                    {"negative_prompt_embeds_mask", torch::ones({1, 3})}});
+  omnidp::models::save_safetensors(
+      dir / "embeds.safetensors",
+      {{"prompt_embeds", omnidp::models::randn_cpu({1, 7, 48}, 1)},
+       {"prompt_embeds_mask", mask},
+       {"prompt_embeds_2", omnidp::models::randn_cpu({1, 4, 40}, 2)},
+       {"prompt_embeds_mask_2", torch::tensor({{1.0F, 1.0F, 0.0F, 0.0F}})},
+       {"negative_prompt_embeds", omnidp::models::randn_cpu({1, 3, 48}, 3)},
+       {"negative_prompt_embeds_mask", torch::ones({1, 3})}});
   omnidp::Config config;
   config.model.name = "hunyuanvideo-1.5";
   config.model.path = (dir / "snapshot").string();
@@ -203,7 +212,8 @@ TEST(Hv15TensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   fs::remove_all(dir);
   ASSERT_EQ(got[0].data.size(), want.data.size());
   int worst = 0;
-  for (std::size_t i = 0; i < want.data.size(); ++i) worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
+  for (std::size_t i = 0; i < want.data.size(); ++i)
+    worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
   EXPECT_LE(worst, 1);
   std::cout << "largest uint8 difference to the single-rank video: " << worst << "\n";
   EXPECT_TRUE(got[1].data.empty());  // a member: the leader has the video

@@ -11,14 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "fixture_inputs.hpp"
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
-#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
-#include "fixture_inputs.hpp"
-#include "fixtures.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -28,7 +28,8 @@ namespace {
 const fs::path kCase = omnidp::test::fixture("diffusers-ref/hv15_transformer");
 
 hv::TransformerOptions fixture_options() {
-  return hv::TransformerOptions::from_json(omnidp::models::read_json(kCase / "config.json"), "fixture");
+  return hv::TransformerOptions::from_json(omnidp::models::read_json(kCase / "config.json"),
+                                           "fixture");
 }
 
 // A small random model (fixture config) for the behavioural tests.
@@ -40,8 +41,8 @@ hv::HunyuanVideo15Transformer3DModel random_model(std::uint64_t seed = 7) {
 }
 
 // Random inputs with padding in the text (and the byT5 padding in the middle).
-hv::TransformerInputs random_inputs(const hv::TransformerOptions& o, std::int64_t batch, bool with_image,
-                                    std::uint64_t seed) {
+hv::TransformerInputs random_inputs(const hv::TransformerOptions& o, std::int64_t batch,
+                                    bool with_image, std::uint64_t seed) {
   torch::manual_seed(static_cast<std::uint64_t>(seed));
   hv::TransformerInputs in;
   in.hidden_states = torch::randn({batch, o.in_channels, 2, 4, 6});
@@ -52,7 +53,8 @@ hv::TransformerInputs random_inputs(const hv::TransformerOptions& o, std::int64_
   in.encoder_hidden_states_2 = torch::randn({batch, 6, o.text_embed_2_dim});
   in.encoder_attention_mask_2 = torch::ones({batch, 6});
   in.encoder_attention_mask_2.slice(1, 2, 4).zero_();
-  in.image_embeds = with_image ? torch::randn({batch, 5, o.image_embed_dim}) : torch::zeros({batch, 5, o.image_embed_dim});
+  in.image_embeds = with_image ? torch::randn({batch, 5, o.image_embed_dim})
+                               : torch::zeros({batch, 5, o.image_embed_dim});
   return in;
 }
 
@@ -66,7 +68,8 @@ TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
   OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   hv::HunyuanVideo15Transformer3DModel model(fixture_options());
-  omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+  omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32,
+                                  torch::kCPU);
   const omnidp::models::SafetensorsFile io(kCase / "io.safetensors");
   hv::TransformerInputs in = hv::testing::fixture_inputs(io);
   const auto expected = io.tensor("out");
@@ -74,7 +77,8 @@ TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
     model->set_text_padding(padding);
     const auto out = model->forward(in);
     ASSERT_EQ(out.sizes(), expected.sizes());
-    const double rel = max_abs_diff(out, expected) / std::max(1.0, expected.abs().max().item<double>());
+    const double rel =
+        max_abs_diff(out, expected) / std::max(1.0, expected.abs().max().item<double>());
     EXPECT_LE(rel, 1e-4) << (padding == hv::TextPadding::mask ? "mask" : "drop");
   }
 }
@@ -96,10 +100,12 @@ TEST(Hv15Transformer, StrictLoadingNamesMissingTensors) {
   o.num_layers = 3;  // the checkpoint has 2 blocks
   hv::HunyuanVideo15Transformer3DModel model(o);
   try {
-    omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+    omnidp::models::load_state_dict(*model, omnidp::models::Checkpoint::open(kCase),
+                                    torch::kFloat32, torch::kCPU);
     FAIL() << "expected WeightsError";
   } catch (const omnidp::WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("transformer_blocks.2.attn.to_q.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("transformer_blocks.2.attn.to_q.weight"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -127,7 +133,7 @@ TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
   model->set_text_padding(hv::TextPadding::mask);
   auto in = random_inputs(model->options(), 1, true, 3);
   const auto before = model->forward(in);
-  in.encoder_hidden_states.slice(1, 7).fill_(1e3);  // masked Qwen tokens
+  in.encoder_hidden_states.slice(1, 7).fill_(1e3);       // masked Qwen tokens
   in.encoder_hidden_states_2.slice(1, 2, 4).fill_(-50);  // masked byT5 tokens
   const auto after = model->forward(in);
   EXPECT_LT(max_abs_diff(before, after), 1e-5);
@@ -168,7 +174,8 @@ TEST(Hv15Transformer, DropNeedsBatchOne) {
   torch::NoGradGuard no_grad;
   auto model = random_model();
   model->set_text_padding(hv::TextPadding::drop);
-  EXPECT_THROW((void)model->forward(random_inputs(model->options(), 2, false, 1)), omnidp::ModelError);
+  EXPECT_THROW((void)model->forward(random_inputs(model->options(), 2, false, 1)),
+               omnidp::ModelError);
 }
 
 TEST(Hv15Transformer, RejectsWrongInputShapes) {
@@ -181,7 +188,8 @@ TEST(Hv15Transformer, RejectsWrongInputShapes) {
     (void)model->forward(in);
     FAIL() << "expected ModelError";
   } catch (const omnidp::ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("hidden_states has 64 channels, the model 65"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hidden_states has 64 channels, the model 65"), std::string::npos)
+        << e.what();
   }
   in = random_inputs(model->options(), 1, false, 1);
   in.encoder_attention_mask = torch::ones({1, 9});
@@ -197,7 +205,8 @@ TEST(Hv15Transformer, RopeTablesMatchAHandComputation) {
       for (int w = 0; w < 4; ++w) {
         const int token = (f * 3 + h) * 4 + w;
         // per axis: frequencies theta^(-2i/dim), each angle repeated twice.
-        const double angles[8] = {1.0 * f, 1.0 * f, 1.0 * h, 1.0 * h, 1.0 * w, 1.0 * w, w / 16.0, w / 16.0};
+        const double angles[8] = {1.0 * f, 1.0 * f, 1.0 * h,  1.0 * h,
+                                  1.0 * w, 1.0 * w, w / 16.0, w / 16.0};
         for (int d = 0; d < 8; ++d) {
           EXPECT_NEAR(cos[token][d].item<double>(), std::cos(angles[d]), 1e-6) << token << "," << d;
           EXPECT_NEAR(sin[token][d].item<double>(), std::sin(angles[d]), 1e-6) << token << "," << d;
@@ -267,7 +276,8 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
   for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
     for (const bool with_image : {false, true}) {
       // 2 x 4 x 6 latent = 48 tokens; hidden 2 x 5 x 3 = 30 for 4 ranks: 8 each, 2 padded.
-      for (const auto& grid : {std::array<std::int64_t, 3>{2, 4, 6}, std::array<std::int64_t, 3>{2, 5, 3}}) {
+      for (const auto& grid :
+           {std::array<std::int64_t, 3>{2, 4, 6}, std::array<std::int64_t, 3>{2, 5, 3}}) {
         auto in = random_inputs(o, 1, with_image, 21);
         in.hidden_states = torch::randn({1, o.in_channels, grid[0], grid[1], grid[2]});
         auto single = four_head_model(padding);
@@ -298,7 +308,8 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
             ASSERT_EQ(got[i].sizes(), want.sizes());
             EXPECT_LT(max_abs_diff(got[i], want), 1e-4)
                 << ranks << " ranks, rank " << r << ", grid " << grid[1] << "x" << grid[2]
-                << (padding == hv::TextPadding::mask ? ", masked" : ", dropped") << (with_image ? ", image" : "");
+                << (padding == hv::TextPadding::mask ? ", masked" : ", dropped")
+                << (with_image ? ", image" : "");
             EXPECT_TRUE(torch::equal(got[0], got[i]));
           }
         }
@@ -321,8 +332,9 @@ TEST(Hv15TransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
     (void)model->forward(in);
     FAIL() << "no error";
   } catch (const omnidp::ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("the HunyuanVideo-1.5 transformer has 2 attention heads, which do not "
-                                         "split over a sequence group of 4 ranks"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "the HunyuanVideo-1.5 transformer has 2 attention heads, which do not "
+                  "split over a sequence group of 4 ranks"),
               std::string::npos)
         << e.what();
   }

@@ -8,13 +8,13 @@
 #include <set>
 #include <string>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
-#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -53,12 +53,14 @@ TEST(Hv15Vae, FixtureDecodeMatchesDiffusers) {
   OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   hv::AutoencoderKLHunyuanVideo15 vae(fixture_options());
-  omnidp::models::load_state_dict(*vae, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+  omnidp::models::load_state_dict(*vae, omnidp::models::Checkpoint::open(kCase), torch::kFloat32,
+                                  torch::kCPU);
   const omnidp::models::SafetensorsFile io(kCase / "io.safetensors");
   const auto expected = io.tensor("decoded");
   const auto out = vae->decode(io.tensor("latents"));
   ASSERT_EQ(out.sizes(), expected.sizes());
-  const double rel = (out - expected).abs().max().item<double>() / std::max(1.0, expected.abs().max().item<double>());
+  const double rel = (out - expected).abs().max().item<double>() /
+                     std::max(1.0, expected.abs().max().item<double>());
   EXPECT_LE(rel, 1e-4);
 }
 
@@ -76,10 +78,12 @@ TEST(Hv15Vae, StrictLoadingRejectsAnEncoderlessModel) {
   hv::AutoencoderKLHunyuanVideo15 vae(fixture_options(), /*with_encoder=*/false);
   EXPECT_FALSE(vae->has_encoder());
   try {
-    omnidp::models::load_state_dict(*vae, omnidp::models::Checkpoint::open(kCase), torch::kFloat32, torch::kCPU);
+    omnidp::models::load_state_dict(*vae, omnidp::models::Checkpoint::open(kCase), torch::kFloat32,
+                                    torch::kCPU);
     FAIL() << "expected WeightsError";
   } catch (const omnidp::WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("encoder.conv_in.conv.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("encoder.conv_in.conv.weight"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW((void)vae->encode_mean(torch::zeros({1, 3, 1, 32, 32})), omnidp::ModelError);
 }
@@ -128,14 +132,17 @@ TEST(Hv15Vae, FrameByFrameAttentionEqualsTheMaskedAttention) {
   // Recompute q, k, v through the module's own weights.
   auto params = attn->named_parameters(true);
   const auto gamma = params["norm.gamma"];
-  const auto h = torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1)) *
-                 std::sqrt(8.0) * gamma;
+  const auto h =
+      torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1)) *
+      std::sqrt(8.0) * gamma;
   auto conv = [&](const std::string& n) {
     return torch::conv3d(h, params[n + ".weight"], params[n + ".bias"]);
   };
-  auto tok = [&](const torch::Tensor& t) { return t.reshape({1, 8, s}).permute({0, 2, 1}).unsqueeze(1); };
-  const auto o = omnidp::models::scaled_dot_product_attention(tok(conv("to_q")), tok(conv("to_k")),
-                                                              tok(conv("to_v")), mask.view({1, 1, s, s}));
+  auto tok = [&](const torch::Tensor& t) {
+    return t.reshape({1, 8, s}).permute({0, 2, 1}).unsqueeze(1);
+  };
+  const auto o = omnidp::models::scaled_dot_product_attention(
+      tok(conv("to_q")), tok(conv("to_k")), tok(conv("to_v")), mask.view({1, 1, s, s}));
   const auto o5 = o.squeeze(1).reshape({1, 3, 2, 3, 8}).permute({0, 4, 1, 2, 3});
   const auto expected = torch::conv3d(o5, params["proj_out.weight"], params["proj_out.bias"]) + x;
   EXPECT_LT((ours - expected).abs().max().item<double>(), 1e-5);
@@ -159,7 +166,8 @@ TEST(Hv15Vae, TiledDecodeShapesAndTheSingleTileCase) {
   // The top-left corner (48 x 48 pixels) is the first tile's, untouched by any blend.
   vae->set_tiling({});
   const auto first_tile = vae->decode(z.slice(3, 0, 4).slice(4, 0, 4));
-  EXPECT_TRUE(torch::equal(tiled.slice(3, 0, 48).slice(4, 0, 48), first_tile.slice(3, 0, 48).slice(4, 0, 48)));
+  EXPECT_TRUE(torch::equal(tiled.slice(3, 0, 48).slice(4, 0, 48),
+                           first_tile.slice(3, 0, 48).slice(4, 0, 48)));
   EXPECT_FALSE(torch::equal(tiled, plain));
 }
 
@@ -172,7 +180,8 @@ TEST(Hv15Vae, CausalConvPadsTheSameInEveryDtype) {
   conv->to(torch::kBFloat16);
   const auto low = conv(x.to(torch::kBFloat16)).to(torch::kFloat32);
   EXPECT_EQ(low.sizes(), ref.sizes());
-  EXPECT_LT((low - ref).abs().max().item<double>(), 0.05 * std::max(1.0, ref.abs().max().item<double>()));
+  EXPECT_LT((low - ref).abs().max().item<double>(),
+            0.05 * std::max(1.0, ref.abs().max().item<double>()));
   // Causal padding: output frame 0 sees only input frame 0 (replicated).
   auto y = x.clone();
   y.select(2, 2).fill_(7.0);

@@ -12,8 +12,10 @@ TEST(Attention, MatchesExplicitSoftmax) {
   const auto q = torch::randn({1, 2, 5, 8});
   const auto k = torch::randn({1, 2, 7, 8});
   const auto v = torch::randn({1, 2, 7, 8});
-  const auto ref = torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0), -1), v);
-  EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(), 1e-5F);
+  const auto ref =
+      torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0), -1), v);
+  EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(),
+            1e-5F);
 }
 
 TEST(Attention, BoolMaskExcludesKeys) {
@@ -24,9 +26,11 @@ TEST(Attention, BoolMaskExcludesKeys) {
   auto mask = torch::ones({1, 1, 1, 5}, torch::kBool);
   mask.index_put_({0, 0, 0, torch::indexing::Slice(3, 5)}, false);
   using torch::indexing::Slice;
-  const auto ref = omnidp::models::scaled_dot_product_attention(q, k.index({Slice(), Slice(), Slice(0, 3)}),
-                                                v.index({Slice(), Slice(), Slice(0, 3)}));
-  EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v, mask) - ref).abs().max().item<float>(), 1e-6F);
+  const auto ref = omnidp::models::scaled_dot_product_attention(
+      q, k.index({Slice(), Slice(), Slice(0, 3)}), v.index({Slice(), Slice(), Slice(0, 3)}));
+  EXPECT_LT(
+      (omnidp::models::scaled_dot_product_attention(q, k, v, mask) - ref).abs().max().item<float>(),
+      1e-6F);
 }
 
 TEST(AttentionBackend, ParsesTheConfigNamesAndRejectsOthers) {
@@ -39,7 +43,8 @@ TEST(AttentionBackend, ParsesTheConfigNamesAndRejectsOthers) {
     (void)parse_attention_backend("fa3");
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "attention backend must be auto, flash, cudnn, efficient or math, got 'fa3'");
+    EXPECT_STREQ(e.what(),
+                 "attention backend must be auto, flash, cudnn, efficient or math, got 'fa3'");
   }
 }
 
@@ -53,7 +58,8 @@ TEST(AttentionBackend, ChoosingOneKeepsTheResults) {
   for (const auto b : {AttentionBackend::cudnn, AttentionBackend::flash, AttentionBackend::math,
                        AttentionBackend::automatic}) {
     set_attention_backend(b);
-    EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(), 1e-6F);
+    EXPECT_LT((omnidp::models::scaled_dot_product_attention(q, k, v) - ref).abs().max().item<float>(),
+              1e-6F);
   }
 }
 

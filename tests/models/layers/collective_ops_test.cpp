@@ -15,7 +15,8 @@ namespace {
 void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
   auto group = runtime::make_in_process_collectives(size, runtime::replica_group_name(0, {0, 1}));
   std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
   for (auto& t : threads) t.join();
 }
 
@@ -36,9 +37,10 @@ TEST(CollectiveOps, GatherAllToAllSumBroadcastAndAny) {
       (void)group_step(c, false, 4 + r, 5, torch::kCPU);
       ADD_FAILURE() << "no error";
     } catch (const ModelError& e) {
-      EXPECT_EQ(e.message(), "CFG-parallel: replica group 0 (world ranks 0,1) is out of step "
-                             "(rank 0 at step 4/5, rank 1 at step 5/5): a rank of the group "
-                             "failed during an earlier request");
+      EXPECT_EQ(e.message(),
+                "CFG-parallel: replica group 0 (world ranks 0,1) is out of step "
+                "(rank 0 at step 4/5, rank 1 at step 5/5): a rank of the group "
+                "failed during an earlier request");
     }
   });
   const auto x0 = torch::arange(6, torch::kFloat).reshape({2, 3});

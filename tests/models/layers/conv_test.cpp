@@ -29,17 +29,18 @@ TEST(Conv, Bf16OnTheCpuIsTheRoundedFloat32ConvolutionOnEveryPath) {
   const auto x = torch::randn({1, 16, 3, 8, 8}).to(torch::kBFloat16);
   const auto w = (torch::randn({8, 16, 3, 3, 3}) * 0.1).to(torch::kBFloat16);
   const auto b = torch::randn({8}).to(torch::kBFloat16);
-  const auto expected = torch::conv3d(x.to(torch::kFloat32), w.to(torch::kFloat32), b.to(torch::kFloat32),
-                                      {1, 1, 1}, {1, 1, 1})
+  const auto expected = torch::conv3d(x.to(torch::kFloat32), w.to(torch::kFloat32),
+                                      b.to(torch::kFloat32), {1, 1, 1}, {1, 1, 1})
                             .to(torch::kBFloat16);
   for (const bool onednn : {true, false}) {
     const OneDnnSwitch guard(onednn);
     const auto y = conv3d_fp32_accum(x, w, b, {1, 1, 1}, {1, 1, 1});
     EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
     EXPECT_TRUE(torch::equal(y, expected)) << "oneDNN " << onednn;
-    const auto y2 = conv2d_fp32_accum(x.select(2, 0), w.select(2, 1), torch::Tensor(), {1, 1}, {1, 1});
-    const auto e2 = torch::conv2d(x.select(2, 0).to(torch::kFloat32), w.select(2, 1).to(torch::kFloat32), {},
-                                  {1, 1}, {1, 1})
+    const auto y2 =
+        conv2d_fp32_accum(x.select(2, 0), w.select(2, 1), torch::Tensor(), {1, 1}, {1, 1});
+    const auto e2 = torch::conv2d(x.select(2, 0).to(torch::kFloat32),
+                                  w.select(2, 1).to(torch::kFloat32), {}, {1, 1}, {1, 1})
                         .to(torch::kBFloat16);
     EXPECT_TRUE(torch::equal(y2, e2)) << "oneDNN " << onednn;
   }

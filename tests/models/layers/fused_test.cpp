@@ -61,7 +61,9 @@ TEST(RmsNorm, IsTorchNnRmsNormOnBothPaths) {
   EXPECT_LT(max_diff(rms_norm(x, w, 1e-6), ref), 1e-5);
   const FusedSwitch off(false);
   EXPECT_LT(max_diff(rms_norm(x, w, 1e-6), ref), 1e-5);
-  EXPECT_LT(max_diff(rms_norm(x, torch::Tensor(), 1e-6), x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)), 1e-5);
+  EXPECT_LT(
+      max_diff(rms_norm(x, torch::Tensor(), 1e-6), x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6)),
+      1e-5);
 }
 
 TEST(ModulatedLayerNorm, IsShiftPlusNormTimesScalePerGroup) {
@@ -93,7 +95,8 @@ TEST(LinearGeluTanh, IsGeluOfTheLinearOnBothPaths) {
   const auto w = torch::randn({5, 8});
   const auto b = torch::randn({5});
   const auto lin = torch::matmul(x, w.t()) + b;
-  const auto ref = 0.5 * lin * (1 + torch::tanh(std::sqrt(2.0 / std::acos(-1.0)) * (lin + 0.044715 * lin.pow(3))));
+  const auto ref =
+      0.5 * lin * (1 + torch::tanh(std::sqrt(2.0 / std::acos(-1.0)) * (lin + 0.044715 * lin.pow(3))));
   const auto out = linear_gelu_tanh(x, w, b);
   EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{2, 3, 5}));
   EXPECT_LT(max_diff(out, ref), 1e-5);
@@ -138,9 +141,10 @@ TEST(GatedResidual, AddsADeferredBiasAndTakesAMissingGateAsOne) {
 
 TEST(RotatePairs, IsTheComplexRotationOnBothPaths) {
   const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
-  const auto freqs = torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
-  const auto expect = torch::tensor({1 * 0.0F - 2 * 1.0F, 1 * 1.0F + 2 * 0.0F, 3 * 0.5F - 4 * -0.5F,
-                                     3 * -0.5F + 4 * 0.5F});
+  const auto freqs =
+      torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
+  const auto expect = torch::tensor(
+      {1 * 0.0F - 2 * 1.0F, 1 * 1.0F + 2 * 0.0F, 3 * 0.5F - 4 * -0.5F, 3 * -0.5F + 4 * 0.5F});
   EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
   const FusedSwitch off(false);
   EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
@@ -171,9 +175,12 @@ TEST(RmsNormRope, AddsADeferredBiasBeforeTheNorm) {
   const auto b = torch::randn({dim});
   const auto angles = torch::randn({tokens, 1, head_dim / 2});
   const auto freqs = torch::polar(torch::ones_like(angles), angles);
-  EXPECT_LT(max_diff(rms_norm_rope(q, w, 1e-6, freqs, head_dim, b), rms_norm_rope(q + b, w, 1e-6, freqs, head_dim)),
+  EXPECT_LT(max_diff(rms_norm_rope(q, w, 1e-6, freqs, head_dim, b),
+                     rms_norm_rope(q + b, w, 1e-6, freqs, head_dim)),
             1e-6);
-  EXPECT_LT(max_diff(rms_norm_rope(q, w, 1e-6, torch::Tensor(), head_dim, b), rms_norm(q + b, w, 1e-6)), 1e-6);
+  EXPECT_LT(
+      max_diff(rms_norm_rope(q, w, 1e-6, torch::Tensor(), head_dim, b), rms_norm(q + b, w, 1e-6)),
+      1e-6);
 }
 
 // The Wan VAE's RMS_norm: F.normalize over the channels, times sqrt(C) and gamma.
@@ -186,7 +193,8 @@ TEST(ChannelRmsNorm, IsTheWanVaeExpressionWithBiasAndSilu) {
   const auto b = torch::randn({c});
   const double scale = std::sqrt(static_cast<double>(c));
   const auto xb = x + b.view({1, c, 1, 1, 1});
-  const auto ref = F::normalize(xb, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale * gamma;
+  const auto ref =
+      F::normalize(xb, F::NormalizeFuncOptions().p(2.0).dim(1).eps(1e-12)) * scale * gamma;
   EXPECT_LT(max_diff(channel_rms_norm(x, gamma, scale, false, b), ref), 1e-5);
   EXPECT_LT(max_diff(channel_rms_norm(x, gamma, scale, true, b), torch::silu(ref)), 1e-5);
   EXPECT_LT(max_diff(channel_rms_norm(xb, gamma, scale, true), torch::silu(ref)), 1e-5);
@@ -214,13 +222,16 @@ void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
   const auto x = torch::randn({batch, groups, per_group, dim}).to(bf);
   const auto y = torch::randn({batch, groups, per_group, dim}).to(bf);
   const auto mod = modulation(batch, groups, dim);
-  const auto shift = mod.select(2, 0);        // strided rows
+  const auto shift = mod.select(2, 0);          // strided rows
   const auto scale1p = mod.select(2, 1) + 1.0;  // contiguous rows: another group stride
   const auto gate = mod.select(2, 2);
-  const auto tol = [](const torch::Tensor& ref) { return 2e-2 * std::max(1.0, ref.abs().max().item<double>()); };
+  const auto tol = [](const torch::Tensor& ref) {
+    return 2e-2 * std::max(1.0, ref.abs().max().item<double>());
+  };
   {
     const auto ref = modulated_layer_norm(x, shift, scale1p, 1e-6, bf);
-    const auto out = modulated_layer_norm(x.to(cuda), shift.to(cuda), scale1p.to(cuda), 1e-6, bf).cpu();
+    const auto out =
+        modulated_layer_norm(x.to(cuda), shift.to(cuda), scale1p.to(cuda), 1e-6, bf).cpu();
     EXPECT_LE(max_diff(out, ref), tol(ref));
   }
   {
@@ -232,12 +243,14 @@ void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
     const auto out_bias = gated_residual(x.to(cuda), y.to(cuda), gate.to(cuda), bf, b.to(cuda)).cpu();
     EXPECT_LE(max_diff(out_bias, ref_bias), tol(ref_bias));
     const auto ref_add = gated_residual(x, y, torch::Tensor(), bf, b);
-    const auto out_add = gated_residual(x.to(cuda), y.to(cuda), torch::Tensor(), bf, b.to(cuda)).cpu();
+    const auto out_add =
+        gated_residual(x.to(cuda), y.to(cuda), torch::Tensor(), bf, b.to(cuda)).cpu();
     EXPECT_LE(max_diff(out_add, ref_add), tol(ref_add));
   }
   {
     // The VAE's channels-last rows: dim channels at every position.
-    const auto v = torch::randn({1, dim, 3, 5, 7}).to(bf).contiguous(torch::MemoryFormat::ChannelsLast3d);
+    const auto v =
+        torch::randn({1, dim, 3, 5, 7}).to(bf).contiguous(torch::MemoryFormat::ChannelsLast3d);
     const auto g = torch::randn({dim, 1, 1, 1}).to(bf);
     const auto b = torch::randn({dim}).to(bf);
     const double scale = std::sqrt(static_cast<double>(dim));
@@ -282,7 +295,8 @@ void expect_kernels_agree(std::int64_t heads, std::int64_t head_dim) {
     EXPECT_LE(max_diff(out, ref), tol(ref));
     const auto b = torch::randn({dim}).to(bf);
     const auto ref_bias = rms_norm_rope(q, w, 1e-6, freqs, head_dim, b);
-    const auto out_bias = rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim, b.to(cuda)).cpu();
+    const auto out_bias =
+        rms_norm_rope(q.to(cuda), w.to(cuda), 1e-6, freqs.to(cuda), head_dim, b.to(cuda)).cpu();
     EXPECT_LE(max_diff(out_bias, ref_bias), tol(ref_bias));
   }
 }

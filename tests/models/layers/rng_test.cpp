@@ -5,8 +5,8 @@
 #include <cstring>
 #include <regex>
 
-#include "omnidp/models/weights/safetensors.hpp"
 #include "fixtures.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -22,7 +22,9 @@ TEST(Rng, MatchesTorchCpuGeneratorFixtureBitForBit) {
     const auto expected = io.tensor(name);
     const auto ours = randn_cpu(expected.sizes(), std::stoull(m[1].str()));
     ASSERT_EQ(ours.sizes(), expected.sizes());
-    EXPECT_EQ(std::memcmp(ours.data_ptr(), expected.data_ptr(), sizeof(float) * static_cast<std::size_t>(ours.numel())), 0)
+    EXPECT_EQ(std::memcmp(ours.data_ptr(), expected.data_ptr(),
+                          sizeof(float) * static_cast<std::size_t>(ours.numel())),
+              0)
         << name;
     ++checked;
   }

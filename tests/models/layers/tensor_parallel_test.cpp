@@ -16,11 +16,14 @@ namespace {
 void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
   auto group = runtime::make_in_process_collectives(size, "tensor group");
   std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
   for (auto& t : threads) t.join();
 }
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
 
 TEST(TensorParallel, RowParallelLinearAndTheShardedNormEqualTheWholeOperations) {
   torch::manual_seed(4);
@@ -34,7 +37,8 @@ TEST(TensorParallel, RowParallelLinearAndTheShardedNormEqualTheWholeOperations) 
   const auto want_linear = linear_bias(x, weight, bias);
   const auto want_norm = rms_norm_rope(x, norm_weight, 1e-6, freqs, 4, norm_bias);
   for (const int size : {2, 4}) {
-    std::vector<torch::Tensor> linear(static_cast<std::size_t>(size)), norm(static_cast<std::size_t>(size));
+    std::vector<torch::Tensor> linear(static_cast<std::size_t>(size)),
+        norm(static_cast<std::size_t>(size));
     on_group(size, [&](int r, runtime::Collective& c) {
       const auto cols = [&](const torch::Tensor& t) { return t.chunk(size, -1)[r].contiguous(); };
       linear[static_cast<std::size_t>(r)] = row_parallel_linear(&c, cols(x), cols(weight), bias);
@@ -49,7 +53,8 @@ TEST(TensorParallel, RowParallelLinearAndTheShardedNormEqualTheWholeOperations) 
   }
   // A null group is the single-rank operation, bit for bit.
   EXPECT_TRUE(torch::equal(row_parallel_linear(nullptr, x, weight, bias), want_linear));
-  EXPECT_TRUE(torch::equal(sharded_rms_norm_rope(nullptr, x, norm_weight, 1e-6, freqs, 4, 16, norm_bias), want_norm));
+  EXPECT_TRUE(torch::equal(
+      sharded_rms_norm_rope(nullptr, x, norm_weight, 1e-6, freqs, 4, 16, norm_bias), want_norm));
   EXPECT_TRUE(torch::equal(reduce_partial(nullptr, x), x));
 }
 
@@ -61,7 +66,9 @@ TEST(TensorParallel, ShardPartDividesOrNamesTheCount) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.path(), "parallel.tensor_parallel_size");
-    EXPECT_EQ(e.message(), "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not divide");
+    EXPECT_EQ(e.message(),
+              "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not "
+              "divide");
   }
   EXPECT_THROW((void)shard_part(24, {2, 2}, "m", "heads"), ConfigError);
   EXPECT_THROW((void)shard_part(24, {0, 0}, "m", "heads"), ConfigError);

@@ -19,7 +19,8 @@ namespace {
 void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
   auto group = runtime::make_in_process_collectives(size, "test sequence group");
   std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
   for (auto& t : threads) t.join();
 }
 
@@ -96,8 +97,9 @@ TEST(Ulysses, HeadsThatDoNotSplitNameBothCounts) {
       check_head_split(s, 3, "the test model");
       ADD_FAILURE() << "no error";
     } catch (const ModelError& e) {
-      EXPECT_EQ(e.message(), "sequence parallel: the test model has 3 attention heads, which do not split "
-                             "over a sequence group of 2 ranks");
+      EXPECT_EQ(e.message(),
+                "sequence parallel: the test model has 3 attention heads, which do not split "
+                "over a sequence group of 2 ranks");
     }
   });
 }
@@ -115,7 +117,8 @@ TEST(Ulysses, GroupStepOverTwoAxesReachesTheWholeGroup) {
     threads.emplace_back([&, g] {
       auto* c = cfg[static_cast<std::size_t>(g % 2)][static_cast<std::size_t>(g / 2)].get();
       auto* s = seq[static_cast<std::size_t>(g / 2)][static_cast<std::size_t>(g % 2)].get();
-      stopped[static_cast<std::size_t>(g)] = group_step({c, s, nullptr}, g == 3, 1, 4, torch::kCPU) ? 1 : 0;
+      stopped[static_cast<std::size_t>(g)] =
+          group_step({c, s, nullptr}, g == 3, 1, 4, torch::kCPU) ? 1 : 0;
     });
   }
   for (auto& t : threads) t.join();

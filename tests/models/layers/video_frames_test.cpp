@@ -10,8 +10,9 @@ namespace {
 TEST(VideoFromFrames, RoundsToTheNearestLevelAndKeepsTheLayout) {
   // 2 frames of 1x2 pixels: 0.5 -> 127.5 -> 128, 0.25 -> 63.75 -> 64, 0.75 -> 191.25 -> 191,
   // the others k / 255 -> k.
-  const auto v = torch::tensor({0.0F, 0.5F, 0.25F, 0.75F, 1.0F, 254.0F / 255,  //
-                                10.0F / 255, 20.0F / 255, 30.0F / 255, 40.0F / 255, 1.0F / 255, 2.0F / 255});
+  const auto v =
+      torch::tensor({0.0F, 0.5F, 0.25F, 0.75F, 1.0F, 254.0F / 255,  //
+                     10.0F / 255, 20.0F / 255, 30.0F / 255, 40.0F / 255, 1.0F / 255, 2.0F / 255});
   const auto frames = v.view({1, 2, 1, 2, 3});
   const Video video = video_from_frames(frames);
   EXPECT_EQ(video.frames, 2);

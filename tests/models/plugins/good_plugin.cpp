@@ -26,7 +26,8 @@ void register_models(omnidp::models::ModelTable& table) {
   r.cost = [](const omnidp::ModelInfo& info) {
     return omnidp::CostCoefficients{1.0, static_cast<double>(info.num_layers)};
   };
-  r.create = [](const omnidp::Config&, const omnidp::DeviceBinding&) -> std::unique_ptr<omnidp::Pipeline> {
+  r.create = [](const omnidp::Config&,
+                const omnidp::DeviceBinding&) -> std::unique_ptr<omnidp::Pipeline> {
     return std::make_unique<OneColour>();
   };
   table.add(std::move(r));

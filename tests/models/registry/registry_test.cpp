@@ -50,7 +50,8 @@ TEST(Registry, ChoicesCarryTheHeadCountsOfTheModelTable) {
   register_builtin_models();
   const auto choices = model_table().choices();
   const auto heads = [&](const std::string& name, const ModelConfig& model) {
-    const auto it = std::find_if(choices.begin(), choices.end(), [&](const ModelChoice& c) { return c.name == name; });
+    const auto it = std::find_if(choices.begin(), choices.end(),
+                                 [&](const ModelChoice& c) { return c.name == name; });
     EXPECT_NE(it, choices.end()) << name;
     EXPECT_EQ(it->tensor_parallel, name != "synthetic") << name;  // Wan and HV15 implement it
     return it->attention_heads ? it->attention_heads(model) : -1;
@@ -61,7 +62,8 @@ TEST(Registry, ChoicesCarryTheHeadCountsOfTheModelTable) {
   EXPECT_EQ(heads("synthetic", {}), 0);  // not checked
   const auto dir = std::filesystem::temp_directory_path() / "omnidp-registry-heads";
   std::filesystem::create_directories(dir / "transformer");
-  std::ofstream(dir / "transformer" / "config.json") << R"({"num_attention_heads": 4, "target_size": 480})";
+  std::ofstream(dir / "transformer" / "config.json")
+      << R"({"num_attention_heads": 4, "target_size": 480})";
   ModelConfig snapshot;
   snapshot.path = dir.string();
   EXPECT_EQ(heads("hunyuanvideo-1.5", snapshot), 4);

@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
-const std::filesystem::path kIo =
-    omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
+const std::filesystem::path kIo = omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
 
 TEST(NumpyLinspace, MatchesNumpyValues) {
   // numpy.linspace(1, 0, 5) and (1, 1/1000, 4), written out.

@@ -3,15 +3,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
 
-const std::filesystem::path kIo =
-    omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
+const std::filesystem::path kIo = omnidp::test::fixture("diffusers-ref/schedulers/io.safetensors");
 
 double rel_error(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>() /
@@ -54,7 +53,8 @@ TEST(UniPC, SetTimestepsResetsHistory) {
   auto x = io.tensor("unipc_shift5_n4_x0");
   (void)s.step(io.tensor("unipc_shift5_n4_model_out0"), 0, x);
   s.set_timesteps(4);
-  for (int i = 0; i < 4; ++i) x = s.step(io.tensor("unipc_shift5_n4_model_out" + std::to_string(i)), i, x);
+  for (int i = 0; i < 4; ++i)
+    x = s.step(io.tensor("unipc_shift5_n4_model_out" + std::to_string(i)), i, x);
   EXPECT_LE(rel_error(x, io.tensor("unipc_shift5_n4_x4")), 1e-6);
 }
 
@@ -102,7 +102,8 @@ TEST(UniPC, OptionsFromDiffusersConfig) {
     (void)unipc_options_from_config(bad);
     FAIL();
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("prediction_type = \"epsilon\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prediction_type = \"epsilon\""), std::string::npos)
+        << e.what();
   }
   bad = wan;
   bad["solver_type"] = "bh1";

@@ -14,13 +14,17 @@ using Ids = std::vector<std::int64_t>;
 TEST(ByT5Tokenizer, FixtureStrings) {
   const ByT5Tokenizer tok;
   EXPECT_EQ(tok.encode("A cat walks on the grass, realistic style."),
-            (Ids{68, 35, 102, 100, 119, 35, 122, 100, 111, 110, 118, 35, 114, 113, 35, 119, 107, 104, 35, 106, 117, 100,
-                 118, 118, 47, 35, 117, 104, 100, 111, 108, 118, 119, 108, 102, 35, 118, 119, 124, 111, 104, 49, 1}));
+            (Ids{68,  35,  102, 100, 119, 35,  122, 100, 111, 110, 118, 35,  114, 113, 35,
+                 119, 107, 104, 35,  106, 117, 100, 118, 118, 47,  35,  117, 104, 100, 111,
+                 108, 118, 119, 108, 102, 35,  118, 119, 124, 111, 104, 49,  1}));
   // "Ünïcödé ✓ 猫が歩く «quoted»": Ü = C3 9C -> 198 159, ✓ = E2 9C 93 -> 229 159 150, ...
-  EXPECT_EQ(tok.encode("\xC3\x9Cn\xC3\xAF" "c\xC3\xB6" "d\xC3\xA9 \xE2\x9C\x93 \xE7\x8C\xAB\xE3\x81\x8C\xE6\xAD\xA9\xE3\x81\x8F "
+  EXPECT_EQ(tok.encode("\xC3\x9Cn\xC3\xAF"
+                       "c\xC3\xB6"
+                       "d\xC3\xA9 \xE2\x9C\x93 \xE7\x8C\xAB\xE3\x81\x8C\xE6\xAD\xA9\xE3\x81\x8F "
                        "\xC2\xABquoted\xC2\xBB"),
-            (Ids{198, 159, 113, 198, 178, 102, 198, 185, 103, 198, 172, 35, 229, 159, 150, 35, 234, 143, 174, 230,
-                 132, 143, 233, 176, 172, 230, 132, 146, 35, 197, 174, 116, 120, 114, 119, 104, 103, 197, 190, 1}));
+            (Ids{198, 159, 113, 198, 178, 102, 198, 185, 103, 198, 172, 35,  229, 159,
+                 150, 35,  234, 143, 174, 230, 132, 143, 233, 176, 172, 230, 132, 146,
+                 35,  197, 174, 116, 120, 114, 119, 104, 103, 197, 190, 1}));
   EXPECT_EQ(tok.encode(""), (Ids{1}));
 }
 
@@ -44,7 +48,8 @@ TEST(ByT5Tokenizer, SpecialTokensInTheText) {
   EXPECT_EQ(tok.encode("a</s>"), (Ids{100, 1}));  // no second </s>
   EXPECT_EQ(tok.encode("a<pad>b"), (Ids{100, 0, 101, 1}));
   EXPECT_EQ(tok.encode("<extra_id_0>x<extra_id_124>"), (Ids{259, 123, 383, 1}));
-  EXPECT_EQ(tok.encode("<extra_id_x>"), (Ids{63, 104, 123, 119, 117, 100, 98, 108, 103, 98, 123, 65, 1}));
+  EXPECT_EQ(tok.encode("<extra_id_x>"),
+            (Ids{63, 104, 123, 119, 117, 100, 98, 108, 103, 98, 123, 65, 1}));
 }
 
 TEST(ByT5Tokenizer, FolderAddedTokensExtendTheVocabulary) {

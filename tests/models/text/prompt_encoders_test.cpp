@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -16,7 +16,10 @@ const fs::path kRef = omnidp::test::fixture("transformers-ref");
 
 TEST(WanPromptClean, WhitespaceAndEntities) {
   EXPECT_EQ(wan_prompt_clean("  a   cat\n\twalks  "), "a cat walks");
-  EXPECT_EQ(wan_prompt_clean("a\xE3\x80\x80" "b\xC2\xA0" "c"), "a b c");  // ideographic / no-break space
+  EXPECT_EQ(wan_prompt_clean("a\xE3\x80\x80"
+                             "b\xC2\xA0"
+                             "c"),
+            "a b c");  // ideographic / no-break space
   EXPECT_EQ(wan_prompt_clean("fish &amp; chips"), "fish & chips");
   EXPECT_EQ(wan_prompt_clean("&amp;lt;b&amp;gt;"), "<b>");  // unescaped twice
   EXPECT_EQ(wan_prompt_clean("&#65;&#x42;&#67"), "ABC");
@@ -26,15 +29,19 @@ TEST(WanPromptClean, WhitespaceAndEntities) {
 }
 
 TEST(WanPromptClean, FtfySubset) {
-  EXPECT_EQ(wan_prompt_clean("\xE2\x80\x9CHi\xE2\x80\x9D \xE2\x80\x98x\xE2\x80\x99"), "\"Hi\" 'x'");  // curly quotes
-  EXPECT_EQ(wan_prompt_clean("\xEF\xAC\x81ne"), "fine");                                                 // ﬁ ligature
-  EXPECT_EQ(wan_prompt_clean("\xEF\xBC\xA1\xEF\xBC\xA2\xEF\xBC\xA3"), "ABC");                             // full width
-  EXPECT_EQ(wan_prompt_clean("a\x01" "b"), "ab");                                                        // control
-  EXPECT_EQ(wan_prompt_clean("\xE7\x8C\xAB \xF0\x9F\x90\xB1"), "\xE7\x8C\xAB \xF0\x9F\x90\xB1");        // kept
+  EXPECT_EQ(wan_prompt_clean("\xE2\x80\x9CHi\xE2\x80\x9D \xE2\x80\x98x\xE2\x80\x99"),
+            "\"Hi\" 'x'");                                                     // curly quotes
+  EXPECT_EQ(wan_prompt_clean("\xEF\xAC\x81ne"), "fine");                       // ﬁ ligature
+  EXPECT_EQ(wan_prompt_clean("\xEF\xBC\xA1\xEF\xBC\xA2\xEF\xBC\xA3"), "ABC");  // full width
+  EXPECT_EQ(wan_prompt_clean("a\x01"
+                             "b"),
+            "ab");  // control
+  EXPECT_EQ(wan_prompt_clean("\xE7\x8C\xAB \xF0\x9F\x90\xB1"), "\xE7\x8C\xAB \xF0\x9F\x90\xB1");  // kept
 }
 
 TEST(Hv15GlyphText, QuotedSpansInTheReferenceFormat) {
-  EXPECT_EQ(hv15_glyph_text("A sign saying \"OPEN\" and \xE2\x80\x9C" "CLOSED\xE2\x80\x9D."),
+  EXPECT_EQ(hv15_glyph_text("A sign saying \"OPEN\" and \xE2\x80\x9C"
+                            "CLOSED\xE2\x80\x9D."),
             "Text \"OPEN\". Text \"CLOSED\". ");
   EXPECT_EQ(hv15_glyph_text("one \"a\""), "Text \"a\". ");
   EXPECT_EQ(hv15_glyph_text("x \"a\" y \"b\" z \"a\""), "Text \"a\". Text \"b\". ");  // deduplicated
@@ -47,14 +54,21 @@ TEST(Hv15GlyphText, QuotedSpansInTheReferenceFormat) {
 
 TEST(Hv15ChatText, TemplateAndSystemMessage) {
   EXPECT_EQ(hv15_chat_text("a cat", "SYS"),
-            "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\na cat<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(hv15_chat_text("", "SYS"),
-            "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\n <|im_end|>\n<|im_start|>assistant\n");
+            "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\na "
+            "cat<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      hv15_chat_text("", "SYS"),
+      "<|im_start|>system\nSYS<|im_end|>\n<|im_start|>user\n <|im_end|>\n<|im_start|>assistant\n");
   const auto& sys = hv15_system_message();
-  EXPECT_EQ(sys.rfind("You are a helpful assistant. Describe the video by detailing the following aspects: ", 0), 0U);
-  EXPECT_NE(sys.find("aspects:         1. The main content and theme of the video.         2. The color"),
-            std::string::npos);
-  EXPECT_NE(sys.find("objects.         4. background environment, light, style and atmosphere.         5. camera"),
+  EXPECT_EQ(
+      sys.rfind(
+          "You are a helpful assistant. Describe the video by detailing the following aspects: ", 0),
+      0U);
+  EXPECT_NE(
+      sys.find("aspects:         1. The main content and theme of the video.         2. The color"),
+      std::string::npos);
+  EXPECT_NE(sys.find("objects.         4. background environment, light, style and atmosphere.     "
+                     "    5. camera"),
             std::string::npos);
   EXPECT_EQ(sys.substr(sys.size() - 18), "used in the video.");
 }
@@ -83,7 +97,8 @@ TEST(TinyByteT5, WanPaddingAndDeterminism) {
   EXPECT_EQ(ea.mask.sizes(), (std::vector<std::int64_t>{1, 512}));
   EXPECT_EQ(ea.mask.sum().item<std::int64_t>(), 6);  // 5 bytes + </s>
   EXPECT_EQ(ea.mask.narrow(1, 0, 6).min().item<std::int64_t>(), 1);
-  EXPECT_EQ(ea.embeds.narrow(1, 6, 506).abs().max().item<float>(), 0.0F);  // zeros beyond the valid tokens
+  EXPECT_EQ(ea.embeds.narrow(1, 6, 506).abs().max().item<float>(),
+            0.0F);  // zeros beyond the valid tokens
   EXPECT_GT(ea.embeds.narrow(1, 0, 6).abs().min().item<float>(), 0.0F);
   EXPECT_FALSE(ea.embeds_2.defined());
   // Same seed, same weights and outputs; another seed differs.
@@ -116,7 +131,8 @@ TEST(TinyByteT5, OffloadedWeightsStayOnTheCpu) {
 
 TEST(WanTextEncoder, UmT5FixtureWithoutATokenizerFolderIsAClearError) {
   // A snapshot needs tokenizer/spiece.model: the fixture has only the model.
-  EXPECT_THROW((void)load_wan_text_encoder(kRef / "umt5_encoder", torch::kFloat32, EncoderPlacement{}), Error);
+  EXPECT_THROW(
+      (void)load_wan_text_encoder(kRef / "umt5_encoder", torch::kFloat32, EncoderPlacement{}), Error);
 }
 
 // A snapshot laid out as Wan's: tokenizer/spiece.model (a word model trained here) and
@@ -131,13 +147,17 @@ TEST(WanTextEncoder, SnapshotFoldersEndToEnd) {
     fs::copy_file(kRef / "umt5_encoder" / f, snap.path / "text_encoder" / f);
   }
   snap.write("corpus.txt", "the cat walks on the grass\nthe dog runs\n");
-  SentencePieceTokenizer::train_model("--input=" + (snap.path / "corpus.txt").string() +
-                                      " --model_prefix=" + (snap.path / "tokenizer" / "spiece").string() +
-                                      " --vocab_size=12 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2"
-                                      " --bos_id=-1 --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
+  SentencePieceTokenizer::train_model(
+      "--input=" + (snap.path / "corpus.txt").string() +
+      " --model_prefix=" + (snap.path / "tokenizer" / "spiece").string() +
+      " --vocab_size=12 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2"
+      " --bos_id=-1 --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
   auto enc = load_wan_text_encoder(snap.path, torch::kFloat32, EncoderPlacement{});
   const SentencePieceTokenizer tok(snap.path / "tokenizer" / "spiece.model");
-  const auto ids = std::vector<std::int64_t>{tok.piece_id("\xE2\x96\x81the"), tok.piece_id("\xE2\x96\x81" "cat"), 1};
+  const auto ids = std::vector<std::int64_t>{tok.piece_id("\xE2\x96\x81the"),
+                                             tok.piece_id("\xE2\x96\x81"
+                                                          "cat"),
+                                             1};
   const auto e = enc->encode("  the   cat ");  // prompt_clean folds the whitespace
   EXPECT_EQ(e.embeds.sizes(), (std::vector<std::int64_t>{1, 512, 64}));
   EXPECT_EQ(e.mask.sum().item<std::int64_t>(), 3);
@@ -158,7 +178,8 @@ class Hv15PromptEncoderTest : public ::testing::Test {
     text_model_ = load_qwen25vl_text(kRef / "qwen25vl_text", torch::kFloat32, torch::kCPU);
     glyph_model_ = load_t5_encoder(kRef / "byt5_encoder", torch::kFloat32, torch::kCPU);
     encoder_ = std::make_unique<Hv15PromptEncoder>(std::make_unique<ByT5Tokenizer>(), text_model_,
-                                                   std::make_unique<ByT5Tokenizer>(), glyph_model_, options);
+                                                   std::make_unique<ByT5Tokenizer>(), glyph_model_,
+                                                   options);
   }
   Qwen25VLTextModel text_model_{nullptr};
   T5EncoderModel glyph_model_{nullptr};

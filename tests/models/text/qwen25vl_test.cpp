@@ -2,12 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -30,13 +30,15 @@ TEST(Qwen25VLTextOptions, FromTheFixtureConfig) {
 }
 
 TEST(Qwen25VLTextOptions, OlderAndNestedLayouts) {
-  const nlohmann::json flat = {{"vocab_size", 16}, {"hidden_size", 8},         {"intermediate_size", 12},
-                               {"num_hidden_layers", 2}, {"num_attention_heads", 2}, {"num_key_value_heads", 1},
+  const nlohmann::json flat = {{"vocab_size", 16},         {"hidden_size", 8},
+                               {"intermediate_size", 12},  {"num_hidden_layers", 2},
+                               {"num_attention_heads", 2}, {"num_key_value_heads", 1},
                                {"rope_theta", 5000.0}};
   const auto a = Qwen25VLTextOptions::from_json(flat, "x");
   EXPECT_DOUBLE_EQ(a.rope_theta, 5000.0);
   EXPECT_EQ(a.head_dim, 4);
-  const auto b = Qwen25VLTextOptions::from_json({{"model_type", "qwen2_5_vl"}, {"text_config", flat}}, "x");
+  const auto b =
+      Qwen25VLTextOptions::from_json({{"model_type", "qwen2_5_vl"}, {"text_config", flat}}, "x");
   EXPECT_EQ(b.num_key_value_heads, 1);
   auto sliding = flat;
   sliding["use_sliding_window"] = true;
@@ -57,7 +59,10 @@ TEST(Qwen25VLText, ParameterNamesAreTheCheckpointNames) {
 
 class Qwen25VLTextLoaded : public ::testing::Test {
  protected:
-  void SetUp() override { OMNIDP_REQUIRE_FIXTURES(); model_ = load_qwen25vl_text(kCase, torch::kFloat32, torch::kCPU); }
+  void SetUp() override {
+    OMNIDP_REQUIRE_FIXTURES();
+    model_ = load_qwen25vl_text(kCase, torch::kFloat32, torch::kCPU);
+  }
   Qwen25VLTextModel model_{nullptr};
   const torch::Tensor ids_ = torch::tensor({{485, 125, 493, 256, 238, 184, 387}}, torch::kLong);
 };
@@ -84,14 +89,15 @@ TEST_F(Qwen25VLTextLoaded, CausalPrefixAndRightPaddingDoNotChangeValidPositions)
   const auto prefix = model_->hidden_state(ids_.narrow(1, 0, 4), {}, -3);
   EXPECT_TRUE(torch::allclose(prefix, full.narrow(1, 0, 4), 1e-5, 1e-6));
   const auto padded_ids = torch::cat({ids_, torch::zeros({1, 3}, torch::kLong)}, 1);
-  const auto mask = torch::cat({torch::ones({1, 7}, torch::kLong), torch::zeros({1, 3}, torch::kLong)}, 1);
+  const auto mask =
+      torch::cat({torch::ones({1, 7}, torch::kLong), torch::zeros({1, 3}, torch::kLong)}, 1);
   const auto padded = model_->hidden_state(padded_ids, mask, -3);
   EXPECT_TRUE(torch::allclose(padded.narrow(1, 0, 7), full, 1e-5, 1e-6));
   EXPECT_TRUE(torch::isfinite(padded).all().item<bool>());
   // Left padding: no fully masked row, so no NaN anywhere.
-  const auto left = model_->hidden_state(torch::cat({torch::zeros({1, 2}, torch::kLong), ids_}, 1),
-                                         torch::cat({torch::zeros({1, 2}, torch::kLong), torch::ones({1, 7}, torch::kLong)}, 1),
-                                         -1);
+  const auto left = model_->hidden_state(
+      torch::cat({torch::zeros({1, 2}, torch::kLong), ids_}, 1),
+      torch::cat({torch::zeros({1, 2}, torch::kLong), torch::ones({1, 7}, torch::kLong)}, 1), -1);
   EXPECT_TRUE(torch::isfinite(left).all().item<bool>());
 }
 
@@ -99,7 +105,8 @@ TEST_F(Qwen25VLTextLoaded, PrefixedCheckpointsLoadAndSkipOtherParts) {
   const auto src = Checkpoint::open(kCase);
   for (const std::string prefix : {"model.", "model.language_model."}) {
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
-    for (const auto& name : src.names()) tensors.emplace_back(prefix + name, src.tensor(name, torch::kBFloat16));
+    for (const auto& name : src.names())
+      tensors.emplace_back(prefix + name, src.tensor(name, torch::kBFloat16));
     tensors.emplace_back("lm_head.weight", torch::zeros({512, 64}, torch::kBFloat16));
     tensors.emplace_back("visual.patch_embed.proj.weight", torch::zeros({4, 4}, torch::kBFloat16));
     testing::TempDir dir;

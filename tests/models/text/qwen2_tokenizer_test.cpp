@@ -19,9 +19,18 @@ using Merges = std::vector<std::pair<std::string, std::string>>;
 std::unordered_map<std::string, std::int64_t> tiny_vocab() {
   std::unordered_map<std::string, std::int64_t> vocab;
   for (int b = 0; b < 256; ++b) vocab.emplace(byte_level_char(static_cast<unsigned char>(b)), b);
-  vocab.emplace("\xC4\xA0" "c", 256);      // "Ġc"
-  vocab.emplace("\xC4\xA0" "ca", 257);     // "Ġca"
-  vocab.emplace("\xC4\xA0" "cat", 258);    // "Ġcat"
+  vocab.emplace(
+      "\xC4\xA0"
+      "c",
+      256);  // "Ġc"
+  vocab.emplace(
+      "\xC4\xA0"
+      "ca",
+      257);  // "Ġca"
+  vocab.emplace(
+      "\xC4\xA0"
+      "cat",
+      258);  // "Ġcat"
   vocab.emplace("he", 259);
   vocab.emplace("ll", 260);
   vocab.emplace("hell", 261);
@@ -32,8 +41,18 @@ std::unordered_map<std::string, std::int64_t> tiny_vocab() {
 }
 
 Merges tiny_merges() {
-  return {{"\xC4\xA0", "c"},  {"\xC4\xA0" "c", "a"}, {"\xC4\xA0" "ca", "t"}, {"h", "e"},
-          {"l", "l"},          {"he", "ll"},          {"a", "a"},             {"\xC3\xA7", "\xC4\xAE"},
+  return {{"\xC4\xA0", "c"},
+          {"\xC4\xA0"
+           "c",
+           "a"},
+          {"\xC4\xA0"
+           "ca",
+           "t"},
+          {"h", "e"},
+          {"l", "l"},
+          {"he", "ll"},
+          {"a", "a"},
+          {"\xC3\xA7", "\xC4\xAE"},
           {"\xC4\xA0", "\xC4\xA0"}};
 }
 
@@ -88,12 +107,14 @@ TEST_F(Qwen2TokenizerTest, PreTokenizerCjkAndEmoji) {
   EXPECT_EQ(tok_->pre_tokenize("I \xE2\x9C\x93 \xF0\x9F\x90\xB1!"),
             (Strings{"I", " \xE2\x9C\x93", " \xF0\x9F\x90\xB1!"}));
   // Unicode digits are \p{N}, one per piece.
-  EXPECT_EQ(tok_->pre_tokenize("\xD9\xA3\xD9\xA4"), (Strings{"\xD9\xA3", "\xD9\xA4"}));  // Arabic-Indic 3 4
+  EXPECT_EQ(tok_->pre_tokenize("\xD9\xA3\xD9\xA4"),
+            (Strings{"\xD9\xA3", "\xD9\xA4"}));  // Arabic-Indic 3 4
 }
 
 TEST_F(Qwen2TokenizerTest, BpeMergesByRank) {
   EXPECT_EQ(tok_->bpe("hello"), (Strings{"hell", "o"}));
-  EXPECT_EQ(tok_->bpe(" cat"), (Strings{"\xC4\xA0" "cat"}));
+  EXPECT_EQ(tok_->bpe(" cat"), (Strings{"\xC4\xA0"
+                                        "cat"}));
   EXPECT_EQ(tok_->bpe("aaa"), (Strings{"aa", "a"}));
   EXPECT_EQ(tok_->bpe("x"), (Strings{"x"}));
 }
@@ -110,7 +131,8 @@ TEST_F(Qwen2TokenizerTest, EncodeAsciiCjkEmojiAndWhitespace) {
 }
 
 TEST_F(Qwen2TokenizerTest, AddedTokensAndTruncation) {
-  EXPECT_EQ(tok_->encode("<|im_start|>user\nhi<|im_end|>"), (Ids{301, 'u', 's', 'e', 'r', '\n', 'h', 'i', 302}));
+  EXPECT_EQ(tok_->encode("<|im_start|>user\nhi<|im_end|>"),
+            (Ids{301, 'u', 's', 'e', 'r', '\n', 'h', 'i', 302}));
   EXPECT_EQ(tok_->encode("<|im_start|>user\nhi", 3), (Ids{301, 'u', 's'}));  // nothing appended
   EXPECT_EQ(tok_->pad_id(), 300);
 }
@@ -139,11 +161,13 @@ TEST_F(Qwen2TokenizerTest, FromFolderMatchesTheInMemoryTokenizer) {
   std::string merges = "#version: 0.2\n";
   for (const auto& [a, b] : tiny_merges()) merges += a + " " + b + "\n";
   dir.write("merges.txt", merges);
-  dir.write("tokenizer_config.json",
-            R"({"added_tokens_decoder": {"300": {"content": "<|endoftext|>"}, "301": {"content": "<|im_start|>"},
+  dir.write(
+      "tokenizer_config.json",
+      R"({"added_tokens_decoder": {"300": {"content": "<|endoftext|>"}, "301": {"content": "<|im_start|>"},
                 "302": {"content": "<|im_end|>"}}})");
   const auto tok = Qwen2Tokenizer::from_folder(dir.path);
-  for (const std::string text : {"hello cat", "<|im_start|>a   b\n\xE7\x8C\xAB<|im_end|>", "I'm \xF0\x9F\x90\xB1"}) {
+  for (const std::string text :
+       {"hello cat", "<|im_start|>a   b\n\xE7\x8C\xAB<|im_end|>", "I'm \xF0\x9F\x90\xB1"}) {
     EXPECT_EQ(tok->encode(text), tok_->encode(text)) << text;
   }
   dir.write("merges.txt", "#version: 0.2\nonlyone\n");
@@ -160,7 +184,8 @@ TEST_F(Qwen2TokenizerTest, FromTokenizerJsonAlone) {
   nlohmann::json j;
   for (const auto& [token, id] : tiny_vocab()) j["model"]["vocab"][token] = id;
   j["model"]["merges"] = nlohmann::json::array();
-  for (const auto& [a, b] : tiny_merges()) j["model"]["merges"].push_back(nlohmann::json::array({a, b}));
+  for (const auto& [a, b] : tiny_merges())
+    j["model"]["merges"].push_back(nlohmann::json::array({a, b}));
   j["added_tokens"] = {{{"id", 301}, {"content", "<|im_start|>"}}};
   dir.write("tokenizer.json", j.dump());
   const auto tok = Qwen2Tokenizer::from_folder(dir.path);

@@ -29,7 +29,8 @@ class SentencePieceTokenizerTest : public ::testing::Test {
       }
     }
     SentencePieceTokenizer::train_model(
-        "--input=" + (dir_->path / "corpus.txt").string() + " --model_prefix=" + (dir_->path / "spiece").string() +
+        "--input=" + (dir_->path / "corpus.txt").string() +
+        " --model_prefix=" + (dir_->path / "spiece").string() +
         " --vocab_size=20 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
         " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
   }
@@ -49,7 +50,9 @@ TEST_F(SentencePieceTokenizerTest, WholeWordPiecesThenEos) {
   EXPECT_EQ(tok.eos_id(), 1);
   EXPECT_EQ(tok.pad_id(), 0);
   const auto the = tok.piece_id("\xE2\x96\x81the");  // "▁the"
-  const auto cat = tok.piece_id("\xE2\x96\x81" "cat");
+  const auto cat = tok.piece_id(
+      "\xE2\x96\x81"
+      "cat");
   const auto grass = tok.piece_id("\xE2\x96\x81grass");
   ASSERT_GT(the, 2);
   ASSERT_GT(cat, 2);
@@ -63,7 +66,9 @@ TEST_F(SentencePieceTokenizerTest, WholeWordPiecesThenEos) {
 TEST_F(SentencePieceTokenizerTest, TruncationKeepsTheEos) {
   const SentencePieceTokenizer tok(model_file());
   const auto the = tok.piece_id("\xE2\x96\x81the");
-  const auto cat = tok.piece_id("\xE2\x96\x81" "cat");
+  const auto cat = tok.piece_id(
+      "\xE2\x96\x81"
+      "cat");
   EXPECT_EQ(tok.encode("the cat the grass", 3), (Ids{the, cat, 1}));
 }
 
@@ -75,7 +80,9 @@ TEST_F(SentencePieceTokenizerTest, FromFolderSplitsAddedTokensFirst) {
                    "2": {"content": "<unk>"}, "39": {"content": "<extra_id_0>"}}})");
   const auto tok = SentencePieceTokenizer::from_folder(folder.path);
   const auto the = tok->piece_id("\xE2\x96\x81the");
-  const auto cat = tok->piece_id("\xE2\x96\x81" "cat");
+  const auto cat = tok->piece_id(
+      "\xE2\x96\x81"
+      "cat");
   EXPECT_EQ(tok->encode("the</s>"), (Ids{the, 1}));  // no second </s>
   EXPECT_EQ(tok->encode("the<extra_id_0>cat"), (Ids{the, 39, cat, 1}));
 }
@@ -89,7 +96,8 @@ TEST_F(SentencePieceTokenizerTest, MissingOrBrokenModelIsAWeightsError) {
 
 TEST(SentencePieceTokenizer, TrainingErrorsAndUnavailableBuildsAreModelErrors) {
   if (SentencePieceTokenizer::available()) {
-    EXPECT_THROW(SentencePieceTokenizer::train_model("--input=/nonexistent/corpus.txt --model_prefix=/tmp/x"),
+    EXPECT_THROW(SentencePieceTokenizer::train_model(
+                     "--input=/nonexistent/corpus.txt --model_prefix=/tmp/x"),
                  ModelError);
     return;
   }

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
+#include "fixtures.hpp"
 #include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -43,17 +43,28 @@ TEST(T5Options, FromTheFixtureConfigs) {
 
 TEST(T5Options, FeedForwardProjResolvesLikeT5Config) {
   const auto relu = T5Options::from_json(
-      {{"vocab_size", 8}, {"d_model", 4}, {"d_kv", 2}, {"d_ff", 8}, {"num_layers", 1}, {"num_heads", 2}}, "x");
+      {{"vocab_size", 8}, {"d_model", 4}, {"d_kv", 2}, {"d_ff", 8}, {"num_layers", 1}, {"num_heads", 2}},
+      "x");
   EXPECT_FALSE(relu.is_gated_act);
   EXPECT_EQ(relu.dense_act_fn, "relu");
-  const auto gated = T5Options::from_json({{"vocab_size", 8}, {"d_model", 4}, {"d_kv", 2}, {"d_ff", 8},
-                                           {"num_layers", 1}, {"num_heads", 2}, {"feed_forward_proj", "gated-gelu"}},
+  const auto gated = T5Options::from_json({{"vocab_size", 8},
+                                           {"d_model", 4},
+                                           {"d_kv", 2},
+                                           {"d_ff", 8},
+                                           {"num_layers", 1},
+                                           {"num_heads", 2},
+                                           {"feed_forward_proj", "gated-gelu"}},
                                           "x");
   EXPECT_TRUE(gated.is_gated_act);
   EXPECT_EQ(gated.dense_act_fn, "gelu_new");
   EXPECT_THROW((void)T5Options::from_json({{"d_model", 4}}, "x"), WeightsError);
-  EXPECT_THROW((void)T5Options::from_json({{"vocab_size", 8}, {"d_model", 4}, {"d_kv", 2}, {"d_ff", 8},
-                                           {"num_layers", 1}, {"num_heads", 2}, {"feed_forward_proj", "gated-tanhx"}},
+  EXPECT_THROW((void)T5Options::from_json({{"vocab_size", 8},
+                                           {"d_model", 4},
+                                           {"d_kv", 2},
+                                           {"d_ff", 8},
+                                           {"num_layers", 1},
+                                           {"num_heads", 2},
+                                           {"feed_forward_proj", "gated-tanhx"}},
                                           "x"),
                WeightsError);
 }
@@ -61,7 +72,8 @@ TEST(T5Options, FeedForwardProjResolvesLikeT5Config) {
 // Hand-computed buckets for 32 buckets, max distance 128: 16 per direction, 8 exact, then
 // 8 + floor(log(d / 8) / log(16) * 8) capped at 15; keys after the query add 16.
 TEST(T5, RelativePositionBuckets) {
-  const auto rel = torch::tensor({0, -1, -7, 1, 7, -8, -17, -20, -33, -127, -128, -1000, 1000}, torch::kLong);
+  const auto rel =
+      torch::tensor({0, -1, -7, 1, 7, -8, -17, -20, -33, -127, -128, -1000, 1000}, torch::kLong);
   const auto buckets = relative_position_bucket(rel, 32, 128);
   const auto expected = torch::tensor({0, 1, 7, 17, 23, 8, 10, 10, 12, 15, 15, 15, 31}, torch::kLong);
   EXPECT_TRUE(torch::equal(buckets, expected)) << buckets;
@@ -98,20 +110,24 @@ TEST(T5, PaddingDoesNotChangeValidPositions) {
   const double scale = std::max(1.0, alone.abs().max().item<double>());
   EXPECT_LE((padded.narrow(1, 0, 5) - alone).abs().max().item<double>(), 1e-5 * scale);
   // Without the mask the padding is attended to and the outputs change.
-  EXPECT_GT((model->forward(padded_ids).narrow(1, 0, 5) - alone).abs().max().item<double>(), 1e-3 * scale);
+  EXPECT_GT((model->forward(padded_ids).narrow(1, 0, 5) - alone).abs().max().item<double>(),
+            1e-3 * scale);
 }
 
 TEST(T5, UmT5UsesEveryBlocksTableAndT5OnlyTheFirst) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto umt5 = load_t5_encoder(kRef / "umt5_encoder", torch::kFloat32, torch::kCPU);
-  EXPECT_TRUE(umt5->encoder->block->ptr<T5BlockImpl>(1)->self_attention->SelfAttention->has_relative_attention_bias());
+  EXPECT_TRUE(umt5->encoder->block->ptr<T5BlockImpl>(1)
+                  ->self_attention->SelfAttention->has_relative_attention_bias());
   const auto byt5 = load_t5_encoder(kRef / "byt5_encoder", torch::kFloat32, torch::kCPU);
-  EXPECT_FALSE(byt5->encoder->block->ptr<T5BlockImpl>(1)->self_attention->SelfAttention->has_relative_attention_bias());
+  EXPECT_FALSE(byt5->encoder->block->ptr<T5BlockImpl>(1)
+                   ->self_attention->SelfAttention->has_relative_attention_bias());
   // UMT5: zeroing block 1's table changes the output.
   c10::InferenceMode guard;
   const auto ids = torch::tensor({{5, 17, 200, 33, 1}}, torch::kLong);
   const auto before = umt5->forward(ids);
-  umt5->encoder->block->ptr<T5BlockImpl>(1)->self_attention->SelfAttention->relative_attention_bias->weight.zero_();
+  umt5->encoder->block->ptr<T5BlockImpl>(1)
+      ->self_attention->SelfAttention->relative_attention_bias->weight.zero_();
   EXPECT_FALSE(torch::allclose(umt5->forward(ids), before));
 }
 
@@ -144,7 +160,8 @@ TEST(T5, MissingTensorsAreNamed) {
   const auto src = Checkpoint::open(kRef / "umt5_encoder");
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
   for (const auto& name : src.names()) {
-    if (name != "encoder.block.1.layer.1.DenseReluDense.wo.weight") tensors.emplace_back(name, src.tensor(name));
+    if (name != "encoder.block.1.layer.1.DenseReluDense.wo.weight")
+      tensors.emplace_back(name, src.tensor(name));
   }
   testing::TempDir dir;
   fs::copy_file(kRef / "umt5_encoder" / "config.json", dir.path / "config.json");
@@ -153,7 +170,8 @@ TEST(T5, MissingTensorsAreNamed) {
     (void)load_t5_encoder(dir.path, torch::kFloat32, torch::kCPU);
     FAIL() << "expected WeightsError";
   } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("encoder.block.1.layer.1.DenseReluDense.wo.weight"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("encoder.block.1.layer.1.DenseReluDense.wo.weight"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -170,7 +188,8 @@ TEST(T5, RandomWeightsAreSeededAndBf16Exact) {
   bool any_differs = false;
   for (const auto& p : pa) {
     EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-    EXPECT_TRUE(torch::equal(p.value(), p.value().to(torch::kBFloat16).to(torch::kFloat32))) << p.key();
+    EXPECT_TRUE(torch::equal(p.value(), p.value().to(torch::kBFloat16).to(torch::kFloat32)))
+        << p.key();
     EXPECT_FALSE(p.value().requires_grad());
     any_differs = any_differs || !torch::equal(p.value(), pc[p.key()]);
   }

@@ -10,7 +10,8 @@ namespace omnidp::models::text::testing {
 
 struct TempDir {
   TempDir() {
-    path = std::filesystem::temp_directory_path() / ("omnidp-text-" + std::to_string(std::random_device{}()));
+    path = std::filesystem::temp_directory_path() /
+           ("omnidp-text-" + std::to_string(std::random_device{}()));
     std::filesystem::create_directories(path);
   }
   ~TempDir() {

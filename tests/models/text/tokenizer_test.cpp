@@ -22,7 +22,8 @@ TEST(AddedTokens, SplitsPlainTextAndTokensInOrder) {
   AddedTokens added;
   added.add("</s>", 1);
   added.add("<pad>", 0);
-  EXPECT_EQ(pieces_of(added, "a</s>b<pad>"), (Pieces{{"a", -1}, {"</s>", 1}, {"b", -1}, {"<pad>", 0}}));
+  EXPECT_EQ(pieces_of(added, "a</s>b<pad>"),
+            (Pieces{{"a", -1}, {"</s>", 1}, {"b", -1}, {"<pad>", 0}}));
   EXPECT_EQ(pieces_of(added, "</s></s>"), (Pieces{{"</s>", 1}, {"</s>", 1}}));
   EXPECT_EQ(pieces_of(added, "plain"), (Pieces{{"plain", -1}}));
   EXPECT_TRUE(pieces_of(added, "").empty());

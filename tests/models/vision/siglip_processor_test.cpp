@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::vision {
 namespace {
@@ -85,7 +85,8 @@ TEST(SiglipImageProcessor, NormalisationArithmeticOfBothBackends) {
       const float mean = static_cast<float>(o.image_mean[static_cast<std::size_t>(c)]);
       const float std_dev = static_cast<float>(o.image_std[static_cast<std::size_t>(c)]);
       const float fused = (static_cast<float>(v) - mean * inv) / (std_dev * inv);
-      const float numpy = (static_cast<float>(static_cast<double>(v) * o.rescale_factor) - mean) / std_dev;
+      const float numpy =
+          (static_cast<float>(static_cast<double>(v) * o.rescale_factor) - mean) / std_dev;
       EXPECT_EQ(torch_out[0][c][0][x].item<float>(), fused) << c << "," << x;
       EXPECT_EQ(pil_out[0][c][0][x].item<float>(), numpy) << c << "," << x;
     }
@@ -94,7 +95,8 @@ TEST(SiglipImageProcessor, NormalisationArithmeticOfBothBackends) {
 
 std::string error_of(const nlohmann::json& config) {
   try {
-    (void)SiglipImageProcessorOptions::from_json(config, "/snap/feature_extractor/preprocessor_config.json");
+    (void)SiglipImageProcessorOptions::from_json(
+        config, "/snap/feature_extractor/preprocessor_config.json");
   } catch (const WeightsError& e) {
     return e.what();
   }
@@ -106,11 +108,13 @@ TEST(SiglipImageProcessorOptions, BadValuesNameTheFileAndTheKey) {
   const auto base = read_json(kCase / "preprocessor_config.json");
   auto c = base;
   c["size"] = {{"shortest_edge", 384}};
-  EXPECT_NE(error_of(c).find("/snap/feature_extractor/preprocessor_config.json"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("/snap/feature_extractor/preprocessor_config.json"), std::string::npos)
+      << error_of(c);
   EXPECT_NE(error_of(c).find("key 'size' must be"), std::string::npos) << error_of(c);
   c = base;
   c["resample"] = 0;
-  EXPECT_NE(error_of(c).find("key 'resample' resample 0 is not supported"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'resample' resample 0 is not supported"), std::string::npos)
+      << error_of(c);
   c = base;
   c["resample"] = 1;  // lanczos: the torchvision backend has none
   EXPECT_NE(error_of(c).find("key 'resample' is 1 (lanczos)"), std::string::npos) << error_of(c);
@@ -120,17 +124,21 @@ TEST(SiglipImageProcessorOptions, BadValuesNameTheFileAndTheKey) {
       << error_of(c);
   c = base;
   c["image_std"] = {0.5, 0.0, 0.5};
-  EXPECT_NE(error_of(c).find("key 'image_std' must be finite and non-zero"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'image_std' must be finite and non-zero"), std::string::npos)
+      << error_of(c);
   c = base;
   c["image_mean"] = {0.5, 0.5};
-  EXPECT_NE(error_of(c).find("key 'image_mean' must be a number or a list of 3 numbers"), std::string::npos)
+  EXPECT_NE(error_of(c).find("key 'image_mean' must be a number or a list of 3 numbers"),
+            std::string::npos)
       << error_of(c);
   c = base;
   c["do_normalize"] = "yes";
-  EXPECT_NE(error_of(c).find("key 'do_normalize' must be true or false"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'do_normalize' must be true or false"), std::string::npos)
+      << error_of(c);
   c = base;
   c["rescale_factor"] = -1;
-  EXPECT_NE(error_of(c).find("key 'rescale_factor' must be a positive number"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'rescale_factor' must be a positive number"), std::string::npos)
+      << error_of(c);
   c = base;
   c["image_processor_type"] = "SiglipImageProcessorPil";
   c["resample"] = 1;

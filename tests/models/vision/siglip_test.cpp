@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <fstream>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::vision {
 namespace {
@@ -21,7 +21,8 @@ const fs::path kCase = omnidp::test::fixture("diffusers-ref/siglip_vision");
 struct TempDir {
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() / ("omnidp-vision-" + std::string(info->test_suite_name()) + "-" + info->name());
+    path = fs::temp_directory_path() /
+           ("omnidp-vision-" + std::string(info->test_suite_name()) + "-" + info->name());
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -43,7 +44,8 @@ double max_rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
 }
 
 // Every checkpoint tensor under `prefix`, split over two shards with an index.
-void write_sharded(const fs::path& dir, const std::string& prefix, const std::vector<std::string>& drop = {},
+void write_sharded(const fs::path& dir, const std::string& prefix,
+                   const std::vector<std::string>& drop = {},
                    const std::vector<std::pair<std::string, torch::Tensor>>& extra = {}) {
   const SafetensorsFile src(kCase / "model.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> a;
@@ -54,7 +56,8 @@ void write_sharded(const fs::path& dir, const std::string& prefix, const std::ve
     if (std::find(drop.begin(), drop.end(), name) != drop.end()) continue;
     auto& shard = (i++ % 2 == 0) ? a : b;
     shard.emplace_back(prefix + name, src.tensor(name, torch::kBFloat16));
-    map[prefix + name] = (&shard == &a) ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+    map[prefix + name] =
+        (&shard == &a) ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
   }
   for (const auto& [name, t] : extra) {
     a.emplace_back(name, t);
@@ -62,10 +65,13 @@ void write_sharded(const fs::path& dir, const std::string& prefix, const std::ve
   }
   save_safetensors(dir / "model-00001-of-00002.safetensors", a);
   save_safetensors(dir / "model-00002-of-00002.safetensors", b);
-  std::ofstream(dir / "model.safetensors.index.json") << nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump();
+  std::ofstream(dir / "model.safetensors.index.json")
+      << nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump();
 }
 
-void write_config(const fs::path& dir, const nlohmann::json& config) { std::ofstream(dir / "config.json") << config.dump(); }
+void write_config(const fs::path& dir, const nlohmann::json& config) {
+  std::ofstream(dir / "config.json") << config.dump();
+}
 
 TEST(SiglipVisionOptions, FromTheFixtureConfig) {
   OMNIDP_REQUIRE_FIXTURES();
@@ -85,11 +91,16 @@ TEST(SiglipVisionOptions, FromTheFixtureConfig) {
 }
 
 TEST(SiglipVisionOptions, TheReleasedSo400mShapes) {
-  const nlohmann::json vision = {{"hidden_size", 1152}, {"intermediate_size", 4304}, {"num_hidden_layers", 27},
-                                 {"num_attention_heads", 16}, {"image_size", 384}, {"patch_size", 14},
+  const nlohmann::json vision = {{"hidden_size", 1152},
+                                 {"intermediate_size", 4304},
+                                 {"num_hidden_layers", 27},
+                                 {"num_attention_heads", 16},
+                                 {"image_size", 384},
+                                 {"patch_size", 14},
                                  {"model_type", "siglip_vision_model"}};
   // A SiglipConfig with the vision tower nested.
-  const auto o = SiglipVisionOptions::from_json({{"model_type", "siglip"}, {"vision_config", vision}}, "x");
+  const auto o =
+      SiglipVisionOptions::from_json({{"model_type", "siglip"}, {"vision_config", vision}}, "x");
   EXPECT_EQ(o.num_patches(), 729);
   EXPECT_EQ(o.head_dim(), 72);
 }
@@ -114,17 +125,22 @@ TEST(SiglipVisionOptions, BadValuesNameTheFileAndTheKey) {
   EXPECT_NE(error_of(c).find("key 'hidden_act' is 'relu'"), std::string::npos) << error_of(c);
   c = fixture_config();
   c["hidden_size"] = "32";
-  EXPECT_NE(error_of(c).find("key 'hidden_size' must be an integer"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'hidden_size' must be an integer"), std::string::npos)
+      << error_of(c);
   c = fixture_config();
   c["num_attention_heads"] = 3;
-  EXPECT_NE(error_of(c).find("key 'hidden_size' (32) must be a multiple of num_attention_heads (3)"),
-            std::string::npos) << error_of(c);
+  EXPECT_NE(
+      error_of(c).find("key 'hidden_size' (32) must be a multiple of num_attention_heads (3)"),
+      std::string::npos)
+      << error_of(c);
   c = fixture_config();
   c["model_type"] = "siglip2_vision_model";
-  EXPECT_NE(error_of(c).find("key 'model_type' is 'siglip2_vision_model'"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'model_type' is 'siglip2_vision_model'"), std::string::npos)
+      << error_of(c);
   c = fixture_config();
   c["vision_use_head"] = 1;
-  EXPECT_NE(error_of(c).find("key 'vision_use_head' must be true or false"), std::string::npos) << error_of(c);
+  EXPECT_NE(error_of(c).find("key 'vision_use_head' must be true or false"), std::string::npos)
+      << error_of(c);
   c = fixture_config();
   c["image_size"] = 0;
   EXPECT_NE(error_of(c).find("key 'image_size' must be positive"), std::string::npos) << error_of(c);
@@ -173,7 +189,8 @@ TEST(SiglipVision, PrefixedShardedCheckpointLoadsTheSameWeights) {
   const auto bare = load_siglip_vision(kCase, torch::kFloat32, torch::kCPU);
   const SafetensorsFile io(kCase / "io.safetensors");
   c10::InferenceMode guard;
-  EXPECT_TRUE(torch::equal(prefixed->forward(io.tensor("pixel_values")), bare->forward(io.tensor("pixel_values"))));
+  EXPECT_TRUE(torch::equal(prefixed->forward(io.tensor("pixel_values")),
+                           bare->forward(io.tensor("pixel_values"))));
   EXPECT_TRUE(torch::equal(prefixed->head->probe, bare->head->probe));
 }
 
@@ -191,7 +208,8 @@ TEST(SiglipVision, StrictLoading) {
   {  // an unknown tensor (e.g. a whole SiglipModel's text tower) is not skipped
     TempDir dir;
     write_config(dir.path, fixture_config());
-    write_sharded(dir.path, "vision_model.", {}, {{"text_model.final_layer_norm.weight", torch::ones({32})}});
+    write_sharded(dir.path, "vision_model.", {},
+                  {{"text_model.final_layer_norm.weight", torch::ones({32})}});
     EXPECT_NE(load_error(dir.path).find("text_model.final_layer_norm.weight"), std::string::npos)
         << load_error(dir.path);
   }
@@ -207,7 +225,8 @@ TEST(SiglipVision, StrictLoading) {
     config["vision_use_head"] = false;
     write_config(dir.path, config);
     write_sharded(dir.path, "");
-    EXPECT_NE(load_error(dir.path).find("head.attention.in_proj_weight"), std::string::npos) << load_error(dir.path);
+    EXPECT_NE(load_error(dir.path).find("head.attention.in_proj_weight"), std::string::npos)
+        << load_error(dir.path);
   }
   {  // a wrong shape
     TempDir dir;
@@ -233,26 +252,28 @@ TEST(SiglipVision, PoolingHeadIsTorchMultiheadAttentionThenMlp) {
   const auto probe = head.probe.expand({1, 1, 32});
   const auto attended = std::get<0>(F::multi_head_attention_forward(
       probe.transpose(0, 1), hidden.transpose(0, 1), hidden.transpose(0, 1),
-      F::MultiheadAttentionForwardFuncOptions(32, 2, head.attention->in_proj_weight, head.attention->in_proj_bias,
-                                              {}, {}, false, 0.0, head.attention->out_proj->weight,
-                                              head.attention->out_proj->bias)
+      F::MultiheadAttentionForwardFuncOptions(
+          32, 2, head.attention->in_proj_weight, head.attention->in_proj_bias, {}, {}, false, 0.0,
+          head.attention->out_proj->weight, head.attention->out_proj->bias)
           .training(false)
           .need_weights(false)));
   const auto h = attended.transpose(0, 1);
   const auto ln = torch::layer_norm(h, {32}, head.layernorm->weight, head.layernorm->bias, 1e-6);
-  const auto mlp = torch::linear(torch::gelu(torch::linear(ln, head.mlp->fc1->weight, head.mlp->fc1->bias), "tanh"),
-                                 head.mlp->fc2->weight, head.mlp->fc2->bias);
+  const auto mlp = torch::linear(
+      torch::gelu(torch::linear(ln, head.mlp->fc1->weight, head.mlp->fc1->bias), "tanh"),
+      head.mlp->fc2->weight, head.mlp->fc2->bias);
   EXPECT_LE(max_rel_error(pooled, (h + mlp).select(1, 0)), 1e-6);
 }
 
 TEST(SiglipVision, WrongPixelShapeIsAModelError) {
   OMNIDP_REQUIRE_FIXTURES();
-  const auto model = random_siglip_vision(SiglipVisionOptions::from_json(fixture_config(), "x"), 7, torch::kFloat32,
-                                          torch::kCPU);
+  const auto model = random_siglip_vision(SiglipVisionOptions::from_json(fixture_config(), "x"), 7,
+                                          torch::kFloat32, torch::kCPU);
   c10::InferenceMode guard;
   EXPECT_THROW((void)model->forward(torch::zeros({1, 3, 42, 56})), ModelError);
   EXPECT_THROW((void)model->forward(torch::zeros({3, 56, 56})), ModelError);
-  EXPECT_EQ(model->forward(torch::zeros({2, 3, 56, 56})).sizes(), (std::vector<std::int64_t>{2, 16, 32}));
+  EXPECT_EQ(model->forward(torch::zeros({2, 3, 56, 56})).sizes(),
+            (std::vector<std::int64_t>{2, 16, 32}));
 }
 
 }  // namespace

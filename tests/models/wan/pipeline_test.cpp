@@ -31,7 +31,8 @@ class WanPipelineTest : public ::testing::Test {
     save_safetensors(dir_ / "embeds.safetensors",
                      {{"prompt_embeds", torch::randn({1, 6, 32})},
                       {"negative_prompt_embeds", torch::randn({1, 6, 32})}});
-    save_safetensors(dir_ / "positive_only.safetensors", {{"prompt_embeds", torch::randn({1, 6, 32})}});
+    save_safetensors(dir_ / "positive_only.safetensors",
+                     {{"prompt_embeds", torch::randn({1, 6, 32})}});
     save_safetensors(dir_ / "wrong_dim.safetensors", {{"prompt_embeds", torch::randn({1, 6, 31})}});
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -83,7 +84,8 @@ class WanPipelineTest : public ::testing::Test {
   // Both pipelines share one set of seeded modules.
   static WanPipelineParts tiny_parts(bool cfg_batch) {
     static WanTransformer3DModel transformer = [] {
-      WanTransformer3DModel t(WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "t"));
+      WanTransformer3DModel t(
+          WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "t"));
       init_random_weights(*t, 1);
       return t;
     }();
@@ -199,7 +201,8 @@ TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
   EXPECT_TRUE(torch::equal(out[0].video, want.video));
   EXPECT_FALSE(out[1].video.defined());  // only the leader decodes
   const auto stopped = run_group([](int rank, int steps) { return rank == 1 && steps >= 2; });
-  EXPECT_EQ(stopped.second, (std::vector<std::string>{"abandoned at step 2/3", "abandoned at step 2/3"}));
+  EXPECT_EQ(stopped.second,
+            (std::vector<std::string>{"abandoned at step 2/3", "abandoned at step 2/3"}));
   // Without guidance rank 0 runs every step and broadcasts its prediction.
   in.guidance_scale = 1.0;
   in.negative_prompt_embeds = torch::Tensor();
@@ -233,7 +236,10 @@ TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
   in.image = torch::Tensor();
   const auto t2v_out = pipeline.sample(in, nullptr);
   EXPECT_GT((t2v_out.final_latents.narrow(2, 1, 1) - out.final_latents.narrow(2, 1, 1))
-                .abs().max().item<double>(), 1e-4);
+                .abs()
+                .max()
+                .item<double>(),
+            1e-4);
 }
 
 TEST_F(WanPipelineTest, ImageRequestsReadPngs) {

@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
   auto group = runtime::make_in_process_collectives(size, "tensor group");
   std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
   for (auto& t : threads) t.join();
 }
 
@@ -38,7 +39,9 @@ WanTransformerOptions four_heads() {
   return o;
 }
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
 
 // Every shard's forward equals the unsharded forward within float32 rounding, with separate
 // and with fused projections (the deferred-bias path), per-sample and per-token timesteps.
@@ -58,7 +61,8 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
     const auto want_scalar = whole->forward(x, t_scalar, context);
     const auto want_token = whole->forward(x, t_token, context);
     for (const int size : {2, 4}) {
-      std::vector<torch::Tensor> scalar(static_cast<std::size_t>(size)), token(static_cast<std::size_t>(size));
+      std::vector<torch::Tensor> scalar(static_cast<std::size_t>(size)),
+          token(static_cast<std::size_t>(size));
       on_group(size, [&](int r, runtime::Collective& c) {
         torch::NoGradGuard guard;
         const TensorShard shard{r, size};
@@ -67,12 +71,15 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
         if (fused) model->fuse_projections();
         model->set_tensor_group(&c);
         scalar[static_cast<std::size_t>(r)] = model->forward(x, t_scalar, context);
-        token[static_cast<std::size_t>(r)] = model->forward(x, t_token, model->prepare_context(context));
+        token[static_cast<std::size_t>(r)] =
+            model->forward(x, t_token, model->prepare_context(context));
       });
       for (int r = 0; r < size; ++r) {
         const auto i = static_cast<std::size_t>(r);
-        EXPECT_LT(max_diff(scalar[i], want_scalar), 2e-5) << "fused " << fused << " size " << size << " rank " << r;
-        EXPECT_LT(max_diff(token[i], want_token), 2e-5) << "fused " << fused << " size " << size << " rank " << r;
+        EXPECT_LT(max_diff(scalar[i], want_scalar), 2e-5)
+            << "fused " << fused << " size " << size << " rank " << r;
+        EXPECT_LT(max_diff(token[i], want_token), 2e-5)
+            << "fused " << fused << " size " << size << " rank " << r;
       }
     }
   }
@@ -121,7 +128,8 @@ TEST(WanTensorParallel, TheLoaderReadsExactlyTheShardsSlices) {
 }
 
 TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
-  const auto expect_config_error = [](const WanTransformerOptions& o, TensorShard shard, const std::string& message) {
+  const auto expect_config_error = [](const WanTransformerOptions& o, TensorShard shard,
+                                      const std::string& message) {
     try {
       WanTransformer3DModel model(o, shard);
       FAIL() << "no error for " << shard.size << " shards";
@@ -131,17 +139,20 @@ TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
     }
   };
   const auto tiny = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny");
-  expect_config_error(tiny, {0, 4},
-                      "WanTransformer3DModel has 2 attention heads, which tensor_parallel_size 4 does not divide");
+  expect_config_error(
+      tiny, {0, 4},
+      "WanTransformer3DModel has 2 attention heads, which tensor_parallel_size 4 does not divide");
   auto real = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   real.num_layers = 0;  // the check comes before any block
-  expect_config_error(real, {0, 5},
-                      "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not divide");
+  expect_config_error(
+      real, {0, 5},
+      "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not divide");
   auto odd_ffn = four_heads();
   odd_ffn.ffn_dim = 130;
-  expect_config_error(odd_ffn, {0, 4},
-                      "WanTransformer3DModel has 130 FFN columns (ffn_dim), which tensor_parallel_size 4 does not "
-                      "divide");
+  expect_config_error(
+      odd_ffn, {0, 4},
+      "WanTransformer3DModel has 130 FFN columns (ffn_dim), which tensor_parallel_size 4 does not "
+      "divide");
   // A shard must run in a group of its size and rank.
   WanTransformer3DModel shard(four_heads(), TensorShard{1, 2});
   EXPECT_THROW(shard->set_tensor_group(nullptr), ModelError);
@@ -192,7 +203,8 @@ TEST(WanTensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   ASSERT_EQ(got[0].data.size(), want.data.size());
   EXPECT_EQ(got[0].frames, want.frames);
   int worst = 0;
-  for (std::size_t i = 0; i < want.data.size(); ++i) worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
+  for (std::size_t i = 0; i < want.data.size(); ++i)
+    worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
   EXPECT_LE(worst, 1);
   std::cout << "largest uint8 difference to the single-rank video: " << worst << "\n";
   EXPECT_TRUE(got[1].data.empty());  // a member: the leader has the video

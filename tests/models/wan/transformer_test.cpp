@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/wan/configs.hpp"
@@ -15,7 +16,6 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -157,8 +157,8 @@ TEST(WanTransformerBlock, GroupedModulationEqualsPerTokenModulation) {
   const std::int64_t frames = 3, per_frame = 4, dim = o.inner_dim();
   const auto x = torch::randn({2, frames * per_frame, dim});
   const auto ctx = torch::randn({2, 5, dim});
-  const auto [cos, sin] = wan_rope_tables(o.attention_head_dim, o.rope_max_seq_len, o.rope_theta,
-                                          frames, 2, 2);
+  const auto [cos, sin] =
+      wan_rope_tables(o.attention_head_dim, o.rope_max_seq_len, o.rope_theta, frames, 2, 2);
   const auto freqs = wan_rope_freqs(cos, sin);
   const auto per_group = torch::randn({2, frames, 6, dim});
   const auto grouped = block->forward(x, ctx, per_group, freqs);
@@ -168,7 +168,9 @@ TEST(WanTransformerBlock, GroupedModulationEqualsPerTokenModulation) {
   const auto one = per_group.narrow(1, 1, 1);
   EXPECT_LT((block->forward(x, ctx, one, freqs) -
              block->forward(x, ctx, one.expand({2, frames * per_frame, 6, dim}).contiguous(), freqs))
-                .abs().max().item<double>(),
+                .abs()
+                .max()
+                .item<double>(),
             1e-5);
 }
 
@@ -178,9 +180,9 @@ TEST(WanTransformer, LoadsTheFixtureStrictly) {
   const auto ckpt = Checkpoint::open(kFixture);
   EXPECT_EQ(model->named_parameters(true).size(), ckpt.size());
   // Values are the checkpoint's (bf16 -> fp32 exact).
-  EXPECT_TRUE(torch::equal(model->blocks[1]->as<WanTransformerBlock>()->ffn->net[2]
-                               ->as<omnidp::models::Linear>()->weight,
-                           ckpt.tensor("blocks.1.ffn.net.2.weight")));
+  EXPECT_TRUE(torch::equal(
+      model->blocks[1]->as<WanTransformerBlock>()->ffn->net[2]->as<omnidp::models::Linear>()->weight,
+      ckpt.tensor("blocks.1.ffn.net.2.weight")));
   EXPECT_TRUE(torch::equal(model->scale_shift_table, ckpt.tensor("scale_shift_table")));
 }
 
@@ -196,9 +198,11 @@ TEST(WanTransformer, MatchesTheReferenceOutputsInBothTimestepModes) {
   const auto scalar_ref = io.tensor("out_scalar_t");
   const auto per_token_ref = io.tensor("out_per_token_t");
   EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep"), context), scalar_ref), 1e-4);
-  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref), 1e-4);
+  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref),
+            1e-4);
   model->fuse_projections();
-  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref), 1e-4);
+  EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref),
+            1e-4);
 }
 
 TEST(WanTransformer, AWrongConfigFailsToLoadWithTheNames) {
@@ -210,7 +214,8 @@ TEST(WanTransformer, AWrongConfigFailsToLoadWithTheNames) {
     load_state_dict(*model, Checkpoint::open(kFixture), torch::kFloat32, torch::kCPU);
     FAIL() << "no error";
   } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("blocks.2.attn1.to_q.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("blocks.2.attn1.to_q.weight"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -249,7 +254,8 @@ TEST(WanTransformer, APreparedContextGivesTheSameBits) {
     (void)model->forward(x.narrow(0, 0, 1), t.narrow(0, 0, 1), prepared);
     FAIL() << "no error";
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("prepared text context is for batch 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("prepared text context is for batch 2"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW((void)model->prepare_context(torch::randn({2, 5, 31})), ModelError);
   // Prepared before fuse_projections: no folded self-attention bias for the deferred path.
@@ -284,7 +290,9 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   ASSERT_TRUE(self_attn->defers_biases());
   const auto& out = self_attn->to_out[0]->as<Linear>();
   const auto folded = self_attn->folded_out_bias();
-  EXPECT_LT((folded - (out->bias + torch::mv(out->weight, self_attn->to_v->bias))).abs().max().item<double>(), 1e-6);
+  EXPECT_LT(
+      (folded - (out->bias + torch::mv(out->weight, self_attn->to_v->bias))).abs().max().item<double>(),
+      1e-6);
   const auto [value, bias] = self_attn->forward_deferred(x, freqs, folded);
   EXPECT_TRUE(bias.is_same(folded));
   EXPECT_LT((value + bias - self_ref).abs().max().item<double>(), 1e-5);
@@ -342,7 +350,8 @@ TEST(WanTransformer, Bf16KeepsTheReferenceFp32Modules) {
   const auto ref = model->forward(x, t, ctx);
   model->to_dtype(torch::kCPU, torch::kBFloat16);
   const auto params = model->named_parameters(true);
-  EXPECT_EQ(params["condition_embedder.time_embedder.linear_1.weight"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(params["condition_embedder.time_embedder.linear_1.weight"].scalar_type(),
+            torch::kFloat32);
   EXPECT_EQ(params["scale_shift_table"].scalar_type(), torch::kFloat32);
   EXPECT_EQ(params["blocks.0.scale_shift_table"].scalar_type(), torch::kFloat32);
   EXPECT_EQ(params["blocks.0.norm2.weight"].scalar_type(), torch::kFloat32);
@@ -359,8 +368,8 @@ TEST(WanTransformer, Bf16KeepsTheReferenceFp32Modules) {
 TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   const double n = 3510, d = 3072, f = 14336;
-  const double expected = 30 * (2 * n * (6 * d * d + 2 * d * f) + 4 * n * n * d + 4 * n * 512 * d +
-                                4 * 512 * d * d);
+  const double expected =
+      30 * (2 * n * (6 * d * d + 2 * d * f) + 4 * n * n * d + 4 * n * 512 * d + 4 * 512 * d * d);
   EXPECT_DOUBLE_EQ(wan_forward_flops(o, 3510, 512), expected);
   // The goals' table: 0.1039 s <-> 349 TFLOP/s, 1.183 s at 27280 tokens <-> 437 TFLOP/s.
   EXPECT_NEAR(wan_forward_flops(o, 3510, 512) / 0.1039 / 1e12, 349.0, 1.0);
@@ -434,10 +443,12 @@ TEST(WanTransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) 
           ASSERT_TRUE(g.defined());
           ASSERT_EQ(g.sizes(), want.sizes());
           EXPECT_LT((g - want).abs().max().item<double>(), 1e-4)
-              << ranks << " ranks, rank " << r << (fused ? ", fused" : "") << ", timestep " << timestep.sizes();
+              << ranks << " ranks, rank " << r << (fused ? ", fused" : "") << ", timestep "
+              << timestep.sizes();
         }
         // Every rank holds the same whole prediction.
-        for (int r = 1; r < ranks; ++r) EXPECT_TRUE(torch::equal(got[0], got[static_cast<std::size_t>(r)]));
+        for (int r = 1; r < ranks; ++r)
+          EXPECT_TRUE(torch::equal(got[0], got[static_cast<std::size_t>(r)]));
       }
     }
   }
@@ -453,8 +464,9 @@ TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
                          torch::zeros({1, 3, o.text_dim}), group[0].get());
     FAIL() << "no error";
   } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find("the Wan transformer has 2 attention heads, which do not split over a "
-                                         "sequence group of 4 ranks"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "the Wan transformer has 2 attention heads, which do not split over a "
+                  "sequence group of 4 ranks"),
               std::string::npos)
         << e.what();
   }

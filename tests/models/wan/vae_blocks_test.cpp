@@ -101,11 +101,11 @@ TEST(WanVaeCausalConv, EqualsFrontZeroPaddedConvWhateverTheChunking) {
   WanCausalConv3d conv(3, 5, k3, one, one);
   const auto x = torch::randn({2, 3, 7, 5, 4});
   torch::NoGradGuard no_grad;
-  const auto expected = torch::conv3d(torch::constant_pad_nd(x, {1, 1, 1, 1, 2, 0}),
-                                      conv->weight, conv->bias);
+  const auto expected =
+      torch::conv3d(torch::constant_pad_nd(x, {1, 1, 1, 1, 2, 0}), conv->weight, conv->bias);
   EXPECT_LT(max_abs_diff(conv->forward(x), expected), 1e-5F);
-  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{
-           {1, 1, 1, 1, 1, 1, 1}, {1, 4, 2}, {3, 4}, {7}}) {
+  for (const auto& sizes :
+       std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1, 1, 1, 1}, {1, 4, 2}, {3, 4}, {7}}) {
     const auto out = chunked(x, sizes, [&](const torch::Tensor& part, CausalCache& cache) {
       return conv->forward(part, &cache.next_slot());
     });
@@ -132,11 +132,10 @@ TEST(WanVaeResample, Upsample3dStreamsLikeTheReference) {
   const auto doubled = torch::cat(frames, 2);  // 7 frames
   const auto& conv = up->resample->ptr<torch::nn::Conv2dImpl>(1);
   const auto per_frame = doubled.permute({0, 2, 1, 3, 4}).reshape({7, 4, 3, 2});
-  const auto spatial = torch::conv2d(torch::upsample_nearest2d(per_frame, {6, 4}), conv->weight,
-                                     conv->bias, 1, 1);
+  const auto spatial =
+      torch::conv2d(torch::upsample_nearest2d(per_frame, {6, 4}), conv->weight, conv->bias, 1, 1);
   const auto expected = spatial.reshape({1, 7, 4, 6, 4}).permute({0, 2, 1, 3, 4});
-  for (const auto& sizes :
-       std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1}, {2, 2}, {1, 3}, {4}}) {
+  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1}, {2, 2}, {1, 3}, {4}}) {
     const auto out = chunked(x, sizes, [&](const torch::Tensor& part, CausalCache& cache) {
       return up->forward(part, cache);
     });
@@ -153,10 +152,10 @@ TEST(WanVaeResample, Downsample3dStreamsLikeTheReference) {
   const auto x = torch::randn({2, 4, 9, 6, 4});
   const auto& conv = down->resample->ptr<torch::nn::Conv2dImpl>(1);
   const auto per_frame = x.permute({0, 2, 1, 3, 4}).reshape({18, 4, 6, 4});
-  const auto spatial = torch::conv2d(torch::constant_pad_nd(per_frame, {0, 1, 0, 1}),
-                                     conv->weight, conv->bias, 2)
-                           .reshape({2, 9, 4, 3, 2})
-                           .permute({0, 2, 1, 3, 4});
+  const auto spatial =
+      torch::conv2d(torch::constant_pad_nd(per_frame, {0, 1, 0, 1}), conv->weight, conv->bias, 2)
+          .reshape({2, 9, 4, 3, 2})
+          .permute({0, 2, 1, 3, 4});
   const auto strided = torch::conv3d(spatial, down->time_conv->weight, down->time_conv->bias,
                                      {2, 1, 1});  // 4 frames
   const auto expected = torch::cat({spatial.slice(2, 0, 1), strided}, 2);
@@ -176,20 +175,19 @@ TEST(WanVaeBlocks, ParameterNamesFollowTheDiffusersLayout) {
     names.push_back(p.key());
   }
   const std::vector<std::string> expected{
-      "resnets.0.norm1.gamma",        "resnets.0.conv1.weight",
-      "resnets.0.conv1.bias",         "resnets.0.norm2.gamma",
-      "resnets.0.conv2.weight",       "resnets.0.conv2.bias",
+      "resnets.0.norm1.gamma",          "resnets.0.conv1.weight",
+      "resnets.0.conv1.bias",           "resnets.0.norm2.gamma",
+      "resnets.0.conv2.weight",         "resnets.0.conv2.bias",
       "resnets.0.conv_shortcut.weight", "resnets.0.conv_shortcut.bias",
-      "resnets.1.norm1.gamma",        "resnets.1.conv1.weight",
-      "resnets.1.conv1.bias",         "resnets.1.norm2.gamma",
-      "resnets.1.conv2.weight",       "resnets.1.conv2.bias",
-      "upsampler.resample.1.weight",  "upsampler.resample.1.bias",
-      "upsampler.time_conv.weight",   "upsampler.time_conv.bias"};
+      "resnets.1.norm1.gamma",          "resnets.1.conv1.weight",
+      "resnets.1.conv1.bias",           "resnets.1.norm2.gamma",
+      "resnets.1.conv2.weight",         "resnets.1.conv2.bias",
+      "upsampler.resample.1.weight",    "upsampler.resample.1.bias",
+      "upsampler.time_conv.weight",     "upsampler.time_conv.bias"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(block->resnets->ptr<WanResidualBlockImpl>(0)->norm1->gamma.sizes(),
             (std::vector<std::int64_t>{8, 1, 1, 1}));
-  EXPECT_EQ(block->upsampler->time_conv->weight.sizes(),
-            (std::vector<std::int64_t>{8, 4, 3, 1, 1}));
+  EXPECT_EQ(block->upsampler->time_conv->weight.sizes(), (std::vector<std::int64_t>{8, 4, 3, 1, 1}));
 }
 
 }  // namespace

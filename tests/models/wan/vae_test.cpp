@@ -10,12 +10,12 @@
 #include <set>
 #include <string>
 
+#include "error_of.hpp"
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "error_of.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -173,7 +173,8 @@ TEST(WanVae, ChannelsLastLayoutGivesTheReferenceResults) {
   const auto weight = vae->named_parameters()["decoder.conv_in.weight"];  // [out, in, 3, 3, 3]
   EXPECT_TRUE(weight.is_contiguous(at::MemoryFormat::ChannelsLast3d));
   EXPECT_FALSE(weight.is_contiguous());
-  EXPECT_LE(rel_error(vae->decode(fixture_io().tensor("latents")), fixture_io().tensor("decoded")), 1e-4);
+  EXPECT_LE(rel_error(vae->decode(fixture_io().tensor("latents")), fixture_io().tensor("decoded")),
+            1e-4);
   const auto dist = vae->encode(fixture_io().tensor("image"));
   EXPECT_LE(rel_error(dist.mean, fixture_io().tensor("encoded_mean")), 1e-4);
   vae->set_channels_last(false);
@@ -221,7 +222,9 @@ TEST(WanVae, FrameCountsFollowTheTemporalCompression) {
 TEST(WanVae, RejectsBadShapesAndChunks) {
   OMNIDP_REQUIRE_FIXTURES();
   auto& vae = fixture_vae();
-  EXPECT_EQ(message_of([&] { (void)vae->decode(torch::zeros({1, 16, 1, 2, 2})); }),
+  EXPECT_EQ(message_of([&] {
+              (void)vae->decode(torch::zeros({1, 16, 1, 2, 2}));
+            }),
             "AutoencoderKLWan.decode: expected latents [B, 48, T>=1, h, w], got [1, 16, 1, 2, 2]");
   EXPECT_THROW((void)vae->decode(torch::zeros({1, 48, 1, 2, 2}), 0), ModelError);
   EXPECT_THROW((void)vae->encode(torch::zeros({1, 3, 5, 32, 32}), 6), ModelError);
@@ -240,7 +243,8 @@ TEST(WanVae, LatentNormalisationUsesTheConfigStatistics) {
   EXPECT_LT((normalized[0][0] - expected0).abs().max().item<float>(), 1e-5F);
   EXPECT_LT((vae->denormalize_latents(normalized) - z).abs().max().item<float>(), 1e-5F);
   AutoencoderKLWan bare(AutoencoderKLWanOptions::from_json_text(R"({"is_residual": true,
-      "base_dim": 4, "dim_mult": [1, 1], "temperal_downsample": [false]})", "cfg"));
+      "base_dim": 4, "dim_mult": [1, 1], "temperal_downsample": [false]})",
+                                                                "cfg"));
   EXPECT_THROW((void)bare->denormalize_latents(torch::zeros({1, 16, 1, 1, 1})), ModelError);
 }
 

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "test_files.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 
 TEST(Checkpoint, SingleFileFolder) {
   const auto dir = fresh_dir("single");
-  save_safetensors(dir / "diffusion_pytorch_model.safetensors",
-                   {{"b.weight", torch::ones({2, 2}).to(torch::kBFloat16)}, {"a.bias", torch::zeros({2})}});
+  save_safetensors(
+      dir / "diffusion_pytorch_model.safetensors",
+      {{"b.weight", torch::ones({2, 2}).to(torch::kBFloat16)}, {"a.bias", torch::zeros({2})}});
   testing::write_bytes(dir / "config.json", R"({"num_layers": 2})");
   const auto ckpt = Checkpoint::open(dir);
   EXPECT_EQ(ckpt.names(), (std::vector<std::string>{"a.bias", "b.weight"}));
@@ -53,19 +54,23 @@ TEST(Checkpoint, ShardedIndex) {
 TEST(Checkpoint, IndexErrors) {
   const auto dir = fresh_dir("badindex");
   save_safetensors(dir / "s1.safetensors", {{"a", torch::ones({1})}});
-  testing::write_bytes(dir / "model.safetensors.index.json",
-                       R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors", "c": "s1.safetensors"}})");
+  testing::write_bytes(
+      dir / "model.safetensors.index.json",
+      R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors", "c": "s1.safetensors"}})");
   auto msg = error_of([&] { (void)Checkpoint::open(dir); });
-  EXPECT_NE(msg.find("2 tensors of the weight_map are missing from their shard: b (in s1.safetensors) c (in s1.safetensors)"),
+  EXPECT_NE(msg.find("2 tensors of the weight_map are missing from their shard: b (in "
+                     "s1.safetensors) c (in s1.safetensors)"),
             std::string::npos)
       << msg;
 
-  testing::write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"a": "s2.safetensors"}})");
+  testing::write_bytes(dir / "model.safetensors.index.json",
+                       R"({"weight_map": {"a": "s2.safetensors"}})");
   msg = error_of([&] { (void)Checkpoint::open(dir); });
   EXPECT_NE(msg.find("s2.safetensors"), std::string::npos) << msg;
   EXPECT_NE(msg.find("cannot open"), std::string::npos) << msg;
 
-  testing::write_bytes(dir / "model.safetensors.index.json", R"({"weight_map": {"a": "../s1.safetensors"}})");
+  testing::write_bytes(dir / "model.safetensors.index.json",
+                       R"({"weight_map": {"a": "../s1.safetensors"}})");
   msg = error_of([&] { (void)Checkpoint::open(dir); });
   EXPECT_NE(msg.find("names an invalid shard '../s1.safetensors'"), std::string::npos) << msg;
 
@@ -89,15 +94,21 @@ TEST(Checkpoint, ChoosesStandardNameAmongSeveral) {
   save_safetensors(other / "x.safetensors", {{"x", torch::ones({1})}});
   save_safetensors(other / "y.safetensors", {{"y", torch::ones({1})}});
   const auto msg = error_of([&] { (void)Checkpoint::open(other); });
-  EXPECT_NE(msg.find("several candidate checkpoint files (x.safetensors, y.safetensors)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("several candidate checkpoint files (x.safetensors, y.safetensors)"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(Checkpoint, MissingFolderAndEmptyFolder) {
   const auto dir = fresh_dir("empty");
-  EXPECT_NE(error_of([&] { (void)Checkpoint::open(dir); }).find("no *.safetensors or *.safetensors.index.json"),
+  EXPECT_NE(error_of([&] {
+              (void)Checkpoint::open(dir);
+            }).find("no *.safetensors or *.safetensors.index.json"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)Checkpoint::open(dir / "nope"); }).find("does not exist"), std::string::npos);
-  EXPECT_NE(error_of([&] { (void)read_json(dir / "none.json"); }).find("cannot open JSON file"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)Checkpoint::open(dir / "nope"); }).find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)read_json(dir / "none.json"); }).find("cannot open JSON file"),
+            std::string::npos);
 }
 
 TEST(Checkpoint, FileOfATensorInShards) {
@@ -109,21 +120,26 @@ TEST(Checkpoint, FileOfATensorInShards) {
   const auto ckpt = Checkpoint::open(dir);
   EXPECT_EQ(ckpt.file("x"), dir / "a.safetensors");
   EXPECT_EQ(ckpt.file("y"), dir / "b.safetensors");
-  EXPECT_NE(error_of([&] { (void)ckpt.file("z"); }).find("checkpoint has no tensor named 'z'"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)ckpt.file("z"); }).find("checkpoint has no tensor named 'z'"),
+            std::string::npos);
 }
 
 TEST(SnapshotComponent, NamesTheMissingFolderOrConfigFile) {
   const auto snap = fresh_dir("component");
-  auto msg = error_of([&] { (void)snapshot_component(snap, "vae", "config.json", "AutoencoderKLWan"); });
+  auto msg =
+      error_of([&] { (void)snapshot_component(snap, "vae", "config.json", "AutoencoderKLWan"); });
   EXPECT_EQ(msg, (snap / "vae" / "config.json").string() + ": missing: the snapshot " +
                      snap.string() + " has no vae/ folder (AutoencoderKLWan)");
   fs::create_directories(snap / "scheduler");
   testing::write_bytes(snap / "scheduler" / "config.json", "{}");  // not the file asked for
-  msg = error_of([&] { (void)snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"); });
-  EXPECT_EQ(msg, (snap / "scheduler" / "scheduler_config.json").string() +
-                     ": missing: the snapshot's scheduler/ folder has no scheduler_config.json (UniPC)");
+  msg = error_of(
+      [&] { (void)snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"); });
+  EXPECT_EQ(msg,
+            (snap / "scheduler" / "scheduler_config.json").string() +
+                ": missing: the snapshot's scheduler/ folder has no scheduler_config.json (UniPC)");
   testing::write_bytes(snap / "scheduler" / "scheduler_config.json", "{}");
-  EXPECT_EQ(snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"), snap / "scheduler");
+  EXPECT_EQ(snapshot_component(snap, "scheduler", "scheduler_config.json", "UniPC"),
+            snap / "scheduler");
 }
 
 TEST(Checkpoint, FixtureComponentsOpen) {
@@ -133,7 +149,8 @@ TEST(Checkpoint, FixtureComponentsOpen) {
     const auto ckpt = Checkpoint::open(root / component);
     EXPECT_GT(ckpt.size(), 10U) << component;
     EXPECT_EQ(ckpt.files().front().filename(), "diffusion_pytorch_model.safetensors");
-    for (const auto& name : ckpt.names()) EXPECT_EQ(ckpt.meta(name).dtype, SafetensorsDtype::bf16) << name;
+    for (const auto& name : ckpt.names())
+      EXPECT_EQ(ckpt.meta(name).dtype, SafetensorsDtype::bf16) << name;
     EXPECT_TRUE(read_json(root / component / "config.json").is_object());
   }
   const auto wan = Checkpoint::open(root / "wan_transformer");

@@ -77,12 +77,14 @@ TEST(SafetensorsHeader, AllDtypesAndItemsizes) {
 TEST(SafetensorsHeader, HugeHeaderLength) {
   const auto msg = error_of(file_bytes("{}", 0, 0xFFFFFFFFFFFFFFF0ULL));
   EXPECT_NE(msg.find("test.safetensors"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("header length 18446744073709551600 is not in [2, 104857600]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("header length 18446744073709551600 is not in [2, 104857600]"), std::string::npos)
+      << msg;
 }
 
 TEST(SafetensorsHeader, HeaderLengthPastEndOfFile) {
   const auto msg = error_of(file_bytes("{}", 0, 1000));
-  EXPECT_NE(msg.find("header length 1000 exceeds the file size 10 (truncated?)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("header length 1000 exceeds the file size 10 (truncated?)"), std::string::npos)
+      << msg;
 }
 
 TEST(SafetensorsHeader, ShorterThanLengthPrefix) {
@@ -96,11 +98,13 @@ TEST(SafetensorsHeader, BadJson) {
 }
 
 TEST(SafetensorsHeader, NotAnObject) {
-  EXPECT_NE(error_of(file_bytes("[1, 2, 3]", 0)).find("header is not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(file_bytes("[1, 2, 3]", 0)).find("header is not a JSON object"),
+            std::string::npos);
 }
 
 TEST(SafetensorsHeader, UnknownDtypeNamesTensor) {
-  const auto msg = error_of(file_bytes(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", 1));
+  const auto msg =
+      error_of(file_bytes(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", 1));
   EXPECT_NE(msg.find("tensor 'w': unsupported dtype 'F8_E4M3'"), std::string::npos) << msg;
 }
 
@@ -112,39 +116,49 @@ TEST(SafetensorsHeader, OverlappingOffsets) {
 }
 
 TEST(SafetensorsHeader, OffsetsOutOfRange) {
-  const auto msg = error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[100,116]}})", 16));
+  const auto msg =
+      error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[100,116]}})", 16));
   EXPECT_NE(msg.find("tensor 'a': data_offsets [100, 116] exceed the data section of 16 bytes"),
             std::string::npos)
       << msg;
 }
 
 TEST(SafetensorsHeader, TruncatedData) {
-  const auto msg = error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 10));
+  const auto msg =
+      error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 10));
   EXPECT_NE(msg.find("tensor 'a'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("file truncated"), std::string::npos) << msg;
 }
 
 TEST(SafetensorsHeader, SizeDisagreesWithShape) {
-  const auto msg = error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,12]}})", 12));
-  EXPECT_NE(msg.find("tensor 'a': data_offsets [0, 12] span 12 bytes, but dtype F32 and shape [4] need 16"),
-            std::string::npos)
+  const auto msg =
+      error_of(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,12]}})", 12));
+  EXPECT_NE(
+      msg.find(
+          "tensor 'a': data_offsets [0, 12] span 12 bytes, but dtype F32 and shape [4] need 16"),
+      std::string::npos)
       << msg;
 }
 
 TEST(SafetensorsHeader, MalformedEntries) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", "shape entry must be a non-negative integer"},
-      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,0]}})", "shape entry must be a non-negative integer"},
+      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})",
+       "shape entry must be a non-negative integer"},
+      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,0]}})",
+       "shape entry must be a non-negative integer"},
       {R"({"a":{"dtype":"F32","shape":4,"data_offsets":[0,16]}})", "shape is not an array"},
-      {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0]}})", "data_offsets must be [begin, end]"},
-      {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})", "data_offsets end 0 < begin 16"},
+      {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0]}})",
+       "data_offsets must be [begin, end]"},
+      {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})",
+       "data_offsets end 0 < begin 16"},
       {R"({"a":{"dtype":"F32","shape":[4]}})", "missing field 'data_offsets'"},
       {R"({"a":{"dtype":4,"shape":[4],"data_offsets":[0,16]}})", "dtype is not a string"},
       {R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16],"x":1}})", "unknown field 'x'"},
       {R"({"a":[1]})", "entry is not a JSON object"},
       {R"({"__metadata__":{"k":1}})", "__metadata__ 'k' is not a string"},
       {R"({"__metadata__":[]})", "__metadata__ is not a JSON object"},
-      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}})", "is too large"},
+      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}})",
+       "is too large"},
   };
   for (const auto& [header, expected] : cases) {
     const auto msg = error_of(file_bytes(header, 16));

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
+#include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "test_files.hpp"
-#include "fixtures.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -26,10 +26,10 @@ TEST(Safetensors, RoundTripKeepsDtypesShapesAndBytes) {
   const auto i64 = torch::tensor(std::vector<std::int64_t>{-5, 0, std::int64_t{1} << 40});
   const auto flags = torch::tensor({true, false, true});
   const auto strided = torch::arange(6, torch::kFloat64).reshape({2, 3}).t();  // non-contiguous
-  save_safetensors(dir / "a.safetensors",
-                   {{"z.f32", f32}, {"i", i64}, {"flags", flags}, {"t", strided},
-                    {"empty", torch::zeros({0, 3})}},
-                   {{"format", "pt"}});
+  save_safetensors(
+      dir / "a.safetensors",
+      {{"z.f32", f32}, {"i", i64}, {"flags", flags}, {"t", strided}, {"empty", torch::zeros({0, 3})}},
+      {{"format", "pt"}});
   const SafetensorsFile file(dir / "a.safetensors");
   EXPECT_EQ(file.names(), (std::vector<std::string>{"empty", "flags", "i", "t", "z.f32"}));
   EXPECT_EQ(file.header().metadata.at("format"), "pt");
@@ -56,8 +56,8 @@ TEST(Safetensors, Bf16AndFp16ConvertToFp32Exactly) {
   const auto base = torch::tensor({0.0F, -0.0F, 1.0F, -2.5F, 0.15625F, 1024.0F, -3.0F / 64.0F});
   const auto big = torch::tensor({1.0e30F, -3.0e-30F, 65504.0F * 4});
   save_safetensors(dir / "c.safetensors", {{"bf", base.to(torch::kBFloat16)},
-                                            {"hf", base.to(torch::kFloat16)},
-                                            {"bigbf", big.to(torch::kBFloat16)}});
+                                           {"hf", base.to(torch::kFloat16)},
+                                           {"bigbf", big.to(torch::kBFloat16)}});
   const SafetensorsFile file(dir / "c.safetensors");
   EXPECT_TRUE(bitwise_equal(file.tensor("bf"), base));
   EXPECT_TRUE(bitwise_equal(file.tensor("hf"), base));
@@ -71,7 +71,8 @@ TEST(Safetensors, Fp32ToBf16RoundsToNearestEven) {
   // 1 + 2^-8 is halfway between two bf16 values: ties to even gives 1.0; 1 + 3*2^-8 -> 1 + 2^-6.
   const auto values = torch::tensor({1.0F + 1.0F / 256, 1.0F + 3.0F / 256, 1.0F + 1.0F / 128});
   save_safetensors(dir / "r.safetensors", {{"v", values}});
-  const auto bf = SafetensorsFile(dir / "r.safetensors").tensor("v", torch::kBFloat16).to(torch::kFloat32);
+  const auto bf =
+      SafetensorsFile(dir / "r.safetensors").tensor("v", torch::kBFloat16).to(torch::kFloat32);
   EXPECT_EQ(bf[0].item<float>(), 1.0F);
   EXPECT_EQ(bf[1].item<float>(), 1.0F + 1.0F / 64);
   EXPECT_EQ(bf[2].item<float>(), 1.0F + 1.0F / 128);
@@ -79,7 +80,8 @@ TEST(Safetensors, Fp32ToBf16RoundsToNearestEven) {
 
 TEST(Safetensors, TruncatedFileNamesFileAndTensor) {
   const auto dir = fresh_dir("trunc");
-  save_safetensors(dir / "t.safetensors", {{"first", torch::ones({4})}, {"second", torch::ones({64})}});
+  save_safetensors(dir / "t.safetensors",
+                   {{"first", torch::ones({4})}, {"second", torch::ones({64})}});
   auto bytes = testing::read_bytes(dir / "t.safetensors");
   bytes.resize(bytes.size() - 10);
   testing::write_bytes(dir / "t.safetensors", bytes);
@@ -94,10 +96,12 @@ TEST(Safetensors, MissingEmptyAndDirectory) {
   EXPECT_NE(error_of([&] { (void)SafetensorsFile(dir / "none.safetensors"); }).find("cannot open"),
             std::string::npos);
   testing::write_bytes(dir / "empty.safetensors", "");
-  EXPECT_NE(error_of([&] { (void)SafetensorsFile(dir / "empty.safetensors"); })
-                .find("file is 0 bytes, shorter than the 8-byte header length"),
+  EXPECT_NE(error_of([&] {
+              (void)SafetensorsFile(dir / "empty.safetensors");
+            }).find("file is 0 bytes, shorter than the 8-byte header length"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (void)SafetensorsFile(dir); }).find("not a regular file"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)SafetensorsFile(dir); }).find("not a regular file"),
+            std::string::npos);
 }
 
 TEST(Safetensors, LyingHeaderIsRejected) {
@@ -129,14 +133,16 @@ TEST(Safetensors, MoveKeepsMappingValid) {
 
 TEST(Safetensors, SaveRejectsDuplicatesAndUnsupportedDtypes) {
   const auto dir = fresh_dir("save");
-  EXPECT_NE(error_of([&] {
-              save_safetensors(dir / "d.safetensors", {{"a", torch::ones({1})}, {"a", torch::ones({1})}});
-            }).find("duplicate tensor name 'a'"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] {
-              save_safetensors(dir / "c.safetensors", {{"c", torch::ones({1}, torch::kComplexFloat)}});
-            }).find("cannot be stored in safetensors"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        save_safetensors(dir / "d.safetensors", {{"a", torch::ones({1})}, {"a", torch::ones({1})}});
+      }).find("duplicate tensor name 'a'"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        save_safetensors(dir / "c.safetensors", {{"c", torch::ones({1}, torch::kComplexFloat)}});
+      }).find("cannot be stored in safetensors"),
+      std::string::npos);
 }
 
 TEST(Safetensors, FixtureFilesLoad) {

@@ -45,8 +45,9 @@ std::vector<std::pair<std::string, torch::Tensor>> state_of(torch::nn::Module& m
   std::vector<std::pair<std::string, torch::Tensor>> out;
   float k = offset;
   for (const auto& p : m.named_parameters()) {
-    out.emplace_back(p.key(), (torch::arange(p.value().numel(), torch::kFloat32).reshape(p.value().sizes()) / 8 + k)
-                                  .to(torch::kBFloat16));
+    out.emplace_back(
+        p.key(), (torch::arange(p.value().numel(), torch::kFloat32).reshape(p.value().sizes()) / 8 + k)
+                     .to(torch::kBFloat16));
     k += 1;
   }
   return out;
@@ -79,7 +80,8 @@ TEST(StateDict, LoadsInBf16AndBuffersWhenPresent) {
   save_safetensors(dir / "model.safetensors", state);
   load_state_dict(*model, Checkpoint::open(dir), torch::kBFloat16, torch::kCPU);
   EXPECT_EQ(model->blocks[0]->as<Block>()->proj->weight.scalar_type(), torch::kBFloat16);
-  EXPECT_TRUE(torch::equal(model->named_buffers()["freqs"].to(torch::kFloat32), torch::full({5}, 7.0F)));
+  EXPECT_TRUE(
+      torch::equal(model->named_buffers()["freqs"].to(torch::kFloat32), torch::full({5}, 7.0F)));
 }
 
 TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
@@ -89,7 +91,8 @@ TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
   // Drop two names, add three unexpected ones and break one shape.
   state.erase(std::remove_if(state.begin(), state.end(),
                              [](const auto& kv) {
-                               return kv.first == "blocks.0.norm.weight" || kv.first == "to_out.0.bias";
+                               return kv.first == "blocks.0.norm.weight" ||
+                                      kv.first == "to_out.0.bias";
                              }),
               state.end());
   state.emplace_back("blocks.2.proj.weight", torch::zeros({6, 4}));
@@ -100,14 +103,17 @@ TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
   }
   save_safetensors(dir / "model.safetensors", state);
   const auto before = model->blocks[1]->as<Block>()->proj->bias.clone();
-  const auto msg = error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
+  const auto msg =
+      error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
   EXPECT_NE(msg.find(dir.string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("2 missing: blocks.0.norm.weight to_out.0.bias"), std::string::npos) << msg;
   EXPECT_NE(msg.find("3 unexpected: blocks.2.proj.weight extra.a extra.b"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("1 shape mismatches: blocks.1.proj.weight (checkpoint [4, 6] in model.safetensors, model [6, 4])"),
+  EXPECT_NE(msg.find("1 shape mismatches: blocks.1.proj.weight (checkpoint [4, 6] in "
+                     "model.safetensors, model [6, 4])"),
             std::string::npos)
       << msg;
-  EXPECT_EQ(msg.find("the model was built from"), std::string::npos) << msg;  // the folder has no config.json
+  EXPECT_EQ(msg.find("the model was built from"), std::string::npos)
+      << msg;  // the folder has no config.json
   { std::ofstream(dir / "config.json") << "{}"; }
   const auto with_config =
       error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
@@ -120,8 +126,9 @@ TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
   LoadOptions lenient;
   lenient.ignore_unexpected = [](const std::string& n) { return n.rfind("extra.", 0) == 0; };
   lenient.ignore_missing = [](const std::string& n) { return n == "to_out.0.bias"; };
-  const auto msg2 =
-      error_of([&] { load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, lenient); });
+  const auto msg2 = error_of([&] {
+    load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, lenient);
+  });
   EXPECT_EQ(msg2.find("extra.a"), std::string::npos) << msg2;
   EXPECT_EQ(msg2.find("to_out.0.bias"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("1 missing: blocks.0.norm.weight"), std::string::npos) << msg2;
@@ -130,10 +137,12 @@ TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
 TEST(StateDict, LongListsAreCut) {
   const auto dir = fresh_dir("long");
   std::vector<std::pair<std::string, torch::Tensor>> state;
-  for (int i = 0; i < 25; ++i) state.emplace_back("junk." + std::to_string(100 + i), torch::zeros({1}));
+  for (int i = 0; i < 25; ++i)
+    state.emplace_back("junk." + std::to_string(100 + i), torch::zeros({1}));
   save_safetensors(dir / "model.safetensors", state);
   torch::nn::Linear lin(2, 2);
-  const auto msg = error_of([&] { load_state_dict(*lin, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
+  const auto msg =
+      error_of([&] { load_state_dict(*lin, Checkpoint::open(dir), torch::kFloat32, torch::kCPU); });
   EXPECT_NE(msg.find("2 missing: bias weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find("25 unexpected: junk.100"), std::string::npos) << msg;
   EXPECT_NE(msg.find("junk.119 ... (+5 more)"), std::string::npos) << msg;
@@ -149,7 +158,8 @@ TEST(StateDict, RandomWeightsDeterministicBf16ExactAndScaled) {
   const auto pb = b->named_parameters();
   for (const auto& p : pa) {
     EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-    EXPECT_TRUE(torch::equal(p.value(), p.value().to(torch::kBFloat16).to(torch::kFloat32))) << p.key();
+    EXPECT_TRUE(torch::equal(p.value(), p.value().to(torch::kBFloat16).to(torch::kFloat32)))
+        << p.key();
   }
   EXPECT_TRUE(torch::equal(pa["blocks.0.norm.weight"], torch::ones({6})));
   const auto bias = pa["blocks.0.proj.bias"];
@@ -178,7 +188,8 @@ TEST(StateDict, RandomWeightsIndependentOfOtherParameters) {
   torch::nn::Sequential big(torch::nn::Linear(3, 3), torch::nn::Linear(3, 8));
   init_random_weights(*small, 5);
   init_random_weights(*big, 5);
-  EXPECT_TRUE(torch::equal(small->named_parameters()["0.weight"], big->named_parameters()["0.weight"]));
+  EXPECT_TRUE(
+      torch::equal(small->named_parameters()["0.weight"], big->named_parameters()["0.weight"]));
 }
 
 TEST(StateDict, RandomWeightsKeepDtype) {
@@ -221,11 +232,14 @@ TEST(StateDict, TensorSlicesCopyExactlyTheSlice) {
     const auto got = ckpt.tensor_slice("t", dim, length, length);
     EXPECT_EQ(got.scalar_type(), torch::kFloat32);
     EXPECT_TRUE(got.is_contiguous());
-    EXPECT_TRUE(torch::equal(got, t.narrow(dim, length, length).to(torch::kFloat32))) << "dim " << dim;
+    EXPECT_TRUE(torch::equal(got, t.narrow(dim, length, length).to(torch::kFloat32)))
+        << "dim " << dim;
   }
   EXPECT_TRUE(torch::equal(ckpt.tensor_slice("t", 1, 0, 0, torch::kBFloat16), t.narrow(1, 0, 0)));
   const auto error = error_of([&] { (void)ckpt.tensor_slice("t", 1, 4, 3); });
-  EXPECT_NE(error.find("tensor 't': slice [4, 7) of dim 1 is outside its shape of 3 dims"), std::string::npos) << error;
+  EXPECT_NE(error.find("tensor 't': slice [4, 7) of dim 1 is outside its shape of 3 dims"),
+            std::string::npos)
+      << error;
   EXPECT_NE(error_of([&] { (void)ckpt.tensor_slice("t", 3, 0, 1); }), "");
 }
 
@@ -250,16 +264,23 @@ TEST(StateDict, AShardPlanLoadsOnlyEachShardsSlices) {
   Shard four(4);  // up [1, 4] against [6, 4] / 4
   LoadOptions options;
   options.shard = plan_of(0, 4);
-  const auto error = error_of([&] { load_state_dict(*four, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options); });
-  EXPECT_NE(error.find("up (checkpoint [6, 4] in model.safetensors cannot be split in 4 parts along dim 0)"),
-            std::string::npos)
+  const auto error = error_of([&] {
+    load_state_dict(*four, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
+  });
+  EXPECT_NE(
+      error.find(
+          "up (checkpoint [6, 4] in model.safetensors cannot be split in 4 parts along dim 0)"),
+      std::string::npos)
       << error;
   Shard three(3);
   options.shard = plan_of(0, 2);
-  const auto wrong =
-      error_of([&] { load_state_dict(*three, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options); });
-  EXPECT_NE(wrong.find("down (checkpoint [4, 6], shard 0/2 of dim 1 [4, 3] in model.safetensors, model [4, 2])"),
-            std::string::npos)
+  const auto wrong = error_of([&] {
+    load_state_dict(*three, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
+  });
+  EXPECT_NE(
+      wrong.find(
+          "down (checkpoint [4, 6], shard 0/2 of dim 1 [4, 3] in model.safetensors, model [4, 2])"),
+      std::string::npos)
       << wrong;
 }
 

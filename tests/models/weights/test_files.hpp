@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,8 +17,9 @@ namespace omnidp::models::testing {
 
 inline std::filesystem::path fresh_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() /
-             ("omnidp-weights-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + name);
+  auto dir =
+      std::filesystem::temp_directory_path() /
+      ("omnidp-weights-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -37,6 +38,8 @@ inline std::string read_bytes(const std::filesystem::path& path) {
 }
 
 // The what() of the WeightsError fn throws, "" when it throws none.
-inline std::string error_of(const std::function<void()>& fn) { return omnidp::test::error_of<WeightsError>(fn); }
+inline std::string error_of(const std::function<void()>& fn) {
+  return omnidp::test::error_of<WeightsError>(fn);
+}
 
 }  // namespace omnidp::models::testing

@@ -18,7 +18,6 @@ namespace omnidp::models::hv15 {
 // model_index.json or task_type) read without loading weights.
 void register_hunyuanvideo15(ModelTable& table);
 
-
 // A Diffusers snapshot folder (model.path: transformer/, vae/, guider/ and scheduler/ read
 // unchanged; config.json or guider_config.json / scheduler_config.json) or,
 // with `weights: random`, the real configuration (or the snapshot's configs when model.path is

@@ -44,10 +44,10 @@ namespace omnidp::models::hv15 {
 
 // One prompt's conditioning (masks 1/0, any dtype). embeds_2 may be undefined (no glyph text).
 struct TextConditioning {
-  torch::Tensor embeds;   // [1, L, text_embed_dim]
-  torch::Tensor mask;     // [1, L]
-  torch::Tensor embeds_2; // [1, L2, text_embed_2_dim]
-  torch::Tensor mask_2;   // [1, L2]
+  torch::Tensor embeds;    // [1, L, text_embed_dim]
+  torch::Tensor mask;      // [1, L]
+  torch::Tensor embeds_2;  // [1, L2, text_embed_2_dim]
+  torch::Tensor mask_2;    // [1, L2]
 };
 
 // Classifier-free guidance as Diffusers' ClassifierFreeGuidance (guider/config.json).
@@ -100,11 +100,11 @@ struct SampleInputs {
   int num_inference_steps = 0;
   double guidance_scale = 6.0;
   double flow_shift = 5.0;
-  torch::Tensor noise;            // [1, latent, (F-1)/4+1, H/16, W/16] float32, any device
+  torch::Tensor noise;  // [1, latent, (F-1)/4+1, H/16, W/16] float32, any device
   TextConditioning prompt;
-  TextConditioning negative;      // needed when CFG runs
-  torch::Tensor image;            // I2V: [1, 3, H, W] in [-1, 1]; undefined for T2V
-  torch::Tensor image_embeds;     // I2V: [1, Li, image_embed_dim]; undefined for T2V
+  TextConditioning negative;   // needed when CFG runs
+  torch::Tensor image;         // I2V: [1, 3, H, W] in [-1, 1]; undefined for T2V
+  torch::Tensor image_embeds;  // I2V: [1, Li, image_embed_dim]; undefined for T2V
 };
 
 struct SampleOutputs {
@@ -134,7 +134,9 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   // embeddings (weights: random). Throws InputError naming the file and the missing/bad key.
   [[nodiscard]] TextConditioning prompt_conditioning(const Request& request, bool negative);
 
-  [[nodiscard]] HunyuanVideo15Transformer3DModel& transformer() noexcept { return parts_.transformer; }
+  [[nodiscard]] HunyuanVideo15Transformer3DModel& transformer() noexcept {
+    return parts_.transformer;
+  }
   [[nodiscard]] AutoencoderKLHunyuanVideo15& vae() noexcept { return parts_.vae; }
   [[nodiscard]] torch::Device device() const noexcept { return device_; }
 
@@ -161,12 +163,14 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 // Seeded random conditioning of the real shapes (also used by benchmarks): Qwen and byT5
 // embeddings drawn with randn_cpu from a seed derived from `text`, masks valid on the first
 // *_valid tokens.
-[[nodiscard]] TextConditioning random_text_conditioning(const std::string& text, const TransformerOptions& options,
+[[nodiscard]] TextConditioning random_text_conditioning(const std::string& text,
+                                                        const TransformerOptions& options,
                                                         const RandomTextShape& shape);
 
 // Guidance options from a Diffusers guider/config.json (ClassifierFreeGuidance). Throws
 // ModelError for another guider class.
-[[nodiscard]] GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin);
+[[nodiscard]] GuidanceOptions guidance_options_from_json(const nlohmann::json& config,
+                                                         const std::string& origin);
 
 // FlowMatchEulerDiscreteScheduler options from a Diffusers scheduler config: shift and
 // num_train_timesteps; settings this scheduler does not implement (dynamic shifting, Karras /
@@ -185,17 +189,20 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 // real norm gains), frozen, in eval mode, on `device` in `dtype`. A transformer for a tensor
 // shard gets its slices of the unsharded model's weights (hv15_tensor_shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options,
-                                                                  std::uint64_t seed, torch::ScalarType dtype,
-                                                                  torch::Device device, TensorShard shard = {});
+                                                                  std::uint64_t seed,
+                                                                  torch::ScalarType dtype,
+                                                                  torch::Device device,
+                                                                  TensorShard shard = {});
 [[nodiscard]] AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed,
                                                      torch::ScalarType dtype, torch::Device device);
 // A Diffusers component folder (config.json + safetensors or shards), loaded strictly; for a
 // tensor shard only its slices are read (hv15_tensor_shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel load_transformer(const std::filesystem::path& dir,
-                                                                torch::ScalarType dtype, torch::Device device,
+                                                                torch::ScalarType dtype,
+                                                                torch::Device device,
                                                                 TensorShard shard = {});
-[[nodiscard]] AutoencoderKLHunyuanVideo15 load_vae(const std::filesystem::path& dir, torch::ScalarType dtype,
-                                                   torch::Device device);
+[[nodiscard]] AutoencoderKLHunyuanVideo15 load_vae(const std::filesystem::path& dir,
+                                                   torch::ScalarType dtype, torch::Device device);
 
 // Builds a pipeline from explicit options with seeded random weights (tests, benchmarks).
 [[nodiscard]] std::unique_ptr<HunyuanVideo15Pipeline> make_random_pipeline(

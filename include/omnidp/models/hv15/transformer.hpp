@@ -9,8 +9,8 @@
 // Not thread-safe (one replica per thread); the forward pass is a pure function of its inputs
 // and the weights, so it is deterministic under deterministic kernels.
 
-#include <nlohmann/json_fwd.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <array>
 #include <cstdint>
@@ -102,7 +102,8 @@ struct TransformerInputs {
 // the group whose all-reduce completes net.2.
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation, std::int64_t shards = 1);
+  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation,
+                  std::int64_t shards = 1);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
 
@@ -177,9 +178,9 @@ class JointAttentionImpl : public torch::nn::Module {
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
                                                                      const torch::Tensor& text);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> sequence_parallel(
-      const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-      const torch::Tensor& cq, const torch::Tensor& ck, const torch::Tensor& cv,
-      const torch::Tensor& text_key_mask);
+      const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k,
+      const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
+      const torch::Tensor& cv, const torch::Tensor& text_key_mask);
 
   std::int64_t heads_;
   Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
@@ -192,7 +193,8 @@ TORCH_MODULE(JointAttention);
 
 class DoubleStreamBlockImpl : public torch::nn::Module {
  public:
-  DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio, TensorShard shard = {});
+  DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio,
+                        TensorShard shard = {});
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
@@ -253,7 +255,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   Linear time_r_l1_{nullptr}, time_r_l2_{nullptr};  // time_embed.timestep_embedder_r
   torch::nn::Embedding cond_type_embed_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // transformer_blocks
-  Linear norm_out_{nullptr};    // norm_out.linear (AdaLayerNormContinuous)
+  Linear norm_out_{nullptr};               // norm_out.linear (AdaLayerNormContinuous)
   Linear proj_out_{nullptr};
 
   // RoPE tables cached for the last (F, H, W, device).

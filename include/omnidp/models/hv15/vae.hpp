@@ -7,8 +7,8 @@
 //
 // Not thread-safe (one replica per thread).
 
-#include <nlohmann/json_fwd.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <string>

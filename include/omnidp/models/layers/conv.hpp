@@ -14,12 +14,12 @@ namespace omnidp::models {
 
 // torch::conv3d(x, weight, bias, stride, padding) with the rule above; `bias` may be undefined.
 [[nodiscard]] torch::Tensor conv3d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight,
-                                   const torch::Tensor& bias, torch::IntArrayRef stride,
-                                   torch::IntArrayRef padding);
+                                              const torch::Tensor& bias, torch::IntArrayRef stride,
+                                              torch::IntArrayRef padding);
 
 // torch::conv2d likewise.
 [[nodiscard]] torch::Tensor conv2d_fp32_accum(const torch::Tensor& x, const torch::Tensor& weight,
-                                   const torch::Tensor& bias, torch::IntArrayRef stride,
-                                   torch::IntArrayRef padding);
+                                              const torch::Tensor& bias, torch::IntArrayRef stride,
+                                              torch::IntArrayRef padding);
 
 }  // namespace omnidp::models

@@ -17,7 +17,8 @@ struct CudaKernels {
   // g * scale_group_stride.
   void (*modulated_layer_norm)(const void* x, void* out, const float* shift, const float* scale1p,
                                std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                               std::int64_t shift_group_stride, std::int64_t scale_group_stride, float eps);
+                               std::int64_t shift_group_stride, std::int64_t scale_group_stride,
+                               float eps);
   // out[r, :] = bf16( LayerNorm(x[r, :]) * weight + bias ) with fp32 statistics, fp32 weight
   // and bias of `dim`, one rounding; x and out bf16 [rows, dim] contiguous.
   void (*affine_layer_norm)(const void* x, void* out, const float* weight, const float* bias,
@@ -25,9 +26,9 @@ struct CudaKernels {
   // out[r, :] = bf16( x[r, :] + y'[r, :] * gate[g] ) in fp32 with y' = bf16(y + bias) (a
   // projection's bias deferred from its GEMM); x, y, out bf16 [rows, dim] contiguous; gate as
   // shift above, null for a gate of 1; bias bf16 [dim] or null.
-  void (*gated_residual)(const void* x, const void* y, void* out, const float* gate, const void* bias,
-                         std::int64_t rows, std::int64_t dim, std::int64_t rows_per_group,
-                         std::int64_t group_stride);
+  void (*gated_residual)(const void* x, const void* y, void* out, const float* gate,
+                         const void* bias, std::int64_t rows, std::int64_t dim,
+                         std::int64_t rows_per_group, std::int64_t group_stride);
   // torch.nn.RMSNorm over each row (fp32 statistics), times the bf16 weight, then (freqs not
   // null) the pairwise rotation of each head: (x[2i] + i x[2i+1]) * freqs[token, i % (head_dim/2)]
   // with freqs complex64 [tokens, head_dim/2]. x: bf16 rows of `dim` at x + r * x_row_stride

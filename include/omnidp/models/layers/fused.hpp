@@ -24,8 +24,7 @@ void set_fused_elementwise(bool on) noexcept;
 // torch.nn.RMSNorm over the last dimension: x * rsqrt(mean(x^2) + eps) computed in float32,
 // in x's dtype, times `weight` (undefined: no weight). libtorch's fused rms_norm where it has
 // one (>= 2.4).
-[[nodiscard]] torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight,
-                                     double eps);
+[[nodiscard]] torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 // LayerNorm over the last dimension without affine parameters, computed in float32 and
 // returned in x's dtype (Diffusers' FP32LayerNorm(elementwise_affine=False)).
@@ -34,7 +33,8 @@ void set_fused_elementwise(bool on) noexcept;
 // Diffusers' FP32LayerNorm with affine parameters: LayerNorm over the last dimension of x,
 // statistics and the affine step in float32 (weight and bias float32 [D]), rounded once to x's
 // dtype. One fused CUDA kernel for bf16 x where this build has them.
-[[nodiscard]] torch::Tensor fp32_affine_layer_norm(const torch::Tensor& x, const torch::Tensor& weight,
+[[nodiscard]] torch::Tensor fp32_affine_layer_norm(const torch::Tensor& x,
+                                                   const torch::Tensor& weight,
                                                    const torch::Tensor& bias, double eps);
 
 // x @ weight^T + bias over the last dimension of x. On CUDA (fused switch on) one GEMM with the
@@ -84,7 +84,7 @@ void set_fused_elementwise(bool on) noexcept;
 // and fp16 accumulate the norm in float32 and round scale/norm once; float32 is
 // F.normalize's expression. One fused CUDA kernel for channels-last bf16 x (the VAE's layout
 // on CUDA) with up to 1024 channels; elsewhere libtorch.
-[[nodiscard]] torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma, double scale,
-                                             bool silu, const torch::Tensor& bias = {});
+[[nodiscard]] torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma,
+                                             double scale, bool silu, const torch::Tensor& bias = {});
 
 }  // namespace omnidp::models

@@ -18,7 +18,8 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
  public:
   LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias = true);
   // The parameters in spec's dtype and device, not requiring gradients.
-  LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias, const ParamSpec& spec);
+  LinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias,
+             const ParamSpec& spec);
   // (Re)creates zero parameters; called by the constructor and by clone().
   void reset() override;
   // x @ weight^T + bias (layers/fused.hpp linear_bias).

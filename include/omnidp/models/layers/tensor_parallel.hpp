@@ -26,8 +26,8 @@ struct TensorShard {
 // head count, an FFN width) that the size does not divide is a ConfigError on
 // parallel.tensor_parallel_size naming `model` and `what`, e.g. "tiny-wan has 2 attention
 // heads, which tensor_parallel_size 4 does not divide".
-[[nodiscard]] std::int64_t shard_part(std::int64_t total, const TensorShard& shard, const std::string& model,
-                                      const std::string& what);
+[[nodiscard]] std::int64_t shard_part(std::int64_t total, const TensorShard& shard,
+                                      const std::string& model, const std::string& what);
 
 // The sum over the tensor group of a row-split projection's partial product, in place of x;
 // x itself with a null group.
@@ -36,7 +36,8 @@ struct TensorShard {
 // A row-split linear layer: reduce_partial(x @ weight^T) + bias (bias [out], the whole
 // layer's, undefined: none); with a null group linear_bias(x, weight, bias).
 [[nodiscard]] torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
-                                                const torch::Tensor& weight, const torch::Tensor& bias);
+                                                const torch::Tensor& weight,
+                                                const torch::Tensor& bias);
 
 // rms_norm_rope (layers/fused.hpp) of x [B, L, D/n], this rank's columns of an RMSNorm over
 // `full_dim` = D columns split over the group (Wan's norm across all heads): the float32 sums
@@ -45,6 +46,7 @@ struct TensorShard {
 [[nodiscard]] torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
                                                   const torch::Tensor& weight, double eps,
                                                   const torch::Tensor& freqs, std::int64_t head_dim,
-                                                  std::int64_t full_dim, const torch::Tensor& bias = {});
+                                                  std::int64_t full_dim,
+                                                  const torch::Tensor& bias = {});
 
 }  // namespace omnidp::models

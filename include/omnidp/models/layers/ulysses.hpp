@@ -22,9 +22,9 @@ namespace omnidp::models {
 // One rank's part of a sharded token sequence.
 struct SequenceShard {
   runtime::Collective* group = nullptr;  // the sequence axis; null: inactive (one rank, no shard)
-  std::int64_t tokens = 0;  // N, the real token count
-  std::int64_t local = 0;   // tokens per rank, ceil(N / P)
-  std::int64_t offset = 0;  // this rank's first token (global position)
+  std::int64_t tokens = 0;               // N, the real token count
+  std::int64_t local = 0;                // tokens per rank, ceil(N / P)
+  std::int64_t offset = 0;               // this rank's first token (global position)
 
   [[nodiscard]] bool active() const noexcept { return group != nullptr; }
   [[nodiscard]] int size() const noexcept { return group != nullptr ? group->size() : 1; }

@@ -4,12 +4,11 @@
 // lower_order_final=True, final_sigmas_type="zero", no thresholding, no disabled correctors.
 // Schedule (float64 as numpy, then float32): sigmas = shift*s / (1 + (shift-1)*s) over
 // s = linspace(1, 1/T, n+1)[:-1], a first sigma of 1 lowered by 1e-6, then a final 0;
-// timesteps = int(sigma * T) (truncated, as the reference's int64 cast). Step: the UniC corrector on the
-// previous prediction, then the UniP predictor of order min(solver_order, steps done + 1,
-// steps left), with all scalar coefficients computed as float32 tensors in the reference's
-// order (log correctly rounded, the small linear solve in float64 rounded to float32: what
-// the reference's PyTorch 2.x / MKL produce). Samples and history are float32; the result has
-// the sample's dtype.
+// timesteps = int(sigma * T) (truncated, as the reference's int64 cast). Step: the UniC corrector
+// on the previous prediction, then the UniP predictor of order min(solver_order, steps done + 1, steps
+// left), with all scalar coefficients computed as float32 tensors in the reference's order (log
+// correctly rounded, the small linear solve in float64 rounded to float32: what the reference's
+// PyTorch 2.x / MKL produce). Samples and history are float32; the result has the sample's dtype.
 
 #include <deque>
 #include <optional>

@@ -31,8 +31,8 @@ TORCH_MODULE(Embedding);
 // init_random_weights(seed) (bf16-exact values), moved to `device` and `dtype`, frozen, in eval
 // mode. Model is a module holder constructible from (options, ParamSpec).
 template <typename Model, typename Options>
-[[nodiscard]] Model random_encoder(const Options& options, std::uint64_t seed, torch::ScalarType dtype,
-                                   torch::Device device) {
+[[nodiscard]] Model random_encoder(const Options& options, std::uint64_t seed,
+                                   torch::ScalarType dtype, torch::Device device) {
   Model model(options, ParamSpec{torch::kFloat32, torch::kCPU});
   init_random_weights(*model, seed);
   model->to(device, dtype);

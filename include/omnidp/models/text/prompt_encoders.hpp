@@ -81,10 +81,10 @@ class T5PromptEncoder final : public TextEncoder {
 class Hv15PromptEncoder final : public TextEncoder {
  public:
   struct Options {
-    std::size_t max_length = 1000;          // tokenizer_max_length (after the crop)
-    std::size_t crop_start = 108;           // prompt_template_encode_start_idx
-    std::int64_t hidden_state_index = -3;   // hidden_states[-(num_hidden_layers_to_skip + 1)]
-    std::size_t glyph_max_length = 256;     // tokenizer_2_max_length
+    std::size_t max_length = 1000;         // tokenizer_max_length (after the crop)
+    std::size_t crop_start = 108;          // prompt_template_encode_start_idx
+    std::int64_t hidden_state_index = -3;  // hidden_states[-(num_hidden_layers_to_skip + 1)]
+    std::size_t glyph_max_length = 256;    // tokenizer_2_max_length
     std::string system_message = hv15_system_message();
     EncoderPlacement placement;
   };
@@ -92,7 +92,8 @@ class Hv15PromptEncoder final : public TextEncoder {
   // `tokenizer` is the Qwen2 tokenizer of the snapshot (any Tokenizer in tests), `glyph_tokenizer`
   // the ByT5 one.
   Hv15PromptEncoder(std::unique_ptr<Tokenizer> tokenizer, Qwen25VLTextModel text_model,
-                    std::unique_ptr<Tokenizer> glyph_tokenizer, T5EncoderModel glyph_model, Options options);
+                    std::unique_ptr<Tokenizer> glyph_tokenizer, T5EncoderModel glyph_model,
+                    Options options);
 
   // embeds float32 [1, max_length, hidden] + mask int64 [1, max_length]; embeds_2 float32
   // [1, glyph_max_length, d_model2] + mask_2 int64, on the placement device.
@@ -115,22 +116,22 @@ class Hv15PromptEncoder final : public TextEncoder {
 [[nodiscard]] T5Options tiny_byte_t5_options(std::int64_t d_model);
 // A T5PromptEncoder over that model with seeded bf16-exact weights (init_random_weights(seed)):
 // Wan's 512 tokens and prompt cleaning, no files needed.
-[[nodiscard]] std::unique_ptr<T5PromptEncoder> make_tiny_byte_t5(std::uint64_t seed, std::int64_t d_model,
-                                                                 torch::ScalarType dtype, EncoderPlacement placement);
+[[nodiscard]] std::unique_ptr<T5PromptEncoder> make_tiny_byte_t5(std::uint64_t seed,
+                                                                 std::int64_t d_model,
+                                                                 torch::ScalarType dtype,
+                                                                 EncoderPlacement placement);
 
 // Wan2.2's encoder from a Diffusers snapshot: <snapshot>/tokenizer (spiece.model) and
 // <snapshot>/text_encoder (UMT5EncoderModel). Throws WeightsError / ModelError (a build without
 // SentencePiece).
-[[nodiscard]] std::unique_ptr<T5PromptEncoder> load_wan_text_encoder(const std::filesystem::path& snapshot,
-                                                                     torch::ScalarType dtype,
-                                                                     EncoderPlacement placement);
+[[nodiscard]] std::unique_ptr<T5PromptEncoder> load_wan_text_encoder(
+    const std::filesystem::path& snapshot, torch::ScalarType dtype, EncoderPlacement placement);
 
 // HunyuanVideo-1.5's encoders from a Diffusers snapshot: tokenizer/ (Qwen2: vocab.json,
 // merges.txt), text_encoder/ (Qwen2_5_VLTextModel), tokenizer_2/ (ByT5 + added tokens),
 // text_encoder_2/ (T5EncoderModel, the Glyph byT5). Throws WeightsError / ModelError (a build
 // without PCRE2).
-[[nodiscard]] std::unique_ptr<Hv15PromptEncoder> load_hv15_text_encoder(const std::filesystem::path& snapshot,
-                                                                        torch::ScalarType dtype,
-                                                                        EncoderPlacement placement);
+[[nodiscard]] std::unique_ptr<Hv15PromptEncoder> load_hv15_text_encoder(
+    const std::filesystem::path& snapshot, torch::ScalarType dtype, EncoderPlacement placement);
 
 }  // namespace omnidp::models::text

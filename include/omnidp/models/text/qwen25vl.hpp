@@ -12,8 +12,8 @@
 // norm.weight.
 // Threading: one module per replica, forward() from one thread.
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
@@ -38,15 +38,16 @@ struct Qwen25VLTextOptions {
   // From config.json (top level or its `text_config`; rope_theta at top level or in
   // `rope_parameters`). Sliding-window attention and activations other than silu are refused.
   // Throws WeightsError naming `origin`.
-  [[nodiscard]] static Qwen25VLTextOptions from_json(const nlohmann::json& config, const std::string& origin);
+  [[nodiscard]] static Qwen25VLTextOptions from_json(const nlohmann::json& config,
+                                                     const std::string& origin);
 };
 
 class Qwen25VLAttentionImpl : public torch::nn::Module {
  public:
   Qwen25VLAttentionImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec);
   // x [B, L, hidden]; cos/sin [1, 1, L, head_dim]; mask bool [B, 1, L, L] (true = attend).
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                      const torch::Tensor& mask) const;
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                      const torch::Tensor& sin, const torch::Tensor& mask) const;
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
@@ -67,8 +68,8 @@ TORCH_MODULE(Qwen2MLP);
 class Qwen25VLDecoderLayerImpl : public torch::nn::Module {
  public:
   Qwen25VLDecoderLayerImpl(const Qwen25VLTextOptions& o, const ParamSpec& spec);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                      const torch::Tensor& mask) const;
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                      const torch::Tensor& sin, const torch::Tensor& mask) const;
   Qwen25VLAttention self_attn{nullptr};
   Qwen2MLP mlp{nullptr};
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -85,10 +86,12 @@ class Qwen25VLTextModelImpl : public torch::nn::Module {
   // the end, as Python: HunyuanVideo-1.5 takes -3) and runs only the layers it needs.
   // input_ids [B, L] integer; attention_mask [B, L] (1 = token, 0 = padding) or undefined.
   // The result is in the parameter dtype; padding positions hold values callers must ignore.
-  [[nodiscard]] torch::Tensor hidden_state(const torch::Tensor& input_ids, const torch::Tensor& attention_mask,
+  [[nodiscard]] torch::Tensor hidden_state(const torch::Tensor& input_ids,
+                                           const torch::Tensor& attention_mask,
                                            std::int64_t index) const;
   // last_hidden_state (= hidden_state(ids, mask, -1)).
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask = {}) const;
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& input_ids,
+                                      const torch::Tensor& attention_mask = {}) const;
 
   [[nodiscard]] const Qwen25VLTextOptions& options() const noexcept { return options_; }
   [[nodiscard]] torch::ScalarType dtype() const { return embed_tokens->weight.scalar_type(); }
@@ -107,10 +110,11 @@ TORCH_MODULE(Qwen25VLTextModel);
 // loaded strictly into `dtype` on `device`. The text model's tensors may sit under a prefix
 // (`model.`, `language_model.`, `model.language_model.`, as in full Qwen2.5-VL checkpoints);
 // then the other parts (vision tower, lm_head) are skipped. Throws WeightsError.
-[[nodiscard]] Qwen25VLTextModel load_qwen25vl_text(const std::filesystem::path& dir, torch::ScalarType dtype,
-                                                   torch::Device device);
+[[nodiscard]] Qwen25VLTextModel load_qwen25vl_text(const std::filesystem::path& dir,
+                                                   torch::ScalarType dtype, torch::Device device);
 // Seeded bf16-exact random weights (init_random_weights), frozen.
-[[nodiscard]] Qwen25VLTextModel random_qwen25vl_text(const Qwen25VLTextOptions& options, std::uint64_t seed,
-                                                     torch::ScalarType dtype, torch::Device device);
+[[nodiscard]] Qwen25VLTextModel random_qwen25vl_text(const Qwen25VLTextOptions& options,
+                                                     std::uint64_t seed, torch::ScalarType dtype,
+                                                     torch::Device device);
 
 }  // namespace omnidp::models::text

@@ -2,7 +2,8 @@
 // The Qwen2 byte-level BPE tokenizer (transformers' Qwen2Tokenizer, used by Qwen2.5-VL and so by
 // HunyuanVideo-1.5): NFC normalisation, added tokens (<|im_start|>, <|endoftext|>, ...) split
 // off first, the pre-tokenizer regex
-//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|
+//   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // (PCRE2 with Unicode properties), GPT-2's byte-to-unicode map, then BPE merges by rank.
 // No special tokens are added. Files: vocab.json and merges.txt of a tokenizer folder.
 //

@@ -31,7 +31,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   // cannot be loaded, ModelError when the build lacks SentencePiece.
   explicit SentencePieceTokenizer(const std::filesystem::path& model_file, AddedTokens added = {});
   // A Hugging Face tokenizer folder: spiece.model plus the folder's added tokens.
-  [[nodiscard]] static std::unique_ptr<SentencePieceTokenizer> from_folder(const std::filesystem::path& dir);
+  [[nodiscard]] static std::unique_ptr<SentencePieceTokenizer> from_folder(
+      const std::filesystem::path& dir);
 
   ~SentencePieceTokenizer() override;
 

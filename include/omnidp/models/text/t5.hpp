@@ -13,8 +13,8 @@
 // encoder.block.N.layer.1.layer_norm.weight, encoder.final_layer_norm.weight.
 // Threading: one module per replica, forward() from one thread.
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
@@ -46,7 +46,8 @@ struct T5Options {
 // The bucket of each relative position (key - query) for a bidirectional encoder, as
 // T5Attention._relative_position_bucket (float32 log arithmetic, truncation toward zero).
 [[nodiscard]] torch::Tensor relative_position_bucket(const torch::Tensor& relative_position,
-                                                     std::int64_t num_buckets, std::int64_t max_distance);
+                                                     std::int64_t num_buckets,
+                                                     std::int64_t max_distance);
 
 class T5AttentionImpl : public torch::nn::Module {
  public:
@@ -55,7 +56,9 @@ class T5AttentionImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor compute_bias(std::int64_t query_length, std::int64_t key_length) const;
   // x [B, L, d_model]; bias [B or 1, H, L, L] additive (position bias + mask), in x's dtype.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias) const;
-  [[nodiscard]] bool has_relative_attention_bias() const noexcept { return !relative_attention_bias.is_empty(); }
+  [[nodiscard]] bool has_relative_attention_bias() const noexcept {
+    return !relative_attention_bias.is_empty();
+  }
 
   Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   Embedding relative_attention_bias{nullptr};
@@ -71,7 +74,8 @@ TORCH_MODULE(T5Attention);
 // layer.0: SelfAttention + layer_norm.
 class T5LayerSelfAttentionImpl : public torch::nn::Module {
  public:
-  T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias, const ParamSpec& spec);
+  T5LayerSelfAttentionImpl(const T5Options& o, bool has_relative_attention_bias,
+                           const ParamSpec& spec);
   T5Attention SelfAttention{nullptr};
   RMSNorm layer_norm{nullptr};
 };
@@ -140,8 +144,8 @@ TORCH_MODULE(T5EncoderModel);
 // A transformers `text_encoder/` folder (config.json + model.safetensors or shards), loaded
 // strictly into `dtype` on `device`. Tied copies of the embedding (`encoder.embed_tokens.weight`)
 // are accepted beside or instead of `shared.weight`. Throws WeightsError.
-[[nodiscard]] T5EncoderModel load_t5_encoder(const std::filesystem::path& dir, torch::ScalarType dtype,
-                                             torch::Device device);
+[[nodiscard]] T5EncoderModel load_t5_encoder(const std::filesystem::path& dir,
+                                             torch::ScalarType dtype, torch::Device device);
 // Seeded bf16-exact random weights (init_random_weights), frozen.
 [[nodiscard]] T5EncoderModel random_t5_encoder(const T5Options& options, std::uint64_t seed,
                                                torch::ScalarType dtype, torch::Device device);

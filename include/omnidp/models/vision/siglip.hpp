@@ -17,8 +17,8 @@
 // Device- and dtype-agnostic (the parameters' device and dtype). Threading: one module per
 // replica, forward() from one thread.
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -50,7 +50,8 @@ struct SiglipVisionOptions {
   // intermediate_size, num_hidden_layers, num_attention_heads, image_size and patch_size are
   // required; the others default as in transformers. Throws WeightsError naming `origin` and
   // the key for a missing, mistyped or unsupported value.
-  [[nodiscard]] static SiglipVisionOptions from_json(const nlohmann::json& config, const std::string& origin);
+  [[nodiscard]] static SiglipVisionOptions from_json(const nlohmann::json& config,
+                                                     const std::string& origin);
 };
 
 // y = layer_norm(x) over the last dimension, with weight and bias.
@@ -140,7 +141,8 @@ class SiglipHeadAttentionImpl : public torch::nn::Module {
  public:
   SiglipHeadAttentionImpl(const SiglipVisionOptions& o, const ParamSpec& spec);
   // query [B, Lq, D], key_value [B, L, D] -> [B, Lq, D].
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& query, const torch::Tensor& key_value) const;
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& query,
+                                      const torch::Tensor& key_value) const;
   torch::Tensor in_proj_weight;
   torch::Tensor in_proj_bias;
   Linear out_proj{nullptr};
@@ -194,10 +196,11 @@ TORCH_MODULE(SiglipVisionModel);
 // model.safetensors.index.json), loaded strictly into `dtype` on `device`: every parameter
 // must be in the checkpoint and every checkpoint tensor must be a parameter (names with or
 // without `vision_model.`). Throws WeightsError.
-[[nodiscard]] SiglipVisionModel load_siglip_vision(const std::filesystem::path& dir, torch::ScalarType dtype,
-                                                   torch::Device device);
+[[nodiscard]] SiglipVisionModel load_siglip_vision(const std::filesystem::path& dir,
+                                                   torch::ScalarType dtype, torch::Device device);
 // Seeded bf16-exact random weights (init_random_weights), frozen.
-[[nodiscard]] SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options, std::uint64_t seed,
-                                                     torch::ScalarType dtype, torch::Device device);
+[[nodiscard]] SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options,
+                                                     std::uint64_t seed, torch::ScalarType dtype,
+                                                     torch::Device device);
 
 }  // namespace omnidp::models::vision

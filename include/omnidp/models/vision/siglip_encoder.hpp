@@ -25,8 +25,8 @@ class SiglipImageEncoder final : public ImageEncoder {
 
 // `encoder_dir`: a snapshot's image_encoder/; `processor`: its feature_extractor/ (or a
 // preprocessor_config.json). Throws WeightsError / ModelError naming the folder and the file.
-[[nodiscard]] std::unique_ptr<ImageEncoder> load_siglip_image_encoder(const std::filesystem::path& encoder_dir,
-                                                                      const std::filesystem::path& processor,
-                                                                      torch::ScalarType dtype, torch::Device device);
+[[nodiscard]] std::unique_ptr<ImageEncoder> load_siglip_image_encoder(
+    const std::filesystem::path& encoder_dir, const std::filesystem::path& processor,
+    torch::ScalarType dtype, torch::Device device);
 
 }  // namespace omnidp::models::vision

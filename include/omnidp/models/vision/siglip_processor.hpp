@@ -12,8 +12,8 @@
 // The image is already RGB (decode_image_rgb converts as PIL's convert("RGB") does), so
 // do_convert_rgb has nothing left to do. Thread-safe (pure functions).
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <filesystem>
@@ -41,7 +41,8 @@ struct SiglipImageProcessorOptions {
   // pillow (absent: torch). `size` must be {height, width}; `resample` a PIL code of
   // common/image_resize.hpp. Other keys keep transformers' defaults. Throws WeightsError naming
   // `origin` and the key for a missing, mistyped or unsupported value.
-  [[nodiscard]] static SiglipImageProcessorOptions from_json(const nlohmann::json& config, const std::string& origin);
+  [[nodiscard]] static SiglipImageProcessorOptions from_json(const nlohmann::json& config,
+                                                             const std::string& origin);
 };
 
 // `path`: a preprocessor_config.json, or the folder holding one (a snapshot's feature_extractor/).
@@ -49,6 +50,7 @@ struct SiglipImageProcessorOptions {
 
 // pixel_values [1, 3, H, W] float32 on the CPU (H, W: the resize target, or the image's size
 // without do_resize).
-[[nodiscard]] torch::Tensor siglip_preprocess(const RgbImage& image, const SiglipImageProcessorOptions& options);
+[[nodiscard]] torch::Tensor siglip_preprocess(const RgbImage& image,
+                                              const SiglipImageProcessorOptions& options);
 
 }  // namespace omnidp::models::vision

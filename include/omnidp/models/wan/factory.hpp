@@ -18,7 +18,6 @@ namespace omnidp::models::wan {
 // both patch (1, 2, 2) over the 4 x 16 x 16 VAE.
 void register_wan_models(ModelTable& table);
 
-
 // `tiny-wan`: the fixtures' tiny transformer + VAE configs (embedded) with seeded bf16-exact
 // random weights (weights: random only). `wan2.2-ti2v-5b`: a Diffusers snapshot folder
 // (model.path: model_index.json, transformer/, vae/, scheduler/) or, with `weights: random`,

@@ -73,8 +73,7 @@ class WanPipeline final : public Pipeline {
   [[nodiscard]] WanSampleOutputs sample(const WanSampleInputs& in, const GenerateContext* ctx);
 
   // The latent shape [1, z, T, h, w] of a request size (after the reference's rounding).
-  [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height,
-                                                       int width) const;
+  [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;
 
   [[nodiscard]] WanTransformer3DModel& transformer() noexcept { return parts_.transformer; }
   [[nodiscard]] AutoencoderKLWan& vae() noexcept { return parts_.vae; }

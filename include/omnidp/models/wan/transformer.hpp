@@ -84,8 +84,8 @@ struct WanTransformerOptions {
 // the conditioned first frame has t = 0) -> ([B, frames], frames); otherwise ([B, N], N).
 // Tokens are frame-major, so group g is tokens [g*N/G, (g+1)*N/G). Compares on the device
 // (one synchronisation). With fused_elementwise() off, per-token timesteps stay per token.
-[[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(
-    const torch::Tensor& timestep, std::int64_t frames);
+[[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& timestep,
+                                                                         std::int64_t frames);
 
 // One block's request-invariant tensors (WanTransformerBlock::prepare), reused at every step.
 struct WanPreparedBlock {
@@ -100,7 +100,8 @@ struct WanPreparedBlock {
 // that completes the norms' sums of squares and the output projection (layers/tensor_parallel.hpp).
 class WanAttentionImpl : public torch::nn::Module {
  public:
-  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross, TensorShard shard = {});
+  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
+                   TensorShard shard = {});
   // The tensor group of a sharded attention (null: unsharded). Set before prepare/forward.
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
@@ -108,12 +109,14 @@ class WanAttentionImpl : public torch::nn::Module {
   // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
   // the attention runs over every token of this rank's head shard (layers/ulysses.hpp).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
-                                      const torch::Tensor& rope_freqs, const SequenceShard& sequence = {});
+                                      const torch::Tensor& rope_freqs,
+                                      const SequenceShard& sequence = {});
   // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
   // each [B, Lc, heads, head_dim], then the attention of x to them. forward(x, context, {}) is
   // attend(x, context_kv(context)) with the same operations.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> context_kv(const torch::Tensor& context);
-  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
+  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x,
+                                     const std::pair<torch::Tensor, torch::Tensor>& kv);
 
   // Deferred biases (the blocks' hot path; defers_biases()): the projections run as plain
   // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k
@@ -128,10 +131,9 @@ class WanAttentionImpl : public torch::nn::Module {
   // Self-attention of x (as forward(x, {}, rope_freqs)) without its output bias, which is
   // `out_bias` (folded_out_bias()) and returned beside it for the residual to add; ModelError
   // if out_bias is undefined. Without defers_biases(): {forward(x, {}, rope_freqs), undefined}.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x,
-                                                                         const torch::Tensor& rope_freqs,
-                                                                         const torch::Tensor& out_bias,
-                                                                         const SequenceShard& sequence = {});
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(
+      const torch::Tensor& x, const torch::Tensor& rope_freqs, const torch::Tensor& out_bias,
+      const SequenceShard& sequence = {});
   // Cross-attention (as attend()) without its output bias: {value, to_out.bias}; without
   // defers_biases(): {attend(x, kv), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
@@ -155,15 +157,17 @@ class WanAttentionImpl : public torch::nn::Module {
   // [B, Lc, H, Dh], before the output projection: [B, L, dim].
   // With an active `sequence` shard (self-attention), q, k and v are this rank's tokens and
   // are exchanged to its head shard of all tokens and back around the attention.
-  [[nodiscard]] torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& q_bias, const torch::Tensor& k,
-                                        const torch::Tensor& v, const torch::Tensor& rope_freqs,
+  [[nodiscard]] torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& q_bias,
+                                        const torch::Tensor& k, const torch::Tensor& v,
+                                        const torch::Tensor& rope_freqs,
                                         const SequenceShard& sequence = {});
 
   // to_out.0 of o [B, L, dim/n] (with its bias, once), reduced over the tensor group.
   [[nodiscard]] torch::Tensor project_out(const torch::Tensor& o);
   // rms_norm_rope of q or k across all heads (sums of squares reduced over the tensor group).
-  [[nodiscard]] torch::Tensor norm_heads(const torch::Tensor& x, const RMSNorm& norm, const torch::Tensor& freqs,
-                                         std::int64_t head_dim, const torch::Tensor& bias = {});
+  [[nodiscard]] torch::Tensor norm_heads(const torch::Tensor& x, const RMSNorm& norm,
+                                         const torch::Tensor& freqs, std::int64_t head_dim,
+                                         const torch::Tensor& bias = {});
 
   std::int64_t heads_;  // this shard's
   std::int64_t dim_;    // the whole inner dim (the norms' width)
@@ -203,8 +207,8 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   // [N, 1, head_dim/2]. Elementwise work is fused per libtorch's ability (layers/fused.hpp).
   // With an active `sequence` shard, N is this rank's token shard (self-attention exchanges it).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
-                                      const torch::Tensor& temb_proj,
-                                      const torch::Tensor& rope_freqs, const SequenceShard& sequence = {});
+                                      const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs,
+                                      const SequenceShard& sequence = {});
   // The same with the block's request-invariant part prepared (prepare(context)).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
                                       const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs,
@@ -286,13 +290,15 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // "Sequence parallel"); every rank passes the same inputs and gets the whole output. Null:
   // one rank (no extra work). ModelError when the heads do not split over the group.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const torch::Tensor& context, runtime::Collective* sequence = nullptr);
+                                      const torch::Tensor& context,
+                                      runtime::Collective* sequence = nullptr);
   // context [B, L, text_dim] -> its WanPreparedContext; ModelError for another shape.
   [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context);
   // forward() with a prepared context of the same batch: the same operations in the same
   // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const WanPreparedContext& context, runtime::Collective* sequence = nullptr);
+                                      const WanPreparedContext& context,
+                                      runtime::Collective* sequence = nullptr);
 
   // Moves to device and dtype; the reference's _keep_in_fp32_modules (time_embedder,
   // scale_shift_table, norm1/norm2/norm3) stay float32.
@@ -334,7 +340,8 @@ TORCH_MODULE(WanTransformer3DModel);
 // then to_dtype(device, dtype). Throws WeightsError / ModelError / ConfigError (shard).
 [[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
                                                          torch::ScalarType dtype,
-                                                         torch::Device device, TensorShard shard = {});
+                                                         torch::Device device,
+                                                         TensorShard shard = {});
 
 // FLOPs of one forward as docs/performance.md counts them, generalised to the options:
 // L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text

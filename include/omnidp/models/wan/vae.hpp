@@ -112,8 +112,7 @@ class AutoencoderKLWanImpl : public torch::nn::Module {
   // Runs the decoder over x (post_quant_conv already applied) chunk by chunk with one cache.
   // The unit a spatial tiling would call once per tile.
   [[nodiscard]] torch::Tensor decode_frames(const torch::Tensor& x, std::int64_t chunk_frames);
-  [[nodiscard]] torch::Tensor latent_stat(const std::vector<double>& values,
-                                          const char* name) const;
+  [[nodiscard]] torch::Tensor latent_stat(const std::vector<double>& values, const char* name) const;
 
   AutoencoderKLWanOptions options_;
 };
@@ -122,8 +121,7 @@ TORCH_MODULE(AutoencoderKLWan);
 // Builds the VAE from a Diffusers `vae/` folder (config.json + safetensors, sharded or not)
 // and loads its weights strictly in `dtype` on `device`. Throws WeightsError / ModelError.
 [[nodiscard]] AutoencoderKLWan load_autoencoder_kl_wan(const std::filesystem::path& dir,
-                                                       torch::ScalarType dtype,
-                                                       torch::Device device);
+                                                       torch::ScalarType dtype, torch::Device device);
 
 // Seeded random weights for `weights: random` and tiny-wan: init_random_weights(vae, seed)
 // (weights/state_dict.hpp), then every RMS gain (`*.gamma`, shaped [C,1,1(,1)], which the

@@ -62,8 +62,7 @@ class CausalCache {
 // DupUp3D: repeats channels out*factor/in times and moves them to time and space; on the
 // first chunk it drops the first factor_t - 1 frames.
 [[nodiscard]] torch::Tensor dup_up_3d(const torch::Tensor& x, std::int64_t out_channels,
-                                      std::int64_t factor_t, std::int64_t factor_s,
-                                      bool first_chunk);
+                                      std::int64_t factor_t, std::int64_t factor_s, bool first_chunk);
 
 // WanRMS_norm (no bias): F.normalize over channels (dim 1) * sqrt(dim) * gamma. `images`
 // selects gamma's shape: [dim,1,1] for 4-D inputs, [dim,1,1,1] for 5-D.
@@ -91,7 +90,8 @@ class WanCausalConv3dImpl : public torch::nn::Module {
   // replace the front zero padding and the slot is updated to this chunk's last 2*padding_t
   // inputs; without one, the front is zero padded. with_bias false leaves the bias out (the
   // caller adds it later, fused into the next operation).
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, torch::Tensor* slot = nullptr, bool with_bias = true);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, torch::Tensor* slot = nullptr,
+                                      bool with_bias = true);
   torch::Tensor weight, bias;
 
  private:

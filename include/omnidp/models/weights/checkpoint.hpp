@@ -4,8 +4,8 @@
 // Ownership: a Checkpoint owns its mapped files (move-only). Thread-safety: const member
 // functions may be called concurrently.
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <map>
@@ -39,8 +39,9 @@ class Checkpoint {
   [[nodiscard]] torch::Tensor tensor(std::string_view name,
                                      torch::ScalarType dtype = torch::kFloat32) const;
   // SafetensorsFile::tensor_slice of the file that holds `name`.
-  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
-                                           std::int64_t length, torch::ScalarType dtype = torch::kFloat32) const;
+  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim,
+                                           std::int64_t start, std::int64_t length,
+                                           torch::ScalarType dtype = torch::kFloat32) const;
   // The safetensors file that holds `name` (throws WeightsError for an unknown name).
   [[nodiscard]] const std::filesystem::path& file(std::string_view name) const;
 
@@ -57,7 +58,9 @@ class Checkpoint {
 // `config_file`: a missing folder or config file is a WeightsError naming the file the snapshot
 // lacks and `holds` (what the folder should contain, e.g. "AutoencoderKLWan: config.json +
 // safetensors"). The weights themselves are checked by Checkpoint::open.
-[[nodiscard]] std::filesystem::path snapshot_component(const std::filesystem::path& snapshot, std::string_view name,
-                                                       std::string_view config_file, std::string_view holds);
+[[nodiscard]] std::filesystem::path snapshot_component(const std::filesystem::path& snapshot,
+                                                       std::string_view name,
+                                                       std::string_view config_file,
+                                                       std::string_view holds);
 
 }  // namespace omnidp::models

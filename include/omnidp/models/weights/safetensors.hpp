@@ -62,8 +62,9 @@ class SafetensorsFile {
   // tensor(name, target).narrow(dim, start, length) as an owned contiguous tensor, copying only
   // the slice's bytes out of the mapping (a tensor-parallel shard, docs/models.md). Throws
   // WeightsError naming the file and tensor for a dim or range outside the tensor's shape.
-  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim, std::int64_t start,
-                                           std::int64_t length, torch::ScalarType target = torch::kFloat32) const;
+  [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim,
+                                           std::int64_t start, std::int64_t length,
+                                           torch::ScalarType target = torch::kFloat32) const;
 
  private:
   std::filesystem::path path_;

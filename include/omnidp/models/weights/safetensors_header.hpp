@@ -37,9 +37,9 @@ struct TensorMeta {
 };
 
 struct SafetensorsHeader {
-  std::uint64_t header_size = 0;  // the JSON length (the 8-byte prefix's value)
-  std::uint64_t data_offset = 0;  // file offset of the data section: 8 + header_size
-  std::vector<TensorMeta> tensors;  // sorted by name
+  std::uint64_t header_size = 0;                // the JSON length (the 8-byte prefix's value)
+  std::uint64_t data_offset = 0;                // file offset of the data section: 8 + header_size
+  std::vector<TensorMeta> tensors;              // sorted by name
   std::map<std::string, std::string> metadata;  // `__metadata__`
   // nullptr when absent.
   [[nodiscard]] const TensorMeta* find(std::string_view name) const noexcept;
