@@ -120,9 +120,9 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "latency:      p50 " << fixed(s.latency_p50_s, 3) << " s, p90 " << fixed(s.latency_p90_s, 3)
     << " s, max " << fixed(s.latency_max_s, 3) << " s\n"
     << "scheduling:   efficiency " << fixed(s.scheduling_efficiency, 3) << ", world size "
-    << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size << ", cfg "
-    << s.cfg_parallel_size << ", policy " << (s.policy.empty() ? "-" : s.policy) << ", order "
-    << (s.order.empty() ? "-" : s.order) << "\n"
+    << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size << ", sp "
+    << s.sequence_parallel_size << ", cfg " << s.cfg_parallel_size << ", policy "
+    << (s.policy.empty() ? "-" : s.policy) << ", order " << (s.order.empty() ? "-" : s.order) << "\n"
     << "figures from: " << run.summary_source << "\n";
 
   o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
@@ -172,23 +172,8 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
     j["numerics_profiles"].push_back({{"profile", profile}, {"rows", rows}});
   }
   j["summary_source"] = run.summary_source;
-  j["summary"] = {{"total", s.total},
-                  {"completed", s.completed},
-                  {"failed", s.failed},
-                  {"skipped_resume", s.skipped_resume},
-                  {"interrupted", s.interrupted},
-                  {"makespan_s", s.makespan_s},
-                  {"videos_per_min", s.videos_per_min},
-                  {"latency_p50_s", s.latency_p50_s},
-                  {"latency_p90_s", s.latency_p90_s},
-                  {"latency_max_s", s.latency_max_s},
-                  {"scheduling_efficiency", s.scheduling_efficiency},
-                  {"world_size", s.world_size},
-                  {"replicas", s.replicas},
-                  {"tensor_parallel_size", s.tensor_parallel_size},
-                  {"cfg_parallel_size", s.cfg_parallel_size},
-                  {"policy", s.policy},
-                  {"order", s.order}};
+  j["summary"] = Json::object();
+  for_each_summary_field(s, [&](const char* key, const auto& value) { j["summary"][key] = value; });
   j["per_rank"] = Json::array();
   for (const auto& [rank, f] : per_rank(run)) {
     j["per_rank"].push_back({{"rank", rank},

@@ -336,7 +336,8 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   row("scheduling efficiency", fmt(s.scheduling_efficiency, 3));
   row("layout", "world size " + std::to_string(s.world_size) + ", replicas " +
                     std::to_string(s.replicas) + ", tp " + std::to_string(s.tensor_parallel_size) +
-                    ", cfg " + std::to_string(s.cfg_parallel_size));
+                    ", sp " + std::to_string(s.sequence_parallel_size) + ", cfg " +
+                    std::to_string(s.cfg_parallel_size));
   row("policy", (s.policy.empty() ? "-" : s.policy) + ", order " + (s.order.empty() ? "-" : s.order));
   row("interrupted", s.interrupted ? "yes" : "no");
   row("time span of the rows", span(e.t1 - e.t0));

@@ -5,6 +5,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/summary.hpp"
+#include "omnidp/results/summary_group.hpp"
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::video_export {
@@ -12,40 +13,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace h5 = results::h5;
-
-// The /summary group that results::merge_directory writes (docs/results.md).
-RunSummary read_summary_group(hid_t root, std::string& source) {
-  const h5::Group g = h5::open_group(root, "summary");
-  const hid_t id = g.id();
-  const auto count = [&](const char* name) {
-    return static_cast<std::size_t>(h5::read_int_attribute(id, name));
-  };
-  const auto integer = [&](const char* name) {
-    return static_cast<int>(h5::read_int_attribute(id, name));
-  };
-  RunSummary s;
-  source = h5::read_string_attribute(id, "source");
-  s.total = count("total");
-  s.completed = count("completed");
-  s.failed = count("failed");
-  s.skipped_resume = count("skipped_resume");
-  s.makespan_s = h5::read_double_attribute(id, "makespan_s");
-  s.videos_per_min = h5::read_double_attribute(id, "videos_per_min");
-  s.latency_p50_s = h5::read_double_attribute(id, "latency_p50_s");
-  s.latency_p90_s = h5::read_double_attribute(id, "latency_p90_s");
-  s.latency_max_s = h5::read_double_attribute(id, "latency_max_s");
-  s.scheduling_efficiency = h5::read_double_attribute(id, "scheduling_efficiency");
-  s.world_size = integer("world_size");
-  s.replicas = integer("replicas");
-  s.tensor_parallel_size = integer("tensor_parallel_size");
-  s.cfg_parallel_size = integer("cfg_parallel_size");
-  s.policy = h5::read_string_attribute(id, "policy");
-  s.order = h5::read_string_attribute(id, "order");
-  s.interrupted = h5::read_int_attribute(id, "interrupted") != 0;
-  s.busy_s_per_rank = h5::read_double_dataset(id, "busy_s_per_rank");
-  s.busy_fraction_per_rank = h5::read_double_dataset(id, "busy_fraction_per_rank");
-  return s;
-}
 
 std::vector<ResultRecord> records_of(const std::vector<results::StoredRow>& rows) {
   std::vector<ResultRecord> records;
@@ -87,7 +54,7 @@ StoredRun read_stored_run(const fs::path& path) {
   if (merged) {
     const h5::File f = h5::open_file(run.files.front().string());
     if (h5::link_exists(f.id(), "summary")) {
-      run.summary = read_summary_group(f.id(), run.summary_source);
+      run.summary = results::read_summary_group(f.id(), run.summary_source);
       return run;
     }
   }
@@ -97,7 +64,8 @@ StoredRun read_stored_run(const fs::path& path) {
     run.summary_source = "summary.json";
   } else {
     const auto records = records_of(run.rows);
-    run.summary = results::recompute_summary(records, std::max(run.info.world_size, 1));
+    run.summary = results::recompute_summary(
+        records, results::rank_layout(run.info.config_yaml, std::max(run.info.world_size, 1)));
     run.summary_source = "recomputed";
   }
   return run;

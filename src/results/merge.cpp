@@ -15,6 +15,7 @@
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"
+#include "omnidp/results/summary_group.hpp"
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::results {
@@ -27,33 +28,6 @@ void fsync_path(const std::filesystem::path& path) {
   const int saved = errno;
   ::close(fd);
   if (rc != 0) throw IoError(path.string(), std::string("fsync failed: ") + std::strerror(saved));
-}
-
-void write_summary_group(hid_t root, const RunSummary& s, const std::string& source) {
-  const h5::Group g = h5::create_group(root, "summary");
-  const hid_t id = g.id();
-  const auto count = [](std::size_t v) { return static_cast<std::int64_t>(v); };
-  h5::write_attribute(id, "source", source);
-  h5::write_attribute(id, "total", count(s.total));
-  h5::write_attribute(id, "completed", count(s.completed));
-  h5::write_attribute(id, "failed", count(s.failed));
-  h5::write_attribute(id, "skipped_resume", count(s.skipped_resume));
-  h5::write_attribute(id, "skipped_tasks", count(s.skipped_tasks));
-  h5::write_attribute(id, "makespan_s", s.makespan_s);
-  h5::write_attribute(id, "videos_per_min", s.videos_per_min);
-  h5::write_attribute(id, "latency_p50_s", s.latency_p50_s);
-  h5::write_attribute(id, "latency_p90_s", s.latency_p90_s);
-  h5::write_attribute(id, "latency_max_s", s.latency_max_s);
-  h5::write_attribute(id, "scheduling_efficiency", s.scheduling_efficiency);
-  h5::write_attribute(id, "world_size", static_cast<std::int64_t>(s.world_size));
-  h5::write_attribute(id, "replicas", static_cast<std::int64_t>(s.replicas));
-  h5::write_attribute(id, "tensor_parallel_size", static_cast<std::int64_t>(s.tensor_parallel_size));
-  h5::write_attribute(id, "cfg_parallel_size", static_cast<std::int64_t>(s.cfg_parallel_size));
-  h5::write_attribute(id, "policy", s.policy);
-  h5::write_attribute(id, "order", s.order);
-  h5::write_attribute(id, "interrupted", static_cast<std::int64_t>(s.interrupted ? 1 : 0));
-  h5::write_double_dataset(id, "busy_s_per_rank", s.busy_s_per_rank);
-  h5::write_double_dataset(id, "busy_fraction_per_rank", s.busy_fraction_per_rank);
 }
 
 }  // namespace
@@ -109,7 +83,7 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     std::vector<ResultRecord> records;  // only here: a copy of every row
     records.reserve(selected.size());
     for (const auto& row : selected) records.push_back(row.record);
-    figures = recompute_summary(records, world_size);
+    figures = recompute_summary(records, rank_layout(newest.config_yaml, world_size));
     result.summary_source = "recomputed";
   }
 

@@ -10,42 +10,18 @@
 #include <sstream>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/config.hpp"
 
 namespace omnidp::results {
 namespace {
 
 using nlohmann::json;
 
-template <class T>
-void get_if_present(const json& j, const char* key, T& out) {
-  if (j.contains(key)) out = j.at(key).get<T>();
-}
-
 }  // namespace
 
 std::string summary_to_json(const RunSummary& s) {
-  const json j = {
-      {"total", s.total},
-      {"completed", s.completed},
-      {"failed", s.failed},
-      {"skipped_resume", s.skipped_resume},
-      {"skipped_tasks", s.skipped_tasks},
-      {"makespan_s", s.makespan_s},
-      {"videos_per_min", s.videos_per_min},
-      {"latency_p50_s", s.latency_p50_s},
-      {"latency_p90_s", s.latency_p90_s},
-      {"latency_max_s", s.latency_max_s},
-      {"busy_s_per_rank", s.busy_s_per_rank},
-      {"busy_fraction_per_rank", s.busy_fraction_per_rank},
-      {"scheduling_efficiency", s.scheduling_efficiency},
-      {"world_size", s.world_size},
-      {"replicas", s.replicas},
-      {"tensor_parallel_size", s.tensor_parallel_size},
-      {"cfg_parallel_size", s.cfg_parallel_size},
-      {"policy", s.policy},
-      {"order", s.order},
-      {"interrupted", s.interrupted},
-  };
+  json j = json::object();
+  for_each_summary_field(s, [&](const char* key, const auto& value) { j[key] = value; });
   return j.dump(2) + "\n";
 }
 
@@ -54,26 +30,9 @@ RunSummary summary_from_json(const std::string& text, const std::string& origin)
   try {
     const json j = json::parse(text);
     if (!j.is_object()) throw IoError(origin, "summary JSON is not an object");
-    get_if_present(j, "total", s.total);
-    get_if_present(j, "completed", s.completed);
-    get_if_present(j, "failed", s.failed);
-    get_if_present(j, "skipped_resume", s.skipped_resume);
-    get_if_present(j, "skipped_tasks", s.skipped_tasks);
-    get_if_present(j, "makespan_s", s.makespan_s);
-    get_if_present(j, "videos_per_min", s.videos_per_min);
-    get_if_present(j, "latency_p50_s", s.latency_p50_s);
-    get_if_present(j, "latency_p90_s", s.latency_p90_s);
-    get_if_present(j, "latency_max_s", s.latency_max_s);
-    get_if_present(j, "busy_s_per_rank", s.busy_s_per_rank);
-    get_if_present(j, "busy_fraction_per_rank", s.busy_fraction_per_rank);
-    get_if_present(j, "scheduling_efficiency", s.scheduling_efficiency);
-    get_if_present(j, "world_size", s.world_size);
-    get_if_present(j, "replicas", s.replicas);
-    get_if_present(j, "tensor_parallel_size", s.tensor_parallel_size);
-    get_if_present(j, "cfg_parallel_size", s.cfg_parallel_size);
-    get_if_present(j, "policy", s.policy);
-    get_if_present(j, "order", s.order);
-    get_if_present(j, "interrupted", s.interrupted);
+    for_each_summary_field(s, [&](const char* key, auto& value) {
+      if (j.contains(key)) j.at(key).get_to(value);
+    });
   } catch (const json::exception& e) {
     throw IoError(origin, std::string("malformed summary JSON: ") + e.what());
   }
@@ -119,15 +78,34 @@ double percentile(std::span<const double> values, double q) {
   return sorted[lower] + (sorted[upper] - sorted[lower]) * fraction;
 }
 
-RunSummary recompute_summary(std::span<const ResultRecord> rows, int world_size) {
+RankLayout rank_layout(const std::string& config_yaml, int world_size) {
+  RankLayout layout;
+  layout.world_size = std::max(world_size, 1);
+  if (config_yaml.empty()) return layout;
+  try {
+    const Config config = parse_config_yaml(config_yaml, "the run's configuration");
+    layout.tensor_parallel = std::max(config.parallel.tensor_parallel_size, 1);
+    layout.sequence_parallel = std::max(config.parallel.sequence_parallel_size, 1);
+    layout.cfg_parallel = std::max(config.parallel.cfg_parallel_size, 1);
+    layout.coordinator_works = config.parallel.coordinator_runs_work || layout.world_size == 1;
+  } catch (const std::exception&) {  // not a configuration this build reads
+    return RankLayout{layout.world_size};
+  }
+  return layout;
+}
+
+RunSummary recompute_summary(std::span<const ResultRecord> rows, const RankLayout& layout) {
   RunSummary s;
-  s.world_size = std::max(world_size, 1);
-  s.replicas = s.world_size;
+  const int group = std::max(layout.group_size(), 1);
+  s.world_size = std::max(layout.world_size, 1);
+  s.tensor_parallel_size = layout.tensor_parallel;
+  s.sequence_parallel_size = layout.sequence_parallel;
+  s.cfg_parallel_size = layout.cfg_parallel;
   s.total = rows.size();
   std::vector<double> latencies;
   double first_start = 0.0;
   double last_end = 0.0;
-  std::map<int, double> busy;
+  std::map<int, double> busy;  // per rank: its group's rows
   for (const auto& r : rows) {
     if (r.status == RequestStatus::ok) {
       ++s.completed;
@@ -137,10 +115,13 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, int world_size)
     }
     if (s.completed + s.failed == 1 || r.start_time < first_start) first_start = r.start_time;
     last_end = std::max(last_end, r.end_time);
-    busy[r.rank] += r.seconds;
-    s.world_size = std::max(s.world_size, r.rank + 1);
+    if (r.rank < 0) continue;
+    for (int m = 0; m < group; ++m) busy[r.rank + m] += r.seconds;
+    s.world_size = std::max(s.world_size, r.rank + group);
   }
-  s.replicas = s.world_size;
+  const int extra = s.world_size - layout.world_size;  // ranks the layout did not know of
+  const int working = std::max(layout.working_ranks() + std::max(extra, 0), 1);
+  s.replicas = std::max(working / group, 1);
   s.makespan_s = rows.empty() ? 0.0 : std::max(last_end - first_start, 0.0);
   s.videos_per_min =
       s.makespan_s > 0.0 ? static_cast<double>(s.completed) * 60.0 / s.makespan_s : 0.0;
@@ -150,7 +131,7 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, int world_size)
   s.busy_s_per_rank.assign(static_cast<std::size_t>(s.world_size), 0.0);
   double busy_total = 0.0;
   for (const auto& [rank, seconds] : busy) {
-    if (rank >= 0) s.busy_s_per_rank[static_cast<std::size_t>(rank)] = seconds;
+    s.busy_s_per_rank[static_cast<std::size_t>(rank)] = seconds;
     busy_total += seconds;
   }
   s.busy_fraction_per_rank.reserve(s.busy_s_per_rank.size());
@@ -158,7 +139,7 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, int world_size)
     s.busy_fraction_per_rank.push_back(s.makespan_s > 0.0 ? b / s.makespan_s : 0.0);
   }
   s.scheduling_efficiency =
-      s.makespan_s > 0.0 ? busy_total / (static_cast<double>(s.replicas) * s.makespan_s) : 0.0;
+      s.makespan_s > 0.0 ? busy_total / (static_cast<double>(working) * s.makespan_s) : 0.0;
   return s;
 }
 

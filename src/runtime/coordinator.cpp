@@ -467,6 +467,7 @@ void Coordinator::begin_shutdown() {
   in.replicas = options_.topology.replicas;
   in.world_size = options_.topology.world_size;
   in.tensor_parallel_size = options_.config.parallel.tensor_parallel_size;
+  in.sequence_parallel_size = options_.config.parallel.sequence_parallel_size;
   in.cfg_parallel_size = options_.config.parallel.cfg_parallel_size;
   in.policy = to_string(options_.config.scheduler.policy);
   in.order = to_string(options_.config.scheduler.order);

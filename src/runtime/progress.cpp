@@ -108,6 +108,7 @@ RunSummary make_summary(const SummaryInputs& in) {
                                 ? sum_busy / (in.working_ranks * in.makespan_s)
                                 : 0.0;
   s.tensor_parallel_size = in.tensor_parallel_size;
+  s.sequence_parallel_size = in.sequence_parallel_size;
   s.cfg_parallel_size = in.cfg_parallel_size;
   s.policy = in.policy;
   s.order = in.order;

@@ -86,7 +86,7 @@ TEST_F(InspectCli, TableOfAKnownFile) {
       "makespan:     10.000 s\n"
       "throughput:   18.00 videos/min\n"
       "latency:      p50 2.250 s, p90 3.650 s, max 4.000 s\n"
-      "scheduling:   efficiency 0.500, world size 2, replicas 2, tp 1, cfg 1, policy lpt, "
+      "scheduling:   efficiency 0.500, world size 2, replicas 2, tp 1, sp 1, cfg 1, policy lpt, "
       "order cost\n"
       "figures from: runtime\n"
       "\n"

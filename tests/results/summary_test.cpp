@@ -16,6 +16,7 @@ TEST(Summary, JsonRoundTripOfEveryField) {
   s.completed = 8;
   s.failed = 2;
   s.skipped_resume = 3;
+  s.skipped_tasks = 4;
   s.makespan_s = 61.5;
   s.videos_per_min = 7.8;
   s.latency_p50_s = 5.25;
@@ -27,6 +28,7 @@ TEST(Summary, JsonRoundTripOfEveryField) {
   s.world_size = 2;
   s.replicas = 2;
   s.tensor_parallel_size = 1;
+  s.sequence_parallel_size = 4;
   s.cfg_parallel_size = 2;
   s.policy = "round_robin";
   s.order = "manifest";
@@ -38,6 +40,7 @@ TEST(Summary, JsonRoundTripOfEveryField) {
   EXPECT_EQ(b.completed, s.completed);
   EXPECT_EQ(b.failed, s.failed);
   EXPECT_EQ(b.skipped_resume, s.skipped_resume);
+  EXPECT_EQ(b.skipped_tasks, s.skipped_tasks);
   EXPECT_EQ(b.makespan_s, s.makespan_s);
   EXPECT_EQ(b.videos_per_min, s.videos_per_min);
   EXPECT_EQ(b.latency_p50_s, s.latency_p50_s);
@@ -49,6 +52,7 @@ TEST(Summary, JsonRoundTripOfEveryField) {
   EXPECT_EQ(b.world_size, s.world_size);
   EXPECT_EQ(b.replicas, s.replicas);
   EXPECT_EQ(b.tensor_parallel_size, s.tensor_parallel_size);
+  EXPECT_EQ(b.sequence_parallel_size, s.sequence_parallel_size);
   EXPECT_EQ(b.cfg_parallel_size, s.cfg_parallel_size);
   EXPECT_EQ(b.policy, s.policy);
   EXPECT_EQ(b.order, s.order);
@@ -92,7 +96,7 @@ TEST(Summary, RecomputedFromRows) {
   set(rows[1], 1, 0.0, 20.0, true);
   set(rows[2], 0, 10.0, 30.0, true);
   set(rows[3], 1, 20.0, 5.0, false);
-  const RunSummary s = recompute_summary(rows, 2);
+  const RunSummary s = recompute_summary(rows, RankLayout{2});
   EXPECT_EQ(s.total, 4U);
   EXPECT_EQ(s.completed, 3U);
   EXPECT_EQ(s.failed, 1U);
@@ -105,6 +109,73 @@ TEST(Summary, RecomputedFromRows) {
   EXPECT_EQ(s.busy_fraction_per_rank, (std::vector<double>{1.0, 0.625}));
   EXPECT_EQ(s.scheduling_efficiency, 65.0 / 80.0);
   EXPECT_EQ(s.world_size, 2);
+  EXPECT_EQ(s.replicas, 2);
+}
+
+// Rows of a run with replica groups name only the leaders (ranks 0 and 2 of 2 x CFG 2); every
+// member computed the same requests, so each rank gets its group's seconds and the efficiency
+// counts all four GPUs.
+TEST(Summary, RecomputedFromRowsCreditsEveryRankOfAGroup) {
+  std::vector<ResultRecord> rows(3);
+  const auto set = [](ResultRecord& r, int rank, double start, double seconds) {
+    r.rank = rank;
+    r.start_time = 100.0 + start;
+    r.seconds = seconds;
+    r.end_time = r.start_time + seconds;
+  };
+  set(rows[0], 0, 0.0, 10.0);
+  set(rows[1], 2, 0.0, 8.0);
+  set(rows[2], 0, 10.0, 10.0);
+  RankLayout layout;
+  layout.world_size = 4;
+  layout.cfg_parallel = 2;
+  const RunSummary s = recompute_summary(rows, layout);
+  EXPECT_EQ(s.busy_s_per_rank, (std::vector<double>{20.0, 20.0, 8.0, 8.0}));
+  EXPECT_EQ(s.busy_fraction_per_rank, (std::vector<double>{1.0, 1.0, 0.4, 0.4}));
+  EXPECT_EQ(s.scheduling_efficiency, 56.0 / 80.0);
+  EXPECT_EQ(s.replicas, 2);
+  EXPECT_EQ(s.world_size, 4);
+  EXPECT_EQ(s.cfg_parallel_size, 2);
+  EXPECT_EQ(s.sequence_parallel_size, 1);
+}
+
+// Without the coordinator's work, ranks 1..3 form one group (SP 3): rank 0 stays at 0 busy
+// seconds and is not counted as a GPU of the efficiency.
+TEST(Summary, RecomputedFromRowsLeavesTheIdleCoordinatorOut) {
+  std::vector<ResultRecord> rows(1);
+  rows[0].rank = 1;
+  rows[0].start_time = 0.0;
+  rows[0].seconds = 6.0;
+  rows[0].end_time = 6.0;
+  RankLayout layout;
+  layout.world_size = 4;
+  layout.sequence_parallel = 3;
+  layout.coordinator_works = false;
+  const RunSummary s = recompute_summary(rows, layout);
+  EXPECT_EQ(s.busy_s_per_rank, (std::vector<double>{0.0, 6.0, 6.0, 6.0}));
+  EXPECT_EQ(s.scheduling_efficiency, 1.0);
+  EXPECT_EQ(s.replicas, 1);
+}
+
+TEST(Summary, RankLayoutFromTheRunsConfiguration) {
+  const RankLayout layout = rank_layout(
+      "parallel:\n  tensor_parallel_size: 2\n  sequence_parallel_size: 2\n"
+      "  cfg_parallel_size: 2\n  coordinator_runs_work: false\n",
+      9);
+  EXPECT_EQ(layout.world_size, 9);
+  EXPECT_EQ(layout.tensor_parallel, 2);
+  EXPECT_EQ(layout.sequence_parallel, 2);
+  EXPECT_EQ(layout.cfg_parallel, 2);
+  EXPECT_FALSE(layout.coordinator_works);
+  EXPECT_EQ(layout.group_size(), 8);
+  EXPECT_EQ(layout.working_ranks(), 8);
+  // No configuration, or one this build cannot read: plain data parallelism.
+  for (const char* text : {"", "parallel: [1, 2"}) {
+    const RankLayout plain = rank_layout(text, 3);
+    EXPECT_EQ(plain.world_size, 3) << text;
+    EXPECT_EQ(plain.group_size(), 1) << text;
+    EXPECT_TRUE(plain.coordinator_works) << text;
+  }
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace omnidp {
 enum class RequestStatus { ok, failed };
 [[nodiscard]] const char* to_string(RequestStatus status) noexcept;
 
-// One row of /requests (SPEC section 5) plus the video attributes.
+// One row of /requests (docs/results.md) plus the video attributes.
 struct ResultRecord {
   std::string id;
   std::string input_key;
@@ -43,8 +43,8 @@ struct ResultRecord {
   int fps = 0;
 };
 
-// Figures of a run (SPEC section 9); computed by the coordinator, stored by the merge in
-// /summary and in <dir>/summary.json.
+// Figures of a run (docs/results.md, "results.h5"); computed by the coordinator, stored by the
+// merge in /summary and in <dir>/summary.json.
 struct RunSummary {
   std::size_t total = 0;
   std::size_t completed = 0;
@@ -62,11 +62,40 @@ struct RunSummary {
   int world_size = 1;
   int replicas = 1;
   int tensor_parallel_size = 1;
+  int sequence_parallel_size = 1;
   int cfg_parallel_size = 1;
   std::string policy;
   std::string order;
   bool interrupted = false;
 };
+
+// Every RunSummary field with the name it is stored under (summary.json keys, /summary
+// attributes and datasets, inspect --json), in that order: the one list those formats read.
+// `f(name, field)` is called once per field; works on a const or a mutable summary.
+template <class Summary, class F>
+void for_each_summary_field(Summary& s, F&& f) {
+  f("total", s.total);
+  f("completed", s.completed);
+  f("failed", s.failed);
+  f("skipped_resume", s.skipped_resume);
+  f("skipped_tasks", s.skipped_tasks);
+  f("makespan_s", s.makespan_s);
+  f("videos_per_min", s.videos_per_min);
+  f("latency_p50_s", s.latency_p50_s);
+  f("latency_p90_s", s.latency_p90_s);
+  f("latency_max_s", s.latency_max_s);
+  f("busy_s_per_rank", s.busy_s_per_rank);
+  f("busy_fraction_per_rank", s.busy_fraction_per_rank);
+  f("scheduling_efficiency", s.scheduling_efficiency);
+  f("world_size", s.world_size);
+  f("replicas", s.replicas);
+  f("tensor_parallel_size", s.tensor_parallel_size);
+  f("sequence_parallel_size", s.sequence_parallel_size);
+  f("cfg_parallel_size", s.cfg_parallel_size);
+  f("policy", s.policy);
+  f("order", s.order);
+  f("interrupted", s.interrupted);
+}
 
 // Where a rank's writer puts finished requests. write() returns only when the record (and the
 // video, if given) is durable (written and H5Fflush'ed); only then may the coordinator be told.

@@ -1,5 +1,5 @@
 #pragma once
-// What a run shows on rank 0 (SPEC section 9): the progress line while it runs and the final
+// What a run shows on rank 0 (docs/cli.md): the progress line while it runs and the final
 // summary (printed; written to <dir>/summary.json and, by the merge, to results.h5).
 // Not thread-safe (the coordinator's thread).
 
@@ -59,6 +59,7 @@ struct SummaryInputs {
   int replicas = 1;
   int world_size = 1;
   int tensor_parallel_size = 1;
+  int sequence_parallel_size = 1;
   int cfg_parallel_size = 1;
   std::string policy;
   std::string order;

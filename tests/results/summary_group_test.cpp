@@ -1,0 +1,79 @@
+#include "omnidp/results/summary_group.hpp"
+
+#include <gtest/gtest.h>
+
+#include "omnidp/results/summary.hpp"
+
+#include "results/test_util.hpp"
+
+namespace omnidp::results {
+namespace {
+
+TEST(SummaryGroup, RoundTripOfEveryField) {
+  RunSummary s;
+  s.total = 12;
+  s.completed = 9;
+  s.failed = 3;
+  s.skipped_resume = 2;
+  s.skipped_tasks = 5;
+  s.makespan_s = 33.25;
+  s.videos_per_min = 16.5;
+  s.latency_p50_s = 3.5;
+  s.latency_p90_s = 4.75;
+  s.latency_max_s = 6.0;
+  s.busy_s_per_rank = {30.0, 30.0, 12.5, 12.5};
+  s.busy_fraction_per_rank = {0.9, 0.9, 0.375, 0.375};
+  s.scheduling_efficiency = 0.6375;
+  s.world_size = 4;
+  s.replicas = 1;
+  s.tensor_parallel_size = 2;
+  s.sequence_parallel_size = 2;
+  s.cfg_parallel_size = 1;
+  s.policy = "lpt";
+  s.order = "cost";
+  s.interrupted = true;
+  testing::ScratchDir dir("summary-group");
+  const auto path = (dir.path() / "s.h5").string();
+  {
+    const h5::File f = h5::create_file(path);
+    write_summary_group(f.id(), s, "runtime");
+  }
+  const h5::File f = h5::open_file(path);
+  std::string source;
+  const RunSummary b = read_summary_group(f.id(), source);
+  EXPECT_EQ(source, "runtime");
+  EXPECT_EQ(summary_to_json(b), summary_to_json(s));  // every field of the one list
+  EXPECT_EQ(b.skipped_tasks, 5U);
+  EXPECT_EQ(b.sequence_parallel_size, 2);
+  EXPECT_EQ(b.busy_s_per_rank, s.busy_s_per_rank);
+  EXPECT_TRUE(b.interrupted);
+  const h5::Group g = h5::open_group(f.id(), "summary");
+  EXPECT_EQ(h5::read_int_attribute(g.id(), "sequence_parallel_size"), 2);
+  EXPECT_EQ(h5::read_string_attribute(g.id(), "policy"), "lpt");
+  EXPECT_EQ(h5::read_double_dataset(g.id(), "busy_fraction_per_rank"), s.busy_fraction_per_rank);
+}
+
+// A results.h5 merged before a field existed: what it lacks keeps the default.
+TEST(SummaryGroup, AFieldAnOlderFileLacksKeepsItsDefault) {
+  testing::ScratchDir dir("summary-group-old");
+  const auto path = (dir.path() / "old.h5").string();
+  {
+    const h5::File f = h5::create_file(path);
+    const h5::Group g = h5::create_group(f.id(), "summary");
+    h5::write_attribute(g.id(), "source", std::string_view("recomputed"));
+    h5::write_attribute(g.id(), "total", std::int64_t{7});
+    h5::write_attribute(g.id(), "tensor_parallel_size", std::int64_t{2});
+  }
+  const h5::File f = h5::open_file(path);
+  std::string source;
+  const RunSummary b = read_summary_group(f.id(), source);
+  EXPECT_EQ(source, "recomputed");
+  EXPECT_EQ(b.total, 7U);
+  EXPECT_EQ(b.tensor_parallel_size, 2);
+  EXPECT_EQ(b.sequence_parallel_size, 1);
+  EXPECT_EQ(b.skipped_tasks, 0U);
+  EXPECT_TRUE(b.busy_s_per_rank.empty());
+}
+
+}  // namespace
+}  // namespace omnidp::results
