@@ -79,14 +79,17 @@ def run_fixtures(args):
                     "negative_prompt_embeds", "negative_prompt_embeds_mask", "negative_prompt_embeds_2",
                     "negative_prompt_embeds_mask_2"):
             call[key] = dev(key).to(dtype)
-        out = pipe(num_frames=case["num_frames"], num_inference_steps=case["steps"], latents=dev("latents").to(dtype),
-                   output_type="np", **call)
-        video = np.asarray(out.frames)
+        run = lambda output_type: pipe(num_frames=case["num_frames"], num_inference_steps=case["steps"],
+                                       latents=dev("latents").to(dtype), output_type=output_type, **call).frames
+        # The same sampler twice: once to the latents (output_type="latent"), once to the video.
+        latents = run("latent").float().cpu().numpy()
+        video = np.asarray(run("np"))
         ref = io["video"].numpy()
-        rel_err = float(np.abs(video - ref).max() / max(1.0, np.abs(ref).max()))
+        rel = lambda ours, theirs: float(np.abs(ours - theirs).max() / max(1.0, np.abs(theirs).max()))
         levels, psnr, share = level_stats(to_uint8(video), to_uint8(ref))
         print(f"{name} diffusers {args.dtype} on {args.device} vs the float32 CPU reference: "
-              f"video rel err {rel_err:.3g}, max {levels} uint8 levels, PSNR {psnr:.2f} dB, "
+              f"final_latents rel err {rel(latents, io['final_latents'].numpy()):.3g}, "
+              f"video rel err {rel(video, ref):.3g}, max {levels} uint8 levels, PSNR {psnr:.2f} dB, "
               f"{100 * share:.2f} % of values differ")
 
 

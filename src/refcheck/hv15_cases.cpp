@@ -75,20 +75,6 @@ CaseResult exact_size(const std::string& check, int ours_h, int ours_w, int ref_
   return r;
 }
 
-void compare_video(std::vector<CaseResult>& results, const torch::Tensor& video,
-                   const torch::Tensor& ref_video, double tol) {
-  results.push_back(compare("video", video, ref_video, tol));
-  if (video.sizes() != ref_video.sizes()) return;
-  CaseResult r;
-  r.check = "video_uint8";
-  r.max_rel_error = ((video * 255).round() - (ref_video * 255).round()).abs().max().item<double>();
-  // One level in float32; in bf16 the video's own tolerance in levels (5e-2 x 255 -> 13).
-  r.tolerance = tol < 1e-2 ? 1.0 : std::ceil(255.0 * tol);
-  r.status = r.max_rel_error <= r.tolerance ? CaseResult::Status::pass : CaseResult::Status::fail;
-  r.note = "largest difference in uint8 levels";
-  results.push_back(r);
-}
-
 std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohmann::json& j,
                                           const RefcheckOptions& options, bool i2v,
                                           const Hv15ImageEncoderLoader& load_image_encoder) {
@@ -179,10 +165,8 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
     }
   }
   const auto out = pipeline.sample(in, nullptr);
-  const double tol = tolerance(ToleranceClass::pipeline, options);
-  results.push_back(compare("final_latents", out.final_latents.to(torch::kCPU, torch::kFloat32),
-                            io.tensor("final_latents"), tol));
-  compare_video(results, out.video.to(torch::kCPU, torch::kFloat32), io.tensor("video"), tol);
+  compare_pipeline(results, pipeline_bounds(i2v ? "hv15_pipeline_i2v" : "hv15_pipeline_t2v", options),
+                   out.final_latents, io.tensor("final_latents"), out.video, io.tensor("video"));
   return results;
 }
 

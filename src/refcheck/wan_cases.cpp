@@ -80,26 +80,10 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
         compare("noise_from_seed", noise, in.noise, tolerance(ToleranceClass::exact, options)));
   }
   const auto out = pipeline.sample(in, nullptr);
-  const double tol = tolerance(ToleranceClass::pipeline, options);
-  if (io.contains("final_latents")) {
-    results.push_back(
-        compare("final_latents", cpu_float(out.final_latents), io.tensor("final_latents"), tol));
-  }
-  const auto ref_video = io.tensor("video");
-  const auto video = out.video.cpu();
-  results.push_back(compare("video", video, ref_video, tol));
-  if (video.sizes() == ref_video.sizes()) {
-    const auto ours8 = (video * 255).round();
-    const auto ref8 = (ref_video * 255).round();
-    CaseResult r;
-    r.check = "video_uint8";
-    r.max_rel_error = (ours8 - ref8).abs().max().item<double>();
-    // One level in float32; in bf16 the video's own tolerance in levels (5e-2 x 255 -> 13).
-    r.tolerance = tol < 1e-2 ? 1.0 : std::ceil(255.0 * tol);
-    r.status = r.max_rel_error <= r.tolerance ? CaseResult::Status::pass : CaseResult::Status::fail;
-    r.note = "largest difference in uint8 levels";
-    results.push_back(r);
-  }
+  compare_pipeline(results, pipeline_bounds(i2v ? "wan_pipeline_i2v" : "wan_pipeline_t2v", options),
+                   out.final_latents,
+                   io.contains("final_latents") ? io.tensor("final_latents") : torch::Tensor(),
+                   out.video, io.tensor("video"));
   return results;
 }
 

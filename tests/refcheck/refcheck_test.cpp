@@ -64,6 +64,46 @@ TEST(Tolerance, Documented) {
   EXPECT_EQ(tolerance(ToleranceClass::pipeline, bf16), 5e-2);
 }
 
+TEST(Tolerance, PipelineBoundsFollowTheReferencesOwnBf16Error) {
+  RefcheckOptions fp32;
+  RefcheckOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  const auto expect = [](const PipelineBounds& b, double latents, double video, double levels) {
+    EXPECT_DOUBLE_EQ(b.final_latents, latents);
+    EXPECT_DOUBLE_EQ(b.video, video);
+    EXPECT_EQ(b.video_uint8, levels);
+  };
+  // float32: the fixture README's bounds, for every case.
+  for (const char* kind : {"wan_pipeline_t2v", "hv15_pipeline_t2v", "hv15_pipeline_i2v"}) {
+    expect(pipeline_bounds(kind, fp32), 1e-3, 1e-3, 1.0);
+  }
+  // bf16: the pipeline class, unless the reference itself strays further (1.25 x its error).
+  expect(pipeline_bounds("wan_pipeline_i2v", bf16), 5e-2, 5e-2, 13.0);
+  expect(pipeline_bounds("hv15_pipeline_t2v", bf16), 1.25 * 0.0675, 1.25 * 0.166, 53.0);
+  expect(pipeline_bounds("hv15_pipeline_i2v", bf16), 1.25 * 0.116, 1.25 * 0.109, 35.0);
+}
+
+TEST(Tolerance, ComparePipelineChecksLatentsVideoAndLevels) {
+  const auto ref_video = torch::full({1, 2, 2, 2, 3}, 100.0 / 255.0);  // level 100
+  auto video = ref_video.clone();
+  video.index_put_({0, 0, 0, 0, 0}, 103.0 / 255.0);  // three levels up
+  const auto latents = torch::ones({1, 2, 1, 1, 1});
+  std::vector<CaseResult> results;
+  compare_pipeline(results, {1e-3, 2e-2, 2.0}, latents, latents, video, ref_video);
+  ASSERT_EQ(results.size(), 3U);
+  EXPECT_EQ(results[0].check, "final_latents");
+  EXPECT_EQ(results[0].status, CaseResult::Status::pass);
+  EXPECT_EQ(results[1].check, "video");
+  EXPECT_EQ(results[1].status, CaseResult::Status::pass);  // 3/255 = 1.2e-2 <= 2e-2
+  EXPECT_EQ(results[2].check, "video_uint8");
+  EXPECT_EQ(results[2].max_rel_error, 3.0);
+  EXPECT_EQ(results[2].status, CaseResult::Status::fail);
+  results.clear();
+  compare_pipeline(results, {1e-3, 2e-2, 3.0}, latents, torch::Tensor(), video, ref_video);
+  ASSERT_EQ(results.size(), 2U);  // no reference latents: no latents check
+  EXPECT_EQ(results[1].status, CaseResult::Status::pass);
+}
+
 TEST(Identify, ByCaseJsonThenFolderName) {
   const auto id = [](const char* folder, const char* json) {
     return identify_case(folder, nlohmann::json::parse(json));
