@@ -13,7 +13,7 @@ OMNIDP_PACKAGES=(
   libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev
   libssl-dev libpng-dev libjpeg-dev libsentencepiece-dev libpcre2-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
-  python3-prometheus-client chromium
+  python3-prometheus-client chromium clang-format
 )
 
 # The machine's cores. (GNU nproc honours OMP_NUM_THREADS, which the test command sets to 1

@@ -1,6 +1,6 @@
 #pragma once
-// omni-dp-compare as a library (SPEC section 6): read two result sets, join them by input key,
-// report. HDF5-free header. Plain functions; no shared state.
+// omni-dp-compare as a library (docs/results.md, "omni-dp-compare A B"): read two result sets, join
+// them by input key, report. HDF5-free header. Plain functions; no shared state.
 
 #include <cstddef>
 #include <filesystem>

@@ -1,7 +1,7 @@
 #pragma once
-// The merged view <dir>/results.h5 (SPEC section 5), rebuildable from the rank files at any
-// time (omni-dp-batch --merge-only). HDF5-free header. Called by rank 0 after every writer has
-// closed its file.
+// The merged view <dir>/results.h5 (docs/results.md, "results.h5"), rebuildable from the rank files
+// at any time (omni-dp-batch --merge-only). HDF5-free header. Called by rank 0 after every writer
+// has closed its file.
 
 #include <cstddef>
 #include <filesystem>

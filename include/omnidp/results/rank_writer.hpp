@@ -1,5 +1,5 @@
 #pragma once
-// The writer of one rank's results file, <dir>/rank-NNNNN.h5 (SPEC section 5).
+// The writer of one rank's results file, <dir>/rank-NNNNN.h5 (docs/results.md).
 //
 // Ownership: one RankWriter per rank, created and used by that rank's writer actor only
 // (write() and close() from one thread at a time). HDF5-free header (pimpl).

@@ -1,6 +1,6 @@
 #pragma once
-// The resume scan (SPEC section 7): what an output folder already holds. HDF5-free header.
-// Called by the coordinator (rank 0) at start, before work is handed out.
+// The resume scan (docs/results.md, "Resume"): what an output folder already holds. HDF5-free
+// header. Called by the coordinator (rank 0) at start, before work is handed out.
 
 #include <cstddef>
 #include <filesystem>

@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk layout shared by rank files and results.h5 (SPEC section 5; docs/results.md):
+// The on-disk layout shared by rank files and results.h5 (docs/results.md):
 // the /requests compound table, /videos/<escaped id> datasets and their attributes, and the
 // reversible escaping of ids into HDF5 link names. Internal to the results area.
 

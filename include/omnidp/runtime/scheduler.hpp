@@ -1,5 +1,5 @@
 #pragma once
-// Which request a replica runs next (SPEC section 3, docs/scheduling.md). The coordinator asks
+// Which request a replica runs next (docs/scheduling.md). The coordinator asks
 // next_for(replica) whenever a replica has a free slot (1 running + scheduler.prefetch queued);
 // the queue pulls requests from a streaming RequestSource as it needs them:
 //  - round_robin: request i goes to replica i % R (i = Request::index, its position in the

@@ -1,7 +1,7 @@
 #pragma once
-// Drain signals (SPEC section 7): SIGUSR1 and SIGTERM only count (an async-signal-safe,
-// lock-free atomic increment); the rank's comm thread reads the count and tells the
-// coordinator: 1 = drain, 2 = abandon running requests too.
+// Drain signals (docs/runtime.md, "Signals and drain"): SIGUSR1 and SIGTERM only count (an
+// async-signal-safe, lock-free atomic increment); the rank's comm thread reads the count and tells
+// the coordinator: 1 = drain, 2 = abandon running requests too.
 
 namespace omnidp::runtime {
 

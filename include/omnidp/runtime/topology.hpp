@@ -1,7 +1,7 @@
 #pragma once
-// How the ranks of a job form replicas (SPEC section 2) and which device each rank uses.
-// Pure functions of the configuration and the world size, so every rank computes the same
-// answer without communicating. Thread-safe.
+// How the ranks of a job form replicas (docs/runtime.md, "Replica groups and devices") and which
+// device each rank uses. Pure functions of the configuration and the world size, so every rank
+// computes the same answer without communicating. Thread-safe.
 //
 // Working ranks are 0..W-1, or 1..W-1 with `parallel.coordinator_runs_work: false`. They form
 // consecutive groups of G = tensor_parallel_size x sequence_parallel_size x cfg_parallel_size
