@@ -8,15 +8,24 @@ set -euo pipefail
 build=$1 src=$2 mpiexec=$3 work=$4
 rm -rf "$work"; mkdir -p "$work"
 prefix=$work/prefix
-cmake --install "$build" --prefix "$prefix" > "$work/install.log"
+# On failure, the step's log (the steps write their output to files).
+step() {
+  local log=$1
+  shift
+  "$@" > "$log" 2>&1 || { echo "plugin_e2e: failed: $*"; cat "$log"; exit 1; }
+}
+step "$work/install.log" cmake --install "$build" --prefix "$prefix"
 test -f "$prefix/lib/cmake/omnidp/omnidpConfig.cmake"
 test -f "$prefix/include/omnidp/models/plugin.hpp"
 test -x "$prefix/bin/omni-dp-batch"
 ls "$prefix/lib/"libomnidp_*.a > /dev/null
 
-cmake -S "$src/examples/custom-model" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release > "$work/example-configure.log"
-cmake --build "$work/example" > "$work/example-build.log"
+# The example finds omnidp in the prefix and its dependencies (Torch, ...) where this build found
+# them: the build's own CMAKE_PREFIX_PATH (the GPU machine's libtorch comes from python3's torch).
+deps=$(sed -n 's/^CMAKE_PREFIX_PATH:[A-Z]*=//p' "$build/CMakeCache.txt")
+step "$work/example-configure.log" cmake -S "$src/examples/custom-model" -B "$work/example" \
+  -DCMAKE_PREFIX_PATH="$prefix${deps:+;$deps}" -DCMAKE_BUILD_TYPE=Release
+step "$work/example-build.log" cmake --build "$work/example"
 plugin=$work/example/libcustom_model.so
 test -f "$plugin"
 

@@ -18,7 +18,7 @@ namespace omnidp::results {
 void write_summary_json(const std::filesystem::path& path, const RunSummary& summary);
 [[nodiscard]] RunSummary read_summary_json(const std::filesystem::path& path);
 
-// How a run's ranks worked (docs/runtime.md, "Replica groups"): the working ranks are
+// How a run's ranks worked (docs/runtime.md, "Replica groups and devices"): the working ranks are
 // 0..world_size-1, or 1..world_size-1 when the coordinator does no work, in consecutive groups
 // of tensor x sequence x cfg ranks whose first rank (the leader) writes the group's rows.
 struct RankLayout {

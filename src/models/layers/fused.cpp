@@ -65,7 +65,9 @@ torch::Tensor addcmul_as(const torch::Tensor& self, const torch::Tensor& t1,
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
 #if OMNIDP_TORCH_AT_LEAST(2, 4)
-  if (fused_elementwise()) {
+  // at::rms_norm returns x's dtype; a weight of another dtype keeps the promoted product below,
+  // as on every libtorch.
+  if (fused_elementwise() && (!weight.defined() || weight.scalar_type() == x.scalar_type())) {
     const std::optional<torch::Tensor> w =
         weight.defined() ? std::optional<torch::Tensor>(weight) : std::nullopt;
     return at::rms_norm(x, {x.size(-1)}, w, eps);
