@@ -538,7 +538,8 @@ TEST(MpiJobGroups, LeadersRecordTheRequestsAndMembersReportTheirOwnBusyTime) {
 // device of its local rank (the synthetic model accepts a cuda binding without a GPU).
 TEST(MpiJobDevices, EachRankTakesTheDeviceOfItsLocalRank) {
   TempDir dir("mpi-devices");
-  const auto run = mpirun_job(dir.path(), 4, 2, {"model.device=cuda"});
+  const auto manifest = write_manifest(dir.path(), 4);
+  const auto run = mpirun(2, write_config(dir.path(), manifest), {"model.device=cuda"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto files = results::list_rank_files(dir.path() / "out");
   ASSERT_EQ(files.size(), 2U);
@@ -571,8 +572,9 @@ TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
 
 TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {
   TempDir dir("mpi-hang");
-  const auto run =
-      mpirun_job(dir.path(), 4, 2, {"faults.hang_ids=[r002]", "scheduler.request_timeout_s=1"});
+  const auto manifest = write_manifest(dir.path(), 4);
+  const auto run = mpirun(2, write_config(dir.path(), manifest),
+                          {"faults.hang_ids=[r002]", "scheduler.request_timeout_s=1"});
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("request 'r002' on rank "), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("longer than scheduler.request_timeout_s = 1 s; aborting the job"),
