@@ -1,12 +1,14 @@
 #pragma once
-// Helpers shared by the model benchmarks (omni-dp-bench-model, omni-dp-bench-hv15): timing
-// with device synchronisation, the comma lists and dtype of their options, and main()'s error
-// handling. Header-only, bench-only.
+// Helpers shared by the model benchmarks (omni-dp-bench-model, omni-dp-bench-hv15): the options
+// both take, timing with device synchronisation, the comma lists and dtype of their options, and
+// main()'s error handling. Header-only, bench-only; link CLI11.
 
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -15,6 +17,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/manifest/request.hpp"
 
 namespace omnidp::bench {
 
@@ -24,6 +27,50 @@ inline DType parse_dtype(const std::string& s) {
   if (s == "bf16") return DType::bf16;
   if (s == "fp16") return DType::fp16;
   throw UsageError("--dtype must be fp32, bf16 or fp16");
+}
+
+// The options both model benchmarks take; each sets its own defaults before
+// add_timing_options.
+struct TimingOptions {
+  std::string path;  // a Diffusers snapshot folder; empty: seeded random weights
+  std::uint64_t weights_seed = 0;
+  std::string size;
+  std::string dtype = "fp32";
+  std::string device = "cpu";
+  std::string what;
+  int steps = 0;
+  double guidance = 0.0;
+  int repeat = 3;
+  int warmup = 1;
+  int request_repeat = 1;
+  int threads = 0;
+};
+
+// The help lines that differ between the benchmarks.
+struct TimingHelp {
+  const char* path = "";
+  const char* size = "";
+  const char* what = "";
+  const char* guidance = "";
+};
+
+// --path, --weights-seed, --size, --dtype, --device, --what, --steps, --guidance, --repeat,
+// --request-repeat, --warmup and --threads into `o` (its values are the defaults shown).
+inline void add_timing_options(CLI::App& app, TimingOptions& o, const TimingHelp& help) {
+  app.add_option("--path", o.path, help.path);
+  app.add_option("--weights-seed", o.weights_seed, "seed of the random weights")->capture_default_str();
+  app.add_option("--size", o.size, help.size)->capture_default_str();
+  app.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  app.add_option("--what", o.what, help.what)->capture_default_str();
+  app.add_option("--steps", o.steps, "denoising steps of the full request")->capture_default_str();
+  app.add_option("--guidance", o.guidance, help.guidance)->capture_default_str();
+  app.add_option("--repeat", o.repeat, "timed runs of forward/decode (median reported)")
+      ->capture_default_str();
+  app.add_option("--request-repeat", o.request_repeat, "timed runs of the full request")
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed runs first")->capture_default_str();
+  app.add_option("--threads", o.threads, "torch intra-op threads (0 = default)")->capture_default_str();
 }
 
 // main()'s body: run(argc, argv); an omni-dp Error prints "<name>: <what>" and exits with its
@@ -118,6 +165,22 @@ inline std::vector<VideoSize> parse_sizes(const std::string& text) {
   if (sizes.empty())
     throw UsageError("--size must be WIDTHxHEIGHTxFRAMES[,...], got '" + text + "'");
   return sizes;
+}
+
+// The request of the full-request and generate timings: `size`, --steps at --guidance, flow
+// shift 5.
+inline Request bench_request(const VideoSize& size, const TimingOptions& o) {
+  Request r;
+  r.id = "bench";
+  r.prompt = "A red fox running through fresh snow";
+  r.seed = 1;
+  r.num_frames = size.frames;
+  r.height = size.height;
+  r.width = size.width;
+  r.num_inference_steps = o.steps;
+  r.guidance_scale = o.guidance;
+  r.flow_shift = 5.0;
+  return r;
 }
 
 }  // namespace omnidp::bench

@@ -28,6 +28,7 @@
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 
 namespace {
 
@@ -46,45 +47,27 @@ double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens,
 
 int run(int argc, char** argv) {
   CLI::App app{"omni-dp-bench-hv15: HunyuanVideo-1.5 forward, VAE decode and full-request timings"};
-  std::string path;
-  std::string size = "848x480x121";
-  std::string dtype_arg = "fp32";
-  std::string device_arg = "cpu";
-  std::string what = "forward,decode,request";
+  omnidp::bench::TimingOptions o;
+  o.size = "848x480x121";
+  o.what = "forward,decode,request";
+  o.steps = 50;
+  o.guidance = 6.0;
+  omnidp::bench::add_timing_options(
+      app, o,
+      {.path = "Diffusers snapshot folder (pretrained weights); default: random weights",
+       .size = "WIDTHxHEIGHTxFRAMES, or a comma list (forward at each)",
+       .what = "comma list of forward, decode, request",
+       .guidance = "CFG scale of the full request (1: no CFG)"});
   int layers = -1;
   int refiner_layers = -1;
   int text_valid = 256;
   int glyph_valid = 0;
-  int steps = 50;
-  double guidance = 6.0;
-  int repeat = 3;
-  int warmup = 1;
-  int request_repeat = 1;
-  int threads = 0;
-  std::uint64_t weights_seed = 0;
   bool vae_tiling = false;
   app.add_flag("--vae-tiling", vae_tiling, "decode in 256x256 tiles (Diffusers enable_tiling)");
-  app.add_option("--path", path,
-                 "Diffusers snapshot folder (pretrained weights); default: random weights");
-  app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
   app.add_option("--layers", layers, "double-stream blocks (default: the config's; reduce for CPU)");
   app.add_option("--refiner-layers", refiner_layers, "token refiner blocks (default: the config's)");
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (forward at each)")
-      ->capture_default_str();
-  app.add_option("--dtype", dtype_arg, "fp32 | bf16 | fp16")->capture_default_str();
-  app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option("--what", what, "comma list of forward, decode, request")->capture_default_str();
   app.add_option("--text-valid", text_valid, "valid Qwen tokens (of 1000)")->capture_default_str();
   app.add_option("--glyph-valid", glyph_valid, "valid byT5 tokens (of 256)")->capture_default_str();
-  app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
-  app.add_option("--guidance", guidance, "CFG scale of the full request (1: no CFG)")
-      ->capture_default_str();
-  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")
-      ->capture_default_str();
-  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")
-      ->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
-  app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
   bool eager = false;
   app.add_flag("--eager", eager,
                "the Diffusers-equivalent eager path only: no fused elementwise kernels, libtorch's "
@@ -101,25 +84,25 @@ int run(int argc, char** argv) {
   omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
 
   // --size takes a comma list: forward runs at each size; decode and request at the first.
-  const auto sizes = omnidp::bench::parse_sizes(size);
+  const auto sizes = omnidp::bench::parse_sizes(o.size);
   const int width = sizes.front().width, height = sizes.front().height, frames = sizes.front().frames;
-  if (threads > 0) torch::set_num_threads(threads);
-  const auto dtype = omnidp::models::to_scalar_type(omnidp::bench::parse_dtype(dtype_arg));
-  const torch::Device device(device_arg);
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  const auto dtype = omnidp::models::to_scalar_type(omnidp::bench::parse_dtype(o.dtype));
+  const torch::Device device(o.device);
 
   const auto load_start = Clock::now();
   std::unique_ptr<hv::HunyuanVideo15Pipeline> pipeline;
-  if (!path.empty()) {
+  if (!o.path.empty()) {
     hv::PipelineParts parts;
     parts.transformer =
-        hv::load_transformer(std::filesystem::path(path) / "transformer", dtype, device);
-    parts.vae = hv::load_vae(std::filesystem::path(path) / "vae", dtype, device);
+        hv::load_transformer(std::filesystem::path(o.path) / "transformer", dtype, device);
+    parts.vae = hv::load_vae(std::filesystem::path(o.path) / "vae", dtype, device);
     pipeline = std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), device);
   } else {
     hv::TransformerOptions to;  // the released configuration
     if (layers >= 0) to.num_layers = layers;
     if (refiner_layers >= 0) to.num_refiner_layers = refiner_layers;
-    pipeline = hv::make_random_pipeline(to, hv::VaeOptions{}, weights_seed, dtype, device);
+    pipeline = hv::make_random_pipeline(to, hv::VaeOptions{}, o.weights_seed, dtype, device);
   }
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   if (vae_tiling) {
@@ -134,10 +117,11 @@ int run(int argc, char** argv) {
       shape[2] / to.patch_size_t * (shape[3] / to.patch_size) * (shape[4] / to.patch_size);
 
   std::cout << omnidp::version_line() << "\n"
-            << "model hunyuanvideo-1.5 " << (path.empty() ? "(random weights)" : "(" + path + ")")
-            << ", " << to.num_layers << " blocks, " << to.num_refiner_layers
-            << " refiner blocks, hidden " << to.inner_dim() << "\n"
-            << "device " << device.str() << "  dtype " << dtype_arg << "  threads "
+            << "model hunyuanvideo-1.5 "
+            << (o.path.empty() ? "(random weights)" : "(" + o.path + ")") << ", " << to.num_layers
+            << " blocks, " << to.num_refiner_layers << " refiner blocks, hidden " << to.inner_dim()
+            << "\n"
+            << "device " << device.str() << "  dtype " << o.dtype << "  threads "
             << torch::get_num_threads() << "\n"
             << "size " << width << "x" << height << "x" << frames << "  latent [" << shape[1]
             << ", " << shape[2] << ", " << shape[3] << ", " << shape[4] << "]\n"
@@ -146,7 +130,7 @@ int run(int argc, char** argv) {
             << "load_seconds " << load_s << "\n";
 
   c10::InferenceMode inference;
-  const auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
+  const auto has = [&](const char* w) { return o.what.find(w) != std::string::npos; };
   hv::RandomTextShape text_shape;
   text_shape.text_valid = text_valid;
   text_shape.glyph_valid = glyph_valid;
@@ -172,7 +156,7 @@ int run(int argc, char** argv) {
       omnidp::models::set_fused_elementwise(fused);
       omnidp::models::set_attention_backend(
           omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
-      const auto t = time_it(device, warmup, repeat, [&] { (void)transformer->forward(in); });
+      const auto t = time_it(device, o.warmup, o.repeat, [&] { (void)transformer->forward(in); });
       const double flops = forward_flops(to, ftokens, text_tokens);
       std::cout << "\n[forward] " << whf.text << ", batch 1, padding dropped, "
                 << (fused ? "fused path, attention " + attention
@@ -187,27 +171,22 @@ int run(int argc, char** argv) {
   if (has("decode")) {
     auto vae = pipeline->vae();
     const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
-    const auto t = time_it(device, std::min(warmup, 1), repeat, [&] { (void)vae->decode(z); });
+    const auto t = time_it(device, std::min(o.warmup, 1), o.repeat, [&] { (void)vae->decode(z); });
     std::cout << "\n[decode] " << shape[2] << " latent frames -> " << (shape[2] - 1) * 4 + 1
               << " frames" << (vae_tiling ? ", 256x256 tiles" : ", untiled") << "\n"
               << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n";
   }
   if (has("request")) {
     hv::SampleInputs in;
-    in.num_frames = frames;
-    in.height = height;
-    in.width = width;
-    in.num_inference_steps = steps;
-    in.guidance_scale = guidance;
-    in.flow_shift = 5.0;
+    omnidp::models::set_schedule(in, omnidp::bench::bench_request(sizes.front(), o));
     in.noise = omnidp::models::randn_cpu(shape, 4);
     in.prompt = prompt;
     in.negative = negative;
-    const auto t = time_it(device, std::min(warmup, 1), request_repeat,
+    const auto t = time_it(device, std::min(o.warmup, 1), o.request_repeat,
                            [&] { (void)pipeline->sample(in, nullptr); });
-    const int passes = guidance != 1.0 ? 2 : 1;
-    const double flops = passes * steps * forward_flops(to, tokens, text_tokens);
-    std::cout << "\n[request] " << steps << " steps, guidance " << guidance << " (" << passes
+    const int passes = o.guidance != 1.0 ? 2 : 1;
+    const double flops = passes * o.steps * forward_flops(to, tokens, text_tokens);
+    std::cout << "\n[request] " << o.steps << " steps, guidance " << o.guidance << " (" << passes
               << " forwards per step), VAE decode included\n"
               << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"
               << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";

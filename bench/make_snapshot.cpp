@@ -22,6 +22,7 @@
 
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/text/qwen25vl.hpp"
+#include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/t5.hpp"
 #include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -71,29 +72,11 @@ std::size_t save_sharded(torch::nn::Module& module, const fs::path& dir, const s
   return total;
 }
 
-// GPT-2's byte -> printable unicode map, as byte-level BPE vocabularies spell their base tokens.
-std::string byte_token(int b) {
-  int code = b;
-  if (!((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255))) {
-    int n = 0;
-    for (int x = 0; x < b; ++x) {
-      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) ++n;
-    }
-    code = 256 + n;
-  }
-  std::string out;
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-  return out;
-}
-
 void write_qwen_tokenizer(const fs::path& dir) {
   json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[byte_token(b)] = b;
+  // The 256 byte tokens, spelt by GPT-2's byte -> printable unicode map.
+  for (int b = 0; b < 256; ++b)
+    vocab[omnidp::models::text::byte_level_char(static_cast<unsigned char>(b))] = b;
   write_json(dir / "vocab.json", vocab);
   std::ofstream(dir / "merges.txt") << "#version: 0.2\n";
   json added = json::object();

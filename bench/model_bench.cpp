@@ -29,6 +29,7 @@
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 
 namespace {
@@ -68,50 +69,30 @@ void print_cold_and_warm(const omnidp::bench::ColdAndWarm& t) {
 int run(int argc, char** argv) {
   CLI::App app{"omni-dp-bench-model: Wan transformer forward, full request and VAE decode timings"};
   std::string model = "tiny-wan";
-  std::string path;
-  std::string size = "832x480x33";
-  std::string dtype = "fp32";
-  std::string device_arg = "cpu";
-  std::string what = "forward,request,decode";
+  omnidp::bench::TimingOptions o;
+  o.size = "832x480x33";
+  o.what = "forward,request,decode";
+  o.steps = 30;
+  o.guidance = 5.0;
+  o.repeat = 5;
   int text_tokens = 512;
-  int steps = 30;
-  double guidance = 5.0;
-  int repeat = 5;
-  int warmup = 1;
-  int request_repeat = 1;
-  int threads = 0;
   bool scalar_timestep = false;
   bool no_fuse = false;
-  std::uint64_t weights_seed = 0;
   int decode_chunk = 1;
   std::string batch_list = "1";
   std::string vae_layout = "channels-last";
   int profile_steps = 3;
   std::string cudnn_benchmark;
   app.add_option("--model", model, "tiny-wan | wan2.2-ti2v-5b")->capture_default_str();
-  app.add_option("--path", path,
-                 "Diffusers snapshot folder (pretrained weights); default: seeded random weights");
-  app.add_option("--weights-seed", weights_seed, "seed of the random weights")->capture_default_str();
-  app.add_option("--size", size, "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)")
-      ->capture_default_str();
-  app.add_option("--dtype", dtype, "fp32 | bf16 | fp16")->capture_default_str();
-  app.add_option("--device", device_arg, "cpu | cuda | cuda:N")->capture_default_str();
-  app.add_option(
-         "--what", what,
-         "comma list of forward, request (sampling + decode, first size only), generate (the "
-         "product's path: text encoding, noise, sampling, decode, uint8 frames; first size only), "
-         "decode")
-      ->capture_default_str();
+  omnidp::bench::add_timing_options(
+      app, o,
+      {.path = "Diffusers snapshot folder (pretrained weights); default: seeded random weights",
+       .size = "WIDTHxHEIGHTxFRAMES, or a comma list (one model load)",
+       .what = "comma list of forward, request (sampling + decode, first size only), generate "
+               "(the product's path: text encoding, noise, sampling, decode, uint8 frames; "
+               "first size only), decode",
+       .guidance = "CFG scale of the full request (<= 1: no CFG)"});
   app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
-  app.add_option("--steps", steps, "denoising steps of the full request")->capture_default_str();
-  app.add_option("--guidance", guidance, "CFG scale of the full request (<= 1: no CFG)")
-      ->capture_default_str();
-  app.add_option("--repeat", repeat, "timed runs of forward/decode (median reported)")
-      ->capture_default_str();
-  app.add_option("--request-repeat", request_repeat, "timed runs of the full request")
-      ->capture_default_str();
-  app.add_option("--warmup", warmup, "untimed runs first")->capture_default_str();
-  app.add_option("--threads", threads, "torch intra-op threads (0 = default)")->capture_default_str();
   app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")
       ->capture_default_str();
   app.add_option("--batch", batch_list, "forward batch sizes, a comma list (2 = a CFG step)")
@@ -157,7 +138,7 @@ int run(int argc, char** argv) {
   if (eager) no_fuse = true;
   if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
 
-  const auto sizes = omnidp::bench::parse_sizes(size);
+  const auto sizes = omnidp::bench::parse_sizes(o.size);
   const auto layouts = omnidp::bench::split_list(vae_layout);
   for (const auto& layout : layouts) {
     if (layout != "channels-last" && layout != "contiguous") {
@@ -166,7 +147,7 @@ int run(int argc, char** argv) {
   }
   const auto backends = omnidp::bench::split_list(attention);
   for (const auto& b : backends) (void)omnidp::models::parse_attention_backend(b);
-  if (threads > 0) torch::set_num_threads(threads);
+  if (o.threads > 0) torch::set_num_threads(o.threads);
   std::vector<std::int64_t> batches;
   for (const auto& b : omnidp::bench::split_list(batch_list)) {
     batches.push_back(std::stoll(b));
@@ -175,20 +156,20 @@ int run(int argc, char** argv) {
 
   omnidp::Config config;
   config.model.name = model;
-  config.model.path = path;
+  config.model.path = o.path;
   config.model.weights =
-      path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
-  config.model.weights_seed = weights_seed;
-  config.model.dtype = omnidp::bench::parse_dtype(dtype);
+      o.path.empty() ? omnidp::WeightsSource::random : omnidp::WeightsSource::pretrained;
+  config.model.weights_seed = o.weights_seed;
+  config.model.dtype = omnidp::bench::parse_dtype(o.dtype);
   config.model.device =
-      device_arg.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
+      o.device.rfind("cuda", 0) == 0 ? omnidp::DeviceKind::cuda : omnidp::DeviceKind::cpu;
   config.determinism.strict = strict;
   config.model.offload_text_encoder = offload_text_encoder;
   config.model.fused_kernels = !eager;  // the factory applies it (layers/torch_settings.hpp)
   omnidp::DeviceBinding binding;
   binding.kind = config.model.device;
-  binding.index = device_arg.size() > 5 ? std::stoi(device_arg.substr(5)) : 0;
-  binding.name = device_arg;
+  binding.index = o.device.size() > 5 ? std::stoi(o.device.substr(5)) : 0;
+  binding.name = o.device;
 
   const auto load_start = Clock::now();
   auto owned = omnidp::models::wan::create_wan_pipeline(config, binding);
@@ -202,15 +183,16 @@ int run(int argc, char** argv) {
   const auto tdtype = transformer->dtype();
 
   std::cout << omnidp::version_line() << "\n"
-            << "model " << model << (path.empty() ? " (random weights)" : " (" + path + ")") << "\n"
-            << "device " << device.str() << "  dtype " << dtype << "  threads "
+            << "model " << model << (o.path.empty() ? " (random weights)" : " (" + o.path + ")")
+            << "\n"
+            << "device " << device.str() << "  dtype " << o.dtype << "  threads "
             << torch::get_num_threads() << "\n"
             << "path " << (eager ? "eager (reference expressions)" : "fused")
             << (strict ? "  determinism strict" : "") << "\n"
             << "load_seconds " << load_s << "\n";
 
   c10::InferenceMode inference;
-  const auto has = [&](const char* w) { return what.find(w) != std::string::npos; };
+  const auto has = [&](const char* w) { return o.what.find(w) != std::string::npos; };
   const auto opts = torch::TensorOptions().device(device);
   for (const auto& sz : sizes) {
     const auto shape = pipeline->latent_shape(sz.frames, sz.height, sz.width);
@@ -231,7 +213,7 @@ int run(int argc, char** argv) {
               scalar_timestep ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
                               : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
           const auto forward = [&] { (void)transformer->forward(x, timestep, c); };
-          const auto t = time_it(device, warmup, repeat, forward);
+          const auto t = time_it(device, o.warmup, o.repeat, forward);
           const double flops = static_cast<double>(batch) *
                                omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
           std::cout
@@ -253,18 +235,13 @@ int run(int argc, char** argv) {
       }
       if (has("request") && &sz == &sizes.front()) {  // the first size only
         omnidp::models::wan::WanSampleInputs in;
-        in.num_frames = sz.frames;
-        in.height = sz.height;
-        in.width = sz.width;
-        in.num_inference_steps = steps;
-        in.guidance_scale = guidance;
-        in.flow_shift = 5.0;
+        omnidp::models::set_schedule(in, omnidp::bench::bench_request(sz, o));
         in.noise = omnidp::models::randn_cpu(shape, 4);
         in.prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 5);
         in.negative_prompt_embeds = omnidp::models::randn_cpu({1, text_tokens, to.text_dim}, 6);
-        const int passes = guidance > 1.0 ? 2 : 1;
+        const int passes = o.guidance > 1.0 ? 2 : 1;
         const double flops =
-            passes * steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+            passes * o.steps * omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
         const auto settings = cudnn_benchmark.empty() ? std::vector<std::string>{""}
                                                       : omnidp::bench::split_list(cudnn_benchmark);
         for (const auto& setting : settings) {
@@ -274,8 +251,8 @@ int run(int argc, char** argv) {
             at::globalContext().setBenchmarkCuDNN(setting == "on");
           }
           const auto t = omnidp::bench::time_cold_then_warm(
-              device, warmup, request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
-          std::cout << "\n[request] " << steps << " steps, guidance " << guidance
+              device, o.warmup, o.request_repeat, [&] { (void)pipeline->sample(in, nullptr); });
+          std::cout << "\n[request] " << o.steps << " steps, guidance " << o.guidance
                     << " (CFG as one batch of " << passes << "), VAE decode included, attention "
                     << backend << ", cuDNN autotuning "
                     << (at::globalContext().benchmarkCuDNN() ? "on" : "off") << "\n";
@@ -290,20 +267,11 @@ int run(int argc, char** argv) {
       }
     }
     if (has("generate") && &sz == &sizes.front()) {
-      omnidp::Request req;
-      req.id = "bench";
-      req.prompt = "A red fox running through fresh snow";
-      req.seed = 1;
-      req.num_frames = sz.frames;
-      req.height = sz.height;
-      req.width = sz.width;
-      req.num_inference_steps = steps;
-      req.guidance_scale = guidance;
-      req.flow_shift = 5.0;
+      omnidp::Request req = omnidp::bench::bench_request(sz, o);
       const auto generate = [&] { (void)pipeline->generate(req, omnidp::GenerateContext{}); };
-      const auto t = omnidp::bench::time_cold_then_warm(device, warmup, request_repeat, generate);
-      std::cout << "\n[generate] " << steps << " steps, guidance " << guidance << ", text encoder"
-                << (offload_text_encoder ? " (offloaded)" : " (resident)")
+      const auto t = omnidp::bench::time_cold_then_warm(device, o.warmup, o.request_repeat, generate);
+      std::cout << "\n[generate] " << o.steps << " steps, guidance " << o.guidance
+                << ", text encoder" << (offload_text_encoder ? " (offloaded)" : " (resident)")
                 << ", noise and uint8 frames included\n";
       print_cold_and_warm(t);
       if (!profile.empty()) {
@@ -317,7 +285,7 @@ int run(int argc, char** argv) {
       for (const auto& layout : layouts) {
         vae->set_channels_last(layout == "channels-last");
         const auto decode = [&] { (void)vae->decode(z, decode_chunk); };
-        const auto t = time_it(device, std::min(warmup, 1), repeat, decode);
+        const auto t = time_it(device, std::min(o.warmup, 1), o.repeat, decode);
         std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames
                   << " frames, chunk " << decode_chunk << ", weights " << layout
                   << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";

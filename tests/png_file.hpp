@@ -1,12 +1,14 @@
 #pragma once
-// Test images: an RGB PNG written from its bytes (row-major, 3 bytes a pixel), and the
+// Test images: a PNG written from its bytes, a PNG header without image data, and the
 // gradient most tests use. Link PNG::PNG.
 
 #include <png.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 namespace omnidp::test {
@@ -20,15 +22,42 @@ inline std::vector<std::uint8_t> gradient_rgb(int width, int height, std::size_t
   return pixels;
 }
 
-// True when the file was written.
-[[nodiscard]] inline bool write_rgb_png(const std::filesystem::path& file, int width, int height,
-                                        const std::vector<std::uint8_t>& rgb) {
+// A PNG of `pixels` (row-major, in libpng's simplified-API `format`, e.g. PNG_FORMAT_RGB);
+// true when the file was written.
+[[nodiscard]] inline bool write_png(const std::filesystem::path& file, int width, int height,
+                                    std::uint32_t format, const std::vector<std::uint8_t>& pixels) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(width);
   image.height = static_cast<png_uint_32>(height);
-  image.format = PNG_FORMAT_RGB;
-  return png_image_write_to_file(&image, file.c_str(), 0, rgb.data(), 0, nullptr) != 0;
+  image.format = format;
+  return png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr) != 0;
+}
+
+// True when the file was written.
+[[nodiscard]] inline bool write_rgb_png(const std::filesystem::path& file, int width, int height,
+                                        const std::vector<std::uint8_t>& rgb) {
+  return write_png(file, width, height, PNG_FORMAT_RGB, rgb);
+}
+
+// Only the PNG signature and an IHDR chunk claiming an 8-bit RGB width x height, no image
+// data; true when the file was written.
+[[nodiscard]] inline bool write_png_header(const std::filesystem::path& file, png_uint_32 width,
+                                           png_uint_32 height) {
+  struct Closer {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Closer> out(std::fopen(file.c_str(), "wb"));
+  if (!out) return false;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_init_io(png, out.get());
+  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  png_write_flush(png);
+  png_destroy_write_struct(&png, &info);
+  return true;
 }
 
 }  // namespace omnidp::test

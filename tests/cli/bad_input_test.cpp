@@ -29,6 +29,7 @@
 #include "fixtures.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/result_files.hpp"
+#include "png_file.hpp"
 #include "test_files.hpp"
 
 namespace omnidp {
@@ -51,29 +52,12 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 void write_png(const fs::path& file) {
   std::vector<std::uint8_t> pixels(64 * 64 * 3);
   for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(i * 7);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 64;
-  image.height = 64;
-  image.format = PNG_FORMAT_RGB;
-  ASSERT_NE(png_image_write_to_file(&image, file.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  ASSERT_TRUE(omnidp::test::write_rgb_png(file, 64, 64, pixels)) << file;
 }
 
 // A valid PNG signature and IHDR claiming width x height, and no image data.
 void write_png_header(const fs::path& file, png_uint_32 width, png_uint_32 height) {
-  struct Closer {
-    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-  };
-  std::unique_ptr<std::FILE, Closer> out(std::fopen(file.c_str(), "wb"));
-  ASSERT_TRUE(out);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_init_io(png, out.get());
-  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  png_write_flush(png);
-  png_destroy_write_struct(&png, &info);
+  ASSERT_TRUE(omnidp::test::write_png_header(file, width, height)) << file;
 }
 
 // The synthetic model, small sizes, manifest m.jsonl and output out/ next to the config.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "omnidp/common/version.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -59,28 +60,7 @@ std::size_t count_lines_starting_with(const std::string& text, const std::string
   return count;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = fs::temp_directory_path() /
-            (std::string("omnidp-batch-test-") + info->test_suite_name() + "-" + info->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] fs::path write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream(file, std::ios::binary) << text;
-    return file;
-  }
-
- private:
-  fs::path path_;
-};
+using omnidp::test::TempDir;
 
 // Sets an environment variable for one scope.
 class ScopedEnv {

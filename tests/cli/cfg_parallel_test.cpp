@@ -8,54 +8,39 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures.hpp"
-#include "omnidp/results/summary.hpp"
 #include "parallel_layouts.hpp"
 
 namespace omnidp {
 namespace {
 
 namespace fs = std::filesystem;
-using cli::testing::batch;
 using cli::testing::CmdRun;
 
-fs::path work_dir(const std::string& name) {
-  return cli::testing::layout_dir("cfg_parallel", name);
-}
+const cli::testing::LayoutSuite kSuite{"cfg_parallel", "c", "a lighthouse at dusk", 100};
 
-fs::path write_manifest(const fs::path& dir, int requests) {
-  return cli::testing::write_layout_manifest(dir, requests, "c", "a lighthouse at dusk", 100);
-}
+fs::path work_dir(const std::string& name) { return kSuite.dir(name); }
 
-// The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
+// The layout's run against the single-rank one: videos, rows and per-rank busy seconds (the
+// k-th member's against the k-th leader's).
 void expect_layout(const fs::path& dir, const std::vector<std::string>& model_sets, int requests,
                    int ranks, const std::vector<std::string>& layout,
                    const std::vector<int>& leaders, const std::vector<int>& members) {
-  std::vector<std::string> sets = model_sets;
-  sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
   CmdRun par;
-  cli::testing::expect_videos_match_single_rank(dir, sets, requests, ranks, layout, leaders, par);
-  if (::testing::Test::HasFatalFailure()) return;
-  const RunSummary s = results::read_summary_json(dir / "parallel" / "summary.json");
+  RunSummary s;
+  if (!cli::testing::run_layout(kSuite, dir, model_sets, requests, ranks, layout, leaders, par, s))
+    return;
   EXPECT_EQ(s.cfg_parallel_size, 2);
-  ASSERT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(ranks));
-  for (std::size_t k = 0; k < members.size(); ++k) {
-    const double member = s.busy_s_per_rank[static_cast<std::size_t>(members[k])];
-    const double leader = s.busy_s_per_rank[static_cast<std::size_t>(leaders[k])];
-    EXPECT_GT(member, 0.0) << "rank " << members[k];
-    EXPECT_NE(member, leader) << "rank " << members[k] << " reports its leader's busy seconds";
-  }
-  EXPECT_GT(s.scheduling_efficiency, 0.0);
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t k = 0; k < members.size(); ++k) pairs.emplace_back(members[k], leaders[k]);
+  cli::testing::expect_own_busy_seconds(s, ranks, pairs);
 }
 
 std::vector<std::string> tiny_wan(const std::string& device) {
-  return {"model.name=tiny-wan",          "model.weights=random",
-          "model.device=" + device,       "model.dtype=fp32",
-          "generation.num_frames=5",      "generation.height=32",
-          "generation.width=32",          "generation.num_inference_steps=2",
-          "generation.guidance_scale=5.0"};
+  return cli::testing::tiny_wan_sets(device, 5);
 }
 
 #ifdef OMNIDP_CFG_PARALLEL_GPU
@@ -81,28 +66,9 @@ TEST(CfgParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) 
                 {1, 3}, {2, 4});
 }
 
-// HunyuanVideo-1.5: the fixture's tiny transformer and VAE configs (seeded random weights and
-// text conditioning), its scheduler and guider.
+// HunyuanVideo-1.5: 5 frames of 32 x 32 (cli::testing::hv15_snapshot_sets).
 std::vector<std::string> hv15_sets(const fs::path& dir) {
-  const fs::path snap = dir / "snapshot";
-  fs::create_directories(snap / "transformer");
-  fs::create_directories(snap / "vae");
-  fs::copy_file(test::fixture("diffusers-ref/hv15_transformer/config.json"),
-                snap / "transformer" / "config.json");
-  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"),
-                snap / "vae" / "config.json");
-  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
-  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
-  return {"model.name=hunyuanvideo-1.5",
-          "model.weights=random",
-          "model.path=" + snap.string(),
-          "model.device=cpu",
-          "model.dtype=fp32",
-          "generation.num_frames=5",
-          "generation.height=32",
-          "generation.width=32",
-          "generation.num_inference_steps=2",
-          "generation.guidance_scale=6.0"};
+  return cli::testing::hv15_snapshot_sets(dir, 5, 32, 32);
 }
 
 TEST(CfgParallel, Hv15OneGroupOfTwo) {
@@ -122,15 +88,11 @@ TEST(CfgParallel, TensorParallelOfAModelWithoutItIsAConfigError) {
   const fs::path dir = work_dir("unimplemented");
   // The synthetic model has no transformer to split (Wan and HV15 implement it).
   const std::vector<std::string> sets = {"model.name=synthetic", "model.device=cpu",
-                                         "input.manifest=" + write_manifest(dir, 1).string(),
+                                         "input.manifest=" + kSuite.manifest(dir, 1).string(),
                                          "parallel.tensor_parallel_size=2"};
-  const CmdRun r = batch(1, dir / "out", sets);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(
-      r.output.find("parallel.tensor_parallel_size: 2: tensor parallelism is not implemented by "
-                    "model 'synthetic' (expected 1)"),
-      std::string::npos)
-      << r.output;
+  cli::testing::expect_config_error(dir, sets,
+                                    "parallel.tensor_parallel_size: 2: tensor parallelism is not "
+                                    "implemented by model 'synthetic' (expected 1)");
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The harness of the intra-request parallel end-to-end tests (cfg_parallel_test,
 // sequence_parallel_test): omni-dp-batch on one rank and under mpirun on a parallel layout of
-// the same manifest, their stored videos compared. Needs OMNIDP_BINARY_DIR and
-// OMNIDP_BATCH_EXE (the test target's compile definitions).
+// the same manifest, their stored videos compared; the models they run and their config errors.
+// Needs OMNIDP_BINARY_DIR and OMNIDP_BATCH_EXE (the test target's compile definitions).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -13,9 +13,15 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "fixtures.hpp"
 #include "omnidp/export/stored_results.hpp"
+#include "omnidp/results/summary.hpp"
+#include "test_files.hpp"
 
 namespace omnidp::cli::testing {
 
@@ -121,6 +127,108 @@ inline void expect_videos_match_single_rank(const std::filesystem::path& dir,
     EXPECT_NE(std::find(leaders.begin(), leaders.end(), row.record.rank), leaders.end())
         << row.record.id << " recorded by rank " << row.record.rank;
   }
+}
+
+// One end-to-end suite: its folders <build>/tests/cli/<name>/<test> and its manifests.
+struct LayoutSuite {
+  std::string name;
+  std::string id_prefix;
+  std::string prompt;
+  int first_seed = 0;
+
+  // An empty folder for one test.
+  [[nodiscard]] std::filesystem::path dir(const std::string& test) const {
+    return layout_dir(name, test);
+  }
+  // `requests` lines of <dir>/manifest.jsonl (write_layout_manifest).
+  [[nodiscard]] std::filesystem::path manifest(const std::filesystem::path& dir, int requests) const {
+    return write_layout_manifest(dir, requests, id_prefix, prompt, first_seed);
+  }
+};
+
+// tiny-wan on `device` (fp32, seeded random weights), `frames` frames of 32 x 32, 2 steps.
+inline std::vector<std::string> tiny_wan_sets(const std::string& device, int frames) {
+  return {"model.name=tiny-wan",
+          "model.weights=random",
+          "model.device=" + device,
+          "model.dtype=fp32",
+          "generation.num_frames=" + std::to_string(frames),
+          "generation.height=32",
+          "generation.width=32",
+          "generation.num_inference_steps=2",
+          "generation.guidance_scale=5.0"};
+}
+
+// HunyuanVideo-1.5 on the CPU (fp32, seeded random weights and text conditioning) from a
+// snapshot in <dir>/snapshot: the fixture's tiny transformer (2 heads; `heads` > 0 rewrites it
+// to that many heads of 128 / heads, the RoPE axes scaled alike) and VAE configs, its scheduler
+// and guider; `frames` frames of `height` x `width`, 2 steps. Needs the fixtures.
+inline std::vector<std::string> hv15_snapshot_sets(const std::filesystem::path& dir, int frames,
+                                                   int height, int width, int heads = 0) {
+  namespace fs = std::filesystem;
+  const fs::path snap = dir / "snapshot";
+  fs::create_directories(snap / "vae");
+  auto config =
+      nlohmann::json::parse(read_text(test::fixture("diffusers-ref/hv15_transformer/config.json")));
+  if (heads > 0) {
+    const int dim =
+        config.at("num_attention_heads").get<int>() * config.at("attention_head_dim").get<int>();
+    const int head_dim = dim / heads;
+    config["num_attention_heads"] = heads;
+    config["attention_head_dim"] = head_dim;
+    config["rope_axes_dim"] = {head_dim / 4, 3 * head_dim / 8, 3 * head_dim / 8};
+  }
+  write_text(snap / "transformer" / "config.json", config.dump(1));
+  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"),
+                snap / "vae" / "config.json");
+  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
+  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
+  return {"model.name=hunyuanvideo-1.5",
+          "model.weights=random",
+          "model.path=" + snap.string(),
+          "model.device=cpu",
+          "model.dtype=fp32",
+          "generation.num_frames=" + std::to_string(frames),
+          "generation.height=" + std::to_string(height),
+          "generation.width=" + std::to_string(width),
+          "generation.num_inference_steps=2",
+          "generation.guidance_scale=6.0"};
+}
+
+// `model_sets` with a manifest of `requests` lines through expect_videos_match_single_rank;
+// the parallel run and its summary.json in `parallel` and `summary`. False when a fatal
+// failure stopped the checks.
+inline bool run_layout(const LayoutSuite& suite, const std::filesystem::path& dir,
+                       std::vector<std::string> model_sets, int requests, int ranks,
+                       const std::vector<std::string>& layout, const std::vector<int>& leaders,
+                       CmdRun& parallel, RunSummary& summary) {
+  model_sets.push_back("input.manifest=" + suite.manifest(dir, requests).string());
+  expect_videos_match_single_rank(dir, model_sets, requests, ranks, layout, leaders, parallel);
+  if (::testing::Test::HasFatalFailure()) return false;
+  summary = results::read_summary_json(dir / "parallel" / "summary.json");
+  return true;
+}
+
+// The summary of `ranks` ranks: each (member, leader) pair's member has busy seconds of its
+// own (non-zero, not the leader's).
+inline void expect_own_busy_seconds(const RunSummary& s, int ranks,
+                                    const std::vector<std::pair<int, int>>& member_leader) {
+  ASSERT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(ranks));
+  for (const auto& [member, leader] : member_leader) {
+    const double busy = s.busy_s_per_rank[static_cast<std::size_t>(member)];
+    EXPECT_GT(busy, 0.0) << "rank " << member;
+    EXPECT_NE(busy, s.busy_s_per_rank[static_cast<std::size_t>(leader)])
+        << "rank " << member << " reports the busy seconds of leader rank " << leader;
+  }
+  EXPECT_GT(s.scheduling_efficiency, 0.0);
+}
+
+// omni-dp-batch on one rank with `sets` into <dir>/out: exit 2 with `message` in its output.
+inline void expect_config_error(const std::filesystem::path& dir,
+                                const std::vector<std::string>& sets, const std::string& message) {
+  const CmdRun r = batch(1, dir / "out", sets);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
 }
 
 }  // namespace omnidp::cli::testing

@@ -8,17 +8,14 @@
 // roles too.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fixtures.hpp"
-#include "omnidp/results/summary.hpp"
 #include "parallel_layouts.hpp"
-#include "test_files.hpp"
 
 namespace omnidp {
 namespace {
@@ -27,48 +24,34 @@ namespace fs = std::filesystem;
 using cli::testing::batch;
 using cli::testing::CmdRun;
 
-fs::path work_dir(const std::string& name) {
-  return cli::testing::layout_dir("sequence_parallel", name);
-}
+const cli::testing::LayoutSuite kSuite{"sequence_parallel", "s", "a harbour in the rain", 200};
+
+fs::path work_dir(const std::string& name) { return kSuite.dir(name); }
 
 fs::path write_manifest(const fs::path& dir, int requests) {
-  return cli::testing::write_layout_manifest(dir, requests, "s", "a harbour in the rain", 200);
+  return kSuite.manifest(dir, requests);
 }
 
-// The layout's run against the single-rank one: videos, rows and per-rank busy seconds.
+// The layout's run against the single-rank one: videos, rows and per-rank busy seconds (each
+// member's against every leader's).
 // `axis`: an axis the layout has ("sequence", "tensor"), whose collectives the run logs.
 void expect_layout(const fs::path& dir, const std::vector<std::string>& model_sets, int requests,
                    int ranks, const std::vector<std::string>& layout, const std::vector<int>& leaders,
                    const std::vector<int>& members, const std::string& axis = "sequence") {
-  std::vector<std::string> sets = model_sets;
-  sets.push_back("input.manifest=" + write_manifest(dir, requests).string());
   CmdRun par;
-  cli::testing::expect_videos_match_single_rank(dir, sets, requests, ranks, layout, leaders, par);
-  if (::testing::Test::HasFatalFailure()) return;
+  RunSummary s;
+  if (!cli::testing::run_layout(kSuite, dir, model_sets, requests, ranks, layout, leaders, par, s))
+    return;
   EXPECT_NE(par.output.find(axis + " axis (world ranks "), std::string::npos) << par.output;
-  const RunSummary s = results::read_summary_json(dir / "parallel" / "summary.json");
-  ASSERT_EQ(s.busy_s_per_rank.size(), static_cast<std::size_t>(ranks));
+  std::vector<std::pair<int, int>> pairs;
   for (const int member : members) {
-    const double busy = s.busy_s_per_rank[static_cast<std::size_t>(member)];
-    EXPECT_GT(busy, 0.0) << "rank " << member;
-    for (const int leader : leaders) {
-      EXPECT_NE(busy, s.busy_s_per_rank[static_cast<std::size_t>(leader)])
-          << "rank " << member << " reports a leader's busy seconds";
-    }
+    for (const int leader : leaders) pairs.emplace_back(member, leader);
   }
-  EXPECT_GT(s.scheduling_efficiency, 0.0);
+  cli::testing::expect_own_busy_seconds(s, ranks, pairs);
 }
 
 // 9 frames of 32 x 32: 3 latent frames of one patch, so a group of 2 pads its last shard.
-const std::vector<std::string> kTinyWan = {"model.name=tiny-wan",
-                                           "model.weights=random",
-                                           "model.device=cpu",
-                                           "model.dtype=fp32",
-                                           "generation.num_frames=9",
-                                           "generation.height=32",
-                                           "generation.width=32",
-                                           "generation.num_inference_steps=2",
-                                           "generation.guidance_scale=5.0"};
+const std::vector<std::string> kTinyWan = cli::testing::tiny_wan_sets("cpu", 9);
 
 #ifdef OMNIDP_PARALLEL_GPU
 // The GPU build (label gpu): two ranks of a group on one GPU, so the collectives take the MPI
@@ -112,38 +95,10 @@ TEST(SequenceParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordina
                 {1, 3}, {2, 4});
 }
 
-// HunyuanVideo-1.5: the fixture's tiny transformer (2 heads; `heads` > 0 rewrites it to that
-// many heads of 128 / heads, the RoPE axes scaled alike) and VAE configs (seeded random weights
-// and text conditioning), its scheduler and guider. 9 frames of 32 x 48: 3 x 2 x 3 = 18 tokens,
-// so a group of 4 pads its last shard.
+// HunyuanVideo-1.5 (cli::testing::hv15_snapshot_sets): 9 frames of 32 x 48: 3 x 2 x 3 = 18
+// tokens, so a group of 4 pads its last shard.
 std::vector<std::string> hv15_sets(const fs::path& dir, int heads = 0) {
-  const fs::path snap = dir / "snapshot";
-  fs::create_directories(snap / "vae");
-  auto config = nlohmann::json::parse(
-      cli::testing::read_text(test::fixture("diffusers-ref/hv15_transformer/config.json")));
-  if (heads > 0) {
-    const int dim =
-        config.at("num_attention_heads").get<int>() * config.at("attention_head_dim").get<int>();
-    const int head_dim = dim / heads;
-    config["num_attention_heads"] = heads;
-    config["attention_head_dim"] = head_dim;
-    config["rope_axes_dim"] = {head_dim / 4, 3 * head_dim / 8, 3 * head_dim / 8};
-  }
-  cli::testing::write_text(snap / "transformer" / "config.json", config.dump(1));
-  fs::copy_file(test::fixture("diffusers-ref/hv15_vae_encode/config.json"),
-                snap / "vae" / "config.json");
-  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/scheduler"), snap / "scheduler");
-  fs::copy(test::fixture("diffusers-ref/hv15_pipeline_t2v/guider"), snap / "guider");
-  return {"model.name=hunyuanvideo-1.5",
-          "model.weights=random",
-          "model.path=" + snap.string(),
-          "model.device=cpu",
-          "model.dtype=fp32",
-          "generation.num_frames=9",
-          "generation.height=32",
-          "generation.width=48",
-          "generation.num_inference_steps=2",
-          "generation.guidance_scale=6.0"};
+  return cli::testing::hv15_snapshot_sets(dir, 9, 32, 48, heads);
 }
 
 TEST(SequenceParallel, Hv15OneGroupOfTwo) {
@@ -205,13 +160,10 @@ TEST(TensorParallel, HeadsThatDoNotSplitAreConfigErrors) {
   std::vector<std::string> sets = kTinyWan;
   sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
   sets.push_back("parallel.tensor_parallel_size=4");
-  const CmdRun r = batch(1, dir / "out", sets);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(
-      r.output.find("parallel.tensor_parallel_size: 4 does not divide the 2 attention heads of "
-                    "model 'tiny-wan' (tensor parallelism splits the heads: use a divisor of 2)"),
-      std::string::npos)
-      << r.output;
+  cli::testing::expect_config_error(
+      dir, sets,
+      "parallel.tensor_parallel_size: 4 does not divide the 2 attention heads of model 'tiny-wan' "
+      "(tensor parallelism splits the heads: use a divisor of 2)");
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
@@ -222,21 +174,14 @@ TEST(SequenceParallel, HeadsThatDoNotSplitAndTwoNamesThatDisagreeAreConfigErrors
   auto with = [&](const std::vector<std::string>& more) {
     auto s = sets;
     s.insert(s.end(), more.begin(), more.end());
-    return batch(1, dir / "out", s);
+    return s;
   };
-  CmdRun r = with({"parallel.sequence_parallel_size=4"});
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(
-      r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
-                    "model 'tiny-wan'"),
-      std::string::npos)
-      << r.output;
-  r = with({"parallel.sequence_parallel_size=2", "parallel.ulysses_degree=1"});
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(
-      r.output.find("parallel.ulysses_degree: 1 disagrees with parallel.sequence_parallel_size 2"),
-      std::string::npos)
-      << r.output;
+  cli::testing::expect_config_error(dir, with({"parallel.sequence_parallel_size=4"}),
+                                    "parallel.sequence_parallel_size: 4 does not divide the 2 "
+                                    "attention heads of model 'tiny-wan'");
+  cli::testing::expect_config_error(
+      dir, with({"parallel.sequence_parallel_size=2", "parallel.ulysses_degree=1"}),
+      "parallel.ulysses_degree: 1 disagrees with parallel.sequence_parallel_size 2");
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
@@ -246,13 +191,9 @@ TEST(SequenceParallel, HeadsOfASnapshotConfigDecide) {
   std::vector<std::string> sets = hv15_sets(dir);  // the fixture's 2 heads, not the released 16
   sets.push_back("input.manifest=" + write_manifest(dir, 1).string());
   sets.push_back("parallel.sequence_parallel_size=4");
-  const CmdRun r = batch(1, dir / "out", sets);
-  EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(
-      r.output.find("parallel.sequence_parallel_size: 4 does not divide the 2 attention heads of "
-                    "model 'hunyuanvideo-1.5'"),
-      std::string::npos)
-      << r.output;
+  cli::testing::expect_config_error(dir, sets,
+                                    "parallel.sequence_parallel_size: 4 does not divide the 2 "
+                                    "attention heads of model 'hunyuanvideo-1.5'");
 }
 
 TEST(SequenceParallel, DryRunNamesEachRanksSequenceShard) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
 #include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
@@ -129,27 +130,8 @@ void widened_component(const fs::path& from, const fs::path& to,
 
 // ---- tokenizers written by the test
 
-// GPT-2's byte-to-unicode map (byte-level BPE): printable Latin-1 maps to itself, the rest to
-// U+0100 on, in byte order.
-std::string byte_level_char(int b) {
-  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  int cp = b;
-  if (!printable) {
-    int n = 0;
-    for (int x = 0; x < b; ++x) {
-      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174 && x <= 255))) ++n;
-    }
-    cp = 256 + n;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
+// GPT-2's byte-to-unicode map (byte-level BPE), as the tokenizer reads it.
+using models::text::byte_level_char;
 
 // A Qwen2 byte-level BPE folder: the 256 byte tokens, two merges, the chat template's special
 // tokens (ids below the fixture model's vocab_size 512).

@@ -9,11 +9,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "error_of.hpp"
 #include "omnidp/common/error.hpp"
+#include "png_file.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp {
 namespace {
@@ -37,27 +41,12 @@ std::vector<std::uint8_t> pattern(int width, int height, int channels) {
 
 void write_png(const fs::path& path, int width, int height, std::uint32_t format,
                const std::vector<std::uint8_t>& pixels) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = format;
-  ASSERT_NE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr), 0)
-      << image.message;
+  ASSERT_TRUE(omnidp::test::write_png(path, width, height, format, pixels)) << path;
 }
 
 // Only the signature and the IHDR chunk: a header claiming width x height, no image data.
 void write_png_header_only(const fs::path& path, png_uint_32 width, png_uint_32 height) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
-  ASSERT_TRUE(file);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_init_io(png, file.get());
-  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  png_write_flush(png);
-  png_destroy_write_struct(&png, &info);
+  ASSERT_TRUE(omnidp::test::write_png_header(path, width, height)) << path;
 }
 
 void write_jpeg(const fs::path& path, int width, int height, int components,
@@ -95,25 +84,14 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 // The message of the InputError `fn` throws ("" if it throws nothing).
-template <typename Fn>
-std::string input_error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+std::string input_error_of(const std::function<void()>& fn) {
+  return omnidp::test::error_of<InputError>(fn);
 }
 
 class ImageTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("omnidp_image_test_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  omnidp::test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(ImageTest, PngRgbProbeAndDecodeExact) {

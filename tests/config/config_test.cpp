@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp {
 namespace {
@@ -58,24 +59,7 @@ std::string override_error(const std::vector<std::string>& sets) {
   return "";
 }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ =
-        fs::temp_directory_path() /
-        ("omnidp-config-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using omnidp::test::TempDir;
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

@@ -12,6 +12,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp {
 namespace {
@@ -34,18 +35,12 @@ std::string read_file(const fs::path& path) {
 class FileHashCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("omnidp_hash_cache_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     a_ = (dir_ / "a.bin").string();
     b_ = (dir_ / "b.bin").string();
     write_file(a_, "first file");
     write_file(b_, "second file");
     cache_file_ = file_hash_cache_path(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // A cache whose hasher counts its calls (and hashes for real).
   FileHashCache counting_cache() {
@@ -60,7 +55,8 @@ class FileHashCacheTest : public ::testing::Test {
     return s.value_or(FileStamp{});
   }
 
-  fs::path dir_;
+  omnidp::test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
   std::string a_;
   std::string b_;
   fs::path cache_file_;

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "omnidp/manifest/manifest.hpp"
+#include "request_shape.hpp"
 
 namespace omnidp {
 namespace {
 
 // The fixed request of the format pin below.
 Request fixed_request() {
-  Request r;
+  Request r = test::sized_request(9, 64, 96, 4, 5.5, 3.0);
   r.id = "fox-001";
   r.prompt = "a \"red\" fox \xE2\x80\x94 snow";  // an em dash: UTF-8 bytes stay raw
   r.negative_prompt = "blurry";
@@ -25,12 +26,6 @@ Request fixed_request() {
   r.task = Task::i2v;
   r.image = "/data/fox.png";
   r.image_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
-  r.num_frames = 9;
-  r.height = 64;
-  r.width = 96;
-  r.num_inference_steps = 4;
-  r.guidance_scale = 5.5;
-  r.flow_shift = 3.0;
   r.fps = 16;
   return r;
 }

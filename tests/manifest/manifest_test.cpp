@@ -9,23 +9,23 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "error_of.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/manifest/input_key.hpp"
+#include "png_file.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct FileCloser {
-  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-};
 
 void write_file(const fs::path& path, const std::string& content) {
   fs::create_directories(path.parent_path());
@@ -37,27 +37,13 @@ void write_file(const fs::path& path, const std::string& content) {
 void write_png(const fs::path& path, std::uint8_t shade) {
   fs::create_directories(path.parent_path());
   const std::vector<std::uint8_t> pixels(4 * 4 * 3, shade);
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 4;
-  image.height = 4;
-  image.format = PNG_FORMAT_RGB;
-  ASSERT_NE(png_image_write_to_file(&image, path.c_str(), 0, pixels.data(), 0, nullptr), 0);
+  ASSERT_TRUE(omnidp::test::write_rgb_png(path, 4, 4, pixels)) << path;
 }
 
 // A PNG signature and IHDR claiming width x height, and nothing else.
 void write_png_header(const fs::path& path, png_uint_32 width, png_uint_32 height) {
   fs::create_directories(path.parent_path());
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
-  ASSERT_TRUE(file);
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_init_io(png, file.get());
-  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  png_write_flush(png);
-  png_destroy_write_struct(&png, &info);
+  ASSERT_TRUE(omnidp::test::write_png_header(path, width, height)) << path;
 }
 
 GenerationConfig test_defaults() {
@@ -74,30 +60,19 @@ GenerationConfig test_defaults() {
   return g;
 }
 
-template <typename Fn>
-std::string manifest_error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const ManifestError& e) {
-    return e.what();
-  }
-  return "(no ManifestError)";
+std::string manifest_error_of(const std::function<void()>& fn) {
+  return omnidp::test::error_of<ManifestError>(fn);
 }
 
 class ManifestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    base_ = fs::temp_directory_path() /
-            ("omnidp_manifest_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(base_);
-    fs::create_directories(base_ / "job");
-    base_ = fs::canonical(base_);
+    fs::create_directories(tmp_.path() / "job");
+    base_ = fs::canonical(tmp_.path());
     dir_ = base_ / "job";
     manifest_ = dir_ / "m.jsonl";
     file_ = manifest_.string();
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   [[nodiscard]] ManifestOptions options() const {
     ManifestOptions o;
@@ -127,6 +102,7 @@ class ManifestTest : public ::testing::Test {
   // The same for a one-line manifest.
   std::string line_error(const std::string& line) const { return error_of(line + "\n"); }
 
+  omnidp::test::TempDir tmp_;
   fs::path base_;
   fs::path dir_;
   fs::path manifest_;

@@ -10,6 +10,7 @@
 
 #include "error_of.hpp"
 #include "omnidp/common/error.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -18,20 +19,11 @@ namespace fs = std::filesystem;
 
 class ConfigJson : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("omnidp-config-json-" + std::to_string(std::random_device{}()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   fs::path write(const std::string& name, const std::string& text) const {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return dir_ / name;
+    return tmp_.write(name, text);
   }
-  fs::path dir_;
+  omnidp::test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 std::string weights_error(const std::function<void()>& f) {

@@ -5,6 +5,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/cost.hpp"
+#include "request_shape.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -18,14 +19,9 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 Request request(const std::string& id, std::uint64_t seed, int frames, int h, int w, int steps) {
-  Request r;
+  Request r = test::sized_request(frames, h, w, steps, 6.0, 0.0);
   r.id = id;
   r.seed = seed;
-  r.num_frames = frames;
-  r.height = h;
-  r.width = w;
-  r.num_inference_steps = steps;
-  r.guidance_scale = 6.0;
   return r;
 }
 

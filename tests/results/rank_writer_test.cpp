@@ -93,23 +93,7 @@ TEST(RankWriter, RoundTripOfEveryColumnAndAttribute) {
     const auto& a = *expected[i];
     const auto& b = rows[i].record;
     SCOPED_TRACE(a.id);
-    EXPECT_EQ(b.id, a.id);
-    EXPECT_EQ(b.input_key, a.input_key);
-    EXPECT_EQ(b.video_sha256, a.video_sha256);
-    EXPECT_EQ(b.status, a.status);
-    EXPECT_EQ(b.error, a.error);
-    EXPECT_EQ(b.rank, a.rank);
-    EXPECT_EQ(b.replica, a.replica);
-    EXPECT_EQ(b.host, a.host);
-    EXPECT_EQ(b.device, a.device);
-    EXPECT_EQ(b.start_time, a.start_time);
-    EXPECT_EQ(b.end_time, a.end_time);
-    EXPECT_EQ(b.seconds, a.seconds);
-    EXPECT_EQ(b.frames, a.frames);
-    EXPECT_EQ(b.height, a.height);
-    EXPECT_EQ(b.width, a.width);
-    EXPECT_EQ(b.steps, a.steps);
-    EXPECT_EQ(b.attempt, a.attempt);
+    testing::expect_same_row_columns(b, a);
     EXPECT_EQ(rows[i].video_present, a.status == RequestStatus::ok);
     EXPECT_EQ(rows[i].video_expected, a.status == RequestStatus::ok);
   }

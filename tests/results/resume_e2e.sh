@@ -11,6 +11,17 @@ SECONDS_PER_GCOST=400
 source "$(dirname "$0")/e2e_lib.sh"
 rm -rf "$WORK" && mkdir -p "$WORK"
 
+# resumed NAME RANKS: the run in $WORK/NAME resumed on RANKS ranks exits 0, and its results.h5
+# then holds every request once, each generated once, hash for hash the uninterrupted run's.
+resumed() {
+  local name=$1 ranks=$2
+  expect_rc "resumed $name on $ranks ranks" 0 "$(batch "$ranks" "$WORK/$name")" "$WORK/$name.log"
+  [[ "$(rows "$WORK/$name/results.h5")" == "$requests" ]] || fail "$name: merged row count"
+  [[ "$(rank_rows "$WORK/$name")" == "$requests" ]] || fail "$name: a request was generated twice"
+  compare_ok "$WORK/full/results.h5" "$WORK/$name/results.h5"
+  compare_ok "$WORK/$name/results.h5" "$WORK/full/results.h5"
+}
+
 expect_rc "uninterrupted N=2" 0 "$(batch 2 "$WORK/full")" "$WORK/full.log"
 requests=$(rows "$WORK/full/results.h5")
 [[ "$requests" -gt 6 ]] || fail "the manifest is too small for this test ($requests)"
@@ -21,11 +32,7 @@ expect_rc "drained run" 75 "$(batch 2 "$WORK/drain" --set faults.drain_after=5)"
 partial=$(rows "$WORK/drain/results.h5")
 [[ "$partial" -ge 5 && "$partial" -lt "$requests" ]] || fail "drained run holds $partial rows"
 echo "drained run: $partial of $requests requests in its results.h5"
-expect_rc "resumed run" 0 "$(batch 2 "$WORK/drain")" "$WORK/drain.log"
-[[ "$(rows "$WORK/drain/results.h5")" == "$requests" ]] || fail "drain: merged row count"
-[[ "$(rank_rows "$WORK/drain")" == "$requests" ]] || fail "drain: a request was generated twice"
-compare_ok "$WORK/full/results.h5" "$WORK/drain/results.h5"
-compare_ok "$WORK/drain/results.h5" "$WORK/full/results.h5"
+resumed drain 2
 echo "drain at 5 of $requests, resume: equal to the uninterrupted run"
 
 # Rank 1 kills itself between its 3rd video write and the flush; mpirun ends the job.
@@ -35,9 +42,5 @@ rc=$(batch 2 "$WORK/kill" --set scheduler.policy=round_robin --set faults.kill_r
 [[ "$rc" != 0 && "$rc" != 75 ]] || fail "killed run: exit $rc"
 grep -q "kills itself inside write 3" "$WORK/kill.log" || fail "the kill did not happen in a write"
 echo "killed run: exit $rc"
-expect_rc "resumed N=4 after the kill" 0 "$(batch 4 "$WORK/kill")" "$WORK/kill.log"
-[[ "$(rows "$WORK/kill/results.h5")" == "$requests" ]] || fail "kill: merged row count"
-[[ "$(rank_rows "$WORK/kill")" == "$requests" ]] || fail "kill: a request was generated twice"
-compare_ok "$WORK/full/results.h5" "$WORK/kill/results.h5"
-compare_ok "$WORK/kill/results.h5" "$WORK/full/results.h5"
+resumed kill 4
 echo "kill in write, resume at N=4: equal to the uninterrupted run"

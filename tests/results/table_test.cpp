@@ -67,23 +67,7 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
     const auto& a = rows[i];
     const auto& b = back[i];
     SCOPED_TRACE(a.id);
-    EXPECT_EQ(b.id, a.id);
-    EXPECT_EQ(b.input_key, a.input_key);
-    EXPECT_EQ(b.video_sha256, a.video_sha256);
-    EXPECT_EQ(b.status, a.status);
-    EXPECT_EQ(b.error, a.error);
-    EXPECT_EQ(b.rank, a.rank);
-    EXPECT_EQ(b.replica, a.replica);
-    EXPECT_EQ(b.host, a.host);
-    EXPECT_EQ(b.device, a.device);
-    EXPECT_EQ(b.start_time, a.start_time);
-    EXPECT_EQ(b.end_time, a.end_time);
-    EXPECT_EQ(b.seconds, a.seconds);
-    EXPECT_EQ(b.frames, a.frames);
-    EXPECT_EQ(b.height, a.height);
-    EXPECT_EQ(b.width, a.width);
-    EXPECT_EQ(b.steps, a.steps);
-    EXPECT_EQ(b.attempt, a.attempt);
+    testing::expect_same_row_columns(b, a);
     EXPECT_EQ(b.numerics, a.numerics);
   }
   EXPECT_TRUE(has_numerics_column(table));

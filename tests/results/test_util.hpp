@@ -2,9 +2,6 @@
 // Helpers shared by the results tests and the compare CLI test: scratch folders, records and
 // videos with known bytes, whole result folders written through RankWriter.
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -12,11 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/common/video.hpp"
 #include "omnidp/config/config.hpp"
 #include "omnidp/results/rank_writer.hpp"
 #include "omnidp/results/record.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::results::testing {
 
@@ -27,27 +27,8 @@ inline bool have_h5dump() { return std::system("command -v h5dump >/dev/null 2>&
   if (!::omnidp::results::testing::have_h5dump()) \
   GTEST_SKIP() << "h5dump (hdf5-tools) is not installed"
 
-// A fresh empty folder under the system temp dir, removed by the destructor.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& tag) {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("omnidp-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// The results tests' name for the shared scratch folder (tests/temp_dir.hpp).
+using ScratchDir = omnidp::test::TempDir;
 
 // Deterministic bytes that depend on `salt`.
 inline Video make_video(int frames, int height, int width, std::uint32_t salt) {
@@ -114,6 +95,27 @@ inline ResultRecord failed_record(const std::string& id, const std::string& erro
   r.attempt = 1;
   r.numerics = kTestNumerics;
   return r;
+}
+
+// Every column of a /requests row but numerics: `got` as read back equals `want` as written.
+inline void expect_same_row_columns(const ResultRecord& got, const ResultRecord& want) {
+  EXPECT_EQ(got.id, want.id);
+  EXPECT_EQ(got.input_key, want.input_key);
+  EXPECT_EQ(got.video_sha256, want.video_sha256);
+  EXPECT_EQ(got.status, want.status);
+  EXPECT_EQ(got.error, want.error);
+  EXPECT_EQ(got.rank, want.rank);
+  EXPECT_EQ(got.replica, want.replica);
+  EXPECT_EQ(got.host, want.host);
+  EXPECT_EQ(got.device, want.device);
+  EXPECT_EQ(got.start_time, want.start_time);
+  EXPECT_EQ(got.end_time, want.end_time);
+  EXPECT_EQ(got.seconds, want.seconds);
+  EXPECT_EQ(got.frames, want.frames);
+  EXPECT_EQ(got.height, want.height);
+  EXPECT_EQ(got.width, want.width);
+  EXPECT_EQ(got.steps, want.steps);
+  EXPECT_EQ(got.attempt, want.attempt);
 }
 
 inline RankFileInfo rank_info(int rank, int world_size) {

@@ -5,22 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "omnidp/runtime/transport.hpp"
+#include "runtime/small_request.hpp"
 
 namespace omnidp::runtime {
 namespace {
 
+// small_request with the input key "key<index>".
 Request req(std::size_t index, int frames) {
-  Request r;
-  r.id = std::to_string(index);
-  r.id.insert(0, 1, 'r');
-  r.index = index;
-  r.num_frames = frames;
-  r.height = 16;
-  r.width = 16;
-  r.num_inference_steps = 1;
-  r.guidance_scale = 1.0;
-  r.input_key = std::to_string(index);
-  r.input_key.insert(0, "key");
+  Request r = testing::small_request(index, frames);
+  r.input_key = "key" + std::to_string(index);
   return r;
 }
 
@@ -207,9 +200,7 @@ TEST(Coordinator, DynamicCostDescWithLateBoundPrefetch) {
 }
 
 TEST(Coordinator, GeneratedFreesTheSlotAndTheWriteBacklogIsBounded) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 0;
+  SchedulerConfig s = testing::manifest_order(0);
   Harness h(1, {5, 5, 5, 5, 5, 5}, s);
   h.coordinator().start();
   h.ready_all(1);
@@ -232,9 +223,7 @@ TEST(Coordinator, GeneratedFreesTheSlotAndTheWriteBacklogIsBounded) {
 }
 
 TEST(Coordinator, TransientFailureRetriedOnAnotherReplicaAndFailuresIsolated) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 0;
+  SchedulerConfig s = testing::manifest_order(0);
   Harness h(2, {5, 5, 5, 5}, s);
   h.coordinator().start();
   h.ready_all(1);
@@ -257,9 +246,7 @@ TEST(Coordinator, TransientFailureRetriedOnAnotherReplicaAndFailuresIsolated) {
 }
 
 TEST(Coordinator, SignalDrainsThenSecondSignalAbandons) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 1;
+  SchedulerConfig s = testing::manifest_order(1);
   Harness h(2, {5, 5, 5, 5, 5, 5}, s);
   h.coordinator().start();
   h.ready_all(2);
@@ -296,9 +283,7 @@ TEST(Coordinator, SignalDrainsThenSecondSignalAbandons) {
 }
 
 TEST(Coordinator, DrainAfterHandsOutExactlyNAndSummaryFigures) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 0;
+  SchedulerConfig s = testing::manifest_order(0);
   Harness h(2, {5, 5, 5, 5}, s, /*drain_after=*/2);
   h.coordinator().start();
   h.ready_all(1);  // work starts at t = 100
@@ -333,9 +318,7 @@ TEST(Coordinator, DrainAfterHandsOutExactlyNAndSummaryFigures) {
 // Deadline-aware dispatch with an injected clock: deadline 130, margin 5 -> every request
 // must be expected to end by 125; every request takes 10 s.
 TEST(Coordinator, DeadlineHandsOutOnlyWhatEndsBeforeTheDeadlineMinusTheMargin) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 1;
+  SchedulerConfig s = testing::manifest_order(1);
   s.deadline_margin_s = 5.0;
   Harness h(2, {5, 5, 5, 5, 5, 5}, s, 0, /*deadline=*/130.0);
   h.coordinator().start();
@@ -390,9 +373,7 @@ TEST(Coordinator, DeadlineAlreadyPassedHandsOutNothing) {
 }
 
 TEST(Coordinator, DeadlineThatLeavesRoomForEverythingEndsNormally) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 0;
+  SchedulerConfig s = testing::manifest_order(0);
   s.deadline_margin_s = 60.0;
   Harness h(1, {5, 5, 5}, s, 0, /*deadline=*/1000.0);
   h.coordinator().start();
@@ -432,9 +413,7 @@ TEST(Coordinator, AReplicaThatCannotStartStopsTheJob) {
 }
 
 TEST(Coordinator, AWriterFailureDrainsAndEndsWithItsError) {
-  SchedulerConfig s;
-  s.order = WorkOrder::manifest;
-  s.prefetch = 0;
+  SchedulerConfig s = testing::manifest_order(0);
   Harness h(2, {5, 5, 5}, s);
   h.coordinator().start();
   h.ready_all(1);

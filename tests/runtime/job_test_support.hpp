@@ -14,30 +14,26 @@
 
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/runtime/job.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::runtime::testing {
 
 namespace fs = std::filesystem;
 
-// A fresh folder under the temporary directory, removed at destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : path_(fs::temp_directory_path() / ("omnidp-h3-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  [[nodiscard]] const fs::path& path() const { return path_; }
+using omnidp::test::TempDir;
 
- private:
-  fs::path path_;
-};
+// `n` manifest lines d0.. of 9 frames of 32 x 48 and `steps` steps, prompt "p", seeds
+// first_seed + i.
+inline std::vector<std::string> sized_lines(int n, int first_seed, int steps) {
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i) {
+    lines.push_back(R"({"id": "d)" + std::to_string(i) + R"(", "prompt": "p", "seed": )" +
+                    std::to_string(first_seed + i) +
+                    R"(, "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": )" +
+                    std::to_string(steps) + "}");
+  }
+  return lines;
+}
 
 // Writes a manifest of `n` small t2v requests r000.. with frames cycling 5, 9, 17, 33.
 inline fs::path write_manifest(const fs::path& dir, int n,

@@ -21,6 +21,7 @@
 #include "omnidp/models/cost.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"
+#include "request_shape.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -143,6 +144,12 @@ fs::path write_config(const fs::path& dir, const fs::path& manifest) {
 }
 
 // Every row of every rank file (not de-duplicated).
+// A job of `requests` requests (write_manifest) in `dir` on `ranks` ranks with `overrides`.
+RunResult mpirun_job(const fs::path& dir, int requests, int ranks,
+                     const std::vector<std::string>& overrides) {
+  return mpirun(ranks, write_config(dir, write_manifest(dir, requests)), overrides);
+}
+
 std::vector<results::StoredRow> all_rows(const fs::path& dir) {
   std::vector<results::StoredRow> rows;
   std::size_t order = 0;
@@ -164,9 +171,8 @@ class MpiJob : public ::testing::TestWithParam<int> {};
 TEST_P(MpiJob, EveryRequestOnceAndFailuresIsolated) {
   const int ranks = GetParam();
   TempDir dir("mpi-" + std::to_string(ranks));
-  const auto manifest = write_manifest(dir.path(), 16);
-  const auto run = mpirun(ranks, write_config(dir.path(), manifest),
-                          {"faults.fail_ids=[r005]", "faults.transient_fail_ids=[r007]"});
+  const auto run = mpirun_job(dir.path(), 16, ranks,
+                              {"faults.fail_ids=[r005]", "faults.transient_fail_ids=[r007]"});
   ASSERT_EQ(run.exit_code, 1) << run.output;
   const auto rows = all_rows(dir.path() / "out");
   const auto counts = count_ids(rows);
@@ -198,9 +204,7 @@ TEST_P(MpiJob, EveryRequestOnceAndFailuresIsolated) {
 TEST_P(MpiJob, RoundRobinRankIsIndexModuloRanks) {
   const int ranks = GetParam();
   TempDir dir("mpi-rr-" + std::to_string(ranks));
-  const auto manifest = write_manifest(dir.path(), 10);
-  const auto run =
-      mpirun(ranks, write_config(dir.path(), manifest), {"scheduler.policy=round_robin"});
+  const auto run = mpirun_job(dir.path(), 10, ranks, {"scheduler.policy=round_robin"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto rows = all_rows(dir.path() / "out");
   ASSERT_EQ(rows.size(), 10U);
@@ -303,21 +307,11 @@ TEST(MpiJobTasks, TwoJobsShareAMixedManifest) {
 // start-up later, past the 15 s left: never fits, whatever the start-up takes (< 15 s).
 TEST(MpiJobReliability, DeadlineWithoutSignalsDrainsThenRerunFinishes) {
   TempDir dir("mpi-deadline");
-  std::vector<std::string> lines;
-  for (int i = 0; i < 4; ++i) {
-    lines.push_back(R"({"id": "d)" + std::to_string(i) + R"(", "prompt": "p", "seed": )" +
-                    std::to_string(50 + i) +
-                    R"(, "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": 4})");
-  }
+  const std::vector<std::string> lines = sized_lines(4, 50, 4);
   const auto manifest = write_manifest(dir.path(), 0, lines);
   const auto config = write_config(dir.path(), manifest);
   // The synthetic model takes seconds_per_gcost x cost / 1e9 s: calibrate it to 8 s.
-  Request probe;
-  probe.num_frames = 9;
-  probe.height = 32;
-  probe.width = 48;
-  probe.num_inference_steps = 4;
-  probe.guidance_scale = 6.0;
+  const Request probe = test::sized_request(9, 32, 48, 4, 6.0, 0.0);
   Config c;
   c.model.name = "synthetic";
   const double cost = prior_cost(describe_model(c.model), probe);
@@ -403,23 +397,40 @@ TEST(MpiJobReliability, SignalsOnMpirunDrainThenAbandon) {
   EXPECT_TRUE(results::read_summary_json(dir.path() / "out" / "summary.json").interrupted);
 }
 
+// The job of 12 requests on 2 ranks (round robin) in `dir` whose rank `kill_rank` SIGKILLs
+// itself after its second flushed completion: its config, and the run in `first`.
+fs::path run_killing_rank(const fs::path& dir, int kill_rank, RunResult& first) {
+  const auto config = write_config(dir, write_manifest(dir, 12));
+  first = mpirun(2, config,
+                 {"faults.kill_rank=" + std::to_string(kill_rank), "faults.kill_after=2",
+                  "scheduler.policy=round_robin"});
+  return config;
+}
+
+// The rerun of that job (round robin) succeeds and <dir>/out then holds each of the 12
+// requests once; its rows in `rows`.
+void expect_resume_does_each_once(const fs::path& dir, const fs::path& config,
+                                  std::vector<results::StoredRow>& rows) {
+  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  rows = all_rows(dir / "out");
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 12U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+}
+
 TEST(MpiJobReliability, KilledRankThenResume) {
   TempDir dir("mpi-kill");
-  const auto manifest = write_manifest(dir.path(), 12);
-  const auto config = write_config(dir.path(), manifest);
-  const auto first = mpirun(
-      2, config, {"faults.kill_rank=1", "faults.kill_after=2", "scheduler.policy=round_robin"});
+  RunResult first;
+  const auto config = run_killing_rank(dir.path(), 1, first);
   EXPECT_NE(first.exit_code, 0) << first.output;
   const auto rows = all_rows(dir.path() / "out");
   std::size_t rank1_ok = 0;
   for (const auto& r : rows)
     rank1_ok += (r.record.rank == 1 && r.record.status == RequestStatus::ok) ? 1 : 0;
   EXPECT_EQ(rank1_ok, 2U);  // both flushed completions of the killed rank survive
-  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
-  ASSERT_EQ(second.exit_code, 0) << second.output;
-  const auto counts = count_ids(all_rows(dir.path() / "out"));
-  ASSERT_EQ(counts.size(), 12U);
-  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  std::vector<results::StoredRow> resumed;
+  expect_resume_does_each_once(dir.path(), config, resumed);
 }
 
 // Rank 0 is the coordinator and also works: it SIGKILLs itself after its second flushed
@@ -427,10 +438,8 @@ TEST(MpiJobReliability, KilledRankThenResume) {
 // rest with the hashes of an uninterrupted run and no duplicate rows.
 TEST(MpiJobReliability, KilledRankZeroThenResume) {
   TempDir dir("mpi-kill0");
-  const auto manifest = write_manifest(dir.path(), 12);
-  const auto config = write_config(dir.path(), manifest);
-  const auto first = mpirun(
-      2, config, {"faults.kill_rank=0", "faults.kill_after=2", "scheduler.policy=round_robin"});
+  RunResult first;
+  const auto config = run_killing_rank(dir.path(), 0, first);
   EXPECT_NE(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("faults.kill_rank: rank 0 kills itself after 2 completions"),
             std::string::npos)
@@ -450,12 +459,9 @@ TEST(MpiJobReliability, KilledRankZeroThenResume) {
   EXPECT_EQ(rank0_ok, 2U);  // both flushed completions of the killed coordinator survive
   for (const auto& [id, n] : count_ids(before)) EXPECT_EQ(n, 1) << id;
 
-  const auto second = mpirun(2, config, {"scheduler.policy=round_robin"});
-  ASSERT_EQ(second.exit_code, 0) << second.output;
-  const auto rows = all_rows(dir.path() / "out");
-  const auto counts = count_ids(rows);
-  ASSERT_EQ(counts.size(), 12U);
-  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  std::vector<results::StoredRow> rows;
+  expect_resume_does_each_once(dir.path(), config, rows);
+  if (::testing::Test::HasFatalFailure()) return;
   const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
   EXPECT_EQ(s.skipped_resume, before.size());
 
@@ -503,9 +509,8 @@ TEST(MpiJobReliability, KilledInsideAWriteThenResume) {
 
 TEST(MpiJobGroups, LeadersRecordTheRequestsAndMembersReportTheirOwnBusyTime) {
   TempDir dir("mpi-groups");
-  const auto manifest = write_manifest(dir.path(), 8);
-  const auto run = mpirun(4, write_config(dir.path(), manifest),
-                          {"parallel.cfg_parallel_size=2", "scheduler.policy=round_robin"});
+  const auto run =
+      mpirun_job(dir.path(), 8, 4, {"parallel.cfg_parallel_size=2", "scheduler.policy=round_robin"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const auto rows = all_rows(dir.path() / "out");
   ASSERT_EQ(rows.size(), 8U);
@@ -555,8 +560,7 @@ TEST(MpiJobDevices, EachRankTakesTheDeviceOfItsLocalRank) {
 
 TEST(MpiJobGroups, AWorldTheGroupsDoNotDivideIsAConfigError) {
   TempDir dir("mpi-groups-bad");
-  const auto manifest = write_manifest(dir.path(), 2);
-  const auto run = mpirun(3, write_config(dir.path(), manifest), {"parallel.cfg_parallel_size=2"});
+  const auto run = mpirun_job(dir.path(), 2, 3, {"parallel.cfg_parallel_size=2"});
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_NE(run.output.find("parallel: 3 working rank(s) (world size 3) cannot be split into "
                             "replica groups of tensor_parallel_size x sequence_parallel_size x "

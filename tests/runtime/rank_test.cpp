@@ -190,12 +190,7 @@ class TimedPipeline final : public Pipeline {
 // signal: the job drains by itself, exit 75; a rerun without a deadline does the rest.
 TEST(InProcessJob, DeadlineDrainsWhenNothingMoreFitsThenResumeCompletesTheRest) {
   TempDir dir("deadline");
-  std::vector<std::string> lines;
-  for (int i = 0; i < 6; ++i) {
-    lines.push_back(R"({"id": "d)" + std::to_string(i) + R"(", "prompt": "p", "seed": )" +
-                    std::to_string(70 + i) +
-                    R"(, "num_frames": 9, "height": 32, "width": 48, "num_inference_steps": 2})");
-  }
+  const std::vector<std::string> lines = sized_lines(6, 70, 2);
   auto results = std::make_shared<MemoryResults>();
   JobOptions o = synthetic_job(write_manifest(dir.path(), 0, lines), dir.path() / "out", results);
   o.config.scheduler.order = WorkOrder::manifest;

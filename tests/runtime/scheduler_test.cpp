@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "omnidp/runtime/cost_model.hpp"
+#include "runtime/small_request.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -13,19 +14,9 @@ ModelInfo synthetic_info() {
   return describe_model(m);
 }
 
-// Request `index` with `frames` frames at 16x16, 1 step, no CFG: tokens = latent frames.
-Request req(std::size_t index, int frames) {
-  Request r;
-  r.id = std::to_string(index);
-  r.id.insert(0, 1, 'r');
-  r.index = index;
-  r.num_frames = frames;
-  r.height = 16;
-  r.width = 16;
-  r.num_inference_steps = 1;
-  r.guidance_scale = 1.0;
-  return r;
-}
+using testing::small_request;
+
+Request req(std::size_t index, int frames) { return small_request(index, frames); }
 
 std::vector<Request> with_frames(const std::vector<int>& frames) {
   std::vector<Request> out;
@@ -125,8 +116,7 @@ TEST(WorkQueue, LookaheadBoundsTheWindow) {
 
 TEST(WorkQueue, ManifestOrderReadsOneAtATime) {
   const CostModel cost(synthetic_info());
-  SchedulerConfig cfg;
-  cfg.order = WorkOrder::manifest;
+  const SchedulerConfig cfg = testing::manifest_order();
   VectorSource source(with_frames({5, 121, 9}));
   WorkQueue q(cfg, 4, source, cost);
   EXPECT_EQ(q.next_for(3)->request.index, 0U);
@@ -138,8 +128,7 @@ TEST(WorkQueue, ManifestOrderReadsOneAtATime) {
 
 TEST(WorkQueue, RetriesGoFirstAndToAnotherReplica) {
   const CostModel cost(synthetic_info());
-  SchedulerConfig cfg;
-  cfg.order = WorkOrder::manifest;
+  const SchedulerConfig cfg = testing::manifest_order();
   VectorSource source(with_frames({5, 9, 13}));
   WorkQueue q(cfg, 2, source, cost);
   auto first = q.next_for(0);

@@ -14,6 +14,7 @@
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -459,12 +460,7 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request,
 Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateContext& ctx) {
   c10::InferenceMode inference;
   SampleInputs in;
-  in.num_frames = request.num_frames;
-  in.height = request.height;
-  in.width = request.width;
-  in.num_inference_steps = request.num_inference_steps;
-  in.guidance_scale = request.guidance_scale;
-  in.flow_shift = request.flow_shift;
+  set_schedule(in, request);
   in.prompt = prompt_conditioning(request, false);
   bool needs_negative = false;
   for (int i = 0; i < request.num_inference_steps; ++i) {

@@ -182,8 +182,7 @@ torch::Tensor Qwen25VLTextModelImpl::forward(const torch::Tensor& input_ids,
 
 Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtype,
                                      torch::Device device) {
-  const auto config_path = dir / "config.json";
-  const auto options = Qwen25VLTextOptions::from_json(read_json(config_path), config_path.string());
+  const auto options = options_from_folder<Qwen25VLTextOptions>(dir);
   const auto checkpoint = Checkpoint::open(dir);
   Qwen25VLTextModel model(options, ParamSpec{dtype, torch::kCPU});
 
@@ -202,23 +201,12 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
   if (!found)
     throw WeightsError(dir.string(), "no embed_tokens.weight (under '', model., language_model.)");
 
-  // Nest the model under the prefix so that the strict loader sees the checkpoint's names.
-  std::shared_ptr<torch::nn::Module> root = model.ptr();
-  std::vector<std::string> parts;  // "model.language_model." -> {model, language_model}
-  for (std::size_t begin = 0, dot = prefix.find('.'); dot != std::string::npos;
-       begin = dot + 1, dot = prefix.find('.', begin)) {
-    parts.push_back(prefix.substr(begin, dot - begin));
-  }
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-    auto parent = std::make_shared<torch::nn::Module>();
-    parent->register_module(*it, root);
-    root = parent;
-  }
+  // The model nested under the prefix, so that the strict loader sees the checkpoint's names.
   LoadOptions load;
   if (!prefix.empty()) {
     load.ignore_unexpected = [prefix](const std::string& name) { return name.rfind(prefix, 0) != 0; };
   }
-  load_state_dict(*root, checkpoint, dtype, device, load);
+  load_state_dict_under(prefix, model.ptr(), checkpoint, dtype, device, load);
   freeze(*model);
   model->eval();
   return model;

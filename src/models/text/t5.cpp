@@ -231,8 +231,7 @@ torch::Tensor T5EncoderModelImpl::forward(const torch::Tensor& input_ids,
 }
 
 T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
-  const auto config_path = dir / "config.json";
-  const auto options = T5Options::from_json(read_json(config_path), config_path.string());
+  const auto options = options_from_folder<T5Options>(dir);
   const auto checkpoint = Checkpoint::open(dir);
   T5EncoderModel model(options, ParamSpec{dtype, torch::kCPU});
   LoadOptions load;

@@ -284,22 +284,16 @@ torch::Tensor SiglipVisionModelImpl::pool(const torch::Tensor& last_hidden_state
 
 SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtype,
                                      torch::Device device) {
-  const auto config_path = dir / "config.json";
-  const auto options = SiglipVisionOptions::from_json(read_json(config_path), config_path.string());
+  const auto options = text::options_from_folder<SiglipVisionOptions>(dir);
   const auto checkpoint = Checkpoint::open(dir);
   SiglipVisionModel model(options, ParamSpec{dtype, torch::kCPU});
   const auto names = checkpoint.names();
   const bool prefixed = std::any_of(names.begin(), names.end(),
                                     [](const std::string& n) { return n.rfind(kPrefix, 0) == 0; });
-  if (prefixed) {
-    // Nest the model under `vision_model` so that the strict loader sees the checkpoint's names
-    // (a mix of prefixed and bare names is reported as unexpected and missing tensors).
-    const auto root = std::make_shared<torch::nn::Module>();
-    root->register_module("vision_model", model.ptr());
-    load_state_dict(*root, checkpoint, dtype, device);
-  } else {
-    load_state_dict(*model, checkpoint, dtype, device);
-  }
+  // Nested under `vision_model` where prefixed, so that the strict loader sees the checkpoint's
+  // names (a mix of prefixed and bare names is reported as unexpected and missing tensors).
+  text::load_state_dict_under(prefixed ? std::string(kPrefix) : std::string(), model.ptr(),
+                              checkpoint, dtype, device);
   freeze(*model);
   model->eval();
   return model;

@@ -16,6 +16,7 @@
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
@@ -247,12 +248,7 @@ std::pair<torch::Tensor, torch::Tensor> WanPipeline::text_embeddings(const Reque
 Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) {
   c10::InferenceMode inference;
   WanSampleInputs in;
-  in.num_frames = request.num_frames;
-  in.height = request.height;
-  in.width = request.width;
-  in.num_inference_steps = request.num_inference_steps;
-  in.guidance_scale = request.guidance_scale;
-  in.flow_shift = request.flow_shift;
+  set_schedule(in, request);
   std::tie(in.prompt_embeds, in.negative_prompt_embeds) =
       text_embeddings(request, request.guidance_scale > 1.0);
   if (request.task == Task::i2v) {

@@ -1,6 +1,10 @@
 #pragma once
 // The transformer inputs of a diffusers-ref case's io.safetensors (hv15_transformer,
-// hv15_transformer_i2v), by the reference's argument names.
+// hv15_transformer_i2v), by the reference's argument names, and seeded random ones.
+#include <torch/torch.h>
+
+#include <cstdint>
+
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
@@ -15,6 +19,24 @@ inline TransformerInputs fixture_inputs(const SafetensorsFile& io) {
   in.encoder_hidden_states_2 = io.tensor("encoder_hidden_states_2");
   in.encoder_attention_mask_2 = io.tensor("encoder_attention_mask_2");
   in.image_embeds = io.tensor("image_embeds");
+  return in;
+}
+
+// Random inputs with padding in the text (and the byT5 padding in the middle).
+inline TransformerInputs random_inputs(const TransformerOptions& o, std::int64_t batch,
+                                       bool with_image, std::uint64_t seed) {
+  torch::manual_seed(static_cast<std::uint64_t>(seed));
+  TransformerInputs in;
+  in.hidden_states = torch::randn({batch, o.in_channels, 2, 4, 6});
+  in.timestep = torch::full({batch}, 731.25F);
+  in.encoder_hidden_states = torch::randn({batch, 10, o.text_embed_dim});
+  in.encoder_attention_mask = torch::ones({batch, 10});
+  in.encoder_attention_mask.slice(1, 7).zero_();
+  in.encoder_hidden_states_2 = torch::randn({batch, 6, o.text_embed_2_dim});
+  in.encoder_attention_mask_2 = torch::ones({batch, 6});
+  in.encoder_attention_mask_2.slice(1, 2, 4).zero_();
+  in.image_embeds = with_image ? torch::randn({batch, 5, o.image_embed_dim})
+                               : torch::zeros({batch, 5, o.image_embed_dim});
   return in;
 }
 

@@ -9,18 +9,21 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fixtures.hpp"
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/runtime/collective.hpp"
 #include "png_file.hpp"
+#include "request_shape.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -34,15 +37,10 @@ class Hv15Pipeline : public ::testing::Test {
  protected:
   void SetUp() override {
     OMNIDP_REQUIRE_FIXTURES();
-    dir_ = fs::temp_directory_path() /
-           ("omnidp-hv15-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "snapshot");
     fs::create_directory_symlink(kRef / "hv15_transformer", dir_ / "snapshot" / "transformer");
     fs::create_directory_symlink(kRef / "hv15_vae", dir_ / "snapshot" / "vae");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   omnidp::Config config(omnidp::WeightsSource weights) const {
     omnidp::Config c;
@@ -72,17 +70,11 @@ class Hv15Pipeline : public ::testing::Test {
   }
 
   static omnidp::Request request(const std::string& id, std::uint64_t seed) {
-    omnidp::Request r;
+    omnidp::Request r = omnidp::test::sized_request(9, 64, 96, 2, 6.0, 5.0);
     r.id = id;
     r.prompt = "a red kite over the sea";
     r.negative_prompt = "blurry";
     r.seed = seed;
-    r.num_frames = 9;
-    r.height = 64;
-    r.width = 96;
-    r.num_inference_steps = 2;
-    r.guidance_scale = 6.0;
-    r.flow_shift = 5.0;
     return r;
   }
 
@@ -105,7 +97,8 @@ class Hv15Pipeline : public ::testing::Test {
     return path;
   }
 
-  fs::path dir_;
+  omnidp::test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 // The fixture transformer with random weights and a small random VAE whose encoder works (the
@@ -134,20 +127,24 @@ hv::TextConditioning conditioning(std::uint64_t seed, std::int64_t len, std::int
   return c;
 }
 
+// SampleInputs of `frames` x `height` x `width`, `steps` steps at `guidance` (flow shift 5),
+// noise of seed `noise_seed` in `pipe`'s latent shape; no text or image conditioning yet.
+hv::SampleInputs sample_inputs(const hv::HunyuanVideo15Pipeline& pipe, int frames, int height,
+                               int width, int steps, double guidance, std::uint64_t noise_seed) {
+  hv::SampleInputs in;
+  omnidp::models::set_schedule(
+      in, omnidp::test::sized_request(frames, height, width, steps, guidance, 5.0));
+  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(frames, height, width), noise_seed);
+  return in;
+}
+
 }  // namespace
 
 TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
   auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
   auto& pipe = as_hv15(p);
   torch::NoGradGuard no_grad;
-  hv::SampleInputs in;
-  in.num_frames = 9;
-  in.height = 64;
-  in.width = 96;
-  in.num_inference_steps = 1;
-  in.guidance_scale = 6.0;
-  in.flow_shift = 5.0;
-  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 42);
+  hv::SampleInputs in = sample_inputs(pipe, 9, 64, 96, 1, 6.0, 42);
   in.prompt = conditioning(1, 6, 4);
   in.negative = conditioning(2, 5, 5);
   const auto latents = pipe.denoise(in, nullptr);
@@ -197,30 +194,20 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
     return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
   };
   const auto single = make();
-  hv::SampleInputs in;
-  in.num_frames = 5;
-  in.height = 32;
-  in.width = 32;
-  in.num_inference_steps = 4;
-  in.guidance_scale = 6.0;
-  in.flow_shift = 5.0;
-  in.noise = omnidp::models::randn_cpu(single->latent_shape(5, 32, 32), 42);
+  hv::SampleInputs in = sample_inputs(*single, 5, 32, 32, 4, 6.0, 42);
   in.prompt = conditioning(1, 6, 4);
   in.negative = conditioning(2, 5, 5);
   const auto want = single->denoise(in, nullptr);
-  auto group = omnidp::runtime::make_in_process_collectives(
-      2, omnidp::runtime::replica_group_name(0, {0, 1}));
   std::vector<torch::Tensor> got(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      const auto pipeline = make();
-      omnidp::GenerateContext ctx;
-      ctx.cfg = group[static_cast<std::size_t>(r)].get();
-      got[static_cast<std::size_t>(r)] = pipeline->denoise(in, &ctx);
-    });
-  }
-  for (auto& t : threads) t.join();
+  omnidp::models::testing::on_group(
+      2,
+      [&](int r, omnidp::runtime::Collective& c) {
+        const auto pipeline = make();
+        omnidp::GenerateContext ctx;
+        ctx.cfg = &c;
+        got[static_cast<std::size_t>(r)] = pipeline->denoise(in, &ctx);
+      },
+      omnidp::runtime::replica_group_name(0, {0, 1}));
   EXPECT_TRUE(torch::equal(got[0], want));
   EXPECT_TRUE(torch::equal(got[1], want));
   // The guided steps matter: without guidance the latents differ.
@@ -232,13 +219,7 @@ TEST_F(Hv15Pipeline, ImageToVideoConditionsTheFirstLatentFrame) {
   auto p = i2v_pipeline();
   auto& pipe = *p;
   torch::NoGradGuard no_grad;
-  hv::SampleInputs in;
-  in.num_frames = 9;
-  in.height = 64;
-  in.width = 96;
-  in.num_inference_steps = 1;
-  in.guidance_scale = 1.0;
-  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 4);
+  hv::SampleInputs in = sample_inputs(pipe, 9, 64, 96, 1, 1.0, 4);
   in.prompt = conditioning(1, 6, 6);
   in.image = torch::rand({1, 3, 64, 96}) * 2 - 1;
   in.image_embeds = omnidp::models::randn_cpu({1, 9, 24}, 8);
@@ -294,14 +275,7 @@ TEST_F(Hv15Pipeline, GenerateMatchesSampleOnTheEmbeddingsFile) {
   const auto video = p->generate(r, ctx);
   EXPECT_EQ(steps_seen, 2);
 
-  hv::SampleInputs in;
-  in.num_frames = 9;
-  in.height = 64;
-  in.width = 96;
-  in.num_inference_steps = 2;
-  in.guidance_scale = 6.0;
-  in.flow_shift = 5.0;
-  in.noise = omnidp::models::randn_cpu(pipe.latent_shape(9, 64, 96), 11);
+  hv::SampleInputs in = sample_inputs(pipe, 9, 64, 96, 2, 6.0, 11);
   in.prompt = pipe.prompt_conditioning(r, false);
   in.negative = pipe.prompt_conditioning(r, true);
   EXPECT_EQ(in.prompt.embeds.sizes(), (std::vector<std::int64_t>{1, 7, 48}));

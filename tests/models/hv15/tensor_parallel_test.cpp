@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
-#include <thread>
 #include <vector>
 
 #include "fixture_inputs.hpp"
 #include "fixtures.hpp"
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
@@ -22,26 +22,17 @@
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
+#include "request_shape.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
 using omnidp::models::TensorShard;
+using omnidp::models::testing::max_diff;
+using omnidp::models::testing::on_group;
 
 namespace {
 
 const fs::path kRef = omnidp::test::fixture("diffusers-ref");
-
-void on_group(int size, const std::function<void(int, omnidp::runtime::Collective&)>& body) {
-  auto group = omnidp::runtime::make_in_process_collectives(size, "tensor group");
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
-  for (auto& t : threads) t.join();
-}
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
 
 // The fixture's sizes with 4 heads of 32 (rope axes 8 + 12 + 12), so that 4 shards divide it.
 hv::TransformerOptions four_heads() {
@@ -57,19 +48,9 @@ hv::TransformerOptions four_heads() {
   return o;
 }
 
+// Seeded random inputs, the image embeddings included.
 hv::TransformerInputs inputs(const hv::TransformerOptions& o, std::int64_t batch) {
-  torch::manual_seed(5);
-  hv::TransformerInputs in;
-  in.hidden_states = torch::randn({batch, o.in_channels, 2, 4, 6});
-  in.timestep = torch::full({batch}, 731.25F);
-  in.encoder_hidden_states = torch::randn({batch, 10, o.text_embed_dim});
-  in.encoder_attention_mask = torch::ones({batch, 10});
-  in.encoder_attention_mask.slice(1, 7).zero_();
-  in.encoder_hidden_states_2 = torch::randn({batch, 6, o.text_embed_2_dim});
-  in.encoder_attention_mask_2 = torch::ones({batch, 6});
-  in.encoder_attention_mask_2.slice(1, 2, 4).zero_();
-  in.image_embeds = torch::randn({batch, 5, o.image_embed_dim});
-  return in;
+  return hv::testing::random_inputs(o, batch, true, 5);
 }
 
 }  // namespace
@@ -187,16 +168,10 @@ TEST(Hv15TensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   config.model.weights = omnidp::WeightsSource::pretrained;
   config.model.dtype = omnidp::DType::fp32;
   config.model.device = omnidp::DeviceKind::cpu;
-  omnidp::Request r;
+  omnidp::Request r = omnidp::test::sized_request(5, 32, 48, 2, 6.0, 5.0);
   r.id = "x";
   r.prompt = "a red kite over the sea";
   r.seed = 11;
-  r.num_frames = 5;
-  r.height = 32;
-  r.width = 48;
-  r.num_inference_steps = 2;
-  r.guidance_scale = 6.0;
-  r.flow_shift = 5.0;
   r.prompt_embeds = (dir / "embeds.safetensors").string();
   const auto want = hv::create_hunyuanvideo15_pipeline(config, {})->generate(r, {});
   std::vector<omnidp::Video> got(2);
@@ -210,11 +185,5 @@ TEST(Hv15TensorParallel, TwoShardsGenerateTheSingleRankVideo) {
     got[static_cast<std::size_t>(rank)] = pipeline->generate(r, ctx);
   });
   fs::remove_all(dir);
-  ASSERT_EQ(got[0].data.size(), want.data.size());
-  int worst = 0;
-  for (std::size_t i = 0; i < want.data.size(); ++i)
-    worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
-  EXPECT_LE(worst, 1);
-  std::cout << "largest uint8 difference to the single-rank video: " << worst << "\n";
-  EXPECT_TRUE(got[1].data.empty());  // a member: the leader has the video
+  omnidp::models::testing::expect_leader_has_the_single_rank_video(want, got);
 }

@@ -8,11 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "error_of.hpp"
 #include "fixture_inputs.hpp"
 #include "fixtures.hpp"
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -40,27 +41,9 @@ hv::HunyuanVideo15Transformer3DModel random_model(std::uint64_t seed = 7) {
   return model;
 }
 
-// Random inputs with padding in the text (and the byT5 padding in the middle).
-hv::TransformerInputs random_inputs(const hv::TransformerOptions& o, std::int64_t batch,
-                                    bool with_image, std::uint64_t seed) {
-  torch::manual_seed(static_cast<std::uint64_t>(seed));
-  hv::TransformerInputs in;
-  in.hidden_states = torch::randn({batch, o.in_channels, 2, 4, 6});
-  in.timestep = torch::full({batch}, 731.25F);
-  in.encoder_hidden_states = torch::randn({batch, 10, o.text_embed_dim});
-  in.encoder_attention_mask = torch::ones({batch, 10});
-  in.encoder_attention_mask.slice(1, 7).zero_();
-  in.encoder_hidden_states_2 = torch::randn({batch, 6, o.text_embed_2_dim});
-  in.encoder_attention_mask_2 = torch::ones({batch, 6});
-  in.encoder_attention_mask_2.slice(1, 2, 4).zero_();
-  in.image_embeds = with_image ? torch::randn({batch, 5, o.image_embed_dim})
-                               : torch::zeros({batch, 5, o.image_embed_dim});
-  return in;
-}
+using hv::testing::random_inputs;
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
+using omnidp::models::testing::max_diff;
 
 }  // namespace
 
@@ -77,8 +60,7 @@ TEST(Hv15Transformer, FixtureMatchesDiffusersMaskedAndDropped) {
     model->set_text_padding(padding);
     const auto out = model->forward(in);
     ASSERT_EQ(out.sizes(), expected.sizes());
-    const double rel =
-        max_abs_diff(out, expected) / std::max(1.0, expected.abs().max().item<double>());
+    const double rel = max_diff(out, expected) / std::max(1.0, expected.abs().max().item<double>());
     EXPECT_LE(rel, 1e-4) << (padding == hv::TextPadding::mask ? "mask" : "drop");
   }
 }
@@ -121,7 +103,7 @@ TEST(Hv15Transformer, DropAndMaskPaddingGiveTheSameOutput) {
     const auto dropped = model->forward(in);
     EXPECT_EQ(masked.sizes(), (std::vector<std::int64_t>{1, 32, 2, 4, 6}));
     EXPECT_TRUE(torch::isfinite(masked).all().item<bool>());
-    EXPECT_LT(max_abs_diff(masked, dropped), 2e-5 * std::max(1.0, masked.abs().max().item<double>()))
+    EXPECT_LT(max_diff(masked, dropped), 2e-5 * std::max(1.0, masked.abs().max().item<double>()))
         << "with_image=" << with_image;
   }
 }
@@ -136,10 +118,10 @@ TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
   in.encoder_hidden_states.slice(1, 7).fill_(1e3);       // masked Qwen tokens
   in.encoder_hidden_states_2.slice(1, 2, 4).fill_(-50);  // masked byT5 tokens
   const auto after = model->forward(in);
-  EXPECT_LT(max_abs_diff(before, after), 1e-5);
+  EXPECT_LT(max_diff(before, after), 1e-5);
   // A valid token does matter.
   in.encoder_hidden_states.select(1, 0).fill_(3.0);
-  EXPECT_GT(max_abs_diff(before, model->forward(in)), 1e-3);
+  EXPECT_GT(max_diff(before, model->forward(in)), 1e-3);
 }
 
 TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
@@ -165,7 +147,7 @@ TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
     one.encoder_attention_mask_2 = in.encoder_attention_mask_2.slice(0, b, b + 1);
     one.image_embeds = in.image_embeds.slice(0, b, b + 1);
     const auto single = model->forward(one);
-    EXPECT_LT(max_abs_diff(batched.slice(0, b, b + 1), single), 2e-5) << "sample " << b;
+    EXPECT_LT(max_diff(batched.slice(0, b, b + 1), single), 2e-5) << "sample " << b;
   }
 }
 
@@ -283,30 +265,23 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
         auto single = four_head_model(padding);
         const auto want = single->forward(in);
         for (const int ranks : {2, 4}) {
-          auto group = omnidp::runtime::make_in_process_collectives(ranks, "test sequence group");
           std::vector<hv::HunyuanVideo15Transformer3DModel> models;
           for (int r = 0; r < ranks; ++r) models.push_back(four_head_model(padding));
           std::vector<torch::Tensor> got(static_cast<std::size_t>(ranks));
-          std::vector<std::string> errors(static_cast<std::size_t>(ranks));
-          std::vector<std::thread> threads;
-          for (int r = 0; r < ranks; ++r) {
-            threads.emplace_back([&, r] {
-              const auto i = static_cast<std::size_t>(r);
-              auto mine = in;
-              mine.sequence = group[i].get();
-              try {
+          const auto errors = omnidp::models::testing::on_group_errors(
+              ranks,
+              [&](int r, omnidp::runtime::Collective& c) {
+                const auto i = static_cast<std::size_t>(r);
+                auto mine = in;
+                mine.sequence = &c;
                 got[i] = models[i]->forward(mine);
-              } catch (const std::exception& e) {
-                errors[i] = e.what();
-              }
-            });
-          }
-          for (auto& t : threads) t.join();
+              },
+              "test sequence group");
           for (int r = 0; r < ranks; ++r) {
             const auto i = static_cast<std::size_t>(r);
             ASSERT_EQ(errors[i], "");
             ASSERT_EQ(got[i].sizes(), want.sizes());
-            EXPECT_LT(max_abs_diff(got[i], want), 1e-4)
+            EXPECT_LT(max_diff(got[i], want), 1e-4)
                 << ranks << " ranks, rank " << r << ", grid " << grid[1] << "x" << grid[2]
                 << (padding == hv::TextPadding::mask ? ", masked" : ", dropped")
                 << (with_image ? ", image" : "");
@@ -328,16 +303,12 @@ TEST(Hv15TransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
   auto group = omnidp::runtime::make_in_process_collectives(4, "test sequence group");
   auto in = random_inputs(o, 1, false, 1);
   in.sequence = group[0].get();
-  try {
-    (void)model->forward(in);
-    FAIL() << "no error";
-  } catch (const omnidp::ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "the HunyuanVideo-1.5 transformer has 2 attention heads, which do not "
-                  "split over a sequence group of 4 ranks"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string message =
+      omnidp::test::error_of<omnidp::ModelError>([&] { (void)model->forward(in); });
+  EXPECT_NE(message.find("the HunyuanVideo-1.5 transformer has 2 attention heads, which do not "
+                         "split over a sequence group of 4 ranks"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

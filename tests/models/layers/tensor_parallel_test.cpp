@@ -4,26 +4,15 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <thread>
-
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models {
 namespace {
 
-void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
-  auto group = runtime::make_in_process_collectives(size, "tensor group");
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
-  for (auto& t : threads) t.join();
-}
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
-}
+using testing::max_diff;
+using testing::on_group;
 
 TEST(TensorParallel, RowParallelLinearAndTheShardedNormEqualTheWholeOperations) {
   torch::manual_seed(4);

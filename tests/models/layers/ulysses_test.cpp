@@ -7,21 +7,18 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 
 namespace omnidp::models {
 namespace {
 
+// body(rank, collective) on `size` threads of one sequence group.
 void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
-  auto group = runtime::make_in_process_collectives(size, "test sequence group");
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
-  for (auto& t : threads) t.join();
+  testing::on_group(size, body, "test sequence group");
 }
 
 TEST(Ulysses, ShardsPadTheLastRankAndGatherDropsThePadding) {

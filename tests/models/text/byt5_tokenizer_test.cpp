@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/text/temp_dir.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -53,11 +53,11 @@ TEST(ByT5Tokenizer, SpecialTokensInTheText) {
 }
 
 TEST(ByT5Tokenizer, FolderAddedTokensExtendTheVocabulary) {
-  testing::TempDir dir;
+  omnidp::test::TempDir dir;
   dir.write("tokenizer_config.json",
             R"({"added_tokens_decoder": {"0": {"content": "<pad>"}, "1": {"content": "</s>"},
                 "384": {"content": "<color-0>"}, "385": {"content": "<en-font-0>"}}})");
-  const ByT5Tokenizer tok(dir.path);
+  const ByT5Tokenizer tok(dir.path());
   EXPECT_EQ(tok.encode("<color-0>Hi<en-font-0>"), (Ids{384, 75, 108, 385, 1}));
   EXPECT_EQ(tok.vocab_size(), 386);
 }

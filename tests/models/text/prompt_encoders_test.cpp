@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
-#include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -140,20 +140,20 @@ TEST(WanTextEncoder, UmT5FixtureWithoutATokenizerFolderIsAClearError) {
 TEST(WanTextEncoder, SnapshotFoldersEndToEnd) {
   OMNIDP_REQUIRE_FIXTURES();
   if (!SentencePieceTokenizer::available()) GTEST_SKIP() << "this build has no SentencePiece";
-  testing::TempDir snap;
-  fs::create_directories(snap.path / "tokenizer");
-  fs::create_directories(snap.path / "text_encoder");
+  omnidp::test::TempDir snap;
+  fs::create_directories(snap.path() / "tokenizer");
+  fs::create_directories(snap.path() / "text_encoder");
   for (const char* f : {"config.json", "model.safetensors"}) {
-    fs::copy_file(kRef / "umt5_encoder" / f, snap.path / "text_encoder" / f);
+    fs::copy_file(kRef / "umt5_encoder" / f, snap.path() / "text_encoder" / f);
   }
   snap.write("corpus.txt", "the cat walks on the grass\nthe dog runs\n");
   SentencePieceTokenizer::train_model(
-      "--input=" + (snap.path / "corpus.txt").string() +
-      " --model_prefix=" + (snap.path / "tokenizer" / "spiece").string() +
+      "--input=" + (snap.path() / "corpus.txt").string() +
+      " --model_prefix=" + (snap.path() / "tokenizer" / "spiece").string() +
       " --vocab_size=12 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2"
       " --bos_id=-1 --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
-  auto enc = load_wan_text_encoder(snap.path, torch::kFloat32, EncoderPlacement{});
-  const SentencePieceTokenizer tok(snap.path / "tokenizer" / "spiece.model");
+  auto enc = load_wan_text_encoder(snap.path(), torch::kFloat32, EncoderPlacement{});
+  const SentencePieceTokenizer tok(snap.path() / "tokenizer" / "spiece.model");
   const auto ids = std::vector<std::int64_t>{tok.piece_id("\xE2\x96\x81the"),
                                              tok.piece_id("\xE2\x96\x81"
                                                           "cat"),

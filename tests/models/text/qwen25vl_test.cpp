@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
-#include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -109,10 +109,10 @@ TEST_F(Qwen25VLTextLoaded, PrefixedCheckpointsLoadAndSkipOtherParts) {
       tensors.emplace_back(prefix + name, src.tensor(name, torch::kBFloat16));
     tensors.emplace_back("lm_head.weight", torch::zeros({512, 64}, torch::kBFloat16));
     tensors.emplace_back("visual.patch_embed.proj.weight", torch::zeros({4, 4}, torch::kBFloat16));
-    testing::TempDir dir;
-    fs::copy_file(kCase / "config.json", dir.path / "config.json");
-    save_safetensors(dir.path / "model.safetensors", tensors);
-    const auto model = load_qwen25vl_text(dir.path, torch::kFloat32, torch::kCPU);
+    omnidp::test::TempDir dir;
+    fs::copy_file(kCase / "config.json", dir.path() / "config.json");
+    save_safetensors(dir.path() / "model.safetensors", tensors);
+    const auto model = load_qwen25vl_text(dir.path(), torch::kFloat32, torch::kCPU);
     c10::InferenceMode guard;
     EXPECT_TRUE(torch::equal(model->forward(ids_), model_->forward(ids_))) << prefix;
   }

@@ -4,8 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/text/temp_dir.hpp"
+#include "error_of.hpp"
 #include "omnidp/common/error.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -154,7 +155,7 @@ TEST_F(Qwen2TokenizerTest, InvalidUtf8IsAnInputError) {
 }
 
 TEST_F(Qwen2TokenizerTest, FromFolderMatchesTheInMemoryTokenizer) {
-  testing::TempDir dir;
+  omnidp::test::TempDir dir;
   nlohmann::json vocab;
   for (const auto& [token, id] : tiny_vocab()) vocab[token] = id;
   dir.write("vocab.json", vocab.dump());
@@ -165,22 +166,19 @@ TEST_F(Qwen2TokenizerTest, FromFolderMatchesTheInMemoryTokenizer) {
       "tokenizer_config.json",
       R"({"added_tokens_decoder": {"300": {"content": "<|endoftext|>"}, "301": {"content": "<|im_start|>"},
                 "302": {"content": "<|im_end|>"}}})");
-  const auto tok = Qwen2Tokenizer::from_folder(dir.path);
+  const auto tok = Qwen2Tokenizer::from_folder(dir.path());
   for (const std::string text :
        {"hello cat", "<|im_start|>a   b\n\xE7\x8C\xAB<|im_end|>", "I'm \xF0\x9F\x90\xB1"}) {
     EXPECT_EQ(tok->encode(text), tok_->encode(text)) << text;
   }
   dir.write("merges.txt", "#version: 0.2\nonlyone\n");
-  try {
-    (void)Qwen2Tokenizer::from_folder(dir.path);
-    FAIL() << "expected WeightsError";
-  } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("merge 2"), std::string::npos) << e.what();
-  }
+  const std::string error =
+      omnidp::test::error_of<WeightsError>([&] { (void)Qwen2Tokenizer::from_folder(dir.path()); });
+  EXPECT_NE(error.find("merge 2"), std::string::npos) << error;
 }
 
 TEST_F(Qwen2TokenizerTest, FromTokenizerJsonAlone) {
-  testing::TempDir dir;
+  omnidp::test::TempDir dir;
   nlohmann::json j;
   for (const auto& [token, id] : tiny_vocab()) j["model"]["vocab"][token] = id;
   j["model"]["merges"] = nlohmann::json::array();
@@ -188,10 +186,10 @@ TEST_F(Qwen2TokenizerTest, FromTokenizerJsonAlone) {
     j["model"]["merges"].push_back(nlohmann::json::array({a, b}));
   j["added_tokens"] = {{{"id", 301}, {"content", "<|im_start|>"}}};
   dir.write("tokenizer.json", j.dump());
-  const auto tok = Qwen2Tokenizer::from_folder(dir.path);
+  const auto tok = Qwen2Tokenizer::from_folder(dir.path());
   EXPECT_EQ(tok->encode("<|im_start|>hello cat"), (Ids{301, 261, 111, 258}));
-  testing::TempDir empty;
-  EXPECT_THROW((void)Qwen2Tokenizer::from_folder(empty.path), WeightsError);
+  omnidp::test::TempDir empty;
+  EXPECT_THROW((void)Qwen2Tokenizer::from_folder(empty.path()), WeightsError);
 }
 
 TEST_F(Qwen2TokenizerTest, UnknownTokenIsAModelError) {

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -19,9 +19,9 @@ class SentencePieceTokenizerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!SentencePieceTokenizer::available()) return;
-    dir_ = std::make_unique<testing::TempDir>();
+    dir_ = std::make_unique<omnidp::test::TempDir>();
     {
-      std::ofstream corpus(dir_->path / "corpus.txt");
+      std::ofstream corpus(dir_->path() / "corpus.txt");
       for (int i = 0; i < 200; ++i) {
         corpus << "the cat walks on the grass\n"
                << "a dog runs in the park\n"
@@ -29,8 +29,8 @@ class SentencePieceTokenizerTest : public ::testing::Test {
       }
     }
     SentencePieceTokenizer::train_model(
-        "--input=" + (dir_->path / "corpus.txt").string() +
-        " --model_prefix=" + (dir_->path / "spiece").string() +
+        "--input=" + (dir_->path() / "corpus.txt").string() +
+        " --model_prefix=" + (dir_->path() / "spiece").string() +
         " --vocab_size=20 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
         " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
   }
@@ -39,10 +39,10 @@ class SentencePieceTokenizerTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { dir_.reset(); }
 
-  static fs::path model_file() { return dir_->path / "spiece.model"; }
-  static std::unique_ptr<testing::TempDir> dir_;
+  static fs::path model_file() { return dir_->path() / "spiece.model"; }
+  static std::unique_ptr<omnidp::test::TempDir> dir_;
 };
-std::unique_ptr<testing::TempDir> SentencePieceTokenizerTest::dir_;
+std::unique_ptr<omnidp::test::TempDir> SentencePieceTokenizerTest::dir_;
 
 TEST_F(SentencePieceTokenizerTest, WholeWordPiecesThenEos) {
   ASSERT_TRUE(SentencePieceTokenizer::available());
@@ -73,12 +73,12 @@ TEST_F(SentencePieceTokenizerTest, TruncationKeepsTheEos) {
 }
 
 TEST_F(SentencePieceTokenizerTest, FromFolderSplitsAddedTokensFirst) {
-  testing::TempDir folder;
-  fs::copy_file(model_file(), folder.path / "spiece.model");
+  omnidp::test::TempDir folder;
+  fs::copy_file(model_file(), folder.path() / "spiece.model");
   folder.write("tokenizer_config.json",
                R"({"added_tokens_decoder": {"0": {"content": "<pad>"}, "1": {"content": "</s>"},
                    "2": {"content": "<unk>"}, "39": {"content": "<extra_id_0>"}}})");
-  const auto tok = SentencePieceTokenizer::from_folder(folder.path);
+  const auto tok = SentencePieceTokenizer::from_folder(folder.path());
   const auto the = tok->piece_id("\xE2\x96\x81the");
   const auto cat = tok->piece_id(
       "\xE2\x96\x81"
@@ -88,10 +88,10 @@ TEST_F(SentencePieceTokenizerTest, FromFolderSplitsAddedTokensFirst) {
 }
 
 TEST_F(SentencePieceTokenizerTest, MissingOrBrokenModelIsAWeightsError) {
-  testing::TempDir folder;
-  EXPECT_THROW((void)SentencePieceTokenizer::from_folder(folder.path), WeightsError);
+  omnidp::test::TempDir folder;
+  EXPECT_THROW((void)SentencePieceTokenizer::from_folder(folder.path()), WeightsError);
   folder.write("spiece.model", "not a model");
-  EXPECT_THROW((void)SentencePieceTokenizer::from_folder(folder.path), WeightsError);
+  EXPECT_THROW((void)SentencePieceTokenizer::from_folder(folder.path()), WeightsError);
 }
 
 TEST(SentencePieceTokenizer, TrainingErrorsAndUnavailableBuildsAreModelErrors) {

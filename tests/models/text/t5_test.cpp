@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include "fixtures.hpp"
-#include "models/text/temp_dir.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
@@ -147,10 +147,10 @@ TEST(T5, TiedEmbeddingNamesLoad) {
   const auto ids = torch::tensor({{70, 80, 90, 1}}, torch::kLong);
   const auto expected = reference->forward(ids);
   for (const auto* tensors : {&renamed, &both}) {
-    testing::TempDir dir;
-    fs::copy_file(kRef / "byt5_encoder" / "config.json", dir.path / "config.json");
-    save_safetensors(dir.path / "model.safetensors", *tensors);
-    const auto model = load_t5_encoder(dir.path, torch::kFloat32, torch::kCPU);
+    omnidp::test::TempDir dir;
+    fs::copy_file(kRef / "byt5_encoder" / "config.json", dir.path() / "config.json");
+    save_safetensors(dir.path() / "model.safetensors", *tensors);
+    const auto model = load_t5_encoder(dir.path(), torch::kFloat32, torch::kCPU);
     EXPECT_TRUE(torch::equal(model->forward(ids), expected));
   }
 }
@@ -163,11 +163,11 @@ TEST(T5, MissingTensorsAreNamed) {
     if (name != "encoder.block.1.layer.1.DenseReluDense.wo.weight")
       tensors.emplace_back(name, src.tensor(name));
   }
-  testing::TempDir dir;
-  fs::copy_file(kRef / "umt5_encoder" / "config.json", dir.path / "config.json");
-  save_safetensors(dir.path / "model.safetensors", tensors);
+  omnidp::test::TempDir dir;
+  fs::copy_file(kRef / "umt5_encoder" / "config.json", dir.path() / "config.json");
+  save_safetensors(dir.path() / "model.safetensors", tensors);
   try {
-    (void)load_t5_encoder(dir.path, torch::kFloat32, torch::kCPU);
+    (void)load_t5_encoder(dir.path(), torch::kFloat32, torch::kCPU);
     FAIL() << "expected WeightsError";
   } catch (const WeightsError& e) {
     EXPECT_NE(std::string(e.what()).find("encoder.block.1.layer.1.DenseReluDense.wo.weight"),

@@ -2,13 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include "models/text/temp_dir.hpp"
+#include "error_of.hpp"
 #include "omnidp/common/error.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::text {
 namespace {
 
-using testing::TempDir;
+using omnidp::test::TempDir;
 
 using Pieces = std::vector<std::pair<std::string, std::int64_t>>;
 
@@ -59,7 +60,7 @@ TEST(AddedTokens, FromFolderReadsTokenizerConfigFirst) {
             R"({"added_tokens_decoder": {"384": {"content": "<color-0>", "special": true},
                                          "385": {"content": "<en-font-0>", "special": true}}})");
   dir.write("added_tokens.json", R"({"<other>": 999})");
-  const auto added = AddedTokens::from_folder(dir.path);
+  const auto added = AddedTokens::from_folder(dir.path());
   EXPECT_EQ(added.size(), 2U);
   EXPECT_EQ(added.id_of("<color-0>"), 384);
   EXPECT_EQ(added.id_of("<en-font-0>"), 385);
@@ -70,30 +71,27 @@ TEST(AddedTokens, FromFolderFallsBackToTokenizerJsonThenAddedTokensJson) {
   TempDir a;
   a.write("tokenizer.json", R"({"added_tokens": [{"id": 151643, "content": "<|endoftext|>"},
                                                   {"id": 151644, "content": "<|im_start|>"}]})");
-  const auto from_json = AddedTokens::from_folder(a.path);
+  const auto from_json = AddedTokens::from_folder(a.path());
   EXPECT_EQ(from_json.id_of("<|im_start|>"), 151644);
   EXPECT_EQ(from_json.id_of("<|endoftext|>"), 151643);
 
   TempDir b;
   b.write("added_tokens.json", R"({"<color-1>": 386})");
-  EXPECT_EQ(AddedTokens::from_folder(b.path).id_of("<color-1>"), 386);
+  EXPECT_EQ(AddedTokens::from_folder(b.path()).id_of("<color-1>"), 386);
 
   TempDir empty;
-  EXPECT_TRUE(AddedTokens::from_folder(empty.path).empty());
+  EXPECT_TRUE(AddedTokens::from_folder(empty.path()).empty());
 }
 
 TEST(AddedTokens, MalformedFilesAreWeightsErrors) {
   TempDir dir;
   dir.write("tokenizer_config.json", R"({"added_tokens_decoder": {"x": {"content": "<a>"}}})");
-  EXPECT_THROW((void)AddedTokens::from_folder(dir.path), WeightsError);
+  EXPECT_THROW((void)AddedTokens::from_folder(dir.path()), WeightsError);
   TempDir broken;
   broken.write("tokenizer_config.json", "{not json");
-  try {
-    (void)AddedTokens::from_folder(broken.path);
-    FAIL() << "expected WeightsError";
-  } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json"), std::string::npos) << e.what();
-  }
+  const std::string error =
+      omnidp::test::error_of<WeightsError>([&] { (void)AddedTokens::from_folder(broken.path()); });
+  EXPECT_NE(error.find("tokenizer_config.json"), std::string::npos) << error;
 }
 
 TEST(Tokenizer, TruncationKeepsRoomForSpecialTokens) {

@@ -10,6 +10,7 @@
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::vision {
 namespace {
@@ -17,23 +18,7 @@ namespace fs = std::filesystem;
 
 const fs::path kCase = omnidp::test::fixture("diffusers-ref/siglip_vision");
 
-// A fresh folder per test, removed at the end.
-struct TempDir {
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("omnidp-vision-" + std::string(info->test_suite_name()) + "-" + info->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  fs::path path;
-};
+using omnidp::test::TempDir;
 
 nlohmann::json fixture_config() { return read_json(kCase / "config.json"); }
 
@@ -114,36 +99,29 @@ std::string error_of(const nlohmann::json& config) {
   return "no error";
 }
 
+// The fixture's config with `key` set to `value`: its error says `fragment`.
+void expect_error_with(const std::string& key, const nlohmann::json& value,
+                       const std::string& fragment) {
+  auto c = fixture_config();
+  c[key] = value;
+  const std::string error = error_of(c);
+  EXPECT_NE(error.find(fragment), std::string::npos) << key << ": " << error;
+}
+
 TEST(SiglipVisionOptions, BadValuesNameTheFileAndTheKey) {
   OMNIDP_REQUIRE_FIXTURES();
   auto c = fixture_config();
   c.erase("patch_size");
   EXPECT_NE(error_of(c).find("/snap/image_encoder/config.json"), std::string::npos) << error_of(c);
   EXPECT_NE(error_of(c).find("missing key 'patch_size'"), std::string::npos) << error_of(c);
-  c = fixture_config();
-  c["hidden_act"] = "relu";
-  EXPECT_NE(error_of(c).find("key 'hidden_act' is 'relu'"), std::string::npos) << error_of(c);
-  c = fixture_config();
-  c["hidden_size"] = "32";
-  EXPECT_NE(error_of(c).find("key 'hidden_size' must be an integer"), std::string::npos)
-      << error_of(c);
-  c = fixture_config();
-  c["num_attention_heads"] = 3;
-  EXPECT_NE(
-      error_of(c).find("key 'hidden_size' (32) must be a multiple of num_attention_heads (3)"),
-      std::string::npos)
-      << error_of(c);
-  c = fixture_config();
-  c["model_type"] = "siglip2_vision_model";
-  EXPECT_NE(error_of(c).find("key 'model_type' is 'siglip2_vision_model'"), std::string::npos)
-      << error_of(c);
-  c = fixture_config();
-  c["vision_use_head"] = 1;
-  EXPECT_NE(error_of(c).find("key 'vision_use_head' must be true or false"), std::string::npos)
-      << error_of(c);
-  c = fixture_config();
-  c["image_size"] = 0;
-  EXPECT_NE(error_of(c).find("key 'image_size' must be positive"), std::string::npos) << error_of(c);
+  expect_error_with("hidden_act", "relu", "key 'hidden_act' is 'relu'");
+  expect_error_with("hidden_size", "32", "key 'hidden_size' must be an integer");
+  expect_error_with("num_attention_heads", 3,
+                    "key 'hidden_size' (32) must be a multiple of num_attention_heads (3)");
+  expect_error_with("model_type", "siglip2_vision_model",
+                    "key 'model_type' is 'siglip2_vision_model'");
+  expect_error_with("vision_use_head", 1, "key 'vision_use_head' must be true or false");
+  expect_error_with("image_size", 0, "key 'image_size' must be positive");
 }
 
 TEST(SiglipVision, ParameterNamesAreTheCheckpointNames) {
@@ -183,9 +161,9 @@ TEST(SiglipVision, Bf16RunsInBf16CloseToTheReference) {
 TEST(SiglipVision, PrefixedShardedCheckpointLoadsTheSameWeights) {
   OMNIDP_REQUIRE_FIXTURES();
   TempDir dir;
-  write_config(dir.path, fixture_config());
-  write_sharded(dir.path, "vision_model.");
-  const auto prefixed = load_siglip_vision(dir.path, torch::kFloat32, torch::kCPU);
+  write_config(dir.path(), fixture_config());
+  write_sharded(dir.path(), "vision_model.");
+  const auto prefixed = load_siglip_vision(dir.path(), torch::kFloat32, torch::kCPU);
   const auto bare = load_siglip_vision(kCase, torch::kFloat32, torch::kCPU);
   const SafetensorsFile io(kCase / "io.safetensors");
   c10::InferenceMode guard;
@@ -207,34 +185,35 @@ TEST(SiglipVision, StrictLoading) {
   OMNIDP_REQUIRE_FIXTURES();
   {  // an unknown tensor (e.g. a whole SiglipModel's text tower) is not skipped
     TempDir dir;
-    write_config(dir.path, fixture_config());
-    write_sharded(dir.path, "vision_model.", {},
+    write_config(dir.path(), fixture_config());
+    write_sharded(dir.path(), "vision_model.", {},
                   {{"text_model.final_layer_norm.weight", torch::ones({32})}});
-    EXPECT_NE(load_error(dir.path).find("text_model.final_layer_norm.weight"), std::string::npos)
-        << load_error(dir.path);
+    EXPECT_NE(load_error(dir.path()).find("text_model.final_layer_norm.weight"), std::string::npos)
+        << load_error(dir.path());
   }
   {  // the config promises a head that the checkpoint lacks
     TempDir dir;
-    write_config(dir.path, fixture_config());
-    write_sharded(dir.path, "", {"head.probe"});
-    EXPECT_NE(load_error(dir.path).find("head.probe"), std::string::npos) << load_error(dir.path);
+    write_config(dir.path(), fixture_config());
+    write_sharded(dir.path(), "", {"head.probe"});
+    EXPECT_NE(load_error(dir.path()).find("head.probe"), std::string::npos) << load_error(dir.path());
   }
   {  // vision_use_head false: the head's tensors are unexpected
     TempDir dir;
     auto config = fixture_config();
     config["vision_use_head"] = false;
-    write_config(dir.path, config);
-    write_sharded(dir.path, "");
-    EXPECT_NE(load_error(dir.path).find("head.attention.in_proj_weight"), std::string::npos)
-        << load_error(dir.path);
+    write_config(dir.path(), config);
+    write_sharded(dir.path(), "");
+    EXPECT_NE(load_error(dir.path()).find("head.attention.in_proj_weight"), std::string::npos)
+        << load_error(dir.path());
   }
   {  // a wrong shape
     TempDir dir;
     auto config = fixture_config();
     config["intermediate_size"] = 48;
-    write_config(dir.path, config);
-    write_sharded(dir.path, "");
-    EXPECT_NE(load_error(dir.path).find("mlp.fc1.weight"), std::string::npos) << load_error(dir.path);
+    write_config(dir.path(), config);
+    write_sharded(dir.path(), "");
+    EXPECT_NE(load_error(dir.path()).find("mlp.fc1.weight"), std::string::npos)
+        << load_error(dir.path());
   }
 }
 

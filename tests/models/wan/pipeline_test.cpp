@@ -8,13 +8,17 @@
 #include <functional>
 #include <thread>
 
+#include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
 #include "png_file.hpp"
+#include "request_shape.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -23,10 +27,6 @@ namespace fs = std::filesystem;
 class WanPipelineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("omnidp_wan_pipeline_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     torch::manual_seed(11);
     save_safetensors(dir_ / "embeds.safetensors",
                      {{"prompt_embeds", torch::randn({1, 6, 32})},
@@ -35,49 +35,27 @@ class WanPipelineTest : public ::testing::Test {
                      {{"prompt_embeds", torch::randn({1, 6, 32})}});
     save_safetensors(dir_ / "wrong_dim.safetensors", {{"prompt_embeds", torch::randn({1, 6, 31})}});
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  static Config tiny_config() {
-    Config c;
-    c.model.name = "tiny-wan";
-    c.model.weights = WeightsSource::random;
-    c.model.weights_seed = 5;
-    c.model.dtype = DType::fp32;
-    c.model.device = DeviceKind::cpu;
-    c.determinism.strict = true;
-    return c;
-  }
+  static Config tiny_config() { return testing::tiny_config(); }
 
   // 3 guided steps at 32x64x5 from the seeded embeddings and noise.
-  [[nodiscard]] WanSampleInputs guided_inputs() const {
+  [[nodiscard]] WanSampleInputs guided_inputs() const { return embedded_inputs(3, 4.0, 3.0); }
+
+  // `steps` steps at `guidance` and `flow_shift`, 32x64x5, from the seeded embeddings and noise.
+  [[nodiscard]] WanSampleInputs embedded_inputs(int steps, double guidance, double flow_shift) const {
     const SafetensorsFile embeds(dir_ / "embeds.safetensors");
     WanSampleInputs in;
-    in.num_frames = 5;
-    in.height = 32;
-    in.width = 64;
-    in.num_inference_steps = 3;
-    in.guidance_scale = 4.0;
-    in.flow_shift = 3.0;
+    set_schedule(in, test::sized_request(5, 32, 64, steps, guidance, flow_shift));
     in.noise = torch::randn({1, 48, 2, 2, 4});
     in.prompt_embeds = embeds.tensor("prompt_embeds");
     in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
     return in;
   }
 
+  // tiny_request with the embeddings file.
   Request t2v(std::uint64_t seed = 3) const {
-    Request r;
-    r.id = "r1";
-    r.prompt = "a cat";
-    r.seed = seed;
-    r.task = Task::t2v;
+    Request r = testing::tiny_request(seed);
     r.prompt_embeds = (dir_ / "embeds.safetensors").string();
-    r.num_frames = 5;
-    r.height = 32;
-    r.width = 64;
-    r.num_inference_steps = 3;
-    r.guidance_scale = 5.0;
-    r.flow_shift = 5.0;
-    r.fps = 16;
     return r;
   }
 
@@ -103,7 +81,8 @@ class WanPipelineTest : public ::testing::Test {
     return parts;
   }
 
-  fs::path dir_;
+  omnidp::test::TempDir tmp_;
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_F(WanPipelineTest, TextToVideoIsDeterministicAndSeeded) {
@@ -215,17 +194,7 @@ TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
 
 TEST_F(WanPipelineTest, ImageToVideoPinsTheFirstLatentFrameToTheImage) {
   WanPipeline pipeline(tiny_parts(true), torch::kCPU);
-  const SafetensorsFile embeds(dir_ / "embeds.safetensors");
-  WanSampleInputs in;
-  in.num_frames = 5;
-  in.height = 32;
-  in.width = 64;
-  in.num_inference_steps = 2;
-  in.guidance_scale = 5.0;
-  in.flow_shift = 5.0;
-  in.noise = torch::randn({1, 48, 2, 2, 4});
-  in.prompt_embeds = embeds.tensor("prompt_embeds");
-  in.negative_prompt_embeds = embeds.tensor("negative_prompt_embeds");
+  WanSampleInputs in = embedded_inputs(2, 5.0, 5.0);
   in.image = torch::rand({1, 3, 32, 64}) * 2 - 1;
   const auto out = pipeline.sample(in, nullptr);
   c10::InferenceMode guard;

@@ -8,8 +8,9 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <thread>
 
+#include "models/in_process_group.hpp"
+#include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
@@ -21,15 +22,8 @@
 namespace omnidp::models::wan {
 namespace {
 namespace fs = std::filesystem;
-
-// body(rank, collective) on `size` threads, one in-process collective each.
-void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
-  auto group = runtime::make_in_process_collectives(size, "tensor group");
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
-  for (auto& t : threads) t.join();
-}
+using models::testing::max_diff;
+using models::testing::on_group;
 
 // tiny-wan with 4 heads of 32 (the same width), so that 2 and 4 shards divide it.
 WanTransformerOptions four_heads() {
@@ -37,10 +31,6 @@ WanTransformerOptions four_heads() {
   o.num_attention_heads = 4;
   o.attention_head_dim = 32;
   return o;
-}
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>();
 }
 
 // Every shard's forward equals the unsharded forward within float32 rounding, with separate
@@ -161,33 +151,13 @@ TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
   EXPECT_NO_THROW(shard->set_tensor_group(group[1].get()));
 }
 
-Config tiny_config() {
-  Config c;
-  c.model.name = "tiny-wan";
-  c.model.weights = WeightsSource::random;
-  c.model.weights_seed = 5;
-  c.model.dtype = DType::fp32;
-  c.model.device = DeviceKind::cpu;
-  c.determinism.strict = true;
-  return c;
-}
+using testing::tiny_config;
 
 // A whole generate() per rank of a tensor group of 2 (tiny-wan: 2 heads) gives the
 // single-rank video within one uint8 level; only the leader decodes.
 TEST(WanTensorParallel, TwoShardsGenerateTheSingleRankVideo) {
-  Request r;
-  r.id = "r1";
-  r.prompt = "a cat";
+  Request r = testing::tiny_request();
   r.negative_prompt = "blurry";
-  r.seed = 3;
-  r.task = Task::t2v;
-  r.num_frames = 5;
-  r.height = 32;
-  r.width = 64;
-  r.num_inference_steps = 3;
-  r.guidance_scale = 5.0;
-  r.flow_shift = 5.0;
-  r.fps = 16;
   const auto single = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
   const Video want = single->generate(r, {});
   std::vector<Video> got(2);
@@ -200,14 +170,8 @@ TEST(WanTensorParallel, TwoShardsGenerateTheSingleRankVideo) {
     ctx.tensor = &c;
     got[static_cast<std::size_t>(rank)] = pipeline->generate(r, ctx);
   });
-  ASSERT_EQ(got[0].data.size(), want.data.size());
   EXPECT_EQ(got[0].frames, want.frames);
-  int worst = 0;
-  for (std::size_t i = 0; i < want.data.size(); ++i)
-    worst = std::max(worst, std::abs(got[0].data[i] - want.data[i]));
-  EXPECT_LE(worst, 1);
-  std::cout << "largest uint8 difference to the single-rank video: " << worst << "\n";
-  EXPECT_TRUE(got[1].data.empty());  // a member: the leader has the video
+  models::testing::expect_leader_has_the_single_rank_video(want, got);
 }
 
 }  // namespace

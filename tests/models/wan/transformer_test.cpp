@@ -5,10 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "error_of.hpp"
 #include "fixtures.hpp"
+#include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/wan/configs.hpp"
@@ -405,19 +406,13 @@ std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOption
     if (fused) models.back()->fuse_projections();
   }
   std::vector<torch::Tensor> out(static_cast<std::size_t>(ranks));
-  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r] {
-      const auto i = static_cast<std::size_t>(r);
-      try {
-        out[i] = models[i]->forward(hidden, timestep, context, group[i].get());
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto errors = models::testing::on_group_errors(
+      ranks,
+      [&](int r, runtime::Collective& c) {
+        const auto i = static_cast<std::size_t>(r);
+        out[i] = models[i]->forward(hidden, timestep, context, &c);
+      },
+      "test sequence group");
   for (const auto& e : errors) EXPECT_EQ(e, "");
   return out;
 }
@@ -459,17 +454,14 @@ TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
   const auto o = tiny_options();  // 2 heads
   WanTransformer3DModel model(o);
   init_random_weights(*model, 1);
-  try {
+  const std::string message = test::error_of<ModelError>([&] {
     (void)model->forward(torch::zeros({1, o.in_channels, 1, 4, 4}), torch::zeros({1}),
                          torch::zeros({1, 3, o.text_dim}), group[0].get());
-    FAIL() << "no error";
-  } catch (const ModelError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "the Wan transformer has 2 attention heads, which do not split over a "
-                  "sequence group of 4 ranks"),
-              std::string::npos)
-        << e.what();
-  }
+  });
+  EXPECT_NE(message.find("the Wan transformer has 2 attention heads, which do not split over a "
+                         "sequence group of 4 ranks"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace

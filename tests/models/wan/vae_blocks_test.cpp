@@ -84,6 +84,16 @@ TEST(WanVaeShortcuts, DupUpIsNearestUpsamplingAndDropsFirstFramesOnFirstChunk) {
   EXPECT_TRUE(torch::equal(d.flatten(), torch::tensor({0.0F, 0.0F, 1.0F, 1.0F})));
 }
 
+// `step` run over x chunked by each of `chunkings` equals `expected` within float32 rounding.
+template <typename Step>
+void expect_every_chunking(const torch::Tensor& x,
+                           const std::vector<std::vector<std::int64_t>>& chunkings,
+                           const torch::Tensor& expected, Step step) {
+  for (const auto& sizes : chunkings) {
+    EXPECT_LT(max_abs_diff(chunked(x, sizes, step), expected), 1e-5F) << "chunks of " << sizes.size();
+  }
+}
+
 TEST(WanVaeRmsNorm, NormalizesOverChannelsTimesSqrtDimAndGamma) {
   torch::manual_seed(5);
   WanRMSNorm norm(4, false);
@@ -104,13 +114,10 @@ TEST(WanVaeCausalConv, EqualsFrontZeroPaddedConvWhateverTheChunking) {
   const auto expected =
       torch::conv3d(torch::constant_pad_nd(x, {1, 1, 1, 1, 2, 0}), conv->weight, conv->bias);
   EXPECT_LT(max_abs_diff(conv->forward(x), expected), 1e-5F);
-  for (const auto& sizes :
-       std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1, 1, 1, 1}, {1, 4, 2}, {3, 4}, {7}}) {
-    const auto out = chunked(x, sizes, [&](const torch::Tensor& part, CausalCache& cache) {
-      return conv->forward(part, &cache.next_slot());
-    });
-    EXPECT_LT(max_abs_diff(out, expected), 1e-5F) << "chunks of " << sizes.size();
-  }
+  expect_every_chunking(x, {{1, 1, 1, 1, 1, 1, 1}, {1, 4, 2}, {3, 4}, {7}}, expected,
+                        [&](const torch::Tensor& part, CausalCache& cache) {
+                          return conv->forward(part, &cache.next_slot());
+                        });
 }
 
 // The reference's temporal upsampler over a whole latent sequence: the first frame passes,
@@ -135,12 +142,9 @@ TEST(WanVaeResample, Upsample3dStreamsLikeTheReference) {
   const auto spatial =
       torch::conv2d(torch::upsample_nearest2d(per_frame, {6, 4}), conv->weight, conv->bias, 1, 1);
   const auto expected = spatial.reshape({1, 7, 4, 6, 4}).permute({0, 2, 1, 3, 4});
-  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{1, 1, 1, 1}, {2, 2}, {1, 3}, {4}}) {
-    const auto out = chunked(x, sizes, [&](const torch::Tensor& part, CausalCache& cache) {
-      return up->forward(part, cache);
-    });
-    EXPECT_LT(max_abs_diff(out, expected), 1e-5F) << "chunks of " << sizes.size();
-  }
+  expect_every_chunking(
+      x, {{1, 1, 1, 1}, {2, 2}, {1, 3}, {4}}, expected,
+      [&](const torch::Tensor& part, CausalCache& cache) { return up->forward(part, cache); });
 }
 
 // The reference's temporal downsampler: the first frame passes, then stride-2 windows of 3
@@ -160,12 +164,9 @@ TEST(WanVaeResample, Downsample3dStreamsLikeTheReference) {
                                      {2, 1, 1});  // 4 frames
   const auto expected = torch::cat({spatial.slice(2, 0, 1), strided}, 2);
   ASSERT_EQ(expected.size(2), 5);
-  for (const auto& sizes : std::vector<std::vector<std::int64_t>>{{1, 4, 4}, {1, 8}, {9}, {5, 4}}) {
-    const auto out = chunked(x, sizes, [&](const torch::Tensor& part, CausalCache& cache) {
-      return down->forward(part, cache);
-    });
-    EXPECT_LT(max_abs_diff(out, expected), 1e-5F) << "chunks of " << sizes.size();
-  }
+  expect_every_chunking(
+      x, {{1, 4, 4}, {1, 8}, {9}, {5, 4}}, expected,
+      [&](const torch::Tensor& part, CausalCache& cache) { return down->forward(part, cache); });
 }
 
 TEST(WanVaeBlocks, ParameterNamesFollowTheDiffusersLayout) {

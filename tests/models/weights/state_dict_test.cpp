@@ -261,22 +261,22 @@ TEST(StateDict, AShardPlanLoadsOnlyEachShardsSlices) {
     EXPECT_TRUE(torch::equal(shard->down_bias, full["down_bias"]));  // a row-split bias is whole
   }
   // Parts that do not divide the checkpoint's dimension, and a module of the wrong shard size.
+  const auto shard_error = [&](Shard& module, std::int64_t parts) {
+    LoadOptions options;
+    options.shard = plan_of(0, parts);
+    return error_of([&] {
+      load_state_dict(*module, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
+    });
+  };
   Shard four(4);  // up [1, 4] against [6, 4] / 4
-  LoadOptions options;
-  options.shard = plan_of(0, 4);
-  const auto error = error_of([&] {
-    load_state_dict(*four, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
-  });
+  const auto error = shard_error(four, 4);
   EXPECT_NE(
       error.find(
           "up (checkpoint [6, 4] in model.safetensors cannot be split in 4 parts along dim 0)"),
       std::string::npos)
       << error;
   Shard three(3);
-  options.shard = plan_of(0, 2);
-  const auto wrong = error_of([&] {
-    load_state_dict(*three, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
-  });
+  const auto wrong = shard_error(three, 2);
   EXPECT_NE(
       wrong.find(
           "down (checkpoint [4, 6], shard 0/2 of dim 1 [4, 3] in model.safetensors, model [4, 2])"),

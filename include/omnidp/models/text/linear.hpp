@@ -10,7 +10,11 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
 
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -40,5 +44,21 @@ template <typename Model, typename Options>
   model->eval();
   return model;
 }
+
+// The options of an encoder folder's config.json (Options::from_json(json, path); a
+// WeightsError naming the file where it is unreadable or wrong).
+template <typename Options>
+[[nodiscard]] Options options_from_folder(const std::filesystem::path& dir) {
+  const auto config_path = dir / "config.json";
+  return Options::from_json(read_json(config_path), config_path.string());
+}
+
+// load_state_dict of `module` nested under the dotted `prefix` ("" for none, e.g.
+// "vision_model." or "model.language_model."), so that the strict loader matches the
+// checkpoint's names `prefix + name`.
+void load_state_dict_under(const std::string& prefix,
+                           const std::shared_ptr<torch::nn::Module>& module,
+                           const Checkpoint& checkpoint, torch::ScalarType dtype,
+                           torch::Device device, const LoadOptions& options = {});
 
 }  // namespace omnidp::models::text
