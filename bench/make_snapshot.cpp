@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   };
   const torch::Device cpu(torch::kCPU);
 
-  // The released HunyuanVideo-1.5 480p transformer (SPEC section 8).
+  // The released HunyuanVideo-1.5 480p transformer (docs/models.md).
   const json transformer_config{{"_class_name", "HunyuanVideo15Transformer3DModel"},
                                 {"in_channels", 65},
                                 {"out_channels", 32},

@@ -18,14 +18,18 @@
 
 namespace omnidp::models::testing {
 
-// body(rank, collective) on `size` threads, one in-process collective (of group `name`) each;
-// returns when every thread has.
+// body(rank, collective) on `size` threads, one in-process collective (of group `name`) each,
+// without autograd, as the worker runs a model (grad mode is per thread); returns when every
+// thread has.
 inline void on_group(int size, const std::function<void(int, runtime::Collective&)>& body,
                      const std::string& name = "tensor group") {
   auto group = runtime::make_in_process_collectives(size, name);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)
-    threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
+    threads.emplace_back([&, r] {
+      const torch::NoGradGuard no_grad;
+      body(r, *group[static_cast<std::size_t>(r)]);
+    });
   for (auto& t : threads) t.join();
 }
 

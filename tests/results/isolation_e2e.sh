@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4 item 8, the isolation check end to end: the synthetic model at N=1 is the baseline;
+# The isolation check end to end (docs/results.md, "The numerics profile"): the synthetic model at N=1 is the baseline;
 # N=2 and N=4 with both scheduling policies must compare equal to it (hash by hash, by input
 # key); a copy with one corrupted video must fail the compare and name its id.
 # usage: isolation_e2e.sh BATCH COMPARE CORRUPT_TOOL MPIEXEC CONFIG WORKDIR

@@ -11,52 +11,10 @@ namespace omnidp::results {
 namespace {
 
 TEST(Summary, JsonRoundTripOfEveryField) {
-  RunSummary s;
-  s.total = 10;
-  s.completed = 8;
-  s.failed = 2;
-  s.skipped_resume = 3;
-  s.skipped_tasks = 4;
-  s.makespan_s = 61.5;
-  s.videos_per_min = 7.8;
-  s.latency_p50_s = 5.25;
-  s.latency_p90_s = 9.5;
-  s.latency_max_s = 11.0;
-  s.busy_s_per_rank = {30.0, 31.5};
-  s.busy_fraction_per_rank = {0.5, 0.51};
-  s.scheduling_efficiency = 0.505;
-  s.world_size = 2;
-  s.replicas = 2;
-  s.tensor_parallel_size = 1;
-  s.sequence_parallel_size = 4;
-  s.cfg_parallel_size = 2;
-  s.policy = "round_robin";
-  s.order = "manifest";
-  s.interrupted = true;
+  const RunSummary s = testing::filled_summary();
   testing::ScratchDir dir("summary");
   write_summary_json(dir.path() / "summary.json", s);
-  const RunSummary b = read_summary_json(dir.path() / "summary.json");
-  EXPECT_EQ(b.total, s.total);
-  EXPECT_EQ(b.completed, s.completed);
-  EXPECT_EQ(b.failed, s.failed);
-  EXPECT_EQ(b.skipped_resume, s.skipped_resume);
-  EXPECT_EQ(b.skipped_tasks, s.skipped_tasks);
-  EXPECT_EQ(b.makespan_s, s.makespan_s);
-  EXPECT_EQ(b.videos_per_min, s.videos_per_min);
-  EXPECT_EQ(b.latency_p50_s, s.latency_p50_s);
-  EXPECT_EQ(b.latency_p90_s, s.latency_p90_s);
-  EXPECT_EQ(b.latency_max_s, s.latency_max_s);
-  EXPECT_EQ(b.busy_s_per_rank, s.busy_s_per_rank);
-  EXPECT_EQ(b.busy_fraction_per_rank, s.busy_fraction_per_rank);
-  EXPECT_EQ(b.scheduling_efficiency, s.scheduling_efficiency);
-  EXPECT_EQ(b.world_size, s.world_size);
-  EXPECT_EQ(b.replicas, s.replicas);
-  EXPECT_EQ(b.tensor_parallel_size, s.tensor_parallel_size);
-  EXPECT_EQ(b.sequence_parallel_size, s.sequence_parallel_size);
-  EXPECT_EQ(b.cfg_parallel_size, s.cfg_parallel_size);
-  EXPECT_EQ(b.policy, s.policy);
-  EXPECT_EQ(b.order, s.order);
-  EXPECT_EQ(b.interrupted, s.interrupted);
+  testing::expect_same_summary(read_summary_json(dir.path() / "summary.json"), s);
 }
 
 TEST(Summary, MalformedJsonNamesTheFile) {

@@ -27,6 +27,57 @@ inline bool have_h5dump() { return std::system("command -v h5dump >/dev/null 2>&
   if (!::omnidp::results::testing::have_h5dump()) \
   GTEST_SKIP() << "h5dump (hdf5-tools) is not installed"
 
+// A RunSummary with every field set to a distinct non-default value, and the check that two
+// summaries agree field by field (the summary.json and /summary round trips).
+inline RunSummary filled_summary() {
+  RunSummary s;
+  s.total = 12;
+  s.completed = 9;
+  s.failed = 3;
+  s.skipped_resume = 2;
+  s.skipped_tasks = 5;
+  s.makespan_s = 33.25;
+  s.videos_per_min = 16.5;
+  s.latency_p50_s = 3.5;
+  s.latency_p90_s = 4.75;
+  s.latency_max_s = 6.0;
+  s.busy_s_per_rank = {30.0, 30.0, 12.5, 12.5};
+  s.busy_fraction_per_rank = {0.9, 0.9, 0.375, 0.375};
+  s.scheduling_efficiency = 0.6375;
+  s.world_size = 4;
+  s.replicas = 2;
+  s.tensor_parallel_size = 2;
+  s.sequence_parallel_size = 3;
+  s.cfg_parallel_size = 2;
+  s.policy = "round_robin";
+  s.order = "manifest";
+  s.interrupted = true;
+  return s;
+}
+inline void expect_same_summary(const RunSummary& b, const RunSummary& s) {
+  EXPECT_EQ(b.total, s.total);
+  EXPECT_EQ(b.completed, s.completed);
+  EXPECT_EQ(b.failed, s.failed);
+  EXPECT_EQ(b.skipped_resume, s.skipped_resume);
+  EXPECT_EQ(b.skipped_tasks, s.skipped_tasks);
+  EXPECT_EQ(b.makespan_s, s.makespan_s);
+  EXPECT_EQ(b.videos_per_min, s.videos_per_min);
+  EXPECT_EQ(b.latency_p50_s, s.latency_p50_s);
+  EXPECT_EQ(b.latency_p90_s, s.latency_p90_s);
+  EXPECT_EQ(b.latency_max_s, s.latency_max_s);
+  EXPECT_EQ(b.busy_s_per_rank, s.busy_s_per_rank);
+  EXPECT_EQ(b.busy_fraction_per_rank, s.busy_fraction_per_rank);
+  EXPECT_EQ(b.scheduling_efficiency, s.scheduling_efficiency);
+  EXPECT_EQ(b.world_size, s.world_size);
+  EXPECT_EQ(b.replicas, s.replicas);
+  EXPECT_EQ(b.tensor_parallel_size, s.tensor_parallel_size);
+  EXPECT_EQ(b.sequence_parallel_size, s.sequence_parallel_size);
+  EXPECT_EQ(b.cfg_parallel_size, s.cfg_parallel_size);
+  EXPECT_EQ(b.policy, s.policy);
+  EXPECT_EQ(b.order, s.order);
+  EXPECT_EQ(b.interrupted, s.interrupted);
+}
+
 // The results tests' name for the shared scratch folder (tests/temp_dir.hpp).
 using ScratchDir = omnidp::test::TempDir;
 

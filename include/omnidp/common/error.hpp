@@ -10,7 +10,7 @@
 
 namespace omnidp {
 
-// Process exit codes (SPEC section 7).
+// Process exit codes (docs/cli.md, "Exit codes").
 enum class ExitCode : int {
   ok = 0,           // every request done
   some_failed = 1,  // the job ran, some requests failed

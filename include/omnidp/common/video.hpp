@@ -24,7 +24,7 @@ struct Video {
   void check() const;
 };
 
-// SHA-256 (hex) of the video's bytes in [F,H,W,3] C order: the `video_sha256` of SPEC §5.
+// SHA-256 (hex) of the video's bytes in [F,H,W,3] C order: the `video_sha256` of docs/results.md.
 [[nodiscard]] std::string video_sha256(const Video& video);
 
 }  // namespace omnidp

@@ -1,5 +1,5 @@
 #pragma once
-// The configuration of one omni-dp job (SPEC section 3).
+// The configuration of one omni-dp job (docs/configuration.md).
 //
 // Flow: YAML text -> parsed straight into these plain structs (defaults below) -> --set
 // overrides -> validate_and_resolve() -> one immutable Config shared by every actor.
@@ -134,7 +134,7 @@ struct DeterminismConfig {
   friend bool operator==(const DeterminismConfig&, const DeterminismConfig&) = default;
 };
 
-// Timing of the `synthetic` model (SPEC section 8).
+// Timing of the `synthetic` model (docs/runtime.md, "The synthetic model").
 struct SyntheticConfig {
   double seconds_per_gcost = 0.0;  // wall seconds per 1e9 units of estimated cost
   WaitMode wait = WaitMode::sleep;

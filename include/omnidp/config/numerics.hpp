@@ -1,5 +1,5 @@
 #pragma once
-// The numerics profile of a run (SPEC section 6; docs/results.md): the settings that change a
+// The numerics profile of a run (docs/results.md, "The numerics profile"): the settings that change a
 // video's bytes without changing its request (so not part of the input key). Every /requests
 // row records the profile that made it, as one canonical string:
 //

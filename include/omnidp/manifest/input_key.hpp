@@ -1,5 +1,5 @@
 #pragma once
-// The input key of a request (SPEC section 4): the SHA-256 of a canonical encoding of
+// The input key of a request (docs/manifest.md): the SHA-256 of a canonical encoding of
 // everything that determines its output. The byte format is fixed and documented in
 // docs/manifest.md ("Input key"); changing it changes every key, so it is versioned ("v1").
 // Pure functions; thread-safe.

@@ -1,5 +1,5 @@
 #pragma once
-// The streaming JSONL manifest reader (SPEC section 4, docs/manifest.md).
+// The streaming JSONL manifest reader (docs/manifest.md).
 //
 // Rank 0 only (the coordinator, and `omni-dp-batch --validate-only`). Reads the file in
 // fixed-size chunks: memory stays constant whatever the file's size, except for the set of ids

@@ -39,7 +39,7 @@ struct Request {
   int image_width = 0;
   std::size_t line = 0;   // 1-based line in the manifest
   std::size_t index = 0;  // 0-based position among the manifest's requests
-  std::string input_key;  // hex SHA-256 of the canonical encoding (SPEC section 4)
+  std::string input_key;  // hex SHA-256 of the canonical encoding (docs/manifest.md)
   // A per-request input defect found while reading the manifest (image missing, unreadable,
   // not a PNG/JPEG, over the pixel limit; embeddings file missing). Empty when the inputs are
   // fine. Non-empty: the request is recorded as failed with this message and never runs; its

@@ -1,5 +1,5 @@
 #pragma once
-// The model table (SPEC section 8): one registration per model holds its name, its static facts
+// The model table (docs/models.md): one registration per model holds its name, its static facts
 // (widths, depths, patch and VAE factors, the cost prior), what it reads of a snapshot without
 // loading weights, and its factory. Config validation, describe_model(), the cost model and
 // create_pipeline() all read this one table; adding a model is one file with its

@@ -1,7 +1,7 @@
 #pragma once
-// The `synthetic` model (SPEC section 8): no network, no torch. It produces a deterministic
-// uint8 video from (seed, frames, height, width) with a counter-mode hash and takes a time
-// proportional to the request's a-priori cost (models/cost.hpp):
+// The `synthetic` model (docs/runtime.md, "The synthetic model"): no network, no torch. It produces
+// a deterministic uint8 video from (seed, frames, height, width) with a counter-mode hash and takes
+// a time proportional to the request's a-priori cost (models/cost.hpp):
 //   seconds = synthetic.seconds_per_gcost x prior_cost / 1e9,
 // sleeping or busy-waiting (synthetic.wait), so scheduling can be tested and benchmarked on
 // any machine. The wall time of generate() is that target (computing the bytes is included in

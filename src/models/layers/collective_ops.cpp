@@ -99,7 +99,7 @@ bool group_step(runtime::Collective& group, bool stop, int step, int steps,
     any = any || x[2] != 0;
   }
   if (!same) {
-    throw ModelError("CFG-parallel: " + group.group_name() + " is out of step (" + where +
+    throw ModelError(group.group_name() + " is out of step (" + where +
                      "): a rank of the group failed during an earlier request");
   }
   return any;

@@ -217,7 +217,7 @@ TEST(Hv15Transformer, OptionsFromJsonValidate) {
   cfg = omnidp::models::read_json(kCase / "config.json");
   cfg["qk_norm"] = "layer_norm";
   EXPECT_THROW((void)hv::TransformerOptions::from_json(cfg, "x"), omnidp::WeightsError);
-  // The defaults are the released model (SPEC section 8).
+  // The defaults are the released model (docs/models.md).
   const hv::TransformerOptions real;
   EXPECT_EQ(real.num_layers, 54);
   EXPECT_EQ(real.inner_dim(), 2048);

@@ -38,7 +38,7 @@ TEST(CollectiveOps, GatherAllToAllSumBroadcastAndAny) {
       ADD_FAILURE() << "no error";
     } catch (const ModelError& e) {
       EXPECT_EQ(e.message(),
-                "CFG-parallel: replica group 0 (world ranks 0,1) is out of step "
+                "replica group 0 (world ranks 0,1) is out of step "
                 "(rank 0 at step 4/5, rank 1 at step 5/5): a rank of the group "
                 "failed during an earlier request");
     }

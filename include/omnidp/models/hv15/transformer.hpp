@@ -27,7 +27,7 @@
 
 namespace omnidp::models::hv15 {
 
-// config.json of the `transformer/` folder. Defaults are the released 8.3B model (SPEC §8).
+// config.json of the `transformer/` folder. Defaults are the released 8.3B model (docs/models.md).
 struct TransformerOptions {
   std::int64_t in_channels = 65;
   std::int64_t out_channels = 32;

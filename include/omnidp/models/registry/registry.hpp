@@ -1,5 +1,5 @@
 #pragma once
-// The model registry: builds the Pipeline named by `model.name` (SPEC section 8). The batch
+// The model registry: builds the Pipeline named by `model.name` (docs/models.md). The batch
 // executable injects create_pipeline into the runtime as its PipelineFactory; the runtime
 // itself never links model code.
 //
