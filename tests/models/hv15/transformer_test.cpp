@@ -254,6 +254,7 @@ hv::HunyuanVideo15Transformer3DModel four_head_model(hv::TextPadding padding) {
 }
 
 TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) {
+  torch::NoGradGuard no_grad;  // inference, as the worker runs it (and the group's threads)
   const auto o = four_head_options();
   for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
     for (const bool with_image : {false, true}) {
