@@ -3,6 +3,7 @@
 // both take, timing with device synchronisation, the comma lists and dtype of their options, and
 // main()'s error handling. Header-only, bench-only; link CLI11.
 
+#include <sys/resource.h>
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
@@ -22,6 +23,13 @@
 namespace omnidp::bench {
 
 // --dtype: "fp32" | "bf16" | "fp16"; UsageError otherwise.
+// The process's peak resident host memory so far, GiB (getrusage: kilobytes on Linux).
+inline double peak_host_gib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);
+}
+
 inline DType parse_dtype(const std::string& s) {
   if (s == "fp32") return DType::fp32;
   if (s == "bf16") return DType::bf16;

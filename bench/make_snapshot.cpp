@@ -1,7 +1,10 @@
-// omni-dp-bench-make-snapshot: writes a HunyuanVideo-1.5 Diffusers snapshot folder of the released
-// architecture with seeded random weights (docs/performance.md, "HunyuanVideo-1.5 from a snapshot").
-//   omni-dp-bench-make-snapshot --out DIR [--task i2v|t2v] [--seed N] [--layers N] [--text-layers N]
-//                               [--no-text-encoder]
+// omni-dp-bench-make-snapshot: writes a HunyuanVideo-1.5 or Wan2.2-TI2V-5B Diffusers snapshot
+// folder of the released architecture with seeded random weights (docs/performance.md,
+// "HunyuanVideo-1.5 from a snapshot", "Model load").
+//   omni-dp-bench-make-snapshot --out DIR [--model hv15|wan] [--task i2v|t2v] [--seed N]
+//                               [--layers N] [--text-layers N] [--no-text-encoder]
+// Wan: the transformer, the VAE, UMT5-XXL (the released text encoder, 5.7 B parameters) and a
+// SentencePiece tokenizer trained here on a few words (needs a build with SentencePiece).
 // Every config.json holds the released values under the Diffusers / transformers key names; the
 // library's own from_json readers parse them before the modules are built, so that what is written
 // is what the loaders accept. Weights are bf16, sharded at --shard-gib with an index file as
@@ -16,11 +19,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/transformer.hpp"
+#include "omnidp/models/wan/vae.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/models/text/qwen25vl.hpp"
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/t5.hpp"
@@ -104,6 +113,117 @@ void write_qwen_tokenizer(const fs::path& dir) {
                                                  {"chat_template", chat_template}});
 }
 
+// Wan-AI/Wan2.2-TI2V-5B-Diffusers: transformer, VAE, UMT5-XXL text encoder, tokenizer,
+// UniPC scheduler. Every parameter is built in bf16 (no float32 copy of 11 B parameters).
+void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, int text_layers,
+                        std::size_t shard, bool no_text,
+                        const std::function<void(const char*, std::size_t)>& done) {
+  namespace wan = omnidp::models::wan;
+  namespace text = omnidp::models::text;
+  const omnidp::models::ParamSpec bf16{torch::kBFloat16, torch::kCPU};
+  auto transformer_config = json::parse(wan::wan22_ti2v_5b_transformer_config());
+  if (layers >= 0) transformer_config["num_layers"] = layers;
+  {
+    wan::WanTransformer3DModel model(
+        wan::WanTransformerOptions::from_json_text(transformer_config.dump(), "transformer"),
+        omnidp::models::TensorShard{},
+        bf16);
+    omnidp::models::init_random_weights(*model, seed);
+    write_json(root / "transformer" / "config.json", transformer_config);
+    done("transformer", save_sharded(*model, root / "transformer", "diffusion_pytorch_model", shard));
+  }
+  {
+    const auto o = wan::AutoencoderKLWanOptions::wan22_ti2v_5b();
+    const json vae_config{{"_class_name", "AutoencoderKLWan"},
+                          {"attn_scales", json::array()},
+                          {"base_dim", o.base_dim},
+                          {"decoder_base_dim", o.decoder_base_dim},
+                          {"dim_mult", o.dim_mult},
+                          {"dropout", 0.0},
+                          {"in_channels", o.in_channels},
+                          {"out_channels", o.out_channels},
+                          {"is_residual", o.is_residual},
+                          {"latents_mean", o.latents_mean},
+                          {"latents_std", o.latents_std},
+                          {"num_res_blocks", o.num_res_blocks},
+                          {"patch_size", o.patch_size},
+                          {"scale_factor_spatial", o.scale_factor_spatial},
+                          {"scale_factor_temporal", o.scale_factor_temporal},
+                          {"temperal_downsample", o.temperal_downsample},
+                          {"z_dim", o.z_dim}};
+    write_json(root / "vae" / "config.json", vae_config);
+    wan::AutoencoderKLWan vae(wan::AutoencoderKLWanOptions::from_file(root / "vae"));
+    omnidp::models::init_random_weights(*vae, seed + 1);
+    done("vae", save_sharded(*vae, root / "vae", "diffusion_pytorch_model", shard));
+  }
+  if (!no_text) {
+    const json umt5_config{{"architectures", {"UMT5EncoderModel"}},
+                           {"model_type", "umt5"},
+                           {"vocab_size", 256384},
+                           {"d_model", 4096},
+                           {"d_kv", 64},
+                           {"d_ff", 10240},
+                           {"num_layers", text_layers >= 0 ? text_layers : 24},
+                           {"num_heads", 64},
+                           {"relative_attention_num_buckets", 32},
+                           {"relative_attention_max_distance", 128},
+                           {"layer_norm_epsilon", 1e-6},
+                           {"feed_forward_proj", "gated-gelu"},
+                           {"is_gated_act", true},
+                           {"dense_act_fn", "gelu_new"},
+                           {"tie_word_embeddings", false}};
+    {
+      const auto opts = text::T5Options::from_json(umt5_config, "text_encoder/config.json");
+      auto model = text::random_t5_encoder(opts, seed + 2, torch::kBFloat16, torch::kCPU);
+      write_json(root / "text_encoder" / "config.json", umt5_config);
+      done("text_encoder", save_sharded(*model, root / "text_encoder", "model", shard));
+    }
+    const auto tok = root / "tokenizer";
+    fs::create_directories(tok);
+    {
+      std::ofstream corpus(tok / "corpus.txt");
+      for (int i = 0; i < 50; ++i)
+        corpus << "a cat walks on the grass in the sun\na dog runs in the park at night\n";
+    }
+    text::SentencePieceTokenizer::train_model(
+        "--input=" + (tok / "corpus.txt").string() + " --model_prefix=" + (tok / "spiece").string() +
+        " --vocab_size=24 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
+        " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
+    fs::remove(tok / "corpus.txt");
+    fs::remove(tok / "spiece.vocab");
+    write_json(tok / "tokenizer_config.json", json{{"tokenizer_class", "T5Tokenizer"}, {"extra_ids", 0}});
+  }
+  write_json(root / "scheduler" / "scheduler_config.json",
+             json{{"_class_name", "UniPCMultistepScheduler"},
+                  {"beta_end", 0.02},
+                  {"beta_schedule", "linear"},
+                  {"beta_start", 0.0001},
+                  {"disable_corrector", json::array()},
+                  {"final_sigmas_type", "zero"},
+                  {"flow_shift", 5.0},
+                  {"lower_order_final", true},
+                  {"num_train_timesteps", 1000},
+                  {"predict_x0", true},
+                  {"prediction_type", "flow_prediction"},
+                  {"solver_order", 2},
+                  {"solver_type", "bh2"},
+                  {"timestep_spacing", "linspace"},
+                  {"use_flow_sigmas", true}});
+  json index{{"_class_name", "WanPipeline"},
+             {"boundary_ratio", nullptr},
+             {"expand_timesteps", true},
+             {"scheduler", {"diffusers", "UniPCMultistepScheduler"}},
+             {"transformer", {"diffusers", "WanTransformer3DModel"}},
+             {"transformer_2", {nullptr, nullptr}},
+             {"vae", {"diffusers", "AutoencoderKLWan"}}};
+  if (!no_text) {
+    index["text_encoder"] = {"transformers", "UMT5EncoderModel"};
+    index["tokenizer"] = {"transformers", "T5TokenizerFast"};
+  }
+  write_json(root / "model_index.json", index);
+  done("snapshot", 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,9 +231,10 @@ int main(int argc, char** argv) {
   namespace text = omnidp::models::text;
   namespace vision = omnidp::models::vision;
   CLI::App app(
-      "omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 Diffusers snapshot with seeded random "
-      "weights");
+      "omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 or Wan2.2-TI2V-5B Diffusers snapshot with "
+      "seeded random weights");
   std::string out;
+  std::string model_name = "hv15";
   std::string task = "i2v";
   std::uint64_t seed = 0;
   int layers = -1;
@@ -121,14 +242,18 @@ int main(int argc, char** argv) {
   double shard_gib = 5.0;
   bool no_text = false;
   app.add_option("--out", out, "snapshot folder to write (must not exist)")->required();
+  app.add_option("--model", model_name, "hv15 (HunyuanVideo-1.5) | wan (Wan2.2-TI2V-5B)")
+      ->check(CLI::IsMember({"hv15", "wan"}))
+      ->capture_default_str();
   app.add_option("--task", task, "i2v (with image_encoder/ and feature_extractor/) | t2v")
       ->check(CLI::IsMember({"i2v", "t2v"}))
       ->capture_default_str();
   app.add_option("--seed", seed, "seed of the random weights (each component adds its index)")
       ->capture_default_str();
-  app.add_option("--layers", layers, "double-stream blocks (default: the released 54)");
+  app.add_option("--layers", layers,
+                 "transformer blocks (default: the released 54 for hv15, 30 for wan)");
   app.add_option("--text-layers", text_layers,
-                 "Qwen2.5-VL decoder layers (default: the released 28)");
+                 "Qwen2.5-VL decoder layers / UMT5 layers (default: the released 28 / 24)");
   app.add_option("--shard-gib", shard_gib, "largest safetensors shard")->capture_default_str();
   app.add_flag("--no-text-encoder", no_text, "leave out text_encoder(_2)/ and tokenizer(_2)/");
   CLI11_PARSE(app, argc, argv);
@@ -145,6 +270,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
   const torch::Device cpu(torch::kCPU);
+  if (model_name == "wan") {
+    write_wan_snapshot(root, seed, layers, text_layers, shard, no_text, done);
+    return 0;
+  }
 
   // The released HunyuanVideo-1.5 480p transformer (docs/models.md).
   const json transformer_config{{"_class_name", "HunyuanVideo15Transformer3DModel"},

@@ -128,6 +128,10 @@ int run(int argc, char** argv) {
   app.add_option("--offload-text-encoder", offload_text_encoder,
                  "model.offload_text_encoder for --what generate (the shipped H200 configs: false)")
       ->capture_default_str();
+  std::string quantization = "none";
+  app.add_option("--quantization", quantization, "model.quantization: none | fp8 (W8A8 block GEMMs)")
+      ->check(CLI::IsMember({"none", "fp8"}))
+      ->capture_default_str();
   bool eager = false;
   app.add_flag(
       "--eager", eager,
@@ -166,6 +170,8 @@ int run(int argc, char** argv) {
   config.determinism.strict = strict;
   config.model.offload_text_encoder = offload_text_encoder;
   config.model.fused_kernels = !eager;  // the factory applies it (layers/torch_settings.hpp)
+  config.model.quantization =
+      quantization == "fp8" ? omnidp::Quantization::fp8 : omnidp::Quantization::none;
   omnidp::DeviceBinding binding;
   binding.kind = config.model.device;
   binding.index = o.device.size() > 5 ? std::stoi(o.device.substr(5)) : 0;
@@ -188,8 +194,9 @@ int run(int argc, char** argv) {
             << "device " << device.str() << "  dtype " << o.dtype << "  threads "
             << torch::get_num_threads() << "\n"
             << "path " << (eager ? "eager (reference expressions)" : "fused")
-            << (strict ? "  determinism strict" : "") << "\n"
-            << "load_seconds " << load_s << "\n";
+            << (strict ? "  determinism strict" : "") << "  quantization " << quantization << "\n"
+            << "load_seconds " << load_s << "\n"
+            << "peak_host_gib " << omnidp::bench::peak_host_gib() << "\n";
 
   c10::InferenceMode inference;
   const auto has = [&](const char* w) { return o.what.find(w) != std::string::npos; };

@@ -14,6 +14,13 @@
 #              hashes must agree); peak GPU memory from nvidia-smi
 #   e2e-strict the same with determinism.strict: true, 8 requests
 #   e2e-offload the e2e part with model.offload_text_encoder: true (the encoder moved per request)
+#   e2e-fp8    the e2e part with model.quantization: fp8, 8 requests
+#   wan-snapshot  omni-dp-bench-make-snapshot --model wan: the released Wan2.2-TI2V-5B architecture with UMT5-XXL,
+#              seeded random weights in the Diffusers layout, into $BENCH_WAN_SNAPSHOT (once; about 21 GB)
+#   wan-load   the model load from that snapshot (load_seconds, peak host memory): one process, then
+#              LOAD_RANKS (default 4) processes at once on this one GPU
+#   wan-fp8    fp8 against bf16 on that snapshot: forward and request speed, then one video each through
+#              omni-dp-batch and omni-dp-compare --min-psnr 35
 #   hv15-i2v   HunyuanVideo-1.5 image-to-video from a snapshot folder: omni-dp-bench-make-snapshot writes
 #              the released I2V architecture (transformer, VAE, Qwen2.5-VL + byT5, SigLIP) with seeded
 #              random weights in the Diffusers layout (once, into $BENCH_SNAPSHOT), then omni-dp-batch
@@ -57,10 +64,39 @@ for part in $parts; do
     profile)
       run "${wan[@]}" --what forward --size 832x480x33,1280x704x121 --attention cudnn --repeat 2 --profile "$out/wan"
       for trace in "$out"/wan.*.json; do echo; echo "== $trace"; python3 "$root/scripts/profile_summary.py" "$trace" --top 15; done ;;
-    e2e|e2e-strict|e2e-offload)  # the reference server's recipe through the product: manifest -> omni-dp-batch -> HDF5
-      strict=false; count=12; offload=false
+    wan-snapshot)  # the released Wan2.2-TI2V-5B architecture (UMT5-XXL included), seeded random weights, bf16
+      snap=${BENCH_WAN_SNAPSHOT:-$out/wan-snapshot}
+      [ -f "$snap/model_index.json" ] || run "$bin/omni-dp-bench-make-snapshot" --model wan --out "$snap" ;;
+    wan-load)  # model load from that snapshot: one rank alone, then LOAD_RANKS processes at once on this GPU
+      snap=${BENCH_WAN_SNAPSHOT:-$out/wan-snapshot}
+      load=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --path "$snap" --what load)
+      run "${load[@]}"
+      for n in ${LOAD_RANKS:-4}; do
+        echo; echo "\$ $n x ${load[*]} (at once)"
+        for i in $(seq 1 "$n"); do "${load[@]}" > "$out/load-$n-$i.txt" 2>&1 & done; wait
+        grep -h "load_seconds\|peak_host" "$out"/load-"$n"-*.txt | sort | uniq -c
+      done ;;
+    wan-fp8)  # model.quantization fp8 against bf16 on that snapshot: forward, request, and one video each through
+      # omni-dp-batch, compared by omni-dp-compare --min-psnr 35
+      snap=${BENCH_WAN_SNAPSHOT:-$out/wan-snapshot}
+      for q in none fp8; do
+        run "${wan[@]}" --path "$snap" --quantization $q --attention cudnn --what forward,request --size 832x480x33 \
+          --batch 2 --repeat 3 --steps 30 --guidance 5 --request-repeat 2
+      done
+      printf '{"id": "fox", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/fp8.jsonl"
+      for q in none fp8; do
+        rm -rf "$out/fp8-$q"
+        run "$bin/omni-dp-batch" --config "$root/configs/wan22-ti2v-5b.yaml" --set model.path="$snap" \
+          --set model.attention=cudnn --set model.quantization=$q --set generation.width=832 \
+          --set generation.height=480 --set generation.num_frames=33 --set generation.num_inference_steps=30 \
+          --set input.manifest="$out/fp8.jsonl" --set output.dir="$out/fp8-$q"
+      done
+      run "$bin/omni-dp-compare" "$out/fp8-none" "$out/fp8-fp8" --min-psnr 35 ;;
+    e2e|e2e-strict|e2e-offload|e2e-fp8)  # the reference server's recipe through the product: manifest -> omni-dp-batch -> HDF5
+      strict=false; count=12; offload=false; quant=none
       if [ "$part" = e2e-strict ]; then strict=true; count=8; fi
       if [ "$part" = e2e-offload ]; then offload=true; fi
+      if [ "$part" = e2e-fp8 ]; then quant=fp8; count=8; fi
       manifest=$out/$part.jsonl; rm -f "$manifest.tmp"
       # The last two requests repeat the first two under other ids: their hashes must agree.
       for i in $(seq 1 $((count - 2))) 1 2; do
@@ -75,7 +111,7 @@ for part in $parts; do
         --set model.weights=random --set 'model.path=""' --set model.attention=cudnn \
         --set generation.width=832 --set generation.height=480 --set generation.num_frames=33 \
         --set generation.num_inference_steps=30 --set determinism.strict=$strict \
-        --set model.offload_text_encoder=$offload \
+        --set model.offload_text_encoder=$offload --set model.quantization=$quant \
         --set input.manifest="$manifest" --set output.dir="$out/$part"
       kill $smi
       echo "peak_gpu_memory_used_mib $(sort -n "$out/$part-mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"

@@ -65,6 +65,11 @@ struct EnumTable<AttentionKernel> {
        {AttentionKernel::math, "math"}}};
 };
 template <>
+struct EnumTable<Quantization> {
+  static constexpr std::array<EnumName<Quantization>, 2> names{
+      {{Quantization::none, "none"}, {Quantization::fp8, "fp8"}}};
+};
+template <>
 struct EnumTable<SchedulerPolicy> {
   static constexpr std::array<EnumName<SchedulerPolicy>, 2> names{
       {{SchedulerPolicy::dynamic, "dynamic"}, {SchedulerPolicy::round_robin, "round_robin"}}};
@@ -565,7 +570,8 @@ const std::vector<SectionSpec>& schema() {
                   field("torch_threads", &C::model, &ModelConfig::torch_threads, in_range(0, 1024)),
                   field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
                   field("attention", &C::model, &ModelConfig::attention),
-                  field("fused_kernels", &C::model, &ModelConfig::fused_kernels)}});
+                  field("fused_kernels", &C::model, &ModelConfig::fused_kernels),
+                  field("quantization", &C::model, &ModelConfig::quantization)}});
     s.push_back(
         {"parallel",
          {data_parallel_field(),
@@ -891,6 +897,15 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
           std::to_string(config.parallel.tensor_parallel_size) +
               ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
 
+  if (model.quantization == Quantization::fp8) {
+    require(chosen->fp8, "model.quantization",
+            "fp8: FP8 quantization is not implemented by model '" + model.name +
+                "' (expected none)");
+    require(model.device == DeviceKind::cuda && model.dtype == DType::bf16, "model.quantization",
+            std::string("fp8 needs model.device cuda and model.dtype bf16 (got ") +
+                to_string(model.device) + ", " + to_string(model.dtype) + ")");
+  }
+
   // Paths: the file's own paths against its folder, the output against the current directory.
   const std::filesystem::path cwd = std::filesystem::current_path();
   const std::filesystem::path base =
@@ -960,6 +975,7 @@ const char* to_string(DType v) noexcept { return enum_name(v); }
 const char* to_string(DeviceKind v) noexcept { return enum_name(v); }
 const char* to_string(WeightsSource v) noexcept { return enum_name(v); }
 const char* to_string(AttentionKernel v) noexcept { return enum_name(v); }
+const char* to_string(Quantization v) noexcept { return enum_name(v); }
 const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }

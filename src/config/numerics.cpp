@@ -64,7 +64,8 @@ std::string numerics_profile(const Config& config, std::string_view software) {
   out += to_string(m.attention);
   out += ";kernels=";
   out += m.fused_kernels ? "fused" : "eager";
-  out += ";quantization=none";
+  out += ";quantization=";
+  out += to_string(m.quantization);
   out += ";software=";
   out += clean(software);
   return out;

@@ -1,5 +1,9 @@
 #include "omnidp/runtime/worker.hpp"
 
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
 #include <exception>
 #include <memory>
 #include <utility>
@@ -24,9 +28,20 @@ void Worker::run() {
       binding.tensor_size = s_.axes.tensor->size();
     }
     if (!c_.options.make_pipeline) throw RuntimeError("no pipeline factory");
+    const auto start = std::chrono::steady_clock::now();
     pipeline = c_.options.make_pipeline(binding);
     if (!pipeline) throw ModelError("the pipeline factory returned nothing");
     device = pipeline->device_name();
+    // The load figure of docs/performance.md ("Model load"): seconds and the process's peak
+    // resident host memory so far (getrusage: kilobytes on Linux).
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    char line[160];
+    std::snprintf(line, sizeof line, "model %s loaded on %s in %.2f s, peak host memory %.2f GiB",
+                  pipeline->model_name().c_str(), device.c_str(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                  static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0));
+    log_info(line);
     c_.events.push(Loaded{device, nullptr});
   } catch (...) {
     c_.events.push(Loaded{"", std::current_exception()});

@@ -31,6 +31,8 @@ enum class WaitMode { sleep, busy };
 // HDF5 file locking of the results files (docs/results.md, "File locking").
 enum class FileLocking { automatic, on, off };  // YAML: auto | on | off
 enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
+// Weight/activation quantization of the transformer's linear layers (docs/models.md, "FP8").
+enum class Quantization { none, fp8 };
 // The replica groups' collectives (docs/runtime.md, "Collectives"). YAML: auto | mpi | nccl.
 enum class CollectiveBackend { automatic, mpi, nccl };
 
@@ -50,6 +52,9 @@ struct ModelConfig {
   // The fused elementwise kernels (models/layers/fused.hpp); false: the reference's eager
   // expressions, kernel for kernel. Part of the numerics profile (config/numerics.hpp).
   bool fused_kernels = true;
+  // fp8: W8A8 FP8 GEMMs in the transformer blocks (per-channel weight scales, per-token
+  // activation scales; attention stays bf16). Part of the numerics profile.
+  Quantization quantization = Quantization::none;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -199,6 +204,8 @@ struct ModelChoice {
   std::function<int(const ModelConfig&)> attention_heads;
   // false: parallel.tensor_parallel_size > 1 is a ConfigError ("not implemented by model X").
   bool tensor_parallel = false;
+  // false: model.quantization fp8 is a ConfigError ("not implemented by model X").
+  bool fp8 = false;
 };
 void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models);
 // model.plugin resolved as validate_and_resolve() resolves it (against the config file's
@@ -223,6 +230,7 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
 [[nodiscard]] const char* to_string(DeviceKind v) noexcept;
 [[nodiscard]] const char* to_string(WeightsSource v) noexcept;
 [[nodiscard]] const char* to_string(AttentionKernel v) noexcept;
+[[nodiscard]] const char* to_string(Quantization v) noexcept;
 [[nodiscard]] const char* to_string(SchedulerPolicy v) noexcept;
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;

@@ -22,8 +22,8 @@ namespace omnidp {
 // The profile key whose difference alone is a warning, not an error (docs/reliability.md).
 inline constexpr std::string_view kSoftwareKey = "software";
 
-// The canonical profile of `config` with this build's software version. `quantization` is
-// always `none` (no quantization key exists yet; a later one must change the profile).
+// The canonical profile of `config` with this build's software version (`quantization` is
+// model.quantization: none | fp8).
 [[nodiscard]] std::string numerics_profile(const Config& config);
 // The same from explicit values: `software` is e.g. "0.1.0 (git abc1234)"; ';' and '=' in it
 // become ','.

@@ -57,6 +57,8 @@ struct ModelInfo {
   int attention_heads = 0;
   // The transformer implements parallel.tensor_parallel_size > 1.
   bool tensor_parallel = false;
+  // The transformer implements model.quantization fp8 (W8A8 FP8 linear layers).
+  bool fp8 = false;
   int num_layers = 0;
   // > 0: the model picks an i2v request's output size from its image (HunyuanVideo-1.5: the
   // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets

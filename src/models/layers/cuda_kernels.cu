@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -510,8 +511,67 @@ bool launch_channel_rms_norm(const void* x, void* out, const void* gamma, const 
   return true;
 }
 
+// One block per row: the row's amax (first pass), then the scaled, saturated e4m3 values
+// (second pass, from L2), 8 elements per 16-byte load and 8-byte store.
+__global__ void __launch_bounds__(kRowThreads)
+    quantize_rows_fp8_kernel(const __nv_bfloat16* __restrict__ x, std::uint8_t* __restrict__ q,
+                             float* __restrict__ scale, std::int64_t dim) {
+  __shared__ float scratch[33];
+  const auto r = static_cast<std::int64_t>(blockIdx.x);
+  const __nv_bfloat16* row = x + r * dim;
+  std::uint8_t* out = q + r * dim;
+  const std::int64_t vectors = dim / 8;
+  float m = 0.0F;
+  for (std::int64_t c = threadIdx.x; c < vectors; c += blockDim.x) {
+    float v[8];
+    load8(row + c * 8, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) m = fmaxf(m, fabsf(v[i]));
+  }
+  // Block max through the sum's scratch layout.
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  for (int offset = 16; offset > 0; offset >>= 1)
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffU, m, offset));
+  if (lane == 0) scratch[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = static_cast<int>((blockDim.x + 31) / 32);
+    m = lane < warps ? scratch[lane] : 0.0F;
+    for (int offset = 16; offset > 0; offset >>= 1)
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffU, m, offset));
+    if (lane == 0) scratch[32] = m;
+  }
+  __syncthreads();
+  const float amax = fmaxf(scratch[32], 1e-12F);
+  const float inv = 448.0F / amax;
+  for (std::int64_t c = threadIdx.x; c < vectors; c += blockDim.x) {
+    float v[8];
+    load8(row + c * 8, v);
+    const __nv_fp8x4_e4m3 lo(make_float4(v[0] * inv, v[1] * inv, v[2] * inv, v[3] * inv));
+    const __nv_fp8x4_e4m3 hi(make_float4(v[4] * inv, v[5] * inv, v[6] * inv, v[7] * inv));
+    uint2 packed;
+    packed.x = lo.__x;
+    packed.y = hi.__x;
+    *reinterpret_cast<uint2*>(out + c * 8) = packed;
+  }
+  if (threadIdx.x == 0) scale[r] = amax / 448.0F;
+}
+
+bool launch_quantize_rows_fp8(const void* x, void* q, float* scale, std::int64_t rows,
+                              std::int64_t dim) {
+  if (dim % 8 != 0 || !aligned16(x) || reinterpret_cast<std::uintptr_t>(q) % 8 != 0) return false;
+  if (rows == 0) return true;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  quantize_rows_fp8_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(x), static_cast<std::uint8_t*>(q), scale, dim);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm,
-                           &launch_gated_residual, &launch_rms_norm_rope, &launch_channel_rms_norm};
+                           &launch_gated_residual,       &launch_rms_norm_rope,
+                           &launch_channel_rms_norm,     &launch_quantize_rows_fp8};
 
 }  // namespace
 

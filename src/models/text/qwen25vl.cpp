@@ -184,7 +184,7 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
                                      torch::Device device) {
   const auto options = options_from_folder<Qwen25VLTextOptions>(dir);
   const auto checkpoint = Checkpoint::open(dir);
-  Qwen25VLTextModel model(options, ParamSpec{dtype, torch::kCPU});
+  Qwen25VLTextModel model(options, ParamSpec{dtype, device});  // loaded in place, no host copy
 
   // Where the text model sits in the checkpoint: the first prefix with its embedding table.
   static constexpr std::array<const char*, 4> kPrefixes{"", "model.", "language_model.",
@@ -203,6 +203,7 @@ Qwen25VLTextModel load_qwen25vl_text(const fs::path& dir, torch::ScalarType dtyp
 
   // The model nested under the prefix, so that the strict loader sees the checkpoint's names.
   LoadOptions load;
+  load.in_place = true;
   if (!prefix.empty()) {
     load.ignore_unexpected = [prefix](const std::string& name) { return name.rfind(prefix, 0) != 0; };
   }

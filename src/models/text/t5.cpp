@@ -233,8 +233,9 @@ torch::Tensor T5EncoderModelImpl::forward(const torch::Tensor& input_ids,
 T5EncoderModel load_t5_encoder(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
   const auto options = options_from_folder<T5Options>(dir);
   const auto checkpoint = Checkpoint::open(dir);
-  T5EncoderModel model(options, ParamSpec{dtype, torch::kCPU});
+  T5EncoderModel model(options, ParamSpec{dtype, device});  // loaded in place, no host copy
   LoadOptions load;
+  load.in_place = true;
   const bool has_shared = checkpoint.contains("shared.weight");
   if (has_shared) {
     // The tied copy (older save_pretrained versions write both) must equal the table.

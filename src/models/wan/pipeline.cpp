@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <string_view>
 #include <tuple>
 
@@ -277,11 +278,13 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
 
 WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarType dtype,
                                            torch::Device device, TensorShard shard) {
-  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard);
+  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard,
+                              ParamSpec{dtype, device});
   LoadOptions options;
   options.shard = wan_tensor_shard_plan(shard);  // only this rank's slices are read
-  load_state_dict(*model, Checkpoint::open(dir), torch::kFloat32, torch::kCPU, options);
-  model->to_dtype(device, dtype);
+  options.in_place = true;
+  load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
+  model->to_dtype(device, dtype);  // the buffers (the parameters are in place already)
   freeze(*model);
   return model;
 }
@@ -299,6 +302,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
 
   WanTransformerOptions topts;
   AutoencoderKLWanOptions vopts;
+  const text::EncoderPlacement placement{device, m.offload_text_encoder};
+  std::future<std::unique_ptr<text::T5PromptEncoder>> text_load;
   const fs::path root(m.path);
   if (m.name == "tiny-wan") {
     if (m.weights != WeightsSource::random) {
@@ -354,6 +359,13 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
                          {(root / "model_index.json").string()});
       }
+      // The text encoder loads on a thread of its own meanwhile (docs/performance.md, "Model
+      // load"); its errors come out of get() below, after the transformer's.
+      text_load = std::async(std::launch::async, [root, dtype, placement,
+                                                  threads = at::get_num_threads()] {
+        at::set_num_threads(threads);  // a new thread starts from OpenMP's default
+        return text::load_wan_text_encoder(root, dtype, placement);
+      });
       parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
       parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
       parts.scheduler =
@@ -381,7 +393,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       return std::string(text);
     };
     auto t = Clock::now();
-    WanTransformer3DModel transformer(topts, shard);
+    // Built in its final dtypes on the device: the random values are copied in place.
+    WanTransformer3DModel transformer(topts, shard, ParamSpec{dtype, device});
     const std::string construct = since(t);
     t = Clock::now();
     init_random_weights(*transformer, m.weights_seed, wan_tensor_shard_plan(shard));
@@ -401,15 +414,19 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     parts.vae = vae;
   }
   parts.transformer->fuse_projections();
+  if (m.quantization == Quantization::fp8) {
+    if (const auto reason = fp8_unsupported(device); !reason.empty())
+      throw ConfigError("model.quantization", "fp8: " + reason);
+    parts.transformer->quantize_fp8();
+  }
   // cuDNN's channels-last convolutions are the fast ones on recent GPUs (docs/performance.md);
   // the CPU keeps the contiguous layout.
   if (device.is_cuda()) parts.vae->set_channels_last(true);
   parts.max_image_pixels = config.input.max_image_pixels;
   // Text (a request's prompt_embeds file still wins): UMT5 from the snapshot, or for seeded
   // weights the tiny byte-level T5 of width text_dim (seed weights_seed + 2; docs/models.md).
-  const text::EncoderPlacement placement{device, m.offload_text_encoder};
-  if (m.weights == WeightsSource::pretrained) {
-    parts.text_encoder = text::load_wan_text_encoder(root, dtype, placement);
+  if (text_load.valid()) {
+    parts.text_encoder = text_load.get();
   } else {
     parts.text_encoder = text::make_tiny_byte_t5(
         m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
@@ -424,6 +441,7 @@ void register_wan_models(ModelTable& table) {
     r.name = name;
     r.facts.attention_heads = heads;
     r.facts.tensor_parallel = true;  // Megatron splits of attention and FFN (docs/models.md)
+    r.facts.fp8 = true;              // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
     // A pretrained snapshot's transformer/config.json (tiny-wan has its own built-in config).
     if (std::string_view(name) != "tiny-wan") {
       r.describe = [](const ModelConfig& model, ModelInfo& info) {

@@ -26,8 +26,8 @@ std::int64_t get_int(const json& j, const char* key, std::int64_t fallback,
 // GELU(tanh) with a projection: Diffusers' GELU module of FeedForward ("net.0").
 class GeluProjImpl : public torch::nn::Module {
  public:
-  GeluProjImpl(std::int64_t in, std::int64_t out)
-      : proj(register_module("proj", Linear(in, out))) {}
+  GeluProjImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec)
+      : proj(register_module("proj", Linear(in, out, true, spec))) {}
   Linear proj;
 };
 TORCH_MODULE(GeluProj);
@@ -140,18 +140,18 @@ torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs)
 // Layers
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                                   TensorShard shard)
+                                   TensorShard shard, const ParamSpec& spec)
     : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")),
       dim_(dim),
       cross_(cross) {
   const std::int64_t local = dim / shard.size;  // this shard's heads x head_dim
-  to_q = register_module("to_q", Linear(dim, local));
-  to_k = register_module("to_k", Linear(dim, local));
-  to_v = register_module("to_v", Linear(dim, local));
+  to_q = register_module("to_q", Linear(dim, local, true, spec));
+  to_k = register_module("to_k", Linear(dim, local, true, spec));
+  to_v = register_module("to_v", Linear(dim, local, true, spec));
   to_out = register_module("to_out", torch::nn::ModuleList());
-  to_out->push_back(Linear(local, dim));
-  norm_q = register_module("norm_q", RMSNorm(local, eps));
-  norm_k = register_module("norm_k", RMSNorm(local, eps));
+  to_out->push_back(Linear(local, dim, true, spec));
+  norm_q = register_module("norm_q", RMSNorm(local, eps, RmsNormStyle::torch_nn, spec.options()));
+  norm_k = register_module("norm_k", RMSNorm(local, eps, RmsNormStyle::torch_nn, spec.options()));
 }
 
 torch::Tensor WanAttentionImpl::project_out(const torch::Tensor& o) {
@@ -199,6 +199,16 @@ void WanAttentionImpl::unfuse_projections() {
   }
   fused_weight_ = torch::Tensor();
   fused_bias_ = torch::Tensor();
+}
+
+void WanAttentionImpl::quantize_fp8() {
+  if (!defers_biases()) {
+    throw ModelError(
+        "FP8 quantization needs the fused projections and the fused CUDA kernels (a bf16 model "
+        "on a GPU with model.fused_kernels true)");
+  }
+  fp8_in_ = quantize_fp8_weight(cross_ ? to_q->weight : fused_weight_);
+  fp8_out_ = quantize_fp8_weight(to_out[0]->as<Linear>()->weight);
 }
 
 bool WanAttentionImpl::use_fused() const {
@@ -290,29 +300,31 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
     throw ModelError(
         "no folded self-attention output bias (the block was prepared before fuse_projections?)");
   }
-  const auto qkv = linear_bias(x, fused_weight_, {}).chunk(3, -1);
+  const auto qkv = linear_or_fp8(x, fused_weight_, fp8_in_).chunk(3, -1);
   const auto bias = fused_bias_.chunk(3, 0);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
   const auto k = norm_heads(qkv[1], norm_k, rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
   const auto o =
       attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  return {reduce_partial(tensor_group_, linear_bias(o, to_out[0]->as<Linear>()->weight, {})),
+  return {reduce_partial(tensor_group_, linear_or_fp8(o, to_out[0]->as<Linear>()->weight, fp8_out_)),
           out_bias};
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
     const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
   if (!defers_biases() || !cross_) return {attend(x, kv), {}};
-  const auto o = attention(linear_bias(x, to_q->weight, {}), to_q->bias, kv.first, kv.second, {});
+  const auto o =
+      attention(linear_or_fp8(x, to_q->weight, fp8_in_), to_q->bias, kv.first, kv.second, {});
   const auto& out = to_out[0]->as<Linear>();
-  return {reduce_partial(tensor_group_, linear_bias(o, out->weight, {})), out->bias};
+  return {reduce_partial(tensor_group_, linear_or_fp8(o, out->weight, fp8_out_)), out->bias};
 }
 
-WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards) {
+WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards,
+                                       const ParamSpec& spec) {
   net = register_module("net", torch::nn::ModuleList());
-  auto gelu = GeluProj(dim, inner_dim / shards);
+  auto gelu = GeluProj(dim, inner_dim / shards, spec);
   proj_in_ = gelu->proj;
-  proj_out_ = Linear(inner_dim / shards, dim);
+  proj_out_ = Linear(inner_dim / shards, dim, true, spec);
   net->push_back(gelu);
   net->push_back(NoParams());
   net->push_back(proj_out_);
@@ -326,25 +338,39 @@ torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
 
 std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
   if (!fused_elementwise()) return {forward(x), {}};
-  return {reduce_partial(tensor_group_,
-                         linear_bias(linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias),
-                                     proj_out_->weight, {})),
+  // FP8: the GEMM's epilogue adds the bias, GELU(tanh) is a pass of its own.
+  const auto up = fp8_in_.defined()
+                      ? torch::gelu(fp8_linear(x, fp8_in_, proj_in_->bias), "tanh")
+                      : linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
+  return {reduce_partial(tensor_group_, linear_or_fp8(up, proj_out_->weight, fp8_out_)),
           proj_out_->bias};
 }
 
-WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard)
+void WanFeedForwardImpl::quantize_fp8() {
+  if (!fused_elementwise())
+    throw ModelError("FP8 quantization needs the fused CUDA kernels (model.fused_kernels true)");
+  fp8_in_ = quantize_fp8_weight(proj_in_->weight);
+  fp8_out_ = quantize_fp8_weight(proj_out_->weight);
+}
+
+WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
+                                                 const ParamSpec& spec)
     : dim_(o.inner_dim()), eps_(o.eps) {
-  attn1 = register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false, shard));
-  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard));
+  attn1 = register_module("attn1",
+                          WanAttention(dim_, o.num_attention_heads, o.eps, false, shard, spec));
+  attn2 = register_module("attn2",
+                          WanAttention(dim_, o.num_attention_heads, o.eps, true, shard, spec));
   if (o.cross_attn_norm) {
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(
                      torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
+    norm2->to(spec.device);
   }
   (void)shard_part(o.ffn_dim, shard, "WanTransformer3DModel", "FFN columns (ffn_dim)");
-  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim, shard.size));
+  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim, shard.size, spec));
   scale_shift_table = register_parameter(
-      "scale_shift_table", torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_)));
+      "scale_shift_table",
+      (torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_))).to(spec.device));
 }
 
 void WanTransformerBlockImpl::set_tensor_group(runtime::Collective* group) {
@@ -408,35 +434,42 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   return flat(gated_residual(h, grouped(ff), c_gate, dtype, ff_bias));
 }
 
-WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
-  linear_1 = register_module("linear_1", Linear(in, out));
-  linear_2 = register_module("linear_2", Linear(out, out));
+WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out,
+                                                   const ParamSpec& spec) {
+  linear_1 = register_module("linear_1", Linear(in, out, true, spec));
+  linear_2 = register_module("linear_2", Linear(out, out, true, spec));
 }
 
 torch::Tensor WanTimestepEmbeddingImpl::forward(const torch::Tensor& x) {
   return linear_2->forward(torch::silu(linear_1->forward(x)));
 }
 
-WanTextProjectionImpl::WanTextProjectionImpl(std::int64_t in, std::int64_t out) {
-  linear_1 = register_module("linear_1", Linear(in, out));
-  linear_2 = register_module("linear_2", Linear(out, out));
+WanTextProjectionImpl::WanTextProjectionImpl(std::int64_t in, std::int64_t out,
+                                             const ParamSpec& spec) {
+  linear_1 = register_module("linear_1", Linear(in, out, true, spec));
+  linear_2 = register_module("linear_2", Linear(out, out, true, spec));
 }
 
 torch::Tensor WanTextProjectionImpl::forward(const torch::Tensor& x) {
   return linear_2->forward(torch::gelu(linear_1->forward(x), "tanh"));
 }
 
-WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& o)
+WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& o,
+                                                   const ParamSpec& spec)
     : freq_dim_(o.freq_dim) {
-  time_embedder = register_module("time_embedder", WanTimestepEmbedding(o.freq_dim, o.inner_dim()));
-  time_proj = register_module("time_proj", Linear(o.inner_dim(), 6 * o.inner_dim()));
-  text_embedder = register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim()));
+  time_embedder = register_module(
+      "time_embedder",
+      WanTimestepEmbedding(o.freq_dim, o.inner_dim(), ParamSpec{torch::kFloat32, spec.device}));
+  time_proj = register_module("time_proj", Linear(o.inner_dim(), 6 * o.inner_dim(), true, spec));
+  text_embedder =
+      register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim(), spec));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Model
 
-WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard)
+WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard,
+                                                     const ParamSpec& spec)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
   (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel",
@@ -447,13 +480,17 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
       torch::nn::Conv3d(torch::nn::Conv3dOptions(
                             o.in_channels, dim, {o.patch_size[0], o.patch_size[1], o.patch_size[2]})
                             .stride({o.patch_size[0], o.patch_size[1], o.patch_size[2]})));
-  condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o));
+  patch_embedding->to(spec.device, spec.dtype);
+  condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o, spec));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(WanTransformerBlock(o, shard_));
+  for (std::int64_t i = 0; i < o.num_layers; ++i)
+    blocks->push_back(WanTransformerBlock(o, shard_, spec));
   proj_out = register_module(
-      "proj_out", Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2]));
+      "proj_out", Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2],
+                         true, spec));
   scale_shift_table = register_parameter(
-      "scale_shift_table", torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim)));
+      "scale_shift_table",
+      (torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim))).to(spec.device));
 }
 
 void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
@@ -640,6 +677,16 @@ void WanTransformer3DModelImpl::fuse_projections() {
     auto b = block->as<WanTransformerBlock>();
     b->attn1->fuse_projections();
     b->attn2->fuse_projections();
+  }
+}
+
+void WanTransformer3DModelImpl::quantize_fp8() {
+  torch::NoGradGuard no_grad;
+  for (const auto& block : *blocks) {
+    auto b = block->as<WanTransformerBlock>();
+    b->attn1->quantize_fp8();
+    b->attn2->quantize_fp8();
+    b->ffn->quantize_fp8();
   }
 }
 

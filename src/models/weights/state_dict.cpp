@@ -41,6 +41,28 @@ std::uint64_t parameter_seed(std::uint64_t seed, const std::string& name) {
   return z ^ (z >> 31U);
 }
 
+void load_one(const Checkpoint& checkpoint, const std::string& name, torch::Tensor& target,
+              const std::map<std::string, TensorSlice>& slices, torch::ScalarType dtype,
+              torch::Device device, bool in_place) {
+  const auto stored = to_scalar_type(checkpoint.meta(name).dtype);
+  const bool floating = at::isFloatingType(stored) && at::isFloatingType(target.scalar_type());
+  const auto as = floating && !in_place ? dtype : target.scalar_type();
+  const auto slice = slices.find(name);
+  torch::Tensor value;
+  if (slice == slices.end()) {
+    value = checkpoint.tensor(name, as);
+  } else {
+    const auto& s = slice->second;
+    const auto length = target.size(s.dim);
+    value = checkpoint.tensor_slice(name, s.dim, s.index * length, length, as);
+  }
+  if (in_place) {
+    target.copy_(value);
+  } else {
+    target.set_data(value.to(device));
+  }
+}
+
 }  // namespace
 
 void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
@@ -114,22 +136,16 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
     throw WeightsError(checkpoint.path().string(), msg);
   }
 
-  torch::NoGradGuard no_grad;
-  for (auto& [name, target] : targets) {
-    const auto stored = to_scalar_type(checkpoint.meta(name).dtype);
-    const bool floating = at::isFloatingType(stored) && at::isFloatingType(target.scalar_type());
-    const auto as = floating ? dtype : target.scalar_type();
-    const auto slice = slices.find(name);
-    torch::Tensor value;
-    if (slice == slices.end()) {
-      value = checkpoint.tensor(name, as);
-    } else {
-      const auto& s = slice->second;
-      const auto length = target.size(s.dim);
-      value = checkpoint.tensor_slice(name, s.dim, s.index * length, length, as);
-    }
-    target.set_data(value.to(device));
-  }
+  // One task per tensor: read out of the mapping (the file's pages come in on these threads),
+  // convert, copy to the device. Tensors are independent, so the order does not matter.
+  at::parallel_for(0, static_cast<std::int64_t>(targets.size()), 1,
+                   [&](std::int64_t begin, std::int64_t end) {
+                     torch::NoGradGuard no_grad;
+                     for (auto i = begin; i < end; ++i) {
+                       auto& [name, target] = targets[static_cast<std::size_t>(i)];
+                       load_one(checkpoint, name, target, slices, dtype, device, options.in_place);
+                     }
+                   });
 }
 
 void init_random_weights(torch::nn::Module& module, std::uint64_t seed, const ShardPlan& shard) {

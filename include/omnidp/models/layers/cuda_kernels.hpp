@@ -46,6 +46,12 @@ struct CudaKernels {
   // dim not a multiple of 8 or over 1024, or pointers not 16-byte aligned.
   bool (*channel_rms_norm)(const void* x, void* out, const void* gamma, const void* bias,
                            std::int64_t rows, std::int64_t dim, float scale, bool silu);
+  // Per-row FP8 quantization (layers/fp8.hpp): a = max(amax(|x[r, :]|), 1e-12),
+  // q[r, :] = e4m3(x[r, :] * (448 / a)) saturated to +-448, scale[r] = a / 448. x bf16 and q e4m3
+  // [rows, dim] contiguous. Returns false (nothing launched) unless dim is a multiple of 8 and
+  // x, q are 16- and 8-byte aligned.
+  bool (*quantize_rows_fp8)(const void* x, void* q, float* scale, std::int64_t rows,
+                            std::int64_t dim);
 };
 
 // The kernels of this build, or null (no CUDA compiler or no CUDA libtorch at build time).

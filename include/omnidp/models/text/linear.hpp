@@ -37,9 +37,9 @@ TORCH_MODULE(Embedding);
 template <typename Model, typename Options>
 [[nodiscard]] Model random_encoder(const Options& options, std::uint64_t seed,
                                    torch::ScalarType dtype, torch::Device device) {
-  Model model(options, ParamSpec{torch::kFloat32, torch::kCPU});
+  // Built in its final dtype on the device: the values are rounded through bf16 either way.
+  Model model(options, ParamSpec{dtype, device});
   init_random_weights(*model, seed);
-  model->to(device, dtype);
   freeze(*model);
   model->eval();
   return model;

@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/param_spec.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
@@ -101,7 +103,7 @@ struct WanPreparedBlock {
 class WanAttentionImpl : public torch::nn::Module {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                   TensorShard shard = {});
+                   TensorShard shard = {}, const ParamSpec& spec = {});
   // The tensor group of a sharded attention (null: unsharded). Set before prepare/forward.
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
@@ -145,6 +147,10 @@ class WanAttentionImpl : public torch::nn::Module {
   // Gives the projections their own storage again (the benchmark's "separate" mode).
   void unfuse_projections();
   [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
+  // FP8 copies of the GEMM weights of the bias-deferring path (layers/fp8.hpp): the fused q/k/v
+  // (self) or to_q (cross) projection and to_out.0. Needs fuse_projections() and the fused
+  // elementwise kernels (ModelError otherwise); the bf16 parameters stay as they are.
+  void quantize_fp8();
 
   Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
   torch::nn::ModuleList to_out{nullptr};  // [0] = Linear (the reference's [1] is Dropout)
@@ -174,6 +180,7 @@ class WanAttentionImpl : public torch::nn::Module {
   bool cross_;
   runtime::Collective* tensor_group_ = nullptr;
   torch::Tensor fused_weight_, fused_bias_;
+  Fp8Weight fp8_in_, fp8_out_;  // quantize_fp8(): the input projection(s) and to_out.0
 };
 TORCH_MODULE(WanAttention);
 
@@ -182,17 +189,21 @@ TORCH_MODULE(WanAttention);
 // tensor shard: net.0.proj column-split ([inner/n, dim]), net.2 row-split ([dim, inner/n]).
 class WanFeedForwardImpl : public torch::nn::Module {
  public:
-  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards = 1);
+  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards = 1,
+                     const ParamSpec& spec = {});
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   // forward(x) as {value without net.2's bias, that bias} for the residual to add, where
   // fused_elementwise() is on; else {forward(x), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x);
+  // FP8 copies of net.0.proj and net.2 for forward_deferred (layers/fp8.hpp).
+  void quantize_fp8();
   torch::nn::ModuleList net{nullptr};
 
  private:
   Linear proj_in_{nullptr};
   Linear proj_out_{nullptr};
+  Fp8Weight fp8_in_, fp8_out_;
   runtime::Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(WanFeedForward);
@@ -200,7 +211,9 @@ TORCH_MODULE(WanFeedForward);
 class WanTransformerBlockImpl : public torch::nn::Module {
  public:
   // shard: this rank's tensor shard (attn1, attn2 and ffn split; the rest replicated).
-  explicit WanTransformerBlockImpl(const WanTransformerOptions& options, TensorShard shard = {});
+  // spec: where the parameters live (norm2 and scale_shift_table stay float32 on its device).
+  explicit WanTransformerBlockImpl(const WanTransformerOptions& options, TensorShard shard = {},
+                                   const ParamSpec& spec = {});
   void set_tensor_group(runtime::Collective* group);
   // x [B, N, dim] contiguous; context [B, L, dim] (already text-embedded); temb_proj
   // [B, G, 6, dim], one per group of N/G consecutive tokens (wan_timestep_groups); rope_freqs
@@ -231,7 +244,7 @@ TORCH_MODULE(WanTransformerBlock);
 // Diffusers TimestepEmbedding: linear_1 -> SiLU -> linear_2.
 class WanTimestepEmbeddingImpl : public torch::nn::Module {
  public:
-  WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out);
+  WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec = {});
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   Linear linear_1{nullptr}, linear_2{nullptr};
 };
@@ -241,7 +254,7 @@ TORCH_MODULE(WanTimestepEmbedding);
 // linear_2.
 class WanTextProjectionImpl : public torch::nn::Module {
  public:
-  WanTextProjectionImpl(std::int64_t in, std::int64_t out);
+  WanTextProjectionImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec = {});
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   Linear linear_1{nullptr}, linear_2{nullptr};
 };
@@ -250,7 +263,8 @@ TORCH_MODULE(WanTextProjection);
 // WanTimeTextImageEmbedding without the image branch.
 class WanConditionEmbedderImpl : public torch::nn::Module {
  public:
-  explicit WanConditionEmbedderImpl(const WanTransformerOptions& options);
+  // time_embedder stays float32 on spec's device.
+  explicit WanConditionEmbedderImpl(const WanTransformerOptions& options, const ParamSpec& spec = {});
   WanTimestepEmbedding time_embedder{nullptr};
   Linear time_proj{nullptr};
   WanTextProjection text_embedder{nullptr};
@@ -276,7 +290,12 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // shard: this rank's tensor shard (docs/models.md, "Tensor parallelism"): the blocks'
   // attention and FFN are split (wan_tensor_shard_plan), everything else is replicated.
   // ConfigError when shard.size does not divide num_attention_heads or ffn_dim.
-  explicit WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard = {});
+  // spec: the parameters are allocated (zero, or libtorch's init for the patch embedding) in
+  // spec's dtype on its device, except those the reference keeps in float32 (the time
+  // embedder, the scale-shift tables, the blocks' norm2): the layout to_dtype(device, dtype)
+  // gives, so that a checkpoint loads in place with no float32 copy on the host.
+  explicit WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard = {},
+                                     const ParamSpec& spec = {});
 
   // The tensor group this rank's shard runs in: size and rank must be the shard's (ModelError
   // otherwise); null for an unsharded model. Set before prepare_context()/forward().
@@ -308,6 +327,10 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // Fuses the attention projections of every block (see WanAttention::fuse_projections).
   void fuse_projections();
   void unfuse_projections();
+  // model.quantization fp8: the blocks' attention and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp);
+  // the embeddings, the text keys/values and proj_out stay bf16. Call after fuse_projections()
+  // on the GPU; ModelError where FP8 is unsupported.
+  void quantize_fp8();
 
   [[nodiscard]] const WanTransformerOptions& options() const noexcept { return options_; }
 
@@ -336,8 +359,8 @@ TORCH_MODULE(WanTransformer3DModel);
 [[nodiscard]] ShardPlan wan_tensor_shard_plan(const TensorShard& shard);
 
 // Builds the transformer from a Diffusers `transformer/` folder (config.json + safetensors,
-// sharded or not), loads the weights strictly (only this shard's slices: wan_tensor_shard_plan),
-// then to_dtype(device, dtype). Throws WeightsError / ModelError / ConfigError (shard).
+// sharded or not), built in its final dtypes on `device`, and loads the weights strictly in
+// place (only this shard's slices: wan_tensor_shard_plan); peak host memory is a few tensors. Throws WeightsError / ModelError / ConfigError (shard).
 [[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
                                                          torch::ScalarType dtype,
                                                          torch::Device device,

@@ -34,6 +34,11 @@ struct LoadOptions {
   // the slice is read from the checkpoint (never the whole tensor). A checkpoint dimension
   // that the parts do not divide is a shape mismatch.
   ShardPlan shard;
+  // Copy each tensor into its parameter or buffer as allocated (its dtype and device) instead
+  // of replacing the parameter's data by a new tensor of `dtype` on `device`: for modules
+  // built in their final dtypes on their final device (no float32 staging on the host, no
+  // second allocation). `dtype` and `device` are then ignored.
+  bool in_place = false;
 };
 
 // Strict load. Every parameter of `module` must be in the checkpoint with the same shape, and
@@ -43,7 +48,9 @@ struct LoadOptions {
 // Nothing is modified unless everything matches: all missing names, unexpected names and shape
 // mismatches are reported in one WeightsError (the first 20 of each, with counts).
 // Loaded tensors replace the parameters' data converted to `dtype` on `device` (floating
-// tensors only; integer/bool tensors keep their dtype).
+// tensors only; integer/bool tensors keep their dtype), or are copied into them in place
+// (LoadOptions::in_place). The tensors are read and copied on libtorch's intra-op threads, each
+// from its own part of the mapped files; the result does not depend on the thread count.
 void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
                      torch::ScalarType dtype, torch::Device device, const LoadOptions& options = {});
 

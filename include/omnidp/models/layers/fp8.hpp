@@ -1,0 +1,42 @@
+#pragma once
+// W8A8 FP8 linear layers (docs/models.md, "FP8"): a weight [out, in] is quantized once to
+// float8 e4m3 with one float32 scale per output channel (amax / 448); an activation is
+// quantized at every call with one scale per row (token); the GEMM runs in cuBLASLt/CUTLASS
+// through at::_scaled_mm, both scales applied in its epilogue, bf16 output.
+// Available with libtorch >= 2.5 (float8 types, row-wise _scaled_mm) on a GPU of compute
+// capability 8.9 or more; fp8_unsupported() says why not. Pure functions; thread-safe.
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace omnidp::models {
+
+struct Fp8Weight {
+  torch::Tensor weight;  // e4m3 [in, out], column-major (the transpose of a row-major [out, in])
+  torch::Tensor scale;   // float32 [1, out]
+  [[nodiscard]] bool defined() const noexcept { return weight.defined(); }
+};
+
+// "" when FP8 GEMMs can run on `device`, else the reason (libtorch too old, not CUDA, GPU
+// without FP8 tensor cores).
+[[nodiscard]] std::string fp8_unsupported(torch::Device device);
+
+// weight [out, in] (any floating dtype, on the GPU) -> its FP8 form. Throws ModelError where
+// fp8_unsupported(), or when in or out is not a multiple of 16 (the GEMM's alignment).
+[[nodiscard]] Fp8Weight quantize_fp8_weight(const torch::Tensor& weight);
+
+// x [rows, dim] bf16 contiguous -> {e4m3 [rows, dim], float32 scales [rows, 1]}: per row,
+// scale = max(amax, 1e-12) / 448 and q = saturate(x / scale). One fused kernel where this
+// build has the CUDA kernels, libtorch ops otherwise (the same values).
+[[nodiscard]] std::pair<torch::Tensor, torch::Tensor> quantize_fp8_rows(const torch::Tensor& x);
+
+// x [..., in] bf16 -> x @ W^T (+ bias, may be undefined) [..., out] in bf16.
+[[nodiscard]] torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w,
+                                       const torch::Tensor& bias = {});
+
+// fp8_linear(x, fp8, {}) where fp8 is defined, else linear_bias(x, weight, {}) (layers/fused.hpp).
+[[nodiscard]] torch::Tensor linear_or_fp8(const torch::Tensor& x, const torch::Tensor& weight,
+                                          const Fp8Weight& fp8);
+
+}  // namespace omnidp::models
