@@ -453,6 +453,35 @@ TEST(ConfigValidate, TensorParallelNeedsAModelThatImplementsIt) {
   EXPECT_NO_THROW(validate_and_resolve(config, models));
 }
 
+TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
+  EXPECT_EQ(parse_error("model: {quantization: int4}\n"),
+            "model.quantization: invalid value 'int4' (expected none | fp8)");
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, quantization: fp8}\n"),
+            "model.quantization: fp8: FP8 quantization is not implemented by model 'tiny-wan' "
+            "(expected none)");
+  std::vector<ModelChoice> models = kModels;
+  models[1].fp8 = true;
+  const auto error = [&](const std::string& yaml) {
+    Config config = parse_config_yaml(yaml + "input: {manifest: m.jsonl}\n", "t.yaml");
+    try {
+      validate_and_resolve(config, models);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8}\n"),
+            "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cpu, fp32)");
+  EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8, device: cuda, dtype: fp16}\n"),
+            "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cuda, fp16)");
+  EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8, device: cuda, dtype: bf16}\n"), "");
+  EXPECT_EQ(error("model: {name: tiny-wan, quantization: none}\n"), "");
+  // Written back into the effective configuration.
+  Config config = default_config();
+  config.model.quantization = Quantization::fp8;
+  EXPECT_NE(to_yaml(config).find("  quantization: fp8\n"), std::string::npos);
+}
+
 TEST(ConfigValidate, SchedulerRules) {
   EXPECT_EQ(validate_error("scheduler: {prefetch: -1}\n"),
             "scheduler.prefetch: -1 is out of range [0, 1024]");

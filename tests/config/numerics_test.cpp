@@ -21,6 +21,10 @@ TEST(NumericsProfile, CanonicalTextOfTheDefaultsAndOfEveryKey) {
   EXPECT_EQ(numerics_profile(config, "x;y=z"),
             "dtype=bf16;device=cuda;strict=false;attention=cudnn;kernels=eager;quantization=none;"
             "software=x,y,z");
+  config.model.quantization = Quantization::fp8;
+  EXPECT_EQ(numerics_profile(config, "v"),
+            "dtype=bf16;device=cuda;strict=false;attention=cudnn;kernels=eager;quantization=fp8;"
+            "software=v");
   EXPECT_EQ(numerics_profile(Config{}),
             numerics_profile(Config{}, std::string(version()) + " (git " + git_revision() + ")"));
 }

@@ -136,6 +136,8 @@ const SafetensorsFile& Checkpoint::file_of(std::string_view name) const {
 
 const fs::path& Checkpoint::file(std::string_view name) const { return file_of(name).path(); }
 
+void Checkpoint::release(std::string_view name) const { file_of(name).release(name); }
+
 fs::path snapshot_component(const fs::path& snapshot, std::string_view name,
                             std::string_view config_file, std::string_view holds) {
   const auto dir = snapshot / std::string(name);

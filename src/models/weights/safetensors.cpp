@@ -116,6 +116,16 @@ const TensorMeta& SafetensorsFile::meta(std::string_view name) const {
   return *m;
 }
 
+void MappedFile::release(std::span<const std::uint8_t> bytes) const noexcept {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): madvise takes the page address as a pointer.
+  if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void SafetensorsFile::release(std::string_view name) const { map_.release(raw(name)); }
+
 std::span<const std::uint8_t> SafetensorsFile::raw(std::string_view name) const {
   const auto& m = meta(name);
   return map_.bytes().subspan(header_.data_offset + m.begin, m.nbytes());

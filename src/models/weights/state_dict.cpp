@@ -56,6 +56,7 @@ void load_one(const Checkpoint& checkpoint, const std::string& name, torch::Tens
     const auto length = target.size(s.dim);
     value = checkpoint.tensor_slice(name, s.dim, s.index * length, length, as);
   }
+  checkpoint.release(name);  // copied out: its file pages leave this process's resident set
   if (in_place) {
     target.copy_(value);
   } else {

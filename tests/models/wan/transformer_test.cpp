@@ -366,6 +366,34 @@ TEST(WanTransformer, Bf16KeepsTheReferenceFp32Modules) {
   EXPECT_LT(rel, 5e-2);
 }
 
+TEST(WanTransformer, BuiltInItsFinalDtypesItHoldsWhatToDtypeGivesAndTheSameRandomWeights) {
+  // The fp32 build converted by to_dtype, against the bf16 build (ParamSpec): the same dtype
+  // per parameter and, after the same seeded init, the same values.
+  WanTransformer3DModel staged(tiny_options());
+  init_random_weights(*staged, 11);
+  staged->to_dtype(torch::kCPU, torch::kBFloat16);
+  WanTransformer3DModel direct(tiny_options(), TensorShard{}, ParamSpec{torch::kBFloat16, torch::kCPU});
+  init_random_weights(*direct, 11);
+  const auto a = staged->named_parameters(true);
+  const auto b = direct->named_parameters(true);
+  ASSERT_EQ(a.keys(), b.keys());
+  for (const auto& item : a) {
+    const auto& other = b[item.key()];
+    EXPECT_EQ(item.value().scalar_type(), other.scalar_type()) << item.key();
+    EXPECT_TRUE(torch::equal(item.value(), other)) << item.key();
+  }
+  EXPECT_EQ(b["blocks.0.norm2.weight"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(b["condition_embedder.time_embedder.linear_2.bias"].scalar_type(), torch::kFloat32);
+  EXPECT_EQ(b["blocks.1.ffn.net.2.weight"].scalar_type(), torch::kBFloat16);
+}
+
+TEST(WanTransformer, Fp8NeedsTheFusedGpuPath) {
+  auto model = random_tiny();
+  // On the CPU the bias-deferring path is off or FP8 GEMMs are unavailable: a ModelError
+  // either way, never a silent bf16 model.
+  EXPECT_THROW(model->quantize_fp8(), ModelError);
+}
+
 TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   const double n = 3510, d = 3072, f = 14336;

@@ -84,6 +84,39 @@ TEST(StateDict, LoadsInBf16AndBuffersWhenPresent) {
       torch::equal(model->named_buffers()["freqs"].to(torch::kFloat32), torch::full({5}, 7.0F)));
 }
 
+TEST(StateDict, InPlaceKeepsEachTensorsDtypeAndStorage) {
+  const auto dir = fresh_dir("in_place");
+  Tiny model;
+  // A module in mixed dtypes, as the Wan transformer is built: bf16 weights, a float32 table.
+  for (auto& p : model->named_parameters()) {
+    if (p.key() != "scale_shift_table") p.value().set_data(p.value().to(torch::kBFloat16));
+  }
+  auto state = state_of(*model, 0.25F);
+  for (auto& [name, value] : state) {
+    if (name == "scale_shift_table") value = value.to(torch::kFloat32) + 1.0F / 1024;  // not bf16-exact
+  }
+  save_safetensors(dir / "model.safetensors", state);
+  std::map<std::string, const void*> storage;
+  for (const auto& p : model->named_parameters()) storage[p.key()] = p.value().data_ptr();
+  LoadOptions options;
+  options.in_place = true;
+  const auto checkpoint = Checkpoint::open(dir);
+  // dtype and device are ignored in place: every tensor keeps its own.
+  load_state_dict(*model, checkpoint, torch::kFloat16, torch::kCPU, options);
+  const auto params = model->named_parameters();
+  for (const auto& [name, value] : state) {
+    const bool table = name == "scale_shift_table";
+    EXPECT_EQ(params[name].scalar_type(), table ? torch::kFloat32 : torch::kBFloat16) << name;
+    EXPECT_EQ(params[name].data_ptr(), storage[name]) << name;  // copied into, not replaced
+    EXPECT_TRUE(torch::equal(params[name], value.to(params[name].scalar_type()))) << name;
+  }
+  // The pages released after each copy are read again from the file by a second load.
+  Tiny again;
+  load_state_dict(*again, checkpoint, torch::kFloat32, torch::kCPU);
+  EXPECT_TRUE(torch::equal(again->named_parameters()["to_out.0.weight"],
+                           params["to_out.0.weight"].to(torch::kFloat32)));
+}
+
 TEST(StateDict, StrictErrorsListEverythingAndChangeNothing) {
   const auto dir = fresh_dir("strict");
   Tiny model;

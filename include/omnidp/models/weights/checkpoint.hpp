@@ -42,6 +42,8 @@ class Checkpoint {
   [[nodiscard]] torch::Tensor tensor_slice(std::string_view name, std::int64_t dim,
                                            std::int64_t start, std::int64_t length,
                                            torch::ScalarType dtype = torch::kFloat32) const;
+  // SafetensorsFile::release of the file that holds `name`.
+  void release(std::string_view name) const;
   // The safetensors file that holds `name` (throws WeightsError for an unknown name).
   [[nodiscard]] const std::filesystem::path& file(std::string_view name) const;
 

@@ -31,6 +31,10 @@ class MappedFile {
 
   [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  // Drops the whole pages inside bytes (a sub-span of this mapping) from this process's
+  // resident set (madvise MADV_DONTNEED): a later read maps them again from the page cache.
+  // Keeps a loader's peak host memory at the tensors in flight, not the whole file.
+  void release(std::span<const std::uint8_t> bytes) const noexcept;
 
  private:
   void release() noexcept;
@@ -55,6 +59,8 @@ class SafetensorsFile {
   [[nodiscard]] const TensorMeta& meta(std::string_view name) const;
   // The tensor's raw little-endian bytes inside the mapping (valid while *this lives).
   [[nodiscard]] std::span<const std::uint8_t> raw(std::string_view name) const;
+  // MappedFile::release of the tensor's bytes (after it has been copied out).
+  void release(std::string_view name) const;
   // An owned CPU tensor (a copy of the bytes) converted to `target`: floats convert with
   // round-to-nearest-even (bf16/fp16 -> fp32 is exact); integers and bools convert by value.
   [[nodiscard]] torch::Tensor tensor(std::string_view name,

@@ -1,0 +1,73 @@
+// W8A8 FP8 linear layers: availability, the per-row quantization (kernel against libtorch), and
+// the FP8 GEMM against the bf16 one (on a GPU with FP8 tensor cores; skipped elsewhere).
+#include "omnidp/models/layers/fp8.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/version.h>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/cuda_kernels.hpp"
+#include "omnidp/models/layers/fused.hpp"
+
+namespace omnidp::models {
+namespace {
+
+TEST(Fp8, UnsupportedOnTheCpuWithTheReason) {
+  const auto reason = fp8_unsupported(torch::kCPU);
+  if (TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5)) {
+    EXPECT_EQ(reason, std::string("this build's libtorch ") + TORCH_VERSION +
+                          " has no row-wise FP8 GEMM (at::_scaled_mm needs libtorch 2.5 or later)");
+  } else {
+    EXPECT_EQ(reason, "FP8 GEMMs need a CUDA device (got cpu)");
+  }
+  try {
+    (void)quantize_fp8_weight(torch::ones({16, 16}));
+    FAIL() << "no ModelError";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(std::string(e.what()), "model.quantization fp8: " + reason);
+  }
+}
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+bool fp8_gpu() { return torch::cuda::is_available() && fp8_unsupported(torch::kCUDA).empty(); }
+
+TEST(Fp8Gpu, RowQuantizationKernelEqualsTheLibtorchExpression) {
+  if (!fp8_gpu() || cuda_kernels() == nullptr) GTEST_SKIP() << "no FP8 GPU or no CUDA kernels";
+  auto gen = torch::randn({300, 3072}, torch::kFloat32) * 3;
+  gen[5].zero_();  // an all-zero row: scale 1e-12 / 448, values 0
+  const auto x = gen.to(torch::kCUDA, torch::kBFloat16);
+  const auto [q, scale] = quantize_fp8_rows(x);
+  const auto f = x.to(torch::kFloat32);
+  const auto ref_scale = f.abs().amax(1, true).clamp_min(1e-12) / 448.0;
+  const auto ref_q = (f * (448.0 / f.abs().amax(1, true).clamp_min(1e-12)))
+                         .clamp(-448, 448)
+                         .to(at::kFloat8_e4m3fn);
+  EXPECT_TRUE(torch::allclose(scale, ref_scale, 1e-7, 0));
+  EXPECT_TRUE(torch::equal(q.view(torch::kUInt8), ref_q.view(torch::kUInt8)));
+}
+
+TEST(Fp8Gpu, LinearIsWithinFp8ErrorOfTheBf16Gemm) {
+  if (!fp8_gpu()) GTEST_SKIP() << "no FP8 GPU";
+  const auto opts = torch::TensorOptions().device(torch::kCUDA);
+  const auto x = torch::randn({2, 100, 512}, opts).to(torch::kBFloat16);
+  const auto w = (torch::randn({256, 512}, opts) / 22.6).to(torch::kBFloat16);
+  const auto bias = torch::randn({256}, opts).to(torch::kBFloat16);
+  const auto ref = torch::nn::functional::linear(x.to(torch::kFloat32), w.to(torch::kFloat32),
+                                                 bias.to(torch::kFloat32));
+  const auto out = fp8_linear(x, quantize_fp8_weight(w), bias);
+  EXPECT_EQ(out.sizes(), ref.sizes());
+  EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+  // e4m3 keeps 3 mantissa bits: a relative RMS error of a few percent, never more than 6 %.
+  const double rel = ((out.to(torch::kFloat32) - ref).pow(2).mean() / ref.pow(2).mean())
+                         .sqrt()
+                         .item<double>();
+  EXPECT_LT(rel, 0.06);
+  EXPECT_GT(rel, 0.0);  // it did quantize
+  // linear_or_fp8 with no FP8 weight is the bf16 GEMM itself.
+  EXPECT_TRUE(torch::equal(linear_or_fp8(x, w, {}), linear_bias(x, w, {})));
+}
+
+#endif  // libtorch with float8 types
+
+}  // namespace
+}  // namespace omnidp::models
