@@ -1,8 +1,8 @@
 // omni-dp-bench-hv15: times one HunyuanVideo-1.5 transformer forward, the VAE decode and one
 // full request (denoising loop with CFG + decode) for a size, depth, dtype and device, and
-// prints tokens, seconds and TFLOP/s. FLOPs per forward (joint attention over S = N video +
-// T text tokens, width D, FFN width F, L blocks): L x [2S(4D^2 + 2DF) + 4 S^2 D]; the refiner,
-// embedders and head are left out (< 1% at real sizes).
+// prints tokens, seconds and TFLOP/s. FLOPs per forward: hv15_forward_flops
+// (models/hv15/flops.hpp, the count the MFU figures use): L x [2S(4D^2 + 2DF) + 4 S^2 D] over
+// S = N video + T text tokens.
 //
 //   omni-dp-bench-hv15 --layers 2 --size 256x256x9 --steps 2              # CPU, reduced depth
 //   omni-dp-bench-hv15 --size 848x480x121 --dtype bf16 --device cuda      # the real model
@@ -23,6 +23,7 @@
 #include "bench_common.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
+#include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
@@ -35,15 +36,6 @@ namespace {
 namespace hv = omnidp::models::hv15;
 using omnidp::bench::Clock;
 using omnidp::bench::time_it;
-
-double forward_flops(const hv::TransformerOptions& o, std::int64_t video_tokens,
-                     std::int64_t text_tokens) {
-  const double d = static_cast<double>(o.inner_dim());
-  const double f = d * o.mlp_ratio;
-  const double s = static_cast<double>(video_tokens + text_tokens);
-  return static_cast<double>(o.num_layers) *
-         (2.0 * s * (4.0 * d * d + 2.0 * d * f) + 4.0 * s * s * d);
-}
 
 int run(int argc, char** argv) {
   CLI::App app{"omni-dp-bench-hv15: HunyuanVideo-1.5 forward, VAE decode and full-request timings"};
@@ -157,7 +149,7 @@ int run(int argc, char** argv) {
       omnidp::models::set_attention_backend(
           omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
       const auto t = time_it(device, o.warmup, o.repeat, [&] { (void)transformer->forward(in); });
-      const double flops = forward_flops(to, ftokens, text_tokens);
+      const double flops = hv::hv15_forward_flops(to, ftokens, text_tokens);
       std::cout << "\n[forward] " << whf.text << ", batch 1, padding dropped, "
                 << (fused ? "fused path, attention " + attention
                           : std::string("eager path, attention auto"))
@@ -185,7 +177,7 @@ int run(int argc, char** argv) {
     const auto t = time_it(device, std::min(o.warmup, 1), o.request_repeat,
                            [&] { (void)pipeline->sample(in, nullptr); });
     const int passes = o.guidance != 1.0 ? 2 : 1;
-    const double flops = passes * o.steps * forward_flops(to, tokens, text_tokens);
+    const double flops = passes * o.steps * hv::hv15_forward_flops(to, tokens, text_tokens);
     std::cout << "\n[request] " << o.steps << " steps, guidance " << o.guidance << " (" << passes
               << " forwards per step), VAE decode included\n"
               << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"

@@ -7,12 +7,15 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/export/html_report.hpp"
+#include "omnidp/results/summary.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -123,6 +126,7 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << s.world_size << ", replicas " << s.replicas << ", tp " << s.tensor_parallel_size << ", sp "
     << s.sequence_parallel_size << ", cfg " << s.cfg_parallel_size << ", policy "
     << (s.policy.empty() ? "-" : s.policy) << ", order " << (s.order.empty() ? "-" : s.order) << "\n"
+    << "model flops:  " << results::describe_flops(s) << "\n"
     << "figures from: " << run.summary_source << "\n";
 
   o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
@@ -173,7 +177,13 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   }
   j["summary_source"] = run.summary_source;
   j["summary"] = Json::object();
-  for_each_summary_field(s, [&](const char* key, const auto& value) { j["summary"][key] = value; });
+  for_each_summary_field(s, [&](const char* key, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::optional<double>>) {
+      j["summary"][key] = value ? Json(*value) : Json(nullptr);  // unknown: null
+    } else {
+      j["summary"][key] = value;
+    }
+  });
   j["per_rank"] = Json::array();
   for (const auto& [rank, f] : per_rank(run)) {
     j["per_rank"].push_back({{"rank", rank},

@@ -657,6 +657,9 @@ const std::vector<SectionSpec>& schema() {
                   field("metrics_interval_s", &C::output, &OutputConfig::metrics_interval_s,
                         non_negative(false))}});
     s.push_back({"determinism", {field("strict", &C::determinism, &DeterminismConfig::strict)}});
+    s.push_back({"runtime",
+                 {optional_field("peak_tflops", &C::runtime, &RuntimeConfig::peak_tflops,
+                                 non_negative(false))}});
     s.push_back({"synthetic",
                  {field("seconds_per_gcost", &C::synthetic, &SyntheticConfig::seconds_per_gcost,
                         non_negative(true)),

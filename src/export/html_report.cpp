@@ -334,6 +334,7 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   row("latency", "p50 " + fmt(s.latency_p50_s, 3) + " s, p90 " + fmt(s.latency_p90_s, 3) +
                      " s, max " + fmt(s.latency_max_s, 3) + " s");
   row("scheduling efficiency", fmt(s.scheduling_efficiency, 3));
+  row("model flops", results::describe_flops(s));  // docs/performance.md, "MFU"
   row("layout", "world size " + std::to_string(s.world_size) + ", replicas " +
                     std::to_string(s.replicas) + ", tp " + std::to_string(s.tensor_parallel_size) +
                     ", sp " + std::to_string(s.sequence_parallel_size) + ", cfg " +

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
@@ -17,11 +19,46 @@ namespace {
 
 using nlohmann::json;
 
+template <class T>
+void put_json(json& j, const char* key, const T& value) {
+  if constexpr (std::is_same_v<T, std::optional<double>>) {
+    j[key] = value ? json(*value) : json(nullptr);
+  } else {
+    j[key] = value;
+  }
+}
+
+template <class T>
+void get_json(const json& j, const char* key, T& value) {
+  if (!j.contains(key)) return;
+  if constexpr (std::is_same_v<T, std::optional<double>>) {
+    if (j.at(key).is_null()) {
+      value.reset();
+    } else {
+      value = j.at(key).get<double>();
+    }
+  } else {
+    j.at(key).get_to(value);
+  }
+}
+
+std::string fixed(double value, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+std::string general(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", value);
+  return buf;
+}
+
 }  // namespace
 
 std::string summary_to_json(const RunSummary& s) {
   json j = json::object();
-  for_each_summary_field(s, [&](const char* key, const auto& value) { j[key] = value; });
+  for_each_summary_field(s, [&](const char* key, const auto& value) { put_json(j, key, value); });
   return j.dump(2) + "\n";
 }
 
@@ -30,9 +67,7 @@ RunSummary summary_from_json(const std::string& text, const std::string& origin)
   try {
     const json j = json::parse(text);
     if (!j.is_object()) throw IoError(origin, "summary JSON is not an object");
-    for_each_summary_field(s, [&](const char* key, auto& value) {
-      if (j.contains(key)) j.at(key).get_to(value);
-    });
+    for_each_summary_field(s, [&](const char* key, auto& value) { get_json(j, key, value); });
   } catch (const json::exception& e) {
     throw IoError(origin, std::string("malformed summary JSON: ") + e.what());
   }
@@ -88,6 +123,7 @@ RankLayout rank_layout(const std::string& config_yaml, int world_size) {
     layout.sequence_parallel = std::max(config.parallel.sequence_parallel_size, 1);
     layout.cfg_parallel = std::max(config.parallel.cfg_parallel_size, 1);
     layout.coordinator_works = config.parallel.coordinator_runs_work || layout.world_size == 1;
+    layout.runtime = config.runtime;
   } catch (const std::exception&) {  // not a configuration this build reads
     return RankLayout{layout.world_size};
   }
@@ -106,10 +142,14 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, const RankLayou
   double first_start = 0.0;
   double last_end = 0.0;
   std::map<int, double> busy;  // per rank: its group's rows
+  std::vector<FlopsSample> flops;
   for (const auto& r : rows) {
     if (r.status == RequestStatus::ok) {
       ++s.completed;
       latencies.push_back(r.seconds);
+      if (r.model_tflop > 0.0) {
+        flops.push_back({r.model_tflop, r.seconds, group, resolve_peak(layout.runtime, r.device)});
+      }
     } else {
       ++s.failed;
     }
@@ -140,7 +180,62 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, const RankLayou
   }
   s.scheduling_efficiency =
       s.makespan_s > 0.0 ? busy_total / (static_cast<double>(working) * s.makespan_s) : 0.0;
+  set_flops_figures(s, flops, working);
   return s;
+}
+
+void set_flops_figures(RunSummary& s, std::span<const FlopsSample> samples, int working_gpus) {
+  s.flops_counted = samples.size();
+  s.model_tflop_per_video = 0.0;
+  s.achieved_tflops_per_gpu = 0.0;
+  s.peak_tflops.reset();
+  s.peak_source.clear();
+  s.mfu.reset();
+  s.makespan_mfu.reset();
+  if (samples.empty()) return;
+  double tflop = 0.0;
+  double gpu_seconds = 0.0;
+  double peak_gpu_seconds = 0.0;  // sum(peak x seconds x gpus)
+  bool all_peaks = true;
+  std::vector<std::string> sources;
+  for (const auto& sample : samples) {
+    const double gs = sample.seconds * static_cast<double>(std::max(sample.gpus, 1));
+    tflop += sample.tflop;
+    gpu_seconds += gs;
+    if (!sample.peak) {
+      all_peaks = false;
+      continue;
+    }
+    peak_gpu_seconds += sample.peak->tflops * gs;
+    if (std::find(sources.begin(), sources.end(), sample.peak->source) == sources.end()) {
+      sources.push_back(sample.peak->source);
+    }
+  }
+  s.model_tflop_per_video = tflop / static_cast<double>(samples.size());
+  s.achieved_tflops_per_gpu = gpu_seconds > 0.0 ? tflop / gpu_seconds : 0.0;
+  if (!all_peaks || gpu_seconds <= 0.0) return;
+  const double peak = samples.size() == 1 || sources.size() == 1 ? samples.front().peak->tflops
+                                                                 : peak_gpu_seconds / gpu_seconds;
+  s.peak_tflops = peak;
+  for (const auto& source : sources) s.peak_source += (s.peak_source.empty() ? "" : ", ") + source;
+  s.mfu = s.achieved_tflops_per_gpu / peak;
+  if (s.makespan_s > 0.0 && working_gpus > 0) {
+    s.makespan_mfu = tflop / (s.makespan_s * static_cast<double>(working_gpus) * peak);
+  }
+}
+
+std::string describe_flops(const RunSummary& s) {
+  if (s.flops_counted == 0) return "not counted (no ok request with a model FLOP count)";
+  std::string out = fixed(s.model_tflop_per_video, 3) + " TFLOP/video (" +
+                    std::to_string(s.flops_counted) + " counted), " +
+                    fixed(s.achieved_tflops_per_gpu, 3) + " TFLOP/s per GPU, MFU ";
+  if (!s.peak_tflops || !s.mfu) {
+    return out + "n/a (no known peak: CPU or a GPU not in the table; set runtime.peak_tflops)";
+  }
+  out += fixed(100.0 * *s.mfu, 2) + "% of " + general(*s.peak_tflops) + " TFLOP/s (" +
+         s.peak_source + "), makespan MFU " +
+         (s.makespan_mfu ? fixed(100.0 * *s.makespan_mfu, 2) + "%" : std::string("n/a"));
+  return out;
 }
 
 }  // namespace omnidp::results

@@ -1,6 +1,7 @@
 #include "omnidp/results/summary_group.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -18,7 +19,9 @@ void write_summary_group(hid_t root, const RunSummary& summary, const std::strin
       h5::write_attribute(id, name, std::string_view(value));
     } else if constexpr (std::is_same_v<T, double>) {
       h5::write_attribute(id, name, value);
-    } else {  // counts, sizes and flags: 64-bit integers
+    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+      if (value) h5::write_attribute(id, name, *value);  // unset: no attribute
+    } else {                                             // counts, sizes and flags: 64-bit integers
       h5::write_attribute(id, name, static_cast<std::int64_t>(value));
     }
   });
@@ -37,6 +40,8 @@ RunSummary read_summary_group(hid_t root, std::string& source) {
       if constexpr (std::is_same_v<T, std::string>) {
         value = h5::read_string_attribute(id, name);
       } else if constexpr (std::is_same_v<T, double>) {
+        value = h5::read_double_attribute(id, name);
+      } else if constexpr (std::is_same_v<T, std::optional<double>>) {
         value = h5::read_double_attribute(id, name);
       } else if constexpr (std::is_same_v<T, bool>) {
         value = h5::read_int_attribute(id, name) != 0;

@@ -35,7 +35,8 @@ struct RowBuffer {
   std::int32_t width;
   std::int32_t steps;
   std::int32_t attempt;
-  char* numerics;  // the last column: files written before it lack it (read as "")
+  char* numerics;      // files written before it lack it (read as "")
+  double model_tflop;  // the last column: files written before it lack it (read as 0)
 };
 
 h5::Datatype status_type() {
@@ -74,8 +75,8 @@ struct Column {
 };
 
 // The columns of /requests, in file order: the one list that drives the HDF5 compound type and
-// both copies between a ResultRecord and a row (numerics, the last, is missing in files
-// written before it).
+// both copies between a ResultRecord and a row (numerics and model_tflop, the last two, are
+// missing in files written before them).
 constexpr auto kColumns = std::make_tuple(
     Column<char*, std::string>{"id", &RowBuffer::id, &ResultRecord::id},
     Column<char[kHashChars], std::string>{"input_key", &RowBuffer::input_key,
@@ -96,7 +97,32 @@ constexpr auto kColumns = std::make_tuple(
     Column<std::int32_t, int>{"width", &RowBuffer::width, &ResultRecord::width},
     Column<std::int32_t, int>{"steps", &RowBuffer::steps, &ResultRecord::steps},
     Column<std::int32_t, int>{"attempt", &RowBuffer::attempt, &ResultRecord::attempt},
-    Column<char*, std::string>{"numerics", &RowBuffer::numerics, &ResultRecord::numerics});
+    Column<char*, std::string>{"numerics", &RowBuffer::numerics, &ResultRecord::numerics},
+    Column<double, double>{"model_tflop", &RowBuffer::model_tflop, &ResultRecord::model_tflop});
+
+// The columns files written by earlier versions may lack (docs/results.md).
+struct OptionalColumns {
+  bool numerics = true;
+  bool model_tflop = true;
+  [[nodiscard]] bool has(const char* name) const {
+    if (std::strcmp(name, "numerics") == 0) return numerics;
+    if (std::strcmp(name, "model_tflop") == 0) return model_tflop;
+    return true;
+  }
+};
+
+bool has_member(const h5::Dataset& table, const char* name) {
+  const h5::Datatype stored(
+      h5::call("H5Dget_type", kRequestsPath, [&] { return H5Dget_type(table.id()); }));
+  h5::silence_errors();
+  const bool found = H5Tget_member_index(stored.id(), name) >= 0;
+  if (!found) H5Eclear2(H5E_DEFAULT);  // "member not found" is the answer, not an error
+  return found;
+}
+
+OptionalColumns columns_of(const h5::Dataset& table) {
+  return {has_member(table, "numerics"), has_member(table, "model_tflop")};
+}
 
 template <class F>
 void for_each_column(F&& f) {
@@ -122,13 +148,13 @@ std::size_t offset_of(B RowBuffer::*member) {
                                   reinterpret_cast<const char*>(&probe));
 }
 
-// `with_numerics`: include the numerics column (false: the layout of files written before it).
-h5::Datatype row_memory_type(bool with_numerics = true) {
+// The columns of `columns` (the optional ones only where present).
+h5::Datatype row_memory_type(const OptionalColumns& columns = {}) {
   h5::Datatype type(h5::call("H5Tcreate", "requests type",
                              [] { return H5Tcreate(H5T_COMPOUND, sizeof(RowBuffer)); }));
   const ColumnTypes types;
   for_each_column([&](const auto& column) {
-    if (!with_numerics && std::strcmp(column.name, "numerics") == 0) return;
+    if (!columns.has(column.name)) return;
     const std::size_t offset = offset_of(column.buffer);
     const hid_t member = types.of(column.buffer);
     h5::call("H5Tinsert", column.name,
@@ -138,8 +164,8 @@ h5::Datatype row_memory_type(bool with_numerics = true) {
 }
 
 // The stored (packed) version of the memory type.
-h5::Datatype row_file_type(bool with_numerics) {
-  const h5::Datatype memory = row_memory_type(with_numerics);
+h5::Datatype row_file_type(const OptionalColumns& columns) {
+  const h5::Datatype memory = row_memory_type(columns);
   h5::Datatype type(h5::call("H5Tcopy", "requests type", [&] { return H5Tcopy(memory.id()); }));
   h5::call("H5Tpack", "requests type", [&] { return H5Tpack(type.id()); });
   return type;
@@ -257,8 +283,9 @@ std::string video_path(std::string_view id) {
 
 // ---- /requests --------------------------------------------------------------------------------
 
-h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_numerics) {
-  const h5::Datatype type = row_file_type(with_numerics);
+h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_numerics,
+                                  bool with_model_tflop) {
+  const h5::Datatype type = row_file_type({with_numerics, with_model_tflop});
   const hsize_t zero = 0;
   const hsize_t unlimited = H5S_UNLIMITED;
   const h5::Dataspace space(
@@ -271,14 +298,9 @@ h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_
   }));
 }
 
-bool has_numerics_column(const h5::Dataset& table) {
-  const h5::Datatype stored(
-      h5::call("H5Dget_type", kRequestsPath, [&] { return H5Dget_type(table.id()); }));
-  h5::silence_errors();
-  const bool found = H5Tget_member_index(stored.id(), "numerics") >= 0;
-  if (!found) H5Eclear2(H5E_DEFAULT);  // "member not found" is the answer, not an error
-  return found;
-}
+bool has_numerics_column(const h5::Dataset& table) { return has_member(table, "numerics"); }
+
+bool has_model_tflop_column(const h5::Dataset& table) { return has_member(table, "model_tflop"); }
 
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
   if (rows.size() > kReadBlockRows) {  // in blocks: the packed rows stay one block in memory
@@ -303,7 +325,7 @@ void append_requests(const h5::Dataset& table, std::span<const ResultRecord> row
   });
   const h5::Dataspace memory_space(h5::call("H5Screate_simple", kRequestsPath,
                                             [&] { return H5Screate_simple(1, &count, nullptr); }));
-  const h5::Datatype type = row_memory_type(has_numerics_column(table));
+  const h5::Datatype type = row_memory_type(columns_of(table));
   h5::call("H5Dwrite", kRequestsPath, [&] {
     return H5Dwrite(table.id(), type.id(), memory_space.id(), file_space.id(), H5P_DEFAULT,
                     buffers.data());
@@ -319,7 +341,7 @@ std::vector<ResultRecord> read_requests(const h5::Dataset& table) {
 
 void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn) {
   const hsize_t total = h5::dataset_dims(table).at(0);
-  const h5::Datatype type = row_memory_type(has_numerics_column(table));
+  const h5::Datatype type = row_memory_type(columns_of(table));
   std::vector<RowBuffer> buffers;
   for (hsize_t start = 0; start < total; start += kReadBlockRows) {
     const hsize_t count = std::min(kReadBlockRows, total - start);

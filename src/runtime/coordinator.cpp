@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/peak_flops.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -201,6 +202,10 @@ void Coordinator::on(int from, const DoneMsg& m) {
   if (m.status == RequestStatus::ok) {
     ++completed_;
     latencies_.push_back(m.seconds);
+    if (m.model_tflop > 0.0) {  // the MFU figures (docs/performance.md, "MFU")
+      flops_.push_back({m.model_tflop, m.seconds, options_.topology.group_size,
+                        resolve_peak(options_.config.runtime, r.device)});
+    }
     if (a->item.features.quadratic > 0.0) {
       cost_.observe(a->item.features, m.seconds);
       if (cost_.observations() <= 32 || cost_.observations() % 32 == 0) work_.rekey();
@@ -459,6 +464,7 @@ void Coordinator::begin_shutdown() {
   in.skipped_tasks = options_.plan.filtered;
   in.makespan_s = std::max(0.0, last_completion_ - go_time_);
   in.latencies_s = latencies_;
+  in.flops = flops_;
   in.busy_s_per_rank.assign(static_cast<std::size_t>(options_.topology.world_size), 0.0);
   in.working_ranks = 0;
   for (int r = 0; r < options_.topology.world_size; ++r) {

@@ -292,6 +292,16 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     out << " " << l << "=" << bind_device(c.model, c.parallel, l).name;
   }
   out << "\n";
+  // The peak the MFU figures divide by (docs/performance.md, "MFU").
+  if (c.runtime.peak_tflops) {
+    out << "MFU peak: " << format_value(*c.runtime.peak_tflops)
+        << " TFLOP/s per GPU (runtime.peak_tflops)\n";
+  } else if (c.model.device == DeviceKind::cuda) {
+    out << "MFU peak: the device table by each GPU's CUDA name (no MFU for a GPU not in it; "
+           "runtime.peak_tflops sets one)\n";
+  } else {
+    out << "MFU peak: none on the CPU (MFU not reported; runtime.peak_tflops sets one)\n";
+  }
 
   const auto& s = c.scheduler;
   out << "scheduler: " << to_string(s.policy) << ", order " << to_string(s.order) << ", prefetch "

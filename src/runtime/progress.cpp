@@ -113,6 +113,7 @@ RunSummary make_summary(const SummaryInputs& in) {
   s.policy = in.policy;
   s.order = in.order;
   s.interrupted = in.interrupted;
+  results::set_flops_figures(s, in.flops, in.working_ranks);
   return s;
 }
 
@@ -134,6 +135,7 @@ std::string format_summary(const RunSummary& s) {
       << fixed(100.0 * s.busy_fraction_per_rank[r], 1) << "%";
   }
   o << "\n  scheduling efficiency " << fixed(100.0 * s.scheduling_efficiency, 2) << "%\n";
+  o << "  model flops " << results::describe_flops(s) << "\n";
   return o.str();
 }
 

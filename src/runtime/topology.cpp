@@ -1,5 +1,8 @@
 #include "omnidp/runtime/topology.hpp"
 
+#include <dlfcn.h>
+
+#include <array>
 #include <charconv>
 
 #include "omnidp/common/error.hpp"
@@ -173,6 +176,32 @@ DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parall
   }
   d.name = "cuda:" + std::to_string(d.index);
   return d;
+}
+
+std::string cuda_device_model(int ordinal) {
+  // The driver API's C signatures (CUresult = int, CUdevice = int); the library stays loaded.
+  using Init = int (*)(unsigned int);
+  using DeviceGet = int (*)(int*, int);
+  using DeviceGetName = int (*)(char*, int, int);
+  void* lib = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib == nullptr) return "";
+  const auto init = reinterpret_cast<Init>(::dlsym(lib, "cuInit"));
+  const auto device_get = reinterpret_cast<DeviceGet>(::dlsym(lib, "cuDeviceGet"));
+  const auto device_name = reinterpret_cast<DeviceGetName>(::dlsym(lib, "cuDeviceGetName"));
+  if (init == nullptr || device_get == nullptr || device_name == nullptr || init(0) != 0) return "";
+  int device = 0;
+  std::array<char, 256> name{};
+  if (device_get(&device, ordinal) != 0) return "";
+  if (device_name(name.data(), static_cast<int>(name.size()), device) != 0) return "";
+  return std::string(name.data());
+}
+
+std::string device_label_with_model(const DeviceBinding& binding, const std::string& label) {
+  if (binding.kind != DeviceKind::cuda || label != "cuda:" + std::to_string(binding.index)) {
+    return label;
+  }
+  const std::string model = cuda_device_model(binding.index);
+  return model.empty() ? label : label + " (" + model + ")";
 }
 
 }  // namespace omnidp::runtime

@@ -10,6 +10,7 @@
 
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
+#include "omnidp/runtime/topology.hpp"
 
 namespace omnidp::runtime {
 
@@ -31,7 +32,7 @@ void Worker::run() {
     const auto start = std::chrono::steady_clock::now();
     pipeline = c_.options.make_pipeline(binding);
     if (!pipeline) throw ModelError("the pipeline factory returned nothing");
-    device = pipeline->device_name();
+    device = device_label_with_model(binding, pipeline->device_name());
     // The load figure of docs/performance.md ("Model load"): seconds and the process's peak
     // resident host memory so far (getrusage: kilobytes on Linux).
     rusage usage{};
@@ -56,6 +57,21 @@ void Worker::run() {
   }
   run_as_leader(*pipeline, device);
 }
+
+namespace {
+
+// The request's model FLOPs in TFLOP (0: not counted). A count that fails is logged, never
+// the request's failure.
+double model_tflop(const Pipeline& pipeline, const Request& request) {
+  try {
+    if (const auto flops = pipeline.flops(request)) return flops->total() / 1e12;
+  } catch (const std::exception& e) {
+    log_warn("request '" + request.id + "': no model FLOP count: " + e.what());
+  }
+  return 0.0;
+}
+
+}  // namespace
 
 void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   double busy = 0.0;
@@ -132,6 +148,7 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     c_.events.push(WorkerIdle{req.id, busy});
     if (ok) {
       rec.status = RequestStatus::ok;
+      rec.model_tflop = model_tflop(pipeline, req);
       c_.post(0, GeneratedMsg{req.id});
       c_.writes.push(WriteJob{std::move(rec), std::move(video)});
     } else if (c_.abandon.load()) {

@@ -50,7 +50,7 @@ void Writer::run() {
       continue;
     }
     c_.post(0, DoneMsg{rec.id, rec.status, rec.error, rec.rank, rec.replica, rec.attempt,
-                       rec.start_time, rec.end_time, rec.seconds});
+                       rec.start_time, rec.end_time, rec.seconds, rec.model_tflop});
   }
   if (sink && !broken) {
     try {

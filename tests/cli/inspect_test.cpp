@@ -88,6 +88,7 @@ TEST_F(InspectCli, TableOfAKnownFile) {
       "latency:      p50 2.250 s, p90 3.650 s, max 4.000 s\n"
       "scheduling:   efficiency 0.500, world size 2, replicas 2, tp 1, sp 1, cfg 1, policy lpt, "
       "order cost\n"
+      "model flops:  not counted (no ok request with a model FLOP count)\n"
       "figures from: runtime\n"
       "\n"
       "per rank:\n"
@@ -134,6 +135,56 @@ TEST_F(InspectCli, JsonHasTheSameFigures) {
   ASSERT_EQ(j["numerics_profiles"].size(), 1U);
   EXPECT_EQ(j["numerics_profiles"][0]["profile"], rt::kTestNumerics);
   EXPECT_EQ(j["numerics_profiles"][0]["rows"], 4);
+}
+
+// The rows' model TFLOP recomputed into the MFU figures (docs/performance.md, "MFU"): a 0.625,
+// bb 0.75, d 0.625 TFLOP over 1.5 + 4 + 2.25 s; the failed row is not counted. The rank files'
+// "cpu:N" devices have no peak: MFU n/a, null in JSON.
+TEST_F(InspectCli, FolderOfRankFilesPrintsTheModelFlopsWithoutAPeak) {
+  Outcome o = run_inspect({dir_.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("model flops:  0.667 TFLOP/video (3 counted), 0.258 TFLOP/s per GPU, MFU "
+                       "n/a (no known peak: CPU or a GPU not in the table; set "
+                       "runtime.peak_tflops)\n"),
+            std::string::npos)
+      << o.out;
+  o = run_inspect({dir_.path().string(), "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["summary"]["flops_counted"], 3);
+  EXPECT_DOUBLE_EQ(j["summary"]["model_tflop_per_video"].get<double>(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j["summary"]["achieved_tflops_per_gpu"].get<double>(), 2.0 / 7.75);
+  EXPECT_TRUE(j["summary"]["peak_tflops"].is_null());
+  EXPECT_TRUE(j["summary"]["mfu"].is_null());
+  EXPECT_TRUE(j["summary"]["makespan_mfu"].is_null());
+  EXPECT_EQ(j["summary"]["peak_source"], "");
+}
+
+// Rank files of a run with runtime.peak_tflops: 2 in its configuration: MFU = achieved / 2.
+TEST(InspectCliMfu, ConfiguredPeakGivesTheMfu) {
+  rt::ScratchDir dir("inspect-mfu");
+  results::RankFileInfo info = rt::rank_info(0, 1);
+  info.config_yaml = "model:\n  name: synthetic\nruntime:\n  peak_tflops: 2\n";
+  {
+    results::RankWriter w(dir.path(), info, OutputConfig{});
+    const Video a = rt::video_for("a");
+    ResultRecord r = rt::ok_record("a", a, 0);  // 0.625 TFLOP in 1.5 s
+    w.write(r, &a);
+    w.close();
+  }
+  Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("model flops:  0.625 TFLOP/video (1 counted), 0.417 TFLOP/s per GPU, MFU "
+                       "20.83% of 2 TFLOP/s (runtime.peak_tflops), makespan MFU 20.83%\n"),
+            std::string::npos)
+      << o.out;
+  o = run_inspect({dir.path().string(), "--json"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["summary"]["peak_tflops"], 2.0);
+  EXPECT_EQ(j["summary"]["peak_source"], "runtime.peak_tflops");
+  EXPECT_DOUBLE_EQ(j["summary"]["mfu"].get<double>(), 0.625 / 1.5 / 2.0);
+  EXPECT_DOUBLE_EQ(j["summary"]["makespan_mfu"].get<double>(), 0.625 / (1.5 * 1.0 * 2.0));
 }
 
 // A folder resumed with --resume-mixed: every profile with its rows, most rows first.

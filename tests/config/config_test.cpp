@@ -236,7 +236,7 @@ TEST(ConfigParse, WrongTypesNameThePathAndTheValue) {
   EXPECT_EQ(parse_error("model: tiny-wan\n"), "model: expected a map of keys, got 'tiny-wan'");
   EXPECT_EQ(parse_error("- a\n- b\n"),
             "<top level>: expected a map of sections (model, parallel, scheduler, generation, "
-            "input, output, determinism, synthetic, faults), got a list");
+            "input, output, determinism, runtime, synthetic, faults), got a list");
   EXPECT_EQ(parse_error("parallel: {data_parallel_size: many}\n"),
             "parallel.data_parallel_size: expected an integer, got 'many'");
   EXPECT_EQ(parse_error("parallel: {data_parallel_size: 0}\n"),
@@ -509,6 +509,14 @@ TEST(ConfigValidate, InputOutputAndFaultRules) {
   EXPECT_EQ(validate_error("output: {export: [png, gif, png]}\n"),
             "output.export[2]: format 'png' is listed twice");
   EXPECT_EQ(validate_error("output: {export: [mp4, png, gif]}\n"), "");
+  EXPECT_EQ(validate_error("runtime: {peak_tflops: 0}\n"),
+            "runtime.peak_tflops: 0.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(validate_error("runtime: {peak_tflops: -989.4}\n"),
+            "runtime.peak_tflops: -989.4 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(parse_error("runtime: {peak_tflops: .inf}\n"),
+            "runtime.peak_tflops: expected a finite number, got '.inf'");
+  EXPECT_EQ(validate_error("runtime: {peak_tflops: 756}\n"), "");
+  EXPECT_EQ(validate_error("runtime: {peak_tflops: null}\n"), "");  // the device table
   EXPECT_EQ(validate_error("synthetic: {seconds_per_gcost: -1}\n"),
             "synthetic.seconds_per_gcost: -1.0 is out of range (expected a finite number >= 0)");
   EXPECT_EQ(validate_error("faults: {fail_ids: [a, \"\"]}\n"), "faults.fail_ids[1]: an empty id");
@@ -677,7 +685,28 @@ TEST(ConfigToYaml, RoundTripsAwkwardValues) {
   c.output.dir = "";
   c.output.export_formats = {"", "true", "123", "[x]", "- y"};
   c.faults.fail_ids = {"a/b", "#c", "d: e", "~", "yes", "a, b", "x]", "{y}", "&z", "*w", "!t"};
+  c.runtime.peak_tflops = 989.4;
   expect_round_trip(c);
+}
+
+// runtime.peak_tflops: unset (the device table) is left out, a value is written and read back,
+// and --set takes it like any key.
+TEST(ConfigRuntime, PeakTflopsUnsetSetAndOverridden) {
+  EXPECT_NE(to_yaml(Config{}).find("runtime:\n  {}\n"), std::string::npos) << to_yaml(Config{});
+  Config c = parse_config_yaml("runtime: {peak_tflops: 756}\n", "a.yaml");
+  EXPECT_EQ(c.runtime.peak_tflops, 756.0);
+  EXPECT_NE(to_yaml(c).find("runtime:\n  peak_tflops: 756.0\n"), std::string::npos) << to_yaml(c);
+  apply_overrides(c, {"runtime.peak_tflops=312"});
+  EXPECT_EQ(c.runtime.peak_tflops, 312.0);
+  apply_overrides(c, {"runtime.peak_tflops=null"});
+  EXPECT_EQ(c.runtime.peak_tflops, std::nullopt);
+  try {
+    (void)parse_config_yaml("runtime: {peak_tflop: 1}\n", "b.yaml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "runtime.peak_tflop: unknown key (did you mean 'peak_tflops'?)");
+  }
 }
 
 TEST(ConfigToYaml, WritesEverySectionAndTheSpecialForms) {

@@ -150,6 +150,30 @@ TEST(HtmlReport, AnEmptyRunStillHasItsLanes) {
   EXPECT_THROW((void)render_html_report(run, options), InputError);
 }
 
+// The summary table's MFU row (docs/performance.md, "MFU"): the same line omni-dp-inspect
+// prints, n/a without a peak.
+TEST(HtmlReport, SummaryShowsTheModelFlopsAndMfu) {
+  StoredRun run;
+  run.source = "mfu";
+  run.summary.flops_counted = 2;
+  run.summary.model_tflop_per_video = 2175.5;
+  run.summary.achieved_tflops_per_gpu = 400.0;
+  run.summary.peak_tflops = 989.4;
+  run.summary.peak_source = "device table (NVIDIA H200)";
+  run.summary.mfu = 400.0 / 989.4;
+  run.summary.makespan_mfu = 0.375;
+  std::string html = render_html_report(run, ReportOptions{});
+  EXPECT_NE(html.find("<tr><th>model flops</th><td>2175.500 TFLOP/video (2 counted), 400.000 "
+                      "TFLOP/s per GPU, MFU 40.43% of 989.4 TFLOP/s (device table (NVIDIA "
+                      "H200)), makespan MFU 37.50%</td></tr>"),
+            std::string::npos)
+      << html;
+  run.summary.peak_tflops.reset();
+  run.summary.mfu.reset();
+  html = render_html_report(run, ReportOptions{});
+  EXPECT_NE(html.find("400.000 TFLOP/s per GPU, MFU n/a (no known peak"), std::string::npos);
+}
+
 TEST(HtmlReport, ThumbnailsAreTheStoredFramesAsPngDataUris) {
   ScratchDir dir("report");
   results::testing::write_rank(dir.path(), 0, 1, {"a", "b", "c"});

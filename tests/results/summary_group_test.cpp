@@ -47,6 +47,32 @@ TEST(SummaryGroup, AFieldAnOlderFileLacksKeepsItsDefault) {
   EXPECT_EQ(b.sequence_parallel_size, 1);
   EXPECT_EQ(b.skipped_tasks, 0U);
   EXPECT_TRUE(b.busy_s_per_rank.empty());
+  EXPECT_EQ(b.flops_counted, 0U);  // merged before the MFU fields: not reported
+  EXPECT_FALSE(b.peak_tflops.has_value());
+  EXPECT_FALSE(b.mfu.has_value());
+  EXPECT_EQ(b.peak_source, "");
+}
+
+// An unknown peak (CPU, an unknown GPU) is no attribute at all, and reads back unknown.
+TEST(SummaryGroup, AnUnknownPeakIsNoAttribute) {
+  testing::ScratchDir dir("summary-group-nopeak");
+  const auto path = (dir.path() / "r.h5").string();
+  RunSummary s = testing::filled_summary();
+  s.peak_tflops.reset();
+  s.peak_source.clear();
+  s.mfu.reset();
+  s.makespan_mfu.reset();
+  {
+    const h5::File f = h5::create_file(path);
+    write_summary_group(f.id(), s, "runtime");
+  }
+  const h5::File f = h5::open_file(path);
+  const h5::Group g = h5::open_group(f.id(), "summary");
+  EXPECT_FALSE(h5::has_attribute(g.id(), "mfu"));
+  EXPECT_FALSE(h5::has_attribute(g.id(), "peak_tflops"));
+  EXPECT_EQ(h5::read_double_attribute(g.id(), "achieved_tflops_per_gpu"), 125.75);
+  std::string source;
+  testing::expect_same_summary(read_summary_group(f.id(), source), s);
 }
 
 }  // namespace

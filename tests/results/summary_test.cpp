@@ -136,5 +136,121 @@ TEST(Summary, RankLayoutFromTheRunsConfiguration) {
   }
 }
 
+// The MFU figures from rows (docs/performance.md, "MFU"): only ok rows with a count, each
+// row's peak from the run's runtime.peak_tflops.
+TEST(Summary, MfuRecomputedFromRowsWithAConfiguredPeak) {
+  std::vector<ResultRecord> rows(4);
+  const auto set = [](ResultRecord& r, int rank, double start, double seconds, double tflop, bool ok) {
+    r.rank = rank;
+    r.start_time = 1000.0 + start;
+    r.seconds = seconds;
+    r.end_time = r.start_time + seconds;
+    r.model_tflop = tflop;
+    r.device = "cpu";
+    r.status = ok ? RequestStatus::ok : RequestStatus::failed;
+  };
+  set(rows[0], 0, 0.0, 10.0, 600.0, true);
+  set(rows[1], 1, 0.0, 20.0, 1000.0, true);
+  set(rows[2], 0, 10.0, 30.0, 0.0, true);    // not counted (a model without a count)
+  set(rows[3], 1, 20.0, 5.0, 700.0, false);  // failed: not counted
+  RankLayout layout{2};
+  layout.runtime.peak_tflops = 100.0;
+  const RunSummary s = recompute_summary(rows, layout);
+  EXPECT_EQ(s.makespan_s, 40.0);
+  EXPECT_EQ(s.flops_counted, 2U);
+  EXPECT_EQ(s.model_tflop_per_video, 800.0);
+  EXPECT_EQ(s.achieved_tflops_per_gpu, 1600.0 / 30.0);
+  EXPECT_EQ(s.peak_tflops, 100.0);
+  EXPECT_EQ(s.peak_source, "runtime.peak_tflops");
+  EXPECT_EQ(s.mfu, 1600.0 / 30.0 / 100.0);
+  EXPECT_EQ(s.makespan_mfu, 1600.0 / (40.0 * 2.0 * 100.0));
+  EXPECT_EQ(describe_flops(s),
+            "800.000 TFLOP/video (2 counted), 53.333 TFLOP/s per GPU, MFU 53.33% of 100 TFLOP/s "
+            "(runtime.peak_tflops), makespan MFU 20.00%");
+}
+
+// Without runtime.peak_tflops the rows' device names give the peak; a CPU row gives none.
+TEST(Summary, MfuPeakFromTheRowsDevicesOrNotReported) {
+  std::vector<ResultRecord> rows(1);
+  rows[0].rank = 0;
+  rows[0].start_time = 0.0;
+  rows[0].seconds = 4.0;
+  rows[0].end_time = 4.0;
+  rows[0].model_tflop = 1978.8;
+  rows[0].device = "cuda:0 (NVIDIA H200)";
+  RunSummary s = recompute_summary(rows, RankLayout{1});
+  EXPECT_EQ(s.achieved_tflops_per_gpu, 1978.8 / 4.0);
+  EXPECT_EQ(s.peak_tflops, 989.4);
+  EXPECT_EQ(s.peak_source, "device table (NVIDIA H200)");
+  EXPECT_EQ(s.mfu, 1978.8 / 4.0 / 989.4);
+  EXPECT_EQ(s.makespan_mfu, 1978.8 / (4.0 * 989.4));
+
+  rows[0].device = "cpu";
+  s = recompute_summary(rows, RankLayout{1});
+  EXPECT_EQ(s.flops_counted, 1U);
+  EXPECT_EQ(s.achieved_tflops_per_gpu, 1978.8 / 4.0);
+  EXPECT_FALSE(s.peak_tflops.has_value());
+  EXPECT_FALSE(s.mfu.has_value());
+  EXPECT_FALSE(s.makespan_mfu.has_value());
+  EXPECT_EQ(s.peak_source, "");
+  EXPECT_EQ(describe_flops(s),
+            "1978.800 TFLOP/video (1 counted), 494.700 TFLOP/s per GPU, MFU n/a (no known peak: "
+            "CPU or a GPU not in the table; set runtime.peak_tflops)");
+  const std::string json = summary_to_json(s);
+  EXPECT_NE(json.find("\"mfu\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"peak_tflops\": null"), std::string::npos) << json;
+  const RunSummary back = summary_from_json(json, "s.json");
+  EXPECT_FALSE(back.mfu.has_value());
+  EXPECT_EQ(back.achieved_tflops_per_gpu, s.achieved_tflops_per_gpu);
+
+  rows.clear();
+  EXPECT_EQ(describe_flops(recompute_summary(rows, RankLayout{1})),
+            "not counted (no ok request with a model FLOP count)");
+}
+
+// A group of G GPUs computes each request together: its seconds count G times, in the achieved
+// rate and (over the working GPUs) in the makespan MFU.
+TEST(Summary, MfuCountsEveryGpuOfAGroup) {
+  std::vector<ResultRecord> rows(1);
+  rows[0].rank = 0;
+  rows[0].seconds = 10.0;
+  rows[0].end_time = 10.0;
+  rows[0].model_tflop = 400.0;
+  RankLayout layout{4};
+  layout.cfg_parallel = 2;
+  layout.runtime.peak_tflops = 50.0;
+  const RunSummary s = recompute_summary(rows, layout);
+  EXPECT_EQ(s.achieved_tflops_per_gpu, 20.0);
+  EXPECT_EQ(s.mfu, 0.4);
+  EXPECT_EQ(s.makespan_mfu, 400.0 / (10.0 * 4.0 * 50.0));  // two GPUs idle: 0.2
+}
+
+// Devices with different peaks: the peak is the GPU-seconds weighted mean, both sources named.
+TEST(Summary, MfuOverMixedPeaks) {
+  const std::vector<FlopsSample> samples{
+      {300.0, 10.0, 1, PeakFlops{989.4, "device table (NVIDIA H200)"}},
+      {100.0, 30.0, 1, PeakFlops{312.0, "device table (NVIDIA A100-SXM4-80GB)"}}};
+  RunSummary s;
+  s.makespan_s = 30.0;
+  set_flops_figures(s, samples, 2);
+  const double peak = (989.4 * 10.0 + 312.0 * 30.0) / 40.0;
+  EXPECT_EQ(s.peak_tflops, peak);
+  EXPECT_EQ(s.peak_source, "device table (NVIDIA H200), device table (NVIDIA A100-SXM4-80GB)");
+  EXPECT_EQ(s.achieved_tflops_per_gpu, 10.0);
+  EXPECT_EQ(s.mfu, 10.0 / peak);
+  EXPECT_EQ(s.makespan_mfu, 400.0 / (30.0 * 2.0 * peak));
+  // One sample without a peak: no MFU at all.
+  const std::vector<FlopsSample> partial{samples[0], {100.0, 30.0, 1, std::nullopt}};
+  set_flops_figures(s, partial, 2);
+  EXPECT_EQ(s.flops_counted, 2U);
+  EXPECT_FALSE(s.mfu.has_value());
+  EXPECT_FALSE(s.peak_tflops.has_value());
+}
+
+TEST(Summary, RankLayoutReadsThePeakOverride) {
+  EXPECT_EQ(rank_layout("runtime: {peak_tflops: 756}\n", 2).runtime.peak_tflops, 756.0);
+  EXPECT_FALSE(rank_layout("runtime: {}\n", 2).runtime.peak_tflops.has_value());
+}
+
 }  // namespace
 }  // namespace omnidp::results

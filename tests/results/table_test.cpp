@@ -71,6 +71,7 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
     EXPECT_EQ(b.numerics, a.numerics);
   }
   EXPECT_TRUE(has_numerics_column(table));
+  EXPECT_TRUE(has_model_tflop_column(table));
 }
 
 // A table of the layout before the numerics column (omni-dp files written before it) reads
@@ -97,6 +98,29 @@ TEST(RequestsTable, TableWithoutTheNumericsColumnReadsAsUnknownProfile) {
   EXPECT_EQ(back[0].numerics, "");
   EXPECT_EQ(back[1].error, "boom");
   EXPECT_EQ(back[1].numerics, "");
+}
+
+// A table of the layout before the model_tflop column reads back with model_tflop 0 (not
+// counted), and appending to it drops the value instead of failing.
+TEST(RequestsTable, TableWithoutTheModelTflopColumnReadsAsNotCounted) {
+  ScratchDir dir("legacy-flops-table");
+  const auto path = (dir.path() / "t.h5").string();
+  const std::vector<ResultRecord> rows = {testing::ok_record("a", testing::video_for("a"))};
+  ASSERT_GT(rows[0].model_tflop, 0.0);
+  {
+    h5::File file = h5::create_file(path);
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, true, false);
+    append_requests(table, rows);
+  }
+  const h5::File file = h5::open_file(path);
+  const h5::Dataset table = h5::open_dataset(file.id(), kRequestsPath);
+  EXPECT_TRUE(has_numerics_column(table));
+  EXPECT_FALSE(has_model_tflop_column(table));
+  const auto back = read_requests(table);
+  ASSERT_EQ(back.size(), 1U);
+  EXPECT_EQ(back[0].numerics, rows[0].numerics);
+  EXPECT_EQ(back[0].seconds, rows[0].seconds);
+  EXPECT_EQ(back[0].model_tflop, 0.0);
 }
 
 TEST(Videos, HashOfStoredBytesEqualsVideoSha256) {

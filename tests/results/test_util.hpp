@@ -52,6 +52,13 @@ inline RunSummary filled_summary() {
   s.policy = "round_robin";
   s.order = "manifest";
   s.interrupted = true;
+  s.flops_counted = 9;
+  s.model_tflop_per_video = 2.5;
+  s.achieved_tflops_per_gpu = 125.75;
+  s.peak_tflops = 989.4;
+  s.peak_source = "device table (NVIDIA H200)";
+  s.mfu = 0.125;
+  s.makespan_mfu = 0.0625;
   return s;
 }
 inline void expect_same_summary(const RunSummary& b, const RunSummary& s) {
@@ -76,6 +83,13 @@ inline void expect_same_summary(const RunSummary& b, const RunSummary& s) {
   EXPECT_EQ(b.policy, s.policy);
   EXPECT_EQ(b.order, s.order);
   EXPECT_EQ(b.interrupted, s.interrupted);
+  EXPECT_EQ(b.flops_counted, s.flops_counted);
+  EXPECT_EQ(b.model_tflop_per_video, s.model_tflop_per_video);
+  EXPECT_EQ(b.achieved_tflops_per_gpu, s.achieved_tflops_per_gpu);
+  EXPECT_EQ(b.peak_tflops, s.peak_tflops);
+  EXPECT_EQ(b.peak_source, s.peak_source);
+  EXPECT_EQ(b.mfu, s.mfu);
+  EXPECT_EQ(b.makespan_mfu, s.makespan_mfu);
 }
 
 // The results tests' name for the shared scratch folder (tests/temp_dir.hpp).
@@ -120,6 +134,7 @@ inline ResultRecord ok_record(const std::string& id, const Video& video, int ran
   r.steps = 4;
   r.attempt = 1;
   r.numerics = kTestNumerics;
+  r.model_tflop = 0.5 + 0.125 * static_cast<double>(id.size());
   r.prompt = "a prompt for " + id;
   r.seed = 1000 + id.size();
   r.fps = 24;
@@ -167,6 +182,7 @@ inline void expect_same_row_columns(const ResultRecord& got, const ResultRecord&
   EXPECT_EQ(got.width, want.width);
   EXPECT_EQ(got.steps, want.steps);
   EXPECT_EQ(got.attempt, want.attempt);
+  EXPECT_EQ(got.model_tflop, want.model_tflop);
 }
 
 inline RankFileInfo rank_info(int rank, int world_size) {

@@ -31,7 +31,7 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   std::ostringstream out;
   print_plan(o, 4, out);
   const auto l = lines(out.str());
-  ASSERT_GE(l.size(), 17U) << out.str();
+  ASSERT_GE(l.size(), 19U) << out.str();
   EXPECT_EQ(l[0], "omni-dp dry run: 4 rank(s), model synthetic (fp32, cpu)");
   EXPECT_EQ(l[1],
             "manifest: " + (dir.path() / "manifest.jsonl").string() + ": 6 request(s), 6 to run");
@@ -44,20 +44,26 @@ TEST(PrintPlan, ShowsRequestsReplicasDevicesAndServiceOrder) {
   EXPECT_EQ(l[5],
             "  replica 1: ranks 2,3 (rank 2 cfg branch cond, leader; rank 3 cfg branch uncond)");
   EXPECT_EQ(l[6], "devices by local rank: 0=cpu 1=cpu 2=cpu 3=cpu");
-  EXPECT_EQ(l[7],
+  EXPECT_EQ(l[7], "MFU peak: none on the CPU (MFU not reported; runtime.peak_tflops sets one)");
+  EXPECT_EQ(l[8],
             "scheduler: round_robin, order cost_desc, prefetch 1, lookahead 4096, max_retries 1, "
             "request_timeout_s 0");
-  EXPECT_EQ(l[8],
+  EXPECT_EQ(l[9],
             "generation defaults: guidance_scale 5 (model default), flow_shift 5 (model default)");
   // Frames 5, 9, 17, 33 at 32x48, 2 steps, CFG: 2, 3, 5, 9 latent frames x 6 tokens.
   EXPECT_EQ(
-      l[11],
+      l[12],
       "  #    id                        frames  height x width  steps  cfg  Gcost    replica");
-  EXPECT_EQ(l[12].substr(0, 39), "  0    r000                           5");
-  EXPECT_EQ(l[12].substr(l[12].size() - 1), "0");
-  EXPECT_EQ(l[13].substr(0, 39), "  1    r001                           9");
-  EXPECT_EQ(l[13].substr(l[13].size() - 1), "1");
-  EXPECT_EQ(l[17].substr(0, 12), "  5    r005 ");
+  EXPECT_EQ(l[13].substr(0, 39), "  0    r000                           5");
+  EXPECT_EQ(l[13].substr(l[13].size() - 1), "0");
+  EXPECT_EQ(l[14].substr(0, 39), "  1    r001                           9");
+  EXPECT_EQ(l[14].substr(l[14].size() - 1), "1");
+  EXPECT_EQ(l[18].substr(0, 12), "  5    r005 ");
+  // runtime.peak_tflops: the configured peak.
+  o.config.runtime.peak_tflops = 989.4;
+  std::ostringstream with_peak;
+  print_plan(o, 4, with_peak);
+  EXPECT_EQ(lines(with_peak.str())[7], "MFU peak: 989.4 TFLOP/s per GPU (runtime.peak_tflops)");
 }
 
 TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
@@ -67,22 +73,22 @@ TEST(PrintPlan, DynamicCostDescServesTheBiggestFirst) {
   std::ostringstream out;
   print_plan(o, 2, out);
   const auto l = lines(out.str());
-  ASSERT_EQ(l.size(), 23U) << out.str();
-  EXPECT_EQ(l[10], "first requests in service order (replica chosen at run time):");
+  ASSERT_EQ(l.size(), 24U) << out.str();
+  EXPECT_EQ(l[11], "first requests in service order (replica chosen at run time):");
   // r003 (33 frames) first, then r002 (17), r001 (9), then r000 and r004 (5 frames, ties in order).
-  EXPECT_EQ(l[12].substr(0, 12), "  0    r003 ");
-  EXPECT_EQ(l[13].substr(0, 12), "  1    r002 ");
-  EXPECT_EQ(l[14].substr(0, 12), "  2    r001 ");
-  EXPECT_EQ(l[15].substr(0, 12), "  3    r000 ");
-  EXPECT_EQ(l[16].substr(0, 12), "  4    r004 ");
+  EXPECT_EQ(l[13].substr(0, 12), "  0    r003 ");
+  EXPECT_EQ(l[14].substr(0, 12), "  1    r002 ");
+  EXPECT_EQ(l[15].substr(0, 12), "  2    r001 ");
+  EXPECT_EQ(l[16].substr(0, 12), "  3    r000 ");
+  EXPECT_EQ(l[17].substr(0, 12), "  4    r004 ");
   // Then every request to run in manifest order, with where its values came from.
-  EXPECT_EQ(l[17],
-            "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
   EXPECT_EQ(l[18],
+            "requests in manifest order: size, guidance_scale, flow_shift (where each came from):");
+  EXPECT_EQ(l[19],
             "  line 1 r000: t2v 32 x 48 (manifest line 1), guidance_scale 5 (model default), "
             "flow_shift 5 "
             "(model default)");
-  EXPECT_EQ(l[22],
+  EXPECT_EQ(l[23],
             "  line 5 r004: t2v 32 x 48 (manifest line 5), guidance_scale 5 (model default), "
             "flow_shift 5 "
             "(model default)");
@@ -106,10 +112,11 @@ TEST(PrintPlan, AModelThatSizesI2vFromTheImageSaysSo) {
   std::ostringstream out;
   print_plan(o, 1, out);
   const auto l = lines(out.str());
-  // One replica line at world size 1: the scheduler line is l[6], the size note right after it.
-  ASSERT_GE(l.size(), 8U) << out.str();
-  EXPECT_EQ(l[6].substr(0, 10), "scheduler:");
-  EXPECT_EQ(l[7],
+  // One replica line at world size 1: the scheduler line is l[7] (after the devices and the MFU
+  // peak), the size note right after it.
+  ASSERT_GE(l.size(), 9U) << out.str();
+  EXPECT_EQ(l[7].substr(0, 10), "scheduler:");
+  EXPECT_EQ(l[8],
             "i2v size: each image's aspect-ratio bucket at target_size 640 (the model's choice) "
             "unless its "
             "line sets height/width; the sizes below are resolved");

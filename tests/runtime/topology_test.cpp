@@ -122,6 +122,20 @@ TEST(Topology, ErrorsAreConfigErrors) {
   EXPECT_EQ(make_topology(parallel(2, 1, true, 2), 4).replicas, 2);
 }
 
+// The GPU's name joins a worker's "cuda:N" label only (docs/performance.md, "MFU"): CPU labels
+// and labels that already carry a name stay as they are; no such device gives no name.
+TEST(DeviceBinding, LabelWithTheGpuModel) {
+  EXPECT_EQ(device_label_with_model(DeviceBinding{DeviceKind::cpu, 0, "cpu"}, "cpu"), "cpu");
+  EXPECT_EQ(
+      device_label_with_model(DeviceBinding{DeviceKind::cuda, 0, "cuda:0"}, "cuda:0 (NVIDIA H200)"),
+      "cuda:0 (NVIDIA H200)");
+  EXPECT_EQ(
+      device_label_with_model(DeviceBinding{DeviceKind::cuda, 4096, "cuda:4096"}, "cuda:4096"),
+      "cuda:4096");
+  EXPECT_EQ(cuda_device_model(4096), "");
+  EXPECT_EQ(cuda_device_model(-1), "");
+}
+
 TEST(DeviceBinding, CpuAutoAndList) {
   ModelConfig model;
   ParallelConfig p;

@@ -139,6 +139,15 @@ struct DeterminismConfig {
   friend bool operator==(const DeterminismConfig&, const DeterminismConfig&) = default;
 };
 
+// What a run reports of itself (docs/configuration.md, "runtime").
+struct RuntimeConfig {
+  // Dense bf16 peak TFLOP/s of one GPU for the MFU figures (docs/performance.md, "MFU"); unset
+  // (left out or null): the device table of config/peak_flops.hpp, else no MFU. > 0 when set.
+  std::optional<double> peak_tflops;
+
+  friend bool operator==(const RuntimeConfig&, const RuntimeConfig&) = default;
+};
+
 // Timing of the `synthetic` model (docs/runtime.md, "The synthetic model").
 struct SyntheticConfig {
   double seconds_per_gcost = 0.0;  // wall seconds per 1e9 units of estimated cost
@@ -169,6 +178,7 @@ struct Config {
   InputConfig input;
   OutputConfig output;
   DeterminismConfig determinism;
+  RuntimeConfig runtime;
   SyntheticConfig synthetic;
   FaultConfig faults;
   std::filesystem::path source_file;  // the YAML file, if any (relative paths resolve from it)

@@ -141,6 +141,17 @@ struct GenerateContext {
   runtime::Collective* tensor = nullptr;
 };
 
+// The model FLOPs of one request (docs/performance.md, "MFU"): analytic counts of the matrix
+// multiplications and convolutions (2 FLOPs per multiply-add), not of the elementwise work.
+struct RequestFlops {
+  double transformer = 0.0;  // every denoising forward (x 2 branches with CFG)
+  double vae = 0.0;          // the VAE decode, plus the encode of an i2v image
+  double text = 0.0;         // the text encoder(s): the prompt, and the negative one with CFG
+  double image = 0.0;        // image encoders (HunyuanVideo-1.5 i2v SigLIP)
+  [[nodiscard]] double total() const noexcept { return transformer + vae + text + image; }
+  friend bool operator==(const RequestFlops&, const RequestFlops&) = default;
+};
+
 class Pipeline {
  public:
   virtual ~Pipeline() = default;
@@ -151,6 +162,13 @@ class Pipeline {
   // Generates one request. Throws omnidp::Error (ModelError, InputError, ...) on failure; the
   // worker records the failure and goes on. Must be deterministic given request.input_key.
   [[nodiscard]] virtual Video generate(const Request& request, const GenerateContext& ctx) = 0;
+  // The model FLOPs of generating `request` (the whole group's work: every CFG branch and
+  // sequence shard); nullopt for a model without a count (the worker then records 0 = not
+  // counted). Cheap: no tensor work (a prompt may be tokenized).
+  [[nodiscard]] virtual std::optional<RequestFlops> flops(const Request& request) const {
+    (void)request;
+    return std::nullopt;
+  }
   [[nodiscard]] virtual std::string model_name() const = 0;
   [[nodiscard]] virtual std::string device_name() const = 0;
 };

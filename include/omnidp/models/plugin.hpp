@@ -17,7 +17,8 @@
 namespace omnidp::models {
 
 // Bumped whenever ModelTable, ModelRegistration, Pipeline, Request, Video or Config change layout.
-inline constexpr int kPluginAbiVersion = 2;  // 2: ModelInfo heads, GenerateContext axes
+// 2: ModelInfo heads, GenerateContext axes; 3: Pipeline::flops, Config::runtime (MFU).
+inline constexpr int kPluginAbiVersion = 3;
 
 // dlopens `path` (kept loaded for the process's lifetime), checks its ABI version and lets it
 // register its models. Loading the same path twice is a no-op. Throws ConfigError("model.plugin",

@@ -37,6 +37,10 @@ struct ResultRecord {
   // The numerics profile that made it (config/numerics.hpp); "" = unknown (a file written
   // before the column existed).
   std::string numerics;
+  // Model FLOPs of the request in TFLOP (10^12; Pipeline::flops, docs/performance.md "MFU"):
+  // transformer, VAE and text encoder; 0 = not counted (a model without a count, a failed
+  // request, a file written before the column existed).
+  double model_tflop = 0.0;
   // video attributes
   std::string prompt;
   std::uint64_t seed = 0;
@@ -67,10 +71,21 @@ struct RunSummary {
   std::string policy;
   std::string order;
   bool interrupted = false;
+  // Model FLOPs utilisation (docs/performance.md, "MFU"), over the ok requests whose
+  // model_tflop is known (`flops_counted` of them). A request of a group of G GPUs counts its
+  // seconds G times. Unknown peak: peak_tflops, mfu and makespan_mfu stay nullopt ("n/a").
+  std::size_t flops_counted = 0;
+  double model_tflop_per_video = 0.0;    // mean model TFLOP of those requests
+  double achieved_tflops_per_gpu = 0.0;  // sum TFLOP / sum(request seconds x GPUs of its group)
+  std::optional<double> peak_tflops;     // dense bf16 peak per GPU (config/peak_flops.hpp)
+  std::string peak_source;               // where the peak came from; "" when unknown
+  std::optional<double> mfu;             // achieved_tflops_per_gpu / peak_tflops
+  std::optional<double> makespan_mfu;    // sum TFLOP / (makespan x working GPUs x peak)
 };
 
 // Every RunSummary field with the name it is stored under (summary.json keys, /summary
 // attributes and datasets, inspect --json), in that order: the one list those formats read.
+// A std::optional<double> field is null in JSON and an absent attribute in /summary when unset.
 // `f(name, field)` is called once per field; works on a const or a mutable summary.
 template <class Summary, class F>
 void for_each_summary_field(Summary& s, F&& f) {
@@ -95,6 +110,13 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("policy", s.policy);
   f("order", s.order);
   f("interrupted", s.interrupted);
+  f("flops_counted", s.flops_counted);
+  f("model_tflop_per_video", s.model_tflop_per_video);
+  f("achieved_tflops_per_gpu", s.achieved_tflops_per_gpu);
+  f("peak_tflops", s.peak_tflops);
+  f("peak_source", s.peak_source);
+  f("mfu", s.mfu);
+  f("makespan_mfu", s.makespan_mfu);
 }
 
 // Where a rank's writer puts finished requests. write() returns only when the record (and the

@@ -3,9 +3,11 @@
 // can be recomputed from result rows alone. HDF5-free; plain functions, thread-safe.
 
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "omnidp/config/peak_flops.hpp"
 #include "omnidp/results/record.hpp"
 
 namespace omnidp::results {
@@ -27,6 +29,8 @@ struct RankLayout {
   int sequence_parallel = 1;
   int cfg_parallel = 1;
   bool coordinator_works = true;
+  // runtime.peak_tflops of the run (nullopt: the device table by each row's device).
+  RuntimeConfig runtime;
 
   [[nodiscard]] int group_size() const noexcept {
     return tensor_parallel * sequence_parallel * cfg_parallel;
@@ -44,9 +48,31 @@ struct RankLayout {
 // busy seconds per rank, busy fraction, scheduling efficiency over the working ranks. A row's
 // seconds count for its rank (the group's leader) and for every member of its group, since a
 // group computes each request together; replicas = working ranks / group size. The world size
-// grows to cover every rank named in a row. Scheduler settings are left empty.
+// grows to cover every rank named in a row. Scheduler settings are left empty. The MFU fields
+// come from the ok rows with model_tflop > 0 (set_flops_figures), each row's peak from
+// resolve_peak(layout.runtime, row.device).
 [[nodiscard]] RunSummary recompute_summary(std::span<const ResultRecord> rows,
                                            const RankLayout& layout);
+
+// One ok request's share of the MFU figures (docs/performance.md, "MFU").
+struct FlopsSample {
+  double tflop = 0.0;    // its model TFLOP (> 0)
+  double seconds = 0.0;  // its wall time
+  int gpus = 1;          // the GPUs of its replica group: the seconds count this many times
+  std::optional<PeakFlops> peak;  // the peak of its GPUs; nullopt: unknown
+};
+// Sets the MFU fields of `s` (flops_counted, model_tflop_per_video, achieved_tflops_per_gpu,
+// peak_tflops, peak_source, mfu, makespan_mfu) from the samples, s.makespan_s and the working
+// GPUs: achieved = sum tflop / sum(seconds x gpus); the peak is the GPU-seconds weighted mean of
+// the samples' peaks (one peak for a homogeneous run) and its source the distinct sources joined
+// by ", "; a sample without a peak leaves peak, mfu and makespan_mfu nullopt; makespan_mfu =
+// sum tflop / (makespan x working GPUs x peak).
+void set_flops_figures(RunSummary& s, std::span<const FlopsSample> samples, int working_gpus);
+
+// The MFU figures in one line (omni-dp-inspect, the run's summary): "2.250 TFLOP/video (18
+// counted), 150.000 TFLOP/s per GPU, MFU 15.16% of 989.4 TFLOP/s (device table (NVIDIA
+// H200)), makespan MFU 12.00%"; "MFU n/a (...)" without a peak; "not counted" without samples.
+[[nodiscard]] std::string describe_flops(const RunSummary& s);
 
 // Linear-interpolation percentile (q in [0,1]) of unsorted values; 0 for an empty input.
 [[nodiscard]] double percentile(std::span<const double> values, double q);

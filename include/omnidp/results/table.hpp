@@ -32,20 +32,25 @@ inline constexpr std::size_t kHashChars = 64;  // hex SHA-256
 [[nodiscard]] std::string video_path(std::string_view id);
 
 // ---- /requests --------------------------------------------------------------------------------
-// Creates an empty extendible (chunked, unlimited) table at `loc`/`name`. `with_numerics`
-// false: the layout of files written before the numerics column (tests of reading them).
+// Creates an empty extendible (chunked, unlimited) table at `loc`/`name`. `with_numerics` /
+// `with_model_tflop` false: the layout of files written before those columns (tests of
+// reading them).
 [[nodiscard]] h5::Dataset create_requests_table(hid_t loc, const std::string& name,
-                                                bool with_numerics = true);
-// Appends rows (extends the dataset, writes the new rows; the numerics values are dropped
-// when the table has no such column).
+                                                bool with_numerics = true,
+                                                bool with_model_tflop = true);
+// Appends rows (extends the dataset, writes the new rows; the numerics / model_tflop values
+// are dropped when the table has no such column).
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows);
 // Every row, in stored order. Video attributes (prompt, seed, fps) are not in the table. A
-// table written before the numerics column existed reads with numerics "" (unknown).
+// table written before the numerics column existed reads with numerics "" (unknown), one
+// without model_tflop with model_tflop 0 (not counted).
 [[nodiscard]] std::vector<ResultRecord> read_requests(const h5::Dataset& table);
 // The same rows handed to `fn` one by one, read in blocks of 65536: memory stays one block.
 void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn);
 // Whether the table has the numerics column (files of omni-dp 0.1.0 and later).
 [[nodiscard]] bool has_numerics_column(const h5::Dataset& table);
+// Whether the table has the model_tflop column (docs/results.md).
+[[nodiscard]] bool has_model_tflop_column(const h5::Dataset& table);
 
 // ---- /videos/<id> -----------------------------------------------------------------------------
 struct VideoStorage {

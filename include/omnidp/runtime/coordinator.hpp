@@ -153,6 +153,7 @@ class Coordinator {
   std::size_t completed_ = 0;
   std::size_t failed_ = 0;
   std::vector<double> latencies_;
+  std::vector<results::FlopsSample> flops_;  // the ok requests with a model FLOP count
   CostFeatures done_features_;
   double go_time_ = 0.0;
   double last_completion_ = 0.0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "omnidp/results/record.hpp"
+#include "omnidp/results/summary.hpp"
 
 namespace omnidp::runtime {
 
@@ -64,6 +65,7 @@ struct SummaryInputs {
   std::string policy;
   std::string order;
   bool interrupted = false;
+  std::vector<results::FlopsSample> flops;  // the ok requests with a model FLOP count
 };
 
 // Latency percentiles interpolate linearly between order statistics (results::percentile).

@@ -161,10 +161,11 @@ struct DoneMsg {
   std::int32_t attempt = 1;
   double start_time = 0.0;  // Unix seconds
   double end_time = 0.0;
-  double seconds = 0.0;  // generation time (busy time of the replica)
+  double seconds = 0.0;      // generation time (busy time of the replica)
+  double model_tflop = 0.0;  // the row's model_tflop (0 = not counted)
   static auto fields(auto& m) {
     return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time, m.end_time,
-                    m.seconds);
+                    m.seconds, m.model_tflop);
   }
   bool operator==(const DoneMsg&) const = default;
 };

@@ -67,5 +67,14 @@ struct Topology {
 // the list is empty (auto). ConfigError when the list has no entry for this local rank.
 [[nodiscard]] DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parallel,
                                         int local_rank);
+// The CUDA device name of ordinal `ordinal` as the driver reports it ("NVIDIA H200"), read
+// through libcuda.so.1 (cuInit, cuDeviceGet, cuDeviceGetName) opened at run time, so that the
+// runtime needs neither CUDA headers nor libraries; "" without a driver or such a device.
+[[nodiscard]] std::string cuda_device_model(int ordinal);
+// A worker's device label with the GPU's name: "cuda:3" -> "cuda:3 (NVIDIA H200)" (the rows'
+// `device`, which the MFU figures look the peak up by: config/peak_flops.hpp); any other
+// label, or no name, unchanged.
+[[nodiscard]] std::string device_label_with_model(const DeviceBinding& binding,
+                                                  const std::string& label);
 
 }  // namespace omnidp::runtime

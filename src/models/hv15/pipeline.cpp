@@ -10,12 +10,14 @@
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
+#include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -455,6 +457,78 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request,
   }
   return randn_cpu({1, parts_.random_shape.image_tokens, to.image_embed_dim},
                    text_seed("hv15-siglip", request.image_sha256));
+}
+
+std::optional<EncodeCost> HunyuanVideo15Pipeline::text_cost(const Request& request,
+                                                            bool negative) const {
+  const std::string key = negative ? "negative_prompt_embeds" : "prompt_embeds";
+  if (!request.prompt_embeds.empty()) {
+    const SafetensorsFile file(request.prompt_embeds);
+    if (file.contains(key)) {
+      const auto valid = [&](const std::string& name) {
+        if (!file.contains(name)) return std::int64_t{0};
+        return (file.tensor(name, torch::kFloat32) != 0).sum().item<std::int64_t>();
+      };
+      return EncodeCost{0.0, valid(key + "_mask"),
+                        file.contains(key + "_2") ? valid(key + "_mask_2") : 0};
+    }
+  }
+  const auto& text = negative ? request.negative_prompt : request.prompt;
+  if (parts_.text_encoder) return parts_.text_encoder->encode_cost(text);
+  if (parts_.random_conditioning) {
+    return EncodeCost{0.0, std::max<std::int64_t>(parts_.random_shape.text_valid, 1),
+                      parts_.random_shape.glyph_valid};
+  }
+  return std::nullopt;
+}
+
+std::optional<RequestFlops> HunyuanVideo15Pipeline::flops(const Request& request) const {
+  Hv15FlopsInputs in;
+  in.num_frames = request.num_frames;
+  in.height = request.height;
+  in.width = request.width;
+  in.num_inference_steps = request.num_inference_steps;
+  for (int i = 0; i < request.num_inference_steps; ++i) {
+    if (cfg_enabled(request.guidance_scale, parts_.guidance, i, request.num_inference_steps)) {
+      ++in.cfg_steps;
+    }
+  }
+  in.i2v = request.task == Task::i2v;
+  const auto prompt = text_cost(request, false);
+  if (!prompt) return std::nullopt;
+  in.text_tokens = prompt->valid_tokens + prompt->valid_tokens_2;
+  in.text_flops = prompt->flops;
+  if (in.cfg_steps > 0) {
+    const auto negative = text_cost(request, true);
+    if (!negative) return std::nullopt;
+    in.negative_text_tokens = negative->valid_tokens + negative->valid_tokens_2;
+    in.text_flops += negative->flops;
+  }
+  if (in.i2v) {
+    std::int64_t image_tokens = -1;
+    if (!request.prompt_embeds.empty()) {
+      const SafetensorsFile file(request.prompt_embeds);
+      if (file.contains("image_embeds")) {
+        const auto& shape = file.meta("image_embeds").shape;
+        image_tokens = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
+      }
+    }
+    if (image_tokens < 0 && parts_.image_encoder) {
+      const auto* siglip =
+          dynamic_cast<const vision::SiglipImageEncoder*>(parts_.image_encoder.get());
+      if (siglip == nullptr) return std::nullopt;  // an encoder without a count
+      image_tokens = siglip->tokens();
+      in.image_flops = siglip->encode_flops();
+    }
+    if (image_tokens < 0) {
+      if (!parts_.random_conditioning) return std::nullopt;
+      image_tokens = parts_.random_shape.image_tokens;
+    }
+    in.text_tokens += image_tokens;
+    in.negative_text_tokens += image_tokens;
+  }
+  const auto& vo = parts_.vae->options();
+  return hv15_request_flops(parts_.transformer->options(), vo, in);
 }
 
 Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateContext& ctx) {

@@ -8,6 +8,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/text/byt5_tokenizer.hpp"
+#include "omnidp/models/text/flops.hpp"
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
 
@@ -371,6 +372,12 @@ PromptEmbedding T5PromptEncoder::encode(const std::string& prompt) {
   return out;
 }
 
+EncodeCost T5PromptEncoder::encode_cost(const std::string& prompt) const {
+  const auto text = options_.clean_prompt ? wan_prompt_clean(prompt) : prompt;
+  const auto tokens = static_cast<std::int64_t>(tokenizer_->encode(text, options_.max_length).size());
+  return EncodeCost{t5_encoder_flops(model_->options(), tokens), tokens, 0};
+}
+
 Hv15PromptEncoder::Hv15PromptEncoder(std::unique_ptr<Tokenizer> tokenizer,
                                      Qwen25VLTextModel text_model,
                                      std::unique_ptr<Tokenizer> glyph_tokenizer,
@@ -418,6 +425,26 @@ PromptEmbedding Hv15PromptEncoder::encode(const std::string& prompt) {
       pad_embeddings(glyph, static_cast<std::int64_t>(options_.glyph_max_length),
                      glyph_model_->options().d_model, place.device);
   return out;
+}
+
+EncodeCost Hv15PromptEncoder::encode_cost(const std::string& prompt) const {
+  const auto ids = tokenizer_->encode(hv15_chat_text(prompt, options_.system_message),
+                                      options_.max_length + options_.crop_start);
+  const auto& to = text_model_->options();
+  // hidden_states has num_hidden_layers + 1 entries; entry i is the output of layer i.
+  const std::int64_t entries = to.num_hidden_layers + 1;
+  const std::int64_t entry = options_.hidden_state_index < 0 ? entries + options_.hidden_state_index
+                                                             : options_.hidden_state_index;
+  const auto tokens = static_cast<std::int64_t>(ids.size());
+  const auto crop = static_cast<std::int64_t>(options_.crop_start);
+  EncodeCost cost{qwen25vl_text_flops(to, tokens, entry), std::max<std::int64_t>(tokens - crop, 0),
+                  0};
+  if (const auto glyph_text = hv15_glyph_text(prompt)) {
+    const auto gids = glyph_tokenizer_->encode(*glyph_text, options_.glyph_max_length);
+    cost.valid_tokens_2 = static_cast<std::int64_t>(gids.size());
+    cost.flops += t5_encoder_flops(glyph_model_->options(), cost.valid_tokens_2);
+  }
+  return cost;
 }
 
 // ---------------------------------------------------------------------------------------------

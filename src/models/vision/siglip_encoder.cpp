@@ -2,7 +2,13 @@
 
 #include <utility>
 
+#include "omnidp/models/vision/flops.hpp"
+
 namespace omnidp::models::vision {
+
+double SiglipImageEncoder::encode_flops() const { return siglip_vision_flops(model_->options()); }
+
+std::int64_t SiglipImageEncoder::tokens() const { return model_->options().num_patches(); }
 
 SiglipImageEncoder::SiglipImageEncoder(SiglipVisionModel model, SiglipImageProcessorOptions processor)
     : model_(std::move(model)), processor_(std::move(processor)) {}

@@ -21,6 +21,7 @@
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/flops.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -244,6 +245,44 @@ std::pair<torch::Tensor, torch::Tensor> WanPipeline::text_embeddings(const Reque
     negative = cached_negative_;
   }
   return {positive, negative};
+}
+
+std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
+  const bool cfg = request.guidance_scale > 1.0;
+  WanFlopsInputs in;
+  const auto& vo = parts_.vae->options();
+  const auto& to = parts_.transformer->options();
+  const int t = static_cast<int>(vo.scale_factor_temporal);
+  in.num_frames =
+      std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1 : request.num_frames, 1);
+  const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
+  const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
+  in.height = request.height / hm * hm;
+  in.width = request.width / wm * wm;
+  in.num_inference_steps = request.num_inference_steps;
+  in.cfg = cfg;
+  in.i2v = request.task == Task::i2v;
+  in.text_tokens = kWanTextTokens;
+  in.negative_text_tokens = kWanTextTokens;
+  bool prompt_from_file = false;
+  bool negative_from_file = false;
+  if (!request.prompt_embeds.empty()) {
+    const SafetensorsFile file(request.prompt_embeds);
+    in.text_tokens = file.meta("prompt_embeds").shape.at(1);
+    prompt_from_file = true;
+    if (cfg && file.contains("negative_prompt_embeds")) {
+      in.negative_text_tokens = file.meta("negative_prompt_embeds").shape.at(1);
+      negative_from_file = true;
+    }
+  }
+  if ((!prompt_from_file || (cfg && !negative_from_file)) && !parts_.text_encoder) {
+    return std::nullopt;
+  }
+  if (!prompt_from_file) in.text_flops += parts_.text_encoder->encode_cost(request.prompt).flops;
+  if (cfg && !negative_from_file) {
+    in.text_flops += parts_.text_encoder->encode_cost(request.negative_prompt).flops;
+  }
+  return wan_request_flops(to, vo, in);
 }
 
 Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) {

@@ -15,6 +15,7 @@
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/text/encoder.hpp"
@@ -339,10 +340,45 @@ class CountingEncoder final : public omnidp::models::TextEncoder {
     e.mask_2 = torch::zeros({1, 4}, torch::kLong);
     return e;
   }
+  omnidp::models::EncodeCost encode_cost(const std::string& prompt) const override {
+    return {100.0 * static_cast<double>(prompt.size()), 4, 0};  // 4 valid tokens, as encode()
+  }
 
  private:
   int* calls_;
 };
+
+// The request FLOPs of what generate() runs (models/hv15/flops.hpp): the valid text tokens of
+// each branch (random conditioning: 256; the embeddings file: its masks), the image tokens and
+// the VAE encode for i2v.
+TEST_F(Hv15Pipeline, FlopsOfWhatGenerateRuns) {
+  const auto p = i2v_pipeline();
+  const auto& to = p->transformer()->options();
+  const auto& vo = p->vae()->options();
+  const std::int64_t n = 3 / to.patch_size_t * (4 / to.patch_size) * (6 / to.patch_size);
+  const auto t2v = request("t", 3);  // 9 x 64 x 96: 3 x 4 x 6 latents; 2 steps, CFG on both
+  auto f = p->flops(t2v);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer,
+            2.0 * hv::hv15_forward_flops(to, n, 256) + 2.0 * hv::hv15_forward_flops(to, n, 256));
+  EXPECT_EQ(f->vae, hv::hv15_vae_decode_flops(vo, 3, 4, 6));
+  EXPECT_EQ(f->text, 0.0);  // random embeddings: no encoder ran
+  f = p->flops(i2v_request());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 4.0 * hv::hv15_forward_flops(to, n, 256 + 729));
+  EXPECT_EQ(f->vae,
+            hv::hv15_vae_decode_flops(vo, 3, 4, 6) + hv::hv15_vae_encode_image_flops(vo, 64, 96));
+  auto embedded = request("e", 3);
+  embedded.prompt_embeds = write_embeds(true).string();  // 5 + 2 valid, negative 3
+  f = p->flops(embedded);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer,
+            2.0 * hv::hv15_forward_flops(to, n, 7) + 2.0 * hv::hv15_forward_flops(to, n, 3));
+  embedded.guidance_scale = 1.0;  // no CFG step: one branch
+  f = p->flops(embedded);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 2.0 * hv::hv15_forward_flops(to, n, 7));
+}
 
 TEST_F(Hv15Pipeline, TextEncoderIsUsedAndTheNegativeIsCached) {
   int calls = 0;

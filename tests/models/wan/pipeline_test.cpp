@@ -5,19 +5,27 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
 #include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/sample_schedule.hpp"
+#include "omnidp/models/text/flops.hpp"
+#include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/factory.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
+#include "omnidp/results/summary.hpp"
 #include "omnidp/runtime/collective.hpp"
+#include "omnidp/runtime/rank.hpp"
 #include "png_file.hpp"
 #include "request_shape.hpp"
+#include "runtime/job_test_support.hpp"
 #include "temp_dir.hpp"
 
 namespace omnidp::models::wan {
@@ -277,6 +285,87 @@ TEST_F(WanPipelineTest, ConfigErrors) {
   c.model.weights = WeightsSource::pretrained;
   c.model.path = "";
   EXPECT_THROW((void)create_wan_pipeline(c, DeviceBinding{}), ConfigError);
+}
+
+// The request FLOPs of what generate() runs (models/wan/flops.hpp): the tiny request encodes
+// "a cat" (6 byte tokens with </s>) and the empty negative prompt (1), and runs 3 steps x 2
+// branches over 4 video tokens and 512 context tokens.
+TEST_F(WanPipelineTest, FlopsOfWhatGenerateRuns) {
+  const auto pipeline = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  const auto to = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny");
+  const auto t5 = text::tiny_byte_t5_options(32);
+  auto f = pipeline->flops(testing::tiny_request());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 427917312.0);
+  EXPECT_EQ(f->vae, 439164928.0);
+  EXPECT_EQ(f->text, text::t5_encoder_flops(t5, 6) + text::t5_encoder_flops(t5, 1));
+  EXPECT_EQ(f->text, 296192.0);
+  EXPECT_EQ(f->total(), 867378432.0);
+  // From an embeddings file: its context lengths (6), no text encoder work.
+  f = pipeline->flops(t2v());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 3.0 * 2.0 * wan_forward_flops(to, 4, 6));
+  EXPECT_EQ(f->text, 0.0);
+  // A file without the negative embeddings: the negative prompt is encoded (512 tokens).
+  Request positive_only = testing::tiny_request();
+  positive_only.prompt_embeds = (dir_ / "positive_only.safetensors").string();
+  f = pipeline->flops(positive_only);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 3.0 * (wan_forward_flops(to, 4, 6) + wan_forward_flops(to, 4, 512)));
+  EXPECT_EQ(f->text, text::t5_encoder_flops(t5, 1));
+  // No CFG: one branch, no negative prompt.
+  Request unguided = testing::tiny_request();
+  unguided.guidance_scale = 1.0;
+  f = pipeline->flops(unguided);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 3.0 * wan_forward_flops(to, 4, 512));
+  EXPECT_EQ(f->text, text::t5_encoder_flops(t5, 6));
+}
+
+// A tiny-wan job through the in-process runtime (worker, writer, coordinator): each row records
+// the request's model TFLOP, and the run's summary reports them; on the CPU without
+// runtime.peak_tflops there is no MFU, with it there is.
+TEST(WanPipelineJob, RowsRecordTheModelTflopAndTheSummaryItsMfu) {
+  if (model_table().find("tiny-wan") == nullptr) register_wan_models(model_table());
+  for (const bool with_peak : {false, true}) {
+    SCOPED_TRACE(with_peak ? "runtime.peak_tflops 0.5" : "no peak");
+    omnidp::test::TempDir dir("wan-mfu-job");
+    {
+      std::ofstream manifest(dir.path() / "m.jsonl");
+      manifest << R"({"id": "w0", "prompt": "a cat", "seed": 3, "num_frames": 5, "height": 32, )"
+               << R"("width": 64, "num_inference_steps": 3, "guidance_scale": 5.0})"
+               << "\n";
+    }
+    auto results = std::make_shared<runtime::testing::MemoryResults>();
+    runtime::JobOptions o =
+        runtime::testing::synthetic_job(dir.path() / "m.jsonl", dir.path() / "out", results);
+    o.config.model = testing::tiny_config().model;
+    if (with_peak) o.config.runtime.peak_tflops = 0.5;
+    o.make_pipeline = [cfg = o.config](const DeviceBinding& d) {
+      return create_wan_pipeline(cfg, d);
+    };
+    const auto outcomes = runtime::run_job_in_process(o, 1);
+    ASSERT_EQ(outcomes.size(), 1U);
+    ASSERT_FALSE(outcomes[0].threw) << outcomes[0].error;
+    ASSERT_EQ(results->rows.size(), 1U);
+    const ResultRecord& row = results->rows[0];
+    ASSERT_EQ(row.status, RequestStatus::ok) << row.error;
+    EXPECT_EQ(row.model_tflop, 867378432.0 / 1e12);
+    const RunSummary s = results::read_summary_json(dir.path() / "out" / "summary.json");
+    EXPECT_EQ(s.flops_counted, 1U);
+    EXPECT_EQ(s.model_tflop_per_video, 867378432.0 / 1e12);
+    EXPECT_EQ(s.achieved_tflops_per_gpu, row.model_tflop / row.seconds);
+    if (with_peak) {
+      EXPECT_EQ(s.peak_tflops, 0.5);
+      EXPECT_EQ(s.peak_source, "runtime.peak_tflops");
+      EXPECT_EQ(s.mfu, s.achieved_tflops_per_gpu / 0.5);
+      EXPECT_TRUE(s.makespan_mfu.has_value());
+    } else {
+      EXPECT_FALSE(s.peak_tflops.has_value());
+      EXPECT_FALSE(s.mfu.has_value());
+      EXPECT_FALSE(s.makespan_mfu.has_value());
+    }
+  }
 }
 
 }  // namespace

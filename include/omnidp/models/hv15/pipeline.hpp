@@ -119,6 +119,12 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   [[nodiscard]] Video generate(const Request& request, const GenerateContext& ctx) override;
   [[nodiscard]] std::string model_name() const override { return parts_.model_name; }
   [[nodiscard]] std::string device_name() const override { return parts_.device_name; }
+  // hv15_request_flops (models/hv15/flops.hpp) for the request: the valid text tokens and the
+  // text encoders' FLOPs from the embeddings file's masks, the text encoder (encode_cost) or the
+  // random shapes, for the prompt and, on the steps with CFG, the negative prompt; i2v adds the
+  // image tokens to both branches, the VAE encode and the SigLIP encoder's FLOPs. nullopt where
+  // generate() would fail for want of a source.
+  [[nodiscard]] std::optional<RequestFlops> flops(const Request& request) const override;
 
   // The denoising loop and decode; `ctx` may be null. Throws ModelError on bad shapes and
   // when abandoned.
@@ -144,6 +150,9 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   // image_embeds of an I2V request: its prompt_embeds file's `image_embeds`, else the image
   // encoder on `resized`, else seeded random (weights: random).
   [[nodiscard]] torch::Tensor image_embeds_for(const Request& request, const RgbImage& resized);
+
+  // The valid tokens and the encoders' FLOPs of one branch's text; nullopt without a source.
+  [[nodiscard]] std::optional<EncodeCost> text_cost(const Request& request, bool negative) const;
 
   PipelineParts parts_;
   torch::Device device_;

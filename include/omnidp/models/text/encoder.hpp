@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <string>
 
 namespace omnidp::models {
@@ -18,6 +19,13 @@ struct PromptEmbedding {
   torch::Tensor mask_2;
 };
 
+// The FLOPs of one encode() (models/text/flops.hpp) and the valid tokens it marks.
+struct EncodeCost {
+  double flops = 0.0;
+  std::int64_t valid_tokens = 0;    // of `embeds`
+  std::int64_t valid_tokens_2 = 0;  // of `embeds_2` (0: no second encoder, or nothing quoted)
+};
+
 class TextEncoder {
  public:
   virtual ~TextEncoder() = default;
@@ -26,6 +34,8 @@ class TextEncoder {
   TextEncoder& operator=(const TextEncoder&) = delete;
 
   [[nodiscard]] virtual PromptEmbedding encode(const std::string& prompt) = 0;
+  // What encode(prompt) computes, without running it: tokenizes only.
+  [[nodiscard]] virtual EncodeCost encode_cost(const std::string& prompt) const = 0;
 };
 
 }  // namespace omnidp::models

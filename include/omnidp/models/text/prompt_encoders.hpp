@@ -68,6 +68,8 @@ class T5PromptEncoder final : public TextEncoder {
   // embeds float32 [1, L, d_model] and mask int64 [1, L] on the placement device (L =
   // max_length when padding, else the valid token count).
   [[nodiscard]] PromptEmbedding encode(const std::string& prompt) override;
+  // t5_encoder_flops over the prompt's valid tokens (the encoder runs only those).
+  [[nodiscard]] EncodeCost encode_cost(const std::string& prompt) const override;
 
   [[nodiscard]] const T5EncoderModel& model() const noexcept { return model_; }
   [[nodiscard]] const Tokenizer& tokenizer() const noexcept { return *tokenizer_; }
@@ -98,6 +100,10 @@ class Hv15PromptEncoder final : public TextEncoder {
   // embeds float32 [1, max_length, hidden] + mask int64 [1, max_length]; embeds_2 float32
   // [1, glyph_max_length, d_model2] + mask_2 int64, on the placement device.
   [[nodiscard]] PromptEmbedding encode(const std::string& prompt) override;
+  // qwen25vl_text_flops over the chat text's tokens through the layers hidden_state_index
+  // needs, plus t5_encoder_flops of the glyph text's tokens when the prompt quotes any; the
+  // valid tokens after the template crop, and the glyph tokens.
+  [[nodiscard]] EncodeCost encode_cost(const std::string& prompt) const override;
 
   [[nodiscard]] const Qwen25VLTextModel& text_model() const noexcept { return text_model_; }
   [[nodiscard]] const T5EncoderModel& glyph_model() const noexcept { return glyph_model_; }

@@ -3,6 +3,7 @@
 // `feature_extractor` (SiglipImageProcessor) then `image_encoder` (SiglipVisionModel,
 // last_hidden_state [1, 729, 1152] for so400m-patch14-384). Owns both; encode() from one thread.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -17,6 +18,10 @@ class SiglipImageEncoder final : public ImageEncoder {
   SiglipImageEncoder(SiglipVisionModel model, SiglipImageProcessorOptions processor);
   // last_hidden_state of the processed image, in the model's dtype on its device.
   [[nodiscard]] torch::Tensor encode(const RgbImage& image) override;
+  // siglip_vision_flops of the model (vision/flops.hpp): one encode()'s FLOPs.
+  [[nodiscard]] double encode_flops() const;
+  // The tokens encode() returns (num_patches()).
+  [[nodiscard]] std::int64_t tokens() const;
 
  private:
   SiglipVisionModel model_;

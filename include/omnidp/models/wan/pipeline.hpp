@@ -67,6 +67,11 @@ class WanPipeline final : public Pipeline {
   [[nodiscard]] Video generate(const Request& request, const GenerateContext& ctx) override;
   [[nodiscard]] std::string model_name() const override { return parts_.model_name; }
   [[nodiscard]] std::string device_name() const override { return parts_.device_name; }
+  // wan_request_flops (models/wan/flops.hpp) at the size generate() runs: the context length
+  // of an embeddings file's tensors, else 512; the text encoder's FLOPs for the prompt (and the
+  // negative prompt with CFG) unless the file holds them. nullopt when a prompt needs the text
+  // encoder and the pipeline has none (generate() fails then).
+  [[nodiscard]] std::optional<RequestFlops> flops(const Request& request) const override;
 
   // The denoising loop and decode. `ctx` may be null. Throws ModelError on bad shapes and
   // when abandoned.

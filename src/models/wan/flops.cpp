@@ -1,0 +1,118 @@
+#include "omnidp/models/wan/flops.hpp"
+
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models::wan {
+namespace {
+
+// Multiply-adds, accumulated as doubles (the real sizes exceed 2^53 only far beyond any video).
+struct Macs {
+  double total = 0.0;
+  // A conv with kernel volume k from c_in to c_out channels over `outputs` output positions.
+  void conv(double outputs, std::int64_t c_in, std::int64_t c_out, double k) {
+    total += outputs * static_cast<double>(c_in) * static_cast<double>(c_out) * k;
+  }
+  // WanResidualBlock(in, out) at f frames of p pixels: two 3x3x3 convs, a 1x1x1 shortcut when
+  // the widths differ.
+  void residual(double f, double p, std::int64_t in, std::int64_t out) {
+    conv(f * p, in, out, 27.0);
+    conv(f * p, out, out, 27.0);
+    if (in != out) conv(f * p, in, out, 1.0);
+  }
+  // WanAttentionBlock(c) at f frames of p pixels: qkv (c -> 3c) and proj 1x1 convs, one head.
+  void attention(double f, double p, std::int64_t c) {
+    const double cd = static_cast<double>(c);
+    total += f * (4.0 * p * cd * cd + 2.0 * p * p * cd);
+  }
+  // WanMidBlock(c, 1): residual, attention, residual.
+  void mid(double f, double p, std::int64_t c) {
+    residual(f, p, c, c);
+    attention(f, p, c);
+    residual(f, p, c, c);
+  }
+};
+
+}  // namespace
+
+double wan_vae_decode_flops(const AutoencoderKLWanOptions& o, std::int64_t latent_frames,
+                            std::int64_t latent_height, std::int64_t latent_width) {
+  if (latent_frames < 1 || latent_height < 1 || latent_width < 1) {
+    throw ModelError("wan_vae_decode_flops: latent sizes must be positive");
+  }
+  std::vector<std::int64_t> dims{o.decoder_base_dim * o.dim_mult.back()};
+  for (auto it = o.dim_mult.rbegin(); it != o.dim_mult.rend(); ++it) {
+    dims.push_back(o.decoder_base_dim * *it);
+  }
+  const std::vector<bool> temporal_up(o.temperal_downsample.rbegin(), o.temperal_downsample.rend());
+  Macs m;
+  double f = static_cast<double>(latent_frames);
+  double p = static_cast<double>(latent_height * latent_width);
+  m.conv(f * p, o.z_dim, o.z_dim, 1.0);   // post_quant_conv
+  m.conv(f * p, o.z_dim, dims[0], 27.0);  // conv_in
+  m.mid(f, p, dims[0]);
+  const std::size_t levels = o.dim_mult.size();
+  for (std::size_t i = 0; i < levels; ++i) {
+    const std::int64_t in = dims[i];
+    const std::int64_t out = dims[i + 1];
+    for (std::int64_t r = 0; r < o.num_res_blocks + 1; ++r)
+      m.residual(f, p, r == 0 ? in : out, out);
+    if (i + 1 == levels) break;  // the last block does not upsample
+    if (temporal_up.at(i)) {
+      m.conv((f - 1.0) * p, out, 2 * out, 3.0);  // time_conv on every frame but the first
+      f = 1.0 + 2.0 * (f - 1.0);
+    }
+    p *= 4.0;
+    m.conv(f * p, out, out, 9.0);  // the 3x3 conv after the nearest x2 upsample
+  }
+  m.conv(f * p, dims.back(), o.out_channels, 27.0);  // conv_out
+  return 2.0 * m.total;
+}
+
+double wan_vae_encode_image_flops(const AutoencoderKLWanOptions& o, std::int64_t height,
+                                  std::int64_t width) {
+  if (height < 1 || width < 1 || height % o.scale_factor_spatial != 0 ||
+      width % o.scale_factor_spatial != 0) {
+    throw ModelError("wan_vae_encode_image_flops: the size must be a positive multiple of " +
+                     std::to_string(o.scale_factor_spatial));
+  }
+  std::vector<std::int64_t> dims{o.base_dim};
+  for (const auto mult : o.dim_mult) dims.push_back(o.base_dim * mult);
+  Macs m;
+  const double f = 1.0;
+  double p = static_cast<double>((height / o.patch_size) * (width / o.patch_size));
+  m.conv(f * p, o.in_channels, dims[0], 27.0);  // conv_in
+  const std::size_t levels = o.dim_mult.size();
+  for (std::size_t i = 0; i < levels; ++i) {
+    const std::int64_t in = dims[i];
+    const std::int64_t out = dims[i + 1];
+    for (std::int64_t r = 0; r < o.num_res_blocks; ++r) m.residual(f, p, r == 0 ? in : out, out);
+    if (i + 1 == levels) break;  // the last block does not downsample
+    p /= 4.0;
+    m.conv(f * p, out, out, 9.0);  // the stride-2 3x3 conv; no time_conv on the first frame
+  }
+  m.mid(f, p, dims.back());
+  m.conv(f * p, dims.back(), 2 * o.z_dim, 27.0);  // conv_out
+  m.conv(f * p, 2 * o.z_dim, 2 * o.z_dim, 1.0);   // quant_conv
+  return 2.0 * m.total;
+}
+
+RequestFlops wan_request_flops(const WanTransformerOptions& t, const AutoencoderKLWanOptions& v,
+                               const WanFlopsInputs& in) {
+  const std::int64_t latent_frames = (in.num_frames - 1) / v.scale_factor_temporal + 1;
+  const std::int64_t h = in.height / v.scale_factor_spatial;
+  const std::int64_t w = in.width / v.scale_factor_spatial;
+  const std::int64_t tokens =
+      (latent_frames / t.patch_size[0]) * (h / t.patch_size[1]) * (w / t.patch_size[2]);
+  RequestFlops f;
+  const double steps = static_cast<double>(in.num_inference_steps);
+  f.transformer = steps * wan_forward_flops(t, tokens, in.text_tokens);
+  if (in.cfg) f.transformer += steps * wan_forward_flops(t, tokens, in.negative_text_tokens);
+  f.vae = wan_vae_decode_flops(v, latent_frames, h, w);
+  if (in.i2v) f.vae += wan_vae_encode_image_flops(v, in.height, in.width);
+  f.text = in.text_flops;
+  return f;
+}
+
+}  // namespace omnidp::models::wan

@@ -1,0 +1,24 @@
+// The SigLIP vision tower's FLOPs (docs/performance.md, "MFU"), against a hand-computed figure.
+#include "omnidp/models/vision/flops.hpp"
+
+#include <gtest/gtest.h>
+
+namespace omnidp::models::vision {
+namespace {
+
+// siglip-so400m-patch14-384 (HunyuanVideo-1.5's image_encoder/): 729 patches of 14 x 14 x 3,
+// 27 layers of 1152, MLP 4304: 2 x 729 x 588 x 1152 + 27 x [2n(4d^2 + 2dI) + 4n^2 d].
+TEST(VisionFlops, SiglipSo400m) {
+  SiglipVisionOptions o;
+  o.hidden_size = 1152;
+  o.intermediate_size = 4304;
+  o.num_hidden_layers = 27;
+  o.num_attention_heads = 16;
+  o.image_size = 384;
+  o.patch_size = 14;
+  EXPECT_EQ(o.num_patches(), 729);
+  EXPECT_EQ(siglip_vision_flops(o), 666448114176.0);
+}
+
+}  // namespace
+}  // namespace omnidp::models::vision
