@@ -25,16 +25,16 @@
 #include <vector>
 
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/text/qwen25vl.hpp"
+#include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/text/t5.hpp"
+#include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/transformer.hpp"
 #include "omnidp/models/wan/vae.hpp"
-#include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/models/text/qwen25vl.hpp"
-#include "omnidp/models/text/qwen2_tokenizer.hpp"
-#include "omnidp/models/text/t5.hpp"
-#include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
 
 namespace {
 namespace fs = std::filesystem;
@@ -126,8 +126,7 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
   {
     wan::WanTransformer3DModel model(
         wan::WanTransformerOptions::from_json_text(transformer_config.dump(), "transformer"),
-        omnidp::models::TensorShard{},
-        bf16);
+        omnidp::models::TensorShard{}, bf16);
     omnidp::models::init_random_weights(*model, seed);
     write_json(root / "transformer" / "config.json", transformer_config);
     done("transformer", save_sharded(*model, root / "transformer", "diffusion_pytorch_model", shard));
@@ -191,7 +190,8 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
         " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
     fs::remove(tok / "corpus.txt");
     fs::remove(tok / "spiece.vocab");
-    write_json(tok / "tokenizer_config.json", json{{"tokenizer_class", "T5Tokenizer"}, {"extra_ids", 0}});
+    write_json(tok / "tokenizer_config.json",
+               json{{"tokenizer_class", "T5Tokenizer"}, {"extra_ids", 0}});
   }
   write_json(root / "scheduler" / "scheduler_config.json",
              json{{"_class_name", "UniPCMultistepScheduler"},

@@ -901,9 +901,9 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
               ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
 
   if (model.quantization == Quantization::fp8) {
-    require(chosen->fp8, "model.quantization",
-            "fp8: FP8 quantization is not implemented by model '" + model.name +
-                "' (expected none)");
+    require(
+        chosen->fp8, "model.quantization",
+        "fp8: FP8 quantization is not implemented by model '" + model.name + "' (expected none)");
     require(model.device == DeviceKind::cuda && model.dtype == DType::bf16, "model.quantization",
             std::string("fp8 needs model.device cuda and model.dtype bf16 (got ") +
                 to_string(model.device) + ", " + to_string(model.dtype) + ")");

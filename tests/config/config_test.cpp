@@ -472,8 +472,9 @@ TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
   };
   EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8}\n"),
             "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cpu, fp32)");
-  EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8, device: cuda, dtype: fp16}\n"),
-            "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cuda, fp16)");
+  EXPECT_EQ(
+      error("model: {name: tiny-wan, quantization: fp8, device: cuda, dtype: fp16}\n"),
+      "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cuda, fp16)");
   EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8, device: cuda, dtype: bf16}\n"), "");
   EXPECT_EQ(error("model: {name: tiny-wan, quantization: none}\n"), "");
   // Written back into the effective configuration.

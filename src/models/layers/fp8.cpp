@@ -53,8 +53,8 @@ std::pair<torch::Tensor, torch::Tensor> quantize_fp8_rows(const torch::Tensor& x
 #if OMNIDP_HAVE_FP8
   const auto rows = x.size(0);
   const auto dim = x.size(1);
-  if (const auto* k = cuda_kernels(); k != nullptr && x.is_cuda() &&
-                                      x.scalar_type() == torch::kBFloat16 && x.is_contiguous()) {
+  if (const auto* k = cuda_kernels();
+      k != nullptr && x.is_cuda() && x.scalar_type() == torch::kBFloat16 && x.is_contiguous()) {
     auto q = torch::empty({rows, dim}, x.options().dtype(at::kFloat8_e4m3fn));
     auto scale = torch::empty({rows, 1}, x.options().dtype(torch::kFloat32));
     if (k->quantize_rows_fp8(x.data_ptr(), q.data_ptr(), scale.data_ptr<float>(), rows, dim)) {

@@ -400,11 +400,11 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       }
       // The text encoder loads on a thread of its own meanwhile (docs/performance.md, "Model
       // load"); its errors come out of get() below, after the transformer's.
-      text_load = std::async(std::launch::async, [root, dtype, placement,
-                                                  threads = at::get_num_threads()] {
-        at::set_num_threads(threads);  // a new thread starts from OpenMP's default
-        return text::load_wan_text_encoder(root, dtype, placement);
-      });
+      text_load =
+          std::async(std::launch::async, [root, dtype, placement, threads = at::get_num_threads()] {
+            at::set_num_threads(threads);  // a new thread starts from OpenMP's default
+            return text::load_wan_text_encoder(root, dtype, placement);
+          });
       parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
       parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
       parts.scheduler =

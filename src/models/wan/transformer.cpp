@@ -319,8 +319,8 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
   return {reduce_partial(tensor_group_, linear_or_fp8(o, out->weight, fp8_out_)), out->bias};
 }
 
-WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards,
-                                       const ParamSpec& spec) {
+WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim,
+                                       std::int64_t shards, const ParamSpec& spec) {
   net = register_module("net", torch::nn::ModuleList());
   auto gelu = GeluProj(dim, inner_dim / shards, spec);
   proj_in_ = gelu->proj;
@@ -339,9 +339,8 @@ torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
 std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
   if (!fused_elementwise()) return {forward(x), {}};
   // FP8: the GEMM's epilogue adds the bias, GELU(tanh) is a pass of its own.
-  const auto up = fp8_in_.defined()
-                      ? torch::gelu(fp8_linear(x, fp8_in_, proj_in_->bias), "tanh")
-                      : linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
+  const auto up = fp8_in_.defined() ? torch::gelu(fp8_linear(x, fp8_in_, proj_in_->bias), "tanh")
+                                    : linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
   return {reduce_partial(tensor_group_, linear_or_fp8(up, proj_out_->weight, fp8_out_)),
           proj_out_->bias};
 }
@@ -356,10 +355,10 @@ void WanFeedForwardImpl::quantize_fp8() {
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
                                                  const ParamSpec& spec)
     : dim_(o.inner_dim()), eps_(o.eps) {
-  attn1 = register_module("attn1",
-                          WanAttention(dim_, o.num_attention_heads, o.eps, false, shard, spec));
-  attn2 = register_module("attn2",
-                          WanAttention(dim_, o.num_attention_heads, o.eps, true, shard, spec));
+  attn1 =
+      register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false, shard, spec));
+  attn2 =
+      register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard, spec));
   if (o.cross_attn_norm) {
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(
@@ -468,8 +467,8 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
 // ---------------------------------------------------------------------------------------------
 // Model
 
-WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard,
-                                                     const ParamSpec& spec)
+WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options,
+                                                     TensorShard shard, const ParamSpec& spec)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
   (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel",
@@ -486,8 +485,8 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
   for (std::int64_t i = 0; i < o.num_layers; ++i)
     blocks->push_back(WanTransformerBlock(o, shard_, spec));
   proj_out = register_module(
-      "proj_out", Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2],
-                         true, spec));
+      "proj_out",
+      Linear(dim, o.out_channels * o.patch_size[0] * o.patch_size[1] * o.patch_size[2], true, spec));
   scale_shift_table = register_parameter(
       "scale_shift_table",
       (torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim))).to(spec.device));

@@ -39,9 +39,8 @@ TEST(Fp8Gpu, RowQuantizationKernelEqualsTheLibtorchExpression) {
   const auto [q, scale] = quantize_fp8_rows(x);
   const auto f = x.to(torch::kFloat32);
   const auto ref_scale = f.abs().amax(1, true).clamp_min(1e-12) / 448.0;
-  const auto ref_q = (f * (448.0 / f.abs().amax(1, true).clamp_min(1e-12)))
-                         .clamp(-448, 448)
-                         .to(at::kFloat8_e4m3fn);
+  const auto ref_q =
+      (f * (448.0 / f.abs().amax(1, true).clamp_min(1e-12))).clamp(-448, 448).to(at::kFloat8_e4m3fn);
   EXPECT_TRUE(torch::allclose(scale, ref_scale, 1e-7, 0));
   EXPECT_TRUE(torch::equal(q.view(torch::kUInt8), ref_q.view(torch::kUInt8)));
 }
@@ -58,9 +57,8 @@ TEST(Fp8Gpu, LinearIsWithinFp8ErrorOfTheBf16Gemm) {
   EXPECT_EQ(out.sizes(), ref.sizes());
   EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
   // e4m3 keeps 3 mantissa bits: a relative RMS error of a few percent, never more than 6 %.
-  const double rel = ((out.to(torch::kFloat32) - ref).pow(2).mean() / ref.pow(2).mean())
-                         .sqrt()
-                         .item<double>();
+  const double rel =
+      ((out.to(torch::kFloat32) - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item<double>();
   EXPECT_LT(rel, 0.06);
   EXPECT_GT(rel, 0.0);  // it did quantize
   // linear_or_fp8 with no FP8 weight is the bf16 GEMM itself.

@@ -372,7 +372,8 @@ TEST(WanTransformer, BuiltInItsFinalDtypesItHoldsWhatToDtypeGivesAndTheSameRando
   WanTransformer3DModel staged(tiny_options());
   init_random_weights(*staged, 11);
   staged->to_dtype(torch::kCPU, torch::kBFloat16);
-  WanTransformer3DModel direct(tiny_options(), TensorShard{}, ParamSpec{torch::kBFloat16, torch::kCPU});
+  WanTransformer3DModel direct(tiny_options(), TensorShard{},
+                               ParamSpec{torch::kBFloat16, torch::kCPU});
   init_random_weights(*direct, 11);
   const auto a = staged->named_parameters(true);
   const auto b = direct->named_parameters(true);

@@ -93,7 +93,8 @@ TEST(StateDict, InPlaceKeepsEachTensorsDtypeAndStorage) {
   }
   auto state = state_of(*model, 0.25F);
   for (auto& [name, value] : state) {
-    if (name == "scale_shift_table") value = value.to(torch::kFloat32) + 1.0F / 1024;  // not bf16-exact
+    if (name == "scale_shift_table")
+      value = value.to(torch::kFloat32) + 1.0F / 1024;  // not bf16-exact
   }
   save_safetensors(dir / "model.safetensors", state);
   std::map<std::string, const void*> storage;

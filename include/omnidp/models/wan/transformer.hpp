@@ -360,7 +360,8 @@ TORCH_MODULE(WanTransformer3DModel);
 
 // Builds the transformer from a Diffusers `transformer/` folder (config.json + safetensors,
 // sharded or not), built in its final dtypes on `device`, and loads the weights strictly in
-// place (only this shard's slices: wan_tensor_shard_plan); peak host memory is a few tensors. Throws WeightsError / ModelError / ConfigError (shard).
+// place (only this shard's slices: wan_tensor_shard_plan); peak host memory is a few tensors.
+// Throws WeightsError / ModelError / ConfigError (shard).
 [[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
                                                          torch::ScalarType dtype,
                                                          torch::Device device,
