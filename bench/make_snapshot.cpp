@@ -81,6 +81,40 @@ std::size_t save_sharded(torch::nn::Module& module, const fs::path& dir, const s
   return total;
 }
 
+// A transformers T5 encoder config.json (gated GELU, 64-wide heads, T5's relative position
+// buckets): UMT5-XXL (Wan) and the Glyph byT5 (HunyuanVideo-1.5) differ only in these sizes.
+json t5_encoder_config(const char* architecture, const char* model_type, int vocab, int d_model,
+                       int d_ff, int layers, int heads) {
+  return json{{"architectures", {architecture}},
+              {"model_type", model_type},
+              {"vocab_size", vocab},
+              {"d_model", d_model},
+              {"d_kv", 64},
+              {"d_ff", d_ff},
+              {"num_layers", layers},
+              {"num_heads", heads},
+              {"relative_attention_num_buckets", 32},
+              {"relative_attention_max_distance", 128},
+              {"layer_norm_epsilon", 1e-6},
+              {"feed_forward_proj", "gated-gelu"},
+              {"is_gated_act", true},
+              {"dense_act_fn", "gelu_new"},
+              {"tie_word_embeddings", false}};
+}
+
+// A seeded random T5 encoder of `config` built in `dtype`, written to `dir` (config.json +
+// shards), reported through `done`.
+void write_t5_encoder(const fs::path& dir, const json& config, std::uint64_t seed,
+                      torch::ScalarType dtype, std::size_t shard,
+                      const std::function<void(const char*, std::size_t)>& done) {
+  namespace text = omnidp::models::text;
+  const auto name = dir.filename().string();
+  const auto opts = text::T5Options::from_json(config, name + "/config.json");
+  auto model = text::random_t5_encoder(opts, seed, dtype, torch::kCPU);
+  write_json(dir / "config.json", config);
+  done(name.c_str(), save_sharded(*model, dir, "model", shard));
+}
+
 void write_qwen_tokenizer(const fs::path& dir) {
   json vocab = json::object();
   // The 256 byte tokens, spelt by GPT-2's byte -> printable unicode map.
@@ -156,27 +190,10 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
     done("vae", save_sharded(*vae, root / "vae", "diffusion_pytorch_model", shard));
   }
   if (!no_text) {
-    const json umt5_config{{"architectures", {"UMT5EncoderModel"}},
-                           {"model_type", "umt5"},
-                           {"vocab_size", 256384},
-                           {"d_model", 4096},
-                           {"d_kv", 64},
-                           {"d_ff", 10240},
-                           {"num_layers", text_layers >= 0 ? text_layers : 24},
-                           {"num_heads", 64},
-                           {"relative_attention_num_buckets", 32},
-                           {"relative_attention_max_distance", 128},
-                           {"layer_norm_epsilon", 1e-6},
-                           {"feed_forward_proj", "gated-gelu"},
-                           {"is_gated_act", true},
-                           {"dense_act_fn", "gelu_new"},
-                           {"tie_word_embeddings", false}};
-    {
-      const auto opts = text::T5Options::from_json(umt5_config, "text_encoder/config.json");
-      auto model = text::random_t5_encoder(opts, seed + 2, torch::kBFloat16, torch::kCPU);
-      write_json(root / "text_encoder" / "config.json", umt5_config);
-      done("text_encoder", save_sharded(*model, root / "text_encoder", "model", shard));
-    }
+    write_t5_encoder(root / "text_encoder",
+                     t5_encoder_config("UMT5EncoderModel", "umt5", 256384, 4096, 10240,
+                                       text_layers >= 0 ? text_layers : 24, 64),
+                     seed + 2, torch::kBFloat16, shard, done);
     const auto tok = root / "tokenizer";
     fs::create_directories(tok);
     {
@@ -345,27 +362,9 @@ int main(int argc, char** argv) {
       done("text_encoder", save_sharded(*model, root / "text_encoder", "model", shard));
     }
     write_qwen_tokenizer(root / "tokenizer");
-    const json byt5_config{{"architectures", {"T5EncoderModel"}},
-                           {"model_type", "t5"},
-                           {"vocab_size", 384},
-                           {"d_model", 1472},
-                           {"d_kv", 64},
-                           {"d_ff", 3584},
-                           {"num_layers", 12},
-                           {"num_heads", 6},
-                           {"relative_attention_num_buckets", 32},
-                           {"relative_attention_max_distance", 128},
-                           {"layer_norm_epsilon", 1e-6},
-                           {"feed_forward_proj", "gated-gelu"},
-                           {"is_gated_act", true},
-                           {"dense_act_fn", "gelu_new"},
-                           {"tie_word_embeddings", false}};
-    {
-      const auto opts = text::T5Options::from_json(byt5_config, "text_encoder_2/config.json");
-      auto model = text::random_t5_encoder(opts, seed + 3, torch::kFloat32, cpu);
-      write_json(root / "text_encoder_2" / "config.json", byt5_config);
-      done("text_encoder_2", save_sharded(*model, root / "text_encoder_2", "model", shard));
-    }
+    write_t5_encoder(root / "text_encoder_2",
+                     t5_encoder_config("T5EncoderModel", "t5", 384, 1472, 3584, 12, 6), seed + 3,
+                     torch::kFloat32, shard, done);
     write_json(root / "tokenizer_2" / "tokenizer_config.json",
                json{{"tokenizer_class", "ByT5Tokenizer"}});
   }

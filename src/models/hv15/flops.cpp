@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/conv_macs.hpp"
 
 namespace omnidp::models::hv15 {
 namespace {
@@ -13,25 +14,15 @@ std::int64_t log2_of(std::int64_t v) {
   return n;
 }
 
-// Multiply-adds of the VAE's layers.
-struct Macs {
-  double total = 0.0;
-  void conv(double outputs, std::int64_t c_in, std::int64_t c_out, double k) {
-    total += outputs * static_cast<double>(c_in) * static_cast<double>(c_out) * k;
-  }
-  // VaeResnetBlock(in, out): two 3x3x3 convs, a 1x1x1 shortcut when the widths differ.
-  void resnet(double f, double p, std::int64_t in, std::int64_t out) {
-    conv(f * p, in, out, 27.0);
-    conv(f * p, out, out, 27.0);
-    if (in != out) conv(f * p, in, out, 1.0);
-  }
+// Multiply-adds of the VAE's layers (VaeResnetBlock: ConvMacs::residual).
+struct Macs : ConvMacs {
   // VaeMidBlock(c): resnet, block-causal attention, resnet.
   void mid(double f, double p, std::int64_t c) {
     const double cd = static_cast<double>(c);
-    resnet(f, p, c, c);
+    residual(f, p, c, c);
     total += 4.0 * f * p * cd * cd;       // to_q, to_k, to_v, proj_out
     total += cd * p * p * f * (f + 1.0);  // scores and values: 2 x C P^2 x sum(i + 1)
-    resnet(f, p, c, c);
+    residual(f, p, c, c);
   }
 };
 
@@ -63,7 +54,7 @@ double hv15_vae_decode_flops(const VaeOptions& o, std::int64_t latent_frames,
   for (std::size_t i = 0; i < boc.size(); ++i) {
     const auto idx = static_cast<std::int64_t>(i);
     for (std::int64_t r = 0; r < o.layers_per_block + 1; ++r) {
-      m.resnet(f, p, r == 0 ? input : boc[i], boc[i]);
+      m.residual(f, p, r == 0 ? input : boc[i], boc[i]);
     }
     input = boc[i];
     if (idx < log_s || idx < log_t) {
@@ -96,7 +87,7 @@ double hv15_vae_encode_image_flops(const VaeOptions& o, std::int64_t height, std
   for (std::size_t i = 0; i < boc.size(); ++i) {
     const auto idx = static_cast<std::int64_t>(i);
     for (std::int64_t r = 0; r < o.layers_per_block; ++r) {
-      m.resnet(f, p, r == 0 ? input : boc[i], boc[i]);
+      m.residual(f, p, r == 0 ? input : boc[i], boc[i]);
     }
     input = boc[i];
     if (idx < log_s) {

@@ -3,24 +3,13 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/conv_macs.hpp"
 
 namespace omnidp::models::wan {
 namespace {
 
-// Multiply-adds, accumulated as doubles (the real sizes exceed 2^53 only far beyond any video).
-struct Macs {
-  double total = 0.0;
-  // A conv with kernel volume k from c_in to c_out channels over `outputs` output positions.
-  void conv(double outputs, std::int64_t c_in, std::int64_t c_out, double k) {
-    total += outputs * static_cast<double>(c_in) * static_cast<double>(c_out) * k;
-  }
-  // WanResidualBlock(in, out) at f frames of p pixels: two 3x3x3 convs, a 1x1x1 shortcut when
-  // the widths differ.
-  void residual(double f, double p, std::int64_t in, std::int64_t out) {
-    conv(f * p, in, out, 27.0);
-    conv(f * p, out, out, 27.0);
-    if (in != out) conv(f * p, in, out, 1.0);
-  }
+// Multiply-adds of the VAE's layers (WanResidualBlock: ConvMacs::residual).
+struct Macs : ConvMacs {
   // WanAttentionBlock(c) at f frames of p pixels: qkv (c -> 3c) and proj 1x1 convs, one head.
   void attention(double f, double p, std::int64_t c) {
     const double cd = static_cast<double>(c);

@@ -18,8 +18,9 @@ struct Fp8Weight {
   [[nodiscard]] bool defined() const noexcept { return weight.defined(); }
 };
 
-// "" when FP8 GEMMs can run on `device`, else the reason (libtorch too old, not CUDA, GPU
-// without FP8 tensor cores).
+// "" when this build can run FP8 GEMMs on `device`, else the reason (libtorch too old, not a
+// CUDA device, no CUDA device available). A GPU without FP8 tensor cores (compute capability
+// below 8.9) passes here and fails in at::_scaled_mm at the first GEMM.
 [[nodiscard]] std::string fp8_unsupported(torch::Device device);
 
 // weight [out, in] (any floating dtype, on the GPU) -> its FP8 form. Throws ModelError where
