@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -29,6 +30,7 @@
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/layers/torch_settings.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 
 namespace {
@@ -67,12 +69,29 @@ int run(int argc, char** argv) {
   bool compare = false;
   app.add_flag("--compare-eager", compare,
                "forward on the fused path (--attention) and then the eager path");
+  bool fp8 = false;
+  app.add_flag("--fp8", fp8,
+               "after the measurements in the weights' dtype, quantize the transformer to FP8 "
+               "(model.quantization fp8) and repeat forward and request; prints the request "
+               "video's PSNR against the unquantized one (uint8, peak 255, as omni-dp-compare)");
   std::string attention = "auto";
   app.add_option("--attention", attention,
                  "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math")
       ->capture_default_str();
+  bool strict = false;
+  app.add_flag("--strict", strict, "determinism.strict: deterministic kernels (its cost)");
+  std::string batches = "1";
+  app.add_option("--batch", batches,
+                 "forward batch sizes, comma list of 1 and 2 (2: prompt and negative prompt in "
+                 "the ragged text layout, one CFG step)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  omnidp::models::set_fused_elementwise(!eager);
+  {
+    omnidp::Config settings;  // the product's one place for libtorch's process-wide settings
+    settings.determinism.strict = strict;
+    settings.model.fused_kernels = !eager;
+    omnidp::models::apply_torch_settings(settings);
+  }
   omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
 
   // --size takes a comma list: forward runs at each size; decode and request at the first.
@@ -130,36 +149,50 @@ int run(int argc, char** argv) {
   const auto negative = hv::random_text_conditioning("", to, text_shape);
   const std::int64_t text_tokens = text_valid + glyph_valid;  // padding is dropped at batch 1
 
-  for (const auto& whf : sizes) {
-    if (!has("forward")) break;
-    const auto fshape = pipeline->latent_shape(whf.frames, whf.height, whf.width);
-    const std::int64_t ftokens =
-        fshape[2] / to.patch_size_t * (fshape[3] / to.patch_size) * (fshape[4] / to.patch_size);
-    hv::TransformerInputs in;
-    in.hidden_states =
-        omnidp::models::randn_cpu({1, to.in_channels, fshape[2], fshape[3], fshape[4]}, 1)
-            .to(device, dtype);
-    in.timestep = torch::full({1}, 500.0F).to(device, dtype);
-    in.encoder_hidden_states = prompt.embeds.to(device, dtype);
-    in.encoder_attention_mask = prompt.mask.to(device);
-    in.encoder_hidden_states_2 = prompt.embeds_2.to(device, dtype);
-    in.encoder_attention_mask_2 = prompt.mask_2.to(device);
-    for (const bool fused : compare ? std::vector<bool>{true, false} : std::vector<bool>{!eager}) {
-      omnidp::models::set_fused_elementwise(fused);
-      omnidp::models::set_attention_backend(
-          omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
-      const auto t = time_it(device, o.warmup, o.repeat, [&] { (void)transformer->forward(in); });
-      const double flops = hv::hv15_forward_flops(to, ftokens, text_tokens);
-      std::cout << "\n[forward] " << whf.text << ", batch 1, padding dropped, "
-                << (fused ? "fused path, attention " + attention
-                          : std::string("eager path, attention auto"))
-                << "\nvideo_tokens " << ftokens << "\ntext_tokens " << text_tokens << "\n"
-                << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-                << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+  const auto forwards = [&](const std::string& label) {
+    for (const auto& whf : sizes) {
+      if (!has("forward")) break;
+      const auto fshape = pipeline->latent_shape(whf.frames, whf.height, whf.width);
+      const std::int64_t ftokens =
+          fshape[2] / to.patch_size_t * (fshape[3] / to.patch_size) * (fshape[4] / to.patch_size);
+      for (const auto& batch_text : omnidp::bench::split_list(batches)) {
+        const auto batch = std::stoi(batch_text);
+        if (batch != 1 && batch != 2)
+          throw omnidp::UsageError("--batch takes 1 and 2, got " + batch_text);
+        const auto both = [&](const torch::Tensor& a, const torch::Tensor& b) {
+          return (batch == 1 ? a : torch::cat({a, b}, 0)).to(device);
+        };
+        hv::TransformerInputs in;
+        in.hidden_states =
+            omnidp::models::randn_cpu({batch, to.in_channels, fshape[2], fshape[3], fshape[4]}, 1)
+                .to(device, dtype);
+        in.timestep = torch::full({batch}, 500.0F).to(device, dtype);
+        in.encoder_hidden_states = both(prompt.embeds, negative.embeds).to(dtype);
+        in.encoder_attention_mask = both(prompt.mask, negative.mask);
+        in.encoder_hidden_states_2 = both(prompt.embeds_2, negative.embeds_2).to(dtype);
+        in.encoder_attention_mask_2 = both(prompt.mask_2, negative.mask_2);
+        for (const bool fused : compare ? std::vector<bool>{true, false} : std::vector<bool>{!eager}) {
+          omnidp::models::set_fused_elementwise(fused);
+          omnidp::models::set_attention_backend(
+              omnidp::models::parse_attention_backend(fused ? attention : std::string("auto")));
+          const auto t = time_it(device, o.warmup, o.repeat, [&] { (void)transformer->forward(in); });
+          const double flops = batch * hv::hv15_forward_flops(to, ftokens, text_tokens);
+          std::cout << "\n[forward] " << whf.text << label << ", batch " << batch
+                    << (batch == 1 ? ", padding dropped, " : ", ragged text (a CFG step), ")
+                    << (strict ? "strict, " : "")
+                    << (fused ? "fused path, attention " + attention
+                              : std::string("eager path, attention auto"))
+                    << "\nvideo_tokens " << ftokens << "\ntext_tokens " << text_tokens << "\n"
+                    << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+                    << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12
+                    << "\n";
+        }
+      }
+      omnidp::models::set_fused_elementwise(!eager);
+      omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
     }
-    omnidp::models::set_fused_elementwise(!eager);
-    omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
-  }
+  };
+  forwards("");
   if (has("decode")) {
     auto vae = pipeline->vae();
     const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
@@ -168,20 +201,38 @@ int run(int argc, char** argv) {
               << " frames" << (vae_tiling ? ", 256x256 tiles" : ", untiled") << "\n"
               << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n";
   }
-  if (has("request")) {
+  // The request's video as uint8 (the pipeline's round(255 x)), for the FP8 PSNR.
+  const auto request = [&](const std::string& label) {
+    torch::Tensor video;
+    if (!has("request")) return video;
     hv::SampleInputs in;
     omnidp::models::set_schedule(in, omnidp::bench::bench_request(sizes.front(), o));
     in.noise = omnidp::models::randn_cpu(shape, 4);
     in.prompt = prompt;
     in.negative = negative;
     const auto t = time_it(device, std::min(o.warmup, 1), o.request_repeat,
-                           [&] { (void)pipeline->sample(in, nullptr); });
+                           [&] { video = pipeline->sample(in, nullptr).video; });
     const int passes = o.guidance != 1.0 ? 2 : 1;
     const double flops = passes * o.steps * hv::hv15_forward_flops(to, tokens, text_tokens);
-    std::cout << "\n[request] " << o.steps << " steps, guidance " << o.guidance << " (" << passes
-              << " forwards per step), VAE decode included\n"
+    std::cout << "\n[request]" << label << " " << o.steps << " steps, guidance " << o.guidance
+              << " (" << (passes == 2 ? "CFG as one batch of 2" : "one forward per step")
+              << "), VAE decode included\n"
               << "seconds_median " << t.median << "\nvideos_per_min " << 60.0 / t.median << "\n"
               << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
+    return (video * 255.0).round().clamp(0, 255).to(torch::kCPU, torch::kUInt8);
+  };
+  const auto reference = request("");
+  if (fp8) {
+    transformer->quantize_fp8();
+    forwards(", fp8");
+    const auto quantized = request(", fp8");
+    if (reference.defined()) {
+      const auto diff = reference.to(torch::kFloat64) - quantized.to(torch::kFloat64);
+      const double mse = diff.pow(2).mean().item<double>();
+      std::cout << "\n[fp8 against " << o.dtype << "] request video\n"
+                << "max_level_diff " << diff.abs().max().item<double>() << "\npsnr_db "
+                << (mse == 0.0 ? INFINITY : 10.0 * std::log10(255.0 * 255.0 / mse)) << "\n";
+    }
   }
   return 0;
 }

@@ -124,6 +124,10 @@ int run(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "debug log lines (e.g. the phases of the model load)");
   bool strict = false;
   app.add_flag("--strict", strict, "determinism.strict: deterministic kernels (its cost)");
+  bool nan_fill = false;
+  app.add_flag("--strict-nan-fill", nan_fill,
+               "with --strict: libtorch's NaN fill of every new tensor back on (strict mode as it "
+               "was before; its cost)");
   bool offload_text_encoder = false;
   app.add_option("--offload-text-encoder", offload_text_encoder,
                  "model.offload_text_encoder for --what generate (the shipped H200 configs: false)")
@@ -182,6 +186,9 @@ int run(int argc, char** argv) {
   auto* pipeline = dynamic_cast<WanPipeline*>(owned.get());
   if (pipeline == nullptr) throw omnidp::UsageError("--model " + model + " is not a Wan pipeline");
   const double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  if (nan_fill) at::globalContext().setDeterministicFillUninitializedMemory(true);
+#endif
   auto transformer = pipeline->transformer();
   if (no_fuse) transformer->unfuse_projections();
   const auto device = pipeline->device();
@@ -194,7 +201,8 @@ int run(int argc, char** argv) {
             << "device " << device.str() << "  dtype " << o.dtype << "  threads "
             << torch::get_num_threads() << "\n"
             << "path " << (eager ? "eager (reference expressions)" : "fused")
-            << (strict ? "  determinism strict" : "") << "  quantization " << quantization << "\n"
+            << (strict ? "  determinism strict" : "") << (nan_fill ? " (NaN fill on)" : "")
+            << "  quantization " << quantization << "\n"
             << "load_seconds " << load_s << "\n"
             << "peak_host_gib " << omnidp::bench::peak_host_gib() << "\n";
 

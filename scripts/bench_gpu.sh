@@ -32,6 +32,13 @@
 #              848x480; HV15_REF_TASKS picks): largest uint8 difference and PSNR. Needs a diffusers source tree in
 #              $DIFFUSERS_SRC (default .device/diffusers/src); then diffusers' own bf16 error on the
 #              diffusers-ref pipeline cases (OMNIDP_SHARED_DIR/fixtures), the yardstick of the bf16 bounds
+#   strict     the cost of determinism.strict on the Wan recipe (forward batch 2, request): strict off; strict;
+#              strict as it was before (libtorch's NaN fill of new tensors on, flash attention: libtorch
+#              refuses cuDNN attention under deterministic algorithms)
+#   hv15-fp8   HunyuanVideo-1.5 forward at 832x480x33 and 848x480x121, batch 1 and 2 (CFG as one batch),
+#              bf16 then FP8; one 832x480x33 request (30 steps, CFG 6) each, the FP8 video's PSNR
+#   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
+#              request, random weights, HV15_QUANT (default none) quantization
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 #   parallel   intra-request layouts on 2, 4 and 8 GPUs (those the machine has; N > GPUs is
 #              skipped): Wan2.2 recipe (832x480x33, 30 steps, CFG 5) and HV15 848x480x121 (30
@@ -49,7 +56,7 @@ parts=${*:-wan request hv15 e2e e2e-strict}
 bin=$build/bin
 out=${BENCH_OUT:-/tmp/omnidp-bench}
 mkdir -p "$out"
-run() { echo; echo "\$ $*"; timeout 420 "$@" 2>&1 | grep -v '^$'; }
+run() { echo; echo "\$ $*"; timeout "${RUN_TIMEOUT:-420}" "$@" 2>&1 | grep -v '^$'; }
 wan=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --verbose)
 hv=("$bin/omni-dp-bench-hv15" --device cuda --dtype bf16)
 for part in $parts; do
@@ -61,6 +68,23 @@ for part in $parts; do
                --request-repeat 3 --cudnn-benchmark off,on ;;
     hv15) run "${hv[@]}" --what forward,request,decode --size 832x480x33,848x480x121 --attention cudnn --compare-eager \
             --repeat 2 --steps 30 --guidance 6 ;;
+    strict)
+      for flags in "" "--strict" "--strict --strict-nan-fill"; do
+        # shellcheck disable=SC2086
+        run "${wan[@]}" $flags --what forward,request --size 832x480x33 --batch 2 --steps 30 --guidance 5 \
+          --attention cudnn --repeat 3 --request-repeat 2
+      done
+      run "${wan[@]}" --strict --strict-nan-fill --what forward --size 832x480x33 --batch 2 --attention flash --repeat 3 ;;
+    hv15-fp8) run "${hv[@]}" --what forward,request --size 832x480x33,848x480x121 --batch 1,2 --attention cudnn \
+                --fp8 --repeat 1 --steps 30 --guidance 6 ;;
+    hv15-121)
+      printf '{"id": "hv15-121", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/hv15-121.jsonl"
+      rm -rf "$out/hv15-121"
+      run "$bin/omni-dp-batch" --config "$root/configs/hv15.yaml" --set model.weights=random --set 'model.path=""' \
+        --set model.attention=cudnn --set model.quantization="${HV15_QUANT:-none}" --set generation.width=848 \
+        --set generation.height=480 --set generation.num_frames=121 --set generation.num_inference_steps=50 \
+        --set generation.guidance_scale=6 --set input.manifest="$out/hv15-121.jsonl" --set output.dir="$out/hv15-121"
+      ;;
     profile)
       run "${wan[@]}" --what forward --size 832x480x33,1280x704x121 --attention cudnn --repeat 2 --profile "$out/wan"
       for trace in "$out"/wan.*.json; do echo; echo "== $trace"; python3 "$root/scripts/profile_summary.py" "$trace" --top 15; done ;;

@@ -961,6 +961,11 @@ std::string to_yaml(const Config& config) {
   YAML::Emitter out;
   out << YAML::BeginMap;
   for (const auto& section : schema()) {
+    // A section with every key unset (runtime without peak_tflops) is left out, not `{}`.
+    if (std::none_of(section.fields.begin(), section.fields.end(),
+                     [&](const FieldSpec& f) { return !f.present || f.present(config); })) {
+      continue;
+    }
     out << YAML::Key << section.key << YAML::Value << YAML::BeginMap;
     for (const auto& f : section.fields) {
       if (f.present && !f.present(config)) continue;

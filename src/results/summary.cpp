@@ -125,7 +125,9 @@ RankLayout rank_layout(const std::string& config_yaml, int world_size) {
     layout.coordinator_works = config.parallel.coordinator_runs_work || layout.world_size == 1;
     layout.runtime = config.runtime;
   } catch (const std::exception&) {  // not a configuration this build reads
-    return RankLayout{layout.world_size};
+    RankLayout fallback;
+    fallback.world_size = layout.world_size;
+    return fallback;
   }
   return layout;
 }

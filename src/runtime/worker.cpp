@@ -78,21 +78,22 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   const std::string numerics = numerics_profile(c_.config);
   while (auto assignment = c_.work.pop()) {
     const Request& req = assignment->request;
-    ResultRecord rec{.id = req.id,
-                     .input_key = req.input_key,
-                     .rank = c_.rank,
-                     .replica = c_.replica,
-                     .host = s_.host,
-                     .device = device,
-                     .frames = req.num_frames,
-                     .height = req.height,
-                     .width = req.width,
-                     .steps = req.num_inference_steps,
-                     .attempt = assignment->attempt,
-                     .numerics = numerics,
-                     .prompt = req.prompt,
-                     .seed = req.seed,
-                     .fps = req.fps};
+    ResultRecord rec;
+    rec.id = req.id;
+    rec.input_key = req.input_key;
+    rec.rank = c_.rank;
+    rec.replica = c_.replica;
+    rec.host = s_.host;
+    rec.device = device;
+    rec.frames = req.num_frames;
+    rec.height = req.height;
+    rec.width = req.width;
+    rec.steps = req.num_inference_steps;
+    rec.attempt = assignment->attempt;
+    rec.numerics = numerics;
+    rec.prompt = req.prompt;
+    rec.seed = req.seed;
+    rec.fps = req.fps;
     if (!req.input_error.empty()) {
       rec.status = RequestStatus::failed;
       rec.error = "input error: " + req.input_error;

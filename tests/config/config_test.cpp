@@ -690,10 +690,11 @@ TEST(ConfigToYaml, RoundTripsAwkwardValues) {
   expect_round_trip(c);
 }
 
-// runtime.peak_tflops: unset (the device table) is left out, a value is written and read back,
-// and --set takes it like any key.
+// runtime.peak_tflops: unset (the device table) is left out, and with it the section, which
+// then has no key; a value is written and read back, and --set takes it like any key.
 TEST(ConfigRuntime, PeakTflopsUnsetSetAndOverridden) {
-  EXPECT_NE(to_yaml(Config{}).find("runtime:\n  {}\n"), std::string::npos) << to_yaml(Config{});
+  EXPECT_EQ(to_yaml(Config{}).find("runtime:"), std::string::npos) << to_yaml(Config{});
+  expect_round_trip(Config{});
   Config c = parse_config_yaml("runtime: {peak_tflops: 756}\n", "a.yaml");
   EXPECT_EQ(c.runtime.peak_tflops, 756.0);
   EXPECT_NE(to_yaml(c).find("runtime:\n  peak_tflops: 756.0\n"), std::string::npos) << to_yaml(c);

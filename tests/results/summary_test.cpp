@@ -10,6 +10,12 @@
 namespace omnidp::results {
 namespace {
 
+RankLayout ranks(int world_size) {
+  RankLayout layout;
+  layout.world_size = world_size;
+  return layout;
+}
+
 TEST(Summary, JsonRoundTripOfEveryField) {
   const RunSummary s = testing::filled_summary();
   testing::ScratchDir dir("summary");
@@ -54,7 +60,7 @@ TEST(Summary, RecomputedFromRows) {
   set(rows[1], 1, 0.0, 20.0, true);
   set(rows[2], 0, 10.0, 30.0, true);
   set(rows[3], 1, 20.0, 5.0, false);
-  const RunSummary s = recompute_summary(rows, RankLayout{2});
+  const RunSummary s = recompute_summary(rows, ranks(2));
   EXPECT_EQ(s.total, 4U);
   EXPECT_EQ(s.completed, 3U);
   EXPECT_EQ(s.failed, 1U);
@@ -153,7 +159,7 @@ TEST(Summary, MfuRecomputedFromRowsWithAConfiguredPeak) {
   set(rows[1], 1, 0.0, 20.0, 1000.0, true);
   set(rows[2], 0, 10.0, 30.0, 0.0, true);    // not counted (a model without a count)
   set(rows[3], 1, 20.0, 5.0, 700.0, false);  // failed: not counted
-  RankLayout layout{2};
+  RankLayout layout = ranks(2);
   layout.runtime.peak_tflops = 100.0;
   const RunSummary s = recompute_summary(rows, layout);
   EXPECT_EQ(s.makespan_s, 40.0);
@@ -178,7 +184,7 @@ TEST(Summary, MfuPeakFromTheRowsDevicesOrNotReported) {
   rows[0].end_time = 4.0;
   rows[0].model_tflop = 1978.8;
   rows[0].device = "cuda:0 (NVIDIA H200)";
-  RunSummary s = recompute_summary(rows, RankLayout{1});
+  RunSummary s = recompute_summary(rows, ranks(1));
   EXPECT_EQ(s.achieved_tflops_per_gpu, 1978.8 / 4.0);
   EXPECT_EQ(s.peak_tflops, 989.4);
   EXPECT_EQ(s.peak_source, "device table (NVIDIA H200)");
@@ -186,7 +192,7 @@ TEST(Summary, MfuPeakFromTheRowsDevicesOrNotReported) {
   EXPECT_EQ(s.makespan_mfu, 1978.8 / (4.0 * 989.4));
 
   rows[0].device = "cpu";
-  s = recompute_summary(rows, RankLayout{1});
+  s = recompute_summary(rows, ranks(1));
   EXPECT_EQ(s.flops_counted, 1U);
   EXPECT_EQ(s.achieved_tflops_per_gpu, 1978.8 / 4.0);
   EXPECT_FALSE(s.peak_tflops.has_value());
@@ -204,7 +210,7 @@ TEST(Summary, MfuPeakFromTheRowsDevicesOrNotReported) {
   EXPECT_EQ(back.achieved_tflops_per_gpu, s.achieved_tflops_per_gpu);
 
   rows.clear();
-  EXPECT_EQ(describe_flops(recompute_summary(rows, RankLayout{1})),
+  EXPECT_EQ(describe_flops(recompute_summary(rows, ranks(1))),
             "not counted (no ok request with a model FLOP count)");
 }
 
@@ -216,7 +222,7 @@ TEST(Summary, MfuCountsEveryGpuOfAGroup) {
   rows[0].seconds = 10.0;
   rows[0].end_time = 10.0;
   rows[0].model_tflop = 400.0;
-  RankLayout layout{4};
+  RankLayout layout = ranks(4);
   layout.cfg_parallel = 2;
   layout.runtime.peak_tflops = 50.0;
   const RunSummary s = recompute_summary(rows, layout);

@@ -7,6 +7,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/snapshot_config.hpp"
@@ -205,6 +206,11 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
     parts.vae = random_vae(vopts, m.weights_seed + 1, dtype, device);
     parts.random_conditioning = true;
   }
+  if (m.quantization == Quantization::fp8) {
+    if (const auto reason = fp8_unsupported(device); !reason.empty())
+      throw ConfigError("model.quantization", "fp8: " + reason);
+    parts.transformer->quantize_fp8();
+  }
   return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
 }
 
@@ -216,6 +222,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.num_layers = 54;
   r.facts.attention_heads = 16;          // a snapshot's transformer/config.json may say otherwise
   r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
+  r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;

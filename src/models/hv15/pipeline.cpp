@@ -2,9 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
@@ -44,6 +46,18 @@ torch::Tensor valid_prefix_mask(std::int64_t length, std::int64_t valid) {
   auto mask = torch::zeros({1, length}, torch::kFloat32);
   mask.slice(1, 0, std::min(valid, length)).fill_(1.0);
   return mask;
+}
+
+// Two batch-1 entries [1, L_i, ...] (or masks [1, L_i]) as one batch [2, max L_i, ...],
+// each zero-padded at the end of dim 1.
+torch::Tensor pad_cat(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto longest = std::max(a.size(1), b.size(1));
+  const auto pad = [longest](const torch::Tensor& t) {
+    std::vector<std::int64_t> widths(2 * static_cast<std::size_t>(t.dim() - 1), 0);
+    widths.back() = longest - t.size(1);  // constant_pad_nd: last dim first, dim 1 last
+    return torch::constant_pad_nd(t, widths);
+  };
+  return torch::cat({pad(a), pad(b)}, 0);
 }
 
 // Diffusers' ClassifierFreeGuidance with guidance_rescale (rescale_noise_cfg).
@@ -295,6 +309,22 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       throw ModelError("guidance_scale != 1 needs negative prompt embeddings");
     uncond_in = text_inputs(in.negative);
   }
+  // CFG as one batch of 2 (the transformer's ragged text layout: each branch attends over its
+  // own valid text); with a sequence group the branches stay two forwards (the Ulysses
+  // exchange would need their text masked).
+  const bool batch_cfg = any_cfg && cfg == nullptr && cond_in.sequence == nullptr;
+  TransformerInputs both_in;
+  if (batch_cfg) {
+    both_in.encoder_hidden_states =
+        pad_cat(cond_in.encoder_hidden_states, uncond_in.encoder_hidden_states);
+    both_in.encoder_attention_mask =
+        pad_cat(cond_in.encoder_attention_mask, uncond_in.encoder_attention_mask);
+    both_in.encoder_hidden_states_2 =
+        pad_cat(cond_in.encoder_hidden_states_2, uncond_in.encoder_hidden_states_2);
+    both_in.encoder_attention_mask_2 =
+        pad_cat(cond_in.encoder_attention_mask_2, uncond_in.encoder_attention_mask_2);
+    both_in.image_embeds = pad_cat(cond_in.image_embeds, uncond_in.image_embeds);
+  }
 
   auto latents = in.noise.to(device_, dtype);
   const auto timesteps = scheduler.timesteps();
@@ -324,6 +354,15 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       } else {
         noise_pred = broadcast(*cfg, noise_pred, 0);
       }
+      latents = scheduler.step(noise_pred, i, latents);
+      if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
+      continue;
+    }
+    if (guided && batch_cfg) {
+      both_in.hidden_states = torch::cat({model_input, model_input}, 0);
+      both_in.timestep = t.expand({2});
+      const auto pred = transformer->forward(both_in).chunk(2, 0);
+      noise_pred = apply_guidance(pred[0], pred[1], in.guidance_scale, parts_.guidance);
       latents = scheduler.step(noise_pred, i, latents);
       if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
       continue;

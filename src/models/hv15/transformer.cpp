@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <utility>
@@ -181,10 +182,22 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::strin
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto up =
-      tanh_gelu_ ? linear_gelu_tanh(x, proj_->weight, proj_->bias) : torch::silu(proj_(x));
+  torch::Tensor up;
+  if (!tanh_gelu_) {
+    up = torch::silu(proj_(x));
+  } else if (proj_->fp8().defined()) {  // the FP8 GEMM has no GELU epilogue
+    up = torch::gelu(proj_(x), "tanh");
+  } else {
+    up = linear_gelu_tanh(x, proj_->weight, proj_->bias);
+  }
   if (tensor_group_ == nullptr) return out_(up);
-  return row_parallel_linear(tensor_group_, up, out_->weight, out_->bias);
+  const auto y = reduce_partial(tensor_group_, out_->matmul(up));
+  return out_->bias.defined() ? y + out_->bias : y;
+}
+
+void FeedForwardImpl::quantize_fp8() {
+  proj_->quantize_fp8();
+  out_->quantize_fp8();
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
@@ -266,6 +279,7 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
     const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
     const torch::Tensor& cv, const torch::Tensor& text_key_mask) {
   check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
+  // (The ragged layout's text keys come here as their mask: the same keys.)
   const auto qkv = tokens_to_heads(sequence, {q, k, v});  // [B, padded, H/P, D]
   const auto n = sequence.tokens;
   const auto np = sequence.padded();
@@ -296,8 +310,7 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const t
                                                                          const torch::Tensor& text) {
   if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
   const auto n = video.size(1);
-  const auto partial = torch::cat(
-      {torch::linear(video, to_out_->weight), torch::linear(text, to_add_out_->weight)}, 1);
+  const auto partial = torch::cat({to_out_->matmul(video), to_add_out_->matmul(text)}, 1);
   const auto summed = reduce_partial(tensor_group_, partial);
   return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
 }
@@ -322,7 +335,7 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
 }
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
-    const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
+    const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
     const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence) {
   auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), cos, sin);
   auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), cos, sin);
@@ -330,16 +343,38 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
-  if (sequence.active()) return sequence_parallel(sequence, q, k, v, cq, ck, cv, text_key_mask);
+  if (sequence.active()) return sequence_parallel(sequence, q, k, v, cq, ck, cv, text.mask);
+  const auto n = x.size(1);
+  if (!text.lengths.empty()) {  // ragged: each entry over its own valid text, no mask
+    const auto lt = context.size(1);
+    std::vector<torch::Tensor> video;
+    std::vector<torch::Tensor> words;
+    for (std::int64_t b = 0; b < x.size(0); ++b) {
+      const auto t = text.lengths[static_cast<std::size_t>(b)];
+      const auto joint = [&](const torch::Tensor& a, const torch::Tensor& c) {
+        return torch::cat({a.narrow(0, b, 1), c.narrow(0, b, 1).narrow(1, 0, t)}, 1);
+      };
+      const auto out = masked_attention(joint(q, cq), joint(k, ck), joint(v, cv), {});
+      video.push_back(out.narrow(1, 0, n));
+      words.push_back(
+          torch::constant_pad_nd(out.narrow(1, n, t), {0, 0, 0, lt - t}));  // padding rows: 0
+    }
+    return project_out(torch::cat(video, 0), torch::cat(words, 0));
+  }
   torch::Tensor mask;
-  if (text_key_mask.defined()) {
-    mask =
-        torch::cat({torch::ones({x.size(0), x.size(1)}, text_key_mask.options()), text_key_mask}, 1);
+  if (text.mask.defined()) {
+    mask = torch::cat({torch::ones({x.size(0), x.size(1)}, text.mask.options()), text.mask}, 1);
   }
   const auto out =
       masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1), torch::cat({v, cv}, 1), mask);
-  const auto n = x.size(1);
   return project_out(out.slice(1, 0, n), out.slice(1, n));
+}
+
+void JointAttentionImpl::quantize_fp8() {
+  for (auto* l :
+       {&to_q_, &to_k_, &to_v_, &add_q_proj_, &add_k_proj_, &add_v_proj_, &to_out_, &to_add_out_}) {
+    (*l)->quantize_fp8();
+  }
 }
 
 DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim,
@@ -359,9 +394,15 @@ void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
   ff_context_->set_tensor_group(group);
 }
 
+void DoubleStreamBlockImpl::quantize_fp8() {
+  attn_->quantize_fp8();
+  ff_->quantize_fp8();
+  ff_context_->quantize_fp8();
+}
+
 std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
     const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-    const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin,
+    const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
     const SequenceShard& sequence) {
   const auto act = torch::silu(temb);
   // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, each a
@@ -382,7 +423,7 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
   const auto flat = [&](const torch::Tensor& t) { return t.reshape({batch, -1, dim_}); };
   const auto nx = modulated_layer_norm(g(x), m[0], m[1], 1e-6, dtype);
   const auto nc = modulated_layer_norm(g(context), c[0], c[1], 1e-6, dtype);
-  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text_key_mask, cos, sin, sequence);
+  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text, cos, sin, sequence);
   auto h = gated_residual(g(x), g(attn_out), m[2], dtype);
   auto e = gated_residual(g(context), g(ctx_out), c[2], dtype);
   h = gated_residual(h, g(ff_(flat(modulated_layer_norm(h, m[3], m[4], 1e-6, dtype)))), m[5], dtype);
@@ -513,7 +554,8 @@ void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs&
 }
 
 HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelImpl::build_context(
-    const TransformerInputs& in, const torch::Tensor& timestep, bool drop) {
+    const TransformerInputs& in, const torch::Tensor& timestep, TextPadding layout) {
+  if (layout == TextPadding::ragged) return ragged_context(in, timestep);
   const auto dtype = proj_out_->weight.scalar_type();
   const auto device = proj_out_->weight.device();
   const auto b = in.hidden_states.size(0);
@@ -536,7 +578,7 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
     return image_norm_out_(image_l2_(torch::gelu(image_l1_(image_norm_in_(x)))));
   };
 
-  if (drop) {
+  if (layout == TextPadding::drop) {
     // Batch 1: keep only the valid tokens, in the reference's order.
     std::vector<torch::Tensor> parts;
     if (!is_t2v) parts.push_back(image_mlp(in.image_embeds.to(device, dtype)) + cond(2));
@@ -546,7 +588,7 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
     if (qidx.numel() == 0) throw ModelError("encoder_attention_mask has no valid token");
     const auto qvalid = qwen.index_select(1, qidx);
     parts.push_back(context_embedder_(qvalid, timestep, torch::Tensor()) + cond(0));
-    return {torch::cat(parts, 1), torch::Tensor()};
+    return {torch::cat(parts, 1), {}};
   }
 
   // Reference layout: [valid image, valid byT5, valid Qwen, invalid image, invalid byT5
@@ -574,7 +616,40 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
       std::get<1>(torch::sort(all_valid.logical_not().to(torch::kInt), /*stable=*/true, 1, false));
   const auto gathered =
       all_tokens.gather(1, order.unsqueeze(-1).expand({b, order.size(1), all_tokens.size(2)}));
-  return {gathered, all_valid.gather(1, order)};
+  return {gathered, {all_valid.gather(1, order), {}}};
+}
+
+// Every entry's valid tokens as the drop layout builds them for batch 1, zero-padded at the end
+// to the longest; the mask says the same for the sequence-parallel path.
+HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelImpl::ragged_context(
+    const TransformerInputs& in, const torch::Tensor& timestep) {
+  const auto b = in.hidden_states.size(0);
+  const auto entry = [b](const torch::Tensor& t, std::int64_t i) {
+    return t.defined() && t.dim() > 0 && t.size(0) == b ? t.narrow(0, i, 1) : t;
+  };
+  std::vector<torch::Tensor> tokens;
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t i = 0; i < b; ++i) {
+    TransformerInputs one;
+    one.hidden_states = entry(in.hidden_states, i);
+    one.encoder_hidden_states = entry(in.encoder_hidden_states, i);
+    one.encoder_attention_mask = entry(in.encoder_attention_mask, i);
+    one.encoder_hidden_states_2 = entry(in.encoder_hidden_states_2, i);
+    one.encoder_attention_mask_2 = entry(in.encoder_attention_mask_2, i);
+    one.image_embeds = entry(in.image_embeds, i);
+    tokens.push_back(build_context(one, timestep.narrow(0, i, 1), TextPadding::drop).tokens);
+    lengths.push_back(tokens.back().size(1));
+  }
+  const auto longest = *std::max_element(lengths.begin(), lengths.end());
+  auto mask = torch::zeros({b, longest},
+                           torch::TensorOptions().dtype(torch::kBool).device(timestep.device()));
+  for (std::int64_t i = 0; i < b; ++i) {
+    const auto t = lengths[static_cast<std::size_t>(i)];
+    tokens[static_cast<std::size_t>(i)] =
+        torch::constant_pad_nd(tokens[static_cast<std::size_t>(i)], {0, 0, 0, longest - t});
+    mask[i].narrow(0, 0, t).fill_(true);
+  }
+  return {torch::cat(tokens, 0), {mask, std::move(lengths)}};
 }
 
 torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in) {
@@ -612,10 +687,12 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
     x = x_embedder_(x_in).flatten(2).transpose(1, 2);
   }
 
-  const bool drop = padding_ == TextPadding::drop || (padding_ == TextPadding::automatic && b == 1);
-  if (drop && b != 1)
+  const auto layout = padding_ != TextPadding::automatic ? padding_
+                      : b == 1                           ? TextPadding::drop
+                                                         : TextPadding::ragged;
+  if (layout == TextPadding::drop && b != 1)
     throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
-  auto [context, key_mask] = build_context(in, timestep, drop);
+  auto [context, keys] = build_context(in, timestep, layout);
 
   // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
   const SequenceShard seq = make_sequence_shard(in.sequence, x.size(1));
@@ -631,7 +708,7 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   // 3. Double-stream blocks.
   for (const auto& block : *blocks_) {
     std::tie(x, context) =
-        block->as<DoubleStreamBlock>()->forward(x, context, temb, key_mask, cos, sin, seq);
+        block->as<DoubleStreamBlock>()->forward(x, context, temb, keys, cos, sin, seq);
   }
 
   // 4. Output head (AdaLayerNormContinuous: scale first, then shift).
@@ -642,6 +719,10 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   x = x.reshape({b, pf, ph, pw, -1, o.patch_size_t, o.patch_size, o.patch_size});
   x = x.permute({0, 4, 1, 5, 2, 6, 3, 7});
   return x.reshape({b, x.size(1), pf * o.patch_size_t, ph * o.patch_size, pw * o.patch_size});
+}
+
+void HunyuanVideo15Transformer3DModelImpl::quantize_fp8() {
+  for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->quantize_fp8();
 }
 
 }  // namespace omnidp::models::hv15

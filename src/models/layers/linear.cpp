@@ -27,7 +27,13 @@ void LinearImpl::reset() {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
-  return linear_bias(x, weight, bias);
+  return fp8_.defined() ? fp8_linear(x, fp8_, bias) : linear_bias(x, weight, bias);
 }
+
+torch::Tensor LinearImpl::matmul(const torch::Tensor& x) const {
+  return linear_or_fp8(x, weight, fp8_);
+}
+
+void LinearImpl::quantize_fp8() { fp8_ = quantize_fp8_weight(weight); }
 
 }  // namespace omnidp::models

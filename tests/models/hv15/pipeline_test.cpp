@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -178,7 +179,8 @@ TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
 
 // CFG-parallel on two threads (in-process collectives), with guidance on the first half of
 // the steps only (guider stop 0.5): the guided steps exchange both branches, the others run on
-// rank 0 and are broadcast; both ranks end on the single run's latents, bit for bit.
+// rank 0 and are broadcast; both ranks end on the same latents, bit for bit, and on the single
+// run's (its CFG as one batch of 2) up to float rounding.
 TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
   const auto make = [] {
     hv::PipelineParts parts;
@@ -209,8 +211,11 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
         got[static_cast<std::size_t>(r)] = pipeline->denoise(in, &ctx);
       },
       omnidp::runtime::replica_group_name(0, {0, 1}));
-  EXPECT_TRUE(torch::equal(got[0], want));
-  EXPECT_TRUE(torch::equal(got[1], want));
+  // Both ranks hold the same latents; each ran its branch at batch 1, the single run both as one
+  // ragged batch of 2 (CFG batched): the same up to float rounding.
+  EXPECT_TRUE(torch::equal(got[0], got[1]));
+  EXPECT_LT((got[0] - want).abs().max().item<double>(),
+            1e-5 * std::max(1.0, want.abs().max().item<double>()));
   // The guided steps matter: without guidance the latents differ.
   in.guidance_scale = 1.0;
   EXPECT_FALSE(torch::equal(single->denoise(in, nullptr), want));

@@ -124,7 +124,34 @@ TEST(Hv15Transformer, PaddingValuesDoNotMatter) {
   EXPECT_GT(max_diff(before, model->forward(in)), 1e-3);
 }
 
-TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
+namespace {
+// A batch of two entries with their own text padding (CFG's prompt and negative prompt) in the
+// masked and the ragged layout (automatic picks ragged) equals each entry alone (dropped).
+void expect_batch_equals_entries(hv::HunyuanVideo15Transformer3DModel& model,
+                                 const hv::TransformerInputs& in, double tolerance) {
+  for (const auto padding :
+       {hv::TextPadding::mask, hv::TextPadding::ragged, hv::TextPadding::automatic}) {
+    model->set_text_padding(padding);
+    const auto batched = model->forward(in);
+    model->set_text_padding(hv::TextPadding::drop);
+    for (std::int64_t b = 0; b < 2; ++b) {
+      hv::TransformerInputs one;
+      one.hidden_states = in.hidden_states.slice(0, b, b + 1);
+      one.timestep = in.timestep.slice(0, b, b + 1);
+      one.encoder_hidden_states = in.encoder_hidden_states.slice(0, b, b + 1);
+      one.encoder_attention_mask = in.encoder_attention_mask.slice(0, b, b + 1);
+      one.encoder_hidden_states_2 = in.encoder_hidden_states_2.slice(0, b, b + 1);
+      one.encoder_attention_mask_2 = in.encoder_attention_mask_2.slice(0, b, b + 1);
+      if (in.image_embeds.defined()) one.image_embeds = in.image_embeds.slice(0, b, b + 1);
+      const auto single = model->forward(one);
+      EXPECT_LT(max_diff(batched.slice(0, b, b + 1), single), tolerance)
+          << "sample " << b << ", padding " << static_cast<int>(padding);
+    }
+  }
+}
+}  // namespace
+
+TEST(Hv15Transformer, BatchWithItsOwnPaddingPerSampleEqualsEachSampleAlone) {
   OMNIDP_REQUIRE_FIXTURES();
   torch::NoGradGuard no_grad;
   auto model = random_model();
@@ -134,21 +161,7 @@ TEST(Hv15Transformer, MaskedBatchEqualsPerSampleBatchOne) {
   in.encoder_attention_mask[1].slice(0, 4).zero_();
   in.encoder_attention_mask_2[1].zero_();
   in.timestep[1] = 20.0F;
-  model->set_text_padding(hv::TextPadding::mask);
-  const auto batched = model->forward(in);
-  model->set_text_padding(hv::TextPadding::drop);
-  for (std::int64_t b = 0; b < 2; ++b) {
-    hv::TransformerInputs one;
-    one.hidden_states = in.hidden_states.slice(0, b, b + 1);
-    one.timestep = in.timestep.slice(0, b, b + 1);
-    one.encoder_hidden_states = in.encoder_hidden_states.slice(0, b, b + 1);
-    one.encoder_attention_mask = in.encoder_attention_mask.slice(0, b, b + 1);
-    one.encoder_hidden_states_2 = in.encoder_hidden_states_2.slice(0, b, b + 1);
-    one.encoder_attention_mask_2 = in.encoder_attention_mask_2.slice(0, b, b + 1);
-    one.image_embeds = in.image_embeds.slice(0, b, b + 1);
-    const auto single = model->forward(one);
-    EXPECT_LT(max_diff(batched.slice(0, b, b + 1), single), 2e-5) << "sample " << b;
-  }
+  expect_batch_equals_entries(model, in, 2e-5);
 }
 
 TEST(Hv15Transformer, DropNeedsBatchOne) {
@@ -253,10 +266,42 @@ hv::HunyuanVideo15Transformer3DModel four_head_model(hv::TextPadding padding) {
   return model;
 }
 
+// The same without fixtures: T2V prompt and negative prompt of different valid lengths, the
+// negative without glyph tokens (CFG's batch of 2).
+TEST(Hv15Transformer, CfgBatchInTheRaggedLayoutEqualsTwoForwards) {
+  torch::NoGradGuard no_grad;
+  auto model = four_head_model(hv::TextPadding::automatic);
+  auto in = random_inputs(model->options(), 2, false, 17);
+  in.encoder_attention_mask[0].fill_(1.0);
+  in.encoder_attention_mask[0].slice(0, 6).zero_();
+  in.encoder_attention_mask[1].fill_(1.0);
+  in.encoder_attention_mask[1].slice(0, 2).zero_();
+  in.encoder_attention_mask_2[1].zero_();
+  in.timestep[1] = in.timestep[0];
+  expect_batch_equals_entries(model, in, 2e-5);
+}
+
+// model.quantization fp8 quantizes the blocks' projections on a GPU only: on the CPU a
+// ModelError with the reason, and the model still runs unquantized.
+TEST(Hv15Transformer, Fp8NeedsAGpu) {
+  torch::NoGradGuard no_grad;
+  auto model = four_head_model(hv::TextPadding::automatic);
+  const auto in = random_inputs(model->options(), 1, false, 3);
+  const auto before = model->forward(in);
+  try {
+    model->quantize_fp8();
+    FAIL() << "no ModelError";
+  } catch (const omnidp::ModelError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model.quantization fp8: " + omnidp::models::fp8_unsupported(torch::kCPU));
+  }
+  EXPECT_TRUE(torch::equal(model->forward(in), before));
+}
+
 TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) {
   torch::NoGradGuard no_grad;  // inference, as the worker runs it (and the group's threads)
   const auto o = four_head_options();
-  for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop}) {
+  for (const auto padding : {hv::TextPadding::mask, hv::TextPadding::drop, hv::TextPadding::ragged}) {
     for (const bool with_image : {false, true}) {
       // 2 x 4 x 6 latent = 48 tokens; hidden 2 x 5 x 3 = 30 for 4 ranks: 8 each, 2 padded.
       for (const auto& grid :
@@ -284,8 +329,7 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
             ASSERT_EQ(got[i].sizes(), want.sizes());
             EXPECT_LT(max_diff(got[i], want), 1e-4)
                 << ranks << " ranks, rank " << r << ", grid " << grid[1] << "x" << grid[2]
-                << (padding == hv::TextPadding::mask ? ", masked" : ", dropped")
-                << (with_image ? ", image" : "");
+                << ", padding " << static_cast<int>(padding) << (with_image ? ", image" : "");
             EXPECT_TRUE(torch::equal(got[0], got[i]));
           }
         }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
@@ -58,14 +59,25 @@ struct TransformerOptions {
                                                     const std::string& origin);
 };
 
-// How padded text tokens are handled (both give the same video-token outputs; see
+// How padded text tokens are handled (all give the same video-token outputs; see
 // docs/models.md "HunyuanVideo-1.5"):
 //   mask: the reference layout [valid image, valid byT5, valid Qwen, padding] with padding
 //         masked as keys and its query rows zeroed; works for any batch size.
 //   drop: padded tokens are removed before the refiner and the blocks (batch 1 only): no mask,
 //         shorter sequences, the fused attention kernels apply.
-//   automatic: drop for batch 1, mask otherwise.
-enum class TextPadding { automatic, mask, drop };
+//   ragged: every batch entry keeps only its valid tokens (as drop), padded at the end to the
+//         longest entry's count; the blocks run batched and the joint attention per entry over
+//         its valid tokens (no mask): CFG's two branches as one batch of 2.
+//   automatic: drop for batch 1, ragged otherwise.
+enum class TextPadding { automatic, mask, drop, ragged };
+
+// Which text tokens of a [B, Lt] text stream the joint attention sees: `mask` [B, Lt] bool
+// (undefined: all valid) or, in the ragged layout, `lengths`: entry b's valid text is its first
+// lengths[b] tokens (the rest is padding, whose outputs are zero).
+struct TextKeys {
+  torch::Tensor mask;
+  std::vector<std::int64_t> lengths;
+};
 
 // The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
 struct TransformerInputs {
@@ -106,6 +118,8 @@ class FeedForwardImpl : public torch::nn::Module {
                   std::int64_t shards = 1);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
+  // Both layers' weights to FP8 (LinearImpl::quantize_fp8).
+  void quantize_fp8();
 
  private:
   Linear proj_{nullptr};
@@ -159,7 +173,7 @@ class TokenRefinerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TokenRefiner);
 
-// Joint attention of a double-stream block. `text_key_mask` [B, Lt] bool or undefined;
+// Joint attention of a double-stream block. `text` says which text tokens are keys;
 // (cos, sin) are the video tokens' RoPE tables. With an active `sequence` shard, x (and cos,
 // sin) are this rank's video tokens: they are exchanged to this rank's head shard of every
 // token, the replicated text's q/k/v are head-sliced locally, and the text output is gathered
@@ -171,8 +185,10 @@ class JointAttentionImpl : public torch::nn::Module {
   JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard = {});
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
-      const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& text_key_mask,
+      const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
       const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
+  // The eight projections' weights to FP8 (LinearImpl::quantize_fp8); the norms stay.
+  void quantize_fp8();
 
  private:
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
@@ -198,8 +214,10 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-      const torch::Tensor& text_key_mask, const torch::Tensor& cos, const torch::Tensor& sin,
+      const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
       const SequenceShard& sequence = {});
+  // Attention and both FFNs to FP8; the AdaLN modulation projections stay bf16.
+  void quantize_fp8();
 
  private:
   Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
@@ -229,16 +247,22 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const TransformerInputs& inputs);
 
   [[nodiscard]] const TransformerOptions& options() const noexcept { return options_; }
+  // model.quantization fp8 (docs/models.md, "FP8"): every double-stream block's attention
+  // projections and FFN layers to W8A8 FP8 GEMMs; the embedders, the token refiner, the
+  // modulation and the output head stay in the weights' dtype. Once, after the weights are
+  // loaded; ModelError where fp8_unsupported() (the CPU, libtorch < 2.5).
+  void quantize_fp8();
   void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
 
  private:
   struct Context {
-    torch::Tensor tokens;    // [B, Lc, D]
-    torch::Tensor key_mask;  // [B, Lc] bool, or undefined when every token is valid
+    torch::Tensor tokens;  // [B, Lc, D]
+    TextKeys keys;
   };
   [[nodiscard]] Context build_context(const TransformerInputs& in, const torch::Tensor& timestep,
-                                      bool drop);
+                                      TextPadding layout);
+  [[nodiscard]] Context ragged_context(const TransformerInputs& in, const torch::Tensor& timestep);
   void check_inputs(const TransformerInputs& in) const;
 
   TransformerOptions options_;

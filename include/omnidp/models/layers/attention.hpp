@@ -13,7 +13,9 @@ namespace omnidp::models {
 
 // q: [B, H, Lq, D], k and v: [B, H, Lk, D]. mask: optional, broadcastable to [B, H, Lq, Lk];
 // bool (true = attend) or additive float. Returns [B, H, Lq, D] in q's dtype.
-// scale defaults to 1/sqrt(D).
+// scale defaults to 1/sqrt(D). Under determinism.strict with the cuDNN family chosen, the
+// cuDNN kernel is called directly (libtorch's dispatch refuses it under deterministic
+// algorithms for its backward's sake; the forward is deterministic).
 [[nodiscard]] torch::Tensor scaled_dot_product_attention(
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const std::optional<torch::Tensor>& mask = std::nullopt,
