@@ -190,9 +190,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   } else {
     up = linear_gelu_tanh(x, proj_->weight, proj_->bias);
   }
-  if (tensor_group_ == nullptr) return out_(up);
-  const auto y = reduce_partial(tensor_group_, out_->matmul(up));
-  return out_->bias.defined() ? y + out_->bias : y;
+  return row_parallel_linear(tensor_group_, up, *out_);
 }
 
 void FeedForwardImpl::quantize_fp8() {

@@ -33,6 +33,13 @@ torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tenso
   return bias.defined() ? y + bias : y;
 }
 
+torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
+                                  const LinearImpl& layer) {
+  if (group == nullptr) return layer.forward(x);
+  const auto y = all_reduce_sum(*group, layer.matmul(x));
+  return layer.bias.defined() ? y + layer.bias : y;
+}
+
 torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
                                     const torch::Tensor& weight, double eps,
                                     const torch::Tensor& freqs, std::int64_t head_dim,

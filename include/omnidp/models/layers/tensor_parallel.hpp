@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "omnidp/models/layers/linear.hpp"
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
@@ -38,6 +39,10 @@ struct TensorShard {
 [[nodiscard]] torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
                                                 const torch::Tensor& weight,
                                                 const torch::Tensor& bias);
+// The same for a Linear layer (its FP8 GEMM once quantized): reduce_partial(layer.matmul(x)) +
+// layer.bias; with a null group layer.forward(x).
+[[nodiscard]] torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
+                                                const LinearImpl& layer);
 
 // rms_norm_rope (layers/fused.hpp) of x [B, L, D/n], this rank's columns of an RMSNorm over
 // `full_dim` = D columns split over the group (Wan's norm across all heads): the float32 sums
