@@ -354,27 +354,21 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       } else {
         noise_pred = broadcast(*cfg, noise_pred, 0);
       }
-      latents = scheduler.step(noise_pred, i, latents);
-      if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
-      continue;
-    }
-    if (guided && batch_cfg) {
+    } else if (guided && batch_cfg) {
       both_in.hidden_states = torch::cat({model_input, model_input}, 0);
       both_in.timestep = t.expand({2});
       const auto pred = transformer->forward(both_in).chunk(2, 0);
       noise_pred = apply_guidance(pred[0], pred[1], in.guidance_scale, parts_.guidance);
-      latents = scheduler.step(noise_pred, i, latents);
-      if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
-      continue;
-    }
-    cond_in.hidden_states = model_input;
-    cond_in.timestep = t;
-    noise_pred = transformer->forward(cond_in);
-    if (guided) {
-      uncond_in.hidden_states = model_input;
-      uncond_in.timestep = t;
-      const auto uncond = transformer->forward(uncond_in);
-      noise_pred = apply_guidance(noise_pred, uncond, in.guidance_scale, parts_.guidance);
+    } else {
+      cond_in.hidden_states = model_input;
+      cond_in.timestep = t;
+      noise_pred = transformer->forward(cond_in);
+      if (guided) {
+        uncond_in.hidden_states = model_input;
+        uncond_in.timestep = t;
+        const auto uncond = transformer->forward(uncond_in);
+        noise_pred = apply_guidance(noise_pred, uncond, in.guidance_scale, parts_.guidance);
+      }
     }
     latents = scheduler.step(noise_pred, i, latents);
     if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
