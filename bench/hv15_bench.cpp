@@ -74,6 +74,12 @@ int run(int argc, char** argv) {
                "after the measurements in the weights' dtype, quantize the transformer to FP8 "
                "(model.quantization fp8) and repeat forward and request; prints the request "
                "video's PSNR against the unquantized one (uint8, peak 255, as omni-dp-compare)");
+  std::string fp8_plans = "fast:0";
+  app.add_option("--fp8-plans", fp8_plans,
+                 "with --fp8: comma list of ACCUMULATION:EDGE plans, each measured in turn "
+                 "(ACCUMULATION fast | exact, EDGE the blocks kept bf16 at each end of the stack; "
+                 "hv15::Fp8Plan)")
+      ->capture_default_str();
   std::string attention = "auto";
   app.add_option("--attention", attention,
                  "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math")
@@ -222,14 +228,25 @@ int run(int argc, char** argv) {
     return (video * 255.0).round().clamp(0, 255).to(torch::kCPU, torch::kUInt8);
   };
   const auto reference = request("");
-  if (fp8) {
-    transformer->quantize_fp8();
-    forwards(", fp8");
-    const auto quantized = request(", fp8");
+  for (const auto& plan_text :
+       fp8 ? omnidp::bench::split_list(fp8_plans) : std::vector<std::string>{}) {
+    const auto colon = plan_text.find(':');
+    const auto accumulation = plan_text.substr(0, colon);
+    hv::Fp8Plan plan;
+    if (colon == std::string::npos || (accumulation != "fast" && accumulation != "exact"))
+      throw omnidp::UsageError("--fp8-plans takes fast:N or exact:N, got " + plan_text);
+    plan.accumulation = accumulation == "fast" ? omnidp::models::Fp8Accumulation::fast
+                                               : omnidp::models::Fp8Accumulation::exact;
+    plan.bf16_edge_blocks = std::stoll(plan_text.substr(colon + 1));
+    transformer->quantize_fp8(plan);
+    const auto label = ", fp8 " + accumulation + " accumulation, " +
+                       std::to_string(plan.bf16_edge_blocks) + " bf16 blocks at each end";
+    forwards(label);
+    const auto quantized = request(label);
     if (reference.defined()) {
       const auto diff = reference.to(torch::kFloat64) - quantized.to(torch::kFloat64);
       const double mse = diff.pow(2).mean().item<double>();
-      std::cout << "\n[fp8 against " << o.dtype << "] request video\n"
+      std::cout << "\n[fp8 against " << o.dtype << "] request video" << label << "\n"
                 << "max_level_diff " << diff.abs().max().item<double>() << "\npsnr_db "
                 << (mse == 0.0 ? INFINITY : 10.0 * std::log10(255.0 * 255.0 / mse)) << "\n";
     }

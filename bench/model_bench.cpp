@@ -27,6 +27,7 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/cuda_kernels.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/sample_schedule.hpp"
@@ -78,7 +79,7 @@ int run(int argc, char** argv) {
   int text_tokens = 512;
   bool scalar_timestep = false;
   bool no_fuse = false;
-  int decode_chunk = 1;
+  std::string decode_chunks = "1";
   std::string batch_list = "1";
   std::string vae_layout = "channels-last";
   int profile_steps = 3;
@@ -93,7 +94,9 @@ int run(int argc, char** argv) {
                "first size only), decode",
        .guidance = "CFG scale of the full request (<= 1: no CFG)"});
   app.add_option("--text-tokens", text_tokens, "text context length")->capture_default_str();
-  app.add_option("--decode-chunk", decode_chunk, "latent frames per VAE decode step")
+  app.add_option("--decode-chunk", decode_chunks,
+                 "latent frames per VAE decode step, a comma list (each timed; the largest "
+                 "difference from the first one's video printed)")
       ->capture_default_str();
   app.add_option("--batch", batch_list, "forward batch sizes, a comma list (2 = a CFG step)")
       ->capture_default_str();
@@ -299,13 +302,31 @@ int run(int argc, char** argv) {
       const auto z = omnidp::models::randn_cpu(shape, 3).to(device, vae->dtype());
       for (const auto& layout : layouts) {
         vae->set_channels_last(layout == "channels-last");
-        const auto decode = [&] { (void)vae->decode(z, decode_chunk); };
-        const auto t = time_it(device, std::min(o.warmup, 1), o.repeat, decode);
-        std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames
-                  << " frames, chunk " << decode_chunk << ", weights " << layout
-                  << "\nseconds_median " << t.median << "\nseconds_min " << t.min << "\n";
-        if (!profile.empty())
-          profile_to(profile + ".decode." + sz.text + "." + layout + ".json", device, decode);
+        torch::Tensor first;
+        for (const auto& chunk_text : omnidp::bench::split_list(decode_chunks)) {
+          const auto chunk = std::stoll(chunk_text);
+          torch::Tensor video;
+          const auto decode = [&] { video = vae->decode(z, chunk); };
+          omnidp::models::cuda_reset_peak_memory();
+          const auto t = time_it(device, std::min(o.warmup, 1), o.repeat, decode);
+          const double peak_gib = omnidp::models::cuda_peak_allocated_gib();
+          std::cout << "\n[decode] " << shape[2] << " latent frames -> " << sz.frames
+                    << " frames, chunk " << chunk << ", weights " << layout << "\nseconds_median "
+                    << t.median << "\nseconds_min " << t.min << "\n";
+          if (peak_gib >= 0) std::cout << "peak_gpu_allocated_gib " << peak_gib << "\n";
+          if (first.defined()) {
+            std::cout << "max_abs_diff_from_chunk_"
+                      << decode_chunks.substr(0, decode_chunks.find(',')) << " "
+                      << (video - first).abs().max().item<double>() << "\n";
+          } else {
+            first = video;
+          }
+          if (!profile.empty()) {
+            profile_to(
+                profile + ".decode." + sz.text + "." + layout + ".chunk" + chunk_text + ".json",
+                device, decode);
+          }
+        }
       }
     }
   }

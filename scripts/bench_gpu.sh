@@ -37,6 +37,10 @@
 #              refuses cuDNN attention under deterministic algorithms)
 #   hv15-fp8   HunyuanVideo-1.5 forward at 832x480x33 and 848x480x121, batch 1 and 2 (CFG as one batch),
 #              bf16 then FP8; one 832x480x33 request (30 steps, CFG 6) each, the FP8 video's PSNR
+#   hv15-fp8-batch  HunyuanVideo-1.5 t2v at 832x480x33 (30 steps, CFG 6), random weights, one video in bf16 and
+#              one in model.quantization fp8 through omni-dp-batch, compared by omni-dp-compare --min-psnr 35
+#   vae-chunk  the Wan VAE decode at 832x480x33 and 1280x704x121 with 1, 2, 3 and 5 latent frames per causal
+#              step (VAE_CHUNKS), time, peak GPU memory and the largest difference from the first chunking
 #   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
 #              request, random weights, HV15_QUANT (default none) quantization
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
@@ -77,6 +81,18 @@ for part in $parts; do
       run "${wan[@]}" --strict --strict-nan-fill --what forward --size 832x480x33 --batch 2 --attention flash --repeat 3 ;;
     hv15-fp8) run "${hv[@]}" --what forward,request --size 832x480x33,848x480x121 --batch 1,2 --attention cudnn \
                 --fp8 --repeat 1 --steps 30 --guidance 6 ;;
+    hv15-fp8-batch)
+      printf '{"id": "fox", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/hv15-fp8.jsonl"
+      for q in none fp8; do
+        rm -rf "$out/hv15-fp8-$q"
+        run "$bin/omni-dp-batch" --config "$root/configs/hv15.yaml" --set model.weights=random --set 'model.path=""' \
+          --set model.attention=cudnn --set model.quantization=$q --set generation.width=832 \
+          --set generation.height=480 --set generation.num_frames=33 --set generation.num_inference_steps=30 \
+          --set generation.guidance_scale=6 --set input.manifest="$out/hv15-fp8.jsonl" --set output.dir="$out/hv15-fp8-$q"
+      done
+      run "$bin/omni-dp-compare" "$out/hv15-fp8-none" "$out/hv15-fp8-fp8" --min-psnr 35 ;;
+    vae-chunk) run "${wan[@]}" --what decode --size 832x480x33,1280x704x121 --decode-chunk "${VAE_CHUNKS:-1,2,3,5}" \
+                 --repeat 3 ;;
     hv15-121)
       printf '{"id": "hv15-121", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/hv15-121.jsonl"
       rm -rf "$out/hv15-121"

@@ -193,9 +193,9 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   return row_parallel_linear(tensor_group_, up, *out_);
 }
 
-void FeedForwardImpl::quantize_fp8() {
-  proj_->quantize_fp8();
-  out_->quantize_fp8();
+void FeedForwardImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  proj_->set_fp8(accumulation);
+  out_->set_fp8(accumulation);
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
@@ -368,10 +368,10 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   return project_out(out.slice(1, 0, n), out.slice(1, n));
 }
 
-void JointAttentionImpl::quantize_fp8() {
+void JointAttentionImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
   for (auto* l :
        {&to_q_, &to_k_, &to_v_, &add_q_proj_, &add_k_proj_, &add_v_proj_, &to_out_, &to_add_out_}) {
-    (*l)->quantize_fp8();
+    (*l)->set_fp8(accumulation);
   }
 }
 
@@ -392,10 +392,10 @@ void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
   ff_context_->set_tensor_group(group);
 }
 
-void DoubleStreamBlockImpl::quantize_fp8() {
-  attn_->quantize_fp8();
-  ff_->quantize_fp8();
-  ff_context_->quantize_fp8();
+void DoubleStreamBlockImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  attn_->set_fp8(accumulation);
+  ff_->set_fp8(accumulation);
+  ff_context_->set_fp8(accumulation);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
@@ -719,8 +719,17 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   return x.reshape({b, x.size(1), pf * o.patch_size_t, ph * o.patch_size, pw * o.patch_size});
 }
 
-void HunyuanVideo15Transformer3DModelImpl::quantize_fp8() {
-  for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->quantize_fp8();
+void HunyuanVideo15Transformer3DModelImpl::quantize_fp8(const Fp8Plan& plan) {
+  if (plan.bf16_edge_blocks < 0) {
+    throw ModelError("FP8 plan: bf16_edge_blocks must be >= 0 (got " +
+                     std::to_string(plan.bf16_edge_blocks) + ")");
+  }
+  const auto n = static_cast<std::int64_t>(blocks_->size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const bool edge = i < plan.bf16_edge_blocks || i >= n - plan.bf16_edge_blocks;
+    blocks_[static_cast<std::size_t>(i)]->as<DoubleStreamBlock>()->set_fp8(
+        edge ? std::nullopt : std::optional<Fp8Accumulation>(plan.accumulation));
+  }
 }
 
 }  // namespace omnidp::models::hv15

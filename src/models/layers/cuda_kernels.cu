@@ -5,7 +5,9 @@
 // aligned rows of up to kRowThreads * kMaxVectors * 8 elements), and bf16 pairs for the rest.
 #include "omnidp/models/layers/cuda_kernels.hpp"
 
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -576,5 +578,15 @@ const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_no
 }  // namespace
 
 const CudaKernels* cuda_kernels() noexcept { return &kKernels; }
+
+double cuda_peak_allocated_gib() {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
+  return static_cast<double>(stats.allocated_bytes[0].peak) /
+         (1024.0 * 1024.0 * 1024.0);  // 0: aggregate
+}
+
+void cuda_reset_peak_memory() {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
+}
 
 }  // namespace omnidp::models

@@ -6,4 +6,8 @@ namespace omnidp::models {
 
 const CudaKernels* cuda_kernels() noexcept { return nullptr; }
 
+double cuda_peak_allocated_gib() { return -1.0; }
+
+void cuda_reset_peak_memory() {}
+
 }  // namespace omnidp::models

@@ -31,7 +31,7 @@ std::string fp8_unsupported(torch::Device device) {
 #endif
 }
 
-Fp8Weight quantize_fp8_weight(const torch::Tensor& weight) {
+Fp8Weight quantize_fp8_weight(const torch::Tensor& weight, Fp8Accumulation accumulation) {
   require_fp8(weight.device());
   if (weight.dim() != 2 || weight.size(0) % 16 != 0 || weight.size(1) % 16 != 0) {
     throw ModelError("FP8 weights need [out, in] with both multiples of 16 (got " +
@@ -43,8 +43,9 @@ Fp8Weight quantize_fp8_weight(const torch::Tensor& weight) {
   const auto w = weight.to(torch::kFloat32);
   const auto scale = w.abs().amax(1, true).clamp_min(1e-12) / kE4m3Max;  // [out, 1]
   const auto q = (w / scale).clamp(-kE4m3Max, kE4m3Max).to(at::kFloat8_e4m3fn);
-  return {q.t(), scale.t().contiguous()};
+  return {q.t(), scale.t().contiguous(), accumulation};
 #else
+  (void)accumulation;
   return {};
 #endif
 }
@@ -78,7 +79,7 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w, const torch
   std::optional<torch::Tensor> b;
   if (bias.defined()) b = bias;
   auto out = at::_scaled_mm(q, w.weight, scale, w.scale, b, std::nullopt, torch::kBFloat16,
-                            /*use_fast_accum=*/true);
+                            /*use_fast_accum=*/w.accumulation == Fp8Accumulation::fast);
   auto sizes = x.sizes().vec();
   sizes.back() = w.weight.size(1);
   return out.view(sizes);

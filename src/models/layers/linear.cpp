@@ -34,6 +34,16 @@ torch::Tensor LinearImpl::matmul(const torch::Tensor& x) const {
   return linear_or_fp8(x, weight, fp8_);
 }
 
-void LinearImpl::quantize_fp8() { fp8_ = quantize_fp8_weight(weight); }
+void LinearImpl::quantize_fp8(Fp8Accumulation accumulation) {
+  fp8_ = quantize_fp8_weight(weight, accumulation);
+}
+
+void LinearImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  if (accumulation) {
+    quantize_fp8(*accumulation);
+  } else {
+    fp8_ = {};
+  }
+}
 
 }  // namespace omnidp::models

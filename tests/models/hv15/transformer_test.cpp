@@ -298,6 +298,30 @@ TEST(Hv15Transformer, Fp8NeedsAGpu) {
   EXPECT_TRUE(torch::equal(model->forward(in), before));
 }
 
+// An FP8 plan's edge blocks keep the weights' dtype: with one bf16 block at each end of this
+// two-block model nothing is quantized, so the plan applies on the CPU too and the forward is
+// unchanged (a plan with FP8 blocks needs a GPU, above); a negative count is refused.
+TEST(Hv15Transformer, Fp8PlanEdgeBlocksStayInTheWeightsDtype) {
+  torch::NoGradGuard no_grad;
+  auto model = four_head_model(hv::TextPadding::automatic);
+  const auto in = random_inputs(model->options(), 1, false, 3);
+  const auto before = model->forward(in);
+  hv::Fp8Plan plan;
+  plan.accumulation = omnidp::models::Fp8Accumulation::exact;
+  plan.bf16_edge_blocks = 1;
+  model->quantize_fp8(plan);
+  EXPECT_TRUE(torch::equal(model->forward(in), before));
+  plan.bf16_edge_blocks = 0;  // both blocks FP8: the CPU refuses
+  EXPECT_THROW(model->quantize_fp8(plan), omnidp::ModelError);
+  plan.bf16_edge_blocks = -1;
+  try {
+    model->quantize_fp8(plan);
+    FAIL() << "no ModelError";
+  } catch (const omnidp::ModelError& e) {
+    EXPECT_EQ(std::string(e.what()), "FP8 plan: bf16_edge_blocks must be >= 0 (got -1)");
+  }
+}
+
 TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) {
   torch::NoGradGuard no_grad;  // inference, as the worker runs it (and the group's threads)
   const auto o = four_head_options();

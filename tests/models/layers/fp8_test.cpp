@@ -89,6 +89,17 @@ TEST(Fp8Gpu, LinearIsWithinFp8ErrorOfTheBf16Gemm) {
   ASSERT_TRUE(layer->fp8().defined());
   EXPECT_TRUE(torch::equal(layer->forward(x), out));
   EXPECT_TRUE(torch::equal(layer->matmul(x), fp8_linear(x, layer->fp8())));
+
+  // Exact accumulation: the same quantized operands, float32-promoted sums; within the same
+  // bound of the float32 product. set_fp8(nullopt) is the bf16 layer again.
+  layer->set_fp8(Fp8Accumulation::exact);
+  ASSERT_TRUE(layer->fp8().defined());
+  EXPECT_EQ(layer->fp8().accumulation, Fp8Accumulation::exact);
+  const auto exact = layer->forward(x).to(torch::kFloat32);
+  EXPECT_LT(((exact - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item<double>(), 0.06);
+  layer->set_fp8(std::nullopt);
+  EXPECT_FALSE(layer->fp8().defined());
+  EXPECT_TRUE(torch::equal(layer->forward(x), linear_bias(x, w, bias)));
 }
 
 #endif  // libtorch with float8 types

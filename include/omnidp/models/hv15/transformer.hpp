@@ -74,6 +74,15 @@ enum class TextPadding { automatic, mask, drop, ragged };
 // Which text tokens of a [B, Lt] text stream the joint attention sees: `mask` [B, Lt] bool
 // (undefined: all valid) or, in the ragged layout, `lengths`: entry b's valid text is its first
 // lengths[b] tokens (the rest is padding, whose outputs are zero).
+// model.quantization fp8: which double-stream blocks run W8A8 FP8 GEMMs and how those sum
+// (layers/fp8.hpp). bf16_edge_blocks: that many blocks at each end of the stack keep the
+// weights' dtype (the first ones see the embeddings as they come, the last ones feed the
+// output head). The defaults are the product's (docs/models.md, "FP8").
+struct Fp8Plan {
+  Fp8Accumulation accumulation = Fp8Accumulation::fast;
+  std::int64_t bf16_edge_blocks = 0;
+};
+
 struct TextKeys {
   torch::Tensor mask;
   std::vector<std::int64_t> lengths;
@@ -118,8 +127,8 @@ class FeedForwardImpl : public torch::nn::Module {
                   std::int64_t shards = 1);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
   void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
-  // Both layers' weights to FP8 (LinearImpl::quantize_fp8).
-  void quantize_fp8();
+  // Both layers' weights to FP8 (LinearImpl::set_fp8: nullopt = back to the weights' dtype).
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
 
  private:
   Linear proj_{nullptr};
@@ -187,8 +196,8 @@ class JointAttentionImpl : public torch::nn::Module {
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
       const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
-  // The eight projections' weights to FP8 (LinearImpl::quantize_fp8); the norms stay.
-  void quantize_fp8();
+  // The eight projections' weights to FP8 (LinearImpl::set_fp8); the norms stay.
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
 
  private:
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
@@ -216,8 +225,8 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
       const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
       const SequenceShard& sequence = {});
-  // Attention and both FFNs to FP8; the AdaLN modulation projections stay bf16.
-  void quantize_fp8();
+  // Attention and both FFNs to FP8 (nullopt: back); the AdaLN modulation projections stay bf16.
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
 
  private:
   Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
@@ -249,9 +258,10 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] const TransformerOptions& options() const noexcept { return options_; }
   // model.quantization fp8 (docs/models.md, "FP8"): every double-stream block's attention
   // projections and FFN layers to W8A8 FP8 GEMMs; the embedders, the token refiner, the
-  // modulation and the output head stay in the weights' dtype. Once, after the weights are
-  // loaded; ModelError where fp8_unsupported() (the CPU, libtorch < 2.5).
-  void quantize_fp8();
+  // modulation and the output head stay in the weights' dtype; so do the plan's edge blocks.
+  // After the weights are loaded; a second call replaces the first plan. ModelError where
+  // fp8_unsupported() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
+  void quantize_fp8(const Fp8Plan& plan = {});
   void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
 

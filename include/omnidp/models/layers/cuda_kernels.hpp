@@ -57,4 +57,9 @@ struct CudaKernels {
 // The kernels of this build, or null (no CUDA compiler or no CUDA libtorch at build time).
 [[nodiscard]] const CudaKernels* cuda_kernels() noexcept;
 
+// libtorch's CUDA caching allocator on the current device, for benchmarks: the peak of the
+// bytes allocated to tensors since the last reset, GiB; -1 in builds without the CUDA kernels.
+[[nodiscard]] double cuda_peak_allocated_gib();
+void cuda_reset_peak_memory();
+
 }  // namespace omnidp::models

@@ -12,9 +12,16 @@
 
 namespace omnidp::models {
 
+// How an FP8 GEMM sums over K. fast: Hopper's fast accumulation, the partial sums kept in the
+// tensor cores' own reduced precision for the whole K (the fastest). exact: the partial sums
+// promoted to float32 at intervals (CUTLASS/cuBLASLt's default without fast accumulation):
+// slower, closer to the bf16 GEMM over long K.
+enum class Fp8Accumulation { fast, exact };
+
 struct Fp8Weight {
   torch::Tensor weight;  // e4m3 [in, out], column-major (the transpose of a row-major [out, in])
   torch::Tensor scale;   // float32 [1, out]
+  Fp8Accumulation accumulation = Fp8Accumulation::fast;
   [[nodiscard]] bool defined() const noexcept { return weight.defined(); }
 };
 
@@ -25,7 +32,8 @@ struct Fp8Weight {
 
 // weight [out, in] (any floating dtype, on the GPU) -> its FP8 form. Throws ModelError where
 // fp8_unsupported(), or when in or out is not a multiple of 16 (the GEMM's alignment).
-[[nodiscard]] Fp8Weight quantize_fp8_weight(const torch::Tensor& weight);
+[[nodiscard]] Fp8Weight quantize_fp8_weight(const torch::Tensor& weight,
+                                            Fp8Accumulation accumulation = Fp8Accumulation::fast);
 
 // x [rows, dim] bf16 contiguous -> {e4m3 [rows, dim], float32 scales [rows, 1]}: per row,
 // scale = max(amax, 1e-12) / 448 and q = saturate(x / scale). One fused kernel where this

@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
 
@@ -31,7 +33,9 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   // Quantizes the weight to FP8 (per output channel) for forward() and matmul(); the weight
   // itself stays (checkpoint names, clone()). Throws ModelError where fp8_unsupported() or the
   // shape is not a multiple of 16.
-  void quantize_fp8();
+  void quantize_fp8(Fp8Accumulation accumulation = Fp8Accumulation::fast);
+  // quantize_fp8(*accumulation), or back to the weights' dtype for nullopt (drops the FP8 copy).
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
   [[nodiscard]] const Fp8Weight& fp8() const noexcept { return fp8_; }
 
   torch::Tensor weight;
