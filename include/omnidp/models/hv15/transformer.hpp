@@ -71,9 +71,6 @@ struct TransformerOptions {
 //   automatic: drop for batch 1, ragged otherwise.
 enum class TextPadding { automatic, mask, drop, ragged };
 
-// Which text tokens of a [B, Lt] text stream the joint attention sees: `mask` [B, Lt] bool
-// (undefined: all valid) or, in the ragged layout, `lengths`: entry b's valid text is its first
-// lengths[b] tokens (the rest is padding, whose outputs are zero).
 // model.quantization fp8: which double-stream blocks run W8A8 FP8 GEMMs and how those sum
 // (layers/fp8.hpp). bf16_edge_blocks: that many blocks at each end of the stack keep the
 // weights' dtype (the first ones see the embeddings as they come, the last ones feed the
@@ -83,6 +80,9 @@ struct Fp8Plan {
   std::int64_t bf16_edge_blocks = 0;
 };
 
+// Which text tokens of a [B, Lt] text stream the joint attention sees: `mask` [B, Lt] bool
+// (undefined: all valid) or, in the ragged layout, `lengths`: entry b's valid text is its first
+// lengths[b] tokens (the rest is padding, whose outputs are zero).
 struct TextKeys {
   torch::Tensor mask;
   std::vector<std::int64_t> lengths;
