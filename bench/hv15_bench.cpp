@@ -91,6 +91,12 @@ int run(int argc, char** argv) {
                  "forward batch sizes, comma list of 1 and 2 (2: prompt and negative prompt in "
                  "the ragged text layout, one CFG step)")
       ->capture_default_str();
+  std::string key_padding = "on";
+  app.add_option("--key-padding", key_padding,
+                 "the joint attention's keys padded to a multiple of 128 on cuDNN "
+                 "(layers/attention.hpp): on | off | on,off (each in turn, with the videos' "
+                 "difference)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   {
     omnidp::Config settings;  // the product's one place for libtorch's process-wide settings
@@ -198,7 +204,6 @@ int run(int argc, char** argv) {
       omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(attention));
     }
   };
-  forwards("");
   if (has("decode")) {
     auto vae = pipeline->vae();
     const auto z = omnidp::models::randn_cpu(shape, 3).to(device, dtype);
@@ -227,7 +232,31 @@ int run(int argc, char** argv) {
               << "transformer_tflops_per_s " << flops / t.median / 1e12 << "\n";
     return (video * 255.0).round().clamp(0, 255).to(torch::kCPU, torch::kUInt8);
   };
-  const auto reference = request("");
+  const auto compare_videos = [&](const torch::Tensor& a, const torch::Tensor& b,
+                                  const std::string& what) {
+    const auto diff = a.to(torch::kFloat64) - b.to(torch::kFloat64);
+    const double mse = diff.pow(2).mean().item<double>();
+    std::cout << "\n[" << what << "] request video\nmax_level_diff "
+              << diff.abs().max().item<double>() << "\npsnr_db "
+              << (mse == 0.0 ? INFINITY : 10.0 * std::log10(255.0 * 255.0 / mse)) << "\n";
+  };
+  torch::Tensor reference;
+  std::string reference_label;
+  for (const auto& setting : omnidp::bench::split_list(key_padding)) {
+    if (setting != "on" && setting != "off")
+      throw omnidp::UsageError("--key-padding takes on and off, got " + setting);
+    omnidp::models::set_attention_key_padding(setting == "on");
+    const auto label = ", key padding " + setting;
+    forwards(label);
+    const auto video = request(label);
+    if (!reference.defined()) {
+      reference = video;
+      reference_label = label;
+    } else if (video.defined()) {
+      compare_videos(reference, video,
+                     "key padding: " + reference_label.substr(2) + " against " + label.substr(2));
+    }
+  }
   for (const auto& plan_text :
        fp8 ? omnidp::bench::split_list(fp8_plans) : std::vector<std::string>{}) {
     const auto colon = plan_text.find(':');
@@ -243,13 +272,7 @@ int run(int argc, char** argv) {
                        std::to_string(plan.bf16_edge_blocks) + " bf16 blocks at each end";
     forwards(label);
     const auto quantized = request(label);
-    if (reference.defined()) {
-      const auto diff = reference.to(torch::kFloat64) - quantized.to(torch::kFloat64);
-      const double mse = diff.pow(2).mean().item<double>();
-      std::cout << "\n[fp8 against " << o.dtype << "] request video" << label << "\n"
-                << "max_level_diff " << diff.abs().max().item<double>() << "\npsnr_db "
-                << (mse == 0.0 ? INFINITY : 10.0 * std::log10(255.0 * 255.0 / mse)) << "\n";
-    }
+    if (reference.defined()) compare_videos(reference, quantized, "fp8 against " + o.dtype + label);
   }
   return 0;
 }

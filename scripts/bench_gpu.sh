@@ -18,7 +18,9 @@
 #   wan-snapshot  omni-dp-bench-make-snapshot --model wan: the released Wan2.2-TI2V-5B architecture with UMT5-XXL,
 #              seeded random weights in the Diffusers layout, into $BENCH_WAN_SNAPSHOT (once; about 21 GB)
 #   wan-load   the model load from that snapshot (load_seconds, peak host memory): one process, then
-#              LOAD_RANKS (default 4) processes at once on this one GPU
+#              LOAD_RANKS (default 4) processes at once on this one GPU; then one process and
+#              LOAD_OFFLOAD_RANKS (default 8) at once with the text encoder in host memory (8 whole
+#              pipelines do not fit on one GPU), with 16 threads each and with the cores shared out
 #   wan-fp8    fp8 against bf16 on that snapshot: forward and request speed, then one video each through
 #              omni-dp-batch and omni-dp-compare --min-psnr 35
 #   hv15-i2v   HunyuanVideo-1.5 image-to-video from a snapshot folder: omni-dp-bench-make-snapshot writes
@@ -43,6 +45,10 @@
 #              step (VAE_CHUNKS), time, peak GPU memory and the largest difference from the first chunking
 #   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
 #              request, random weights, HV15_QUANT (default none) quantization
+#   key-padding  the joint attention's keys padded to a multiple of 128 for cuDNN (layers/attention.hpp)
+#              against unaligned keys: its GPU test, HunyuanVideo-1.5 batch-2 forwards at 832x480x33 and
+#              848x480x121 and a request (30 steps, CFG 6) each way with the videos' difference, the Wan
+#              forward at 1280x704x121
 #   profile    a Kineto trace of one Wan forward per size, tabulated by profile_summary.py
 #   parallel   intra-request layouts on 2, 4 and 8 GPUs (those the machine has; N > GPUs is
 #              skipped): Wan2.2 recipe (832x480x33, 30 steps, CFG 5) and HV15 848x480x121 (30
@@ -101,6 +107,12 @@ for part in $parts; do
         --set generation.height=480 --set generation.num_frames=121 --set generation.num_inference_steps=50 \
         --set generation.guidance_scale=6 --set input.manifest="$out/hv15-121.jsonl" --set output.dir="$out/hv15-121"
       ;;
+    key-padding)  # cuDNN attention over keys padded to a multiple of 128, corrected (layers/attention.hpp),
+      # against the unaligned keys: the GPU test, HunyuanVideo-1.5 forwards and a request, the Wan long forward
+      run "$build/tests/models/layers/layers_test" --gtest_filter='AttentionPaddedKeys*:JointAttention*:CudaKernels*'
+      run "${hv[@]}" --what forward,request --size 832x480x33,848x480x121 --batch 2 --attention cudnn \
+        --key-padding off,on --repeat 2 --steps 30 --guidance 6
+      run "${wan[@]}" --what forward --size 1280x704x121 --batch 1 --attention cudnn --key-padding off,on --repeat 3 ;;
     profile)
       run "${wan[@]}" --what forward --size 832x480x33,1280x704x121 --attention cudnn --repeat 2 --profile "$out/wan"
       for trace in "$out"/wan.*.json; do echo; echo "== $trace"; python3 "$root/scripts/profile_summary.py" "$trace" --top 15; done ;;
@@ -110,11 +122,29 @@ for part in $parts; do
     wan-load)  # model load from that snapshot: one rank alone, then LOAD_RANKS processes at once on this GPU
       snap=${BENCH_WAN_SNAPSHOT:-$out/wan-snapshot}
       load=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --path "$snap" --what load)
-      run "${load[@]}"
+      run "${load[@]}" --verbose
       for n in ${LOAD_RANKS:-4}; do
         echo; echo "\$ $n x ${load[*]} (at once)"
         for i in $(seq 1 "$n"); do "${load[@]}" > "$out/load-$n-$i.txt" 2>&1 & done; wait
         grep -h "load_seconds\|peak_host" "$out"/load-"$n"-*.txt | sort | uniq -c
+      done
+      # 8 whole pipelines (8 x 22.8 GB) do not fit on one GPU: with the text encoder kept in host
+      # memory each process still reads the whole snapshot, and puts 11.4 GB on the GPU.
+      off=("${load[@]}" --offload-text-encoder true)
+      run "${off[@]}"
+      for n in ${LOAD_OFFLOAD_RANKS:-8}; do
+        echo; echo "\$ $n x ${off[*]} (at once)"
+        start=$(date +%s.%N)
+        for i in $(seq 1 "$n"); do "${off[@]}" > "$out/load-off-$n-$i.txt" 2>&1 & done; wait
+        echo "all $n loaded after $(awk "BEGIN { print $(date +%s.%N) - $start }") s (process start included)"
+        grep -h "load_seconds\|peak_host" "$out"/load-off-"$n"-*.txt | sort | uniq -c
+        # the same with the machine's cores shared out, as cpus-per-task does on a node
+        t=$(( $(env -u OMP_NUM_THREADS nproc) / n )); ((t > 0)) || t=1
+        echo; echo "\$ $n x ${off[*]} --threads $t (at once)"
+        start=$(date +%s.%N)
+        for i in $(seq 1 "$n"); do "${off[@]}" --threads "$t" > "$out/load-off-t-$n-$i.txt" 2>&1 & done; wait
+        echo "all $n loaded after $(awk "BEGIN { print $(date +%s.%N) - $start }") s (process start included)"
+        grep -h "load_seconds\|peak_host" "$out"/load-off-t-"$n"-*.txt | sort | uniq -c
       done ;;
     wan-fp8)  # model.quantization fp8 against bf16 on that snapshot: forward, request, and one video each through
       # omni-dp-batch, compared by omni-dp-compare --min-psnr 35

@@ -281,21 +281,22 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
   const auto qkv = tokens_to_heads(sequence, {q, k, v});  // [B, padded, H/P, D]
   const auto n = sequence.tokens;
   const auto np = sequence.padded();
-  const auto jq = torch::cat({qkv[0], local_heads(sequence, cq)}, 1).transpose(1, 2);
-  const auto jk = torch::cat({qkv[1].narrow(1, 0, n), local_heads(sequence, ck)}, 1).transpose(1, 2);
-  const auto jv = torch::cat({qkv[2].narrow(1, 0, n), local_heads(sequence, cv)}, 1).transpose(1, 2);
-  torch::Tensor out;
+  const auto jq = torch::cat({qkv[0], local_heads(sequence, cq)}, 1);
+  const std::vector<torch::Tensor> jk{qkv[1].narrow(1, 0, n), local_heads(sequence, ck)};
+  const std::vector<torch::Tensor> jv{qkv[2].narrow(1, 0, n), local_heads(sequence, cv)};
+  torch::Tensor out;              // [B, padded + Lc, H/P, D]
   if (text_key_mask.defined()) {  // as masked_attention: padded keys masked, their query rows zero
     const auto b = text_key_mask.size(0);
     const auto lc = text_key_mask.size(1);
     const auto keys = torch::cat({torch::ones({b, n}, text_key_mask.options()), text_key_mask}, 1);
     const auto rows = torch::cat({torch::ones({b, np}, text_key_mask.options()), text_key_mask}, 1);
-    out = omnidp::models::scaled_dot_product_attention(jq, jk, jv, keys.view({b, 1, 1, n + lc}));
-    out = out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type());
+    out = omnidp::models::scaled_dot_product_attention(
+        jq.transpose(1, 2), torch::cat(jk, 1).transpose(1, 2), torch::cat(jv, 1).transpose(1, 2),
+        keys.view({b, 1, 1, n + lc}));
+    out = (out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type())).transpose(1, 2);
   } else {
-    out = omnidp::models::scaled_dot_product_attention(jq, jk, jv);
+    out = joint_attention(jq, jk, jv);
   }
-  out = out.transpose(1, 2);  // [B, padded + Lc, H/P, D]
   const auto video = heads_to_tokens(sequence, out.narrow(1, 0, np)).flatten(2, 3);
   const auto text = gather_heads(sequence, out.narrow(1, np, out.size(1) - np)).flatten(2, 3);
   return project_out(video, text);
@@ -352,19 +353,27 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
       const auto joint = [&](const torch::Tensor& a, const torch::Tensor& c) {
         return torch::cat({a.narrow(0, b, 1), c.narrow(0, b, 1).narrow(1, 0, t)}, 1);
       };
-      const auto out = masked_attention(joint(q, cq), joint(k, ck), joint(v, cv), {});
+      const auto text_part = [&](const torch::Tensor& c) {
+        return c.narrow(0, b, 1).narrow(1, 0, t);
+      };
+      const auto out = joint_attention(joint(q, cq), {k.narrow(0, b, 1), text_part(ck)},
+                                       {v.narrow(0, b, 1), text_part(cv)})
+                           .flatten(2);
       video.push_back(out.narrow(1, 0, n));
       words.push_back(
           torch::constant_pad_nd(out.narrow(1, n, t), {0, 0, 0, lt - t}));  // padding rows: 0
     }
     return project_out(torch::cat(video, 0), torch::cat(words, 0));
   }
-  torch::Tensor mask;
+  torch::Tensor out;
   if (text.mask.defined()) {
-    mask = torch::cat({torch::ones({x.size(0), x.size(1)}, text.mask.options()), text.mask}, 1);
+    const auto mask =
+        torch::cat({torch::ones({x.size(0), x.size(1)}, text.mask.options()), text.mask}, 1);
+    out = masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1), torch::cat({v, cv}, 1),
+                           mask);
+  } else {
+    out = joint_attention(torch::cat({q, cq}, 1), {k, ck}, {v, cv}).flatten(2);
   }
-  const auto out =
-      masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1), torch::cat({v, cv}, 1), mask);
   return project_out(out.slice(1, 0, n), out.slice(1, n));
 }
 

@@ -571,9 +571,92 @@ bool launch_quantize_rows_fp8(const void* x, void* q, float* scale, std::int64_t
   return true;
 }
 
+// --- padded-key attention correction ---------------------------------------------------------
+// kCorrectionLanes lanes per (b, s, h) row, h fastest (the rows of one token are adjacent in
+// memory), each lane up to kCorrectionVectors vectors of 8: head dims up to 256.
+
+constexpr int kCorrectionLanes = 16;
+constexpr int kCorrectionVectors = 2;
+
+__global__ void __launch_bounds__(kThreads)
+    padded_key_correction_kernel(const __nv_bfloat16* __restrict__ q, RowStrides qs,
+                                 const __nv_bfloat16* __restrict__ k0, std::int64_t k0_b,
+                                 std::int64_t k0_h, const float* __restrict__ lse, RowStrides ls,
+                                 __nv_bfloat16* __restrict__ out, RowStrides os, std::int64_t rows,
+                                 std::int64_t tokens, std::int64_t heads, std::int64_t head_dim,
+                                 float scale, float padding) {
+  const std::int64_t row =
+      (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kCorrectionLanes;
+  const int lane = static_cast<int>(threadIdx.x) % kCorrectionLanes;
+  const bool valid = row < rows;  // no early return: every lane takes part in the shuffles
+  const std::int64_t h = valid ? row % heads : 0;
+  const std::int64_t s = valid ? (row / heads) % tokens : 0;
+  const std::int64_t b = valid ? row / (heads * tokens) : 0;
+  const std::int64_t vectors = head_dim / 8;
+  float dot = 0.0F;
+  if (valid) {
+    const __nv_bfloat16* qr = q + b * qs.b + s * qs.s + h * qs.h;
+    const __nv_bfloat16* kr = k0 + b * k0_b + h * k0_h;
+#pragma unroll
+    for (int i = 0; i < kCorrectionVectors; ++i) {
+      const std::int64_t c = lane + i * kCorrectionLanes;
+      if (c < vectors) {
+        float a[8], k[8];
+        load8(qr + c * 8, a);
+        load8(kr + c * 8, k);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) dot += a[j] * k[j];
+      }
+    }
+  }
+  for (int offset = kCorrectionLanes / 2; offset > 0; offset >>= 1)
+    dot += __shfl_xor_sync(0xffffffffU, dot, offset, kCorrectionLanes);
+  if (!valid) return;
+  const float f = 1.0F / (1.0F - padding * expf(scale * dot - lse[b * ls.b + s * ls.s + h * ls.h]));
+  __nv_bfloat16* orow = out + b * os.b + s * os.s + h * os.h;
+#pragma unroll
+  for (int i = 0; i < kCorrectionVectors; ++i) {
+    const std::int64_t c = lane + i * kCorrectionLanes;
+    if (c < vectors) {
+      float v[8];
+      load8(orow + c * 8, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] *= f;
+      store8(orow + c * 8, v);
+    }
+  }
+}
+
+bool launch_padded_key_correction(const void* q, RowStrides q_strides, const void* k0,
+                                  std::int64_t k0_b, std::int64_t k0_h, const float* lse,
+                                  RowStrides lse_strides, void* out, RowStrides out_strides,
+                                  std::int64_t batch, std::int64_t tokens, std::int64_t heads,
+                                  std::int64_t head_dim, float scale, float padding) {
+  const auto rows16 = [](const void* p, RowStrides st) {
+    return aligned16(p) && st.b % 8 == 0 && st.s % 8 == 0 && st.h % 8 == 0;
+  };
+  if (head_dim % 8 != 0 || head_dim > 8 * kCorrectionLanes * kCorrectionVectors ||
+      !rows16(q, q_strides) || !rows16(out, out_strides) || !aligned16(k0) || k0_b % 8 != 0 ||
+      k0_h % 8 != 0) {
+    return false;
+  }
+  const std::int64_t rows = batch * tokens * heads;
+  if (rows == 0) return true;
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  const std::int64_t threads = rows * kCorrectionLanes;
+  const auto grid = static_cast<unsigned>((threads + kThreads - 1) / kThreads);
+  padded_key_correction_kernel<<<grid, kThreads, 0, stream>>>(
+      static_cast<const __nv_bfloat16*>(q), q_strides, static_cast<const __nv_bfloat16*>(k0), k0_b,
+      k0_h, lse, lse_strides, static_cast<__nv_bfloat16*>(out), out_strides, rows, tokens, heads,
+      head_dim, scale, padding);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 const CudaKernels kKernels{&launch_modulated_layer_norm, &launch_affine_layer_norm,
                            &launch_gated_residual,       &launch_rms_norm_rope,
-                           &launch_channel_rms_norm,     &launch_quantize_rows_fp8};
+                           &launch_channel_rms_norm,     &launch_quantize_rows_fp8,
+                           &launch_padded_key_correction};
 
 }  // namespace
 

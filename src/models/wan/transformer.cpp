@@ -243,19 +243,11 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
   const auto qn = norm_heads(q, norm_q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
-  if (!sequence.active()) {
-    return omnidp::models::scaled_dot_product_attention(qn.transpose(1, 2), k.transpose(1, 2),
-                                                        v.transpose(1, 2))
-        .transpose(1, 2)
-        .flatten(2, 3);
-  }
+  if (!sequence.active()) return joint_attention(qn, {k}, {v}).flatten(2, 3);
   // Ulysses: this rank's head shard of every token; the padding past N is no key.
   const auto qkv = tokens_to_heads(sequence, {qn, k, v});
-  const auto keys = qkv[1].narrow(1, 0, sequence.tokens);
-  const auto values = qkv[2].narrow(1, 0, sequence.tokens);
-  const auto o = omnidp::models::scaled_dot_product_attention(
-                     qkv[0].transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2))
-                     .transpose(1, 2);
+  const auto o = joint_attention(qkv[0], {qkv[1].narrow(1, 0, sequence.tokens)},
+                                 {qkv[2].narrow(1, 0, sequence.tokens)});
   return heads_to_tokens(sequence, o).flatten(2, 3);
 }
 

@@ -6,8 +6,10 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace omnidp::models {
 
@@ -20,6 +22,41 @@ namespace omnidp::models {
     const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
     const std::optional<torch::Tensor>& mask = std::nullopt,
     std::optional<double> scale = std::nullopt);
+
+// Joint attention: q [B, Sq, H, D] over the concatenation (dim 1) of the key and value parts
+// [B, Si, H, D] (a video's tokens and its text, or one part). Returns [B, Sq, H, D] in q's
+// dtype, the same values as scaled_dot_product_attention over the concatenated keys.
+// Where attention_key_padding says so, the keys are padded to a multiple of kAttentionKeyAlign
+// rows (attention_padded_keys): from kMinPaddedKeys keys when there are several parts (their
+// concatenation is a copy anyway), from kMinPaddedKeysOnePart for one part (the padding then
+// costs a copy of k and v). Thread-safe (pure function of its inputs).
+inline constexpr std::int64_t kAttentionKeyAlign = 128;
+inline constexpr std::int64_t kMinPaddedKeys = 4096;
+inline constexpr std::int64_t kMinPaddedKeysOnePart = 16384;
+[[nodiscard]] torch::Tensor joint_attention(const torch::Tensor& q,
+                                            const std::vector<torch::Tensor>& k_parts,
+                                            const std::vector<torch::Tensor>& v_parts);
+
+// How many padding keys to append to `keys` keys for q [B, Sq, H, D]: the rows up to the next
+// multiple of kAttentionKeyAlign, where cuDNN's kernel runs faster than at the unaligned length
+// (docs/performance.md, "Kernel ceilings"), when q is on CUDA in bf16, the head dim is a
+// multiple of 8 up to 128, the cuDNN family is chosen, libtorch >= 2.6, the fused CUDA kernels
+// are built, the padding is switched on and keys >= min_keys; otherwise 0.
+[[nodiscard]] std::int64_t attention_key_padding(const torch::Tensor& q, std::int64_t keys,
+                                                 std::int64_t min_keys);
+
+// Attention over keys whose last `padding` rows are padding, each a copy of key
+// Sk - padding - 1 with a zero value: the result over the first Sk - padding keys. The kernel
+// (cuDNN on CUDA, the explicit softmax elsewhere) also returns the log-sum-exp L of every query
+// row; a padding key adds e^{s0} to the row's denominator e^L and nothing to its numerator
+// (s0 = scale q.k0, the repeated key's score), so out' = out / (1 - padding e^{s0 - L}), a
+// factor between 1 and padding + 1 whatever the scores. q, k, v: [B, H, S, D] as
+// scaled_dot_product_attention.
+[[nodiscard]] torch::Tensor attention_padded_keys(const torch::Tensor& q, const torch::Tensor& k,
+                                                  const torch::Tensor& v, std::int64_t padding);
+
+// Process-wide switch of the key padding (on by default): benchmarks measure both.
+void set_attention_key_padding(bool on);
 
 // True when the fused at::scaled_dot_product_attention is used (libtorch >= 2.0).
 [[nodiscard]] bool fused_attention_available() noexcept;

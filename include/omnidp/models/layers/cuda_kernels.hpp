@@ -10,6 +10,11 @@
 
 namespace omnidp::models {
 
+// Element strides of a [B, S, H, D] tensor's first three dims (unit stride in D).
+struct RowStrides {
+  std::int64_t b, s, h;
+};
+
 struct CudaKernels {
   // out[r, :] = bf16( shift[g] + bf16(LayerNorm(x[r, :])) * scale1p[g] ), LayerNorm without
   // affine parameters, statistics in fp32. x and out: bf16 [rows, dim] contiguous; shift and
@@ -52,6 +57,17 @@ struct CudaKernels {
   // x, q are 16- and 8-byte aligned.
   bool (*quantize_rows_fp8)(const void* x, void* q, float* scale, std::int64_t rows,
                             std::int64_t dim);
+  // The padded-key correction of attention_padded_keys (layers/attention.hpp), in place: for
+  // every row (b, s, h), out = bf16(out * 1 / (1 - padding * e^{scale * q.k0 - lse})) in fp32,
+  // the dot product over D in fp32. q and out: bf16 [B, S, H, D] rows at the given strides;
+  // k0: bf16 [B, H, D] rows at k0_b, k0_h (the repeated key); lse: fp32 at lse.b, lse.s, lse.h.
+  // Returns false (nothing launched) unless D is a multiple of 8 up to 256 and the q, out and
+  // k0 rows are 16-byte aligned.
+  bool (*padded_key_correction)(const void* q, RowStrides q_strides, const void* k0,
+                                std::int64_t k0_b, std::int64_t k0_h, const float* lse,
+                                RowStrides lse_strides, void* out, RowStrides out_strides,
+                                std::int64_t batch, std::int64_t tokens, std::int64_t heads,
+                                std::int64_t head_dim, float scale, float padding);
 };
 
 // The kernels of this build, or null (no CUDA compiler or no CUDA libtorch at build time).
