@@ -144,18 +144,7 @@ int run(int argc, char** argv) {
       "--eager", eager,
       "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
       "elementwise kernels (layers/fused.hpp)");
-  std::string key_padding = "on";
-  app.add_option("--key-padding", key_padding,
-                 "self-attention keys padded to a multiple of 128 on cuDNN from 16384 keys "
-                 "(layers/attention.hpp): on | off; --what forward takes on,off (each in turn)")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const auto key_paddings = omnidp::bench::split_list(key_padding);
-  for (const auto& k : key_paddings) {
-    if (k != "on" && k != "off")
-      throw omnidp::UsageError("--key-padding takes on and off, got " + k);
-  }
-  omnidp::models::set_attention_key_padding(key_paddings.front() == "on");
   omnidp::models::set_fused_elementwise(!eager);
   if (eager) no_fuse = true;
   if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
@@ -214,9 +203,9 @@ int run(int argc, char** argv) {
             << "\n"
             << "device " << device.str() << "  dtype " << o.dtype << "  threads "
             << torch::get_num_threads() << "\n"
-            << "path " << (eager ? "eager (reference expressions)" : "fused") << "  key padding "
-            << key_paddings.front() << (strict ? "  determinism strict" : "")
-            << (nan_fill ? " (NaN fill on)" : "") << "  quantization " << quantization << "\n"
+            << "path " << (eager ? "eager (reference expressions)" : "fused")
+            << (strict ? "  determinism strict" : "") << (nan_fill ? " (NaN fill on)" : "")
+            << "  quantization " << quantization << "\n"
             << "load_seconds " << load_s << "\n"
             << "peak_host_gib " << omnidp::bench::peak_host_gib() << "\n";
 
@@ -235,35 +224,32 @@ int run(int argc, char** argv) {
     for (const auto& backend : backends) {
       omnidp::models::set_attention_backend(omnidp::models::parse_attention_backend(backend));
       if (has("forward")) {
-        for (const auto batch : batches)
-          for (const auto& padding : key_paddings) {
-            omnidp::models::set_attention_key_padding(padding == "on");
-            const auto x = latents.expand({batch, -1, -1, -1, -1}).contiguous();
-            const auto c = context.expand({batch, -1, -1}).contiguous();
-            const auto timestep =
-                scalar_timestep ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
-                                : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
-            const auto forward = [&] { (void)transformer->forward(x, timestep, c); };
-            const auto t = time_it(device, o.warmup, o.repeat, forward);
-            const double flops = static_cast<double>(batch) *
-                                 omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-            std::cout
-                << "\n[forward] batch " << batch << ", "
-                << (scalar_timestep ? "scalar" : "per-token") << " timesteps, "
-                << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
-                        ? "fused"
-                        : "separate")
-                << " qkv, attention " << backend << ", key padding " << padding << "\n"
-                << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-                << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-                << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
-            if (!profile.empty()) {
-              profile_to(
-                  profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json",
-                  device, forward);
-            }
+        for (const auto batch : batches) {
+          const auto x = latents.expand({batch, -1, -1, -1, -1}).contiguous();
+          const auto c = context.expand({batch, -1, -1}).contiguous();
+          const auto timestep =
+              scalar_timestep ? torch::full({batch}, 500.0F, opts.dtype(torch::kFloat32))
+                              : torch::full({batch, tokens}, 500.0F, opts.dtype(torch::kFloat32));
+          const auto forward = [&] { (void)transformer->forward(x, timestep, c); };
+          const auto t = time_it(device, o.warmup, o.repeat, forward);
+          const double flops = static_cast<double>(batch) *
+                               omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
+          std::cout
+              << "\n[forward] batch " << batch << ", " << (scalar_timestep ? "scalar" : "per-token")
+              << " timesteps, "
+              << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
+                      ? "fused"
+                      : "separate")
+              << " qkv, attention " << backend << "\n"
+              << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+          if (!profile.empty()) {
+            profile_to(
+                profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json",
+                device, forward);
           }
-        omnidp::models::set_attention_key_padding(key_paddings.front() == "on");
+        }
       }
       if (has("request") && &sz == &sizes.front()) {  // the first size only
         omnidp::models::wan::WanSampleInputs in;

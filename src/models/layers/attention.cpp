@@ -115,8 +115,7 @@ torch::Tensor joint_attention(const torch::Tensor& q, const std::vector<torch::T
   }
   std::int64_t keys = 0;
   for (const auto& k : k_parts) keys += k.size(1);
-  const auto padding =
-      attention_key_padding(q, keys, k_parts.size() == 1 ? kMinPaddedKeysOnePart : kMinPaddedKeys);
+  const auto padding = k_parts.size() > 1 ? attention_key_padding(q, keys, kMinPaddedKeys) : 0;
   if (padding == 0) {
     const auto k = k_parts.size() == 1 ? k_parts[0] : torch::cat(k_parts, 1);
     const auto v = v_parts.size() == 1 ? v_parts[0] : torch::cat(v_parts, 1);

@@ -26,13 +26,13 @@ namespace omnidp::models {
 // Joint attention: q [B, Sq, H, D] over the concatenation (dim 1) of the key and value parts
 // [B, Si, H, D] (a video's tokens and its text, or one part). Returns [B, Sq, H, D] in q's
 // dtype, the same values as scaled_dot_product_attention over the concatenated keys.
-// Where attention_key_padding says so, the keys are padded to a multiple of kAttentionKeyAlign
-// rows (attention_padded_keys): from kMinPaddedKeys keys when there are several parts (their
-// concatenation is a copy anyway), from kMinPaddedKeysOnePart for one part (the padding then
-// costs a copy of k and v). Thread-safe (pure function of its inputs).
+// With several parts, where attention_key_padding says so (from kMinPaddedKeys keys), the
+// concatenation also appends the padding to a multiple of kAttentionKeyAlign keys
+// (attention_padded_keys). One part is never padded: there the padding would cost a copy of k
+// and v, about what the aligned kernel saves (Wan at 27280 tokens: 0.877 against 0.874 s per
+// forward, docs/performance.md). Thread-safe (pure function of its inputs).
 inline constexpr std::int64_t kAttentionKeyAlign = 128;
 inline constexpr std::int64_t kMinPaddedKeys = 4096;
-inline constexpr std::int64_t kMinPaddedKeysOnePart = 16384;
 [[nodiscard]] torch::Tensor joint_attention(const torch::Tensor& q,
                                             const std::vector<torch::Tensor>& k_parts,
                                             const std::vector<torch::Tensor>& v_parts);
