@@ -107,7 +107,7 @@ for part in $parts; do
         --set generation.guidance_scale=6 --set input.manifest="$out/hv15-121.jsonl" --set output.dir="$out/hv15-121"
       ;;
     key-padding)  # cuDNN attention over keys padded to a multiple of 128, corrected (layers/attention.hpp),
-      # against the unaligned keys: the GPU test, HunyuanVideo-1.5 forwards and a request, the Wan long forward
+      # against the unaligned keys: the GPU test, HunyuanVideo-1.5 forwards and a request each way
       run "$build/tests/models/layers/layers_test" --gtest_filter='AttentionPaddedKeys*:JointAttention*:CudaKernels*'
       run "${hv[@]}" --what forward,request --size 832x480x33,848x480x121 --batch 2 --attention cudnn \
         --key-padding off,on --repeat 2 --steps 30 --guidance 6 ;;
@@ -121,28 +121,26 @@ for part in $parts; do
       snap=${BENCH_WAN_SNAPSHOT:-$out/wan-snapshot}
       load=("$bin/omni-dp-bench-model" --model wan2.2-ti2v-5b --device cuda --dtype bf16 --path "$snap" --what load)
       run "${load[@]}" --verbose
-      for n in ${LOAD_RANKS:-4}; do
-        echo; echo "\$ $n x ${load[*]} (at once)"
-        for i in $(seq 1 "$n"); do "${load[@]}" > "$out/load-$n-$i.txt" 2>&1 & done; wait
-        grep -h "load_seconds\|peak_host" "$out"/load-"$n"-*.txt | sort | uniq -c
-      done
+      # at_once NAME N COMMAND...: N processes of COMMAND at once, their load figures and the wall time
+      at_once() {
+        local name=$1 n=$2 start i
+        shift 2
+        echo; echo "\$ $n x $* (at once)"
+        start=$(date +%s.%N)
+        for i in $(seq 1 "$n"); do "$@" > "$out/$name-$n-$i.txt" 2>&1 & done; wait
+        echo "all $n loaded after $(awk "BEGIN { print $(date +%s.%N) - $start }") s (process start included)"
+        grep -h "load_seconds\|peak_host" "$out/$name-$n-"*.txt | sort | uniq -c
+      }
+      for n in ${LOAD_RANKS:-4}; do at_once load "$n" "${load[@]}"; done
       # 8 whole pipelines (8 x 22.8 GB) do not fit on one GPU: with the text encoder kept in host
       # memory each process still reads the whole snapshot, and puts 11.4 GB on the GPU.
       off=("${load[@]}" --offload-text-encoder true)
       run "${off[@]}"
       for n in ${LOAD_OFFLOAD_RANKS:-8}; do
-        echo; echo "\$ $n x ${off[*]} (at once)"
-        start=$(date +%s.%N)
-        for i in $(seq 1 "$n"); do "${off[@]}" > "$out/load-off-$n-$i.txt" 2>&1 & done; wait
-        echo "all $n loaded after $(awk "BEGIN { print $(date +%s.%N) - $start }") s (process start included)"
-        grep -h "load_seconds\|peak_host" "$out"/load-off-"$n"-*.txt | sort | uniq -c
+        at_once load-off "$n" "${off[@]}"
         # the same with the machine's cores shared out, as cpus-per-task does on a node
         t=$(( $(env -u OMP_NUM_THREADS nproc) / n )); ((t > 0)) || t=1
-        echo; echo "\$ $n x ${off[*]} --threads $t (at once)"
-        start=$(date +%s.%N)
-        for i in $(seq 1 "$n"); do "${off[@]}" --threads "$t" > "$out/load-off-t-$n-$i.txt" 2>&1 & done; wait
-        echo "all $n loaded after $(awk "BEGIN { print $(date +%s.%N) - $start }") s (process start included)"
-        grep -h "load_seconds\|peak_host" "$out"/load-off-t-"$n"-*.txt | sort | uniq -c
+        at_once load-off-t "$n" "${off[@]}" --threads "$t"
       done ;;
     wan-fp8)  # model.quantization fp8 against bf16 on that snapshot: forward, request, and one video each through
       # omni-dp-batch, compared by omni-dp-compare --min-psnr 35
