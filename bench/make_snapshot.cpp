@@ -2,9 +2,10 @@
 // folder of the released architecture with seeded random weights (docs/performance.md,
 // "HunyuanVideo-1.5 from a snapshot", "Model load").
 //   omni-dp-bench-make-snapshot --out DIR [--model hv15|wan] [--task i2v|t2v] [--seed N]
-//                               [--layers N] [--text-layers N] [--no-text-encoder]
+//                               [--layers N] [--text-layers N] [--no-text-encoder] [--spiece FILE]
 // Wan: the transformer, the VAE, UMT5-XXL (the released text encoder, 5.7 B parameters) and a
-// SentencePiece tokenizer trained here on a few words (needs a build with SentencePiece).
+// SentencePiece Unigram tokenizer: --spiece's model file, or a word model of a few words with
+// byte fallback.
 // Every config.json holds the released values under the Diffusers / transformers key names; the
 // library's own from_json readers parse them before the modules are built, so that what is written
 // is what the loaders accept. Weights are bf16, sharded at --shard-gib with an index file as
@@ -27,7 +28,7 @@
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/text/qwen25vl.hpp"
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
-#include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/models/text/t5.hpp"
 #include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/wan/configs.hpp"
@@ -150,7 +151,7 @@ void write_qwen_tokenizer(const fs::path& dir) {
 // Wan-AI/Wan2.2-TI2V-5B-Diffusers: transformer, VAE, UMT5-XXL text encoder, tokenizer,
 // UniPC scheduler. Every parameter is built in bf16 (no float32 copy of 11 B parameters).
 void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, int text_layers,
-                        std::size_t shard, bool no_text,
+                        std::size_t shard, bool no_text, const std::string& spiece,
                         const std::function<void(const char*, std::size_t)>& done) {
   namespace wan = omnidp::models::wan;
   namespace text = omnidp::models::text;
@@ -196,17 +197,15 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
                      seed + 2, torch::kBFloat16, shard, done);
     const auto tok = root / "tokenizer";
     fs::create_directories(tok);
-    {
-      std::ofstream corpus(tok / "corpus.txt");
-      for (int i = 0; i < 50; ++i)
-        corpus << "a cat walks on the grass in the sun\na dog runs in the park at night\n";
+    if (spiece.empty()) {
+      std::ofstream(tok / "spiece.model", std::ios::binary)
+          << text::unigram_word_model({"a", "cat", "walks", "on", "the", "grass", "in", "sun",
+                                       "dog", "runs", "park", "at", "night"},
+                                      /*byte_fallback=*/true)
+                 .serialize();
+    } else {
+      fs::copy_file(spiece, tok / "spiece.model");
     }
-    text::SentencePieceTokenizer::train_model(
-        "--input=" + (tok / "corpus.txt").string() + " --model_prefix=" + (tok / "spiece").string() +
-        " --vocab_size=24 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
-        " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
-    fs::remove(tok / "corpus.txt");
-    fs::remove(tok / "spiece.vocab");
     write_json(tok / "tokenizer_config.json",
                json{{"tokenizer_class", "T5Tokenizer"}, {"extra_ids", 0}});
   }
@@ -258,6 +257,7 @@ int main(int argc, char** argv) {
   int text_layers = -1;
   double shard_gib = 5.0;
   bool no_text = false;
+  std::string spiece;
   app.add_option("--out", out, "snapshot folder to write (must not exist)")->required();
   app.add_option("--model", model_name, "hv15 (HunyuanVideo-1.5) | wan (Wan2.2-TI2V-5B)")
       ->check(CLI::IsMember({"hv15", "wan"}))
@@ -273,6 +273,9 @@ int main(int argc, char** argv) {
                  "Qwen2.5-VL decoder layers / UMT5 layers (default: the released 28 / 24)");
   app.add_option("--shard-gib", shard_gib, "largest safetensors shard")->capture_default_str();
   app.add_flag("--no-text-encoder", no_text, "leave out text_encoder(_2)/ and tokenizer(_2)/");
+  app.add_option("--spiece", spiece,
+                 "Wan: the tokenizer's SentencePiece Unigram model (default: a word model)")
+      ->check(CLI::ExistingFile);
   CLI11_PARSE(app, argc, argv);
   const fs::path root(out);
   if (fs::exists(root)) {
@@ -288,7 +291,7 @@ int main(int argc, char** argv) {
   };
   const torch::Device cpu(torch::kCPU);
   if (model_name == "wan") {
-    write_wan_snapshot(root, seed, layers, text_layers, shard, no_text, done);
+    write_wan_snapshot(root, seed, layers, text_layers, shard, no_text, spiece, done);
     return 0;
   }
 

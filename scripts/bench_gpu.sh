@@ -34,6 +34,11 @@
 #              848x480; HV15_REF_TASKS picks): largest uint8 difference and PSNR. Needs a diffusers source tree in
 #              $DIFFUSERS_SRC (default .device/diffusers/src); then diffusers' own bf16 error on the
 #              diffusers-ref pipeline cases (OMNIDP_SHARED_DIR/fixtures), the yardstick of the bf16 bounds
+#   wan-diffusers  Wan2.2-TI2V-5B from prompt text through omni-dp-batch and through diffusers' WanPipeline,
+#              fp32 (TF32 off), on a snapshot whose tokenizer is the reference data's 32k Unigram model
+#              (nmt_nfkc; tests/models/text/data/sentencepiece): both tokenizers' ids of each
+#              prompt, then per video the largest uint8 difference and the PSNR. WAN_REF_STEPS (10),
+#              WAN_REF_FRAMES (17), WAN_REF_SIZE (480x320); needs $DIFFUSERS_SRC as hv15-diffusers does
 #   strict     the cost of determinism.strict on the Wan recipe (forward batch 2, request): strict off; strict;
 #              strict as it was before (libtorch's NaN fill of new tensors on, flash attention: libtorch
 #              refuses cuDNN attention under deterministic algorithms)
@@ -225,6 +230,37 @@ PY
       echo "peak_gpu_memory_used_mib $(sort -n "$dir/mem.csv" | tail -1) (nvidia-smi, whole GPU, sampled every 200 ms)"
       "$bin/omni-dp-inspect" "$dir/out/results.h5" 2>&1 | head -30
       ;;
+    wan-diffusers)
+      snap=${BENCH_WAN_REF_SNAPSHOT:-$out/wan-ref-snapshot}
+      if [ ! -f "$snap/model_index.json" ]; then
+        rm -rf "$snap"
+        run "$bin/omni-dp-bench-make-snapshot" --model wan --out "$snap" --seed 3 \
+          --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || exit 1
+      fi
+      dir=$out/wan-ref; rm -rf "$dir"; mkdir -p "$dir"
+      steps=${WAN_REF_STEPS:-10}; frames=${WAN_REF_FRAMES:-17}; size=${WAN_REF_SIZE:-480x320}
+      w=${size%x*}; h=${size#*x}
+      prompts=("Ein Fuchs läuft durch den verschneiten Wald, über den Bäumen leuchtet das Nordlicht"
+               "一只橙色的狐狸在雪地里奔跑 远处是雪山和蓝色的天空"
+               "Лиса бежит по снегу под северным сиянием 🦊✨ café naïve")
+      : > "$dir/m.jsonl"
+      ref_args=()
+      for i in "${!prompts[@]}"; do
+        echo "{\"id\": \"p$i\", \"prompt\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1], ensure_ascii=False))' "${prompts[$i]}"), \"seed\": 7, \"height\": $h, \"width\": $w, \"num_frames\": $frames}" >> "$dir/m.jsonl"
+        ref_args+=(--prompt "${prompts[$i]}")
+        run "$bin/omni-dp-bench-tokenizer" --tokenizer "$snap/tokenizer" --text "${prompts[$i]}"
+      done
+      run "$bin/omni-dp-batch" --config "$root/configs/wan22-ti2v-5b.yaml" --set model.path="$snap" --set model.dtype=fp32 \
+        --set model.attention=auto --set generation.num_inference_steps=$steps --set input.manifest="$dir/m.jsonl" \
+        --set output.dir="$dir/out"
+      run "$bin/omni-dp-export" "$dir/out/results.h5" --format png --out "$dir/png"
+      export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
+      run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" "${ref_args[@]}" --print-ids \
+        --seed 7 --frames $frames --steps $steps --height $h --width $w --dtype fp32 --out "$dir/diffusers.npy"
+      for i in "${!prompts[@]}"; do
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.$i.npy" --ours "$dir/png/p$i"
+      done
+      ;;
     hv15-diffusers)
       snap=${BENCH_SNAPSHOT:-$out/hv15-i2v-snapshot}
       if [ ! -f "$snap/model_index.json" ]; then
@@ -250,13 +286,13 @@ PY
           --set model.attention=auto --set generation.num_inference_steps=$steps --set input.manifest="$dir/m.jsonl" \
           --set output.dir="$dir/out"
         run "$bin/omni-dp-export" "$dir/out/results.h5" --format png --out "$dir/png"
-        run python3 "$root/scripts/diffusers_reference_hv15.py" snapshot --snapshot "$s" "${extra[@]}" --prompt "$prompt" \
+        run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$s" "${extra[@]}" --prompt "$prompt" \
           --seed 7 --frames $frames --steps $steps --dtype fp32 --out "$dir/diffusers.npy"
-        run python3 "$root/scripts/diffusers_reference_hv15.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/ref-$task"
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/ref-$task"
       done
       if [ -n "${OMNIDP_SHARED_DIR:-}" ]; then
         for dtype in fp32 bf16; do
-          run python3 "$root/scripts/diffusers_reference_hv15.py" fixtures --fixtures "$OMNIDP_SHARED_DIR/fixtures" --dtype $dtype
+          run python3 "$root/scripts/diffusers_reference.py" fixtures --fixtures "$OMNIDP_SHARED_DIR/fixtures" --dtype $dtype
         done
       fi
       ;;

@@ -21,12 +21,6 @@ if [ -n "${OMNIDP_PCRE2_INCLUDE:-}" ] && ! pkg-config --exists libpcre2-8; then
     "$build/pcre2/lib" "$OMNIDP_PCRE2_INCLUDE" > "$build/pcre2/lib/pkgconfig/libpcre2-8.pc"
   export PKG_CONFIG_PATH=$build/pcre2/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 fi
-# The UMT5 (Wan) tokenizer needs SentencePiece, which that machine lacks too.
-# OMNIDP_SENTENCEPIECE_DIR=<folder with include/, lib/ and lib/pkgconfig/sentencepiece.pc> (Debian
-# 12's libsentencepiece 0.1.97: self-contained, protobuf bundled) is used where pkg-config finds none.
-if [ -n "${OMNIDP_SENTENCEPIECE_DIR:-}" ] && ! pkg-config --exists sentencepiece; then
-  export PKG_CONFIG_PATH=$(realpath "$OMNIDP_SENTENCEPIECE_DIR")/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-fi
 cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$torch_prefix" \

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer runs (clang, -fsanitize=fuzzer,address,undefined).
-#   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]     targets: safetensors_header manifest_line
+#   scripts/fuzz.sh [SECONDS_PER_TARGET=60] [TARGET...]
+#   targets: safetensors_header manifest_line spiece_model
 # Builds into build-fuzz/, seeds each corpus (safetensors_header: the headers of every
 # fixture file under ../shared/fixtures; manifest_line: the lines of configs/prompts/*.jsonl
-# and of the manifest tests), runs each target for the given time on one core and
+# and of the manifest tests; spiece_model: the smallest reference model of
+# tests/models/text/data/sentencepiece and cut copies of it), runs each target for the given time on one core and
 # prints its executions and findings. Exit code: non-zero when a target found a crash
 # (the reproducer is left in build-fuzz/<target>/crash-*).
 set -euo pipefail
@@ -12,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(safetensors_header manifest_line)
+((${#targets[@]})) || targets=(safetensors_header manifest_line spiece_model)
 
 if ! command -v clang++-14 >/dev/null && ! command -v clang++ >/dev/null ||
    ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
@@ -41,6 +43,11 @@ sources_of() {
         src/manifest/id_set.cpp src/manifest/input_key.cpp src/config/config.cpp \
         src/config/suggest.cpp "$out/default_config.cpp" src/common/error.cpp \
         src/common/sha256.cpp src/common/image.cpp ;;
+    spiece_model)
+      echo tests/fuzz/spiece_model_fuzz.cpp src/models/text/protobuf_wire.cpp src/models/text/byte_trie.cpp \
+        src/models/text/sentencepiece_model.cpp src/models/text/sentencepiece_normalizer.cpp \
+        src/models/text/sentencepiece_tokenizer.cpp src/models/text/tokenizer.cpp \
+        src/models/config_json.cpp src/common/base64.cpp src/common/error.cpp ;;
     *) echo "fuzz: unknown target $1" >&2; return 2 ;;
   esac
 }
@@ -58,11 +65,12 @@ rm -f "$out/default_config.cpp.new"
 build_target() {  # rebuilt only when a source or header is newer than the binary
   local t="$1" bin="$out/$1/fuzz" srcs
   srcs="$(sources_of "$t")"
-  if [[ -x "$bin" ]] && [[ -z "$(find $srcs include/omnidp/common include/omnidp/models/weights include/omnidp/manifest include/omnidp/config -newer "$bin" -print -quit)" ]]; then
+  if [[ -x "$bin" ]] && [[ -z "$(find $srcs include/omnidp/common include/omnidp/models/weights include/omnidp/models/text include/omnidp/manifest include/omnidp/config -newer "$bin" -print -quit)" ]]; then
     return 0
   fi
   local libs=()
   [[ $t == manifest_line ]] && libs=(-lyaml-cpp -lcrypto -lpng -ljpeg -lz)
+  [[ $t == spiece_model ]] && libs=(-lcrypto)
   # shellcheck disable=SC2086
   "$cxx" "${flags[@]}" $srcs -o "$bin" "${libs[@]}"
 }
@@ -99,6 +107,10 @@ PY
       done < <(cat configs/prompts/*.jsonl)
       printf '%s' '{"id":"x","prompt":"p","seed":9223372036854775807,"num_frames":5,"height":16,"width":16}' >"$corpus/seed-max"
       printf '%s' '{"id":"y","prompt":"\u00e9\ud83d\ude00","seed":1.5}' >"$corpus/seed-float" ;;
+    spiece_model)  # a whole model and prefixes of it
+      local model=tests/models/text/data/sentencepiece/unigram1k_identity.model n
+      cp "$model" "$corpus/seed-whole"
+      for n in 64 512 4096; do head -c "$n" "$model" >"$corpus/seed-$n"; done ;;
   esac
 }
 

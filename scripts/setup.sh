@@ -11,7 +11,7 @@ OMNIDP_PACKAGES=(
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools
   libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev
-  libssl-dev libpng-dev libjpeg-dev libsentencepiece-dev libpcre2-dev
+  libssl-dev libpng-dev libjpeg-dev libpcre2-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   python3-prometheus-client chromium clang-format
 )

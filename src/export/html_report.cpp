@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "omnidp/common/base64.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/export/png.hpp"
@@ -534,7 +535,8 @@ void thumbnails(std::ostringstream& o, const StoredRun& run, const ReportOptions
       const auto png = encode_png(small, w, h, row.record.id);
       o << "<img alt=\"" << escape(row.record.id) << " frame " << f << "\" width=\"" << w
         << "\" height=\"" << h << "\" src=\"data:image/png;base64,"
-        << base64_encode(png.data(), png.size()) << "\">";
+        << base64_encode(std::string_view(reinterpret_cast<const char*>(png.data()), png.size()))
+        << "\">";
     }
     o << "<figcaption>" << escape(row.record.id) << " (" << fmt(row.record.seconds, 1) << " s, "
       << row.record.frames << "x" << row.record.width << "x" << row.record.height
@@ -572,24 +574,6 @@ document.addEventListener('DOMContentLoaded', function () {
 )";
 
 }  // namespace
-
-std::string base64_encode(const std::uint8_t* data, std::size_t size) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((size + 2) / 3 * 4);
-  for (std::size_t i = 0; i < size; i += 3) {
-    const std::uint32_t b0 = data[i];
-    const std::uint32_t b1 = i + 1 < size ? data[i + 1] : 0U;
-    const std::uint32_t b2 = i + 2 < size ? data[i + 2] : 0U;
-    const std::uint32_t v = (b0 << 16U) | (b1 << 8U) | b2;
-    out += kAlphabet[(v >> 18U) & 63U];
-    out += kAlphabet[(v >> 12U) & 63U];
-    out += i + 1 < size ? kAlphabet[(v >> 6U) & 63U] : '=';
-    out += i + 2 < size ? kAlphabet[v & 63U] : '=';
-  }
-  return out;
-}
 
 std::string render_html_report(const StoredRun& run, const ReportOptions& options) {
   if (options.plot_width < 100) throw InputError("plot_width", "must be at least 100 pixels");

@@ -28,6 +28,7 @@
 
 #include "fixtures.hpp"
 #include "omnidp/models/synthetic.hpp"
+#include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "png_file.hpp"
 #include "test_files.hpp"
@@ -356,7 +357,39 @@ std::vector<Case> cases() {
                 snapshot([](const fs::path& t) { fs::remove_all(t.parent_path() / "vae"); }),
                 {"@DIR@/snap/vae/config.json: missing: the snapshot @DIR@/snap has no vae/ folder "
                  "(AutoencoderKLWan: config.json + safetensors)"}));
-  for (auto it = c.end() - 4; it != c.end(); ++it) it->needs_fixtures = true;  // snapshot()s
+  // The UMT5 tokenizer's spiece.model: the native reader names the file and the byte.
+  const std::string spiece = "@DIR@/snap/tokenizer/spiece.model: ";
+  const auto tokenizer = [](std::string bytes) {
+    return snapshot([bytes = std::move(bytes)](const fs::path& t) {
+      // A real scheduler (read before the text encoder), then the damaged tokenizer, which is
+      // read before the text encoder's placeholder config.
+      write_text(t.parent_path() / "scheduler" / "scheduler_config.json",
+                 R"({"_class_name": "UniPCMultistepScheduler", "num_train_timesteps": 1000,
+                     "prediction_type": "flow_prediction", "use_flow_sigmas": true,
+                     "flow_shift": 5.0, "solver_order": 2, "solver_type": "bh2",
+                     "predict_x0": true, "lower_order_final": true,
+                     "final_sigmas_type": "zero", "timestep_spacing": "linspace"})");
+      write_text(t.parent_path() / "tokenizer" / "spiece.model", bytes);
+    });
+  };
+  const std::string word_model = models::text::unigram_word_model({"first", "second"}).serialize();
+  c.push_back(malformed("weights_spiece_truncated", tokenizer(word_model.substr(0, 5)),
+                        {spiece + "malformed protobuf at byte 0: field 1: length-delimited value "
+                                  "of 14 bytes runs past the end (3 left)"}));
+  c.push_back(malformed("weights_spiece_wrong_wire_type",
+                        tokenizer(std::string("\x0a\x05\x0a\x01x\x10\x05", 7)),
+                        {spiece + "malformed protobuf at byte 5: field 2 (varint): expected fixed32"}));
+  c.push_back(malformed("weights_spiece_piece_of_2_31_bytes",
+                        tokenizer(std::string("\x0a\x80\x80\x80\x80\x08", 6)),
+                        {spiece + "malformed protobuf at byte 0: field 1: length-delimited value of "
+                                  "2147483648 bytes runs past the end (0 left)"}));
+  auto outside = models::text::unigram_word_model({"first", "second"});
+  // One trie unit, a leaf whose replacement offset (256) is past the 2 bytes of strings.
+  outside.precompiled_charsmap = std::string("\x04\x00\x00\x00\x00\x01\x00\x00" "a\0", 10);
+  c.push_back(malformed("weights_spiece_charsmap_outside_its_buffer", tokenizer(outside.serialize()),
+                        {spiece + "normalizer precompiled_charsmap: unit 0 of 1: replacement "
+                                  "offset 256 outside the 2 bytes of NUL-terminated strings"}));
+  for (auto it = c.end() - 8; it != c.end(); ++it) it->needs_fixtures = true;  // snapshot()s
 
   // ---- output
   c.push_back(malformed("output_under_a_regular_file",

@@ -30,7 +30,7 @@
 
 #include "fixtures.hpp"
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
-#include "omnidp/models/text/sentencepiece_tokenizer.hpp"
+#include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/models/weights/safetensors_header.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "png_file.hpp"
@@ -150,19 +150,13 @@ void write_qwen_tokenizer(const fs::path& dir) {
                   "302": {"content": "<|im_end|>", "special": true}}})");
 }
 
-// A UMT5 SentencePiece folder: a word model trained here (ids below the fixture's vocab 256).
+// A UMT5 SentencePiece folder: a word model (ids below the fixture's vocab 256).
 void write_umt5_tokenizer(const fs::path& dir) {
   fs::create_directories(dir);
-  {
-    std::ofstream corpus(dir / "corpus.txt");
-    for (int i = 0; i < 50; ++i) corpus << "the cat walks on the grass\na dog runs in the park\n";
-  }
-  models::text::SentencePieceTokenizer::train_model(
-      "--input=" + (dir / "corpus.txt").string() + " --model_prefix=" + (dir / "spiece").string() +
-      " --vocab_size=20 --model_type=word --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
-      " --hard_vocab_limit=false --num_threads=1 --minloglevel=2");
-  fs::remove(dir / "corpus.txt");
-  fs::remove(dir / "spiece.vocab");
+  write_text(dir / "spiece.model",
+             models::text::unigram_word_model(
+                 {"the", "cat", "walks", "on", "grass", "a", "dog", "runs", "in", "park"})
+                 .serialize());
   write_text(dir / "tokenizer_config.json", R"({"tokenizer_class": "T5Tokenizer", "extra_ids": 0})");
 }
 
@@ -304,7 +298,6 @@ class SnapshotE2e : public ::testing::Test {
   void TearDown() override {
     if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
   }
-  static bool have_sentencepiece() { return models::text::SentencePieceTokenizer::available(); }
 
   // Runs the manifest `lines` and returns the rows by id (every one must be ok with a video).
   std::map<std::string, results::StoredRow> generate(const std::string& model, int height, int width,
@@ -394,7 +387,6 @@ TEST_F(SnapshotE2e, HunyuanVideoImageToVideoTakesTheImagesBucket) {
 }
 
 TEST_F(SnapshotE2e, WanTextAndImageToVideoFromOneSnapshot) {
-  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
   write_wan_snapshot(dir_ / "snap");
   write_png(dir_ / "img" / "a.png", 80, 40);  // stretched to the request's 64 x 32
   ASSERT_FALSE(HasFatalFailure());
@@ -505,18 +497,16 @@ TEST_F(SnapshotE2e, AnImageToVideoCheckpointAskedForTextToVideo) {
 }
 
 TEST_F(SnapshotE2e, AWanSnapshotWithoutItsTokenizerIsNamed) {
-  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
   write_wan_snapshot(dir_ / "snap");
   fs::remove(dir_ / "snap" / "tokenizer" / "spiece.model");
   write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
   expect_refused(
       {"@DIR@/snap/tokenizer/spiece.model: missing: the snapshot has no UMT5 tokenizer "
-       "(tokenizer/spiece.model)"});
+       "(tokenizer/spiece.model or tokenizer/tokenizer.json)"});
 }
 
 TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
-  if (!have_sentencepiece()) GTEST_SKIP() << "this build has no SentencePiece (the UMT5 tokenizer)";
   write_wan_snapshot(dir_ / "snap");
   patch_config(dir_ / "snap" / "transformer" / "config.json", {{"text_dim", 32}});
   write_text(dir_ / "c.yaml", config_yaml("wan2.2-ti2v-5b", 32, 64));

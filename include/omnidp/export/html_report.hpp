@@ -32,7 +32,4 @@ struct ReportOptions {
 std::size_t write_html_report(const StoredRun& run, const ReportOptions& options,
                               const std::filesystem::path& path);
 
-// Standard base64 (RFC 4648, with padding): the data: URIs of the thumbnails.
-[[nodiscard]] std::string base64_encode(const std::uint8_t* data, std::size_t size);
-
 }  // namespace omnidp::video_export

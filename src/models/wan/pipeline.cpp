@@ -372,9 +372,11 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
                              "UniPCMultistepScheduler: scheduler_config.json");
       const auto text_dir = snapshot_component(root, "text_encoder", "config.json",
                                                "UMT5EncoderModel: config.json + safetensors");
-      if (!fs::is_regular_file(root / "tokenizer" / "spiece.model")) {
+      if (!fs::is_regular_file(root / "tokenizer" / "spiece.model") &&
+          !fs::is_regular_file(root / "tokenizer" / "tokenizer.json")) {
         throw WeightsError((root / "tokenizer" / "spiece.model").string(),
-                           "missing: the snapshot has no UMT5 tokenizer (tokenizer/spiece.model)");
+                           "missing: the snapshot has no UMT5 tokenizer (tokenizer/spiece.model "
+                           "or tokenizer/tokenizer.json)");
       }
       const auto transformer_config = transformer_dir / "config.json";
       const auto text_config = read_json(text_dir / "config.json");

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""HunyuanVideo-1.5 through diffusers' own pipelines, to check omni-dp against the reference on
-a GPU machine (docs/performance.md, "HunyuanVideo-1.5 against diffusers").
+"""HunyuanVideo-1.5 and Wan through diffusers' own pipelines, to check omni-dp against the reference
+on a GPU machine (docs/performance.md, "HunyuanVideo-1.5 against diffusers", "Wan from prompt
+text against diffusers").
 
   fixtures --fixtures DIR --device cuda --dtype bf16|fp32
       runs the diffusers-ref cases hv15_pipeline_t2v / hv15_pipeline_i2v (their embeddings,
       latents, weights and configs) and prints how far diffusers itself lands from the stored
       float32 CPU outputs: the size of the error a faithful implementation makes in that dtype.
   snapshot --snapshot DIR --image PNG --prompt TEXT --seed N --frames F --steps S --out OUT.npy
-      one request through HunyuanVideo15Pipeline / HunyuanVideo15ImageToVideoPipeline
-      (model_index.json decides) from a Diffusers snapshot folder; writes the uint8 video
-      [F,H,W,3] = round(255 * output_type="np").
+      one request through the pipeline class that model_index.json names (WanPipeline,
+      HunyuanVideo15Pipeline, HunyuanVideo15ImageToVideoPipeline) from a Diffusers snapshot
+      folder; writes the uint8 video [F,H,W,3] = round(255 * output_type="np"). --print-ids
+      prints the ids the pipeline's tokenizer gives the prompt (Wan: after its prompt_clean).
   compare --ref OUT.npy --ours FRAMES_DIR
       the largest uint8 difference, the PSNR and the share of differing values between that
       video and omni-dp-export's PNG frames of the same request.
@@ -95,27 +97,40 @@ def run_fixtures(args):
 
 def run_snapshot(args):
     torch, dtype = setup_torch(args.dtype)
-    from diffusers import HunyuanVideo15ImageToVideoPipeline, HunyuanVideo15Pipeline
+    import diffusers
     import PIL.Image
     import time
 
     index = json.load(open(os.path.join(args.snapshot, "model_index.json")))
+    cls = getattr(diffusers, index["_class_name"])
     i2v = index["_class_name"] == "HunyuanVideo15ImageToVideoPipeline"
-    cls = HunyuanVideo15ImageToVideoPipeline if i2v else HunyuanVideo15Pipeline
+    wan = index["_class_name"].startswith("Wan")
     t0 = time.time()
     pipe = cls.from_pretrained(args.snapshot, torch_dtype=dtype).to(args.device)
     print(f"diffusers load {time.time() - t0:.1f} s", flush=True)
-    call = dict(prompt=args.prompt, num_frames=args.frames, num_inference_steps=args.steps,
-                generator=torch.Generator("cpu").manual_seed(args.seed), output_type="np")
+    prompts = args.prompt
+    call = dict(num_frames=args.frames, num_inference_steps=args.steps, output_type="np")
+    if args.guidance_scale is not None:
+        call["guidance_scale"] = args.guidance_scale
     if i2v:
         call["image"] = PIL.Image.open(args.image).convert("RGB")
     else:
         call.update(height=args.height, width=args.width)
+    if args.print_ids:
+        for text in prompts:
+            if wan:
+                from diffusers.pipelines.wan.pipeline_wan import prompt_clean
+                text = prompt_clean(text)
+            ids = pipe.tokenizer(text, max_length=512, truncation=True, add_special_tokens=True).input_ids
+            print(f"{type(pipe.tokenizer).__name__} ids ({len(ids)}): {' '.join(map(str, ids))}", flush=True)
+    if len(prompts) > 1 and args.dump_embeds:
+        print("--dump-embeds takes one --prompt")
+        return 2
     if args.dump_embeds:  # the pipeline's own encoders, as omni-dp's prompt_embeds file holds them
         from safetensors.torch import save_file
         dev = torch.device(args.device)
         names = ("prompt_embeds", "prompt_embeds_mask", "prompt_embeds_2", "prompt_embeds_mask_2")
-        out = dict(zip(names, pipe.encode_prompt(prompt=args.prompt, device=dev, dtype=dtype)))
+        out = dict(zip(names, pipe.encode_prompt(prompt=prompts[0], device=dev, dtype=dtype)))
         out.update(zip(["negative_" + n for n in names], pipe.encode_prompt(prompt=None, device=dev, dtype=dtype)))
         if i2v:
             h, w = pipe.video_processor.calculate_default_height_width(
@@ -126,15 +141,18 @@ def run_snapshot(args):
         print(f"wrote {args.dump_embeds}: " + ", ".join(f"{k} {list(v.shape)}" for k, v in out.items()), flush=True)
         if args.embeds_only:
             return
-    if args.device.startswith("cuda"):
-        torch.cuda.synchronize()
-    t0 = time.time()
-    video = to_uint8(np.asarray(pipe(**call).frames)[0])
-    if args.device.startswith("cuda"):
-        torch.cuda.synchronize()
-    print(f"diffusers {cls.__name__} {args.dtype}: {video.shape[0]}x{video.shape[1]}x{video.shape[2]} "
-          f"in {time.time() - t0:.1f} s", flush=True)
-    np.save(args.out, video)
+    for i, prompt in enumerate(prompts):
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.time()
+        frames = pipe(prompt=prompt, generator=torch.Generator("cpu").manual_seed(args.seed), **call).frames
+        video = to_uint8(np.asarray(frames)[0])
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        print(f"diffusers {cls.__name__} {args.dtype}: {video.shape[0]}x{video.shape[1]}x{video.shape[2]} "
+              f"in {time.time() - t0:.1f} s", flush=True)
+        # One prompt: --out itself; several: OUT.<i>.npy for the i-th.
+        np.save(args.out if len(prompts) == 1 else args.out.replace(".npy", f".{i}.npy"), video)
 
 
 def run_compare(args):
@@ -161,7 +179,7 @@ def main():
     s = sub.add_parser("snapshot")
     s.add_argument("--snapshot", required=True)
     s.add_argument("--image")
-    s.add_argument("--prompt", required=True)
+    s.add_argument("--prompt", required=True, action="append", help="repeat for several requests")
     s.add_argument("--seed", type=int, required=True)
     s.add_argument("--frames", type=int, required=True)
     s.add_argument("--steps", type=int, required=True)
@@ -170,7 +188,9 @@ def main():
     s.add_argument("--device", default="cuda")
     s.add_argument("--dtype", choices=["bf16", "fp32"], default="fp32")
     s.add_argument("--out", required=True)
-    s.add_argument("--dump-embeds", help="also write the encoders' outputs (omni-dp's prompt_embeds layout)")
+    s.add_argument("--guidance-scale", type=float, help="the pipeline's default when left out")
+    s.add_argument("--print-ids", action="store_true", help="print the tokenizer's ids of the prompt")
+    s.add_argument("--dump-embeds", help="(HunyuanVideo-1.5) also write the encoders' outputs (omni-dp's prompt_embeds layout)")
     s.add_argument("--embeds-only", action="store_true", help="with --dump-embeds: stop after the encoders")
     c = sub.add_parser("compare")
     c.add_argument("--ref", required=True)

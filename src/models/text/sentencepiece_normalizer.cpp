@@ -1,0 +1,189 @@
+#include "omnidp/models/text/sentencepiece_normalizer.hpp"
+
+#include <cstring>
+
+#include "omnidp/common/error.hpp"
+
+namespace omnidp::models::text {
+
+namespace {
+
+constexpr std::string_view kSpaceSymbol = "\xE2\x96\x81";      // U+2581
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+
+// Darts-clone's double-array unit.
+constexpr bool has_leaf(std::uint32_t unit) { return ((unit >> 8U) & 1U) == 1U; }
+constexpr std::uint32_t value_of(std::uint32_t unit) { return unit & ((1U << 31U) - 1U); }
+constexpr std::uint32_t label_of(std::uint32_t unit) { return unit & ((1U << 31U) | 0xFFU); }
+constexpr std::uint32_t offset_of(std::uint32_t unit) {
+  return (unit >> 10U) << ((unit & (1U << 9U)) >> 6U);
+}
+
+}  // namespace
+
+PrecompiledCharsMap::PrecompiledCharsMap(std::string_view blob, const std::string& source) {
+  const auto fail = [&](const std::string& what) {
+    throw WeightsError(source, "normalizer precompiled_charsmap: " + what);
+  };
+  if (blob.size() <= 4) fail("shorter than its header (" + std::to_string(blob.size()) + " bytes)");
+  std::uint32_t trie_bytes = 0;
+  for (int i = 3; i >= 0; --i) trie_bytes = (trie_bytes << 8U) | static_cast<std::uint8_t>(blob[i]);
+  if (trie_bytes >= blob.size() - 4) {
+    fail("trie of " + std::to_string(trie_bytes) + " bytes in a blob of " +
+         std::to_string(blob.size()) + " bytes");
+  }
+  if (trie_bytes < 4) fail("empty trie");
+  units_.resize(trie_bytes / 4);
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    std::uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8U) | static_cast<std::uint8_t>(blob[4 + 4 * u + i]);
+    units_[u] = v;
+  }
+  replacements_ = std::string(blob.substr(4 + trie_bytes));
+  validate(source);
+}
+
+void PrecompiledCharsMap::validate(const std::string& source) const {
+  const auto fail = [&](std::size_t unit, const std::string& what) {
+    throw WeightsError(source, "normalizer precompiled_charsmap: unit " + std::to_string(unit) +
+                                   " of " + std::to_string(units_.size()) + ": " + what);
+  };
+  // Every unit reachable from the root, once: Darts-clone shares the nodes of common suffixes
+  // (a DAWG), so a unit may be reached by several keys.
+  const std::size_t n = units_.size();
+  std::vector<bool> visited(n, false);
+  std::vector<std::size_t> stack{0};
+  visited[0] = true;
+  while (!stack.empty()) {
+    const std::size_t node = stack.back();
+    stack.pop_back();
+    const std::size_t base = node ^ offset_of(units_[node]);
+    if (has_leaf(units_[node])) {
+      if (base >= n) fail(node, "its value unit " + std::to_string(base) + " is outside the trie");
+      const std::size_t at = value_of(units_[base]);
+      if (at >= replacements_.size() ||
+          std::memchr(replacements_.data() + at, '\0', replacements_.size() - at) == nullptr) {
+        fail(node, "replacement offset " + std::to_string(at) + " outside the " +
+                       std::to_string(replacements_.size()) + " bytes of NUL-terminated strings");
+      }
+    }
+    for (std::uint32_t label = 1; label < 256; ++label) {
+      const std::size_t next = base ^ label;
+      if (next >= n || label_of(units_[next]) != label || visited[next]) continue;
+      visited[next] = true;
+      stack.push_back(next);
+    }
+  }
+}
+
+std::pair<std::string_view, std::size_t> PrecompiledCharsMap::longest_prefix(std::string_view text) const {
+  std::pair<std::string_view, std::size_t> best{{}, 0};
+  if (units_.empty()) return best;
+  // Darts::DoubleArray::commonPrefixSearch, keeping the longest match.
+  std::size_t id = offset_of(units_[0]);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<std::uint8_t>(text[i]);
+    id ^= byte;
+    if (id >= units_.size() || label_of(units_[id]) != byte) break;
+    const std::uint32_t unit = units_[id];
+    id ^= offset_of(unit);
+    if (has_leaf(unit)) {  // validated: id and the replacement are inside their buffers
+      best = {std::string_view(replacements_.data() + value_of(units_[id])), i + 1};
+    }
+  }
+  return best;
+}
+
+std::size_t valid_utf8_char_length(std::string_view s) noexcept {
+  if (s.empty()) return 0;
+  const auto b = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(s[i]));
+  };
+  const auto trail = [&](std::size_t i) { return (b(i) & 0xC0U) == 0x80U; };
+  const auto valid = [](std::uint32_t cp) {
+    return cp < 0xD800U || (cp >= 0xE000U && cp <= 0x10FFFFU);
+  };
+  if (b(0) < 0x80U) return 1;
+  if (s.size() >= 2 && (b(0) & 0xE0U) == 0xC0U) {
+    const std::uint32_t cp = ((b(0) & 0x1FU) << 6U) | (b(1) & 0x3FU);
+    return trail(1) && cp >= 0x80U && valid(cp) ? 2 : 0;
+  }
+  if (s.size() >= 3 && (b(0) & 0xF0U) == 0xE0U) {
+    const std::uint32_t cp = ((b(0) & 0x0FU) << 12U) | ((b(1) & 0x3FU) << 6U) | (b(2) & 0x3FU);
+    return trail(1) && trail(2) && cp >= 0x800U && valid(cp) ? 3 : 0;
+  }
+  if (s.size() >= 4 && (b(0) & 0xF8U) == 0xF0U) {
+    const std::uint32_t cp =
+        ((b(0) & 0x07U) << 18U) | ((b(1) & 0x3FU) << 12U) | ((b(2) & 0x3FU) << 6U) | (b(3) & 0x3FU);
+    return trail(1) && trail(2) && trail(3) && cp >= 0x10000U && valid(cp) ? 4 : 0;
+  }
+  return 0;
+}
+
+SentencePieceNormalizer::SentencePieceNormalizer(const SentencePieceModel& model,
+                                                 const std::string& source)
+    : add_dummy_prefix_(model.add_dummy_prefix),
+      remove_extra_whitespaces_(model.remove_extra_whitespaces),
+      escape_whitespaces_(model.escape_whitespaces),
+      treat_whitespace_as_suffix_(model.treat_whitespace_as_suffix) {
+  if (!model.precompiled_charsmap.empty())
+    charsmap_ = PrecompiledCharsMap(model.precompiled_charsmap, source);
+  std::vector<std::pair<std::string, std::int32_t>> symbols;
+  for (std::size_t i = 0; i < model.pieces.size(); ++i) {
+    if (model.pieces[i].type == SentencePieceModel::PieceType::user_defined)
+      symbols.emplace_back(model.pieces[i].piece, static_cast<std::int32_t>(i));
+  }
+  user_defined_ = ByteTrie(std::move(symbols));
+}
+
+std::pair<std::string_view, std::size_t> SentencePieceNormalizer::normalize_prefix(
+    std::string_view text) const {
+  if (const auto [length, id] = user_defined_.longest_prefix(text); length > 0) {
+    return {text.substr(0, length), length};
+  }
+  if (const auto rule = charsmap_.longest_prefix(text); rule.second > 0) return rule;
+  const std::size_t length = valid_utf8_char_length(text);
+  if (length == 0) return {kReplacementChar, 1};  // one malformed byte
+  return {text.substr(0, length), length};
+}
+
+std::string SentencePieceNormalizer::normalize(std::string_view text) const {
+  std::string out;
+  if (remove_extra_whitespaces_) {  // leading whitespace
+    while (!text.empty()) {
+      const auto [sp, length] = normalize_prefix(text);
+      if (sp != " ") break;
+      text.remove_prefix(length);
+    }
+  }
+  if (text.empty()) return out;
+  out.reserve(text.size() * 3);
+  const std::string_view space = escape_whitespaces_ ? kSpaceSymbol : " ";
+  if (!treat_whitespace_as_suffix_ && add_dummy_prefix_) out.append(space);
+  bool is_prev_space = remove_extra_whitespaces_;
+  while (!text.empty()) {
+    auto [sp, length] = normalize_prefix(text);
+    while (is_prev_space && !sp.empty() && sp.front() == ' ') sp.remove_prefix(1);
+    if (!sp.empty()) {
+      for (const char c : sp) {
+        if (escape_whitespaces_ && c == ' ') {
+          out.append(kSpaceSymbol);
+        } else {
+          out.push_back(c);
+        }
+      }
+      is_prev_space = sp.back() == ' ';
+    }
+    text.remove_prefix(length);
+    if (!remove_extra_whitespaces_) is_prev_space = false;
+  }
+  if (remove_extra_whitespaces_) {  // trailing whitespace
+    while (out.size() >= space.size() &&
+           out.compare(out.size() - space.size(), space.size(), space) == 0)
+      out.resize(out.size() - space.size());
+  }
+  if (treat_whitespace_as_suffix_ && add_dummy_prefix_) out.append(space);
+  return out;
+}
+
+}  // namespace omnidp::models::text
