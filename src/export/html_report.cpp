@@ -1,4 +1,5 @@
 #include "omnidp/export/html_report.hpp"
+#include "omnidp/common/atomic_file.hpp"
 
 #include <unistd.h>
 #include <algorithm>
@@ -653,20 +654,7 @@ std::string render_html_report(const StoredRun& run, const ReportOptions& option
 std::size_t write_html_report(const StoredRun& run, const ReportOptions& options,
                               const fs::path& path) {
   const std::string html = render_html_report(run, options);
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp.string(), "cannot create the report");
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.close();
-    if (!out) throw IoError(tmp.string(), "cannot write the report");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw IoError(path.string(), "cannot rename the report into place");
-  }
+  write_file_atomically(path, html, "the report");
   return html.size();
 }
 

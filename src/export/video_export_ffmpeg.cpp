@@ -8,6 +8,7 @@ extern "C" {
 #include <atomic>
 #include <cstring>
 
+#include "omnidp/common/atomic_file.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/export/av.hpp"
 #include "omnidp/export/video_export.hpp"
@@ -133,22 +134,19 @@ void encode(const Video& video, int fps, const fs::path& path, const fs::path& t
     av::check(avio_closep(&out->pb), "avio_closep", path);
 }
 
-// Encodes into <path>.tmp-<pid>-<n> and renames it over `path`; removes the temporary on error.
+// Encodes into a temporary beside `path` (temporary_beside) and renames it over `path`; removes
+// the temporary on error.
 void encode_atomically(const Video& video, int fps, const fs::path& path, const EncodeSpec& spec) {
   check_input(video, fps, path);
-  static std::atomic<unsigned> counter{0};
-  const fs::path tmp =
-      path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const fs::path tmp = temporary_beside(path);
   try {
     encode(video, fps, path, tmp, spec);
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) throw IoError(path.string(), "cannot rename " + tmp.string() + ": " + ec.message());
   } catch (...) {
     std::error_code ignored;
     fs::remove(tmp, ignored);
     throw;
   }
+  rename_into_place(tmp, path, "the video");
 }
 
 }  // namespace

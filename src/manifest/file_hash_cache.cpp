@@ -1,4 +1,5 @@
 #include "omnidp/manifest/file_hash_cache.hpp"
+#include "omnidp/common/atomic_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 
@@ -122,36 +124,18 @@ bool FileHashCache::load(const fs::path& file) {
 }
 
 void FileHashCache::save(const fs::path& file) const {
-  const fs::path tmp = file.string() + ".tmp-" + std::to_string(::getpid());
+  std::ostringstream out;
   std::size_t count = 0;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw IoError(tmp.string(),
-                    std::string("cannot write the file hash cache: ") + std::strerror(errno));
-    }
-    out << kHeader << '\n';
-    for (const auto& [path, slot] : entries_) {
-      if (!slot.used || path.find_first_of("\n\r") != std::string::npos) continue;
-      out << slot.entry.sha256 << ' ' << slot.stamp.size << ' ' << slot.stamp.mtime_ns << ' '
-          << slot.stamp.inode << ' ' << slot.entry.width << ' ' << slot.entry.height << ' ' << path
-          << '\n';
-      ++count;
-    }
-    out << kFooter << count << '\n';
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw IoError(tmp.string(), "cannot write the file hash cache");
-    }
+  out << kHeader << '\n';
+  for (const auto& [path, slot] : entries_) {
+    if (!slot.used || path.find_first_of("\n\r") != std::string::npos) continue;
+    out << slot.entry.sha256 << ' ' << slot.stamp.size << ' ' << slot.stamp.mtime_ns << ' '
+        << slot.stamp.inode << ' ' << slot.entry.width << ' ' << slot.entry.height << ' ' << path
+        << '\n';
+    ++count;
   }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw IoError(file.string(), "cannot replace the file hash cache: " + ec.message());
-  }
+  out << kFooter << count << '\n';
+  write_file_atomically(file, out.str(), "the file hash cache");
 }
 
 const FileHashCache::Entry* FileHashCache::find(const std::string& path, const FileStamp& stamp) {

@@ -1,4 +1,5 @@
 #include "omnidp/models/snapshot_digest.hpp"
+#include "omnidp/common/atomic_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,25 +104,11 @@ bool write_cache(const fs::path& file, const fs::path& root,
                    {"sha256", e.sha256}};
   }
   const nlohmann::json j = {{"format", kCacheFormat}, {"root", root.string()}, {"files", files}};
-  static std::atomic<unsigned> counter{0};
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp =
-      file.parent_path() / (file.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                            std::to_string(counter++));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << j.dump(1) << "\n";
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
+  try {
+    write_file_atomically(file, j.dump(1) + "\n", "the weights digest cache");
+  } catch (const IoError&) {
     return false;
   }
   return true;

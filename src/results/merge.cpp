@@ -1,4 +1,5 @@
 #include "omnidp/results/merge.hpp"
+#include "omnidp/common/atomic_file.hpp"
 #include "omnidp/results/resume.hpp"
 
 #include <fcntl.h>
@@ -19,18 +20,7 @@
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::results {
-namespace {
-
-void fsync_path(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(path.string(), std::string("cannot open: ") + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) throw IoError(path.string(), std::string("fsync failed: ") + std::strerror(saved));
-}
-
-}  // namespace
+namespace {}  // namespace
 
 MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* summary,
                             const std::string& config_yaml) {
@@ -87,7 +77,7 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     result.summary_source = "recomputed";
   }
 
-  const auto tmp = dir / (".results.h5.tmp-" + std::to_string(::getpid()));
+  const auto tmp = temporary_beside(result.path);
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
   try {
@@ -140,8 +130,7 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     h5::call("H5Fflush", tmp.string(), [&] { return H5Fflush(root, H5F_SCOPE_LOCAL); });
     file.close();
     fsync_path(tmp);
-    std::filesystem::rename(tmp, result.path, ec);
-    if (ec) throw IoError(result.path.string(), "cannot rename into place: " + ec.message());
+    rename_into_place(tmp, result.path, "the merged results");
     fsync_path(dir);
   } catch (...) {
     std::filesystem::remove(tmp, ec);

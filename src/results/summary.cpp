@@ -1,4 +1,5 @@
 #include "omnidp/results/summary.hpp"
+#include "omnidp/common/atomic_file.hpp"
 
 #include <unistd.h>
 
@@ -75,23 +76,7 @@ RunSummary summary_from_json(const std::string& text, const std::string& origin)
 }
 
 void write_summary_json(const std::filesystem::path& path, const RunSummary& summary) {
-  std::string tmp_name = ".";
-  tmp_name += path.filename().string();
-  tmp_name += ".tmp-";
-  tmp_name += std::to_string(::getpid());
-  const auto tmp = path.parent_path() / tmp_name;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << summary_to_json(summary);
-    out.close();
-    if (!out) throw IoError(tmp.string(), "cannot write the summary");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw IoError(path.string(), "cannot rename the summary into place");
-  }
+  write_file_atomically(path, summary_to_json(summary), "the summary");
 }
 
 RunSummary read_summary_json(const std::filesystem::path& path) {

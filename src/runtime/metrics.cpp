@@ -1,4 +1,5 @@
 #include "omnidp/runtime/metrics.hpp"
+#include "omnidp/common/atomic_file.hpp"
 
 #include <unistd.h>
 
@@ -75,27 +76,6 @@ std::string format_prometheus(const MetricsSnapshot& s) {
   return o.str();
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  std::string name = path.filename().string();
-  name.insert(0, 1, '.');
-  name.append(".tmp.").append(std::to_string(::getpid()));
-  const std::filesystem::path tmp = path.parent_path() / name;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp.string(), "cannot create the file");
-    out << text;
-    out.close();
-    if (!out) throw IoError(tmp.string(), "cannot write the file");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw IoError(path.string(), "cannot rename into place: " + ec.message());
-  }
-}
-
 MetricsTextfile::MetricsTextfile(std::filesystem::path path, double interval_s)
     : path_(std::move(path)), interval_s_(interval_s) {}
 
@@ -110,7 +90,7 @@ void MetricsTextfile::finish(const MetricsSnapshot& s) { (void)write(s); }
 
 bool MetricsTextfile::write(const MetricsSnapshot& s) {
   try {
-    write_file_atomically(path_, format_prometheus(s));
+    write_file_atomically(path_, format_prometheus(s), "the metrics textfile");
     return true;
   } catch (const Error& e) {
     if (!warned_) log_warn(std::string("output.metrics_textfile: ") + e.what() + " (retried)");

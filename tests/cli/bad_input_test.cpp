@@ -376,16 +376,19 @@ std::vector<Case> cases() {
   c.push_back(malformed("weights_spiece_truncated", tokenizer(word_model.substr(0, 5)),
                         {spiece + "malformed protobuf at byte 0: field 1: length-delimited value "
                                   "of 14 bytes runs past the end (3 left)"}));
-  c.push_back(malformed("weights_spiece_wrong_wire_type",
-                        tokenizer(std::string("\x0a\x05\x0a\x01x\x10\x05", 7)),
-                        {spiece + "malformed protobuf at byte 5: field 2 (varint): expected fixed32"}));
-  c.push_back(malformed("weights_spiece_piece_of_2_31_bytes",
-                        tokenizer(std::string("\x0a\x80\x80\x80\x80\x08", 6)),
-                        {spiece + "malformed protobuf at byte 0: field 1: length-delimited value of "
-                                  "2147483648 bytes runs past the end (0 left)"}));
+  c.push_back(malformed(
+      "weights_spiece_wrong_wire_type", tokenizer(std::string("\x0a\x05\x0a\x01x\x10\x05", 7)),
+      {spiece + "malformed protobuf at byte 5: field 2 (varint): expected fixed32"}));
+  c.push_back(malformed(
+      "weights_spiece_piece_of_2_31_bytes", tokenizer(std::string("\x0a\x80\x80\x80\x80\x08", 6)),
+      {spiece + "malformed protobuf at byte 0: field 1: length-delimited value of "
+                "2147483648 bytes runs past the end (0 left)"}));
   auto outside = models::text::unigram_word_model({"first", "second"});
   // One trie unit, a leaf whose replacement offset (256) is past the 2 bytes of strings.
-  outside.precompiled_charsmap = std::string("\x04\x00\x00\x00\x00\x01\x00\x00" "a\0", 10);
+  outside.precompiled_charsmap = std::string(
+      "\x04\x00\x00\x00\x00\x01\x00\x00"
+      "a\0",
+      10);
   c.push_back(malformed("weights_spiece_charsmap_outside_its_buffer", tokenizer(outside.serialize()),
                         {spiece + "normalizer precompiled_charsmap: unit 0 of 1: replacement "
                                   "offset 256 outside the 2 bytes of NUL-terminated strings"}));

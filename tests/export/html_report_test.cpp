@@ -187,7 +187,7 @@ TEST(HtmlReport, WrittenAtomicallyAndSizeReturned) {
   EXPECT_EQ(bytes, render_html_report(run, ReportOptions{}).size());
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
-    files += e.path().extension() == ".html" || e.path().string().find(".tmp.") != std::string::npos;
+    files += e.path().extension() == ".html" || e.path().string().find(".tmp-") != std::string::npos;
   }
   EXPECT_EQ(files, 1U);  // no temporary left
   EXPECT_THROW((void)write_html_report(run, ReportOptions{}, dir.path() / "no" / "r.html"), IoError);

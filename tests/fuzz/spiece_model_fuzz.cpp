@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto model = text::SentencePieceModel::parse(bytes, "fuzz");
     const text::SentencePieceTokenizer tok(model, {}, "fuzz");
-    const std::string texts[] = {"a cat  walks\t", "\xEF\xBC\xA1\xE2\x96\x81\xFF\xC0\x80 \xF0\x9F\xA6\x8A",
+    const std::string texts[] = {"a cat  walks\t",
+                                 "\xEF\xBC\xA1\xE2\x96\x81\xFF\xC0\x80 \xF0\x9F\xA6\x8A",
                                  std::string(bytes.substr(0, 256))};
     for (const auto& t : texts) {
       for (const auto id : tok.encode(t, 64)) {

@@ -36,10 +36,6 @@ struct MetricsSnapshot {
 // escaped (\\, \", \n).
 [[nodiscard]] std::string format_prometheus(const MetricsSnapshot& s);
 
-// Writes `text` to `path` atomically: a temporary file beside it, then rename (a scraper never
-// sees half a file). Throws IoError.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
-
 // Rewrites the file when `interval_s` passed since the last write (the first update writes).
 // A failed write is logged once as a warning and retried at the next interval: monitoring never
 // stops the job.
