@@ -21,6 +21,8 @@ Coordinator::Coordinator(CoordinatorOptions options, RequestSource& source, Send
       send_(std::move(send)),
       cost_(describe_model(options_.config.model)),
       work_(options_.config.scheduler, options_.topology.replicas, source, cost_),
+      dispatch_policy_(options_.config.scheduler.policy),
+      load_(static_cast<std::size_t>(options_.topology.replicas)),
       replicas_(static_cast<std::size_t>(options_.topology.replicas)),
       progress_(options_.progress_out, options_.progress_in_place, options_.progress_interval_s) {
   if (!options_.config.output.metrics_textfile.empty()) {
@@ -37,7 +39,7 @@ void Coordinator::broadcast(const Message& m) {
 }
 
 std::size_t Coordinator::outstanding(int replica) const {
-  return static_cast<std::size_t>(replicas_.at(static_cast<std::size_t>(replica)).outstanding);
+  return static_cast<std::size_t>(load_.at(static_cast<std::size_t>(replica)).outstanding);
 }
 
 ProgressSnapshot Coordinator::progress() const {
@@ -125,11 +127,12 @@ void Coordinator::on(int from, const ReadyMsg& m) {
     return;
   }
   auto& r = replicas_[static_cast<std::size_t>(m.replica)];
-  r.ready = true;
-  r.slots = std::max(1, m.slots);
+  auto& load = load_[static_cast<std::size_t>(m.replica)];
+  load.ready = true;
+  load.slots = std::max(1, m.slots);
   r.device = m.device;
   r.last_heartbeat = now();
-  if (!std::all_of(replicas_.begin(), replicas_.end(), [](const auto& x) { return x.ready; })) {
+  if (!std::all_of(load_.begin(), load_.end(), [](const auto& x) { return x.ready; })) {
     return;
   }
   go_time_ = now();
@@ -155,14 +158,14 @@ std::optional<Coordinator::Assigned> Coordinator::release(const std::string& id,
   Assigned a = std::move(it->second);
   outstanding_.erase(it);
   free_slot(a);
-  replicas_[static_cast<std::size_t>(a.replica)].outstanding -= 1;
+  load_[static_cast<std::size_t>(a.replica)].outstanding -= 1;
   return a;
 }
 
 void Coordinator::free_slot(Assigned& a) {
   if (a.generated) return;
   a.generated = true;
-  auto& r = replicas_[static_cast<std::size_t>(a.replica)];
+  auto& r = load_[static_cast<std::size_t>(a.replica)];
   r.in_model -= 1;
   if (r.in_model > 0) r.model_since = now();  // its next request starts now
   r.outstanding_cost -= a.item.key;
@@ -175,7 +178,7 @@ void Coordinator::on(int from, const PullMsg& m) {
     log_debug("coordinator: stale Pull for '" + m.id + "' from rank " + std::to_string(from));
     return;
   }
-  replicas_[static_cast<std::size_t>(m.replica)].pull = true;
+  load_[static_cast<std::size_t>(m.replica)].pull = true;
   dispatch();
 }
 
@@ -306,25 +309,7 @@ void Coordinator::dispatch() {
       const std::size_t left =
           (options_.plan.to_run > handed_out_ ? options_.plan.to_run - handed_out_ : 0) +
           work_.retries();
-      const bool tail = options_.config.scheduler.policy == SchedulerPolicy::dynamic &&
-                        left <= static_cast<std::size_t>(options_.topology.replicas);
-      std::vector<int> order;
-      for (int k = 0; k < options_.topology.replicas; ++k) {
-        const auto& r = replicas_[static_cast<std::size_t>(k)];
-        const bool wants = r.in_model == 0 || (r.pull && !tail);
-        if (r.ready && !r.closed && wants && r.in_model < r.slots &&
-            r.outstanding < r.slots + kWriteBacklog) {
-          order.push_back(k);
-        }
-      }
-      // Emptiest replica first: an idle one before a free prefetch slot, then the one with the
-      // least estimated work outstanding.
-      std::sort(order.begin(), order.end(), [&](int a, int b) {
-        const auto& ra = replicas_[static_cast<std::size_t>(a)];
-        const auto& rb = replicas_[static_cast<std::size_t>(b)];
-        return std::tie(ra.in_model, ra.outstanding_cost, a) <
-               std::tie(rb.in_model, rb.outstanding_cost, b);
-      });
+      const std::vector<int> order = dispatch_policy_.candidates(load_, left);
       bool assigned = false;
       for (int k : order) {
         auto item = work_.next_for(k);
@@ -334,14 +319,11 @@ void Coordinator::dispatch() {
           work_.put_back(std::move(*item));  // faults.drain_after: only the first N requests
           return;
         }
-        if (options_.deadline) {
-          const Fit fit = fits_deadline(k, *item);
-          if (fit != Fit::yes) {
-            work_.put_back(std::move(*item));
-            continue;
-          }
+        if (options_.deadline && !fits_deadline(k, *item)) {
+          work_.put_back(std::move(*item));
+          continue;
         }
-        auto& r = replicas_[static_cast<std::size_t>(k)];
+        auto& r = load_[static_cast<std::size_t>(k)];
         if (r.in_model == 0) r.model_since = now();
         r.in_model += 1;
         r.outstanding += 1;
@@ -368,56 +350,34 @@ void Coordinator::dispatch() {
 }
 
 double Coordinator::model_free_at(int k) const {
-  const double t = now();
-  const auto& r = replicas_[static_cast<std::size_t>(k)];
-  if (r.in_model == 0) return t;
-  double queued = 0.0;
-  double running = 0.0;
-  std::uint64_t oldest = UINT64_MAX;
+  // The estimates of its requests not yet generated, oldest (the running one) first.
+  std::vector<std::pair<std::uint64_t, double>> in_model;
   for (const auto& [id, a] : outstanding_) {
-    if (a.replica != k || a.generated) continue;
-    const double s = cost_.estimate(a.item.features);
-    queued += s;
-    if (a.seq < oldest) {
-      oldest = a.seq;
-      running = s;
-    }
+    if (a.replica == k && !a.generated)
+      in_model.emplace_back(a.seq, cost_.estimate(a.item.features));
   }
-  // The oldest one runs since model_since; the rest wait behind it.
-  const double left_running = std::max(0.0, running - (t - r.model_since));
-  return t + left_running + (queued - running);
+  std::sort(in_model.begin(), in_model.end());
+  std::vector<double> seconds;
+  for (const auto& [seq, s] : in_model) seconds.push_back(s);
+  return DeadlineGate::model_free_at(now(), load_[static_cast<std::size_t>(k)], seconds);
 }
 
-Coordinator::Fit Coordinator::fits_deadline(int k, const WorkItem& item) {
-  auto& r = replicas_[static_cast<std::size_t>(k)];
-  const double t = now();
-  const double limit = *options_.deadline - options_.config.scheduler.deadline_margin_s;
-  double ends = t;
-  double estimate = 0.0;
-  if (!cost_.calibrated()) {
-    // No time scale yet (the estimate is in cost units until the first completion): a
-    // replica with nothing outstanding gets one request while the limit has not passed; one
-    // with a request outstanding waits for the first completion (its Done calibrates).
-    if (r.outstanding > 0 && t < limit) return Fit::wait;
-  } else {
-    estimate = cost_.estimate(item.features);
-    ends = model_free_at(k) + estimate;
-  }
-  if (t < limit && ends <= limit) return Fit::yes;
-  r.closed = true;
-  deadline_closed_any_ = true;
-  std::ostringstream why;
-  why.precision(3);
-  why << "coordinator: deadline: replica " << k << " gets no more work: request '"
-      << item.request.id << "'";
+bool Coordinator::fits_deadline(int k, const WorkItem& item) {
+  auto& r = load_[static_cast<std::size_t>(k)];
+  const DeadlineGate gate(*options_.deadline, options_.config.scheduler.deadline_margin_s);
+  std::optional<double> estimate;
+  double free_at = now();
   if (cost_.calibrated()) {
-    why << " (estimated " << estimate << " s) would end in " << ends - t << " s,";
+    estimate = cost_.estimate(item.features);
+    free_at = model_free_at(k);
   }
-  why << " the deadline minus the margin of " << options_.config.scheduler.deadline_margin_s
-      << " s is " << (limit - t >= 0.0 ? "in " : "") << limit - t << " s"
-      << (limit - t >= 0.0 ? "" : " (passed)");
-  log_info(why.str());
-  return Fit::no;
+  const auto decision = gate.decide(now(), k, r, item.request.id, estimate, free_at);
+  if (decision.fit == DeadlineGate::Fit::no) {
+    r.closed = true;
+    deadline_closed_any_ = true;
+    log_info(decision.why);
+  }
+  return decision.fit == DeadlineGate::Fit::yes;
 }
 
 void Coordinator::drain_if_nothing_fits() {
@@ -538,7 +498,8 @@ void Coordinator::tick() {
   if (period <= 0.0) return;
   for (int k = 0; k < options_.topology.replicas; ++k) {
     auto& r = replicas_[static_cast<std::size_t>(k)];
-    if (r.ready && !r.warned_silent && t - r.last_heartbeat > 3.0 * period + 5.0) {
+    if (load_[static_cast<std::size_t>(k)].ready && !r.warned_silent &&
+        t - r.last_heartbeat > 3.0 * period + 5.0) {
       r.warned_silent = true;
       log_warn("coordinator: replica " + std::to_string(k) + " (rank " +
                std::to_string(options_.topology.leader(k)) + ") silent for " +

@@ -30,6 +30,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/results/record.hpp"
 #include "omnidp/runtime/cost_model.hpp"
+#include "omnidp/runtime/dispatch.hpp"
 #include "omnidp/runtime/metrics.hpp"
 #include "omnidp/runtime/plan.hpp"
 #include "omnidp/runtime/progress.hpp"
@@ -63,7 +64,7 @@ struct CoordinatorOptions {
 
 class Coordinator {
  public:
-  static constexpr int kWriteBacklog = 2;
+  static constexpr int kWriteBacklog = DispatchPolicy::kWriteBacklog;
   enum class Phase { setup, running, draining, closing, finished };
   using Send = std::function<void(int dest, const Message& message)>;
 
@@ -90,19 +91,12 @@ class Coordinator {
   [[nodiscard]] MetricsSnapshot metrics() const;
 
  private:
+  // A replica's state beside its load (the dispatch decisions' input).
   struct ReplicaState {
-    bool ready = false;
-    int slots = 0;
-    int in_model = 0;               // assigned, not yet generated (bounded by slots)
-    bool pull = false;              // its running request is nearly done: fill the prefetch
-    int outstanding = 0;            // assigned, not yet durable (bounded by slots + write backlog)
-    double outstanding_cost = 0.0;  // estimated cost of the in_model ones
     double busy_s = 0.0;
     double last_heartbeat = 0.0;
     bool warned_silent = false;
     std::string device;
-    double model_since = 0.0;  // when its running request (the oldest in_model) started, about
-    bool closed = false;       // the deadline: its next request would not end in time
   };
   struct Assigned {
     WorkItem item;
@@ -110,7 +104,6 @@ class Coordinator {
     bool generated = false;  // Generated received: the slot is free, the write is pending
     std::uint64_t seq = 0;   // order of assignment
   };
-  enum class Fit { yes, wait, no };
 
   void on(int from, const ReadyMsg& m);
   void on(int from, const GeneratedMsg& m);
@@ -130,8 +123,9 @@ class Coordinator {
   std::optional<Assigned> release(const std::string& id, int from, const char* what);
   void free_slot(Assigned& a);
   void dispatch();
-  // The deadline gate for handing `item` to replica `k` now.
-  [[nodiscard]] Fit fits_deadline(int k, const WorkItem& item);
+  // The deadline gate (DeadlineGate) for handing `item` to replica `k` now; closes the
+  // replica when its next request cannot end in time.
+  [[nodiscard]] bool fits_deadline(int k, const WorkItem& item);
   // When replica k's model is expected to be free (now when it is idle); calibrated cost only.
   [[nodiscard]] double model_free_at(int k) const;
   void drain_if_nothing_fits();
@@ -145,6 +139,8 @@ class Coordinator {
   CostModel cost_;
   WorkQueue work_;
   Phase phase_ = Phase::setup;
+  DispatchPolicy dispatch_policy_;
+  std::vector<ReplicaLoad> load_;
   std::vector<ReplicaState> replicas_;
   std::unordered_map<std::string, Assigned> outstanding_;
   std::size_t handed_out_ = 0;  // distinct requests assigned
