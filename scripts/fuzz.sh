@@ -39,8 +39,8 @@ sources_of() {
       echo tests/fuzz/safetensors_header_fuzz.cpp src/models/weights/safetensors_header.cpp \
         src/common/error.cpp ;;
     manifest_line)
-      echo tests/fuzz/manifest_line_fuzz.cpp src/manifest/manifest.cpp src/manifest/request.cpp \
-        src/manifest/id_set.cpp src/manifest/input_key.cpp src/config/config.cpp \
+      echo tests/fuzz/manifest_line_fuzz.cpp src/manifest/manifest_line.cpp src/manifest/line_text.cpp \
+        src/manifest/request.cpp src/manifest/input_key.cpp src/config/config.cpp \
         src/config/suggest.cpp "$out/default_config.cpp" src/common/error.cpp \
         src/common/sha256.cpp src/common/image.cpp ;;
     spiece_model)

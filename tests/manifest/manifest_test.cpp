@@ -979,21 +979,6 @@ TEST_F(ManifestTest, PathRulesOnlyWithoutReadingInputs) {
   EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }).rfind(file_ + ":1:image: path ", 0), 0U);
 }
 
-TEST(ManifestLine, ParsesWithoutTouchingFiles) {
-  const Request r = parse_manifest_line(R"({"id":"a","prompt":"p","image":"../x.png"})",
-                                        test_defaults(), "f.jsonl", 7);
-  EXPECT_EQ(r.image, "../x.png");
-  EXPECT_EQ(r.task, Task::i2v);
-  EXPECT_EQ(r.line, 7U);
-  EXPECT_TRUE(r.input_key.empty());
-  EXPECT_EQ(manifest_error_of([] {
-              (void)parse_manifest_line(R"({"id":"a","prompt":"p","seed":"x"})", test_defaults(),
-                                        "f.jsonl", 7);
-            }),
-            "f.jsonl:7:seed: must be an integer in 0..9223372036854775807 (2^63-1), got the "
-            "string \"x\"");
-}
-
 TEST(ManifestOptionsFromConfig, CopiesTheRelevantSettings) {
   Config config;
   config.input.manifest = "/jobs/a/prompts.jsonl";

@@ -27,6 +27,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
+#include "omnidp/manifest/manifest_line.hpp"
 #include "omnidp/manifest/request.hpp"
 
 namespace omnidp {
@@ -127,14 +128,6 @@ struct ValidationReport {
   std::vector<std::string> input_errors;
   [[nodiscard]] bool ok() const noexcept { return errors.empty(); }
 };
-
-// One line's JSON checked and turned into a Request with the defaults filled in: syntax,
-// UTF-8, field names, types, ranges, task/image rules. No file access and no duplicate check;
-// `image` and `prompt_embeds` keep the line's text, input_key stays empty. `text` is one line
-// without its line end (not blank, not a comment). Throws ManifestError naming `file`, `line`
-// and the field. The unit the manifest fuzzer drives; ManifestReader::next() builds on it.
-[[nodiscard]] Request parse_manifest_line(std::string_view text, const GenerationConfig& defaults,
-                                          const std::string& file, std::size_t line);
 
 // Whole-file validation (for --validate-only and the pre-start check of a job). Stops at the
 // first error unless all_errors. A manifest without any request is an error too (reported at

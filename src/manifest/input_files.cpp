@@ -1,0 +1,91 @@
+#include "omnidp/manifest/input_files.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <system_error>
+#include <tuple>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/image.hpp"
+#include "omnidp/common/sha256.hpp"
+#include "omnidp/manifest/input_key.hpp"
+#include "omnidp/manifest/manifest.hpp"
+
+namespace omnidp {
+namespace fs = std::filesystem;
+void read_input_files(Request& r, bool size_given, const ManifestOptions& options,
+                      const std::string& file) {
+  const auto input_error = [&](ManifestField field, const std::string& reason) {
+    return std::string(ManifestError(file, r.line, field_name(field), reason).what());
+  };
+  // SHA-256 of an input file: from the cache when it has the file unchanged.
+  const auto hash_input = [&](const std::string& path, const std::optional<FileStamp>& stamp) {
+    if (options.hash_cache && stamp) return options.hash_cache->hash(path, *stamp);
+    return sha256_file_hex(path);
+  };
+
+  // With a hash cache, an unchanged file is not opened at all.
+  FileHashCache* cache = options.hash_cache.get();
+  if (!r.image.empty()) {
+    ImageInfo info;
+    try {
+      const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image) : std::nullopt;
+      const FileHashCache::Entry* cached = stamp ? cache->find(r.image, *stamp) : nullptr;
+      const bool probed = cached == nullptr || cached->width == 0;
+      if (probed) {
+        info = probe_image(r.image);
+      } else {
+        info.width = cached->width;
+        info.height = cached->height;
+      }
+      r.image_height = info.height;
+      r.image_width = info.width;
+      const auto pixels =
+          static_cast<std::uint64_t>(info.width) * static_cast<std::uint64_t>(info.height);
+      if (pixels > options.max_image_pixels) {
+        r.input_error = input_error(
+            ManifestField::image,
+            r.image + ": image is " + std::to_string(info.width) + "x" + std::to_string(info.height) +
+                " = " + std::to_string(pixels) + " pixels, over the limit of " +
+                std::to_string(options.max_image_pixels) + " (input.max_image_pixels)");
+        return;
+      }
+      r.image_sha256 = hash_input(r.image, stamp);
+      if (stamp && probed) {
+        cache->put(r.image, *stamp, FileHashCache::Entry{r.image_sha256, info.width, info.height});
+      }
+    } catch (const Error& e) {  // InputError from probing, IoError from hashing
+      r.input_error = input_error(ManifestField::image, e.what());
+      return;
+    }
+    if (r.task == Task::i2v && !size_given && options.size_from_image) {
+      try {
+        std::tie(r.height, r.width) = options.size_from_image(info.height, info.width);
+      } catch (const std::exception& e) {
+        r.input_error = input_error(ManifestField::image,
+                                    std::string("no output size for this image: ") + e.what());
+        return;
+      }
+    }
+  }
+  if (!r.prompt_embeds.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(r.prompt_embeds, ec)) {
+      r.input_error =
+          input_error(ManifestField::prompt_embeds,
+                      r.prompt_embeds + (fs::exists(r.prompt_embeds, ec) ? ": not a regular file"
+                                                                         : ": file not found"));
+      return;
+    }
+    try {
+      r.prompt_embeds_sha256 =
+          hash_input(r.prompt_embeds, cache != nullptr ? file_stamp(r.prompt_embeds) : std::nullopt);
+    } catch (const Error& e) {
+      r.input_error = input_error(ManifestField::prompt_embeds, e.what());
+      return;
+    }
+  }
+  r.input_key = compute_input_key(r, options.model_name, options.weights_identity);
+}
+
+}  // namespace omnidp
