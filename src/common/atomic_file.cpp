@@ -16,8 +16,13 @@ namespace fs = std::filesystem;
 
 fs::path temporary_beside(const fs::path& path) {
   static std::atomic<unsigned> counter{0};
-  return path.parent_path() / ("." + path.filename().string() + ".tmp-" +
-                               std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::string name(1, '.');
+  name.append(path.filename().string())
+      .append(".tmp-")
+      .append(std::to_string(::getpid()))
+      .append("-")
+      .append(std::to_string(counter++));
+  return path.parent_path() / name;
 }
 
 void rename_into_place(const fs::path& tmp, const fs::path& path, std::string_view what) {

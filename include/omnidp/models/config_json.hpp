@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "omnidp/common/error.hpp"
 
@@ -26,17 +27,26 @@ namespace omnidp::models {
 // with `origin` in place of the file.
 [[nodiscard]] nlohmann::json parse_json_object(std::string_view text, const std::string& origin);
 
-// The value of an optional key: `fallback` when absent or null; a value of another type is
-// WeightsError(origin, "config key '<key>': <parser message>").
+// The value of an optional key: `fallback` when absent or null; a value of another type (an
+// integer key given a fraction, a number given a string, ...) is WeightsError(origin, "config
+// key '<key>': <reason>"). The one reader of typed snapshot config keys.
 template <typename T>
 [[nodiscard]] T config_value(const nlohmann::json& j, const char* key, T fallback,
                              const std::string& origin) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
+  const auto fail = [&](const std::string& reason) -> T {
+    throw WeightsError(origin, std::string("config key '") + key + "': " + reason);
+  };
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!it->is_number_integer()) return fail("must be an integer, got " + it->dump());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!it->is_number()) return fail("must be a number, got " + it->dump());
+  }
   try {
     return it->template get<T>();
   } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
+    return fail(e.what());
   }
 }
 

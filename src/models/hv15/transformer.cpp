@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
@@ -61,17 +62,6 @@ torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
   return out.transpose(1, 2).flatten(2);
 }
 
-template <typename T>
-T json_get(const nlohmann::json& j, const char* key, T fallback, const std::string& origin) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    throw WeightsError(origin, std::string("config key '") + key + "': " + e.what());
-  }
-}
-
 }  // namespace
 
 // --- options ------------------------------------------------------------------------------
@@ -79,28 +69,28 @@ T json_get(const nlohmann::json& j, const char* key, T fallback, const std::stri
 TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw WeightsError(origin, "transformer config is not a JSON object");
   TransformerOptions o;
-  o.in_channels = json_get(j, "in_channels", o.in_channels, origin);
-  o.out_channels = json_get(j, "out_channels", o.out_channels, origin);
-  o.num_attention_heads = json_get(j, "num_attention_heads", o.num_attention_heads, origin);
-  o.attention_head_dim = json_get(j, "attention_head_dim", o.attention_head_dim, origin);
-  o.num_layers = json_get(j, "num_layers", o.num_layers, origin);
-  o.num_refiner_layers = json_get(j, "num_refiner_layers", o.num_refiner_layers, origin);
-  o.mlp_ratio = json_get(j, "mlp_ratio", o.mlp_ratio, origin);
-  o.patch_size = json_get(j, "patch_size", o.patch_size, origin);
-  o.patch_size_t = json_get(j, "patch_size_t", o.patch_size_t, origin);
-  o.qk_norm = json_get(j, "qk_norm", o.qk_norm, origin);
-  o.text_embed_dim = json_get(j, "text_embed_dim", o.text_embed_dim, origin);
-  o.text_embed_2_dim = json_get(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
-  o.image_embed_dim = json_get(j, "image_embed_dim", o.image_embed_dim, origin);
-  o.rope_theta = json_get(j, "rope_theta", o.rope_theta, origin);
-  const auto axes =
-      json_get(j, "rope_axes_dim",
-               std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()), origin);
+  o.in_channels = config_value(j, "in_channels", o.in_channels, origin);
+  o.out_channels = config_value(j, "out_channels", o.out_channels, origin);
+  o.num_attention_heads = config_value(j, "num_attention_heads", o.num_attention_heads, origin);
+  o.attention_head_dim = config_value(j, "attention_head_dim", o.attention_head_dim, origin);
+  o.num_layers = config_value(j, "num_layers", o.num_layers, origin);
+  o.num_refiner_layers = config_value(j, "num_refiner_layers", o.num_refiner_layers, origin);
+  o.mlp_ratio = config_value(j, "mlp_ratio", o.mlp_ratio, origin);
+  o.patch_size = config_value(j, "patch_size", o.patch_size, origin);
+  o.patch_size_t = config_value(j, "patch_size_t", o.patch_size_t, origin);
+  o.qk_norm = config_value(j, "qk_norm", o.qk_norm, origin);
+  o.text_embed_dim = config_value(j, "text_embed_dim", o.text_embed_dim, origin);
+  o.text_embed_2_dim = config_value(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
+  o.image_embed_dim = config_value(j, "image_embed_dim", o.image_embed_dim, origin);
+  o.rope_theta = config_value(j, "rope_theta", o.rope_theta, origin);
+  const auto axes = config_value(
+      j, "rope_axes_dim", std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()),
+      origin);
   if (axes.size() != 3) throw WeightsError(origin, "rope_axes_dim must have 3 entries");
   for (std::size_t i = 0; i < 3; ++i) o.rope_axes_dim[i] = axes[i];
-  o.target_size = json_get(j, "target_size", o.target_size, origin);
-  o.task_type = json_get(j, "task_type", o.task_type, origin);
-  o.use_meanflow = json_get(j, "use_meanflow", o.use_meanflow, origin);
+  o.target_size = config_value(j, "target_size", o.target_size, origin);
+  o.task_type = config_value(j, "task_type", o.task_type, origin);
+  o.use_meanflow = config_value(j, "use_meanflow", o.use_meanflow, origin);
 
   if (o.qk_norm != "rms_norm") {
     throw WeightsError(origin, "qk_norm '" + o.qk_norm + "' is not supported (only rms_norm)");

@@ -14,15 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t get_int(const json& j, const char* key, std::int64_t fallback,
-                     const std::string& origin) {
-  if (!j.contains(key) || j.at(key).is_null()) return fallback;
-  if (!j.at(key).is_number_integer()) {
-    throw WeightsError(origin, std::string("field '") + key + "' must be an integer");
-  }
-  return j.at(key).get<std::int64_t>();
-}
-
 // GELU(tanh) with a projection: Diffusers' GELU module of FeedForward ("net.0").
 class GeluProjImpl : public torch::nn::Module {
  public:
@@ -48,15 +39,17 @@ WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& t
       throw WeightsError(origin, "patch_size must be a list of 3");
     for (std::size_t i = 0; i < 3; ++i) o.patch_size[i] = p.at(i).get<std::int64_t>();
   }
-  o.num_attention_heads = get_int(j, "num_attention_heads", o.num_attention_heads, origin);
-  o.attention_head_dim = get_int(j, "attention_head_dim", o.attention_head_dim, origin);
-  o.in_channels = get_int(j, "in_channels", o.in_channels, origin);
-  o.out_channels = get_int(j, "out_channels", o.in_channels, origin);
-  o.text_dim = get_int(j, "text_dim", o.text_dim, origin);
-  o.freq_dim = get_int(j, "freq_dim", o.freq_dim, origin);
-  o.ffn_dim = get_int(j, "ffn_dim", o.ffn_dim, origin);
-  o.num_layers = get_int(j, "num_layers", o.num_layers, origin);
-  o.rope_max_seq_len = get_int(j, "rope_max_seq_len", o.rope_max_seq_len, origin);
+  o.num_attention_heads =
+      config_value<std::int64_t>(j, "num_attention_heads", o.num_attention_heads, origin);
+  o.attention_head_dim =
+      config_value<std::int64_t>(j, "attention_head_dim", o.attention_head_dim, origin);
+  o.in_channels = config_value<std::int64_t>(j, "in_channels", o.in_channels, origin);
+  o.out_channels = config_value<std::int64_t>(j, "out_channels", o.in_channels, origin);
+  o.text_dim = config_value<std::int64_t>(j, "text_dim", o.text_dim, origin);
+  o.freq_dim = config_value<std::int64_t>(j, "freq_dim", o.freq_dim, origin);
+  o.ffn_dim = config_value<std::int64_t>(j, "ffn_dim", o.ffn_dim, origin);
+  o.num_layers = config_value<std::int64_t>(j, "num_layers", o.num_layers, origin);
+  o.rope_max_seq_len = config_value<std::int64_t>(j, "rope_max_seq_len", o.rope_max_seq_len, origin);
   if (j.contains("cross_attn_norm")) o.cross_attn_norm = j.at("cross_attn_norm").get<bool>();
   if (j.contains("eps")) o.eps = j.at("eps").get<double>();
   if (j.contains("qk_norm") && !(j.at("qk_norm").is_string() &&
