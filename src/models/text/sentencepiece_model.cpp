@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <system_error>
 #include <unordered_map>
 
 #include "omnidp/common/base64.hpp"
@@ -96,9 +97,14 @@ void parse_normalizer_spec(protobuf::Reader reader, Model& m) {
 }
 
 std::string read_file(const fs::path& file) {
+  std::error_code ec;
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec))
+    throw WeightsError(file.string(), "the SentencePiece model is not a regular file");
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) throw WeightsError(file.string(), "cannot open the SentencePiece model");
-  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  const auto size = in.tellg();
+  if (size < 0) throw WeightsError(file.string(), "cannot read the SentencePiece model");
+  std::string bytes(static_cast<std::size_t>(size), '\0');
   in.seekg(0);
   if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())))
     throw WeightsError(file.string(), "cannot read the SentencePiece model");

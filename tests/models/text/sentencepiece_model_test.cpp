@@ -140,6 +140,8 @@ TEST(SentencePieceModel, MalformedFilesAreWeightsErrors) {
   EXPECT_EQ(
       error_of<WeightsError>([&] { (void)SentencePieceModel::read(dir.path() / "spiece.model"); }),
       (dir.path() / "spiece.model").string() + ": cannot open the SentencePiece model");
+  EXPECT_EQ(error_of<WeightsError>([&] { (void)SentencePieceModel::read(dir.path()); }),
+            dir.path().string() + ": the SentencePiece model is not a regular file");
 }
 
 // The layout transformers' SpmConverter writes for a T5 SentencePiece model.

@@ -88,6 +88,19 @@ TEST(SentencePieceTokenizer, UnusedPiecesAreNeverChosen) {
             (Ids{tok.piece_id(kSpace), tok.piece_id("c"), tok.piece_id("a"), tok.piece_id("t")}));
 }
 
+TEST(SplitIntoWords, AtEachSpaceOrAfterItAsTheModelSays) {
+  using Words = std::vector<std::string_view>;
+  const std::string s = kSpace;
+  const std::string text = s + "ab" + s + s + "c" + s;  // "▁ab▁▁c▁"
+  EXPECT_EQ(split_into_words(text, false, false), (Words{s + "ab", s, s + "c", s}));
+  EXPECT_EQ(split_into_words(text, false, true), (Words{s + "ab", s + s + "c", s}));
+  EXPECT_EQ(split_into_words(text, true, false), (Words{s, "ab" + s, s, "c" + s}));
+  EXPECT_EQ(split_into_words(text, true, true), (Words{s, "ab" + s + s, "c" + s}));
+  EXPECT_EQ(split_into_words("abc", false, false), (Words{"abc"}));
+  EXPECT_TRUE(split_into_words("", false, false).empty());
+  EXPECT_TRUE(split_into_words("", true, false).empty());
+}
+
 TEST(SentencePieceTokenizer, TruncationKeepsTheEos) {
   const SentencePieceTokenizer tok(words_model(), {}, "words");
   const auto the = tok.piece_id(kSpace + "the");

@@ -2,11 +2,12 @@
 // The T5 / UMT5 tokenizer: a SentencePiece Unigram model (`spiece.model`, or the Unigram
 // `tokenizer.json` of the same folder) encoded natively, followed by `</s>`, as transformers'
 // T5Tokenizer does and as diffusers' Wan pipeline feeds UMT5 (docs/models.md, "The UMT5
-// tokenizer"). The ids equal SentencePiece's SentencePieceProcessor::Encode: its normalizer
-// (sentencepiece_normalizer.hpp), the Viterbi search over the pieces with the same float
-// arithmetic (unigram_model.cc, EncodeOptimized), unknown characters as one unknown id per
-// run or, with byte fallback, as their UTF-8 byte pieces. Torch-free; immutable after
-// construction, encode() may be called concurrently.
+// tokenizer"). The ids equal those of SentencePieceProcessor::Encode of sentencepiece 0.2.x:
+// its normalizer (sentencepiece_normalizer.hpp), the text cut into words (split_into_words),
+// the Viterbi search over the pieces of each word with the same float arithmetic
+// (unigram_model.cc, EncodeOptimized), unknown characters as one unknown id per run or, with
+// byte fallback, as their UTF-8 byte pieces. Torch-free; immutable after construction, encode()
+// may be called concurrently.
 
 #include <array>
 #include <cstdint>
