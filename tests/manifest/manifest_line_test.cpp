@@ -3,28 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "error_of.hpp"
+#include "manifest_test_support.hpp"
 #include "omnidp/common/error.hpp"
 
 namespace omnidp {
 namespace {
 
-GenerationConfig test_defaults() {
-  GenerationConfig g;
-  g.num_frames = 9;
-  g.height = 64;
-  g.width = 96;
-  g.num_inference_steps = 4;
-  g.guidance_scale = 5.0;
-  g.flow_shift = 3.0;
-  g.seed = 42;
-  g.fps = 16;
-  g.negative_prompt = "low quality";
-  return g;
-}
-
-std::string manifest_error_of(const std::function<void()>& fn) {
-  return test::error_of<ManifestError>(fn);
-}
+using omnidp::test::manifest_error_of;
+using omnidp::test::test_defaults;
 
 TEST(ManifestLine, ParsesWithoutTouchingFiles) {
   const Request r = parse_manifest_line(R"({"id":"a","prompt":"p","image":"../x.png"})",

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "manifest_test_support.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/manifest/input_key.hpp"
 #include "png_file.hpp"
@@ -46,23 +47,8 @@ void write_png_header(const fs::path& path, png_uint_32 width, png_uint_32 heigh
   ASSERT_TRUE(omnidp::test::write_png_header(path, width, height)) << path;
 }
 
-GenerationConfig test_defaults() {
-  GenerationConfig g;
-  g.num_frames = 9;
-  g.height = 64;
-  g.width = 96;
-  g.num_inference_steps = 4;
-  g.guidance_scale = 5.0;
-  g.flow_shift = 3.0;
-  g.seed = 42;
-  g.fps = 16;
-  g.negative_prompt = "low quality";
-  return g;
-}
-
-std::string manifest_error_of(const std::function<void()>& fn) {
-  return omnidp::test::error_of<ManifestError>(fn);
-}
+using omnidp::test::manifest_error_of;
+using omnidp::test::test_defaults;
 
 class ManifestTest : public ::testing::Test {
  protected:
