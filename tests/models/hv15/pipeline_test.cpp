@@ -166,7 +166,11 @@ TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
   const auto cond = forward(in.prompt);
   const auto uncond = forward(in.negative);
   const auto expected = in.noise - (uncond + 6.0 * (cond - uncond));
-  EXPECT_LT((latents - expected).abs().max().item<double>(), 1e-5);
+  // The pipeline runs both branches as one ragged batch of 2 (CFG batched), these two forwards
+  // at batch 1: equal up to float rounding, which guidance 6 amplifies 11-fold, so the bound is
+  // relative to the latents' size (as in CfgParallelGroupEqualsTheSingleRun).
+  EXPECT_LT((latents - expected).abs().max().item<double>(),
+            1e-5 * std::max(1.0, expected.abs().max().item<double>()));
 
   // guidance 1: no negative pass (and none needed).
   in.guidance_scale = 1.0;
