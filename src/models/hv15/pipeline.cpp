@@ -398,14 +398,8 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
   const auto& to = parts_.transformer->options();
   const std::string prefix = negative ? "negative_" : "";
   const auto key = prefix + "prompt_embeds";
-  if (!request.prompt_embeds.empty()) {
+  if (const auto* file = embeddings_file(request)) {
     const auto& path = request.prompt_embeds;
-    std::unique_ptr<SafetensorsFile> file;
-    try {
-      file = std::make_unique<SafetensorsFile>(path);
-    } catch (const Error& e) {
-      throw InputError(path, e.message());
-    }
     if (file->contains(key)) {
       auto read = [&](const std::string& name, std::int64_t rank) {
         if (!file->contains(name))
@@ -462,10 +456,9 @@ TextConditioning HunyuanVideo15Pipeline::prompt_conditioning(const Request& requ
 torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request,
                                                        const RgbImage& resized) {
   const auto& to = parts_.transformer->options();
-  if (!request.prompt_embeds.empty()) {
-    const SafetensorsFile file(request.prompt_embeds);
-    if (file.contains("image_embeds")) {
-      auto t = file.tensor("image_embeds", torch::kFloat32);
+  if (const auto* file = embeddings_file(request)) {
+    if (file->contains("image_embeds")) {
+      auto t = file->tensor("image_embeds", torch::kFloat32);
       if (t.dim() == 2) t = t.unsqueeze(0);
       if (t.dim() != 3 || t.size(0) != 1 || t.size(2) != to.image_embed_dim) {
         throw InputError(request.prompt_embeds, "'image_embeds' must be [1, L, " +
@@ -495,15 +488,14 @@ torch::Tensor HunyuanVideo15Pipeline::image_embeds_for(const Request& request,
 std::optional<EncodeCost> HunyuanVideo15Pipeline::text_cost(const Request& request,
                                                             bool negative) const {
   const std::string key = negative ? "negative_prompt_embeds" : "prompt_embeds";
-  if (!request.prompt_embeds.empty()) {
-    const SafetensorsFile file(request.prompt_embeds);
-    if (file.contains(key)) {
+  if (const auto* file = embeddings_file(request)) {
+    if (file->contains(key)) {
       const auto valid = [&](const std::string& name) {
-        if (!file.contains(name)) return std::int64_t{0};
-        return (file.tensor(name, torch::kFloat32) != 0).sum().item<std::int64_t>();
+        if (!file->contains(name)) return std::int64_t{0};
+        return (file->tensor(name, torch::kFloat32) != 0).sum().item<std::int64_t>();
       };
       return EncodeCost{0.0, valid(key + "_mask"),
-                        file.contains(key + "_2") ? valid(key + "_mask_2") : 0};
+                        file->contains(key + "_2") ? valid(key + "_mask_2") : 0};
     }
   }
   const auto& text = negative ? request.negative_prompt : request.prompt;
@@ -513,6 +505,24 @@ std::optional<EncodeCost> HunyuanVideo15Pipeline::text_cost(const Request& reque
                       parts_.random_shape.glyph_valid};
   }
   return std::nullopt;
+}
+
+const SafetensorsFile* HunyuanVideo15Pipeline::embeddings_file(const Request& request) const {
+  if (request.prompt_embeds.empty()) return nullptr;
+  auto& cache = embeddings_;
+  // A request without its content hash (not from a manifest) is never served from the cache.
+  if (!cache.file || cache.path != request.prompt_embeds || request.prompt_embeds_sha256.empty() ||
+      cache.sha256 != request.prompt_embeds_sha256) {
+    cache = {};
+    try {
+      cache.file = std::make_shared<const SafetensorsFile>(request.prompt_embeds);
+    } catch (const Error& e) {
+      throw InputError(request.prompt_embeds, e.message());
+    }
+    cache.path = request.prompt_embeds;
+    cache.sha256 = request.prompt_embeds_sha256;
+  }
+  return cache.file.get();
 }
 
 std::optional<RequestFlops> HunyuanVideo15Pipeline::flops(const Request& request) const {
@@ -539,10 +549,9 @@ std::optional<RequestFlops> HunyuanVideo15Pipeline::flops(const Request& request
   }
   if (in.i2v) {
     std::int64_t image_tokens = -1;
-    if (!request.prompt_embeds.empty()) {
-      const SafetensorsFile file(request.prompt_embeds);
-      if (file.contains("image_embeds")) {
-        const auto& shape = file.meta("image_embeds").shape;
+    if (const auto* file = embeddings_file(request)) {
+      if (file->contains("image_embeds")) {
+        const auto& shape = file->meta("image_embeds").shape;
         image_tokens = shape.size() >= 2 ? shape[shape.size() - 2] : 0;
       }
     }
@@ -616,7 +625,7 @@ HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& op
                                                     std::uint64_t seed, torch::ScalarType dtype,
                                                     torch::Device device, TensorShard shard) {
   HunyuanVideo15Transformer3DModel model(options, shard);
-  init_random_weights(*model, seed, hv15_tensor_shard_plan(shard));
+  init_random_weights(*model, seed, model->shard_plan());
   return ready(model, dtype, device);
 }
 
@@ -634,7 +643,7 @@ HunyuanVideo15Transformer3DModel load_transformer(const fs::path& dir, torch::Sc
   HunyuanVideo15Transformer3DModel model(
       TransformerOptions::from_json(read_json(config), config.string()), shard);
   LoadOptions options;
-  options.shard = hv15_tensor_shard_plan(shard);  // only this rank's slices are read
+  options.shard = model->shard_plan();  // only this rank's slices are read
   load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
   return ready(model, dtype, device);
 }

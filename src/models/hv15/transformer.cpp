@@ -32,6 +32,13 @@ nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64
       parent.register_module(name, nn::LayerNorm(nn::LayerNormOptions({dim}).eps(eps))));
 }
 
+constexpr const char* kModelName = "HunyuanVideo15Transformer3DModel";
+
+// FeedForward's inner width: int(dim * mult), as diffusers computes it.
+std::int64_t ffn_width(std::int64_t dim, double mult) {
+  return static_cast<std::int64_t>(static_cast<double>(dim) * mult);
+}
+
 // LayerNorm without affine parameters (eps 1e-6), as diffusers' AdaLN norms.
 torch::Tensor plain_layer_norm(const torch::Tensor& x) {
   return torch::layer_norm(x, {x.size(-1)}, {}, {}, 1e-6);
@@ -157,37 +164,6 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
 }
 
-FeedForwardImpl::FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation,
-                                 std::int64_t shards)
-    : tanh_gelu_(activation == "gelu-approximate") {
-  if (activation != "gelu-approximate" && activation != "linear-silu") {
-    throw ModelError("unknown feed-forward activation '" + activation + "'");
-  }
-  const auto inner = shard_part(static_cast<std::int64_t>(static_cast<double>(dim) * mult),
-                                {0, shards}, "HunyuanVideo15Transformer3DModel", "FFN columns");
-  auto net = container(*this, "net");
-  auto first = container(*net, "0");
-  proj_ = linear(*first, "proj", dim, inner);
-  out_ = linear(*net, "2", inner, dim);
-}
-
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  torch::Tensor up;
-  if (!tanh_gelu_) {
-    up = torch::silu(proj_(x));
-  } else if (proj_->fp8().defined()) {  // the FP8 GEMM has no GELU epilogue
-    up = torch::gelu(proj_(x), "tanh");
-  } else {
-    up = linear_gelu_tanh(x, proj_->weight, proj_->bias);
-  }
-  return row_parallel_linear(tensor_group_, up, *out_);
-}
-
-void FeedForwardImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
-  proj_->set_fp8(accumulation);
-  out_->set_fp8(accumulation);
-}
-
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
     : heads_(heads) {
   const auto dim = heads * head_dim;
@@ -210,7 +186,8 @@ RefinerBlockImpl::RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, do
   norm1_ = layer_norm(*this, "norm1", dim, 1e-6);
   attn_ = register_module("attn", RefinerAttention(heads, head_dim));
   norm2_ = layer_norm(*this, "norm2", dim, 1e-6);
-  ff_ = register_module("ff", FeedForward(dim, mlp_ratio, "linear-silu"));
+  ff_ = register_module("ff", FeedForward(dim, ffn_width(dim, mlp_ratio), FeedForwardActivation::silu,
+                                          TensorShard{}, ParamSpec{}, kModelName));
   auto norm_out = container(*this, "norm_out");
   norm_out_ = linear(*norm_out, "linear", dim, 2 * dim);
 }
@@ -380,15 +357,18 @@ DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t he
   norm1_ = linear(*container(*this, "norm1"), "linear", dim_, 6 * dim_);
   norm1_context_ = linear(*container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
   attn_ = register_module("attn", JointAttention(heads, head_dim, shard));
-  ff_ = register_module("ff", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
-  ff_context_ =
-      register_module("ff_context", FeedForward(dim_, mlp_ratio, "gelu-approximate", shard.size));
+  const auto ffn = [&] {
+    return FeedForward(dim_, ffn_width(dim_, mlp_ratio), FeedForwardActivation::gelu_tanh, shard,
+                       ParamSpec{}, kModelName);
+  };
+  ff_ = register_module("ff", ffn());
+  ff_context_ = register_module("ff_context", ffn());
 }
 
 void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
   attn_->set_tensor_group(group);
-  ff_->set_tensor_group(group);
-  ff_context_->set_tensor_group(group);
+  bind_tensor_groups(*ff_, group);
+  bind_tensor_groups(*ff_context_, group);
 }
 
 void DoubleStreamBlockImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
@@ -478,32 +458,23 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
 }
 
 void HunyuanVideo15Transformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  if (group == nullptr ? shard_.sharded()
-                       : (group->size() != shard_.size || group->rank() != shard_.rank)) {
-    throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
-                         std::to_string(shard_.size) + ", but runs in " +
-                         (group == nullptr ? std::string("no tensor group")
-                                           : "rank " + std::to_string(group->rank()) + " of " +
-                                                 group->group_name() + " (" +
-                                                 std::to_string(group->size()) + " ranks)"),
-                     {"HunyuanVideo15Transformer3DModel"});
-  }
+  check_tensor_group(shard_, group, kModelName);
   for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->set_tensor_group(group);
 }
 
-ShardPlan hv15_tensor_shard_plan(const TensorShard& shard) {
-  if (!shard.sharded()) return {};
-  return [shard](const std::string& name) -> std::optional<TensorSlice> {
+ShardPlan HunyuanVideo15Transformer3DModelImpl::shard_plan() {
+  if (!shard_.sharded()) return {};
+  // The attention's splits by name until its projections are parallel layers of their own.
+  return [shard = shard_,
+          layers = layer_shard_plan(*this)](const std::string& name) -> std::optional<TensorSlice> {
+    if (auto slice = layers(name)) return slice;
     if (!name.starts_with("transformer_blocks.")) return std::nullopt;
-    const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
     const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    for (const char* p :
-         {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.", ".attn.add_k_proj.",
-          ".attn.add_v_proj.", ".ff.net.0.proj.", ".ff_context.net.0.proj."}) {
+    for (const char* p : {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.",
+                          ".attn.add_k_proj.", ".attn.add_v_proj."}) {
       if (name.find(p) != std::string::npos) return part(0);
     }
-    if (ends(".attn.to_out.0.weight") || ends(".attn.to_add_out.weight") ||
-        ends(".ff.net.2.weight") || ends(".ff_context.net.2.weight")) {
+    if (name.ends_with(".attn.to_out.0.weight") || name.ends_with(".attn.to_add_out.weight")) {
       return part(1);
     }
     return std::nullopt;

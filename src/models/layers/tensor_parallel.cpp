@@ -22,6 +22,21 @@ std::int64_t shard_part(std::int64_t total, const TensorShard& shard, const std:
   return total / shard.size;
 }
 
+void check_tensor_group(const TensorShard& shard, const runtime::Collective* group,
+                        const std::string& owner) {
+  if (group == nullptr ? !shard.sharded()
+                       : group->size() == shard.size && group->rank() == shard.rank) {
+    return;
+  }
+  throw ModelError("the transformer holds tensor shard " + std::to_string(shard.rank) + " of " +
+                       std::to_string(shard.size) + ", but runs in " +
+                       (group == nullptr ? std::string("no tensor group")
+                                         : "rank " + std::to_string(group->rank()) + " of " +
+                                               group->group_name() + " (" +
+                                               std::to_string(group->size()) + " ranks)"),
+                   {owner});
+}
+
 torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x) {
   return group == nullptr ? x : all_reduce_sum(*group, x);
 }

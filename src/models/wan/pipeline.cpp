@@ -320,7 +320,7 @@ WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarTyp
   WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard,
                               ParamSpec{dtype, device});
   LoadOptions options;
-  options.shard = wan_tensor_shard_plan(shard);  // only this rank's slices are read
+  options.shard = model->shard_plan();  // only this rank's slices are read
   options.in_place = true;
   load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
   model->to_dtype(device, dtype);  // the buffers (the parameters are in place already)
@@ -438,7 +438,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     WanTransformer3DModel transformer(topts, shard, ParamSpec{dtype, device});
     const std::string construct = since(t);
     t = Clock::now();
-    init_random_weights(*transformer, m.weights_seed, wan_tensor_shard_plan(shard));
+    init_random_weights(*transformer, m.weights_seed, transformer->shard_plan());
     const std::string init = since(t);
     t = Clock::now();
     transformer->to_dtype(device, dtype);

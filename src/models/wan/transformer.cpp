@@ -14,19 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// GELU(tanh) with a projection: Diffusers' GELU module of FeedForward ("net.0").
-class GeluProjImpl : public torch::nn::Module {
- public:
-  GeluProjImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec)
-      : proj(register_module("proj", Linear(in, out, true, spec))) {}
-  Linear proj;
-};
-TORCH_MODULE(GeluProj);
-
-// Placeholder for the reference's parameter-free Dropout entries (keeps ModuleList indices).
-class NoParamsImpl : public torch::nn::Module {};
-TORCH_MODULE(NoParams);
-
 }  // namespace
 
 WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& text,
@@ -304,39 +291,6 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
   return {reduce_partial(tensor_group_, linear_or_fp8(o, out->weight, fp8_out_)), out->bias};
 }
 
-WanFeedForwardImpl::WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim,
-                                       std::int64_t shards, const ParamSpec& spec) {
-  net = register_module("net", torch::nn::ModuleList());
-  auto gelu = GeluProj(dim, inner_dim / shards, spec);
-  proj_in_ = gelu->proj;
-  proj_out_ = Linear(inner_dim / shards, dim, true, spec);
-  net->push_back(gelu);
-  net->push_back(NoParams());
-  net->push_back(proj_out_);
-}
-
-torch::Tensor WanFeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto up = linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
-  if (tensor_group_ == nullptr) return proj_out_->forward(up);
-  return row_parallel_linear(tensor_group_, up, proj_out_->weight, proj_out_->bias);
-}
-
-std::pair<torch::Tensor, torch::Tensor> WanFeedForwardImpl::forward_deferred(const torch::Tensor& x) {
-  if (!fused_elementwise()) return {forward(x), {}};
-  // FP8: the GEMM's epilogue adds the bias, GELU(tanh) is a pass of its own.
-  const auto up = fp8_in_.defined() ? torch::gelu(fp8_linear(x, fp8_in_, proj_in_->bias), "tanh")
-                                    : linear_gelu_tanh(x, proj_in_->weight, proj_in_->bias);
-  return {reduce_partial(tensor_group_, linear_or_fp8(up, proj_out_->weight, fp8_out_)),
-          proj_out_->bias};
-}
-
-void WanFeedForwardImpl::quantize_fp8() {
-  if (!fused_elementwise())
-    throw ModelError("FP8 quantization needs the fused CUDA kernels (model.fused_kernels true)");
-  fp8_in_ = quantize_fp8_weight(proj_in_->weight);
-  fp8_out_ = quantize_fp8_weight(proj_out_->weight);
-}
-
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
                                                  const ParamSpec& spec)
     : dim_(o.inner_dim()), eps_(o.eps) {
@@ -351,7 +305,8 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
     norm2->to(spec.device);
   }
   (void)shard_part(o.ffn_dim, shard, "WanTransformer3DModel", "FFN columns (ffn_dim)");
-  ffn = register_module("ffn", WanFeedForward(dim_, o.ffn_dim, shard.size, spec));
+  ffn = register_module("ffn", FeedForward(dim_, o.ffn_dim, FeedForwardActivation::gelu_tanh, shard,
+                                           spec, "WanTransformer3DModel"));
   scale_shift_table = register_parameter(
       "scale_shift_table",
       (torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_))).to(spec.device));
@@ -360,7 +315,7 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
 void WanTransformerBlockImpl::set_tensor_group(runtime::Collective* group) {
   attn1->set_tensor_group(group);
   attn2->set_tensor_group(group);
-  ffn->set_tensor_group(group);
+  bind_tensor_groups(*ffn, group);
 }
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -414,7 +369,9 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
 
   // 3. Feed-forward with c_shift/c_scale, residual with c_gate.
   norm_x = modulated_layer_norm(h, c_shift, c_scale, eps_, dtype);
-  const auto [ff, ff_bias] = ffn->forward_deferred(flat(norm_x));
+  const auto [ff, ff_bias] = fused_elementwise()
+                                 ? ffn->forward_skip_bias(flat(norm_x))
+                                 : std::pair{ffn->forward(flat(norm_x)), torch::Tensor()};
   return flat(gated_residual(h, grouped(ff), c_gate, dtype, ff_bias));
 }
 
@@ -478,37 +435,27 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
 }
 
 void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  if (group == nullptr ? shard_.sharded()
-                       : (group->size() != shard_.size || group->rank() != shard_.rank)) {
-    throw ModelError("the transformer holds tensor shard " + std::to_string(shard_.rank) + " of " +
-                     std::to_string(shard_.size) + ", but runs in " +
-                     (group == nullptr
-                          ? std::string("no tensor group")
-                          : "rank " + std::to_string(group->rank()) + " of " + group->group_name() +
-                                " (" + std::to_string(group->size()) + " ranks)"));
-  }
+  check_tensor_group(shard_, group, "WanTransformer3DModel");
   tensor_group_ = group;
   for (const auto& block : *blocks) block->as<WanTransformerBlock>()->set_tensor_group(group);
 }
 
-ShardPlan wan_tensor_shard_plan(const TensorShard& shard) {
-  if (!shard.sharded()) return {};
-  return [shard](const std::string& name) -> std::optional<TensorSlice> {
+ShardPlan WanTransformer3DModelImpl::shard_plan() {
+  if (!shard_.sharded()) return {};
+  // The attention's splits by name until its projections are parallel layers of their own.
+  return [shard = shard_,
+          layers = layer_shard_plan(*this)](const std::string& name) -> std::optional<TensorSlice> {
+    if (auto slice = layers(name)) return slice;
     if (!name.starts_with("blocks.")) return std::nullopt;
-    const auto ends = [&](std::string_view suffix) { return name.ends_with(suffix); };
-    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    const bool attn =
-        name.find(".attn1.") != std::string::npos || name.find(".attn2.") != std::string::npos;
-    if (attn) {
-      for (const char* p : {".to_q.", ".to_k.", ".to_v."}) {
-        if (name.find(p) != std::string::npos) return part(0);
-      }
-      if (ends(".norm_q.weight") || ends(".norm_k.weight")) return part(0);
-      if (ends(".to_out.0.weight")) return part(1);
+    if (name.find(".attn1.") == std::string::npos && name.find(".attn2.") == std::string::npos) {
       return std::nullopt;
     }
-    if (ends(".ffn.net.0.proj.weight") || ends(".ffn.net.0.proj.bias")) return part(0);
-    if (ends(".ffn.net.2.weight")) return part(1);
+    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
+    for (const char* p : {".to_q.", ".to_k.", ".to_v."}) {
+      if (name.find(p) != std::string::npos) return part(0);
+    }
+    if (name.ends_with(".norm_q.weight") || name.ends_with(".norm_k.weight")) return part(0);
+    if (name.ends_with(".to_out.0.weight")) return part(1);
     return std::nullopt;
   };
 }
@@ -670,7 +617,7 @@ void WanTransformer3DModelImpl::quantize_fp8() {
     auto b = block->as<WanTransformerBlock>();
     b->attn1->quantize_fp8();
     b->attn2->quantize_fp8();
-    b->ffn->quantize_fp8();
+    b->ffn->set_fp8(Fp8Accumulation::fast);
   }
 }
 

@@ -296,6 +296,32 @@ TEST_F(Hv15Pipeline, GenerateMatchesSampleOnTheEmbeddingsFile) {
   EXPECT_EQ(std::memcmp(bytes.data_ptr<std::uint8_t>(), video.data.data(), video.data.size()), 0);
 }
 
+// A request's embeddings file is mapped once: the FLOP count maps it, the conditioning of both
+// branches reads that mapping (the file is gone by then), and another content of the same path
+// (its prompt_embeds_sha256) is read anew.
+TEST_F(Hv15Pipeline, TheEmbeddingsFileIsReadOncePerRequest) {
+  const auto make = [&] {
+    return hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
+  };
+  auto r = request("x", 11);
+  const auto path = write_embeds(true);
+  r.prompt_embeds = path.string();
+  r.prompt_embeds_sha256 = "the manifest's hash of the file";
+  const auto want = make()->generate(r, {});
+  auto p = make();
+  ASSERT_TRUE(p->flops(r).has_value());
+  fs::remove(path);
+  const auto got = p->generate(r, {});
+  EXPECT_EQ(got.data, want.data);
+  r.prompt_embeds_sha256 = "another content";
+  try {
+    (void)p->generate(r, {});
+    FAIL() << "expected InputError";
+  } catch (const omnidp::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Hv15Pipeline, PretrainedWeightsNeedEmbeddings) {
   auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
   auto r = request("x", 1);

@@ -57,7 +57,7 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
         torch::NoGradGuard guard;
         const TensorShard shard{r, size};
         WanTransformer3DModel model(o, shard);
-        init_random_weights(*model, 7, wan_tensor_shard_plan(shard));
+        init_random_weights(*model, 7, model->shard_plan());
         if (fused) model->fuse_projections();
         model->set_tensor_group(&c);
         scalar[static_cast<std::size_t>(r)] = model->forward(x, t_scalar, context);
@@ -95,7 +95,7 @@ TEST(WanTensorParallel, TheLoaderReadsExactlyTheShardsSlices) {
     for (int r = 0; r < size; ++r) {
       const TensorShard shard{r, size};
       auto model = load_wan_transformer(dir, torch::kFloat32, torch::kCPU, shard);
-      const auto plan = wan_tensor_shard_plan(shard);
+      const auto plan = model->shard_plan();
       int sliced = 0;
       for (const auto& item : model->named_parameters(true)) {
         auto want = whole_params[item.key()];
@@ -111,9 +111,14 @@ TEST(WanTensorParallel, TheLoaderReadsExactlyTheShardsSlices) {
       EXPECT_EQ(sliced, size == 1 ? 0 : 2 * (2 * 9 + 3));
     }
   }
-  EXPECT_EQ(wan_tensor_shard_plan({1, 2})("blocks.0.attn1.to_out.0.bias"), std::nullopt);
-  EXPECT_EQ(wan_tensor_shard_plan({1, 2})("blocks.0.ffn.net.2.weight")->dim, 1);
-  EXPECT_EQ(wan_tensor_shard_plan({1, 2})("condition_embedder.time_proj.weight"), std::nullopt);
+  // The FFN's slices are its parallel layers' own declarations (layer_shard_plan).
+  WanTransformer3DModel second(o, TensorShard{1, 2});
+  const auto plan = second->shard_plan();
+  EXPECT_EQ(plan("blocks.0.attn1.to_out.0.bias"), std::nullopt);
+  EXPECT_EQ(plan("blocks.0.ffn.net.2.weight"), (TensorSlice{1, 1, 2}));
+  EXPECT_EQ(plan("blocks.1.ffn.net.0.proj.bias"), (TensorSlice{0, 1, 2}));
+  EXPECT_EQ(plan("blocks.0.ffn.net.2.bias"), std::nullopt);
+  EXPECT_EQ(plan("condition_embedder.time_proj.weight"), std::nullopt);
   fs::remove_all(dir);
 }
 

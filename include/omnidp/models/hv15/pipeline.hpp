@@ -39,6 +39,7 @@
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/text/encoder.hpp"
+#include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::models::hv15 {
 
@@ -154,10 +155,22 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   // The valid tokens and the encoders' FLOPs of one branch's text; nullopt without a source.
   [[nodiscard]] std::optional<EncodeCost> text_cost(const Request& request, bool negative) const;
 
+  // The request's prompt_embeds file (null: it has none), mapped once per request and shared
+  // by the FLOP count, both branches' conditioning and the image tokens: the file of the last
+  // request is kept until a request names another path or content (prompt_embeds_sha256, which
+  // the manifest reader fills; a request without it is always read anew).
+  // InputError naming the file when it cannot be read. Called on the worker thread only.
+  [[nodiscard]] const SafetensorsFile* embeddings_file(const Request& request) const;
+
   PipelineParts parts_;
   torch::Device device_;
   std::string cached_negative_text_;
   TextConditioning cached_negative_;
+  struct EmbeddingsFile {
+    std::string path, sha256;
+    std::shared_ptr<const SafetensorsFile> file;
+  };
+  mutable EmbeddingsFile embeddings_;  // embeddings_file()'s one-entry cache
 };
 
 // VaeImageProcessor.resize(image, height, width, resize_mode="crop"): PIL Lanczos resize so the
@@ -196,7 +209,7 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 
 // Seeded random weights (init_random_weights; the VAE's [C,1,1,1] RMS gains set to 1 like
 // real norm gains), frozen, in eval mode, on `device` in `dtype`. A transformer for a tensor
-// shard gets its slices of the unsharded model's weights (hv15_tensor_shard_plan).
+// shard gets its slices of the unsharded model's weights (HunyuanVideo15Transformer3DModelImpl::shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel random_transformer(const TransformerOptions& options,
                                                                   std::uint64_t seed,
                                                                   torch::ScalarType dtype,
@@ -205,7 +218,7 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 [[nodiscard]] AutoencoderKLHunyuanVideo15 random_vae(const VaeOptions& options, std::uint64_t seed,
                                                      torch::ScalarType dtype, torch::Device device);
 // A Diffusers component folder (config.json + safetensors or shards), loaded strictly; for a
-// tensor shard only its slices are read (hv15_tensor_shard_plan).
+// tensor shard only its slices are read (HunyuanVideo15Transformer3DModelImpl::shard_plan).
 [[nodiscard]] HunyuanVideo15Transformer3DModel load_transformer(const std::filesystem::path& dir,
                                                                 torch::ScalarType dtype,
                                                                 torch::Device device,

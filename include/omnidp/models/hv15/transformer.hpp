@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
@@ -116,27 +117,6 @@ struct TransformerInputs {
 // Applies the rotation to x [B, S, H, D] with (cos, sin) [S, D] (interleaved real pairs).
 [[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
                                        const torch::Tensor& sin);
-
-// diffusers FeedForward: net.0.proj (Linear) + activation, net.1 dropout (no weights),
-// net.2 Linear. activation: "gelu-approximate" (tanh GELU) or "linear-silu". With shards > 1
-// (tensor parallel) net.0.proj is column-split and net.2 row-split; set_tensor_group() gives
-// the group whose all-reduce completes net.2.
-class FeedForwardImpl : public torch::nn::Module {
- public:
-  FeedForwardImpl(std::int64_t dim, double mult, const std::string& activation,
-                  std::int64_t shards = 1);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
-  // Both layers' weights to FP8 (LinearImpl::set_fp8: nullopt = back to the weights' dtype).
-  void set_fp8(std::optional<Fp8Accumulation> accumulation);
-
- private:
-  Linear proj_{nullptr};
-  Linear out_{nullptr};
-  bool tanh_gelu_ = true;
-  runtime::Collective* tensor_group_ = nullptr;
-};
-TORCH_MODULE(FeedForward);
 
 // The token refiner's self-attention (diffusers Attention with AttnProcessor2_0): to_q, to_k,
 // to_v, to_out.0. key_mask [B, L] bool or undefined.
@@ -241,7 +221,7 @@ TORCH_MODULE(DoubleStreamBlock);
 class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
  public:
   // shard: this rank's tensor shard (docs/models.md, "Tensor parallelism"): the double-stream
-  // blocks' attention and FFNs are split (hv15_tensor_shard_plan); the embedders, the token
+  // blocks' attention and FFNs are split (shard_plan()); the embedders, the token
   // refiner, the modulation and the output head are replicated. ConfigError when shard.size
   // does not divide num_attention_heads (or the FFN width).
   explicit HunyuanVideo15Transformer3DModelImpl(TransformerOptions options, TensorShard shard = {});
@@ -250,6 +230,11 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   // otherwise); null for an unsharded model. Set before forward().
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
+  // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
+  // the slices its parallel layers declare (the blocks' ff and ff_context), and in every block
+  // the attention's to_q/k/v and add_q/k/v_proj along dim 0, to_out.0.weight and
+  // to_add_out.weight along dim 1. Empty for an unsharded model.
+  [[nodiscard]] ShardPlan shard_plan();
 
   // Returns the velocity prediction [B, out_channels, F, H, W] in the weights' dtype.
   // Throws ModelError for inconsistent shapes (naming the input).
@@ -297,11 +282,5 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   torch::Tensor rope_cos_, rope_sin_;
 };
 TORCH_MODULE(HunyuanVideo15Transformer3DModel);
-
-// The checkpoint tensors a model built for `shard` holds a slice of (Diffusers names): in
-// every transformer_blocks.N, attn.to_q/to_k/to_v/add_q_proj/add_k_proj/add_v_proj (weight,
-// bias) and ff/ff_context net.0.proj (weight, bias) along dim 0, attn.to_out.0.weight,
-// attn.to_add_out.weight and ff/ff_context net.2.weight along dim 1. Empty when unsharded.
-[[nodiscard]] ShardPlan hv15_tensor_shard_plan(const TensorShard& shard);
 
 }  // namespace omnidp::models::hv15

@@ -30,6 +30,12 @@ struct TensorShard {
 [[nodiscard]] std::int64_t shard_part(std::int64_t total, const TensorShard& shard,
                                       const std::string& model, const std::string& what);
 
+// That `group` runs `shard` (its size and rank are the shard's; null exactly when the shard is
+// the whole model): ModelError naming `owner` otherwise, e.g. "the transformer holds tensor
+// shard 0 of 2, but runs in no tensor group".
+void check_tensor_group(const TensorShard& shard, const runtime::Collective* group,
+                        const std::string& owner);
+
 // The sum over the tensor group of a row-split projection's partial product, in place of x;
 // x itself with a null group.
 [[nodiscard]] torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x);

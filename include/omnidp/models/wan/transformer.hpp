@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
@@ -184,30 +185,6 @@ class WanAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanAttention);
 
-// Diffusers' FeedForward(dim, inner_dim=ffn_dim, activation_fn="gelu-approximate"):
-// net.0 = GELU(tanh) with a `proj` Linear, net.1 = Dropout, net.2 = Linear. Built for a
-// tensor shard: net.0.proj column-split ([inner/n, dim]), net.2 row-split ([dim, inner/n]).
-class WanFeedForwardImpl : public torch::nn::Module {
- public:
-  WanFeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, std::int64_t shards = 1,
-                     const ParamSpec& spec = {});
-  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  // forward(x) as {value without net.2's bias, that bias} for the residual to add, where
-  // fused_elementwise() is on; else {forward(x), undefined}.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(const torch::Tensor& x);
-  // FP8 copies of net.0.proj and net.2 for forward_deferred (layers/fp8.hpp).
-  void quantize_fp8();
-  torch::nn::ModuleList net{nullptr};
-
- private:
-  Linear proj_in_{nullptr};
-  Linear proj_out_{nullptr};
-  Fp8Weight fp8_in_, fp8_out_;
-  runtime::Collective* tensor_group_ = nullptr;
-};
-TORCH_MODULE(WanFeedForward);
-
 class WanTransformerBlockImpl : public torch::nn::Module {
  public:
   // shard: this rank's tensor shard (attn1, attn2 and ffn split; the rest replicated).
@@ -232,8 +209,8 @@ class WanTransformerBlockImpl : public torch::nn::Module {
 
   WanAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
-  WanFeedForward ffn{nullptr};
-  torch::Tensor scale_shift_table;  // [1, 6, dim]
+  FeedForward ffn{nullptr};             // Diffusers' FeedForward, gelu-approximate, inner ffn_dim
+  torch::Tensor scale_shift_table;      // [1, 6, dim]
 
  private:
   std::int64_t dim_;
@@ -288,7 +265,7 @@ struct WanPreparedContext {
 class WanTransformer3DModelImpl : public torch::nn::Module {
  public:
   // shard: this rank's tensor shard (docs/models.md, "Tensor parallelism"): the blocks'
-  // attention and FFN are split (wan_tensor_shard_plan), everything else is replicated.
+  // attention and FFN are split (shard_plan()), everything else is replicated.
   // ConfigError when shard.size does not divide num_attention_heads or ffn_dim.
   // spec: the parameters are allocated (zero, or libtorch's init for the patch embedding) in
   // spec's dtype on its device, except those the reference keeps in float32 (the time
@@ -301,6 +278,11 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // otherwise); null for an unsharded model. Set before prepare_context()/forward().
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
+  // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
+  // the slices its parallel layers declare (the FFNs), and in every block attn1/attn2 to_q, to_k,
+  // to_v (weight, bias) and norm_q, norm_k along dim 0, to_out.0.weight along dim 1. Empty
+  // for an unsharded model.
+  [[nodiscard]] ShardPlan shard_plan();
 
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
   // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
@@ -352,15 +334,9 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanTransformer3DModel);
 
-// The checkpoint tensors a model built for `shard` holds a slice of (Diffusers names): in
-// every block, attn1/attn2 to_q, to_k, to_v (weight, bias) and norm_q, norm_k and
-// ffn.net.0.proj (weight, bias) along dim 0, attn1/attn2 to_out.0.weight and
-// ffn.net.2.weight along dim 1. An empty plan for an unsharded model.
-[[nodiscard]] ShardPlan wan_tensor_shard_plan(const TensorShard& shard);
-
 // Builds the transformer from a Diffusers `transformer/` folder (config.json + safetensors,
 // sharded or not), built in its final dtypes on `device`, and loads the weights strictly in
-// place (only this shard's slices: wan_tensor_shard_plan); peak host memory is a few tensors.
+// place (only this shard's slices: shard_plan()); peak host memory is a few tensors.
 // Throws WeightsError / ModelError / ConfigError (shard).
 [[nodiscard]] WanTransformer3DModel load_wan_transformer(const std::filesystem::path& dir,
                                                          torch::ScalarType dtype,

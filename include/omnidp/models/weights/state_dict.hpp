@@ -10,20 +10,10 @@
 #include <optional>
 #include <string>
 
+#include "omnidp/models/layers/tensor_slice.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models {
-
-// A tensor-parallel shard of a checkpoint tensor: part `index` of `parts` equal parts along
-// `dim` (docs/models.md, "Tensor parallelism").
-struct TensorSlice {
-  std::int64_t dim = 0;
-  std::int64_t index = 0;
-  std::int64_t parts = 1;
-};
-// Which tensors a module holds only a slice of, by checkpoint name; nullopt (or an empty
-// function): the whole tensor.
-using ShardPlan = std::function<std::optional<TensorSlice>(const std::string&)>;
 
 struct LoadOptions {
   // Checkpoint names to ignore when the module has no such parameter/buffer (may be empty).

@@ -1,0 +1,141 @@
+#pragma once
+// Tensor-parallel linear layers (vLLM's ColumnParallelLinear and RowParallelLinear) and the
+// LinearMethod that runs their GEMM (docs/models.md, "Tensor parallelism" and "FP8").
+//
+// Built for shard r of n, a layer allocates only its slice and declares which checkpoint
+// dimension the slice is cut along (TensorParallelLayer::parameter_slices); the loader and
+// init_random_weights read that slice through layer_shard_plan(model), so no model states its
+// splits a second time by name. Parameter names are torch::nn::Linear's ("weight" [out, in],
+// "bias" [out]), zero at construction (layers/linear.hpp says why), in a ParamSpec.
+//   ColumnParallelLinear: weight [out/n, in], bias [out/n]. forward(x) = x W_r^T + b_r: this
+//     rank's columns of the output; no communication.
+//   RowParallelLinear: weight [out, in/n], bias [out] (whole). forward(x_r) = sum_r x_r W_r^T
+//     + b: the sum is an all-reduce over the tensor group (bind_tensor_groups), the bias added
+//     once after it, or returned unapplied (forward_skip_bias) for the caller's next kernel.
+// With shard {0, 1} and no group both are plain linear layers, bit for bit LinearImpl's.
+// Threading: as any torch::nn::Module (one thread at a time); forward() is const.
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "omnidp/models/layers/fp8.hpp"
+#include "omnidp/models/layers/param_spec.hpp"
+#include "omnidp/models/layers/tensor_parallel.hpp"
+#include "omnidp/models/layers/tensor_slice.hpp"
+#include "omnidp/runtime/collective.hpp"
+
+namespace omnidp::models {
+
+// How a linear layer computes x @ W^T + b: in the weights' dtype (the default), or FP8
+// row-wise W8A8 (layers/fp8.hpp: the weight quantized once per output channel, each activation
+// row at every call, bf16 out). Value type; apply() is a pure function.
+class LinearMethod {
+ public:
+  LinearMethod() = default;  // unquantized
+  // The FP8 form of weight [out, in] (on a GPU that runs FP8 GEMMs; ModelError otherwise, or
+  // where in or out is not a multiple of 16).
+  [[nodiscard]] static LinearMethod fp8_rowwise(const torch::Tensor& weight,
+                                                Fp8Accumulation accumulation);
+  [[nodiscard]] bool quantized() const noexcept { return fp8_.defined(); }
+  // x [..., in] @ weight^T + bias (undefined: none) -> [..., out]: linear_bias (layers/fused.hpp)
+  // unquantized, fp8_linear once quantized (`weight` is then not read).
+  [[nodiscard]] torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias) const;
+
+ private:
+  Fp8Weight fp8_;
+};
+
+// A layer that holds slices of its checkpoint tensors and, where its results are partial,
+// needs the tensor group that completes them.
+class TensorParallelLayer {
+ public:
+  TensorParallelLayer() = default;
+  TensorParallelLayer(const TensorParallelLayer&) = default;
+  TensorParallelLayer& operator=(const TensorParallelLayer&) = default;
+  TensorParallelLayer(TensorParallelLayer&&) = default;
+  TensorParallelLayer& operator=(TensorParallelLayer&&) = default;
+  virtual ~TensorParallelLayer() = default;
+  // (parameter name within the layer, its slice) for each sliced parameter; empty unsharded.
+  [[nodiscard]] virtual std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const = 0;
+  // The group of this layer's shard (null: unsharded). Called by bind_tensor_groups.
+  virtual void bind_tensor_group(runtime::Collective* group) = 0;
+};
+
+// One linear layer of either split: the parameters, the method, the quantization switch.
+class ParallelLinearBase : public TensorParallelLayer {
+ public:
+  // Quantizes the weight to FP8 (LinearMethod::fp8_rowwise), or back to the weights' dtype
+  // for nullopt. The weight itself stays (checkpoint names, clone()).
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  [[nodiscard]] const LinearMethod& method() const noexcept { return method_; }
+  [[nodiscard]] const TensorShard& shard() const noexcept { return shard_; }
+
+ protected:
+  ParallelLinearBase(TensorShard shard, std::string owner)
+      : shard_(shard), owner_(std::move(owner)) {}
+  [[nodiscard]] virtual const torch::Tensor& weight_tensor() const = 0;
+  [[nodiscard]] const std::string& owner() const noexcept { return owner_; }
+
+ private:
+  TensorShard shard_;
+  std::string owner_;
+  LinearMethod method_;
+};
+
+class ColumnParallelLinearImpl : public torch::nn::Module, public ParallelLinearBase {
+ public:
+  // ConfigError (parallel.tensor_parallel_size, naming `owner`) where shard.size does not
+  // divide out_features.
+  ColumnParallelLinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias,
+                           TensorShard shard, const ParamSpec& spec, const std::string& owner);
+  // x [..., in] -> this rank's columns [..., out/n], bias included.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
+  [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
+  void bind_tensor_group(runtime::Collective* /*group*/) override {}
+
+  torch::Tensor weight;
+  torch::Tensor bias;  // undefined without a bias
+
+ private:
+  [[nodiscard]] const torch::Tensor& weight_tensor() const override { return weight; }
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBase {
+ public:
+  // ConfigError (as above) where shard.size does not divide in_features.
+  RowParallelLinearImpl(std::int64_t in_features, std::int64_t out_features, bool with_bias,
+                        TensorShard shard, const ParamSpec& spec, const std::string& owner);
+  // x [..., in/n] (this rank's part of the input) -> the whole output [..., out], bias once.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
+  // forward(x) without the bias: {the reduced product, the bias (undefined: none)}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
+  [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
+  // A sharded layer takes the group of its shard (ModelError for no group or another size or
+  // rank); a layer built whole (shard size 1, a replicated layer) ignores it.
+  void bind_tensor_group(runtime::Collective* group) override;
+
+  torch::Tensor weight;
+  torch::Tensor bias;  // undefined without a bias
+
+ private:
+  [[nodiscard]] const torch::Tensor& weight_tensor() const override { return weight; }
+  runtime::Collective* group_ = nullptr;
+};
+TORCH_MODULE(RowParallelLinear);
+
+// The slices every TensorParallelLayer under `root` declares, by full parameter name (the
+// checkpoint's): what LoadOptions::shard and init_random_weights take. An empty function when
+// nothing under root is sliced.
+[[nodiscard]] ShardPlan layer_shard_plan(torch::nn::Module& root);
+
+// Binds `group` (null: none) to every TensorParallelLayer under `root`; the model's one call
+// that gives its layers their tensor group.
+void bind_tensor_groups(torch::nn::Module& root, runtime::Collective* group);
+
+}  // namespace omnidp::models

@@ -1,0 +1,114 @@
+#include "omnidp/models/layers/parallel_linear.hpp"
+
+#include <map>
+#include <memory>
+
+#include "omnidp/models/layers/fused.hpp"
+
+namespace omnidp::models {
+namespace {
+
+TensorSlice slice_of(const TensorShard& shard, std::int64_t dim) {
+  return TensorSlice{dim, shard.rank, shard.size};
+}
+
+torch::Tensor zero_parameter(torch::nn::Module& module, const std::string& name,
+                             at::IntArrayRef sizes, const ParamSpec& spec) {
+  return module.register_parameter(name, torch::zeros(sizes, spec.options()), false);
+}
+
+}  // namespace
+
+LinearMethod LinearMethod::fp8_rowwise(const torch::Tensor& weight, Fp8Accumulation accumulation) {
+  LinearMethod m;
+  m.fp8_ = quantize_fp8_weight(weight, accumulation);
+  return m;
+}
+
+torch::Tensor LinearMethod::apply(const torch::Tensor& x, const torch::Tensor& weight,
+                                  const torch::Tensor& bias) const {
+  return fp8_.defined() ? fp8_linear(x, fp8_, bias) : linear_bias(x, weight, bias);
+}
+
+void ParallelLinearBase::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  method_ = accumulation ? LinearMethod::fp8_rowwise(weight_tensor(), *accumulation) : LinearMethod{};
+}
+
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in_features,
+                                                   std::int64_t out_features, bool with_bias,
+                                                   TensorShard shard, const ParamSpec& spec,
+                                                   const std::string& owner)
+    : ParallelLinearBase(shard, owner) {
+  const auto out = shard_part(out_features, shard, owner, "output features");
+  weight = zero_parameter(*this, "weight", {out, in_features}, spec);
+  if (with_bias) bias = zero_parameter(*this, "bias", {out}, spec);
+}
+
+torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) const {
+  return method().apply(x, weight, bias);
+}
+
+std::vector<std::pair<std::string, TensorSlice>> ColumnParallelLinearImpl::parameter_slices() const {
+  if (!shard().sharded()) return {};
+  std::vector<std::pair<std::string, TensorSlice>> slices{{"weight", slice_of(shard(), 0)}};
+  if (bias.defined()) slices.emplace_back("bias", slice_of(shard(), 0));
+  return slices;
+}
+
+RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in_features, std::int64_t out_features,
+                                             bool with_bias, TensorShard shard,
+                                             const ParamSpec& spec, const std::string& owner)
+    : ParallelLinearBase(shard, owner) {
+  const auto in = shard_part(in_features, shard, owner, "input features");
+  weight = zero_parameter(*this, "weight", {out_features, in}, spec);
+  if (with_bias) bias = zero_parameter(*this, "bias", {out_features}, spec);
+}
+
+torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) const {
+  if (group_ == nullptr) return method().apply(x, weight, bias);
+  const auto y = reduce_partial(group_, method().apply(x, weight, {}));
+  return bias.defined() ? y + bias : y;
+}
+
+std::pair<torch::Tensor, torch::Tensor> RowParallelLinearImpl::forward_skip_bias(
+    const torch::Tensor& x) const {
+  return {reduce_partial(group_, method().apply(x, weight, {})), bias};
+}
+
+std::vector<std::pair<std::string, TensorSlice>> RowParallelLinearImpl::parameter_slices() const {
+  if (!shard().sharded()) return {};
+  return {{"weight", slice_of(shard(), 1)}};
+}
+
+void RowParallelLinearImpl::bind_tensor_group(runtime::Collective* group) {
+  if (!shard().sharded()) return;  // a replicated layer: its products are whole
+  check_tensor_group(shard(), group, owner());
+  group_ = group;
+}
+
+ShardPlan layer_shard_plan(torch::nn::Module& root) {
+  std::map<std::string, TensorSlice, std::less<>> slices;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    const auto* layer = dynamic_cast<const TensorParallelLayer*>(item.value().get());
+    if (layer == nullptr) continue;
+    for (const auto& [name, slice] : layer->parameter_slices()) {
+      slices.emplace(item.key() + "." + name, slice);
+    }
+  }
+  if (slices.empty()) return {};
+  return [slices = std::move(slices)](const std::string& name) -> std::optional<TensorSlice> {
+    const auto it = slices.find(name);
+    if (it == slices.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+void bind_tensor_groups(torch::nn::Module& root, runtime::Collective* group) {
+  for (const auto& module : root.modules(/*include_self=*/false)) {
+    if (auto* layer = dynamic_cast<TensorParallelLayer*>(module.get())) {
+      layer->bind_tensor_group(group);
+    }
+  }
+}
+
+}  // namespace omnidp::models

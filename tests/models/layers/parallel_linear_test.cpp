@@ -1,0 +1,184 @@
+// The tensor-parallel linear layers on the in-process backend (threads): column and row
+// shards compose to the whole layer, each declares the slices it holds, the loader's plan is
+// built from those declarations, and a sharded layer refuses a group that is not its shard's.
+#include "omnidp/models/layers/parallel_linear.hpp"
+
+#include <gtest/gtest.h>
+
+#include "models/in_process_group.hpp"
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/fp8.hpp"
+#include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/weights/state_dict.hpp"
+#include "omnidp/runtime/collective.hpp"
+
+namespace omnidp::models {
+namespace {
+
+using testing::max_diff;
+using testing::on_group;
+
+// The whole layer's weight and bias, drawn once.
+struct WholeLinear {
+  torch::Tensor weight = torch::randn({8, 16});
+  torch::Tensor bias = torch::randn({8});
+};
+
+TEST(ParallelLinear, UnshardedLayersAreLinearBitForBit) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(1);
+  const WholeLinear w;
+  const auto x = torch::randn({2, 5, 16});
+  Linear plain(16, 8);
+  plain->weight.copy_(w.weight);
+  plain->bias.copy_(w.bias);
+  ColumnParallelLinear column(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  RowParallelLinear row(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  for (auto* p : {&column->weight, &row->weight}) p->copy_(w.weight);
+  for (auto* p : {&column->bias, &row->bias}) p->copy_(w.bias);
+  const auto want = plain->forward(x);
+  EXPECT_TRUE(torch::equal(column->forward(x), want));
+  EXPECT_TRUE(torch::equal(row->forward(x), want));
+  const auto [value, bias] = row->forward_skip_bias(x);
+  EXPECT_TRUE(torch::equal(value, plain->matmul(x)));
+  EXPECT_TRUE(torch::equal(bias, w.bias));
+  EXPECT_FALSE(column->method().quantized());
+  EXPECT_TRUE(column->parameter_slices().empty());
+  EXPECT_TRUE(row->parameter_slices().empty());
+  EXPECT_FALSE(static_cast<bool>(layer_shard_plan(*column)));
+}
+
+TEST(ParallelLinear, ColumnThenRowShardsComposeToTheWholeLayers) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(2);
+  const WholeLinear up;                            // 16 -> 8
+  const auto down_weight = torch::randn({16, 8});  // 8 -> 16
+  const auto down_bias = torch::randn({16});
+  const auto x = torch::randn({3, 16});
+  const auto hidden = linear_bias(x, up.weight, up.bias);
+  const auto want = linear_bias(hidden, down_weight, down_bias);
+  for (const int size : {2, 4}) {
+    std::vector<torch::Tensor> columns(static_cast<std::size_t>(size)),
+        outputs(static_cast<std::size_t>(size)), unbiased(static_cast<std::size_t>(size));
+    on_group(size, [&](int r, runtime::Collective& c) {
+      torch::NoGradGuard guard;
+      const TensorShard shard{r, size};
+      ColumnParallelLinear column(16, 8, true, shard, ParamSpec{}, "m");
+      RowParallelLinear row(8, 16, true, shard, ParamSpec{}, "m");
+      column->weight.copy_(up.weight.chunk(size, 0)[r]);
+      column->bias.copy_(up.bias.chunk(size, 0)[r]);
+      row->weight.copy_(down_weight.chunk(size, 1)[r]);
+      row->bias.copy_(down_bias);
+      row->bind_tensor_group(&c);
+      const auto mine = column->forward(x);
+      columns[static_cast<std::size_t>(r)] = mine;
+      outputs[static_cast<std::size_t>(r)] = row->forward(mine);
+      unbiased[static_cast<std::size_t>(r)] = row->forward_skip_bias(mine).first;
+    });
+    EXPECT_LT(max_diff(torch::cat(columns, -1), hidden), 1e-5) << size;
+    for (int r = 0; r < size; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      EXPECT_LT(max_diff(outputs[i], want), 1e-4) << size << " " << r;
+      // The bias once, after the reduce: every rank holds the same sum.
+      EXPECT_TRUE(torch::equal(outputs[i], unbiased[i] + down_bias)) << size << " " << r;
+      EXPECT_TRUE(torch::equal(outputs[i], outputs[0])) << size << " " << r;
+    }
+  }
+}
+
+// A module with a column and a row layer, as a model nests them.
+struct TwoLayers : torch::nn::Module {
+  explicit TwoLayers(TensorShard shard) {
+    auto inner = register_module("inner", std::make_shared<torch::nn::Module>("inner"));
+    up = inner->register_module("up", ColumnParallelLinear(4, 8, true, shard, ParamSpec{}, "two"));
+    down = register_module("down", RowParallelLinear(8, 4, true, shard, ParamSpec{}, "two"));
+    head = register_module("head", Linear(4, 4));
+  }
+  ColumnParallelLinear up{nullptr};
+  RowParallelLinear down{nullptr};
+  Linear head{nullptr};
+};
+
+TEST(ParallelLinear, TheLoadersPlanIsWhatTheLayersDeclare) {
+  torch::NoGradGuard no_grad;
+  TwoLayers m({1, 2});
+  EXPECT_EQ(m.up->parameter_slices(), (std::vector<std::pair<std::string, TensorSlice>>{
+                                          {"weight", {0, 1, 2}}, {"bias", {0, 1, 2}}}));
+  EXPECT_EQ(m.down->parameter_slices(),
+            (std::vector<std::pair<std::string, TensorSlice>>{{"weight", {1, 1, 2}}}));
+  const auto plan = layer_shard_plan(m);
+  ASSERT_TRUE(static_cast<bool>(plan));
+  EXPECT_EQ(plan("inner.up.weight"), (TensorSlice{0, 1, 2}));
+  EXPECT_EQ(plan("inner.up.bias"), (TensorSlice{0, 1, 2}));
+  EXPECT_EQ(plan("down.weight"), (TensorSlice{1, 1, 2}));
+  EXPECT_EQ(plan("down.bias"), std::nullopt);  // the whole bias, added after the reduce
+  EXPECT_EQ(plan("head.weight"), std::nullopt);
+  EXPECT_EQ(plan("up.weight"), std::nullopt);  // full names only
+
+  // Seeded random weights through the plan: each shard holds its slice of the whole values.
+  TwoLayers whole({0, 1});
+  init_random_weights(whole, 5, layer_shard_plan(whole));
+  for (int r = 0; r < 2; ++r) {
+    TwoLayers shard({r, 2});
+    init_random_weights(shard, 5, layer_shard_plan(shard));
+    EXPECT_TRUE(torch::equal(shard.up->weight, whole.up->weight.chunk(2, 0)[r]));
+    EXPECT_TRUE(torch::equal(shard.up->bias, whole.up->bias.chunk(2, 0)[r]));
+    EXPECT_TRUE(torch::equal(shard.down->weight, whole.down->weight.chunk(2, 1)[r]));
+    EXPECT_TRUE(torch::equal(shard.down->bias, whole.down->bias));
+    EXPECT_TRUE(torch::equal(shard.head->weight, whole.head->weight));
+  }
+}
+
+TEST(ParallelLinear, AShardedLayerTakesOnlyItsShardsGroup) {
+  torch::NoGradGuard no_grad;
+  auto groups = runtime::make_in_process_collectives(2, "g");
+  TwoLayers sharded({1, 2});
+  try {
+    bind_tensor_groups(sharded, nullptr);
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor shard 1 of 2, but runs in no tensor group"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(bind_tensor_groups(sharded, groups[0].get()), ModelError);  // rank 0, not 1
+  bind_tensor_groups(sharded, groups[1].get());
+  // Layers built whole are replicated: they ignore the group and stay single-rank.
+  TwoLayers replicated({0, 1});
+  bind_tensor_groups(replicated, groups[1].get());
+  const auto x = torch::randn({2, 8});
+  EXPECT_TRUE(torch::equal(replicated.down->forward(x),
+                           linear_bias(x, replicated.down->weight, replicated.down->bias)));
+}
+
+TEST(ParallelLinear, ShardsThatDoNotDivideAreConfigErrors) {
+  try {
+    ColumnParallelLinear layer(16, 6, true, TensorShard{0, 4}, ParamSpec{}, "tiny-model");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "parallel.tensor_parallel_size");
+    EXPECT_EQ(e.message(),
+              "tiny-model has 6 output features, which tensor_parallel_size 4 does not divide");
+  }
+  try {
+    RowParallelLinear layer(6, 16, true, TensorShard{0, 4}, ParamSpec{}, "tiny-model");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.message(),
+              "tiny-model has 6 input features, which tensor_parallel_size 4 does not divide");
+  }
+}
+
+TEST(ParallelLinear, Fp8MethodNeedsAGpuThatRunsIt) {
+  ColumnParallelLinear layer(16, 16, false, TensorShard{}, ParamSpec{}, "m");
+  if (!fp8_unsupported(torch::kCPU).empty()) {
+    EXPECT_THROW(layer->set_fp8(Fp8Accumulation::fast), ModelError);
+    EXPECT_FALSE(layer->method().quantized());
+  }
+  layer->set_fp8(std::nullopt);  // back to the weights' dtype: always possible
+  EXPECT_FALSE(layer->method().quantized());
+}
+
+}  // namespace
+}  // namespace omnidp::models
