@@ -23,7 +23,8 @@ from collections import defaultdict
 
 LEVELS = ["common", "config", "manifest", "model_api", "results", "export", "runtime", "models",
           "refcheck", "cli", "apps"]
-MODEL_SUBLEVELS = ["layers", "weights", "schedulers", "text", "vision", "wan", "hv15", "registry"]
+MODEL_SUBLEVELS = ["layers", "weights", "schedulers", "text", "vision", "pipelines", "wan", "hv15",
+                   "registry"]
 RANK = {name: i for i, name in enumerate(LEVELS)}
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cu", ".in")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"omnidp/([^"]+)"')

@@ -13,7 +13,6 @@
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/flops.hpp"
-#include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
@@ -58,33 +57,6 @@ torch::Tensor pad_cat(const torch::Tensor& a, const torch::Tensor& b) {
     return torch::constant_pad_nd(t, widths);
   };
   return torch::cat({pad(a), pad(b)}, 0);
-}
-
-// Diffusers' ClassifierFreeGuidance with guidance_rescale (rescale_noise_cfg).
-torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& uncond, double scale,
-                             const GuidanceOptions& g) {
-  auto pred = g.use_original_formulation ? cond + scale * (cond - uncond)
-                                         : uncond + scale * (cond - uncond);
-  if (g.guidance_rescale > 0.0) {
-    std::vector<std::int64_t> dims;
-    for (std::int64_t d = 1; d < cond.dim(); ++d) dims.push_back(d);
-    const auto std_text = cond.std(dims, /*unbiased=*/true, /*keepdim=*/true);
-    const auto std_cfg = pred.std(dims, true, true);
-    const auto rescaled = pred * (std_text / std_cfg);
-    pred = g.guidance_rescale * rescaled + (1.0 - g.guidance_rescale) * pred;
-  }
-  return pred;
-}
-
-// ClassifierFreeGuidance._is_cfg_enabled for step i of n.
-bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
-  if (!g.enabled) return false;
-  const auto first = static_cast<int>(g.start * steps);
-  const auto last = static_cast<int>(g.stop * steps);
-  const bool in_range = first <= step && step < last;
-  const double neutral = g.use_original_formulation ? 0.0 : 1.0;
-  const bool close = std::abs(scale - neutral) <= 1e-9 * std::max(std::abs(scale), std::abs(neutral));
-  return in_range && !close;
 }
 
 }  // namespace
@@ -292,10 +264,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // CFG-parallel (GenerateContext::cfg): rank 0 runs the conditional branch of every step,
   // rank 1 the unconditional one; a step without guidance runs on rank 0 and is broadcast.
   runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
-  if (cfg != nullptr && cfg->size() != 2) {
-    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(cfg->size()));
-  }
-  const int branch = cfg != nullptr ? cfg->rank() : 0;
+  check_cfg_group(cfg);
   auto cond_in = text_inputs(in.prompt);
   const bool any_cfg = [&] {
     for (int i = 0; i < steps; ++i) {
@@ -312,9 +281,9 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // CFG as one batch of 2 (the transformer's ragged text layout: each branch attends over its
   // own valid text); with a sequence group the branches stay two forwards (the Ulysses
   // exchange would need their text masked).
-  const bool batch_cfg = any_cfg && cfg == nullptr && cond_in.sequence == nullptr;
+  const CfgLayout layout{cfg, any_cfg && cfg == nullptr && cond_in.sequence == nullptr};
   TransformerInputs both_in;
-  if (batch_cfg) {
+  if (layout.batched) {
     both_in.encoder_hidden_states =
         pad_cat(cond_in.encoder_hidden_states, uncond_in.encoder_hidden_states);
     both_in.encoder_attention_mask =
@@ -328,51 +297,23 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
 
   auto latents = in.noise.to(device_, dtype);
   const auto timesteps = scheduler.timesteps();
-  for (int i = 0; i < steps; ++i) {
-    bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
-    if (ctx != nullptr) {  // the group stops together
-      stop = group_step({cfg, ctx->sequence, ctx->tensor}, stop, i, steps, device_);
-    }
-    if (stop)
-      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+  run_denoising_steps(steps, ctx, device_, [&](int i) {
     const auto model_input = torch::cat({latents, condition, mask}, 1);
     const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
+    const auto forward = [&](CfgBranch branch) {
+      auto& inputs = branch == CfgBranch::both          ? both_in
+                     : branch == CfgBranch::conditional ? cond_in
+                                                        : uncond_in;
+      const bool both = branch == CfgBranch::both;
+      inputs.hidden_states = both ? torch::cat({model_input, model_input}, 0) : model_input;
+      inputs.timestep = both ? t.expand({2}) : t;
+      return transformer->forward(inputs);
+    };
     const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);
-    torch::Tensor noise_pred;
-    if (cfg != nullptr) {
-      auto& mine = branch == 0 || !guided ? cond_in : uncond_in;
-      if (branch == 0 || guided) {
-        mine.hidden_states = model_input;
-        mine.timestep = t;
-        noise_pred = transformer->forward(mine);
-      } else {
-        noise_pred = torch::empty_like(latents);
-      }
-      if (guided) {
-        const auto both = all_gather(*cfg, noise_pred);
-        noise_pred = apply_guidance(both[0], both[1], in.guidance_scale, parts_.guidance);
-      } else {
-        noise_pred = broadcast(*cfg, noise_pred, 0);
-      }
-    } else if (guided && batch_cfg) {
-      both_in.hidden_states = torch::cat({model_input, model_input}, 0);
-      both_in.timestep = t.expand({2});
-      const auto pred = transformer->forward(both_in).chunk(2, 0);
-      noise_pred = apply_guidance(pred[0], pred[1], in.guidance_scale, parts_.guidance);
-    } else {
-      cond_in.hidden_states = model_input;
-      cond_in.timestep = t;
-      noise_pred = transformer->forward(cond_in);
-      if (guided) {
-        uncond_in.hidden_states = model_input;
-        uncond_in.timestep = t;
-        const auto uncond = transformer->forward(uncond_in);
-        noise_pred = apply_guidance(noise_pred, uncond, in.guidance_scale, parts_.guidance);
-      }
-    }
+    const auto noise_pred =
+        guided_prediction(layout, guided, in.guidance_scale, parts_.guidance, forward, latents);
     latents = scheduler.step(noise_pred, i, latents);
-    if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
-  }
+  });
   return latents;
 }
 
@@ -380,12 +321,7 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   c10::InferenceMode inference;
   SampleOutputs out;
   out.final_latents = denoise(in, ctx);
-  // A parallel group: only its leader (rank 0 on every axis) decodes.
-  if (ctx != nullptr) {
-    for (const auto* axis : {ctx->cfg, ctx->sequence, ctx->tensor}) {
-      if (axis != nullptr && axis->rank() != 0) return out;
-    }
-  }
+  if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
   auto& vae = parts_.vae;
   const auto vae_dtype = vae->parameters().front().scalar_type();
   auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);

@@ -12,11 +12,11 @@
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/config_json.hpp"
-#include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
@@ -108,15 +108,11 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   // CFG-parallel (GenerateContext::cfg): this rank runs one branch of every step, rank 0 the
   // conditional one, rank 1 the unconditional one; both combine the gathered predictions alike.
   runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
-  if (cfg != nullptr && cfg->size() != 2) {
-    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(cfg->size()));
-  }
+  check_cfg_group(cfg);
   const int branch = cfg != nullptr ? cfg->rank() : 0;
   // Ulysses (GenerateContext::sequence): every transformer forward shards the video tokens over
   // this group and returns the whole prediction on every rank; the steps stay identical.
   runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
-  const bool leader = branch == 0 && (sequence == nullptr || sequence->rank() == 0) &&
-                      (tensor == nullptr || tensor->rank() == 0);
   const bool batch_cfg =
       cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
@@ -155,48 +151,27 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
                                  : WanPreparedContext{};
 
   const auto timesteps = scheduler.timesteps().to(device_);
-  for (int i = 0; i < steps; ++i) {
-    bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
-    stop = group_step({cfg, sequence, tensor}, stop, i, steps, device_);  // the group stops together
-    if (stop)
-      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+  const CfgLayout layout{cfg, batch_cfg};
+  run_denoising_steps(steps, ctx, device_, [&](int i) {
     const auto model_input = blend(latents).to(tdtype);
     const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
-    torch::Tensor noise_pred;
-    if (batch_cfg) {
-      const auto out = transformer->forward(torch::cat({model_input, model_input}, 0),
-                                            ts.expand({2, -1}), text, sequence);
-      const auto cond = out.narrow(0, 0, 1);
-      const auto uncond = out.narrow(0, 1, 1);
-      noise_pred = uncond + in.guidance_scale * (cond - uncond);
-    } else if (cfg != nullptr) {
-      if (do_cfg) {
-        const auto both = all_gather(
-            *cfg,
-            transformer->forward(model_input, ts, branch == 0 ? text : negative_text, sequence));
-        const auto cond = both[0];
-        const auto uncond = both[1];
-        noise_pred = uncond + in.guidance_scale * (cond - uncond);
-      } else {  // one branch only: the leader's prediction for both ranks
-        noise_pred = branch == 0 ? transformer->forward(model_input, ts, text, sequence)
-                                 : torch::empty_like(model_input);
-        noise_pred = broadcast(*cfg, noise_pred, 0);
+    const auto forward = [&](CfgBranch b) {
+      if (b == CfgBranch::both) {
+        return transformer->forward(torch::cat({model_input, model_input}, 0), ts.expand({2, -1}),
+                                    text, sequence);
       }
-    } else {
-      noise_pred = transformer->forward(model_input, ts, text, sequence);
-      if (do_cfg) {
-        const auto uncond = transformer->forward(model_input, ts, negative_text, sequence);
-        noise_pred = uncond + in.guidance_scale * (noise_pred - uncond);
-      }
-    }
+      return transformer->forward(model_input, ts,
+                                  b == CfgBranch::conditional ? text : negative_text, sequence);
+    };
+    const auto noise_pred =
+        guided_prediction(layout, do_cfg, in.guidance_scale, {}, forward, model_input);
     latents = scheduler.step(noise_pred, i, latents);
-    if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
-  }
+  });
   latents = blend(latents);
 
   WanSampleOutputs out;
   out.final_latents = latents;
-  if (!leader) return out;  // a parallel group: only its leader decodes
+  if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);

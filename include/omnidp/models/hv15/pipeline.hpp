@@ -37,6 +37,7 @@
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/layers/image_encoder.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -49,17 +50,6 @@ struct TextConditioning {
   torch::Tensor mask;      // [1, L]
   torch::Tensor embeds_2;  // [1, L2, text_embed_2_dim]
   torch::Tensor mask_2;    // [1, L2]
-};
-
-// Classifier-free guidance as Diffusers' ClassifierFreeGuidance (guider/config.json).
-struct GuidanceOptions {
-  bool enabled = true;  // false: never CFG (one transformer call per step)
-  // The config's own guidance_scale (the snapshot's default for requests that set none).
-  std::optional<double> guidance_scale;
-  double guidance_rescale = 0.0;
-  double start = 0.0;  // CFG runs on steps [int(start n), int(stop n))
-  double stop = 1.0;
-  bool use_original_formulation = false;
 };
 
 // Shapes of the seeded random embeddings used with `weights: random` (benchmarks): the

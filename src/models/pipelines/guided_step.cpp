@@ -1,0 +1,88 @@
+#include "omnidp/models/pipelines/guided_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/collective_ops.hpp"
+
+namespace omnidp::models {
+
+torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& uncond, double scale,
+                             const GuidanceOptions& g) {
+  auto pred = g.use_original_formulation ? cond + scale * (cond - uncond)
+                                         : uncond + scale * (cond - uncond);
+  if (g.guidance_rescale > 0.0) {
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 1; d < cond.dim(); ++d) dims.push_back(d);
+    const auto std_text = cond.std(dims, /*unbiased=*/true, /*keepdim=*/true);
+    const auto std_cfg = pred.std(dims, true, true);
+    const auto rescaled = pred * (std_text / std_cfg);
+    pred = g.guidance_rescale * rescaled + (1.0 - g.guidance_rescale) * pred;
+  }
+  return pred;
+}
+
+bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
+  if (!g.enabled) return false;
+  const auto first = static_cast<int>(g.start * steps);
+  const auto last = static_cast<int>(g.stop * steps);
+  const bool in_range = first <= step && step < last;
+  const double neutral = g.use_original_formulation ? 0.0 : 1.0;
+  const bool close = std::abs(scale - neutral) <= 1e-9 * std::max(std::abs(scale), std::abs(neutral));
+  return in_range && !close;
+}
+
+void check_cfg_group(const runtime::Collective* group) {
+  if (group != nullptr && group->size() != 2) {
+    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(group->size()));
+  }
+}
+
+torch::Tensor guided_prediction(const CfgLayout& layout, bool guided, double scale,
+                                const GuidanceOptions& g,
+                                const std::function<torch::Tensor(CfgBranch)>& forward,
+                                const torch::Tensor& like) {
+  if (layout.group != nullptr) {
+    const bool first = layout.group->rank() == 0;
+    if (!guided) {  // one branch only: the leader's prediction for both ranks
+      return broadcast(*layout.group,
+                       first ? forward(CfgBranch::conditional) : torch::empty_like(like), 0);
+    }
+    const auto both = all_gather(
+        *layout.group, forward(first ? CfgBranch::conditional : CfgBranch::unconditional));
+    return apply_guidance(both[0], both[1], scale, g);
+  }
+  if (!guided) return forward(CfgBranch::conditional);
+  if (layout.batched) {
+    const auto both = forward(CfgBranch::both);
+    return apply_guidance(both.narrow(0, 0, 1), both.narrow(0, 1, 1), scale, g);
+  }
+  const auto cond = forward(CfgBranch::conditional);
+  return apply_guidance(cond, forward(CfgBranch::unconditional), scale, g);
+}
+
+void run_denoising_steps(int steps, const GenerateContext* ctx, const torch::Device& device,
+                         const std::function<void(int)>& step) {
+  for (int i = 0; i < steps; ++i) {
+    bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
+    if (ctx != nullptr)
+      stop = group_step({ctx->cfg, ctx->sequence, ctx->tensor}, stop, i, steps, device);
+    if (stop)
+      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    step(i);
+    if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
+  }
+}
+
+bool group_leader(const GenerateContext* ctx) noexcept {
+  if (ctx == nullptr) return true;
+  for (const auto* axis : {ctx->cfg, ctx->sequence, ctx->tensor}) {
+    if (axis != nullptr && axis->rank() != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace omnidp::models
