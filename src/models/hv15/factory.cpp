@@ -207,8 +207,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
     parts.random_conditioning = true;
   }
   if (m.quantization == Quantization::fp8) {
-    if (const auto reason = fp8_unsupported(device); !reason.empty())
-      throw ConfigError("model.quantization", "fp8: " + reason);
+    require_fp8_config(device);
     parts.transformer->quantize_fp8();
   }
   return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);

@@ -47,18 +47,6 @@ torch::Tensor valid_prefix_mask(std::int64_t length, std::int64_t valid) {
   return mask;
 }
 
-// Two batch-1 entries [1, L_i, ...] (or masks [1, L_i]) as one batch [2, max L_i, ...],
-// each zero-padded at the end of dim 1.
-torch::Tensor pad_cat(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto longest = std::max(a.size(1), b.size(1));
-  const auto pad = [longest](const torch::Tensor& t) {
-    std::vector<std::int64_t> widths(2 * static_cast<std::size_t>(t.dim() - 1), 0);
-    widths.back() = longest - t.size(1);  // constant_pad_nd: last dim first, dim 1 last
-    return torch::constant_pad_nd(t, widths);
-  };
-  return torch::cat({pad(a), pad(b)}, 0);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------

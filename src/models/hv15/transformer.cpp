@@ -205,12 +205,10 @@ TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
                                    std::int64_t head_dim, std::int64_t num_layers, double mlp_ratio) {
   const auto dim = heads * head_dim;
   auto tte = container(*this, "time_text_embed");
-  auto te = container(*tte, "timestep_embedder");
-  time_l1_ = linear(*te, "linear_1", 256, dim);
-  time_l2_ = linear(*te, "linear_2", dim, dim);
-  auto xe = container(*tte, "text_embedder");
-  text_l1_ = linear(*xe, "linear_1", in_channels, dim);
-  text_l2_ = linear(*xe, "linear_2", dim, dim);
+  time_embedder_ =
+      tte->register_module("timestep_embedder", EmbeddingMlp(256, dim, EmbeddingActivation::silu));
+  text_embedder_ = tte->register_module("text_embedder",
+                                        EmbeddingMlp(in_channels, dim, EmbeddingActivation::silu));
   proj_in_ = linear(*this, "proj_in", in_channels, dim);
   auto refiner = container(*this, "token_refiner");
   blocks_ = refiner->register_module("refiner_blocks", nn::ModuleList());
@@ -229,7 +227,7 @@ torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Ten
     pooled = (x.to(torch::kFloat32).sum(1) / static_cast<double>(x.size(1))).to(x.scalar_type());
   }
   const auto t = timestep_sinusoid(timestep, 256).to(pooled.scalar_type());
-  const auto temb = time_l2_(torch::silu(time_l1_(t))) + text_l2_(torch::silu(text_l1_(pooled)));
+  const auto temb = time_embedder_->forward(t) + text_embedder_->forward(pooled);
   auto h = proj_in_(x);
   for (const auto& block : *blocks_) h = block->as<RefinerBlock>()->forward(h, temb, mask);
   return h;
@@ -276,7 +274,8 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const t
                                                                          const torch::Tensor& text) {
   if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
   const auto n = video.size(1);
-  const auto partial = torch::cat({to_out_->matmul(video), to_add_out_->matmul(text)}, 1);
+  const auto partial =
+      torch::cat({to_out_->partial_product(video), to_add_out_->partial_product(text)}, 1);
   const auto summed = reduce_partial(tensor_group_, partial);
   return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
 }
@@ -284,20 +283,28 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const t
 JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard)
     : heads_(shard_part(heads, shard, "HunyuanVideo15Transformer3DModel", "attention heads")) {
   const auto dim = heads * head_dim;
-  const auto local = heads_ * head_dim;  // this shard's heads
-  to_q_ = linear(*this, "to_q", dim, local);
-  to_k_ = linear(*this, "to_k", dim, local);
-  to_v_ = linear(*this, "to_v", dim, local);
-  norm_q_ = register_module("norm_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
-  norm_k_ = register_module("norm_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
-  add_q_proj_ = linear(*this, "add_q_proj", dim, local);
-  add_k_proj_ = linear(*this, "add_k_proj", dim, local);
-  add_v_proj_ = linear(*this, "add_v_proj", dim, local);
-  norm_added_q_ = register_module("norm_added_q", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
-  norm_added_k_ = register_module("norm_added_k", RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
-  auto out = container(*this, "to_out");
-  to_out_ = linear(*out, "0", local, dim);
-  to_add_out_ = linear(*this, "to_add_out", local, dim);
+  const auto column = [&](const char* name) {
+    return register_module(name,
+                           ColumnParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
+  };
+  const auto norm = [&](const char* name) {
+    return register_module(name, RMSNorm(head_dim, 1e-6, RmsNormStyle::diffusers));
+  };
+  to_q_ = column("to_q");
+  to_k_ = column("to_k");
+  to_v_ = column("to_v");
+  norm_q_ = norm("norm_q");
+  norm_k_ = norm("norm_k");
+  add_q_proj_ = column("add_q_proj");
+  add_k_proj_ = column("add_k_proj");
+  add_v_proj_ = column("add_v_proj");
+  norm_added_q_ = norm("norm_added_q");
+  norm_added_k_ = norm("norm_added_k");
+  to_out_ =
+      container(*this, "to_out")
+          ->register_module("0", RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
+  to_add_out_ = register_module("to_add_out",
+                                RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
 }
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
@@ -345,9 +352,10 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
 }
 
 void JointAttentionImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
-  for (auto* l :
-       {&to_q_, &to_k_, &to_v_, &add_q_proj_, &add_k_proj_, &add_v_proj_, &to_out_, &to_add_out_}) {
-    (*l)->set_fp8(accumulation);
+  for (ParallelLinearBase* l : std::initializer_list<ParallelLinearBase*>{
+           to_q_.get(), to_k_.get(), to_v_.get(), add_q_proj_.get(), add_k_proj_.get(),
+           add_v_proj_.get(), to_out_.get(), to_add_out_.get()}) {
+    l->set_fp8(accumulation);
   }
 }
 
@@ -363,12 +371,6 @@ DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t he
   };
   ff_ = register_module("ff", ffn());
   ff_context_ = register_module("ff_context", ffn());
-}
-
-void DoubleStreamBlockImpl::set_tensor_group(runtime::Collective* group) {
-  attn_->set_tensor_group(group);
-  bind_tensor_groups(*ff_, group);
-  bind_tensor_groups(*ff_context_, group);
 }
 
 void DoubleStreamBlockImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
@@ -438,13 +440,11 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
   byt5_l2_ = linear(*byt5, "linear_2", 2048, 2048);
   byt5_l3_ = linear(*byt5, "linear_3", 2048, dim);
   auto time = container(*this, "time_embed");
-  auto te = container(*time, "timestep_embedder");
-  time_l1_ = linear(*te, "linear_1", 256, dim);
-  time_l2_ = linear(*te, "linear_2", dim, dim);
+  time_embedder_ =
+      time->register_module("timestep_embedder", EmbeddingMlp(256, dim, EmbeddingActivation::silu));
   if (o.use_meanflow) {
-    auto ter = container(*time, "timestep_embedder_r");
-    time_r_l1_ = linear(*ter, "linear_1", 256, dim);
-    time_r_l2_ = linear(*ter, "linear_2", dim, dim);
+    time_r_embedder_ = time->register_module("timestep_embedder_r",
+                                             EmbeddingMlp(256, dim, EmbeddingActivation::silu));
   }
   cond_type_embed_ = register_module("cond_type_embed", nn::Embedding(3, dim));
   blocks_ = register_module("transformer_blocks", nn::ModuleList());
@@ -459,27 +459,10 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
 
 void HunyuanVideo15Transformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
   check_tensor_group(shard_, group, kModelName);
-  for (const auto& block : *blocks_) block->as<DoubleStreamBlock>()->set_tensor_group(group);
+  bind_tensor_groups(*this, group);
 }
 
-ShardPlan HunyuanVideo15Transformer3DModelImpl::shard_plan() {
-  if (!shard_.sharded()) return {};
-  // The attention's splits by name until its projections are parallel layers of their own.
-  return [shard = shard_,
-          layers = layer_shard_plan(*this)](const std::string& name) -> std::optional<TensorSlice> {
-    if (auto slice = layers(name)) return slice;
-    if (!name.starts_with("transformer_blocks.")) return std::nullopt;
-    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    for (const char* p : {".attn.to_q.", ".attn.to_k.", ".attn.to_v.", ".attn.add_q_proj.",
-                          ".attn.add_k_proj.", ".attn.add_v_proj."}) {
-      if (name.find(p) != std::string::npos) return part(0);
-    }
-    if (name.ends_with(".attn.to_out.0.weight") || name.ends_with(".attn.to_add_out.weight")) {
-      return part(1);
-    }
-    return std::nullopt;
-  };
-}
+ShardPlan HunyuanVideo15Transformer3DModelImpl::shard_plan() { return layer_shard_plan(*this); }
 
 void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs& in) const {
   const auto& o = options_;
@@ -521,8 +504,9 @@ void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs&
   }
 }
 
-HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelImpl::build_context(
-    const TransformerInputs& in, const torch::Tensor& timestep, TextPadding layout) {
+TextTokens HunyuanVideo15Transformer3DModelImpl::build_context(const TransformerInputs& in,
+                                                               const torch::Tensor& timestep,
+                                                               TextPadding layout) {
   if (layout == TextPadding::ragged) return ragged_context(in, timestep);
   const auto dtype = proj_out_->weight.scalar_type();
   const auto device = proj_out_->weight.device();
@@ -565,38 +549,26 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
     throw ModelError("encoder_attention_mask has no valid token");
   const auto refined = context_embedder_(qwen, timestep, qmask) + cond(0);
   const auto glyph = byt5_mlp(byt5);
-  std::vector<torch::Tensor> tokens;
-  std::vector<torch::Tensor> valid;
+  std::vector<TextSource> sources;
   if (has_image) {
     auto img = image_mlp(in.image_embeds.to(device, dtype));
     if (is_t2v) img = img * 0.0;
-    tokens.push_back(img + cond(2));
-    valid.push_back(torch::full({b, img.size(1)}, !is_t2v,
-                                torch::TensorOptions().dtype(torch::kBool).device(device)));
+    sources.push_back(
+        {img + cond(2), torch::full({b, img.size(1)}, !is_t2v,
+                                    torch::TensorOptions().dtype(torch::kBool).device(device))});
   }
-  tokens.push_back(glyph * bmask.unsqueeze(-1).to(dtype));
-  valid.push_back(bmask);
-  tokens.push_back(refined * qmask.unsqueeze(-1).to(dtype));
-  valid.push_back(qmask);
-  const auto all_tokens = torch::cat(tokens, 1);
-  const auto all_valid = torch::cat(valid, 1);
-  const auto order =
-      std::get<1>(torch::sort(all_valid.logical_not().to(torch::kInt), /*stable=*/true, 1, false));
-  const auto gathered =
-      all_tokens.gather(1, order.unsqueeze(-1).expand({b, order.size(1), all_tokens.size(2)}));
-  return {gathered, {all_valid.gather(1, order), {}}};
+  sources.push_back({glyph * bmask.unsqueeze(-1).to(dtype), bmask});
+  sources.push_back({refined * qmask.unsqueeze(-1).to(dtype), qmask});
+  return valid_tokens_first(sources);
 }
 
-// Every entry's valid tokens as the drop layout builds them for batch 1, zero-padded at the end
-// to the longest; the mask says the same for the sequence-parallel path.
-HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelImpl::ragged_context(
-    const TransformerInputs& in, const torch::Tensor& timestep) {
+TextTokens HunyuanVideo15Transformer3DModelImpl::ragged_context(const TransformerInputs& in,
+                                                                const torch::Tensor& timestep) {
   const auto b = in.hidden_states.size(0);
   const auto entry = [b](const torch::Tensor& t, std::int64_t i) {
     return t.defined() && t.dim() > 0 && t.size(0) == b ? t.narrow(0, i, 1) : t;
   };
   std::vector<torch::Tensor> tokens;
-  std::vector<std::int64_t> lengths;
   for (std::int64_t i = 0; i < b; ++i) {
     TransformerInputs one;
     one.hidden_states = entry(in.hidden_states, i);
@@ -606,18 +578,8 @@ HunyuanVideo15Transformer3DModelImpl::Context HunyuanVideo15Transformer3DModelIm
     one.encoder_attention_mask_2 = entry(in.encoder_attention_mask_2, i);
     one.image_embeds = entry(in.image_embeds, i);
     tokens.push_back(build_context(one, timestep.narrow(0, i, 1), TextPadding::drop).tokens);
-    lengths.push_back(tokens.back().size(1));
   }
-  const auto longest = *std::max_element(lengths.begin(), lengths.end());
-  auto mask = torch::zeros({b, longest},
-                           torch::TensorOptions().dtype(torch::kBool).device(timestep.device()));
-  for (std::int64_t i = 0; i < b; ++i) {
-    const auto t = lengths[static_cast<std::size_t>(i)];
-    tokens[static_cast<std::size_t>(i)] =
-        torch::constant_pad_nd(tokens[static_cast<std::size_t>(i)], {0, 0, 0, longest - t});
-    mask[i].narrow(0, 0, t).fill_(true);
-  }
-  return {torch::cat(tokens, 0), {mask, std::move(lengths)}};
+  return pad_entries(std::move(tokens));
 }
 
 torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in) {
@@ -640,10 +602,10 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
 
   // 2. Conditioning.
   const auto timestep = in.timestep.to(device).reshape({b});
-  auto temb = time_l2_(torch::silu(time_l1_(timestep_sinusoid(timestep, 256).to(dtype))));
+  auto temb = time_embedder_->forward(timestep_sinusoid(timestep, 256).to(dtype));
   if (o.use_meanflow && in.timestep_r.defined()) {
     const auto tr = in.timestep_r.to(device).reshape({b});
-    temb = temb + time_r_l2_(torch::silu(time_r_l1_(timestep_sinusoid(tr, 256).to(dtype))));
+    temb = temb + time_r_embedder_->forward(timestep_sinusoid(tr, 256).to(dtype));
   }
 
   torch::Tensor x;
@@ -655,12 +617,7 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
     x = x_embedder_(x_in).flatten(2).transpose(1, 2);
   }
 
-  const auto layout = padding_ != TextPadding::automatic ? padding_
-                      : b == 1                           ? TextPadding::drop
-                                                         : TextPadding::ragged;
-  if (layout == TextPadding::drop && b != 1)
-    throw ModelError("text padding 'drop' needs batch 1, got " + std::to_string(b));
-  auto [context, keys] = build_context(in, timestep, layout);
+  auto [context, keys] = build_context(in, timestep, resolve_text_padding(padding_, b));
 
   // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
   const SequenceShard seq = make_sequence_shard(in.sequence, x.size(1));

@@ -19,6 +19,11 @@ void require_fp8(torch::Device device) {
 }
 }  // namespace
 
+void require_fp8_config(torch::Device device) {
+  if (const auto reason = fp8_unsupported(device); !reason.empty())
+    throw ConfigError("model.quantization", "fp8: " + reason);
+}
+
 std::string fp8_unsupported(torch::Device device) {
 #if OMNIDP_HAVE_FP8
   if (!device.is_cuda()) return "FP8 GEMMs need a CUDA device (got " + device.str() + ")";

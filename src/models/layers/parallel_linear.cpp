@@ -66,13 +66,17 @@ RowParallelLinearImpl::RowParallelLinearImpl(std::int64_t in_features, std::int6
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) const {
   if (group_ == nullptr) return method().apply(x, weight, bias);
-  const auto y = reduce_partial(group_, method().apply(x, weight, {}));
+  const auto y = reduce_partial(group_, partial_product(x));
   return bias.defined() ? y + bias : y;
 }
 
 std::pair<torch::Tensor, torch::Tensor> RowParallelLinearImpl::forward_skip_bias(
     const torch::Tensor& x) const {
-  return {reduce_partial(group_, method().apply(x, weight, {})), bias};
+  return {reduce_partial(group_, partial_product(x)), bias};
+}
+
+torch::Tensor RowParallelLinearImpl::partial_product(const torch::Tensor& x) const {
+  return method().apply(x, weight, {});
 }
 
 std::vector<std::pair<std::string, TensorSlice>> RowParallelLinearImpl::parameter_slices() const {

@@ -16,4 +16,17 @@ torch::Tensor timestep_sinusoid(const torch::Tensor& timesteps, std::int64_t dim
   return emb;
 }
 
+EmbeddingMlpImpl::EmbeddingMlpImpl(std::int64_t in, std::int64_t out,
+                                   EmbeddingActivation activation, const ParamSpec& spec)
+    : activation_(activation) {
+  linear_1 = register_module("linear_1", Linear(in, out, true, spec));
+  linear_2 = register_module("linear_2", Linear(out, out, true, spec));
+}
+
+torch::Tensor EmbeddingMlpImpl::forward(const torch::Tensor& x) {
+  const auto h = linear_1->forward(x);
+  return linear_2->forward(activation_ == EmbeddingActivation::silu ? torch::silu(h)
+                                                                    : torch::gelu(h, "tanh"));
+}
+
 }  // namespace omnidp::models

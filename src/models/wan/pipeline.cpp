@@ -431,8 +431,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   }
   parts.transformer->fuse_projections();
   if (m.quantization == Quantization::fp8) {
-    if (const auto reason = fp8_unsupported(device); !reason.empty())
-      throw ConfigError("model.quantization", "fp8: " + reason);
+    require_fp8_config(device);
     parts.transformer->quantize_fp8();
   }
   // cuDNN's channels-last convolutions are the fast ones on recent GPUs (docs/performance.md);

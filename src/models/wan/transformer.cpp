@@ -375,35 +375,15 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   return flat(gated_residual(h, grouped(ff), c_gate, dtype, ff_bias));
 }
 
-WanTimestepEmbeddingImpl::WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out,
-                                                   const ParamSpec& spec) {
-  linear_1 = register_module("linear_1", Linear(in, out, true, spec));
-  linear_2 = register_module("linear_2", Linear(out, out, true, spec));
-}
-
-torch::Tensor WanTimestepEmbeddingImpl::forward(const torch::Tensor& x) {
-  return linear_2->forward(torch::silu(linear_1->forward(x)));
-}
-
-WanTextProjectionImpl::WanTextProjectionImpl(std::int64_t in, std::int64_t out,
-                                             const ParamSpec& spec) {
-  linear_1 = register_module("linear_1", Linear(in, out, true, spec));
-  linear_2 = register_module("linear_2", Linear(out, out, true, spec));
-}
-
-torch::Tensor WanTextProjectionImpl::forward(const torch::Tensor& x) {
-  return linear_2->forward(torch::gelu(linear_1->forward(x), "tanh"));
-}
-
 WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& o,
                                                    const ParamSpec& spec)
     : freq_dim_(o.freq_dim) {
-  time_embedder = register_module(
-      "time_embedder",
-      WanTimestepEmbedding(o.freq_dim, o.inner_dim(), ParamSpec{torch::kFloat32, spec.device}));
+  time_embedder = register_module("time_embedder",
+                                  EmbeddingMlp(o.freq_dim, o.inner_dim(), EmbeddingActivation::silu,
+                                               ParamSpec{torch::kFloat32, spec.device}));
   time_proj = register_module("time_proj", Linear(o.inner_dim(), 6 * o.inner_dim(), true, spec));
-  text_embedder =
-      register_module("text_embedder", WanTextProjection(o.text_dim, o.inner_dim(), spec));
+  text_embedder = register_module(
+      "text_embedder", EmbeddingMlp(o.text_dim, o.inner_dim(), EmbeddingActivation::gelu_tanh, spec));
 }
 
 // ---------------------------------------------------------------------------------------------

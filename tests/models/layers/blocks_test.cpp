@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/placement.hpp"
@@ -88,6 +90,29 @@ TEST(TimestepSinusoid, FlattensItsInputAndPadsAnOddDim) {
   EXPECT_TRUE(torch::equal(e.select(1, 4), torch::zeros({4})));
   EXPECT_TRUE(torch::equal(e.slice(1, 0, 4), timestep_sinusoid(t.flatten(), 4)));
   EXPECT_EQ(timestep_sinusoid(torch::tensor({7}, torch::kLong), 4).scalar_type(), torch::kFloat32);
+}
+
+TEST(EmbeddingMlp, IsTwoLinearLayersAroundItsActivation) {
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({2, 6});
+  for (const auto act : {EmbeddingActivation::silu, EmbeddingActivation::gelu_tanh}) {
+    EmbeddingMlp mlp(6, 4, act);
+    for (auto& p : mlp->parameters()) p.copy_(torch::randn(p.sizes()));
+    const auto h = torch::nn::functional::linear(x, mlp->linear_1->weight, mlp->linear_1->bias);
+    const auto a = act == EmbeddingActivation::silu ? torch::silu(h) : torch::gelu(h, "tanh");
+    const auto want = torch::nn::functional::linear(a, mlp->linear_2->weight, mlp->linear_2->bias);
+    EXPECT_TRUE(torch::allclose(mlp->forward(x), want, 1e-6, 1e-6));
+  }
+  // Diffusers' names: linear_1 [out, in], linear_2 [out, out].
+  const EmbeddingMlp mlp(6, 4, EmbeddingActivation::silu, ParamSpec{torch::kBFloat16, torch::kCPU});
+  std::vector<std::string> names;
+  for (const auto& p : mlp->named_parameters()) {
+    names.push_back(p.key() + " " + c10::str(p.value().sizes()) + " " +
+                    c10::toString(p.value().scalar_type()));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "linear_1.weight [4, 6] BFloat16", "linear_1.bias [4] BFloat16",
+                       "linear_2.weight [4, 4] BFloat16", "linear_2.bias [4] BFloat16"}));
 }
 
 TEST(ShapeString, WritesTheDimensionsInBrackets) {

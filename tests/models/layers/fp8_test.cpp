@@ -16,8 +16,10 @@ namespace {
 TEST(Fp8, UnsupportedOnTheCpuWithTheReason) {
   const auto reason = fp8_unsupported(torch::kCPU);
   if (TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 5)) {
-    EXPECT_EQ(reason, std::string("this build's libtorch ") + TORCH_VERSION +
-                          " has no row-wise FP8 GEMM (at::_scaled_mm needs libtorch 2.5 or later)");
+    std::string want = "this build's libtorch ";  // appended: GCC 12 -Warray-bounds on a + chain
+    want.append(TORCH_VERSION)
+        .append(" has no row-wise FP8 GEMM (at::_scaled_mm needs libtorch 2.5 or later)");
+    EXPECT_EQ(reason, want);
   } else {
     EXPECT_EQ(reason, "FP8 GEMMs need a CUDA device (got cpu)");
   }
@@ -26,6 +28,14 @@ TEST(Fp8, UnsupportedOnTheCpuWithTheReason) {
     FAIL() << "no ModelError";
   } catch (const ModelError& e) {
     EXPECT_EQ(std::string(e.what()), "model.quantization fp8: " + reason);
+  }
+  // A factory's check of the config: a ConfigError on the key, with the same reason.
+  try {
+    require_fp8_config(torch::kCPU);
+    FAIL() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "model.quantization");
+    EXPECT_EQ(e.message(), "fp8: " + reason);
   }
 }
 

@@ -19,10 +19,13 @@
 #include <tuple>
 #include <vector>
 
+#include "omnidp/models/hv15/text_layout.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/parallel_linear.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
+#include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
@@ -60,18 +63,6 @@ struct TransformerOptions {
                                                     const std::string& origin);
 };
 
-// How padded text tokens are handled (all give the same video-token outputs; see
-// docs/models.md "HunyuanVideo-1.5"):
-//   mask: the reference layout [valid image, valid byT5, valid Qwen, padding] with padding
-//         masked as keys and its query rows zeroed; works for any batch size.
-//   drop: padded tokens are removed before the refiner and the blocks (batch 1 only): no mask,
-//         shorter sequences, the fused attention kernels apply.
-//   ragged: every batch entry keeps only its valid tokens (as drop), padded at the end to the
-//         longest entry's count; the blocks run batched and the joint attention per entry over
-//         its valid tokens (no mask): CFG's two branches as one batch of 2.
-//   automatic: drop for batch 1, ragged otherwise.
-enum class TextPadding { automatic, mask, drop, ragged };
-
 // model.quantization fp8: which double-stream blocks run W8A8 FP8 GEMMs and how those sum
 // (layers/fp8.hpp). bf16_edge_blocks: that many blocks at each end of the stack keep the
 // weights' dtype (the first ones see the embeddings as they come, the last ones feed the
@@ -79,14 +70,6 @@ enum class TextPadding { automatic, mask, drop, ragged };
 struct Fp8Plan {
   Fp8Accumulation accumulation = Fp8Accumulation::fast;
   std::int64_t bf16_edge_blocks = 0;
-};
-
-// Which text tokens of a [B, Lt] text stream the joint attention sees: `mask` [B, Lt] bool
-// (undefined: all valid) or, in the ragged layout, `lengths`: entry b's valid text is its first
-// lengths[b] tokens (the rest is padding, whose outputs are zero).
-struct TextKeys {
-  torch::Tensor mask;
-  std::vector<std::int64_t> lengths;
 };
 
 // The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
@@ -155,8 +138,8 @@ class TokenRefinerImpl : public torch::nn::Module {
                                       const torch::Tensor& mask);
 
  private:
-  Linear time_l1_{nullptr}, time_l2_{nullptr};  // time_text_embed.timestep_embedder
-  Linear text_l1_{nullptr}, text_l2_{nullptr};  // time_text_embed.text_embedder
+  EmbeddingMlp time_embedder_{nullptr};  // time_text_embed.timestep_embedder
+  EmbeddingMlp text_embedder_{nullptr};  // time_text_embed.text_embedder
   Linear proj_in_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // token_refiner.refiner_blocks
 };
@@ -169,15 +152,20 @@ TORCH_MODULE(TokenRefiner);
 // over the heads, so `context` stays the same on every rank. Built for a tensor shard it holds
 // heads/n heads: to_q/k/v and add_q/k/v_proj column-split, to_out.0 and to_add_out row-split
 // (one all-reduce over the tensor group for both); the per-head norms are whole on every rank.
-class JointAttentionImpl : public torch::nn::Module {
+class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
  public:
   JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard = {});
-  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
       const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
-  // The eight projections' weights to FP8 (LinearImpl::set_fp8); the norms stay.
+  // The eight projections' weights to FP8 (ParallelLinearBase::set_fp8); the norms stay.
   void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  // Its projections declare their own slices; the attention keeps the group to reduce both
+  // output projections in one all-reduce.
+  [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
+    return {};
+  }
+  void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
 
  private:
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
@@ -187,11 +175,13 @@ class JointAttentionImpl : public torch::nn::Module {
       const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
       const torch::Tensor& cv, const torch::Tensor& text_key_mask);
 
-  std::int64_t heads_;
-  Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
-  Linear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
+  std::int64_t heads_;  // this shard's
+  // Column-split (this shard's heads): the video stream's and the text stream's q, k, v.
+  ColumnParallelLinear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
+  ColumnParallelLinear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
   RMSNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
-  Linear to_out_{nullptr}, to_add_out_{nullptr};
+  // Row-split: to_out.0 and to_add_out.
+  RowParallelLinear to_out_{nullptr}, to_add_out_{nullptr};
   runtime::Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(JointAttention);
@@ -200,7 +190,6 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
  public:
   DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio,
                         TensorShard shard = {});
-  void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
       const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -231,9 +220,9 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
   // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
-  // the slices its parallel layers declare (the blocks' ff and ff_context), and in every block
-  // the attention's to_q/k/v and add_q/k/v_proj along dim 0, to_out.0.weight and
-  // to_add_out.weight along dim 1. Empty for an unsharded model.
+  // the slices its parallel layers declare (layer_shard_plan): in every block the attention's
+  // to_q/k/v and add_q/k/v_proj and the FFNs' net.0.proj along dim 0, to_out.0, to_add_out
+  // and net.2 weights along dim 1. Empty for an unsharded model.
   [[nodiscard]] ShardPlan shard_plan();
 
   // Returns the velocity prediction [B, out_channels, F, H, W] in the weights' dtype.
@@ -251,13 +240,11 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
 
  private:
-  struct Context {
-    torch::Tensor tokens;  // [B, Lc, D]
-    TextKeys keys;
-  };
-  [[nodiscard]] Context build_context(const TransformerInputs& in, const torch::Tensor& timestep,
-                                      TextPadding layout);
-  [[nodiscard]] Context ragged_context(const TransformerInputs& in, const torch::Tensor& timestep);
+  // The embedded text tokens of `in` in `layout` (hv15/text_layout.hpp).
+  [[nodiscard]] TextTokens build_context(const TransformerInputs& in, const torch::Tensor& timestep,
+                                         TextPadding layout);
+  // The ragged layout: each entry's drop-layout tokens, padded (pad_entries).
+  [[nodiscard]] TextTokens ragged_context(const TransformerInputs& in, const torch::Tensor& timestep);
   void check_inputs(const TransformerInputs& in) const;
 
   TransformerOptions options_;
@@ -270,8 +257,8 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   TokenRefiner context_embedder_{nullptr};
   torch::nn::LayerNorm byt5_norm_{nullptr};
   Linear byt5_l1_{nullptr}, byt5_l2_{nullptr}, byt5_l3_{nullptr};
-  Linear time_l1_{nullptr}, time_l2_{nullptr};      // time_embed.timestep_embedder
-  Linear time_r_l1_{nullptr}, time_r_l2_{nullptr};  // time_embed.timestep_embedder_r
+  EmbeddingMlp time_embedder_{nullptr};    // time_embed.timestep_embedder
+  EmbeddingMlp time_r_embedder_{nullptr};  // time_embed.timestep_embedder_r (use_meanflow)
   torch::nn::Embedding cond_type_embed_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};  // transformer_blocks
   Linear norm_out_{nullptr};               // norm_out.linear (AdaLayerNormContinuous)

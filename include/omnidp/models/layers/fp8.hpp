@@ -30,6 +30,10 @@ struct Fp8Weight {
 // below 8.9) passes here and fails in at::_scaled_mm at the first GEMM.
 [[nodiscard]] std::string fp8_unsupported(torch::Device device);
 
+// A pipeline factory's check of `model.quantization: fp8` before it quantizes: ConfigError on
+// model.quantization, "fp8: <fp8_unsupported(device)>", where this build or device cannot.
+void require_fp8_config(torch::Device device);
+
 // weight [out, in] (any floating dtype, on the GPU) -> its FP8 form. Throws ModelError where
 // fp8_unsupported(), or when in or out is not a multiple of 16 (the GEMM's alignment).
 [[nodiscard]] Fp8Weight quantize_fp8_weight(const torch::Tensor& weight,

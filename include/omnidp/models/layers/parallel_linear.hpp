@@ -115,6 +115,9 @@ class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBas
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
   // forward(x) without the bias: {the reduced product, the bias (undefined: none)}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
+  // This rank's x_r W_r^T alone, neither reduced nor biased: for a caller that reduces the
+  // products of several layers in one all-reduce and adds each `bias` after it.
+  [[nodiscard]] torch::Tensor partial_product(const torch::Tensor& x) const;
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
   // A sharded layer takes the group of its shard (ModelError for no group or another size or
   // rank); a layer built whole (shard size 1, a replicated layer) ignores it.

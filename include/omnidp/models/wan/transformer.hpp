@@ -29,6 +29,7 @@
 #include "omnidp/models/layers/param_spec.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
+#include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
@@ -218,33 +219,14 @@ class WanTransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanTransformerBlock);
 
-// Diffusers TimestepEmbedding: linear_1 -> SiLU -> linear_2.
-class WanTimestepEmbeddingImpl : public torch::nn::Module {
- public:
-  WanTimestepEmbeddingImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec = {});
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  Linear linear_1{nullptr}, linear_2{nullptr};
-};
-TORCH_MODULE(WanTimestepEmbedding);
-
-// Diffusers PixArtAlphaTextProjection with act_fn="gelu_tanh": linear_1 -> GELU(tanh) ->
-// linear_2.
-class WanTextProjectionImpl : public torch::nn::Module {
- public:
-  WanTextProjectionImpl(std::int64_t in, std::int64_t out, const ParamSpec& spec = {});
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x);
-  Linear linear_1{nullptr}, linear_2{nullptr};
-};
-TORCH_MODULE(WanTextProjection);
-
 // WanTimeTextImageEmbedding without the image branch.
 class WanConditionEmbedderImpl : public torch::nn::Module {
  public:
   // time_embedder stays float32 on spec's device.
   explicit WanConditionEmbedderImpl(const WanTransformerOptions& options, const ParamSpec& spec = {});
-  WanTimestepEmbedding time_embedder{nullptr};
+  EmbeddingMlp time_embedder{nullptr};  // Diffusers' TimestepEmbedding (SiLU)
   Linear time_proj{nullptr};
-  WanTextProjection text_embedder{nullptr};
+  EmbeddingMlp text_embedder{nullptr};  // PixArtAlphaTextProjection (GELU tanh)
 
  private:
   std::int64_t freq_dim_;
