@@ -121,35 +121,24 @@ torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs)
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
                                    TensorShard shard, const ParamSpec& spec)
-    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")),
-      dim_(dim),
-      cross_(cross) {
-  const std::int64_t local = dim / shard.size;  // this shard's heads x head_dim
-  to_q = register_module("to_q", Linear(dim, local, true, spec));
-  to_k = register_module("to_k", Linear(dim, local, true, spec));
-  to_v = register_module("to_v", Linear(dim, local, true, spec));
+    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), cross_(cross) {
+  const std::string owner = "WanTransformer3DModel";
+  const auto column = [&](const char* name) {
+    return register_module(name, ColumnParallelLinear(dim, dim, true, shard, spec, owner));
+  };
+  to_q = column("to_q");
+  to_k = column("to_k");
+  to_v = column("to_v");
   to_out = register_module("to_out", torch::nn::ModuleList());
-  to_out->push_back(Linear(local, dim, true, spec));
-  norm_q = register_module("norm_q", RMSNorm(local, eps, RmsNormStyle::torch_nn, spec.options()));
-  norm_k = register_module("norm_k", RMSNorm(local, eps, RmsNormStyle::torch_nn, spec.options()));
-}
-
-torch::Tensor WanAttentionImpl::project_out(const torch::Tensor& o) {
-  const auto& out = to_out[0]->as<Linear>();
-  if (tensor_group_ == nullptr) return out->forward(o);
-  return row_parallel_linear(tensor_group_, o, out->weight, out->bias);
-}
-
-torch::Tensor WanAttentionImpl::norm_heads(const torch::Tensor& x, const RMSNorm& norm,
-                                           const torch::Tensor& freqs, std::int64_t head_dim,
-                                           const torch::Tensor& bias) {
-  return sharded_rms_norm_rope(tensor_group_, x, norm->weight, norm->eps(), freqs, head_dim, dim_,
-                               bias);
+  out_ = RowParallelLinear(dim, dim, true, shard, spec, owner);
+  to_out->push_back(out_);
+  norm_q = register_module("norm_q", HeadNorm(dim, eps, shard, spec, owner));
+  norm_k = register_module("norm_k", HeadNorm(dim, eps, shard, spec, owner));
 }
 
 void WanAttentionImpl::fuse_projections() {
   torch::NoGradGuard no_grad;
-  std::vector<Linear> parts;
+  std::vector<ColumnParallelLinear> parts;
   if (!cross_) parts.push_back(to_q);
   parts.push_back(to_k);
   parts.push_back(to_v);
@@ -188,7 +177,7 @@ void WanAttentionImpl::quantize_fp8() {
         "on a GPU with model.fused_kernels true)");
   }
   fp8_in_ = quantize_fp8_weight(cross_ ? to_q->weight : fused_weight_);
-  fp8_out_ = quantize_fp8_weight(to_out[0]->as<Linear>()->weight);
+  out_->set_fp8(Fp8Accumulation::fast);
 }
 
 bool WanAttentionImpl::use_fused() const {
@@ -207,13 +196,13 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch
     v = to_v->forward(context);
   }
   const std::int64_t head_dim = k.size(2) / heads_;
-  k = norm_heads(k, norm_k, {}, head_dim).unflatten(2, {heads_, -1});
+  k = norm_k->forward(k, {}, head_dim).unflatten(2, {heads_, -1});
   return {k, v.unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
 }
 
 torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x,
                                        const std::pair<torch::Tensor, torch::Tensor>& kv) {
-  return project_out(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
+  return out_->forward(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
 }
 
 torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias,
@@ -222,7 +211,7 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
                                           const SequenceShard& sequence) {
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
-  const auto qn = norm_heads(q, norm_q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
+  const auto qn = norm_q->forward(q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
   if (!sequence.active()) return joint_attention(qn, {k}, {v}).flatten(2, 3);
   // Ulysses: this rank's head shard of every token; the padding past N is no key.
   const auto qkv = tokens_to_heads(sequence, {qn, k, v});
@@ -247,8 +236,8 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
     v = to_v->forward(x);
   }
   const std::int64_t head_dim = k.size(2) / heads_;
-  k = norm_heads(k, norm_k, rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return project_out(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
+  k = norm_k->forward(k, rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  return out_->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
 }
 
 bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use_fused(); }
@@ -256,12 +245,11 @@ bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use
 torch::Tensor WanAttentionImpl::folded_out_bias() {
   if (cross_) throw ModelError("folded_out_bias: not a self-attention");
   torch::NoGradGuard no_grad;
-  const auto& out = to_out[0]->as<Linear>();
   const auto f32 = torch::kFloat32;
   // Row-split: each shard's to_out columns times its to_v bias rows, summed over the group.
   const auto folded =
-      reduce_partial(tensor_group_, torch::mv(out->weight.to(f32), to_v->bias.to(f32)));
-  return (out->bias.to(f32) + folded).to(out->bias.scalar_type());
+      reduce_partial(tensor_group_, torch::mv(out_->weight.to(f32), to_v->bias.to(f32)));
+  return (out_->bias.to(f32) + folded).to(out_->bias.scalar_type());
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
@@ -275,11 +263,10 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
   const auto qkv = linear_or_fp8(x, fused_weight_, fp8_in_).chunk(3, -1);
   const auto bias = fused_bias_.chunk(3, 0);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k = norm_heads(qkv[1], norm_k, rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
+  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
   const auto o =
       attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  return {reduce_partial(tensor_group_, linear_or_fp8(o, to_out[0]->as<Linear>()->weight, fp8_out_)),
-          out_bias};
+  return {out_->forward_skip_bias(o).first, out_bias};
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
@@ -287,8 +274,7 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
   if (!defers_biases() || !cross_) return {attend(x, kv), {}};
   const auto o =
       attention(linear_or_fp8(x, to_q->weight, fp8_in_), to_q->bias, kv.first, kv.second, {});
-  const auto& out = to_out[0]->as<Linear>();
-  return {reduce_partial(tensor_group_, linear_or_fp8(o, out->weight, fp8_out_)), out->bias};
+  return out_->forward_skip_bias(o);
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
@@ -310,12 +296,6 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
   scale_shift_table = register_parameter(
       "scale_shift_table",
       (torch::randn({1, 6, dim_}) / std::sqrt(static_cast<double>(dim_))).to(spec.device));
-}
-
-void WanTransformerBlockImpl::set_tensor_group(runtime::Collective* group) {
-  attn1->set_tensor_group(group);
-  attn2->set_tensor_group(group);
-  bind_tensor_groups(*ffn, group);
 }
 
 torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -416,29 +396,10 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
 
 void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
   check_tensor_group(shard_, group, "WanTransformer3DModel");
-  tensor_group_ = group;
-  for (const auto& block : *blocks) block->as<WanTransformerBlock>()->set_tensor_group(group);
+  bind_tensor_groups(*this, group);
 }
 
-ShardPlan WanTransformer3DModelImpl::shard_plan() {
-  if (!shard_.sharded()) return {};
-  // The attention's splits by name until its projections are parallel layers of their own.
-  return [shard = shard_,
-          layers = layer_shard_plan(*this)](const std::string& name) -> std::optional<TensorSlice> {
-    if (auto slice = layers(name)) return slice;
-    if (!name.starts_with("blocks.")) return std::nullopt;
-    if (name.find(".attn1.") == std::string::npos && name.find(".attn2.") == std::string::npos) {
-      return std::nullopt;
-    }
-    const auto part = [&](std::int64_t dim) { return TensorSlice{dim, shard.rank, shard.size}; };
-    for (const char* p : {".to_q.", ".to_k.", ".to_v."}) {
-      if (name.find(p) != std::string::npos) return part(0);
-    }
-    if (name.ends_with(".norm_q.weight") || name.ends_with(".norm_k.weight")) return part(0);
-    if (name.ends_with(".to_out.0.weight")) return part(1);
-    return std::nullopt;
-  };
-}
+ShardPlan WanTransformer3DModelImpl::shard_plan() { return layer_shard_plan(*this); }
 
 torch::Tensor WanTransformer3DModelImpl::rope_for(std::int64_t f, std::int64_t h, std::int64_t w,
                                                   torch::Device device) {

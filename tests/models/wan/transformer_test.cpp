@@ -288,7 +288,7 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   self_attn->fuse_projections();
   cross_attn->fuse_projections();
   ASSERT_TRUE(self_attn->defers_biases());
-  const auto& out = self_attn->to_out[0]->as<Linear>();
+  const auto& out = self_attn->to_out[0]->as<omnidp::models::RowParallelLinear>();
   const auto folded = self_attn->folded_out_bias();
   EXPECT_LT(
       (folded - (out->bias + torch::mv(out->weight, self_attn->to_v->bias))).abs().max().item<double>(),
@@ -297,7 +297,8 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   EXPECT_TRUE(bias.is_same(folded));
   EXPECT_LT((value + bias - self_ref).abs().max().item<double>(), 1e-5);
   const auto [cross_value, cross_bias] = cross_attn->attend_deferred(x, cross_attn->context_kv(ctx));
-  EXPECT_TRUE(cross_bias.is_same(cross_attn->to_out[0]->as<Linear>()->bias));
+  EXPECT_TRUE(
+      cross_bias.is_same(cross_attn->to_out[0]->as<omnidp::models::RowParallelLinear>()->bias));
   EXPECT_LT((cross_value + cross_bias - cross_ref).abs().max().item<double>(), 1e-5);
   EXPECT_THROW((void)cross_attn->folded_out_bias(), ModelError);
 

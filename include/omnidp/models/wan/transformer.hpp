@@ -25,7 +25,9 @@
 
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/fp8.hpp"
+#include "omnidp/models/layers/head_norm.hpp"
 #include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/parallel_linear.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
@@ -99,15 +101,19 @@ struct WanPreparedBlock {
 
 // WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
 // on q and k (norm_q/norm_k), optional rotary embedding (self-attention). Built for a tensor
-// shard it holds heads/n heads: to_q/k/v and norm_q/k column-split ([dim/n, dim], [dim/n]),
-// to_out.0 row-split ([dim, dim/n], the whole bias); set_tensor_group() gives it the group
-// that completes the norms' sums of squares and the output projection (layers/tensor_parallel.hpp).
-class WanAttentionImpl : public torch::nn::Module {
+// shard it holds heads/n heads: to_q/k/v (ColumnParallelLinear) and norm_q/k (HeadNorm)
+// column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The tensor group
+// (bind_tensor_groups) completes the norms' sums of squares, the output projection and the
+// folded bias (layers/parallel_linear.hpp).
+class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
                    TensorShard shard = {}, const ParamSpec& spec = {});
-  // The tensor group of a sharded attention (null: unsharded). Set before prepare/forward.
-  void set_tensor_group(runtime::Collective* group) noexcept { tensor_group_ = group; }
+  // Its layers declare their own slices; the attention keeps the group for the folded bias.
+  [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
+    return {};
+  }
+  void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
   // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip. With an active
   // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
@@ -150,13 +156,13 @@ class WanAttentionImpl : public torch::nn::Module {
   void unfuse_projections();
   [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
   // FP8 copies of the GEMM weights of the bias-deferring path (layers/fp8.hpp): the fused q/k/v
-  // (self) or to_q (cross) projection and to_out.0. Needs fuse_projections() and the fused
-  // elementwise kernels (ModelError otherwise); the bf16 parameters stay as they are.
+  // (self) or to_q (cross) projection, and to_out.0's LinearMethod. Needs fuse_projections()
+  // and the fused elementwise kernels (ModelError otherwise); the bf16 parameters stay.
   void quantize_fp8();
 
-  Linear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
-  torch::nn::ModuleList to_out{nullptr};  // [0] = Linear (the reference's [1] is Dropout)
-  RMSNorm norm_q{nullptr}, norm_k{nullptr};
+  ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
+  torch::nn::ModuleList to_out{nullptr};  // [0] = RowParallelLinear (the reference's [1] is Dropout)
+  HeadNorm norm_q{nullptr}, norm_k{nullptr};
 
  private:
   // The fused projection applies (a later .to() replaces the parameters' storage).
@@ -170,19 +176,12 @@ class WanAttentionImpl : public torch::nn::Module {
                                         const torch::Tensor& rope_freqs,
                                         const SequenceShard& sequence = {});
 
-  // to_out.0 of o [B, L, dim/n] (with its bias, once), reduced over the tensor group.
-  [[nodiscard]] torch::Tensor project_out(const torch::Tensor& o);
-  // rms_norm_rope of q or k across all heads (sums of squares reduced over the tensor group).
-  [[nodiscard]] torch::Tensor norm_heads(const torch::Tensor& x, const RMSNorm& norm,
-                                         const torch::Tensor& freqs, std::int64_t head_dim,
-                                         const torch::Tensor& bias = {});
-
   std::int64_t heads_;  // this shard's
-  std::int64_t dim_;    // the whole inner dim (the norms' width)
   bool cross_;
+  RowParallelLinear out_{nullptr};  // to_out[0]
   runtime::Collective* tensor_group_ = nullptr;
   torch::Tensor fused_weight_, fused_bias_;
-  Fp8Weight fp8_in_, fp8_out_;  // quantize_fp8(): the input projection(s) and to_out.0
+  Fp8Weight fp8_in_;  // quantize_fp8(): the input projection(s)
 };
 TORCH_MODULE(WanAttention);
 
@@ -261,9 +260,9 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   void set_tensor_group(runtime::Collective* group);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
   // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
-  // the slices its parallel layers declare (the FFNs), and in every block attn1/attn2 to_q, to_k,
-  // to_v (weight, bias) and norm_q, norm_k along dim 0, to_out.0.weight along dim 1. Empty
-  // for an unsharded model.
+  // the slices its parallel layers declare (layer_shard_plan): in every block attn1/attn2 to_q,
+  // to_k, to_v (weight, bias), norm_q, norm_k and ffn.net.0.proj along dim 0, to_out.0.weight
+  // and ffn.net.2.weight along dim 1. Empty for an unsharded model.
   [[nodiscard]] ShardPlan shard_plan();
 
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
@@ -310,7 +309,6 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
 
   WanTransformerOptions options_;
   TensorShard shard_;
-  runtime::Collective* tensor_group_ = nullptr;
   std::array<std::int64_t, 3> rope_key_{-1, -1, -1};
   torch::Tensor rope_freqs_;
 };
