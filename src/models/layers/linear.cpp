@@ -27,23 +27,7 @@ void LinearImpl::reset() {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
-  return fp8_.defined() ? fp8_linear(x, fp8_, bias) : linear_bias(x, weight, bias);
-}
-
-torch::Tensor LinearImpl::matmul(const torch::Tensor& x) const {
-  return linear_or_fp8(x, weight, fp8_);
-}
-
-void LinearImpl::quantize_fp8(Fp8Accumulation accumulation) {
-  fp8_ = quantize_fp8_weight(weight, accumulation);
-}
-
-void LinearImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
-  if (accumulation) {
-    quantize_fp8(*accumulation);
-  } else {
-    fp8_ = {};
-  }
+  return linear_bias(x, weight, bias);
 }
 
 }  // namespace omnidp::models

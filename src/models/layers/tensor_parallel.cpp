@@ -41,20 +41,6 @@ torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x)
   return group == nullptr ? x : all_reduce_sum(*group, x);
 }
 
-torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
-                                  const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (group == nullptr) return linear_bias(x, weight, bias);
-  const auto y = all_reduce_sum(*group, linear_bias(x, weight, {}));
-  return bias.defined() ? y + bias : y;
-}
-
-torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
-                                  const LinearImpl& layer) {
-  if (group == nullptr) return layer.forward(x);
-  const auto y = all_reduce_sum(*group, layer.matmul(x));
-  return layer.bias.defined() ? y + layer.bias : y;
-}
-
 torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
                                     const torch::Tensor& weight, double eps,
                                     const torch::Tensor& freqs, std::int64_t head_dim,

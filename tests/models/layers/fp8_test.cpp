@@ -8,7 +8,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/cuda_kernels.hpp"
 #include "omnidp/models/layers/fused.hpp"
-#include "omnidp/models/layers/linear.hpp"
+#include "omnidp/models/layers/parallel_linear.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -39,18 +39,18 @@ TEST(Fp8, UnsupportedOnTheCpuWithTheReason) {
   }
 }
 
-TEST(Fp8, LinearLayerQuantizesOnlyWhereSupported) {
-  Linear layer(16, 32);
+TEST(Fp8, ALayersMethodQuantizesOnlyWhereSupported) {
+  ColumnParallelLinear layer(16, 32, true, TensorShard{}, ParamSpec{}, "m");
   const auto reason = fp8_unsupported(torch::kCPU);
   try {
-    layer->quantize_fp8();
+    layer->set_fp8(Fp8Accumulation::fast);
     FAIL() << "no ModelError";
   } catch (const ModelError& e) {
     EXPECT_EQ(std::string(e.what()), "model.quantization fp8: " + reason);
   }
-  EXPECT_FALSE(layer->fp8().defined());  // still the float GEMM
+  EXPECT_FALSE(layer->method().quantized());  // still the float GEMM
   const auto x = torch::randn({3, 16});
-  EXPECT_TRUE(torch::allclose(layer->forward(x), layer->matmul(x) + layer->bias, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(layer->forward(x), linear_bias(x, layer->weight, layer->bias)));
 }
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
@@ -91,24 +91,25 @@ TEST(Fp8Gpu, LinearIsWithinFp8ErrorOfTheBf16Gemm) {
   // linear_or_fp8 with no FP8 weight is the bf16 GEMM itself.
   EXPECT_TRUE(torch::equal(linear_or_fp8(x, w, {}), linear_bias(x, w, {})));
 
-  // The Linear layer once quantized: forward() and matmul() are the FP8 GEMM.
-  Linear layer(512, 256);
-  layer->weight = w;
-  layer->bias = bias;
-  layer->quantize_fp8();
-  ASSERT_TRUE(layer->fp8().defined());
+  // A layer's FP8 LinearMethod: forward() and the unbiased product are the FP8 GEMM.
+  ColumnParallelLinear layer(512, 256, true, TensorShard{},
+                             ParamSpec{torch::kBFloat16, torch::kCUDA}, "m");
+  layer->weight.copy_(w);
+  layer->bias.copy_(bias);
+  layer->set_fp8(Fp8Accumulation::fast);
+  ASSERT_TRUE(layer->method().quantized());
   EXPECT_TRUE(torch::equal(layer->forward(x), out));
-  EXPECT_TRUE(torch::equal(layer->matmul(x), fp8_linear(x, layer->fp8())));
+  EXPECT_TRUE(torch::equal(layer->method().apply(x, layer->weight, {}),
+                           fp8_linear(x, quantize_fp8_weight(w))));
 
   // Exact accumulation: the same quantized operands, float32-promoted sums; within the same
   // bound of the float32 product. set_fp8(nullopt) is the bf16 layer again.
   layer->set_fp8(Fp8Accumulation::exact);
-  ASSERT_TRUE(layer->fp8().defined());
-  EXPECT_EQ(layer->fp8().accumulation, Fp8Accumulation::exact);
+  ASSERT_TRUE(layer->method().quantized());
   const auto exact = layer->forward(x).to(torch::kFloat32);
   EXPECT_LT(((exact - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item<double>(), 0.06);
   layer->set_fp8(std::nullopt);
-  EXPECT_FALSE(layer->fp8().defined());
+  EXPECT_FALSE(layer->method().quantized());
   EXPECT_TRUE(torch::equal(layer->forward(x), linear_bias(x, w, bias)));
 }
 

@@ -6,14 +6,12 @@
 // The parameters start at zero instead, in float32 on the CPU or in a given ParamSpec (the
 // text and vision encoders: built in their final dtype, no float32 detour). Used by every
 // model (transformers, text and vision encoders).
-// quantize_fp8() makes forward() a W8A8 FP8 GEMM (layers/fp8.hpp, model.quantization fp8).
+// A replicated layer in the weights' dtype; the tensor-parallel layers and their LinearMethod
+// (FP8 included) are layers/parallel_linear.hpp.
 // Threading: as any torch::nn::Module (one thread at a time); forward() is a pure function.
 
 #include <torch/torch.h>
 
-#include <optional>
-
-#include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
 
 namespace omnidp::models {
@@ -26,17 +24,8 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
              const ParamSpec& spec);
   // (Re)creates zero parameters; called by the constructor and by clone().
   void reset() override;
-  // x @ weight^T + bias (layers/fused.hpp linear_bias); the FP8 GEMM once quantized.
+  // x @ weight^T + bias (layers/fused.hpp linear_bias).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
-  // x @ weight^T without the bias (a row-split layer's partial product), FP8 once quantized.
-  [[nodiscard]] torch::Tensor matmul(const torch::Tensor& x) const;
-  // Quantizes the weight to FP8 (per output channel) for forward() and matmul(); the weight
-  // itself stays (checkpoint names, clone()). Throws ModelError where fp8_unsupported() or the
-  // shape is not a multiple of 16.
-  void quantize_fp8(Fp8Accumulation accumulation = Fp8Accumulation::fast);
-  // quantize_fp8(*accumulation), or back to the weights' dtype for nullopt (drops the FP8 copy).
-  void set_fp8(std::optional<Fp8Accumulation> accumulation);
-  [[nodiscard]] const Fp8Weight& fp8() const noexcept { return fp8_; }
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined without a bias
@@ -47,7 +36,6 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   bool with_bias_;
   torch::TensorOptions options_;
   bool requires_grad_ = true;
-  Fp8Weight fp8_;
 };
 TORCH_MODULE(Linear);
 

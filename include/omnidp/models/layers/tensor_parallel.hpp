@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <string>
 
-#include "omnidp/models/layers/linear.hpp"
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
@@ -39,16 +38,6 @@ void check_tensor_group(const TensorShard& shard, const runtime::Collective* gro
 // The sum over the tensor group of a row-split projection's partial product, in place of x;
 // x itself with a null group.
 [[nodiscard]] torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x);
-
-// A row-split linear layer: reduce_partial(x @ weight^T) + bias (bias [out], the whole
-// layer's, undefined: none); with a null group linear_bias(x, weight, bias).
-[[nodiscard]] torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
-                                                const torch::Tensor& weight,
-                                                const torch::Tensor& bias);
-// The same for a Linear layer (its FP8 GEMM once quantized): reduce_partial(layer.matmul(x)) +
-// layer.bias; with a null group layer.forward(x).
-[[nodiscard]] torch::Tensor row_parallel_linear(runtime::Collective* group, const torch::Tensor& x,
-                                                const LinearImpl& layer);
 
 // rms_norm_rope (layers/fused.hpp) of x [B, L, D/n], this rank's columns of an RMSNorm over
 // `full_dim` = D columns split over the group (Wan's norm across all heads): the float32 sums
