@@ -233,40 +233,6 @@ torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h;
 }
 
-// Ulysses joint attention: q, k, v [B, local, H, D] are this rank's video tokens (normalised
-// and rotated), cq, ck, cv [B, Lc, H, D] the replicated text. Every video token of this rank's
-// head shard (padding dropped from the keys) and the text's same heads attend together; the
-// video output goes back to its token shards, the text output is gathered over the heads.
-std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::sequence_parallel(
-    const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k,
-    const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
-    const torch::Tensor& cv, const torch::Tensor& text_key_mask) {
-  check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
-  // (The ragged layout's text keys come here as their mask: the same keys.)
-  const auto qkv = tokens_to_heads(sequence, {q, k, v});  // [B, padded, H/P, D]
-  const auto n = sequence.tokens;
-  const auto np = sequence.padded();
-  const auto jq = torch::cat({qkv[0], local_heads(sequence, cq)}, 1);
-  const std::vector<torch::Tensor> jk{qkv[1].narrow(1, 0, n), local_heads(sequence, ck)};
-  const std::vector<torch::Tensor> jv{qkv[2].narrow(1, 0, n), local_heads(sequence, cv)};
-  torch::Tensor out;              // [B, padded + Lc, H/P, D]
-  if (text_key_mask.defined()) {  // as masked_attention: padded keys masked, their query rows zero
-    const auto b = text_key_mask.size(0);
-    const auto lc = text_key_mask.size(1);
-    const auto keys = torch::cat({torch::ones({b, n}, text_key_mask.options()), text_key_mask}, 1);
-    const auto rows = torch::cat({torch::ones({b, np}, text_key_mask.options()), text_key_mask}, 1);
-    out = omnidp::models::scaled_dot_product_attention(
-        jq.transpose(1, 2), torch::cat(jk, 1).transpose(1, 2), torch::cat(jv, 1).transpose(1, 2),
-        keys.view({b, 1, 1, n + lc}));
-    out = (out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type())).transpose(1, 2);
-  } else {
-    out = joint_attention(jq, jk, jv);
-  }
-  const auto video = heads_to_tokens(sequence, out.narrow(1, 0, np)).flatten(2, 3);
-  const auto text = gather_heads(sequence, out.narrow(1, np, out.size(1) - np)).flatten(2, 3);
-  return project_out(video, text);
-}
-
 // to_out.0 and to_add_out on the two streams' attention outputs. Row-split under tensor
 // parallelism: both partial products in one all-reduce over the tensor group, the biases added
 // after it.
@@ -316,7 +282,11 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
-  if (sequence.active()) return sequence_parallel(sequence, q, k, v, cq, ck, cv, text.mask);
+  if (sequence.active()) {  // Ulysses (the ragged layout's text keys come as their mask)
+    check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
+    const auto [video, words] = ulysses_attention(sequence, q, k, v, {cq, ck, cv, text.mask});
+    return project_out(video, words);
+  }
   const auto n = x.size(1);
   if (!text.lengths.empty()) {  // ragged: each entry over its own valid text, no mask
     const auto lt = context.size(1);

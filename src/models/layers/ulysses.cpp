@@ -4,6 +4,7 @@
 #include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 
 namespace omnidp::models {
@@ -95,6 +96,39 @@ torch::Tensor gather_heads(const SequenceShard& shard, const torch::Tensor& x) {
   const auto all = all_gather(*shard.group, x.contiguous());  // [P, B, S, H/P, D]
   return all.permute({1, 2, 0, 3, 4})
       .reshape({x.size(0), x.size(1), shard.size() * x.size(2), x.size(3)});
+}
+
+std::pair<torch::Tensor, torch::Tensor> ulysses_attention(const SequenceShard& shard,
+                                                          const torch::Tensor& q,
+                                                          const torch::Tensor& k,
+                                                          const torch::Tensor& v,
+                                                          const JointText& text) {
+  const auto qkv = tokens_to_heads(shard, {q, k, v});  // [B, padded, H/P, D]
+  const auto n = shard.tokens;
+  if (!text.q.defined()) {
+    const auto o = joint_attention(qkv[0], {qkv[1].narrow(1, 0, n)}, {qkv[2].narrow(1, 0, n)});
+    return {heads_to_tokens(shard, o).flatten(2, 3), {}};
+  }
+  const auto np = shard.padded();
+  const auto jq = torch::cat({qkv[0], local_heads(shard, text.q)}, 1);
+  const std::vector<torch::Tensor> jk{qkv[1].narrow(1, 0, n), local_heads(shard, text.k)};
+  const std::vector<torch::Tensor> jv{qkv[2].narrow(1, 0, n), local_heads(shard, text.v)};
+  torch::Tensor out;              // [B, padded + Lc, H/P, D]
+  if (text.key_mask.defined()) {  // as a masked attention: masked keys, their query rows zero
+    const auto& mask = text.key_mask;
+    const auto b = mask.size(0);
+    const auto lc = mask.size(1);
+    const auto keys = torch::cat({torch::ones({b, n}, mask.options()), mask}, 1);
+    const auto rows = torch::cat({torch::ones({b, np}, mask.options()), mask}, 1);
+    out = scaled_dot_product_attention(jq.transpose(1, 2), torch::cat(jk, 1).transpose(1, 2),
+                                       torch::cat(jv, 1).transpose(1, 2),
+                                       keys.view({b, 1, 1, n + lc}));
+    out = (out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type())).transpose(1, 2);
+  } else {
+    out = joint_attention(jq, jk, jv);
+  }
+  return {heads_to_tokens(shard, out.narrow(1, 0, np)).flatten(2, 3),
+          gather_heads(shard, out.narrow(1, np, out.size(1) - np)).flatten(2, 3)};
 }
 
 }  // namespace omnidp::models

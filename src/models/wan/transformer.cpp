@@ -213,11 +213,7 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
   const std::int64_t head_dim = q.size(2) / heads_;
   const auto qn = norm_q->forward(q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
   if (!sequence.active()) return joint_attention(qn, {k}, {v}).flatten(2, 3);
-  // Ulysses: this rank's head shard of every token; the padding past N is no key.
-  const auto qkv = tokens_to_heads(sequence, {qn, k, v});
-  const auto o = joint_attention(qkv[0], {qkv[1].narrow(1, 0, sequence.tokens)},
-                                 {qkv[2].narrow(1, 0, sequence.tokens)});
-  return heads_to_tokens(sequence, o).flatten(2, 3);
+  return ulysses_attention(sequence, qn, k, v).first;  // this rank's heads of every token
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,

@@ -1,16 +1,19 @@
 // The Ulysses exchanges (layers/ulysses.hpp) on the in-process backend: exact values of the
-// token shards, the head shards and their inverses, with and without padding.
+// token shards, the head shards and their inverses, with and without padding; the attention
+// over the shards against the single-rank one.
 #include "omnidp/models/layers/ulysses.hpp"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 
 namespace omnidp::models {
@@ -75,6 +78,59 @@ TEST(Ulysses, TokensToHeadsGivesEveryTokenOfTheHeadShardAndBack) {
   }
   EXPECT_TRUE(torch::equal(back[0], q.narrow(1, 0, 3)));
   EXPECT_TRUE(torch::equal(back[1].narrow(1, 0, 2), q.narrow(1, 3, 2)));
+}
+
+// The attention over the shards equals the single-rank attention: video tokens alone (Wan),
+// with joint text (HunyuanVideo-1.5), and with masked text keys (their rows zero).
+TEST(Ulysses, AttentionOverTheShardsIsTheWholeAttention) {
+  torch::manual_seed(3);
+  const auto q = torch::randn({2, 5, 4, 8});  // [B, N 5 (padded over 2 ranks), H 4, D 8]
+  const auto k = torch::randn({2, 5, 4, 8});
+  const auto v = torch::randn({2, 5, 4, 8});
+  const auto cq = torch::randn({2, 3, 4, 8});
+  const auto ck = torch::randn({2, 3, 4, 8});
+  const auto cv = torch::randn({2, 3, 4, 8});
+  const auto mask = torch::tensor({{1, 1, 0}, {1, 0, 0}}).to(torch::kBool);
+  const auto sdpa = [](const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
+                       const std::optional<torch::Tensor>& keys) {  // [B, L, H, D] -> [B, L, H*D]
+    return scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2), keys)
+        .transpose(1, 2)
+        .flatten(2, 3);
+  };
+  const auto want_alone = sdpa(q, k, v, std::nullopt);
+  const auto joint = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return torch::cat({a, b}, 1);
+  };
+  const auto want_joint = sdpa(joint(q, cq), joint(k, ck), joint(v, cv), std::nullopt);
+  const auto keys = torch::cat({torch::ones({2, 5}, torch::kBool), mask}, 1).view({2, 1, 1, 8});
+  const auto rows = torch::cat({torch::ones({2, 5}), mask.to(torch::kFloat)}, 1).unsqueeze(-1);
+  const auto want_masked = sdpa(joint(q, cq), joint(k, ck), joint(v, cv), keys) * rows;
+  std::vector<torch::Tensor> alone(2), video(2), text(2), masked_video(2), masked_text(2);
+  std::vector<bool> no_text(2);
+  on_group(2, [&](int r, runtime::Collective& c) {
+    const auto i = static_cast<std::size_t>(r);
+    const auto s = make_sequence_shard(&c, 5);
+    const auto mine = [&](const torch::Tensor& x) { return shard_tokens(s, x, 1); };
+    const auto a = ulysses_attention(s, mine(q), mine(k), mine(v));
+    alone[i] = gather_tokens(s, a.first);
+    no_text[i] = !a.second.defined();
+    const auto j = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, {}});
+    video[i] = gather_tokens(s, j.first);
+    text[i] = j.second;
+    const auto m = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, mask});
+    masked_video[i] = gather_tokens(s, m.first);
+    masked_text[i] = m.second;
+  });
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(no_text[i]);
+    EXPECT_TRUE(torch::allclose(alone[i], want_alone, 1e-5, 1e-5)) << i;
+    EXPECT_TRUE(torch::allclose(video[i], want_joint.narrow(1, 0, 5), 1e-5, 1e-5)) << i;
+    EXPECT_TRUE(torch::allclose(text[i], want_joint.narrow(1, 5, 3), 1e-5, 1e-5)) << i;
+    EXPECT_TRUE(torch::allclose(masked_video[i], want_masked.narrow(1, 0, 5), 1e-5, 1e-5)) << i;
+    EXPECT_TRUE(torch::allclose(masked_text[i], want_masked.narrow(1, 5, 3), 1e-5, 1e-5)) << i;
+  }
+  // A masked text token's own row is zero.
+  EXPECT_TRUE(torch::equal(masked_text[0].select(1, 2), torch::zeros({2, 32})));
 }
 
 TEST(Ulysses, WithoutAGroupNothingIsSharded) {

@@ -170,10 +170,6 @@ class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer 
  private:
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
                                                                      const torch::Tensor& text);
-  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> sequence_parallel(
-      const SequenceShard& sequence, const torch::Tensor& q, const torch::Tensor& k,
-      const torch::Tensor& v, const torch::Tensor& cq, const torch::Tensor& ck,
-      const torch::Tensor& cv, const torch::Tensor& text_key_mask);
 
   std::int64_t heads_;  // this shard's
   // Column-split (this shard's heads): the video stream's and the text stream's q, k, v.

@@ -58,4 +58,25 @@ void check_head_split(const SequenceShard& shard, std::int64_t heads, const char
 // Every rank's head shard [B, S, H/P, D] -> [B, S, H, D] on every rank (all-gather).
 [[nodiscard]] torch::Tensor gather_heads(const SequenceShard& shard, const torch::Tensor& x);
 
+// The text a joint attention adds to the video tokens, replicated on every rank: cq, ck, cv
+// [B, Lc, H, D] (undefined: no text, as Wan's self-attention); key_mask [B, Lc] bool (undefined:
+// all valid): a masked text token is no key, and its own output row is zero.
+struct JointText {
+  torch::Tensor q, k, v;
+  torch::Tensor key_mask;
+};
+
+// Ulysses attention (docs/runtime.md, "Sequence parallel"): q, k, v [B, local, H, D] are this
+// rank's video tokens (normalised and rotated). One all-to-all gives every video token of this
+// rank's head shard; those and the text's same heads attend together (the padding past N is no
+// key; layers/attention.hpp joint_attention, or scaled_dot_product_attention with the text's
+// key mask); the video output goes back to its token shards, the text output is gathered over
+// the heads. Returns {video [B, local, H*D], text [B, Lc, H*D] (undefined without text)}. The
+// caller checks the head split (check_head_split).
+[[nodiscard]] std::pair<torch::Tensor, torch::Tensor> ulysses_attention(const SequenceShard& shard,
+                                                                        const torch::Tensor& q,
+                                                                        const torch::Tensor& k,
+                                                                        const torch::Tensor& v,
+                                                                        const JointText& text = {});
+
 }  // namespace omnidp::models
