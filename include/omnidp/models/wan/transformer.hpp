@@ -191,7 +191,6 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   // spec: where the parameters live (norm2 and scale_shift_table stay float32 on its device).
   explicit WanTransformerBlockImpl(const WanTransformerOptions& options, TensorShard shard = {},
                                    const ParamSpec& spec = {});
-  void set_tensor_group(runtime::Collective* group);
   // x [B, N, dim] contiguous; context [B, L, dim] (already text-embedded); temb_proj
   // [B, G, 6, dim], one per group of N/G consecutive tokens (wan_timestep_groups); rope_freqs
   // [N, 1, head_dim/2]. Elementwise work is fused per libtorch's ability (layers/fused.hpp).
