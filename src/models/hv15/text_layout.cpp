@@ -34,10 +34,14 @@ TextTokens valid_tokens_first(const std::vector<TextSource>& sources) {
 }
 
 TextTokens pad_entries(std::vector<torch::Tensor> entries) {
+  if (entries.empty()) throw ModelError("the ragged text layout needs at least one entry");
   const auto b = static_cast<std::int64_t>(entries.size());
   std::vector<std::int64_t> lengths;
-  for (const auto& e : entries) lengths.push_back(e.size(1));
-  const auto longest = *std::max_element(lengths.begin(), lengths.end());
+  std::int64_t longest = 0;
+  for (const auto& e : entries) {
+    lengths.push_back(e.size(1));
+    longest = std::max(longest, e.size(1));
+  }
   auto mask = torch::zeros(
       {b, longest}, torch::TensorOptions().dtype(torch::kBool).device(entries.front().device()));
   for (std::int64_t i = 0; i < b; ++i) {

@@ -93,7 +93,8 @@ TEST(Ulysses, AttentionOverTheShardsIsTheWholeAttention) {
   const auto mask = torch::tensor({{1, 1, 0}, {1, 0, 0}}).to(torch::kBool);
   const auto sdpa = [](const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c,
                        const std::optional<torch::Tensor>& keys) {  // [B, L, H, D] -> [B, L, H*D]
-    return scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2), c.transpose(1, 2), keys)
+    return models::scaled_dot_product_attention(a.transpose(1, 2), b.transpose(1, 2),
+                                                c.transpose(1, 2), keys)
         .transpose(1, 2)
         .flatten(2, 3);
   };

@@ -53,6 +53,7 @@ struct TextSource {
 
 // The ragged layout: entry i's tokens [1, L_i, D] (only its valid ones), zero-padded at the end
 // to the longest L_i and stacked [B, max L_i, D], with the lengths and the matching mask.
+// Throws ModelError for no entries.
 [[nodiscard]] TextTokens pad_entries(std::vector<torch::Tensor> entries);
 
 // Two batch-1 entries [1, L_i, ...] (or masks [1, L_i]) as one batch [2, max L_i, ...], each
