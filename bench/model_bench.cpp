@@ -78,7 +78,6 @@ int run(int argc, char** argv) {
   o.repeat = 5;
   int text_tokens = 512;
   bool scalar_timestep = false;
-  bool no_fuse = false;
   std::string decode_chunks = "1";
   std::string batch_list = "1";
   std::string vae_layout = "channels-last";
@@ -112,7 +111,6 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--scalar-timestep", scalar_timestep,
                "forward with one timestep per sample (default: per token)");
-  app.add_flag("--no-fuse", no_fuse, "keep separate q/k/v projections");
   std::string attention = "auto";
   app.add_option("--attention", attention,
                  "SDPA kernels on CUDA: auto | flash | cudnn | efficient | math, or a comma list")
@@ -140,13 +138,11 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "fp8"}))
       ->capture_default_str();
   bool eager = false;
-  app.add_flag(
-      "--eager", eager,
-      "the Diffusers-equivalent eager path: separate q/k/v, per-token modulation, no fused "
-      "elementwise kernels (layers/fused.hpp)");
+  app.add_flag("--eager", eager,
+               "the Diffusers-equivalent eager path: per-token modulation, no fused "
+               "elementwise kernels (layers/fused.hpp)");
   CLI11_PARSE(app, argc, argv);
   omnidp::models::set_fused_elementwise(!eager);
-  if (eager) no_fuse = true;
   if (verbose) omnidp::set_log_level(omnidp::LogLevel::debug);
 
   const auto sizes = omnidp::bench::parse_sizes(o.size);
@@ -193,7 +189,6 @@ int run(int argc, char** argv) {
   if (nan_fill) at::globalContext().setDeterministicFillUninitializedMemory(true);
 #endif
   auto transformer = pipeline->transformer();
-  if (no_fuse) transformer->unfuse_projections();
   const auto device = pipeline->device();
   const auto& to = transformer->options();
   const auto tdtype = transformer->dtype();
@@ -234,16 +229,13 @@ int run(int argc, char** argv) {
           const auto t = time_it(device, o.warmup, o.repeat, forward);
           const double flops = static_cast<double>(batch) *
                                omnidp::models::wan::wan_forward_flops(to, tokens, text_tokens);
-          std::cout
-              << "\n[forward] batch " << batch << ", " << (scalar_timestep ? "scalar" : "per-token")
-              << " timesteps, "
-              << (transformer->blocks[0]->as<omnidp::models::wan::WanTransformerBlock>()->attn1->fused()
-                      ? "fused"
-                      : "separate")
-              << " qkv, attention " << backend << "\n"
-              << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
-              << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
-              << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12 << "\n";
+          std::cout << "\n[forward] batch " << batch << ", "
+                    << (scalar_timestep ? "scalar" : "per-token") << " timesteps, attention "
+                    << backend << "\n"
+                    << "tokens " << tokens << "\ntext_tokens " << text_tokens << "\n"
+                    << "seconds_median " << t.median << "\nseconds_min " << t.min << "\n"
+                    << "tflop " << flops / 1e12 << "\ntflops_per_s " << flops / t.median / 1e12
+                    << "\n";
           if (!profile.empty()) {
             profile_to(
                 profile + "." + sz.text + ".b" + std::to_string(batch) + "." + backend + ".json",

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/head_split.hpp"
 #include "omnidp/config/suggest.hpp"
 
 namespace omnidp {
@@ -920,33 +921,14 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   config.model.plugin = plugin_path(config);
   config.output.dir = resolve_against(cwd, config.output.dir).string();
 
-  // Ulysses: every rank of a sequence group attends with heads / sequence_parallel_size heads
-  // (after the paths, which a snapshot's head count is read from).
-  if (config.parallel.sequence_parallel_size > 1 && chosen->attention_heads) {
-    const int heads = chosen->attention_heads(config.model);
-    const int n = config.parallel.sequence_parallel_size;
-    require(heads > 0 && heads % n == 0, "parallel.sequence_parallel_size",
-            std::to_string(n) + " does not divide the " + std::to_string(heads) +
-                " attention heads of model '" + config.model.name +
-                "' (Ulysses shards the heads over the sequence group: use a divisor of " +
-                std::to_string(heads) + ")");
-  }
-  // Tensor parallel: each rank holds heads / tensor_parallel_size of them, which Ulysses then
-  // shards over the sequence group.
-  if (config.parallel.tensor_parallel_size > 1 && chosen->attention_heads) {
-    const int heads = chosen->attention_heads(config.model);
-    const int t = config.parallel.tensor_parallel_size;
-    const int n = config.parallel.sequence_parallel_size;
-    require(heads > 0 && heads % t == 0, "parallel.tensor_parallel_size",
-            std::to_string(t) + " does not divide the " + std::to_string(heads) +
-                " attention heads of model '" + config.model.name +
-                "' (tensor parallelism splits the heads: use a divisor of " +
-                std::to_string(heads) + ")");
-    require((heads / t) % n == 0, "parallel.sequence_parallel_size",
-            std::to_string(n) + " does not divide the " + std::to_string(heads / t) +
-                " attention heads of each tensor shard of model '" + config.model.name + "' (" +
-                std::to_string(heads) + " heads over tensor_parallel_size " + std::to_string(t) +
-                ")");
+  // The heads split over the group (after the paths, which a snapshot's head count is read
+  // from): config/head_split.hpp, the rule the models apply too.
+  if ((config.parallel.tensor_parallel_size > 1 || config.parallel.sequence_parallel_size > 1) &&
+      chosen->attention_heads) {
+    const auto error = head_split_error(
+        chosen->attention_heads(config.model), config.parallel.tensor_parallel_size,
+        config.parallel.sequence_parallel_size, "model '" + config.model.name + "'");
+    if (error) require(false, error->key, error->message);
   }
 }
 

@@ -45,7 +45,6 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   models::wan::WanPipelineParts parts;
   parts.transformer =
       models::wan::load_wan_transformer(rel("transformer"), options.dtype, options.device);
-  parts.transformer->fuse_projections();
   parts.vae = models::wan::load_autoencoder_kl_wan(rel("vae"), options.dtype, options.device);
   parts.model_name = "refcheck";
   parts.device_name = options.device.str();
@@ -94,7 +93,6 @@ std::vector<CaseResult> run_wan_transformer(const fs::path& case_dir,
                                             const RefcheckOptions& options) {
   const SafetensorsFile io(case_dir / "io.safetensors");
   auto model = models::wan::load_wan_transformer(case_dir, options.dtype, options.device);
-  model->fuse_projections();
   c10::InferenceMode inference;
   const auto dtype = model->dtype();
   const auto hidden = io.tensor("hidden_states").to(options.device, dtype);

@@ -283,7 +283,6 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
   if (sequence.active()) {  // Ulysses (the ragged layout's text keys come as their mask)
-    check_head_split(sequence, heads_, "the HunyuanVideo-1.5 transformer");
     const auto [video, words] = ulysses_attention(sequence, q, k, v, {cq, ck, cv, text.mask});
     return project_out(video, words);
   }
@@ -387,8 +386,7 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
                                                                            TensorShard shard)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
-  (void)shard_part(o.num_attention_heads, shard_, "HunyuanVideo15Transformer3DModel",
-                   "attention heads");
+  check_head_split(o.num_attention_heads, shard_.size, 1, "HunyuanVideo15Transformer3DModel");
   const auto dim = o.inner_dim();
   x_embedder_ = nn::Conv3d(
       container(*this, "x_embedder")
@@ -591,7 +589,8 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
 
   // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
   const SequenceShard seq = make_sequence_shard(in.sequence, x.size(1));
-  check_head_split(seq, o.num_attention_heads, "the HunyuanVideo-1.5 transformer");
+  check_head_split(o.num_attention_heads, shard_.size, seq.size(),
+                   "the HunyuanVideo-1.5 transformer");
   torch::Tensor cos = rope_cos_;
   torch::Tensor sin = rope_sin_;
   if (seq.active()) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <memory>
 
+#include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
 
 namespace omnidp::models {
@@ -48,6 +49,11 @@ torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) const {
   return method().apply(x, weight, bias);
 }
 
+std::pair<torch::Tensor, torch::Tensor> ColumnParallelLinearImpl::forward_skip_bias(
+    const torch::Tensor& x) const {
+  return {method().apply(x, weight, {}), bias};
+}
+
 std::vector<std::pair<std::string, TensorSlice>> ColumnParallelLinearImpl::parameter_slices() const {
   if (!shard().sharded()) return {};
   std::vector<std::pair<std::string, TensorSlice>> slices{{"weight", slice_of(shard(), 0)}};
@@ -88,6 +94,77 @@ void RowParallelLinearImpl::bind_tensor_group(runtime::Collective* group) {
   if (!shard().sharded()) return;  // a replicated layer: its products are whole
   check_tensor_group(shard(), group, owner());
   group_ = group;
+}
+
+QKVParallelLinear::QKVParallelLinear(std::int64_t in_features, std::int64_t out_features,
+                                     std::size_t parts, bool with_bias, TensorShard shard,
+                                     const ParamSpec& spec, const std::string& owner)
+    : owner_(owner) {
+  const auto rows = shard_part(out_features, shard, owner, "output features");
+  const auto n = static_cast<std::int64_t>(parts);
+  weight_ = torch::zeros({n * rows, in_features}, spec.options());
+  if (with_bias) bias_ = torch::zeros({n * rows}, spec.options());
+  for (std::size_t i = 0; i < parts; ++i) {
+    parts_.emplace_back(in_features, out_features, with_bias, shard, spec, owner);
+  }
+  bind_views();
+}
+
+void QKVParallelLinear::bind_views() {
+  torch::NoGradGuard no_grad;
+  std::int64_t offset = 0;
+  for (auto& p : parts_) {
+    const auto rows = p->weight.size(0);
+    p->weight.set_data(weight_.narrow(0, offset, rows));
+    if (bias_.defined()) p->bias.set_data(bias_.narrow(0, offset, rows));
+    offset += rows;
+  }
+}
+
+bool QKVParallelLinear::views_bound() const {
+  for (const auto& p : parts_) {
+    if (!p->weight.is_alias_of(weight_) || (bias_.defined() && !p->bias.is_alias_of(bias_)))
+      return false;
+  }
+  return true;
+}
+
+void QKVParallelLinear::check_views() const {
+  if (!views_bound()) {
+    throw ModelError(owner_ +
+                     ": a fused projection's part no longer shares its storage (converted "
+                     "with set_data or Module::to; convert with QKVParallelLinear::to)");
+  }
+}
+
+std::vector<torch::Tensor> QKVParallelLinear::forward(const torch::Tensor& x) const {
+  check_views();
+  return method_.apply(x, weight_, bias_).chunk(static_cast<std::int64_t>(parts_.size()), -1);
+}
+
+std::vector<torch::Tensor> QKVParallelLinear::forward_skip_bias(const torch::Tensor& x) const {
+  check_views();
+  return method_.apply(x, weight_, {}).chunk(static_cast<std::int64_t>(parts_.size()), -1);
+}
+
+void QKVParallelLinear::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  check_views();
+  method_ = accumulation ? LinearMethod::fp8_rowwise(weight_, *accumulation) : LinearMethod{};
+}
+
+void QKVParallelLinear::to(torch::Device device, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  if (weight_.device() == device && weight_.scalar_type() == dtype && views_bound()) return;
+  // From the parts: their values are the checkpoint's even where a conversion broke the views.
+  std::vector<torch::Tensor> weights, biases;
+  for (const auto& p : parts_) {
+    weights.push_back(p->weight.to(device, dtype));
+    if (bias_.defined()) biases.push_back(p->bias.to(device, dtype));
+  }
+  weight_ = torch::cat(weights, 0);
+  if (bias_.defined()) bias_ = torch::cat(biases, 0);
+  method_ = LinearMethod{};
+  bind_views();
 }
 
 ShardPlan layer_shard_plan(torch::nn::Module& root) {

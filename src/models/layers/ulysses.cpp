@@ -4,6 +4,7 @@
 #include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/head_split.hpp"
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 
@@ -22,11 +23,10 @@ SequenceShard make_sequence_shard(runtime::Collective* group, std::int64_t token
   return s;
 }
 
-void check_head_split(const SequenceShard& shard, std::int64_t heads, const char* what) {
-  if (shard.active() && heads % shard.size() != 0) {
-    throw ModelError(std::string("sequence parallel: ") + what + " has " + std::to_string(heads) +
-                     " attention heads, which do not split over a sequence group of " +
-                     std::to_string(shard.size()) + " ranks");
+void check_head_split(std::int64_t heads, std::int64_t tensor_size, std::int64_t sequence_size,
+                      const std::string& who) {
+  if (const auto error = head_split_error(heads, tensor_size, sequence_size, who)) {
+    throw ConfigError(error->key, error->message);
   }
 }
 

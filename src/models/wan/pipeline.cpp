@@ -429,7 +429,6 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     log_debug("wan: random VAE: " + since(t));
     parts.vae = vae;
   }
-  parts.transformer->fuse_projections();
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
     parts.transformer->quantize_fp8();

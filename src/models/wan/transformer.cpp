@@ -123,12 +123,13 @@ WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double 
                                    TensorShard shard, const ParamSpec& spec)
     : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), cross_(cross) {
   const std::string owner = "WanTransformer3DModel";
-  const auto column = [&](const char* name) {
-    return register_module(name, ColumnParallelLinear(dim, dim, true, shard, spec, owner));
-  };
-  to_q = column("to_q");
-  to_k = column("to_k");
-  to_v = column("to_v");
+  // One GEMM for q, k and v (self) or k and v (cross, whose q reads x, not the context).
+  if (cross) to_q = ColumnParallelLinear(dim, dim, true, shard, spec, owner);
+  in_ = QKVParallelLinear(dim, dim, cross ? 2 : 3, true, shard, spec, owner);
+  if (!cross) to_q = in_.part(0);
+  to_q = register_module("to_q", to_q);
+  to_k = register_module("to_k", in_.part(cross ? 0 : 1));
+  to_v = register_module("to_v", in_.part(cross ? 1 : 2));
   to_out = register_module("to_out", torch::nn::ModuleList());
   out_ = RowParallelLinear(dim, dim, true, shard, spec, owner);
   to_out->push_back(out_);
@@ -136,68 +137,30 @@ WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double 
   norm_k = register_module("norm_k", HeadNorm(dim, eps, shard, spec, owner));
 }
 
-void WanAttentionImpl::fuse_projections() {
-  torch::NoGradGuard no_grad;
-  std::vector<ColumnParallelLinear> parts;
-  if (!cross_) parts.push_back(to_q);
-  parts.push_back(to_k);
-  parts.push_back(to_v);
-  std::vector<torch::Tensor> weights, biases;
-  for (auto& p : parts) {
-    weights.push_back(p->weight);
-    biases.push_back(p->bias);
-  }
-  fused_weight_ = torch::cat(weights, 0);
-  fused_bias_ = torch::cat(biases, 0);
-  // Make the named parameters views into the fused storage: no duplicated memory.
-  std::int64_t offset = 0;
-  for (auto& p : parts) {
-    const std::int64_t rows = p->weight.size(0);
-    p->weight.set_data(fused_weight_.narrow(0, offset, rows));
-    p->bias.set_data(fused_bias_.narrow(0, offset, rows));
-    offset += rows;
-  }
-}
-
-void WanAttentionImpl::unfuse_projections() {
-  if (!fused_weight_.defined()) return;
-  torch::NoGradGuard no_grad;
-  for (auto* p : {&to_q, &to_k, &to_v}) {
-    (*p)->weight.set_data((*p)->weight.clone());
-    (*p)->bias.set_data((*p)->bias.clone());
-  }
-  fused_weight_ = torch::Tensor();
-  fused_bias_ = torch::Tensor();
+void WanAttentionImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
+  in_.to(device, dtype);
 }
 
 void WanAttentionImpl::quantize_fp8() {
   if (!defers_biases()) {
     throw ModelError(
-        "FP8 quantization needs the fused projections and the fused CUDA kernels (a bf16 model "
-        "on a GPU with model.fused_kernels true)");
+        "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
+        "model.fused_kernels true)");
   }
-  fp8_in_ = quantize_fp8_weight(cross_ ? to_q->weight : fused_weight_);
+  if (cross_) {
+    to_q->set_fp8(Fp8Accumulation::fast);
+  } else {
+    in_.set_fp8(Fp8Accumulation::fast);
+  }
   out_->set_fp8(Fp8Accumulation::fast);
-}
-
-bool WanAttentionImpl::use_fused() const {
-  return fused_weight_.defined() && (cross_ ? to_k : to_q)->weight.is_alias_of(fused_weight_);
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch::Tensor& context) {
   if (!cross_) throw ModelError("context_kv: not a cross-attention");
-  torch::Tensor k, v;
-  if (use_fused()) {
-    const auto kv = linear_bias(context, fused_weight_, fused_bias_).chunk(2, -1);
-    k = kv[0];
-    v = kv[1];
-  } else {
-    k = to_k->forward(context);
-    v = to_v->forward(context);
-  }
-  const std::int64_t head_dim = k.size(2) / heads_;
-  k = norm_k->forward(k, {}, head_dim).unflatten(2, {heads_, -1});
-  return {k, v.unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
+  const auto kv = in_.forward(context);
+  const std::int64_t head_dim = kv[0].size(2) / heads_;
+  const auto k = norm_k->forward(kv[0], {}, head_dim).unflatten(2, {heads_, -1});
+  return {k, kv[1].unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
 }
 
 torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x,
@@ -220,23 +183,14 @@ torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Ten
                                         const torch::Tensor& rope_freqs,
                                         const SequenceShard& sequence) {
   if (cross_) return attend(x, context_kv(context));
-  torch::Tensor q, k, v;
-  if (use_fused()) {
-    const auto qkv = linear_bias(x, fused_weight_, fused_bias_).chunk(3, -1);
-    q = qkv[0];
-    k = qkv[1];
-    v = qkv[2];
-  } else {
-    q = to_q->forward(x);
-    k = to_k->forward(x);
-    v = to_v->forward(x);
-  }
-  const std::int64_t head_dim = k.size(2) / heads_;
-  k = norm_k->forward(k, rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return out_->forward(attention(q, {}, k, v.unflatten(2, {heads_, -1}), rope_freqs, sequence));
+  const auto qkv = in_.forward(x);
+  const std::int64_t head_dim = qkv[1].size(2) / heads_;
+  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim).unflatten(2, {heads_, -1});
+  return out_->forward(
+      attention(qkv[0], {}, k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence));
 }
 
-bool WanAttentionImpl::defers_biases() const { return fused_elementwise() && use_fused(); }
+bool WanAttentionImpl::defers_biases() const { return fused_elementwise(); }
 
 torch::Tensor WanAttentionImpl::folded_out_bias() {
   if (cross_) throw ModelError("folded_out_bias: not a self-attention");
@@ -252,25 +206,20 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
     const torch::Tensor& x, const torch::Tensor& rope_freqs, const torch::Tensor& out_bias,
     const SequenceShard& sequence) {
   if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs, sequence), {}};
-  if (!out_bias.defined()) {
-    throw ModelError(
-        "no folded self-attention output bias (the block was prepared before fuse_projections?)");
-  }
-  const auto qkv = linear_or_fp8(x, fused_weight_, fp8_in_).chunk(3, -1);
-  const auto bias = fused_bias_.chunk(3, 0);
+  if (!out_bias.defined()) throw ModelError("no folded self-attention output bias");
+  const auto qkv = in_.forward_skip_bias(x);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim, bias[1]).unflatten(2, {heads_, -1});
+  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim, to_k->bias).unflatten(2, {heads_, -1});
   const auto o =
-      attention(qkv[0], bias[0], k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
+      attention(qkv[0], to_q->bias, k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
   return {out_->forward_skip_bias(o).first, out_bias};
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
     const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
   if (!defers_biases() || !cross_) return {attend(x, kv), {}};
-  const auto o =
-      attention(linear_or_fp8(x, to_q->weight, fp8_in_), to_q->bias, kv.first, kv.second, {});
-  return out_->forward_skip_bias(o);
+  const auto [q, q_bias] = to_q->forward_skip_bias(x);
+  return out_->forward_skip_bias(attention(q, q_bias, kv.first, kv.second, {}));
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
@@ -369,8 +318,7 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
                                                      TensorShard shard, const ParamSpec& spec)
     : options_(std::move(options)), shard_(shard) {
   const auto& o = options_;
-  (void)shard_part(o.num_attention_heads, shard_, "WanTransformer3DModel",
-                   "attention heads");  // before allocating
+  check_head_split(o.num_attention_heads, shard_.size, 1, "WanTransformer3DModel");  // first
   const std::int64_t dim = o.inner_dim();
   patch_embedding = register_module(
       "patch_embedding",
@@ -480,7 +428,7 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
 
   // Ulysses (layers/ulysses.hpp): this rank's tokens, their RoPE rows and modulation below.
   const SequenceShard seq = make_sequence_shard(sequence, tokens);
-  check_head_split(seq, o.num_attention_heads, "the Wan transformer");
+  check_head_split(o.num_attention_heads, shard_.size, seq.size(), "the Wan transformer");
   auto rope_freqs = rope_for(f, h, w, hidden.device());
 
   auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2).contiguous();  // [B, N, D]
@@ -525,6 +473,11 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
 
 void WanTransformer3DModelImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
+  for (const auto& block : *blocks) {  // the fused projections first: they keep their views
+    auto b = block->as<WanTransformerBlock>();
+    b->attn1->to_dtype(device, dtype);
+    b->attn2->to_dtype(device, dtype);
+  }
   for (auto& item : named_parameters(true)) {
     const auto& name = item.key();
     const bool keep_fp32 = name.find("time_embedder") != std::string::npos ||
@@ -540,14 +493,6 @@ torch::ScalarType WanTransformer3DModelImpl::dtype() const {
   return proj_out->weight.scalar_type();
 }
 
-void WanTransformer3DModelImpl::fuse_projections() {
-  for (const auto& block : *blocks) {
-    auto b = block->as<WanTransformerBlock>();
-    b->attn1->fuse_projections();
-    b->attn2->fuse_projections();
-  }
-}
-
 void WanTransformer3DModelImpl::quantize_fp8() {
   torch::NoGradGuard no_grad;
   for (const auto& block : *blocks) {
@@ -555,14 +500,6 @@ void WanTransformer3DModelImpl::quantize_fp8() {
     b->attn1->quantize_fp8();
     b->attn2->quantize_fp8();
     b->ffn->set_fp8(Fp8Accumulation::fast);
-  }
-}
-
-void WanTransformer3DModelImpl::unfuse_projections() {
-  for (const auto& block : *blocks) {
-    auto b = block->as<WanTransformerBlock>();
-    b->attn1->unfuse_projections();
-    b->attn2->unfuse_projections();
   }
 }
 

@@ -131,13 +131,13 @@ TEST(Hv15TensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
   two.rope_axes_dim = {16, 24, 24};
   expect_config_error(
       two, {0, 4},
-      "HunyuanVideo15Transformer3DModel has 2 attention heads, which tensor_parallel_size 4 does "
-      "not divide");
+      "4 does not divide the 2 attention heads of HunyuanVideo15Transformer3DModel (tensor "
+      "parallelism splits the heads: use a divisor of 2)");
   hv::TransformerOptions real;  // the released 8.3B configuration: 16 heads
   expect_config_error(
       real, {2, 3},
-      "HunyuanVideo15Transformer3DModel has 16 attention heads, which tensor_parallel_size 3 does "
-      "not divide");
+      "3 does not divide the 16 attention heads of HunyuanVideo15Transformer3DModel (tensor "
+      "parallelism splits the heads: use a divisor of 16)");
   auto shard =
       hv::random_transformer(four_heads(), 1, torch::kFloat32, torch::kCPU, TensorShard{0, 2});
   EXPECT_THROW(shard->set_tensor_group(nullptr), omnidp::ModelError);

@@ -4,22 +4,13 @@
 
 #include <cmath>
 
+#include "models/fused_switch.hpp"
 #include "omnidp/models/layers/cuda_kernels.hpp"
 
 namespace omnidp::models {
 namespace {
 
-// Restores the process-wide switch at the end of a test.
-class FusedSwitch {
- public:
-  explicit FusedSwitch(bool on) : before_(fused_elementwise()) { set_fused_elementwise(on); }
-  ~FusedSwitch() { set_fused_elementwise(before_); }
-  FusedSwitch(const FusedSwitch&) = delete;
-  FusedSwitch& operator=(const FusedSwitch&) = delete;
-
- private:
-  bool before_;
-};
+using testing::FusedSwitch;
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>();

@@ -170,6 +170,89 @@ TEST(ParallelLinear, ShardsThatDoNotDivideAreConfigErrors) {
   }
 }
 
+// An attention's projections as Diffusers names them, on one fused QKVParallelLinear.
+struct Attention : torch::nn::Module {
+  Attention(TensorShard shard, std::size_t parts)
+      : qkv(16, 8, parts, true, shard, ParamSpec{}, "att") {
+    const char* names[] = {"to_q", "to_k", "to_v"};
+    for (std::size_t i = 0; i < parts; ++i) register_module(names[i], qkv.part(i));
+  }
+  QKVParallelLinear qkv;
+};
+
+TEST(QKVParallelLinear, OneGemmOverThePartsWhichKeepTheCheckpointNames) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(4);
+  Attention a({0, 1}, 3);
+  EXPECT_EQ(a.named_parameters(true).keys(),
+            (std::vector<std::string>{"to_q.weight", "to_q.bias", "to_k.weight", "to_k.bias",
+                                      "to_v.weight", "to_v.bias"}));
+  // Loaded in place through the parts (as load_state_dict and init_random_weights do).
+  std::vector<WholeLinear> whole(3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    a.qkv.part(i)->weight.copy_(whole[i].weight);
+    a.qkv.part(i)->bias.copy_(whole[i].bias);
+    EXPECT_TRUE(a.qkv.part(i)->weight.is_alias_of(a.qkv.part(0)->weight)) << i;
+  }
+  const auto x = torch::randn({2, 5, 16});
+  const auto fused_weight = torch::cat({whole[0].weight, whole[1].weight, whole[2].weight}, 0);
+  const auto fused_bias = torch::cat({whole[0].bias, whole[1].bias, whole[2].bias}, 0);
+  const auto want = linear_bias(x, fused_weight, fused_bias).chunk(3, -1);
+  const auto got = a.qkv.forward(x);
+  const auto unbiased = a.qkv.forward_skip_bias(x);
+  ASSERT_EQ(got.size(), 3U);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(torch::equal(got[i], want[i])) << i;  // the one fused GEMM, bit for bit
+    EXPECT_LT(max_diff(got[i], linear_bias(x, whole[i].weight, whole[i].bias)), 1e-5) << i;
+    EXPECT_LT(max_diff(unbiased[i] + whole[i].bias, got[i]), 1e-5) << i;
+  }
+  EXPECT_FALSE(a.qkv.method().quantized());
+
+  // Converted by to(): the values and the views stay; set_data on a part breaks them loudly.
+  a.qkv.to(torch::kCPU, torch::kBFloat16);
+  EXPECT_EQ(a.qkv.part(2)->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(a.qkv.part(2)->weight, whole[2].weight.to(torch::kBFloat16)));
+  EXPECT_EQ(a.qkv.forward(x.to(torch::kBFloat16))[1].scalar_type(), torch::kBFloat16);
+  a.qkv.part(1)->weight.set_data(a.qkv.part(1)->weight.clone());
+  try {
+    (void)a.qkv.forward(x.to(torch::kBFloat16));
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("att: a fused projection's part no longer shares its storage"),
+        std::string::npos)
+        << e.what();
+  }
+  a.qkv.to(torch::kCPU, torch::kFloat32);  // rebuilt from the parts
+  const auto again = a.qkv.forward(x);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_LT(max_diff(again[i], linear_bias(x, whole[i].weight, whole[i].bias)), 5e-2) << i;
+  }
+}
+
+TEST(QKVParallelLinear, EachShardFusesItsSlicesOfEveryPart) {
+  torch::NoGradGuard no_grad;
+  Attention whole({0, 1}, 2);
+  init_random_weights(whole, 9, layer_shard_plan(whole));
+  const auto x = torch::randn({3, 16});
+  const auto want = whole.qkv.forward(x);
+  for (int r = 0; r < 2; ++r) {
+    Attention shard({r, 2}, 2);
+    const auto plan = layer_shard_plan(shard);
+    ASSERT_TRUE(static_cast<bool>(plan));
+    EXPECT_EQ(plan("to_q.weight"), (TensorSlice{0, r, 2}));
+    EXPECT_EQ(plan("to_k.bias"), (TensorSlice{0, r, 2}));
+    init_random_weights(shard, 9, plan);
+    const auto got = shard.qkv.forward(x);
+    ASSERT_EQ(got.size(), 2U);
+    for (std::size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(got[i].size(-1), 4);
+      EXPECT_LT(max_diff(got[i], want[i].chunk(2, -1)[r]), 1e-5) << r << " " << i;
+    }
+  }
+  EXPECT_THROW(QKVParallelLinear(16, 6, 3, true, TensorShard{0, 4}, ParamSpec{}, "att"), ConfigError);
+}
+
 TEST(ParallelLinear, Fp8MethodNeedsAGpuThatRunsIt) {
   ColumnParallelLinear layer(16, 16, false, TensorShard{}, ParamSpec{}, "m");
   if (!fp8_unsupported(torch::kCPU).empty()) {

@@ -141,21 +141,30 @@ TEST(Ulysses, WithoutAGroupNothingIsSharded) {
   EXPECT_EQ(s.local, 4);
   EXPECT_TRUE(shard_tokens(s, x, 1).is_same(x));  // no copy
   EXPECT_TRUE(gather_tokens(s, x).is_same(x));
-  EXPECT_NO_THROW(check_head_split(s, 3, "a model"));
+  EXPECT_NO_THROW(check_head_split(3, 1, s.size(), "a model"));
 }
 
-TEST(Ulysses, HeadsThatDoNotSplitNameBothCounts) {
-  on_group(2, [&](int, runtime::Collective& c) {
-    const auto s = make_sequence_shard(&c, 4);
+// The rule of config/head_split.hpp, raised by the models on the key to change.
+TEST(Ulysses, HeadsThatDoNotSplitNameBothCountsAndTheKey) {
+  const auto error = [](std::int64_t heads, std::int64_t tensor, std::int64_t sequence) {
     try {
-      check_head_split(s, 3, "the test model");
-      ADD_FAILURE() << "no error";
-    } catch (const ModelError& e) {
-      EXPECT_EQ(e.message(),
-                "sequence parallel: the test model has 3 attention heads, which do not split "
-                "over a sequence group of 2 ranks");
+      check_head_split(heads, tensor, sequence, "the test model");
+    } catch (const ConfigError& e) {
+      return e.path() + ": " + e.message();
     }
-  });
+    return std::string();
+  };
+  EXPECT_EQ(error(3, 1, 2),
+            "parallel.sequence_parallel_size: 2 does not divide the 3 attention heads of the test "
+            "model (Ulysses shards the heads over the sequence group: use a divisor of 3)");
+  EXPECT_EQ(error(6, 4, 1),
+            "parallel.tensor_parallel_size: 4 does not divide the 6 attention heads of the test "
+            "model (tensor parallelism splits the heads: use a divisor of 6)");
+  EXPECT_EQ(error(8, 2, 8),
+            "parallel.sequence_parallel_size: 8 does not divide the 4 attention heads of each "
+            "tensor shard of the test model (8 heads over tensor_parallel_size 2)");
+  EXPECT_EQ(error(8, 2, 4), "");
+  EXPECT_EQ(error(3, 1, 1), "");
 }
 
 TEST(Ulysses, GroupStepOverTwoAxesReachesTheWholeGroup) {

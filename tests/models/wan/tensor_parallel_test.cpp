@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 
+#include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
 #include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
@@ -22,6 +23,7 @@
 namespace omnidp::models::wan {
 namespace {
 namespace fs = std::filesystem;
+using models::testing::FusedSwitch;
 using models::testing::max_diff;
 using models::testing::on_group;
 
@@ -33,8 +35,8 @@ WanTransformerOptions four_heads() {
   return o;
 }
 
-// Every shard's forward equals the unsharded forward within float32 rounding, with separate
-// and with fused projections (the deferred-bias path), per-sample and per-token timesteps.
+// Every shard's forward equals the unsharded forward within float32 rounding, on the eager path
+// and with the fused kernels (the deferred-bias path), per-sample and per-token timesteps.
 TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
   torch::NoGradGuard no_grad;
   const auto o = four_heads();
@@ -44,10 +46,10 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
   const auto t_scalar = torch::tensor({700.0F});
   auto t_token = torch::full({1, 12}, 700.0F);
   t_token.narrow(1, 0, 6).fill_(0.0F);  // a conditioned first frame (TI2V)
-  for (const bool fused : {false, true}) {
+  for (const bool deferred : {false, true}) {
+    const FusedSwitch kernels(deferred);
     WanTransformer3DModel whole(o);
     init_random_weights(*whole, 7);
-    if (fused) whole->fuse_projections();
     const auto want_scalar = whole->forward(x, t_scalar, context);
     const auto want_token = whole->forward(x, t_token, context);
     for (const int size : {2, 4}) {
@@ -58,7 +60,6 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
         const TensorShard shard{r, size};
         WanTransformer3DModel model(o, shard);
         init_random_weights(*model, 7, model->shard_plan());
-        if (fused) model->fuse_projections();
         model->set_tensor_group(&c);
         scalar[static_cast<std::size_t>(r)] = model->forward(x, t_scalar, context);
         token[static_cast<std::size_t>(r)] =
@@ -67,9 +68,9 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
       for (int r = 0; r < size; ++r) {
         const auto i = static_cast<std::size_t>(r);
         EXPECT_LT(max_diff(scalar[i], want_scalar), 2e-5)
-            << "fused " << fused << " size " << size << " rank " << r;
+            << "deferred " << deferred << " size " << size << " rank " << r;
         EXPECT_LT(max_diff(token[i], want_token), 2e-5)
-            << "fused " << fused << " size " << size << " rank " << r;
+            << "deferred " << deferred << " size " << size << " rank " << r;
       }
     }
   }
@@ -136,12 +137,14 @@ TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
   const auto tiny = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(), "tiny");
   expect_config_error(
       tiny, {0, 4},
-      "WanTransformer3DModel has 2 attention heads, which tensor_parallel_size 4 does not divide");
+      "4 does not divide the 2 attention heads of WanTransformer3DModel (tensor parallelism splits "
+      "the heads: use a divisor of 2)");
   auto real = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   real.num_layers = 0;  // the check comes before any block
   expect_config_error(
       real, {0, 5},
-      "WanTransformer3DModel has 24 attention heads, which tensor_parallel_size 5 does not divide");
+      "5 does not divide the 24 attention heads of WanTransformer3DModel (tensor parallelism "
+      "splits the heads: use a divisor of 24)");
   auto odd_ffn = four_heads();
   odd_ffn.ffn_dim = 130;
   expect_config_error(

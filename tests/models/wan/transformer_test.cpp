@@ -9,6 +9,7 @@
 
 #include "error_of.hpp"
 #include "fixtures.hpp"
+#include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
@@ -200,7 +201,7 @@ TEST(WanTransformer, MatchesTheReferenceOutputsInBothTimestepModes) {
   EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep"), context), scalar_ref), 1e-4);
   EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref),
             1e-4);
-  model->fuse_projections();
+  const testing::FusedSwitch eager(false);  // every bias in its projection
   EXPECT_LT(rel(model->forward(hidden, io.tensor("timestep_per_token"), context), per_token_ref),
             1e-4);
 }
@@ -238,7 +239,6 @@ TEST(WanTransformer, OutputShapeEqualsInputShape) {
 // The pipelines prepare the text side once per request: the same operations, so the same bits.
 TEST(WanTransformer, APreparedContextGivesTheSameBits) {
   auto model = random_tiny();
-  model->fuse_projections();
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({2, 48, 3, 4, 6});
   const auto ctx = torch::randn({2, 5, 32});
@@ -258,15 +258,21 @@ TEST(WanTransformer, APreparedContextGivesTheSameBits) {
         << e.what();
   }
   EXPECT_THROW((void)model->prepare_context(torch::randn({2, 5, 31})), ModelError);
-  // Prepared before fuse_projections: no folded self-attention bias for the deferred path.
-  auto unfused = random_tiny();
-  const auto early = unfused->prepare_context(ctx);
-  unfused->fuse_projections();
-  EXPECT_THROW((void)unfused->forward(x, t, early), ModelError);
+  // Prepared on the eager path: no folded self-attention bias for the deferred one.
+  WanPreparedContext eager;
+  {
+    const testing::FusedSwitch off(false);
+    eager = model->prepare_context(ctx);
+  }
+  EXPECT_NE(test::error_of<ModelError>([&] {
+              (void)model->forward(x, t, eager);
+            }).find("no folded self-attention output bias"),
+            std::string::npos);
 }
 
-// Fused projections defer their biases to the next kernel (WanAttention::defers_biases): the
-// value bias is folded into the output bias, the rest are added where the tensor is read next.
+// With the fused kernels the projections defer their biases to the next kernel
+// (WanAttention::defers_biases): the value bias is folded into the output bias, the rest are
+// added where the tensor is read next. The eager path adds each in its projection.
 TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   torch::manual_seed(21);
   torch::NoGradGuard no_grad;
@@ -280,14 +286,18 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   const auto ctx = torch::randn({2, 4, dim});
   const auto angles = torch::randn({tokens, 1, dim / heads / 2});
   const auto freqs = torch::polar(torch::ones_like(angles), angles);
-  const auto self_ref = self_attn->forward(x, {}, freqs);
-  const auto kv = cross_attn->context_kv(ctx);
-  const auto cross_ref = cross_attn->attend(x, kv);
-  EXPECT_FALSE(self_attn->defers_biases());  // not fused yet
-
-  self_attn->fuse_projections();
-  cross_attn->fuse_projections();
+  torch::Tensor self_ref, cross_ref;
+  {
+    const testing::FusedSwitch eager(false);
+    self_ref = self_attn->forward(x, {}, freqs);
+    cross_ref = cross_attn->attend(x, cross_attn->context_kv(ctx));
+    EXPECT_FALSE(self_attn->defers_biases());
+  }
   ASSERT_TRUE(self_attn->defers_biases());
+  // q, k and v are one weight (self), k and v (cross); to_q reads x there.
+  EXPECT_TRUE(self_attn->to_q->weight.is_alias_of(self_attn->to_v->weight));
+  EXPECT_TRUE(cross_attn->to_k->weight.is_alias_of(cross_attn->to_v->weight));
+  EXPECT_FALSE(cross_attn->to_q->weight.is_alias_of(cross_attn->to_k->weight));
   const auto& out = self_attn->to_out[0]->as<omnidp::models::RowParallelLinear>();
   const auto folded = self_attn->folded_out_bias();
   EXPECT_LT(
@@ -302,9 +312,8 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   EXPECT_LT((cross_value + cross_bias - cross_ref).abs().max().item<double>(), 1e-5);
   EXPECT_THROW((void)cross_attn->folded_out_bias(), ModelError);
 
-  set_fused_elementwise(false);  // the eager baseline: every bias in its projection
+  const testing::FusedSwitch eager_path(false);  // every bias in its projection
   const auto [eager, no_bias] = self_attn->forward_deferred(x, freqs, folded);
-  set_fused_elementwise(true);
   EXPECT_FALSE(no_bias.defined());
   EXPECT_LT((eager - self_ref).abs().max().item<double>(), 1e-5);
 }
@@ -324,22 +333,28 @@ TEST(WanTransformer, PerTokenTimestepsEqualScalarWhenAllEqual) {
   EXPECT_GT((scalar - mixed).abs().max().item<double>(), 1e-3);
 }
 
-TEST(WanTransformer, FusedProjectionsGiveTheSameResultAndKeepTheStateDict) {
+// q/k/v are one QKVParallelLinear under the checkpoint's names: a model converted the
+// pipelines' way keeps them one weight; Module::to, which replaces each part, is refused.
+TEST(WanTransformer, FusedProjectionsKeepTheCheckpointNamesThroughConversion) {
   auto model = random_tiny();
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({1, 48, 3, 4, 6});
   const auto ctx = torch::randn({1, 7, 32});
   const auto t = torch::tensor({500.0F});
-  const auto before = model->forward(x, t, ctx);
-  const auto q_before = model->blocks[0]->as<WanTransformerBlock>()->attn1->to_q->weight.clone();
-  const auto names_before = model->named_parameters(true).keys();
-  model->fuse_projections();
+  const auto names = model->named_parameters(true).keys();
+  for (const char* name : {"blocks.0.attn1.to_q.weight", "blocks.0.attn1.to_k.bias",
+                           "blocks.1.attn2.to_v.weight", "blocks.1.attn2.to_q.bias"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  model->to_dtype(torch::kCPU, torch::kBFloat16);
   auto attn1 = model->blocks[0]->as<WanTransformerBlock>()->attn1;
-  EXPECT_TRUE(attn1->fused());
-  EXPECT_TRUE(torch::equal(attn1->to_q->weight, q_before));
-  EXPECT_EQ(model->named_parameters(true).keys(), names_before);
-  const auto after = model->forward(x, t, ctx);
-  EXPECT_LT((before - after).abs().max().item<double>(), 1e-5);
+  EXPECT_TRUE(attn1->to_k->weight.is_alias_of(attn1->to_q->weight));
+  EXPECT_EQ(attn1->to_k->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(model->named_parameters(true).keys(), names);
+  EXPECT_EQ(model->forward(x.to(torch::kBFloat16), t, ctx.to(torch::kBFloat16)).scalar_type(),
+            torch::kBFloat16);
+  model->to(torch::kFloat32);
+  EXPECT_THROW((void)model->forward(x, t, ctx), ModelError);
 }
 
 TEST(WanTransformer, Bf16KeepsTheReferenceFp32Modules) {
@@ -424,7 +439,7 @@ WanTransformerOptions four_head_options() {
 }
 
 // Each rank's forward on its own copy of the model (same seed), on its own thread.
-std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOptions& o, bool fused,
+std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOptions& o,
                                            const torch::Tensor& hidden, const torch::Tensor& timestep,
                                            const torch::Tensor& context) {
   auto group = runtime::make_in_process_collectives(ranks, "test sequence group");
@@ -432,7 +447,6 @@ std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOption
   for (int r = 0; r < ranks; ++r) {
     models.emplace_back(o);
     init_random_weights(*models.back(), 11);
-    if (fused) models.back()->fuse_projections();
   }
   std::vector<torch::Tensor> out(static_cast<std::size_t>(ranks));
   const auto errors = models::testing::on_group_errors(
@@ -454,20 +468,20 @@ TEST(WanTransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) 
   const auto context = torch::randn({1, 7, o.text_dim});
   auto per_frame = torch::full({1, 18}, 700.0F);  // TI2V: the first latent frame at t = 0
   per_frame.narrow(1, 0, 6).zero_();
-  for (const bool fused : {false, true}) {
+  for (const bool deferred : {false, true}) {  // the eager path, then the fused kernels'
+    const testing::FusedSwitch kernels(deferred);
     WanTransformer3DModel single(o);
     init_random_weights(*single, 11);
-    if (fused) single->fuse_projections();
     for (const auto& timestep : {torch::full({1}, 700.0F), per_frame}) {
       const auto want = single->forward(hidden, timestep, context);
       for (const int ranks : {2, 4}) {
-        const auto got = sharded_forward(ranks, o, fused, hidden, timestep, context);
+        const auto got = sharded_forward(ranks, o, hidden, timestep, context);
         for (int r = 0; r < ranks; ++r) {
           const auto& g = got[static_cast<std::size_t>(r)];
           ASSERT_TRUE(g.defined());
           ASSERT_EQ(g.sizes(), want.sizes());
           EXPECT_LT((g - want).abs().max().item<double>(), 1e-4)
-              << ranks << " ranks, rank " << r << (fused ? ", fused" : "") << ", timestep "
+              << ranks << " ranks, rank " << r << (deferred ? ", deferred" : "") << ", timestep "
               << timestep.sizes();
         }
         // Every rank holds the same whole prediction.
@@ -478,17 +492,16 @@ TEST(WanTransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) 
   }
 }
 
-TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
+TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAConfigError) {
   auto group = runtime::make_in_process_collectives(4, "test sequence group");
   const auto o = tiny_options();  // 2 heads
   WanTransformer3DModel model(o);
   init_random_weights(*model, 1);
-  const std::string message = test::error_of<ModelError>([&] {
+  const std::string message = test::error_of<ConfigError>([&] {
     (void)model->forward(torch::zeros({1, o.in_channels, 1, 4, 4}), torch::zeros({1}),
                          torch::zeros({1, 3, o.text_dim}), group[0].get());
   });
-  EXPECT_NE(message.find("the Wan transformer has 2 attention heads, which do not split over a "
-                         "sequence group of 4 ranks"),
+  EXPECT_NE(message.find("4 does not divide the 2 attention heads of the Wan transformer"),
             std::string::npos)
       << message;
 }

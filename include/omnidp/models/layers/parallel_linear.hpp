@@ -95,6 +95,8 @@ class ColumnParallelLinearImpl : public torch::nn::Module, public ParallelLinear
                            TensorShard shard, const ParamSpec& spec, const std::string& owner);
   // x [..., in] -> this rank's columns [..., out/n], bias included.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
+  // forward(x) without the bias: {x W_r^T, the bias (undefined: none)}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
   void bind_tensor_group(runtime::Collective* /*group*/) override {}
 
@@ -131,6 +133,44 @@ class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBas
   runtime::Collective* group_ = nullptr;
 };
 TORCH_MODULE(RowParallelLinear);
+
+// vLLM's QKVParallelLinear for checkpoints that store q, k and v (or k and v) apart, as
+// Diffusers does: one fused weight [parts x out/n, in] and bias computes them in one GEMM. Each
+// part is a ColumnParallelLinear whose weight and bias are views into the fused storage; the
+// owner registers the parts under the checkpoint's names (register_module("to_q", part(0))), so
+// loading in place, random init and the shard slices go through the parts and fill the fused
+// storage. The QKV object is not a module (its parts are) and owns the storage with them.
+// Replacing a part's storage (set_data, Module::to) breaks the views: forward() then throws
+// ModelError; to() converts the fused storage and keeps them. Threading as a module.
+class QKVParallelLinear {
+ public:
+  QKVParallelLinear() = default;  // no parts
+  // `parts` projections of in_features -> out_features each (column-split by shard; ConfigError
+  // as ColumnParallelLinear's where shard.size does not divide out_features).
+  QKVParallelLinear(std::int64_t in_features, std::int64_t out_features, std::size_t parts,
+                    bool with_bias, TensorShard shard, const ParamSpec& spec,
+                    const std::string& owner);
+  [[nodiscard]] const ColumnParallelLinear& part(std::size_t i) const { return parts_.at(i); }
+  // x [..., in] -> each part's columns [..., out/n], biases included: one GEMM.
+  [[nodiscard]] std::vector<torch::Tensor> forward(const torch::Tensor& x) const;
+  // forward(x) without the biases (each part's is part(i)->bias).
+  [[nodiscard]] std::vector<torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
+  // The fused GEMM in FP8 (LinearMethod::fp8_rowwise), or back in the weights' dtype (nullopt).
+  void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  [[nodiscard]] const LinearMethod& method() const noexcept { return method_; }
+  // The fused storage on `device` in `dtype`, the parts views into it again (quantization is
+  // dropped: set_fp8 after a conversion).
+  void to(torch::Device device, torch::ScalarType dtype);
+
+ private:
+  void bind_views();
+  [[nodiscard]] bool views_bound() const;
+  void check_views() const;
+  torch::Tensor weight_, bias_;
+  std::vector<ColumnParallelLinear> parts_;
+  LinearMethod method_;
+  std::string owner_;
+};
 
 // The slices every TensorParallelLayer under `root` declares, by full parameter name (the
 // checkpoint's): what LoadOptions::shard and init_random_weights take. An empty function when

@@ -35,8 +35,11 @@ struct SequenceShard {
 // The shard of `tokens` tokens for this rank of `group` (inactive for null or a group of 1).
 [[nodiscard]] SequenceShard make_sequence_shard(runtime::Collective* group, std::int64_t tokens);
 
-// Throws ModelError when `heads` does not split over the group (naming both numbers and `what`).
-void check_head_split(const SequenceShard& shard, std::int64_t heads, const char* what);
+// A model's `heads` over a tensor group of `tensor_size` and a sequence group of
+// `sequence_size` (config/head_split.hpp, the rule the config checks too): ConfigError on the
+// rule's key, naming `who`.
+void check_head_split(std::int64_t heads, std::int64_t tensor_size, std::int64_t sequence_size,
+                      const std::string& who);
 
 // x with N along `dim` -> this rank's `local` entries there (zeros past N). Works for any
 // per-token tensor: hidden states [B, N, D] (dim 1), RoPE tables [N, ...] (dim 0).
@@ -72,7 +75,7 @@ struct JointText {
 // key; layers/attention.hpp joint_attention, or scaled_dot_product_attention with the text's
 // key mask); the video output goes back to its token shards, the text output is gathered over
 // the heads. Returns {video [B, local, H*D], text [B, Lc, H*D] (undefined without text)}. The
-// caller checks the head split (check_head_split).
+// caller checks the head split (check_head_split) once per forward.
 [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> ulysses_attention(const SequenceShard& shard,
                                                                         const torch::Tensor& q,
                                                                         const torch::Tensor& k,

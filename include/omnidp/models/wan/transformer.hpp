@@ -100,11 +100,12 @@ struct WanPreparedBlock {
 };
 
 // WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
-// on q and k (norm_q/norm_k), optional rotary embedding (self-attention). Built for a tensor
-// shard it holds heads/n heads: to_q/k/v (ColumnParallelLinear) and norm_q/k (HeadNorm)
-// column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The tensor group
-// (bind_tensor_groups) completes the norms' sums of squares, the output projection and the
-// folded bias (layers/parallel_linear.hpp).
+// on q and k (norm_q/norm_k), optional rotary embedding (self-attention). q, k and v (self) or
+// k and v (cross) are one QKVParallelLinear: one GEMM, the checkpoint's names on its parts.
+// Built for a tensor shard it holds heads/n heads: the projections (ColumnParallelLinear) and
+// norm_q/k (HeadNorm) column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The
+// tensor group (bind_tensor_groups) completes the norms' sums of squares, the output
+// projection and the folded bias (layers/parallel_linear.hpp).
 class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
@@ -134,7 +135,7 @@ class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
   // folded into the output bias (attention rows sum to one: attn(V + b) = attn(V) + b), so
   // self-attention's output bias is to_out.bias + to_out.weight @ to_v.bias, computed once per
   // request by folded_out_bias(). Results equal forward()'s up to rounding.
-  // The projections are fused and fused_elementwise() is on (never in the eager baseline).
+  // On whenever fused_elementwise() is (never in the eager baseline).
   [[nodiscard]] bool defers_biases() const;
   // Self-attention: to_out.bias + to_out.weight @ to_v.bias (float32 math, the weights' dtype).
   [[nodiscard]] torch::Tensor folded_out_bias();
@@ -148,25 +149,18 @@ class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
   // defers_biases(): {attend(x, kv), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
       const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
-  // Concatenates the q/k/v (self) or k/v (cross) weights into one matrix so that one GEMM
-  // computes them; the named parameters become views into it (the state dict is unchanged).
-  // Call after the final .to(device/dtype); a later .to() undoes the sharing (still correct).
-  void fuse_projections();
-  // Gives the projections their own storage again (the benchmark's "separate" mode).
-  void unfuse_projections();
-  [[nodiscard]] bool fused() const noexcept { return fused_weight_.defined(); }
-  // FP8 copies of the GEMM weights of the bias-deferring path (layers/fp8.hpp): the fused q/k/v
-  // (self) or to_q (cross) projection, and to_out.0's LinearMethod. Needs fuse_projections()
-  // and the fused elementwise kernels (ModelError otherwise); the bf16 parameters stay.
+  // Converts the fused projection (the model's to_dtype: before its other parameters).
+  void to_dtype(torch::Device device, torch::ScalarType dtype);
+  // FP8 (layers/fp8.hpp) for the GEMMs of the bias-deferring path: q/k/v (self) or to_q
+  // (cross), and to_out.0; the context's k/v stay in the weights' dtype. Needs the fused
+  // elementwise kernels (ModelError otherwise); the bf16 parameters stay.
   void quantize_fp8();
 
-  ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};
+  ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};  // to_k, to_v: in_'s parts
   torch::nn::ModuleList to_out{nullptr};  // [0] = RowParallelLinear (the reference's [1] is Dropout)
   HeadNorm norm_q{nullptr}, norm_k{nullptr};
 
  private:
-  // The fused projection applies (a later .to() replaces the parameters' storage).
-  [[nodiscard]] bool use_fused() const;
   // Attention of q [B, L, dim] (projected without q_bias, not yet normalised) to k, v
   // [B, Lc, H, Dh], before the output projection: [B, L, dim].
   // With an active `sequence` shard (self-attention), q, k and v are this rank's tokens and
@@ -180,8 +174,7 @@ class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
   bool cross_;
   RowParallelLinear out_{nullptr};  // to_out[0]
   runtime::Collective* tensor_group_ = nullptr;
-  torch::Tensor fused_weight_, fused_bias_;
-  Fp8Weight fp8_in_;  // quantize_fp8(): the input projection(s)
+  QKVParallelLinear in_;  // q, k, v (self) or k, v (cross)
 };
 TORCH_MODULE(WanAttention);
 
@@ -286,12 +279,9 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   void to_dtype(torch::Device device, torch::ScalarType dtype);
   // The dtype of the projections (the "transformer dtype" of the pipelines).
   [[nodiscard]] torch::ScalarType dtype() const;
-  // Fuses the attention projections of every block (see WanAttention::fuse_projections).
-  void fuse_projections();
-  void unfuse_projections();
   // model.quantization fp8: the blocks' attention and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp);
-  // the embeddings, the text keys/values and proj_out stay bf16. Call after fuse_projections()
-  // on the GPU; ModelError where FP8 is unsupported.
+  // the embeddings, the text keys/values and proj_out stay bf16. On the GPU;
+  // ModelError where FP8 is unsupported.
   void quantize_fp8();
 
   [[nodiscard]] const WanTransformerOptions& options() const noexcept { return options_; }
