@@ -10,9 +10,44 @@
 #include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 
 namespace omnidp {
 namespace fs = std::filesystem;
+
+namespace {
+
+// bytes to an open stream, closed and checked: "cannot write <what>: <reason>" naming `shown`.
+void write_checked(std::ofstream& out, std::string_view bytes, const fs::path& shown,
+                   std::string_view what) {
+  errno = 0;
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) {
+    throw IoError(shown.string(), "cannot write " + std::string(what) +
+                                      (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
+  }
+}
+
+}  // namespace
+
+fs::path replacement_target(const fs::path& path, std::string_view what) {
+  std::error_code ec;  // a missing path is a new one
+  fs::path target = path;
+  // Each link in turn (its file may not exist yet: weakly_canonical would stop at the link).
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec || hops == 40) {
+      throw IoError(path.string(), "cannot resolve the link: " +
+                                       (ec ? ec.message() : std::string("too many levels")));
+    }
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  const auto status = fs::status(target, ec);
+  if (!fs::exists(status) || fs::is_regular_file(status)) return target;
+  throw IoError(path.string(), std::string(what) + " goes to a regular file or a new path, not " +
+                                   file_kind(status.type()));
+}
 
 fs::path temporary_beside(const fs::path& path) {
   static std::atomic<unsigned> counter{0};
@@ -45,14 +80,20 @@ void fsync_path(const fs::path& path) {
 
 void write_file_atomically(const fs::path& path, std::string_view bytes, std::string_view what,
                            Durability durability) {
-  const fs::path tmp = temporary_beside(path);
+  std::error_code ec;
+  if (fs::is_character_file(fs::status(path, ec))) {  // /dev/null, /dev/stdout: in place
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw IoError(path.string(), "cannot open " + std::string(what));
+    write_checked(out, bytes, path, what);
+    return;
+  }
+  const fs::path target = replacement_target(path, what);
+  const fs::path tmp = temporary_beside(target);
   try {
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) throw IoError(tmp.string(), "cannot create " + std::string(what));
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      out.close();
-      if (!out) throw IoError(tmp.string(), "cannot write " + std::string(what));
+      write_checked(out, bytes, tmp, what);
     }
     if (durability == Durability::synced) fsync_path(tmp);
   } catch (...) {
@@ -60,9 +101,9 @@ void write_file_atomically(const fs::path& path, std::string_view bytes, std::st
     fs::remove(tmp, ignored);
     throw;
   }
-  rename_into_place(tmp, path, what);
+  rename_into_place(tmp, target, what);
   if (durability == Durability::synced) {
-    fsync_path(path.parent_path().empty() ? fs::path(".") : path.parent_path());
+    fsync_path(target.parent_path().empty() ? fs::path(".") : target.parent_path());
   }
 }
 

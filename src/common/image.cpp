@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 
 namespace omnidp {
 namespace {
@@ -39,7 +40,9 @@ File open_image(const fs::path& path) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) fail(path, "image not found");
-  if (fs::is_directory(status)) fail(path, "is a directory, not an image");
+  // Checked before the open: opening a FIFO for reading blocks until a writer comes.
+  if (!fs::is_regular_file(status))
+    fail(path, std::string("is ") + file_kind(status.type()) + ", not an image");
   File file(std::fopen(path.c_str(), "rb"));
   if (!file) fail(path, std::string("cannot open image: ") + std::strerror(errno));
   return file;

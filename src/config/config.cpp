@@ -790,14 +790,16 @@ std::string check_frame_size(long long pixels) {
 
 std::string check_num_inference_steps(long long steps) { return range_reason(steps, 1, 1000); }
 
+// The bounds are far past any recipe (Wan 3-5, HunyuanVideo-1.5 6; shifts 3-17) and below
+// the values that overflow the latents (guidance 1e300 made NaN videos).
 std::string check_guidance_scale(double scale) {
-  if (std::isfinite(scale) && scale >= 0.0) return {};
-  return format_double(scale) + " is out of range (expected a finite number >= 0)";
+  if (std::isfinite(scale) && scale >= 0.0 && scale <= 100.0) return {};
+  return format_double(scale) + " is out of range (expected a number in [0, 100])";
 }
 
 std::string check_flow_shift(double shift) {
-  if (std::isfinite(shift) && shift > 0.0) return {};
-  return format_double(shift) + " is out of range (expected a finite number > 0)";
+  if (std::isfinite(shift) && shift > 0.0 && shift <= 100.0) return {};
+  return format_double(shift) + " is out of range (expected a number in (0, 100])";
 }
 
 std::string check_fps(long long fps) { return range_reason(fps, 1, 240); }

@@ -9,8 +9,13 @@ namespace omnidp {
 namespace {
 
 // Canonical key order; also the order describe_difference lists keys in.
-constexpr std::array<std::string_view, 7> kKeys = {
-    "dtype", "device", "strict", "attention", "kernels", "quantization", "software"};
+constexpr std::array<std::string_view, 8> kKeys = {"dtype",   "device",       "strict", "attention",
+                                                   "kernels", "quantization", "layout", "software"};
+
+// A key that rows written before it existed lack reads as its value then: every group was one
+// rank (the layouts came with their key).
+constexpr std::string_view kLayoutKey = "layout";
+constexpr std::string_view kSingleRankLayout = "tp1,sp1,cfg1";
 
 std::string clean(std::string_view value) {
   std::string out(value);
@@ -42,7 +47,8 @@ std::vector<std::string> all_keys(const std::map<std::string, std::string>& a,
 
 std::string value_of(const std::map<std::string, std::string>& m, const std::string& key) {
   const auto it = m.find(key);
-  return it == m.end() ? std::string() : it->second;
+  if (it != m.end()) return it->second;
+  return key == kLayoutKey ? std::string(kSingleRankLayout) : std::string();
 }
 
 }  // namespace
@@ -66,6 +72,11 @@ std::string numerics_profile(const Config& config, std::string_view software) {
   out += m.fused_kernels ? "fused" : "eager";
   out += ";quantization=";
   out += to_string(m.quantization);
+  // A group's layout changes the bytes (other reduction orders; CFG as two forwards instead of
+  // a batch of 2); the number of replicas does not (each request runs on one group).
+  const auto& p = config.parallel;
+  out += ";layout=tp" + std::to_string(p.tensor_parallel_size) + ",sp" +
+         std::to_string(p.sequence_parallel_size) + ",cfg" + std::to_string(p.cfg_parallel_size);
   out += ";software=";
   out += clean(software);
   return out;

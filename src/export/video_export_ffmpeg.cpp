@@ -134,11 +134,12 @@ void encode(const Video& video, int fps, const fs::path& path, const fs::path& t
     av::check(avio_closep(&out->pb), "avio_closep", path);
 }
 
-// Encodes into a temporary beside `path` (temporary_beside) and renames it over `path`; removes
-// the temporary on error.
+// Encodes into a temporary beside the file `path` names (replacement_target: a regular file or
+// a new path) and renames it over that file; removes the temporary on error.
 void encode_atomically(const Video& video, int fps, const fs::path& path, const EncodeSpec& spec) {
   check_input(video, fps, path);
-  const fs::path tmp = temporary_beside(path);
+  const fs::path target = replacement_target(path, "the video");
+  const fs::path tmp = temporary_beside(target);
   try {
     encode(video, fps, path, tmp, spec);
   } catch (...) {
@@ -146,7 +147,7 @@ void encode_atomically(const Video& video, int fps, const fs::path& path, const 
     fs::remove(tmp, ignored);
     throw;
   }
-  rename_into_place(tmp, path, "the video");
+  rename_into_place(tmp, target, "the video");
 }
 
 }  // namespace

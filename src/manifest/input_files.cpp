@@ -2,17 +2,16 @@
 
 #include <cstdint>
 #include <optional>
-#include <system_error>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/manifest/input_key.hpp"
 #include "omnidp/manifest/manifest.hpp"
 
 namespace omnidp {
-namespace fs = std::filesystem;
 void read_input_files(Request& r, bool size_given, const ManifestOptions& options,
                       const std::string& file) {
   const auto input_error = [&](ManifestField field, const std::string& reason) {
@@ -69,12 +68,8 @@ void read_input_files(Request& r, bool size_given, const ManifestOptions& option
     }
   }
   if (!r.prompt_embeds.empty()) {
-    std::error_code ec;
-    if (!fs::is_regular_file(r.prompt_embeds, ec)) {
-      r.input_error =
-          input_error(ManifestField::prompt_embeds,
-                      r.prompt_embeds + (fs::exists(r.prompt_embeds, ec) ? ": not a regular file"
-                                                                         : ": file not found"));
+    if (const auto problem = regular_file_problem(r.prompt_embeds); !problem.empty()) {
+      r.input_error = input_error(ManifestField::prompt_embeds, r.prompt_embeds + ": " + problem);
       return;
     }
     try {

@@ -77,7 +77,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     result.summary_source = "recomputed";
   }
 
-  const auto tmp = temporary_beside(result.path);
+  const auto target = replacement_target(result.path, "the merged results");
+  const auto tmp = temporary_beside(target);
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
   try {
@@ -130,8 +131,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     h5::call("H5Fflush", tmp.string(), [&] { return H5Fflush(root, H5F_SCOPE_LOCAL); });
     file.close();
     fsync_path(tmp);
-    rename_into_place(tmp, result.path, "the merged results");
-    fsync_path(dir);
+    rename_into_place(tmp, target, "the merged results");
+    fsync_path(target.parent_path());
   } catch (...) {
     std::filesystem::remove(tmp, ec);
     throw;

@@ -571,7 +571,7 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   ASSERT_EQ(first_rows.size(), 3U);
   const std::string fp32 = profile_of(first_rows[0]);
   ASSERT_EQ(fp32.rfind("dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;"
-                       "quantization=none;software=",
+                       "quantization=none;layout=tp1,sp1,cfg1;software=",
                        0),
             0U)
       << fp32;

@@ -435,7 +435,7 @@ TEST_F(SnapshotDryRun, PrecedenceOfEachSource) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(tool_lines(bad.err),
             "omni-dp-batch: error: " + (snap_ / "guider" / "config.json").string() +
-                ": guidance_scale: -1.0 is out of range (expected a finite number >= 0)\n");
+                ": guidance_scale: -1.0 is out of range (expected a number in [0, 100])\n");
 }
 
 // model_index.json and the transformer's task_type disagree: an error naming both files.

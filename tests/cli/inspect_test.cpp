@@ -1,6 +1,7 @@
 #include "omnidp/cli/inspect.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -242,6 +243,27 @@ TEST_F(InspectCli, ThumbnailsNeedHtml) {
       run_inspect({"--html", (dir_.path() / "no" / "r.html").string(), results_h5().string()});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("cannot create the report"), std::string::npos) << bad.err;
+}
+
+// The report replaces a regular file only: a FIFO is refused (and stays), a link is followed
+// (and stays a link), a character device is written in place (and stays a device).
+TEST_F(InspectCli, HtmlReportNeverDestroysWhatItsPathNames) {
+  const fs::path fifo = dir_.path() / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Outcome refused = run_inspect({"--html", fifo.string(), results_h5().string()});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_EQ(refused.err, "omni-dp-inspect: " + fifo.string() +
+                             ": the report goes to a regular file or a new path, not a FIFO\n");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  const fs::path file = dir_.path() / "report.html";
+  const fs::path link = dir_.path() / "latest.html";
+  fs::create_symlink(file.filename(), link);
+  ASSERT_EQ(run_inspect({"--html", link.string(), results_h5().string()}).code, 0);
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_GT(fs::file_size(file), 0U);
+  const Outcome device = run_inspect({"--html", "/dev/null", results_h5().string()});
+  EXPECT_EQ(device.code, 0) << device.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST_F(InspectCli, UnreadableInputExitsTwo) {

@@ -1,6 +1,7 @@
 #include "omnidp/common/atomic_file.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
@@ -52,14 +53,57 @@ TEST(AtomicFile, FailuresNameTheFileAndCleanUp) {
   const auto message =
       test::error_of<IoError>([&] { write_file_atomically(missing, "x", "the metrics textfile"); });
   EXPECT_NE(message.find("cannot create the metrics textfile"), std::string::npos) << message;
-  // A folder where the file should be: the rename fails, the temporary is removed.
+  // A folder where the file should be: refused before anything is written.
   fs::create_directories(dir.path() / "taken" / "inner");
-  EXPECT_EQ(test::error_of<IoError>([&] {
-              write_file_atomically(dir.path() / "taken", "x", "the report");
-            }).rfind((dir.path() / "taken").string() + ": cannot rename the report into place: ", 0),
-            0U);
+  EXPECT_EQ(test::error_of<IoError>(
+                [&] { write_file_atomically(dir.path() / "taken", "x", "the report"); }),
+            (dir.path() / "taken").string() +
+                ": the report goes to a regular file or a new path, not a folder");
   EXPECT_EQ(names(dir.path()), (std::vector<std::string>{"taken"}));
   EXPECT_THROW(fsync_path(missing), IoError);
+}
+
+// Renaming over anything but a regular file destroys it (a device node, a FIFO, the link
+// itself): links are followed, character devices written in place, the rest refused.
+TEST(AtomicFile, OnlyRegularFilesAreReplaced) {
+  test::TempDir dir;
+  const auto file = dir.path() / "report.html";
+  write_file_atomically(file, "old");
+  const auto link = dir.path() / "latest.html";
+  fs::create_symlink(file.filename(), link);
+  write_file_atomically(link, "new", "the report");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(link)));
+  EXPECT_EQ(read(file), "new");
+  EXPECT_EQ(replacement_target(link), file);
+  const auto dangling = dir.path() / "next.html";  // a link to a file not written yet
+  fs::create_symlink("new.html", dangling);
+  write_file_atomically(dangling, "first");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dangling)));
+  EXPECT_EQ(read(dir.path() / "new.html"), "first");
+  fs::remove(dangling);
+  fs::remove(dir.path() / "new.html");
+  EXPECT_EQ(replacement_target(dir.path() / "new.html"), dir.path() / "new.html");
+
+  const auto fifo = dir.path() / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(test::error_of<IoError>([&] { write_file_atomically(fifo, "x", "the report"); }),
+            fifo.string() + ": the report goes to a regular file or a new path, not a FIFO");
+  EXPECT_EQ(
+      test::error_of<IoError>([&] { (void)replacement_target(fifo, "the merged results"); }),
+      fifo.string() + ": the merged results goes to a regular file or a new path, not a FIFO");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(names(dir.path()), (std::vector<std::string>{"latest.html", "pipe", "report.html"}));
+
+  // Character devices: /dev/null takes the bytes; /dev/full's ENOSPC is the error; both stay.
+  write_file_atomically("/dev/null", "x", "the report");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  if (fs::is_character_file("/dev/full")) {
+    EXPECT_EQ(test::error_of<IoError>([&] { write_file_atomically("/dev/full", "x", "the report"); }),
+              "/dev/full: cannot write the report: No space left on device");
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  EXPECT_EQ(test::error_of<IoError>([&] { (void)replacement_target("/dev/null", "the video"); }),
+            "/dev/null: the video goes to a regular file or a new path, not a character device");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <jpeglib.h>
 #include <png.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -261,7 +262,18 @@ TEST_F(ImageTest, MissingAndDirectory) {
   EXPECT_EQ(input_error_of([&] { (void)probe_image(missing); }),
             missing.string() + ": image not found");
   EXPECT_EQ(input_error_of([&] { (void)decode_image_rgb(dir_, 100); }),
-            dir_.string() + ": is a directory, not an image");
+            dir_.string() + ": is a folder, not an image");
+}
+
+// Opening a FIFO for reading blocks until a writer comes: refused before the open, so probing
+// (validation) and decoding (the worker) return at once.
+TEST_F(ImageTest, AFifoIsRefusedWithoutOpeningIt) {
+  const auto fifo = dir_ / "cat.png";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(input_error_of([&] { (void)probe_image(fifo); }),
+            fifo.string() + ": is a FIFO, not an image");
+  EXPECT_EQ(input_error_of([&] { (void)decode_image_rgb(fifo, 100); }),
+            fifo.string() + ": is a FIFO, not an image");
 }
 
 }  // namespace

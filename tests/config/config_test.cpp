@@ -351,9 +351,14 @@ TEST(ConfigValidate, GenerationRanges) {
   EXPECT_EQ(validate_error("generation: {num_inference_steps: 100000}\n"),
             "generation.num_inference_steps: 100000 is out of range [1, 1000]");
   EXPECT_EQ(validate_error("generation: {guidance_scale: -0.5}\n"),
-            "generation.guidance_scale: -0.5 is out of range (expected a finite number >= 0)");
+            "generation.guidance_scale: -0.5 is out of range (expected a number in [0, 100])");
+  EXPECT_EQ(validate_error("generation: {guidance_scale: 1e300}\n"),
+            "generation.guidance_scale: 1e+300 is out of range (expected a number in [0, 100])");
+  EXPECT_EQ(validate_error("generation: {guidance_scale: 100, flow_shift: 100}\n"), "");
   EXPECT_EQ(validate_error("generation: {flow_shift: 0}\n"),
-            "generation.flow_shift: 0.0 is out of range (expected a finite number > 0)");
+            "generation.flow_shift: 0.0 is out of range (expected a number in (0, 100])");
+  EXPECT_EQ(validate_error("generation: {flow_shift: 100.5}\n"),
+            "generation.flow_shift: 100.5 is out of range (expected a number in (0, 100])");
   EXPECT_EQ(validate_error("generation: {fps: 0}\n"), "generation.fps: 0 is out of range [1, 240]");
   EXPECT_EQ(validate_error("generation: {seed: 9223372036854775808}\n"),
             "generation.seed: 9223372036854775808 is out of range [0, 2^63-1]");
@@ -787,7 +792,7 @@ TEST(ConfigChecks, SharedGenerationRules) {
   EXPECT_EQ(check_frame_size(850), "850 is not a multiple of 16 (e.g. 848 or 864)");
   EXPECT_EQ(check_num_inference_steps(50), "");
   EXPECT_EQ(check_guidance_scale(6.0), "");
-  EXPECT_EQ(check_flow_shift(-1.0), "-1.0 is out of range (expected a finite number > 0)");
+  EXPECT_EQ(check_flow_shift(-1.0), "-1.0 is out of range (expected a number in (0, 100])");
   EXPECT_EQ(check_fps(24), "");
   EXPECT_EQ(check_seed(-7), "-7 is out of range [0, 2^63-1]");
 }

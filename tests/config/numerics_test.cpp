@@ -12,7 +12,7 @@ TEST(NumericsProfile, CanonicalTextOfTheDefaultsAndOfEveryKey) {
   Config config;
   EXPECT_EQ(numerics_profile(config, "0.1.0 (git abc)"),
             "dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
-            "software=0.1.0 (git abc)");
+            "layout=tp1,sp1,cfg1;software=0.1.0 (git abc)");
   config.model.dtype = DType::bf16;
   config.model.device = DeviceKind::cuda;
   config.determinism.strict = false;
@@ -20,11 +20,14 @@ TEST(NumericsProfile, CanonicalTextOfTheDefaultsAndOfEveryKey) {
   config.model.fused_kernels = false;
   EXPECT_EQ(numerics_profile(config, "x;y=z"),
             "dtype=bf16;device=cuda;strict=false;attention=cudnn;kernels=eager;quantization=none;"
-            "software=x,y,z");
+            "layout=tp1,sp1,cfg1;software=x,y,z");
   config.model.quantization = Quantization::fp8;
+  config.parallel.tensor_parallel_size = 2;
+  config.parallel.sequence_parallel_size = 4;
+  config.parallel.cfg_parallel_size = 2;
   EXPECT_EQ(numerics_profile(config, "v"),
             "dtype=bf16;device=cuda;strict=false;attention=cudnn;kernels=eager;quantization=fp8;"
-            "software=v");
+            "layout=tp2,sp4,cfg2;software=v");
   EXPECT_EQ(numerics_profile(Config{}),
             numerics_profile(Config{}, std::string(version()) + " (git " + git_revision() + ")"));
 }
@@ -37,6 +40,22 @@ TEST(NumericsProfile, SettingsThatDoNotChangeBytesDoNotChangeTheProfile) {
   b.output.dir = "elsewhere";
   b.model.offload_text_encoder = false;
   EXPECT_EQ(numerics_profile(a, "v"), numerics_profile(b, "v"));
+}
+
+// Resuming a folder with another group layout mixes bytes (up to 2 levels on the CPU): the
+// layout is a numerics key; rows written before it existed were single-rank groups.
+TEST(NumericsProfile, TheGroupLayoutIsAKeyAndOlderRowsReadAsSingleRank) {
+  Config single;
+  Config sp2;
+  sp2.parallel.sequence_parallel_size = 2;
+  const auto a = numerics_profile(single, "v");
+  const auto b = numerics_profile(sp2, "v");
+  EXPECT_EQ(compare_numerics(a, b).keys, (std::vector<std::string>{"layout"}));
+  EXPECT_EQ(describe_difference(a, b), "layout (tp1,sp1,cfg1 -> tp1,sp2,cfg1)");
+  const std::string before_the_key =
+      "dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;software=v";
+  EXPECT_FALSE(compare_numerics(before_the_key, a).any());
+  EXPECT_EQ(compare_numerics(before_the_key, b).keys, (std::vector<std::string>{"layout"}));
 }
 
 TEST(NumericsProfile, ParsesItsOwnTextAndToleratesOddItems) {

@@ -591,6 +591,8 @@ TEST_F(ManifestTest, RangesFollowTheConfigRules) {
   EXPECT_EQ(field("num_inference_steps", "0"),
             expect("num_inference_steps", check_num_inference_steps(0)));
   EXPECT_EQ(field("guidance_scale", "-1"), expect("guidance_scale", check_guidance_scale(-1.0)));
+  EXPECT_EQ(field("guidance_scale", "1e300"),
+            expect("guidance_scale", "1e+300 is out of range (expected a number in [0, 100])"));
   EXPECT_EQ(field("guidance_scale", "1e999"),
             expect("guidance_scale", "invalid JSON: number overflow parsing '1e999'"));
   EXPECT_EQ(field("guidance_scale", "\"5\""),
@@ -755,7 +757,7 @@ TEST_F(ManifestTest, PerRequestInputDefectsDoNotStopTheManifest) {
           "/huge.png: image is 20000x20000 = 400000000 pixels, over "
           "the limit of 16777216 (input.max_image_pixels)",
       file_ + ":4:prompt_embeds: " + emb + "/none.bin: file not found",
-      file_ + ":5:prompt_embeds: " + emb + "/folder: not a regular file",
+      file_ + ":5:prompt_embeds: " + emb + "/folder: is a folder, not a regular file",
   };
   for (std::size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(requests[i].input_error, expected[i]);

@@ -215,7 +215,7 @@ TEST_F(GenerationDefaultsTest, ABadSnapshotValueIsAnErrorNamingTheFile) {
     ADD_FAILURE() << "no error";
   } catch (const WeightsError& e) {
     EXPECT_EQ(std::string(e.what()),
-              file + ": shift: 0.0 is out of range (expected a finite number > 0)");
+              file + ": shift: 0.0 is out of range (expected a number in (0, 100])");
   }
   write("scheduler/scheduler_config.json", R"({"shift": "five"})");
   EXPECT_THROW((void)resolve_generation_defaults(config_), WeightsError);

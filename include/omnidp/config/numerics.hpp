@@ -4,10 +4,12 @@
 // row records the profile that made it, as one canonical string:
 //
 //   dtype=bf16;device=cuda;strict=true;attention=cudnn;kernels=fused;quantization=none;
-//   software=0.1.0 (git abc1234)
+//   layout=tp1,sp1,cfg1;software=0.1.0 (git abc1234)
 //
 // (one line, no spaces around '=' or ';'), keys always in this order. Values never hold ';'
 // or '='. An empty string is the unknown profile (rows of files written before the column).
+// `layout` is the replica group's tensor x sequence x CFG parallel sizes (they change the
+// bytes; the replica count does not); a row written before that key reads as tp1,sp1,cfg1.
 // Plain value functions, thread-safe.
 
 #include <map>

@@ -310,6 +310,7 @@ SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const Gener
   SampleOutputs out;
   out.final_latents = denoise(in, ctx);
   if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
+  require_finite_latents(out.final_latents);
   auto& vae = parts_.vae;
   const auto vae_dtype = vae->parameters().front().scalar_type();
   auto video = vae->decode(out.final_latents.to(vae_dtype) / vae->options().scaling_factor);

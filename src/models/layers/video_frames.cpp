@@ -9,6 +9,10 @@ Video video_from_frames(const torch::Tensor& frames) {
   if (f.dim() != 4 || f.size(3) != 3 || !f.is_floating_point()) {
     throw ModelError("video frames must be floating point [F, H, W, 3] in [0, 1]");
   }
+  if (!torch::isfinite(f).all().item<bool>()) {
+    throw ModelError(
+        "the decoded video has NaN or infinite values (no uint8 level stands for them)");
+  }
   const auto bytes = (f.to(torch::kFloat32) * 255).round().to(torch::kUInt8).contiguous().cpu();
   Video video;
   video.frames = static_cast<int>(bytes.size(0));

@@ -85,4 +85,13 @@ bool group_leader(const GenerateContext* ctx) noexcept {
   return true;
 }
 
+void require_finite_latents(const torch::Tensor& latents) {
+  const auto bad = torch::logical_not(torch::isfinite(latents)).sum().item<std::int64_t>();
+  if (bad == 0) return;
+  throw ModelError("the latents are not finite after the last denoising step (" +
+                   std::to_string(bad) + " of " + std::to_string(latents.numel()) +
+                   " values NaN or infinite): the sampling diverged (check guidance_scale, "
+                   "flow_shift and the weights)");
+}
+
 }  // namespace omnidp::models

@@ -172,6 +172,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   WanSampleOutputs out;
   out.final_latents = latents;
   if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
+  require_finite_latents(latents);
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);

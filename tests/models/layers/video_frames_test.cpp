@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::models {
@@ -25,6 +27,21 @@ TEST(VideoFromFrames, RoundsToTheNearestLevelAndKeepsTheLayout) {
 TEST(VideoFromFrames, RejectsOtherShapes) {
   EXPECT_THROW((void)video_from_frames(torch::zeros({2, 4, 4, 4})), ModelError);
   EXPECT_THROW((void)video_from_frames(torch::zeros({2, 4, 4, 3}, torch::kUInt8)), ModelError);
+}
+
+// NaN would be stored as level 0 (a black video recorded as ok), infinity as 0 or 255.
+TEST(VideoFromFrames, RejectsNonFiniteValues) {
+  for (const double bad : {std::nan(""), 1.0 / 0.0, -1.0 / 0.0}) {
+    auto frames = torch::full({2, 4, 4, 3}, 0.5);
+    frames[1][2][3][0] = bad;
+    try {
+      (void)video_from_frames(frames);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const ModelError& e) {
+      EXPECT_EQ(e.message(),
+                "the decoded video has NaN or infinite values (no uint8 level stands for them)");
+    }
+  }
 }
 
 TEST(VideoFromFrames, SameBytesFromTheGpu) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,22 @@ TEST(DenoisingSteps, ProgressAndTheGroupsStop) {
     const auto i = static_cast<std::size_t>(r);
     EXPECT_EQ(ran[i], 1) << r;
     EXPECT_NE(errors[i].find("abandoned at step 1/3"), std::string::npos) << errors[i];
+  }
+}
+
+TEST(DenoisingSteps, NonFiniteLatentsFailWithTheirCount) {
+  auto latents = torch::zeros({1, 4, 2, 3, 3});
+  require_finite_latents(latents);
+  latents[0][1][0][0][0] = std::numeric_limits<float>::quiet_NaN();
+  latents[0][3][1][2][2] = std::numeric_limits<float>::infinity();
+  try {
+    require_finite_latents(latents);
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_EQ(
+        e.message(),
+        "the latents are not finite after the last denoising step (2 of 72 values NaN or "
+        "infinite): the sampling diverged (check guidance_scale, flow_shift and the weights)");
   }
 }
 

@@ -11,7 +11,7 @@ namespace omnidp::models {
 
 // frames [F, H, W, 3] or [1, F, H, W, 3], floating point in [0, 1], any device ->
 // Video{round(255 x) as uint8} (round half to even, as torch.round). Throws ModelError for
-// another shape or dtype.
+// another shape or dtype, and for a NaN or infinity (which no uint8 level stands for).
 [[nodiscard]] Video video_from_frames(const torch::Tensor& frames);
 
 }  // namespace omnidp::models

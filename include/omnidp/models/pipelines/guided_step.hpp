@@ -71,6 +71,12 @@ void check_cfg_group(const runtime::Collective* group);
 void run_denoising_steps(int steps, const GenerateContext* ctx, const torch::Device& device,
                          const std::function<void(int)>& step);
 
+// Every pipeline's check before it decodes: ModelError "the latents are not finite after the
+// last denoising step (N of M values NaN or infinite): the sampling diverged (...)" where
+// `latents` holds a NaN or an infinity (a video decoded from them would be black or saturated,
+// and stored as if it were fine). One device synchronisation.
+void require_finite_latents(const torch::Tensor& latents);
+
 // True on the rank that decodes and returns the video: rank 0 of every axis of ctx (every
 // rank without a ctx).
 [[nodiscard]] bool group_leader(const GenerateContext* ctx) noexcept;
