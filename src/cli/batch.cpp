@@ -53,7 +53,7 @@ constexpr const char* kExamples = R"(Examples:
   omni-dp-batch --config hv15.yaml --set model.dtype=fp32 --resume-mixed
 
 Exit codes: 0 all done, 1 some requests failed, 2 usage/configuration/manifest error,
-75 interrupted by SIGUSR1/SIGTERM or the deadline (resume with the same command).
+75 interrupted by SIGUSR1/SIGTERM/SIGINT or the deadline (resume with the same command).
 Docs: docs/cli.md, docs/configuration.md.)";
 
 struct BatchOptions {

@@ -17,6 +17,7 @@ std::atomic<int> g_count{0};
 std::atomic<int> g_last{0};
 struct sigaction g_old_usr1 {};
 struct sigaction g_old_term {};
+struct sigaction g_old_int {};
 sigset_t g_old_mask;
 
 void on_drain_signal(int sig) {
@@ -42,12 +43,14 @@ DrainSignals::DrainSignals() {
   g_last.store(0);
   install(SIGUSR1, &g_old_usr1);
   install(SIGTERM, &g_old_term);
+  install(SIGINT, &g_old_int);  // Ctrl-C drains too: a second one abandons
   // A launcher may start the job with these signals blocked (a blocked mask is inherited
   // through fork and exec): they would stay pending and never drain the job.
   sigset_t drain;
   sigemptyset(&drain);
   sigaddset(&drain, SIGUSR1);
   sigaddset(&drain, SIGTERM);
+  sigaddset(&drain, SIGINT);
   if (const int rc = pthread_sigmask(SIG_UNBLOCK, &drain, &g_old_mask); rc != 0) {
     throw RuntimeError(std::string("pthread_sigmask failed: ") + std::strerror(rc),
                        {"drain signals"});
@@ -58,6 +61,7 @@ DrainSignals::~DrainSignals() {
   pthread_sigmask(SIG_SETMASK, &g_old_mask, nullptr);
   sigaction(SIGUSR1, &g_old_usr1, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGINT, &g_old_int, nullptr);
 }
 
 int DrainSignals::count() noexcept { return g_count.load(std::memory_order_relaxed); }

@@ -24,6 +24,7 @@ void (*handler_of(int sig))(int) {
 TEST(DrainSignals, CountsEachSignalAndRestoresTheHandlers) {
   const auto usr1_before = handler_of(SIGUSR1);
   const auto term_before = handler_of(SIGTERM);
+  const auto int_before = handler_of(SIGINT);
   {
     const DrainSignals signals;
     EXPECT_EQ(DrainSignals::count(), 0);
@@ -33,9 +34,13 @@ TEST(DrainSignals, CountsEachSignalAndRestoresTheHandlers) {
     ASSERT_EQ(std::raise(SIGTERM), 0);
     EXPECT_EQ(DrainSignals::count(), 2);
     EXPECT_EQ(DrainSignals::last(), SIGTERM);
+    ASSERT_EQ(std::raise(SIGINT), 0);  // Ctrl-C drains (it used to kill the rank)
+    EXPECT_EQ(DrainSignals::count(), 3);
+    EXPECT_EQ(DrainSignals::last(), SIGINT);
   }
   EXPECT_EQ(handler_of(SIGUSR1), usr1_before);
   EXPECT_EQ(handler_of(SIGTERM), term_before);
+  EXPECT_EQ(handler_of(SIGINT), int_before);
 }
 
 // A launcher that starts the job with SIGUSR1 blocked must not make it undrainable.

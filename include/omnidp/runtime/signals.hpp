@@ -1,11 +1,11 @@
 #pragma once
-// Drain signals (docs/runtime.md, "Signals and drain"): SIGUSR1 and SIGTERM only count (an
+// Drain signals (docs/runtime.md, "Signals and drain"): SIGUSR1, SIGTERM and SIGINT only count (an
 // async-signal-safe, lock-free atomic increment); the rank's comm thread reads the count and tells
 // the coordinator: 1 = drain, 2 = abandon running requests too.
 
 namespace omnidp::runtime {
 
-// Installs the handlers for SIGUSR1 and SIGTERM and unblocks both in the calling thread (a
+// Installs the handlers for SIGUSR1, SIGTERM and SIGINT and unblocks them in the calling thread (a
 // launcher may pass them blocked); restores the previous handlers and mask when destroyed.
 // One at a time per process (the count is process-wide; it is reset on construction). Construct
 // it on the main thread before starting other threads: they inherit its mask.
