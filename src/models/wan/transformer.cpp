@@ -124,12 +124,12 @@ WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double 
     : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), cross_(cross) {
   const std::string owner = "WanTransformer3DModel";
   // One GEMM for q, k and v (self) or k and v (cross, whose q reads x, not the context).
-  if (cross) to_q = ColumnParallelLinear(dim, dim, true, shard, spec, owner);
   in_ = QKVParallelLinear(dim, dim, cross ? 2 : 3, true, shard, spec, owner);
-  if (!cross) to_q = in_.part(0);
-  to_q = register_module("to_q", to_q);
-  to_k = register_module("to_k", in_.part(cross ? 0 : 1));
-  to_v = register_module("to_v", in_.part(cross ? 1 : 2));
+  const std::size_t k = cross ? 0 : 1;  // in_'s part holding to_k
+  to_q = register_module(
+      "to_q", cross ? ColumnParallelLinear(dim, dim, true, shard, spec, owner) : in_.part(0));
+  to_k = register_module("to_k", in_.part(k));
+  to_v = register_module("to_v", in_.part(k + 1));
   to_out = register_module("to_out", torch::nn::ModuleList());
   out_ = RowParallelLinear(dim, dim, true, shard, spec, owner);
   to_out->push_back(out_);
