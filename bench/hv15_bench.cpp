@@ -78,7 +78,7 @@ int run(int argc, char** argv) {
   app.add_option("--fp8-plans", fp8_plans,
                  "with --fp8: comma list of ACCUMULATION:EDGE plans, each measured in turn "
                  "(ACCUMULATION fast | exact, EDGE the blocks kept bf16 at each end of the stack; "
-                 "hv15::Fp8Plan)")
+                 "Fp8Plan, layers/quantization.hpp)")
       ->capture_default_str();
   std::string attention = "auto";
   app.add_option("--attention", attention,
@@ -261,7 +261,7 @@ int run(int argc, char** argv) {
        fp8 ? omnidp::bench::split_list(fp8_plans) : std::vector<std::string>{}) {
     const auto colon = plan_text.find(':');
     const auto accumulation = plan_text.substr(0, colon);
-    hv::Fp8Plan plan;
+    omnidp::models::Fp8Plan plan;
     if (colon == std::string::npos || (accumulation != "fast" && accumulation != "exact"))
       throw omnidp::UsageError("--fp8-plans takes fast:N or exact:N, got " + plan_text);
     plan.accumulation = accumulation == "fast" ? omnidp::models::Fp8Accumulation::fast

@@ -191,8 +191,11 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   auto& transformer = parts_.transformer;
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
-  // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
-  transformer->set_tensor_group(ctx != nullptr ? ctx->tensor : nullptr);
+  // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
+  // runs with its groups; with a sequence group it shards the video tokens over it and returns
+  // the whole prediction on every rank.
+  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+  transformer->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
   if (in.num_frames < 1 || in.height < 1 || in.width < 1)
     throw ModelError("frames, height and width must be >= 1");
   if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
@@ -244,9 +247,6 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       t.encoder_attention_mask_2 = torch::zeros({1, 0}, opts);
     }
     t.image_embeds = image_embeds.to(device_, dtype);
-    // Ulysses (GenerateContext::sequence): the transformer shards the video tokens over this
-    // group and returns the whole prediction on every rank.
-    t.sequence = ctx != nullptr ? ctx->sequence : nullptr;
     return t;
   };
   // CFG-parallel (GenerateContext::cfg): rank 0 runs the conditional branch of every step,
@@ -269,7 +269,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // CFG as one batch of 2 (the transformer's ragged text layout: each branch attends over its
   // own valid text); with a sequence group the branches stay two forwards (the Ulysses
   // exchange would need their text masked).
-  const CfgLayout layout{cfg, any_cfg && cfg == nullptr && cond_in.sequence == nullptr};
+  const CfgLayout layout{cfg, any_cfg && cfg == nullptr && sequence == nullptr};
   TransformerInputs both_in;
   if (layout.batched) {
     both_in.encoder_hidden_states =

@@ -9,8 +9,9 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
-#include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/attention_layer.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
 
 namespace omnidp::models::hv15 {
@@ -47,26 +48,6 @@ torch::Tensor plain_layer_norm(const torch::Tensor& x) {
 // [B, L, H*D] -> [B, L, H, D]
 torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads});
-}
-
-// Attention over [B, S, H, D] tensors with an optional key mask [B, S] (true = valid). Padded
-// query rows come out as zeros (what a masked-softmax with all keys masked gives in
-// PyTorch >= 2.5), so no NaN can appear. Returns [B, S, H*D].
-torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& key_mask) {
-  const auto qh = q.transpose(1, 2);
-  const auto kh = k.transpose(1, 2);
-  const auto vh = v.transpose(1, 2);
-  torch::Tensor out;
-  if (key_mask.defined()) {
-    const auto b = key_mask.size(0);
-    const auto s = key_mask.size(1);
-    out = omnidp::models::scaled_dot_product_attention(qh, kh, vh, key_mask.view({b, 1, 1, s}));
-    out = out * key_mask.view({b, 1, s, 1}).to(out.scalar_type());
-  } else {
-    out = omnidp::models::scaled_dot_product_attention(qh, kh, vh);
-  }
-  return out.transpose(1, 2).flatten(2);
 }
 
 }  // namespace
@@ -122,46 +103,30 @@ TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const 
 
 // --- building blocks ----------------------------------------------------------------------
 
-std::tuple<torch::Tensor, torch::Tensor> rope_tables(std::int64_t frames, std::int64_t height,
-                                                     std::int64_t width,
-                                                     const std::array<std::int64_t, 3>& axes_dim,
-                                                     double theta, const torch::Device& device) {
-  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
-  const std::array<std::int64_t, 3> sizes{frames, height, width};
-  std::vector<torch::Tensor> axes;
-  for (const auto s : sizes) axes.push_back(torch::arange(0, s, f32));
-  const auto grid = torch::meshgrid(axes, "ij");
-  std::vector<torch::Tensor> cos_parts, sin_parts;
-  for (std::size_t i = 0; i < 3; ++i) {
-    const auto dim = axes_dim[i];
-    const auto pos = grid[i].reshape({-1});
-    const auto exps = torch::arange(0, dim, 2, f32).slice(0, 0, dim / 2) / static_cast<double>(dim);
-    const auto freqs = torch::pow(theta, exps).reciprocal() * 1.0;
-    const auto angles = torch::outer(pos, freqs);
-    cos_parts.push_back(angles.cos().repeat_interleave(2, 1));
-    sin_parts.push_back(angles.sin().repeat_interleave(2, 1));
-  }
-  return {torch::cat(cos_parts, 1), torch::cat(sin_parts, 1)};
+Rope3dOptions hv15_rope_options(const TransformerOptions& o) {
+  Rope3dOptions rope;
+  rope.axes_dim = o.rope_axes_dim;
+  rope.theta = o.rope_theta;
+  rope.tables = RopeTables::device_float32;
+  return rope;
 }
 
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  if (fused_elementwise()) {
-    // The tables repeat each frequency for a pair, so the rotation is one complex multiply.
-    return rotate_pairs(
-        x, torch::complex(cos.slice(1, 0, cos.size(1), 2), sin.slice(1, 0, sin.size(1), 2))
-               .view({1, cos.size(0), 1, cos.size(1) / 2}));
-  }
-  const auto c = cos.view({1, cos.size(0), 1, cos.size(1)});
-  const auto s = sin.view({1, sin.size(0), 1, sin.size(1)});
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
+  const auto s = freqs.size(0);
+  const auto pairs = freqs.size(2);
+  if (fused_elementwise()) return rotate_pairs(x, freqs.view({1, s, 1, pairs}));
+  // The tables repeat each angle for both members of a pair.
+  const auto c =
+      torch::view_as_real(freqs).select(-1, 0).repeat_interleave(2, -1).view({1, s, 1, -1});
+  const auto sn =
+      torch::view_as_real(freqs).select(-1, 1).repeat_interleave(2, -1).view({1, s, 1, -1});
   auto sizes = x.sizes().vec();
   const auto last = sizes.size() - 1;
   sizes[last] /= 2;
   sizes.push_back(2);
-  const auto pairs = x.reshape(sizes);
-  const auto re = pairs.select(-1, 0);
-  const auto im = pairs.select(-1, 1);
-  const auto rotated = torch::stack({-im, re}, -1).flatten(3);
-  return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * s).to(x.scalar_type());
+  const auto xp = x.reshape(sizes);
+  const auto rotated = torch::stack({-xp.select(-1, 1), xp.select(-1, 0)}, -1).flatten(3);
+  return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * sn).to(x.scalar_type());
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
@@ -273,59 +238,19 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
                                 RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
 }
 
-std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(
-    const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
-    const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence) {
-  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), cos, sin);
-  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), cos, sin);
+std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(const torch::Tensor& x,
+                                                                     const torch::Tensor& context,
+                                                                     const TextKeys& text,
+                                                                     const torch::Tensor& freqs,
+                                                                     const SequenceShard& sequence) {
+  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), freqs);
+  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), freqs);
   auto v = split_heads(to_v_(x), heads_);
   const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
-  if (sequence.active()) {  // Ulysses (the ragged layout's text keys come as their mask)
-    const auto [video, words] = ulysses_attention(sequence, q, k, v, {cq, ck, cv, text.mask});
-    return project_out(video, words);
-  }
-  const auto n = x.size(1);
-  if (!text.lengths.empty()) {  // ragged: each entry over its own valid text, no mask
-    const auto lt = context.size(1);
-    std::vector<torch::Tensor> video;
-    std::vector<torch::Tensor> words;
-    for (std::int64_t b = 0; b < x.size(0); ++b) {
-      const auto t = text.lengths[static_cast<std::size_t>(b)];
-      const auto joint = [&](const torch::Tensor& a, const torch::Tensor& c) {
-        return torch::cat({a.narrow(0, b, 1), c.narrow(0, b, 1).narrow(1, 0, t)}, 1);
-      };
-      const auto text_part = [&](const torch::Tensor& c) {
-        return c.narrow(0, b, 1).narrow(1, 0, t);
-      };
-      const auto out = joint_attention(joint(q, cq), {k.narrow(0, b, 1), text_part(ck)},
-                                       {v.narrow(0, b, 1), text_part(cv)})
-                           .flatten(2);
-      video.push_back(out.narrow(1, 0, n));
-      words.push_back(
-          torch::constant_pad_nd(out.narrow(1, n, t), {0, 0, 0, lt - t}));  // padding rows: 0
-    }
-    return project_out(torch::cat(video, 0), torch::cat(words, 0));
-  }
-  torch::Tensor out;
-  if (text.mask.defined()) {
-    const auto mask =
-        torch::cat({torch::ones({x.size(0), x.size(1)}, text.mask.options()), text.mask}, 1);
-    out = masked_attention(torch::cat({q, cq}, 1), torch::cat({k, ck}, 1), torch::cat({v, cv}, 1),
-                           mask);
-  } else {
-    out = joint_attention(torch::cat({q, cq}, 1), {k, ck}, {v, cv}).flatten(2);
-  }
-  return project_out(out.slice(1, 0, n), out.slice(1, n));
-}
-
-void JointAttentionImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
-  for (ParallelLinearBase* l : std::initializer_list<ParallelLinearBase*>{
-           to_q_.get(), to_k_.get(), to_v_.get(), add_q_proj_.get(), add_k_proj_.get(),
-           add_v_proj_.get(), to_out_.get(), to_add_out_.get()}) {
-    l->set_fp8(accumulation);
-  }
+  const auto [video, words] = attend(sequence, q, k, v, {cq, ck, cv, text.mask, text.lengths});
+  return project_out(video, words);
 }
 
 DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim,
@@ -342,16 +267,9 @@ DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t he
   ff_context_ = register_module("ff_context", ffn());
 }
 
-void DoubleStreamBlockImpl::set_fp8(std::optional<Fp8Accumulation> accumulation) {
-  attn_->set_fp8(accumulation);
-  ff_->set_fp8(accumulation);
-  ff_context_->set_fp8(accumulation);
-}
-
 std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
     const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-    const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
-    const SequenceShard& sequence) {
+    const TextKeys& text, const torch::Tensor& freqs, const SequenceShard& sequence) {
   const auto act = torch::silu(temb);
   // AdaLayerNormZero: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp, each a
   // float32 [B, 1, 1, D] row; the streams are viewed as [B, 1, N, D] (one group).
@@ -371,7 +289,7 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
   const auto flat = [&](const torch::Tensor& t) { return t.reshape({batch, -1, dim_}); };
   const auto nx = modulated_layer_norm(g(x), m[0], m[1], 1e-6, dtype);
   const auto nc = modulated_layer_norm(g(context), c[0], c[1], 1e-6, dtype);
-  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text, cos, sin, sequence);
+  auto [attn_out, ctx_out] = attn_(flat(nx), flat(nc), text, freqs, sequence);
   auto h = gated_residual(g(x), g(attn_out), m[2], dtype);
   auto e = gated_residual(g(context), g(ctx_out), c[2], dtype);
   h = gated_residual(h, g(ff_(flat(modulated_layer_norm(h, m[3], m[4], 1e-6, dtype)))), m[5], dtype);
@@ -384,7 +302,7 @@ std::tuple<torch::Tensor, torch::Tensor> DoubleStreamBlockImpl::forward(
 
 HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(TransformerOptions options,
                                                                            TensorShard shard)
-    : options_(std::move(options)), shard_(shard) {
+    : options_(std::move(options)), shard_(shard), rope_(hv15_rope_options(options_)) {
   const auto& o = options_;
   check_head_split(o.num_attention_heads, shard_.size, 1, "HunyuanVideo15Transformer3DModel");
   const auto dim = o.inner_dim();
@@ -425,9 +343,9 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
       linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
 }
 
-void HunyuanVideo15Transformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  check_tensor_group(shard_, group, kModelName);
-  bind_tensor_groups(*this, group);
+void HunyuanVideo15Transformer3DModelImpl::bind_parallel(const ParallelState& state) {
+  parallel_ = bind_parallel_state(*this, shard_, options_.num_attention_heads, state,
+                                  "the HunyuanVideo-1.5 transformer");
 }
 
 ShardPlan HunyuanVideo15Transformer3DModelImpl::shard_plan() { return layer_shard_plan(*this); }
@@ -561,13 +479,6 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   const auto ph = x_in.size(3) / o.patch_size;
   const auto pw = x_in.size(4) / o.patch_size;
 
-  // 1. RoPE tables (cached per grid).
-  if (!rope_cos_.defined() || rope_grid_ != std::array<std::int64_t, 3>{pf, ph, pw} ||
-      rope_cos_.device() != device) {
-    std::tie(rope_cos_, rope_sin_) = rope_tables(pf, ph, pw, o.rope_axes_dim, o.rope_theta, device);
-    rope_grid_ = {pf, ph, pw};
-  }
-
   // 2. Conditioning.
   const auto timestep = in.timestep.to(device).reshape({b});
   auto temb = time_embedder_->forward(timestep_sinusoid(timestep, 256).to(dtype));
@@ -588,21 +499,17 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   auto [context, keys] = build_context(in, timestep, resolve_text_padding(padding_, b));
 
   // Ulysses (layers/ulysses.hpp): this rank's video tokens and their RoPE rows.
-  const SequenceShard seq = make_sequence_shard(in.sequence, x.size(1));
-  check_head_split(o.num_attention_heads, shard_.size, seq.size(),
-                   "the HunyuanVideo-1.5 transformer");
-  torch::Tensor cos = rope_cos_;
-  torch::Tensor sin = rope_sin_;
+  const SequenceShard seq = make_sequence_shard(parallel_.sequence, x.size(1));
+  auto freqs = rope_.freqs(pf, ph, pw, device);
   if (seq.active()) {
     x = shard_tokens(seq, x, 1);
-    cos = shard_tokens(seq, cos, 0);
-    sin = shard_tokens(seq, sin, 0);
+    freqs = shard_tokens(seq, freqs, 0);
   }
 
   // 3. Double-stream blocks.
   for (const auto& block : *blocks_) {
     std::tie(x, context) =
-        block->as<DoubleStreamBlock>()->forward(x, context, temb, keys, cos, sin, seq);
+        block->as<DoubleStreamBlock>()->forward(x, context, temb, keys, freqs, seq);
   }
 
   // 4. Output head (AdaLayerNormContinuous: scale first, then shift).
@@ -615,17 +522,9 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   return x.reshape({b, x.size(1), pf * o.patch_size_t, ph * o.patch_size, pw * o.patch_size});
 }
 
-void HunyuanVideo15Transformer3DModelImpl::quantize_fp8(const Fp8Plan& plan) {
-  if (plan.bf16_edge_blocks < 0) {
-    throw ModelError("FP8 plan: bf16_edge_blocks must be >= 0 (got " +
-                     std::to_string(plan.bf16_edge_blocks) + ")");
-  }
-  const auto n = static_cast<std::int64_t>(blocks_->size());
-  for (std::int64_t i = 0; i < n; ++i) {
-    const bool edge = i < plan.bf16_edge_blocks || i >= n - plan.bf16_edge_blocks;
-    blocks_[static_cast<std::size_t>(i)]->as<DoubleStreamBlock>()->set_fp8(
-        edge ? std::nullopt : std::optional<Fp8Accumulation>(plan.accumulation));
-  }
+void HunyuanVideo15Transformer3DModelImpl::quantize_fp8(Fp8Plan plan) {
+  plan.blocks = "transformer_blocks";
+  apply_fp8_plan(*this, plan);
 }
 
 }  // namespace omnidp::models::hv15

@@ -71,9 +71,11 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
   const auto& vo = vae->options();
-  // Tensor parallel (GenerateContext::tensor): the transformer's shard runs with its group.
-  runtime::Collective* tensor = ctx != nullptr ? ctx->tensor : nullptr;
-  transformer->set_tensor_group(tensor);
+  // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
+  // runs with its groups; with a sequence group every forward shards the video tokens over it
+  // and returns the whole prediction on every rank, so the steps stay identical.
+  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+  transformer->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
 
   // The reference's rounding of the size (with a warning there too).
   const int t = static_cast<int>(vo.scale_factor_temporal);
@@ -110,9 +112,6 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
   check_cfg_group(cfg);
   const int branch = cfg != nullptr ? cfg->rank() : 0;
-  // Ulysses (GenerateContext::sequence): every transformer forward shards the video tokens over
-  // this group and returns the whole prediction on every rank; the steps stay identical.
-  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
   const bool batch_cfg =
       cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
@@ -158,10 +157,10 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     const auto forward = [&](CfgBranch b) {
       if (b == CfgBranch::both) {
         return transformer->forward(torch::cat({model_input, model_input}, 0), ts.expand({2, -1}),
-                                    text, sequence);
+                                    text);
       }
       return transformer->forward(model_input, ts,
-                                  b == CfgBranch::conditional ? text : negative_text, sequence);
+                                  b == CfgBranch::conditional ? text : negative_text);
     };
     const auto noise_pred =
         guided_prediction(layout, do_cfg, in.guidance_scale, {}, forward, model_input);

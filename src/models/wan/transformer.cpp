@@ -5,8 +5,9 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
-#include "omnidp/models/layers/attention.hpp"
+#include "omnidp/models/layers/attention_layer.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
 
 namespace omnidp::models::wan {
@@ -63,57 +64,15 @@ WanTransformerOptions WanTransformerOptions::from_file(const std::filesystem::pa
   return from_json_text(read_json_object(config_json).dump(), config_json.string());
 }
 
-// ---------------------------------------------------------------------------------------------
-// Rotary embedding
-
-std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(std::int64_t head_dim,
-                                                        std::int64_t max_seq_len, double theta,
-                                                        std::int64_t frames, std::int64_t height,
-                                                        std::int64_t width) {
-  if (frames > max_seq_len || height > max_seq_len || width > max_seq_len) {
-    throw ModelError("latent grid " + std::to_string(frames) + "x" + std::to_string(height) + "x" +
-                     std::to_string(width) + " exceeds rope_max_seq_len " +
-                     std::to_string(max_seq_len));
-  }
-  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  const std::int64_t hw_dim = 2 * (head_dim / 6);
-  const std::int64_t t_dim = head_dim - 2 * hw_dim;
-  std::vector<torch::Tensor> cos_parts, sin_parts;
-  const auto pos = torch::arange(max_seq_len, f64);
-  for (const std::int64_t dim : {t_dim, hw_dim, hw_dim}) {
-    const auto exponent =
-        torch::arange(0, dim, 2, f64).slice(0, 0, dim / 2) / static_cast<double>(dim);
-    const auto freqs = 1.0 / torch::pow(theta, exponent);
-    const auto angles = torch::outer(pos, freqs);  // [S, dim/2] float64
-    cos_parts.push_back(angles.cos().repeat_interleave(2, 1).to(torch::kFloat32));
-    sin_parts.push_back(angles.sin().repeat_interleave(2, 1).to(torch::kFloat32));
-  }
-  const auto cos_table = torch::cat(cos_parts, 1);  // [S, head_dim]
-  const auto sin_table = torch::cat(sin_parts, 1);
-  const std::int64_t third = head_dim / 3;
-  const std::vector<std::int64_t> split{head_dim - 2 * third, third, third};
-  const auto build = [&](const torch::Tensor& table) {
-    const auto parts = table.split_with_sizes(split, 1);
-    const auto pf =
-        parts[0].slice(0, 0, frames).view({frames, 1, 1, -1}).expand({frames, height, width, -1});
-    const auto ph =
-        parts[1].slice(0, 0, height).view({1, height, 1, -1}).expand({frames, height, width, -1});
-    const auto pw =
-        parts[2].slice(0, 0, width).view({1, 1, width, -1}).expand({frames, height, width, -1});
-    return torch::cat({pf, ph, pw}, -1).reshape({frames * height * width, head_dim});
-  };
-  const auto cos_full = build(cos_table);
-  const auto sin_full = build(sin_table);
-  return {cos_full.slice(1, 0, head_dim, 2).contiguous(),
-          sin_full.slice(1, 1, head_dim, 2).contiguous()};
-}
-
-torch::Tensor wan_rope_freqs(const torch::Tensor& cos, const torch::Tensor& sin) {
-  return torch::complex(cos, sin).unsqueeze(1);  // [L, 1, D/2] complex64
-}
-
-torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
-  return rotate_pairs(x, freqs);
+Rope3dOptions wan_rope_options(const WanTransformerOptions& o) {
+  const std::int64_t d = o.attention_head_dim;
+  Rope3dOptions rope;
+  rope.axes_dim = {d - 4 * (d / 6), 2 * (d / 6), 2 * (d / 6)};
+  rope.split_dim = {d - 2 * (d / 3), d / 3, d / 3};
+  rope.theta = o.rope_theta;
+  rope.tables = RopeTables::cpu_float64;
+  rope.max_positions = o.rope_max_seq_len;
+  return rope;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -141,20 +100,6 @@ void WanAttentionImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
   in_.to(device, dtype);
 }
 
-void WanAttentionImpl::quantize_fp8() {
-  if (!defers_biases()) {
-    throw ModelError(
-        "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
-        "model.fused_kernels true)");
-  }
-  if (cross_) {
-    to_q->set_fp8(Fp8Accumulation::fast);
-  } else {
-    in_.set_fp8(Fp8Accumulation::fast);
-  }
-  out_->set_fp8(Fp8Accumulation::fast);
-}
-
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch::Tensor& context) {
   if (!cross_) throw ModelError("context_kv: not a cross-attention");
   const auto kv = in_.forward(context);
@@ -175,8 +120,7 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
   // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
   const std::int64_t head_dim = q.size(2) / heads_;
   const auto qn = norm_q->forward(q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
-  if (!sequence.active()) return joint_attention(qn, {k}, {v}).flatten(2, 3);
-  return ulysses_attention(sequence, qn, k, v).first;  // this rank's heads of every token
+  return models::attend(sequence, qn, k, v).first;
 }
 
 torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -316,7 +260,7 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
 
 WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions options,
                                                      TensorShard shard, const ParamSpec& spec)
-    : options_(std::move(options)), shard_(shard) {
+    : options_(std::move(options)), shard_(shard), rope_(wan_rope_options(options_)) {
   const auto& o = options_;
   check_head_split(o.num_attention_heads, shard_.size, 1, "WanTransformer3DModel");  // first
   const std::int64_t dim = o.inner_dim();
@@ -338,24 +282,12 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
       (torch::randn({1, 2, dim}) / std::sqrt(static_cast<double>(dim))).to(spec.device));
 }
 
-void WanTransformer3DModelImpl::set_tensor_group(runtime::Collective* group) {
-  check_tensor_group(shard_, group, "WanTransformer3DModel");
-  bind_tensor_groups(*this, group);
+void WanTransformer3DModelImpl::bind_parallel(const ParallelState& state) {
+  parallel_ =
+      bind_parallel_state(*this, shard_, options_.num_attention_heads, state, "the Wan transformer");
 }
 
 ShardPlan WanTransformer3DModelImpl::shard_plan() { return layer_shard_plan(*this); }
-
-torch::Tensor WanTransformer3DModelImpl::rope_for(std::int64_t f, std::int64_t h, std::int64_t w,
-                                                  torch::Device device) {
-  const std::array<std::int64_t, 3> key{f, h, w};
-  if (key != rope_key_ || !rope_freqs_.defined() || rope_freqs_.device() != device) {
-    const auto [c, s] = wan_rope_tables(options_.attention_head_dim, options_.rope_max_seq_len,
-                                        options_.rope_theta, f, h, w);
-    rope_freqs_ = wan_rope_freqs(c, s).to(device);
-    rope_key_ = key;
-  }
-  return rope_freqs_;
-}
 
 std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& timestep,
                                                            std::int64_t frames) {
@@ -388,18 +320,16 @@ WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tenso
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const torch::Tensor& context,
-                                                 runtime::Collective* sequence) {
+                                                 const torch::Tensor& context) {
   if (context.dim() != 3 || (hidden.dim() > 0 && context.size(0) != hidden.size(0))) {
     throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
   }
-  return forward(hidden, timestep, prepare_context(context), sequence);
+  return forward(hidden, timestep, prepare_context(context));
 }
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const WanPreparedContext& context,
-                                                 runtime::Collective* sequence) {
+                                                 const WanPreparedContext& context) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
   if (hidden.dim() != 5 || hidden.size(1) != o.in_channels) {
@@ -427,9 +357,8 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
   }
 
   // Ulysses (layers/ulysses.hpp): this rank's tokens, their RoPE rows and modulation below.
-  const SequenceShard seq = make_sequence_shard(sequence, tokens);
-  check_head_split(o.num_attention_heads, shard_.size, seq.size(), "the Wan transformer");
-  auto rope_freqs = rope_for(f, h, w, hidden.device());
+  const SequenceShard seq = make_sequence_shard(parallel_.sequence, tokens);
+  auto rope_freqs = rope_.freqs(f, h, w, hidden.device());
 
   auto x = patch_embedding->forward(hidden).flatten(2).transpose(1, 2).contiguous();  // [B, N, D]
 
@@ -478,15 +407,8 @@ void WanTransformer3DModelImpl::to_dtype(torch::Device device, torch::ScalarType
     b->attn1->to_dtype(device, dtype);
     b->attn2->to_dtype(device, dtype);
   }
-  for (auto& item : named_parameters(true)) {
-    const auto& name = item.key();
-    const bool keep_fp32 = name.find("time_embedder") != std::string::npos ||
-                           name.find("scale_shift_table") != std::string::npos ||
-                           name.find("norm2") != std::string::npos;
-    item.value().set_data(item.value().to(device, keep_fp32 ? torch::kFloat32 : dtype));
-  }
-  for (auto& item : named_buffers(true)) item.value().set_data(item.value().to(device));
-  rope_freqs_ = torch::Tensor();
+  to_dtype_keeping_float32(*this, device, dtype, kKeepInFloat32);
+  rope_.clear();
 }
 
 torch::ScalarType WanTransformer3DModelImpl::dtype() const {
@@ -494,13 +416,17 @@ torch::ScalarType WanTransformer3DModelImpl::dtype() const {
 }
 
 void WanTransformer3DModelImpl::quantize_fp8() {
-  torch::NoGradGuard no_grad;
-  for (const auto& block : *blocks) {
-    auto b = block->as<WanTransformerBlock>();
-    b->attn1->quantize_fp8();
-    b->attn2->quantize_fp8();
-    b->ffn->set_fp8(Fp8Accumulation::fast);
+  if (!fused_elementwise()) {
+    throw ModelError(
+        "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
+        "model.fused_kernels true)");
   }
+  apply_fp8_plan(*this, fp8_plan());
+}
+
+Fp8Plan WanTransformer3DModelImpl::fp8_plan() {
+  // Every GEMM of the blocks but the text keys and values (computed once per request).
+  return {Fp8Accumulation::fast, "blocks", 0, {"attn2.to_k", "attn2.to_v"}};
 }
 
 double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,

@@ -68,7 +68,7 @@ TEST(Hv15TensorParallel, ShardedForwardEqualsTheWholeModel) {
     on_group(size, [&](int r, omnidp::runtime::Collective& c) {
       torch::NoGradGuard guard;
       auto model = hv::random_transformer(o, 7, torch::kFloat32, torch::kCPU, TensorShard{r, size});
-      model->set_tensor_group(&c);
+      model->bind_parallel({&c, nullptr});
       for (const auto& x : in) got[static_cast<std::size_t>(r)].push_back(model->forward(x));
     });
     for (int r = 0; r < size; ++r) {
@@ -103,7 +103,7 @@ TEST(Hv15TensorParallel, FixtureWeightsInTwoShardsMatchTheReference) {
     EXPECT_TRUE(torch::equal(params["transformer_blocks.1.attn.to_out.0.weight"], out.chunk(2, 1)[r]));
     EXPECT_TRUE(torch::equal(params["transformer_blocks.1.attn.to_out.0.bias"],
                              ckpt.tensor("transformer_blocks.1.attn.to_out.0.bias")));
-    model->set_tensor_group(&c);
+    model->bind_parallel({&c, nullptr});
     got[static_cast<std::size_t>(r)] = model->forward(in);
   });
   for (int r = 0; r < 2; ++r) {
@@ -140,7 +140,7 @@ TEST(Hv15TensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
       "parallelism splits the heads: use a divisor of 16)");
   auto shard =
       hv::random_transformer(four_heads(), 1, torch::kFloat32, torch::kCPU, TensorShard{0, 2});
-  EXPECT_THROW(shard->set_tensor_group(nullptr), omnidp::ModelError);
+  EXPECT_THROW(shard->bind_parallel({nullptr, nullptr}), omnidp::ModelError);
 }
 
 // A whole generate() per rank of a tensor group of 2 from the fixture snapshot (transformer

@@ -13,6 +13,7 @@
 #include "error_of.hpp"
 #include "fixture_inputs.hpp"
 #include "fixtures.hpp"
+#include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
@@ -191,31 +192,27 @@ TEST(Hv15Transformer, RejectsWrongInputShapes) {
   EXPECT_THROW((void)model->forward(in), omnidp::ModelError);
 }
 
-TEST(Hv15Transformer, RopeTablesMatchAHandComputation) {
-  // axes (2, 2, 4), theta 256 over a 2 x 3 x 4 grid.
-  const auto [cos, sin] = hv::rope_tables(2, 3, 4, {2, 2, 4}, 256.0, torch::kCPU);
-  ASSERT_EQ(cos.sizes(), (std::vector<std::int64_t>{24, 8}));
-  for (int f = 0; f < 2; ++f) {
-    for (int h = 0; h < 3; ++h) {
-      for (int w = 0; w < 4; ++w) {
-        const int token = (f * 3 + h) * 4 + w;
-        // per axis: frequencies theta^(-2i/dim), each angle repeated twice.
-        const double angles[8] = {1.0 * f, 1.0 * f, 1.0 * h,  1.0 * h,
-                                  1.0 * w, 1.0 * w, w / 16.0, w / 16.0};
-        for (int d = 0; d < 8; ++d) {
-          EXPECT_NEAR(cos[token][d].item<double>(), std::cos(angles[d]), 1e-6) << token << "," << d;
-          EXPECT_NEAR(sin[token][d].item<double>(), std::sin(angles[d]), 1e-6) << token << "," << d;
-        }
-      }
-    }
-  }
-  // Rotating the pair (1, 0) of token (f=1,...) by angle 1 gives (cos 1, sin 1).
+TEST(Hv15Transformer, RopeRotatesEachPairByItsAxisAngleInBothFormulations) {
+  // axes (2, 2, 4), theta 256 over a 2 x 3 x 4 grid (layers/rope_test.cpp checks the tables).
+  hv::TransformerOptions o;
+  o.rope_axes_dim = {2, 2, 4};
+  o.rope_theta = 256.0;
+  omnidp::models::Rope3d rope(hv::hv15_rope_options(o));
+  const auto freqs = rope.freqs(2, 3, 4, torch::kCPU);
+  // Rotating the pair (1, 0) of token 12 (f = 1, h = 0, w = 0) by angle 1 gives (cos 1, sin 1);
+  // pair 3 of token 5 (w = 1) turns by 1/16.
   auto x = torch::zeros({1, 24, 1, 8});
-  x.index_put_({0, 12, 0, 0}, 1.0);  // token 12: f = 1, h = 0, w = 0
-  const auto y = hv::apply_rope(x, cos, sin);
-  EXPECT_NEAR(y[0][12][0][0].item<double>(), std::cos(1.0), 1e-6);
-  EXPECT_NEAR(y[0][12][0][1].item<double>(), std::sin(1.0), 1e-6);
-  EXPECT_NEAR(y[0][12][0][2].item<double>(), 0.0, 1e-7);
+  x.index_put_({0, 12, 0, 0}, 1.0);
+  x.index_put_({0, 5, 0, 6}, 1.0);
+  for (const bool fused : {false, true}) {
+    omnidp::models::testing::FusedSwitch on(fused);
+    const auto y = hv::apply_rope(x, freqs);
+    EXPECT_NEAR(y[0][12][0][0].item<double>(), std::cos(1.0), 1e-6) << fused;
+    EXPECT_NEAR(y[0][12][0][1].item<double>(), std::sin(1.0), 1e-6) << fused;
+    EXPECT_NEAR(y[0][12][0][2].item<double>(), 0.0, 1e-7) << fused;
+    EXPECT_NEAR(y[0][5][0][6].item<double>(), std::cos(1.0 / 16.0), 1e-6) << fused;
+    EXPECT_NEAR(y[0][5][0][7].item<double>(), std::sin(1.0 / 16.0), 1e-6) << fused;
+  }
 }
 
 TEST(Hv15Transformer, OptionsFromJsonValidate) {
@@ -306,7 +303,7 @@ TEST(Hv15Transformer, Fp8PlanEdgeBlocksStayInTheWeightsDtype) {
   auto model = four_head_model(hv::TextPadding::automatic);
   const auto in = random_inputs(model->options(), 1, false, 3);
   const auto before = model->forward(in);
-  hv::Fp8Plan plan;
+  omnidp::models::Fp8Plan plan;
   plan.accumulation = omnidp::models::Fp8Accumulation::exact;
   plan.bf16_edge_blocks = 1;
   model->quantize_fp8(plan);
@@ -342,9 +339,8 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
               ranks,
               [&](int r, omnidp::runtime::Collective& c) {
                 const auto i = static_cast<std::size_t>(r);
-                auto mine = in;
-                mine.sequence = &c;
-                got[i] = models[i]->forward(mine);
+                models[i]->bind_parallel({nullptr, &c});
+                got[i] = models[i]->forward(in);
               },
               "test sequence group");
           for (int r = 0; r < ranks; ++r) {
@@ -370,10 +366,9 @@ TEST(Hv15TransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
   hv::HunyuanVideo15Transformer3DModel model(o);
   omnidp::models::init_random_weights(*model, 1);
   auto group = omnidp::runtime::make_in_process_collectives(4, "test sequence group");
-  auto in = random_inputs(o, 1, false, 1);
-  in.sequence = group[0].get();
-  const std::string message =
-      omnidp::test::error_of<omnidp::ConfigError>([&] { (void)model->forward(in); });
+  const std::string message = omnidp::test::error_of<omnidp::ConfigError>([&] {
+    model->bind_parallel({nullptr, group[0].get()});
+  });
   EXPECT_NE(message.find("4 does not divide the 2 attention heads of the HunyuanVideo-1.5 "
                          "transformer"),
             std::string::npos)

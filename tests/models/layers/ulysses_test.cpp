@@ -115,10 +115,10 @@ TEST(Ulysses, AttentionOverTheShardsIsTheWholeAttention) {
     const auto a = ulysses_attention(s, mine(q), mine(k), mine(v));
     alone[i] = gather_tokens(s, a.first);
     no_text[i] = !a.second.defined();
-    const auto j = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, {}});
+    const auto j = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, {}, {}});
     video[i] = gather_tokens(s, j.first);
     text[i] = j.second;
-    const auto m = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, mask});
+    const auto m = ulysses_attention(s, mine(q), mine(k), mine(v), {cq, ck, cv, mask, {}});
     masked_video[i] = gather_tokens(s, m.first);
     masked_text[i] = m.second;
   });

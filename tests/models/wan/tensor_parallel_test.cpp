@@ -60,7 +60,7 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
         const TensorShard shard{r, size};
         WanTransformer3DModel model(o, shard);
         init_random_weights(*model, 7, model->shard_plan());
-        model->set_tensor_group(&c);
+        model->bind_parallel({&c, nullptr});
         scalar[static_cast<std::size_t>(r)] = model->forward(x, t_scalar, context);
         token[static_cast<std::size_t>(r)] =
             model->forward(x, t_token, model->prepare_context(context));
@@ -153,10 +153,10 @@ TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
       "divide");
   // A shard must run in a group of its size and rank.
   WanTransformer3DModel shard(four_heads(), TensorShard{1, 2});
-  EXPECT_THROW(shard->set_tensor_group(nullptr), ModelError);
+  EXPECT_THROW(shard->bind_parallel({nullptr, nullptr}), ModelError);
   auto group = runtime::make_in_process_collectives(2, "g");
-  EXPECT_THROW(shard->set_tensor_group(group[0].get()), ModelError);
-  EXPECT_NO_THROW(shard->set_tensor_group(group[1].get()));
+  EXPECT_THROW(shard->bind_parallel({group[0].get(), nullptr}), ModelError);
+  EXPECT_NO_THROW(shard->bind_parallel({group[1].get(), nullptr}));
 }
 
 using testing::tiny_config;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -76,57 +77,18 @@ TEST(WanTransformerOptions, RejectsTheImageEmbeddingVariant) {
   EXPECT_THROW((void)WanTransformerOptions::from_json_text("{not json", "x"), WeightsError);
 }
 
-TEST(WanRope, MatchesAHandComputationWhereTheSplitsAgree) {
-  // head_dim 12: per-axis dims t = h = w = 4 (two frequencies each), split [4, 4, 4].
-  const double theta = 10000.0;
-  const auto [cos, sin] = wan_rope_tables(12, 16, theta, 2, 3, 5);
-  ASSERT_EQ(cos.sizes(), (std::vector<std::int64_t>{30, 6}));
-  ASSERT_EQ(sin.sizes(), (std::vector<std::int64_t>{30, 6}));
-  for (std::int64_t f = 0; f < 2; ++f) {
-    for (std::int64_t h = 0; h < 3; ++h) {
-      for (std::int64_t w = 0; w < 5; ++w) {
-        const std::int64_t token = (f * 3 + h) * 5 + w;
-        const std::int64_t pos[3] = {f, h, w};
-        for (std::int64_t i = 0; i < 6; ++i) {
-          const double freq = std::pow(theta, -2.0 * static_cast<double>(i % 2) / 4.0);
-          const double angle = static_cast<double>(pos[i / 2]) * freq;
-          EXPECT_NEAR(cos[token][i].item<double>(), std::cos(angle), 1e-6) << token << " " << i;
-          EXPECT_NEAR(sin[token][i].item<double>(), std::sin(angle), 1e-6) << token << " " << i;
-        }
-      }
-    }
-  }
-}
-
-TEST(WanRope, KeepsTheReferenceSplitWhereItDiffersFromTheTables) {
-  // head_dim 64 (the fixture): tables t=24, h=w=20 columns, but the reference splits them as
-  // [22, 21, 21]. Pair 21 then reads cos from column 42 (h table, frequency 9, by row) and
-  // sin from column 43 (h table, frequency 9, by column).
-  const double theta = 10000.0;
-  const auto [cos, sin] = wan_rope_tables(64, 1024, theta, 3, 4, 6);
-  const std::int64_t f = 2, h = 3, w = 5;
-  const std::int64_t token = (f * 4 + h) * 6 + w;
-  const double freq9 = std::pow(theta, -18.0 / 20.0);
-  EXPECT_NEAR(cos[token][21].item<double>(), std::cos(static_cast<double>(h) * freq9), 1e-6);
-  EXPECT_NEAR(sin[token][21].item<double>(), std::sin(static_cast<double>(w) * freq9), 1e-6);
-  // Pair 11: columns 22, 23 are the t table's frequency 11, indexed by row.
-  const double freq11 = std::pow(theta, -22.0 / 24.0);
-  EXPECT_NEAR(cos[token][11].item<double>(), std::cos(static_cast<double>(h) * freq11), 1e-6);
-  EXPECT_NEAR(sin[token][11].item<double>(), std::sin(static_cast<double>(h) * freq11), 1e-6);
-  // Pair 0: the frame position at frequency 0.
-  EXPECT_NEAR(cos[token][0].item<double>(), std::cos(static_cast<double>(f)), 1e-6);
-}
-
-TEST(WanRope, RotatesPairs) {
-  const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
-  const auto cos = torch::tensor({0.0F, 0.5F}).view({1, 2});
-  const auto sin = torch::tensor({1.0F, -0.5F}).view({1, 2});
-  const auto y = apply_wan_rope(x, wan_rope_freqs(cos, sin)).flatten();
-  // (x1 c - x2 s, x1 s + x2 c) per pair.
-  EXPECT_FLOAT_EQ(y[0].item<float>(), 1 * 0.0F - 2 * 1.0F);
-  EXPECT_FLOAT_EQ(y[1].item<float>(), 1 * 1.0F + 2 * 0.0F);
-  EXPECT_FLOAT_EQ(y[2].item<float>(), 3 * 0.5F - 4 * -0.5F);
-  EXPECT_FLOAT_EQ(y[3].item<float>(), 3 * -0.5F + 4 * 0.5F);
+TEST(WanRope, IsTheSharedRopeWithTheReferenceSplit) {
+  // head_dim 64 (the fixture): tables t = 24, h = w = 20 columns, read split as [22, 21, 21]
+  // (layers/rope_test.cpp checks what that split does), float64 on the CPU, up to 1024.
+  WanTransformerOptions o;
+  o.attention_head_dim = 64;
+  const auto rope = wan_rope_options(o);
+  EXPECT_EQ(rope.axes_dim, (std::array<std::int64_t, 3>{24, 20, 20}));
+  EXPECT_EQ(rope.split_dim, (std::array<std::int64_t, 3>{22, 21, 21}));
+  EXPECT_EQ(rope.tables, RopeTables::cpu_float64);
+  EXPECT_EQ(rope.max_positions, 1024);
+  o.attention_head_dim = 128;  // the released models: both splits agree
+  EXPECT_EQ(wan_rope_options(o).axes_dim, wan_rope_options(o).split_dim);
 }
 
 TEST(WanTimestepGroups, OneGroupPerSampleFramePerFrameOrPerToken) {
@@ -159,9 +121,8 @@ TEST(WanTransformerBlock, GroupedModulationEqualsPerTokenModulation) {
   const std::int64_t frames = 3, per_frame = 4, dim = o.inner_dim();
   const auto x = torch::randn({2, frames * per_frame, dim});
   const auto ctx = torch::randn({2, 5, dim});
-  const auto [cos, sin] =
-      wan_rope_tables(o.attention_head_dim, o.rope_max_seq_len, o.rope_theta, frames, 2, 2);
-  const auto freqs = wan_rope_freqs(cos, sin);
+  Rope3d rope(wan_rope_options(o));
+  const auto freqs = rope.freqs(frames, 2, 2, torch::kCPU);
   const auto per_group = torch::randn({2, frames, 6, dim});
   const auto grouped = block->forward(x, ctx, per_group, freqs);
   const auto per_token = block->forward(x, ctx, per_group.repeat_interleave(per_frame, 1), freqs);
@@ -410,6 +371,23 @@ TEST(WanTransformer, Fp8NeedsTheFusedGpuPath) {
   EXPECT_THROW(model->quantize_fp8(), ModelError);
 }
 
+TEST(WanTransformer, Fp8PlanTakesEveryBlockGemmButTheTextKeysAndValues) {
+  auto model = random_tiny();
+  const auto layers = fp8_plan_layers(*model, WanTransformer3DModelImpl::fp8_plan());
+  std::vector<std::string> want;
+  for (std::size_t i = 0; i < model->blocks->size(); ++i) {
+    const auto b = "blocks." + std::to_string(i) + ".";
+    for (const char* n : {"attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0", "attn2.to_q",
+                          "attn2.to_out.0", "ffn.net.0.proj", "ffn.net.2"}) {
+      want.push_back(b + n);
+    }
+  }
+  std::sort(want.begin(), want.end());
+  auto got = layers;
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+}
+
 TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   const double n = 3510, d = 3072, f = 14336;
@@ -453,7 +431,8 @@ std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOption
       ranks,
       [&](int r, runtime::Collective& c) {
         const auto i = static_cast<std::size_t>(r);
-        out[i] = models[i]->forward(hidden, timestep, context, &c);
+        models[i]->bind_parallel({nullptr, &c});
+        out[i] = models[i]->forward(hidden, timestep, context);
       },
       "test sequence group");
   for (const auto& e : errors) EXPECT_EQ(e, "");
@@ -498,8 +477,7 @@ TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAConfigError) {
   WanTransformer3DModel model(o);
   init_random_weights(*model, 1);
   const std::string message = test::error_of<ConfigError>([&] {
-    (void)model->forward(torch::zeros({1, o.in_channels, 1, 4, 4}), torch::zeros({1}),
-                         torch::zeros({1, 3, o.text_dim}), group[0].get());
+    model->bind_parallel({nullptr, group[0].get()});
   });
   EXPECT_NE(message.find("4 does not divide the 2 attention heads of the Wan transformer"),
             std::string::npos)

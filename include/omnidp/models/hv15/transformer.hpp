@@ -23,7 +23,10 @@
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/parallel_linear.hpp"
+#include "omnidp/models/layers/parallel_state.hpp"
+#include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/rope.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
@@ -63,15 +66,6 @@ struct TransformerOptions {
                                                     const std::string& origin);
 };
 
-// model.quantization fp8: which double-stream blocks run W8A8 FP8 GEMMs and how those sum
-// (layers/fp8.hpp). bf16_edge_blocks: that many blocks at each end of the stack keep the
-// weights' dtype (the first ones see the embeddings as they come, the last ones feed the
-// output head). The defaults are the product's (docs/models.md, "FP8").
-struct Fp8Plan {
-  Fp8Accumulation accumulation = Fp8Accumulation::fast;
-  std::int64_t bf16_edge_blocks = 0;
-};
-
 // The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
 struct TransformerInputs {
   torch::Tensor hidden_states;             // [B, in_channels, F, H, W]
@@ -82,24 +76,17 @@ struct TransformerInputs {
   torch::Tensor encoder_attention_mask_2;  // [B, L2]
   torch::Tensor image_embeds;              // [B, Li, image_embed_dim]; undefined or all 0 = t2v
   torch::Tensor timestep_r;                // [B], only with use_meanflow; may be undefined
-  // Ulysses (GenerateContext::sequence; docs/runtime.md, "Sequence parallel"): the video tokens
-  // sharded over this group, the text tokens replicated; every rank passes the same inputs and
-  // gets the whole output. Null: one rank (no extra work).
-  runtime::Collective* sequence = nullptr;
 };
 
 // --- building blocks (public for module tests) -------------------------------------------
 
-// 3D RoPE tables for a (frames, height, width) grid of video tokens in F,H,W order: returns
-// (cos, sin), each [F*H*W, sum(axes_dim)] float32, every frequency repeated twice
-// (diffusers get_1d_rotary_pos_embed with use_real=True, repeat_interleave_real=True).
-[[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> rope_tables(
-    std::int64_t frames, std::int64_t height, std::int64_t width,
-    const std::array<std::int64_t, 3>& axes_dim, double theta, const torch::Device& device);
+// The video tokens' 3-D RoPE (layers/rope.hpp): rope_axes_dim and rope_theta of the options,
+// float32 tables on the model's device, as the reference computes them.
+[[nodiscard]] Rope3dOptions hv15_rope_options(const TransformerOptions& options);
 
-// Applies the rotation to x [B, S, H, D] with (cos, sin) [S, D] (interleaved real pairs).
-[[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos,
-                                       const torch::Tensor& sin);
+// Rotates x [B, S, H, D] pairwise by freqs [S, 1, D/2] (Rope3d::freqs): the fused complex
+// multiply where fused_elementwise(), the reference's real formulation otherwise.
+[[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs);
 
 // The token refiner's self-attention (diffusers Attention with AttnProcessor2_0): to_q, to_k,
 // to_v, to_out.0. key_mask [B, L] bool or undefined.
@@ -146,8 +133,8 @@ class TokenRefinerImpl : public torch::nn::Module {
 TORCH_MODULE(TokenRefiner);
 
 // Joint attention of a double-stream block. `text` says which text tokens are keys;
-// (cos, sin) are the video tokens' RoPE tables. With an active `sequence` shard, x (and cos,
-// sin) are this rank's video tokens: they are exchanged to this rank's head shard of every
+// freqs are the video tokens' RoPE rotations. With an active `sequence` shard, x (and freqs)
+// are this rank's video tokens: they are exchanged to this rank's head shard of every
 // token, the replicated text's q/k/v are head-sliced locally, and the text output is gathered
 // over the heads, so `context` stays the same on every rank. Built for a tensor shard it holds
 // heads/n heads: to_q/k/v and add_q/k/v_proj column-split, to_out.0 and to_add_out row-split
@@ -155,11 +142,11 @@ TORCH_MODULE(TokenRefiner);
 class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
  public:
   JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard = {});
-  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
-      const torch::Tensor& x, const torch::Tensor& context, const TextKeys& text,
-      const torch::Tensor& cos, const torch::Tensor& sin, const SequenceShard& sequence = {});
-  // The eight projections' weights to FP8 (ParallelLinearBase::set_fp8); the norms stay.
-  void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                                 const torch::Tensor& context,
+                                                                 const TextKeys& text,
+                                                                 const torch::Tensor& freqs,
+                                                                 const SequenceShard& sequence = {});
   // Its projections declare their own slices; the attention keeps the group to reduce both
   // output projections in one all-reduce.
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
@@ -188,10 +175,7 @@ class DoubleStreamBlockImpl : public torch::nn::Module {
                         TensorShard shard = {});
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> forward(
       const torch::Tensor& x, const torch::Tensor& context, const torch::Tensor& temb,
-      const TextKeys& text, const torch::Tensor& cos, const torch::Tensor& sin,
-      const SequenceShard& sequence = {});
-  // Attention and both FFNs to FP8 (nullopt: back); the AdaLN modulation projections stay bf16.
-  void set_fp8(std::optional<Fp8Accumulation> accumulation);
+      const TextKeys& text, const torch::Tensor& freqs, const SequenceShard& sequence = {});
 
  private:
   Linear norm1_{nullptr}, norm1_context_{nullptr};  // *.linear (AdaLayerNormZero)
@@ -211,9 +195,12 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   // does not divide num_attention_heads (or the FFN width).
   explicit HunyuanVideo15Transformer3DModelImpl(TransformerOptions options, TensorShard shard = {});
 
-  // The tensor group this rank's shard runs in: size and rank must be the shard's (ModelError
-  // otherwise); null for an unsharded model. Set before forward().
-  void set_tensor_group(runtime::Collective* group);
+  // The groups this rank runs in (layers/parallel_state.hpp), bound before forward(): the
+  // tensor group must run this shard (ModelError), the tensor and sequence groups must split
+  // the heads (ConfigError); null axes: one rank. With a sequence group every forward is
+  // Ulysses over it (docs/runtime.md, "Sequence parallel"): the video tokens sharded, the
+  // text tokens replicated; every rank passes the same inputs and gets the whole output.
+  void bind_parallel(const ParallelState& state);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
   // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
   // the slices its parallel layers declare (layer_shard_plan): in every block the attention's
@@ -226,12 +213,13 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const TransformerInputs& inputs);
 
   [[nodiscard]] const TransformerOptions& options() const noexcept { return options_; }
-  // model.quantization fp8 (docs/models.md, "FP8"): every double-stream block's attention
+  // model.quantization fp8 (docs/models.md, "FP8"), the plan of layers/quantization.hpp over
+  // transformer_blocks (its `blocks` is set here): every double-stream block's attention
   // projections and FFN layers to W8A8 FP8 GEMMs; the embedders, the token refiner, the
   // modulation and the output head stay in the weights' dtype; so do the plan's edge blocks.
   // After the weights are loaded; a second call replaces the first plan. ModelError where
   // fp8_unsupported() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
-  void quantize_fp8(const Fp8Plan& plan = {});
+  void quantize_fp8(Fp8Plan plan = {});
   void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
 
@@ -245,6 +233,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
 
   TransformerOptions options_;
   TensorShard shard_;
+  ParallelState parallel_;
   TextPadding padding_ = TextPadding::automatic;
 
   torch::nn::Conv3d x_embedder_{nullptr};  // x_embedder.proj
@@ -260,9 +249,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   Linear norm_out_{nullptr};               // norm_out.linear (AdaLayerNormContinuous)
   Linear proj_out_{nullptr};
 
-  // RoPE tables cached for the last (F, H, W, device).
-  std::array<std::int64_t, 3> rope_grid_{-1, -1, -1};
-  torch::Tensor rope_cos_, rope_sin_;
+  Rope3d rope_;
 };
 TORCH_MODULE(HunyuanVideo15Transformer3DModel);
 

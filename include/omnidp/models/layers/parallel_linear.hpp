@@ -151,6 +151,7 @@ class QKVParallelLinear {
                     bool with_bias, TensorShard shard, const ParamSpec& spec,
                     const std::string& owner);
   [[nodiscard]] const ColumnParallelLinear& part(std::size_t i) const { return parts_.at(i); }
+  [[nodiscard]] std::size_t parts() const noexcept { return parts_.size(); }
   // x [..., in] -> each part's columns [..., out/n], biases included: one GEMM.
   [[nodiscard]] std::vector<torch::Tensor> forward(const torch::Tensor& x) const;
   // forward(x) without the biases (each part's is part(i)->bias).
@@ -170,6 +171,20 @@ class QKVParallelLinear {
   std::vector<ColumnParallelLinear> parts_;
   LinearMethod method_;
   std::string owner_;
+};
+
+// A module that owns QKVParallelLinear layers (which are not modules: their parts are), so that
+// model-wide walks (layers/quantization.hpp) reach the fused layer behind the parts.
+class FusedLinearOwner {
+ public:
+  FusedLinearOwner() = default;
+  FusedLinearOwner(const FusedLinearOwner&) = default;
+  FusedLinearOwner& operator=(const FusedLinearOwner&) = default;
+  FusedLinearOwner(FusedLinearOwner&&) = default;
+  FusedLinearOwner& operator=(FusedLinearOwner&&) = default;
+  virtual ~FusedLinearOwner() = default;
+  // The fused layers this module owns (pointers valid as long as the module).
+  [[nodiscard]] virtual std::vector<QKVParallelLinear*> fused_linears() = 0;
 };
 
 // The slices every TensorParallelLayer under `root` declares, by full parameter name (the

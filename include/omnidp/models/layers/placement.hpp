@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
@@ -27,6 +28,19 @@ struct ModelPlacement {
 // ConfigError on model.device; then apply_torch_settings(config). Call on the thread that
 // will run the model.
 [[nodiscard]] ModelPlacement model_placement(const Config& config, const DeviceBinding& binding);
+
+// A model's declared list of modules kept in float32 whatever model.dtype (diffusers'
+// `_keep_in_fp32_modules`): module names, each matched against every component of a
+// parameter's dotted name ("time_embedder" keeps "condition_embedder.time_embedder.linear_1.weight").
+using Float32Modules = std::vector<std::string>;
+
+// True when a component of `parameter` (a dotted name) is one of `modules`.
+[[nodiscard]] bool kept_in_float32(const std::string& parameter, const Float32Modules& modules);
+
+// Converts every parameter of `root` in place (set_data: handles and views stay valid) to
+// `device`, in float32 where kept_in_float32, else in `dtype`; buffers move to `device` only.
+void to_dtype_keeping_float32(torch::nn::Module& root, torch::Device device,
+                              torch::ScalarType dtype, const Float32Modules& modules);
 
 // Sets requires_grad false on every parameter (the models are inference-only).
 void freeze(torch::nn::Module& module);

@@ -63,10 +63,14 @@ void check_head_split(std::int64_t heads, std::int64_t tensor_size, std::int64_t
 
 // The text a joint attention adds to the video tokens, replicated on every rank: cq, ck, cv
 // [B, Lc, H, D] (undefined: no text, as Wan's self-attention); key_mask [B, Lc] bool (undefined:
-// all valid): a masked text token is no key, and its own output row is zero.
+// all valid): a masked text token is no key, and its own output row is zero. `lengths` (ragged
+// entries, CFG's two branches as one batch): entry b's text is its first lengths[b] tokens and
+// the rest padding; without a sequence group each entry attends over its own text alone (no
+// mask), under Ulysses key_mask (which must then say the same) is used.
 struct JointText {
   torch::Tensor q, k, v;
   torch::Tensor key_mask;
+  std::vector<std::int64_t> lengths;
 };
 
 // Ulysses attention (docs/runtime.md, "Sequence parallel"): q, k, v [B, local, H, D] are this
@@ -75,7 +79,8 @@ struct JointText {
 // key; layers/attention.hpp joint_attention, or scaled_dot_product_attention with the text's
 // key mask); the video output goes back to its token shards, the text output is gathered over
 // the heads. Returns {video [B, local, H*D], text [B, Lc, H*D] (undefined without text)}. The
-// caller checks the head split (check_head_split) once per forward.
+// caller checks the head split (check_head_split) once per forward. The models call it through
+// layers/attention_layer.hpp's attend, which is this with a group and plain attention without.
 [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> ulysses_attention(const SequenceShard& shard,
                                                                         const torch::Tensor& q,
                                                                         const torch::Tensor& k,

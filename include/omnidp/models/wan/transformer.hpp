@@ -28,8 +28,12 @@
 #include "omnidp/models/layers/head_norm.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/parallel_linear.hpp"
+#include "omnidp/models/layers/parallel_state.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
+#include "omnidp/models/layers/placement.hpp"
+#include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/rms_norm.hpp"
+#include "omnidp/models/layers/rope.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
@@ -66,23 +70,10 @@ struct WanTransformerOptions {
   [[nodiscard]] static WanTransformerOptions from_file(const std::filesystem::path& config_json);
 };
 
-// 3D rotary embedding tables as WanRotaryPosEmbed computes them: per-axis tables of
-// get_1d_rotary_pos_embed (float64, repeat-interleaved, then float32) for head-dim split
-// t = D - 2*2*(D/6), h = w = 2*(D/6), concatenated, then re-split as [D - 2*(D/3), D/3, D/3]
-// for frame / row / column indexing (the reference's split, kept even where the two splits
-// differ). Returns (cos, sin), each [frames*height*width, D/2] float32: cos = even columns,
-// sin = odd columns, which is all the reference's apply_rotary_emb reads. Tokens are in
-// (frame, row, column) order. frames/height/width are in patches.
-[[nodiscard]] std::pair<torch::Tensor, torch::Tensor> wan_rope_tables(
-    std::int64_t head_dim, std::int64_t max_seq_len, double theta, std::int64_t frames,
-    std::int64_t height, std::int64_t width);
-
-// The tables as one complex64 rotation per token and pair: cos + i sin, [L, 1, D/2].
-[[nodiscard]] torch::Tensor wan_rope_freqs(const torch::Tensor& cos, const torch::Tensor& sin);
-
-// Rotates x [B, L, H, D] pairwise (x[2i], x[2i+1]) by freqs [L, 1, D/2] (wan_rope_freqs):
-// one complex multiply in float32, returned in x's dtype.
-[[nodiscard]] torch::Tensor apply_wan_rope(const torch::Tensor& x, const torch::Tensor& freqs);
+// WanRotaryPosEmbed as a shared 3-D RoPE (layers/rope.hpp): float64 tables on the CPU over
+// head-dim shares t = D - 4(D/6), h = w = 2(D/6), read split as [D - 2(D/3), D/3, D/3] (the
+// reference's split, kept where the two differ), positions up to rope_max_seq_len.
+[[nodiscard]] Rope3dOptions wan_rope_options(const WanTransformerOptions& options);
 
 // Groups of tokens that share a timestep, so that the time embedding and the modulation are
 // computed once per group and broadcast: timestep [B] -> ([B, 1], 1); [B, N] constant per
@@ -106,7 +97,9 @@ struct WanPreparedBlock {
 // norm_q/k (HeadNorm) column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The
 // tensor group (bind_tensor_groups) completes the norms' sums of squares, the output
 // projection and the folded bias (layers/parallel_linear.hpp).
-class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
+class WanAttentionImpl : public torch::nn::Module,
+                         public TensorParallelLayer,
+                         public FusedLinearOwner {
  public:
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
                    TensorShard shard = {}, const ParamSpec& spec = {});
@@ -116,7 +109,7 @@ class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
   }
   void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
   // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
-  // rope_freqs (wan_rope_freqs) for self-attention, undefined to skip. With an active
+  // rope_freqs (Rope3d::freqs) for self-attention, undefined to skip. With an active
   // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
   // the attention runs over every token of this rank's head shard (layers/ulysses.hpp).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
@@ -151,10 +144,8 @@ class WanAttentionImpl : public torch::nn::Module, public TensorParallelLayer {
       const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
   // Converts the fused projection (the model's to_dtype: before its other parameters).
   void to_dtype(torch::Device device, torch::ScalarType dtype);
-  // FP8 (layers/fp8.hpp) for the GEMMs of the bias-deferring path: q/k/v (self) or to_q
-  // (cross), and to_out.0; the context's k/v stay in the weights' dtype. Needs the fused
-  // elementwise kernels (ModelError otherwise); the bf16 parameters stay.
-  void quantize_fp8();
+  // The fused q/k/v (self) or k/v (cross) projection, for the model-wide walks.
+  [[nodiscard]] std::vector<QKVParallelLinear*> fused_linears() override { return {&in_}; }
 
   ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};  // to_k, to_v: in_'s parts
   torch::nn::ModuleList to_out{nullptr};  // [0] = RowParallelLinear (the reference's [1] is Dropout)
@@ -247,9 +238,12 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   explicit WanTransformer3DModelImpl(WanTransformerOptions options, TensorShard shard = {},
                                      const ParamSpec& spec = {});
 
-  // The tensor group this rank's shard runs in: size and rank must be the shard's (ModelError
-  // otherwise); null for an unsharded model. Set before prepare_context()/forward().
-  void set_tensor_group(runtime::Collective* group);
+  // The groups this rank runs in (layers/parallel_state.hpp), bound before
+  // prepare_context()/forward(): the tensor group must run this shard (ModelError), the
+  // tensor and sequence groups must split the heads (ConfigError); null axes: one rank.
+  // With a sequence group every forward is Ulysses over it (docs/runtime.md, "Sequence
+  // parallel"): every rank passes the same inputs and gets the whole output.
+  void bind_parallel(const ParallelState& state);
   [[nodiscard]] const TensorShard& tensor_shard() const noexcept { return shard_; }
   // The checkpoint tensors this shard holds a slice of (LoadOptions::shard, init_random_weights):
   // the slices its parallel layers declare (layer_shard_plan): in every block attn1/attn2 to_q,
@@ -260,29 +254,28 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
   // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
   // context [B, L, text_dim]. Returns [B, out_channels, F, H, W] in hidden's dtype.
-  // `sequence` (GenerateContext::sequence): Ulysses over that group (docs/runtime.md,
-  // "Sequence parallel"); every rank passes the same inputs and gets the whole output. Null:
-  // one rank (no extra work). ModelError when the heads do not split over the group.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const torch::Tensor& context,
-                                      runtime::Collective* sequence = nullptr);
+                                      const torch::Tensor& context);
   // context [B, L, text_dim] -> its WanPreparedContext; ModelError for another shape.
   [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context);
   // forward() with a prepared context of the same batch: the same operations in the same
   // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const WanPreparedContext& context,
-                                      runtime::Collective* sequence = nullptr);
+                                      const WanPreparedContext& context);
 
-  // Moves to device and dtype; the reference's _keep_in_fp32_modules (time_embedder,
-  // scale_shift_table, norm1/norm2/norm3) stay float32.
+  // The reference's _keep_in_fp32_modules: built in float32, kept so by to_dtype (norm1 and
+  // norm3 have no parameters here).
+  inline static const Float32Modules kKeepInFloat32{"time_embedder", "scale_shift_table", "norm1",
+                                                    "norm2", "norm3"};
+  // Moves to device and dtype (to_dtype_keeping_float32 with kKeepInFloat32).
   void to_dtype(torch::Device device, torch::ScalarType dtype);
   // The dtype of the projections (the "transformer dtype" of the pipelines).
   [[nodiscard]] torch::ScalarType dtype() const;
-  // model.quantization fp8: the blocks' attention and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp);
-  // the embeddings, the text keys/values and proj_out stay bf16. On the GPU;
-  // ModelError where FP8 is unsupported.
+  // model.quantization fp8, the model's plan (layers/quantization.hpp): the blocks' attention
+  // and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp); the embeddings, the text keys/values and
+  // proj_out stay bf16. Needs the fused elementwise kernels on the GPU (ModelError otherwise).
   void quantize_fp8();
+  [[nodiscard]] static Fp8Plan fp8_plan();
 
   [[nodiscard]] const WanTransformerOptions& options() const noexcept { return options_; }
 
@@ -293,13 +286,10 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   torch::Tensor scale_shift_table;  // [1, 2, dim]
 
  private:
-  // Cached rope rotation (wan_rope_freqs) for the last (F, H, W) in patches, on the device.
-  torch::Tensor rope_for(std::int64_t f, std::int64_t h, std::int64_t w, torch::Device device);
-
   WanTransformerOptions options_;
   TensorShard shard_;
-  std::array<std::int64_t, 3> rope_key_{-1, -1, -1};
-  torch::Tensor rope_freqs_;
+  ParallelState parallel_;
+  Rope3d rope_;
 };
 TORCH_MODULE(WanTransformer3DModel);
 
