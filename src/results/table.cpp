@@ -389,7 +389,7 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
              [&] { return H5Pset_filter(dcpl.id(), kLzfFilter, H5Z_FLAG_MANDATORY, 0, nullptr); });
   }
   const h5::PropList lcpl = h5::link_create_utf8(true);
-  const h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
+  h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
     return H5Dcreate2(file, path.c_str(), H5T_STD_U8LE, space.id(), lcpl.id(), dcpl.id(),
                       H5P_DEFAULT);
   }));
@@ -402,6 +402,8 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
   h5::write_attribute(dataset.id(), "fps", static_cast<std::int64_t>(record.fps));
   h5::write_attribute(dataset.id(), "input_key", record.input_key);
   h5::write_attribute(dataset.id(), "video_sha256", record.video_sha256);
+  // The chunks usually sit in HDF5's chunk cache until here: a full disk shows at this close.
+  dataset.close(context);
 }
 
 Video read_video(hid_t file, std::string_view id) {

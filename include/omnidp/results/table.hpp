@@ -58,7 +58,8 @@ struct VideoStorage {
   bool lzf = false;    // LZF filter (id 32000)
 };
 // Creates /videos/<escaped id> (uint8 [F,H,W,3], chunked by frame) under the file `file`, writes
-// the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256.
+// the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256, and closes the
+// dataset checked (its chunks reach the file there): returns only when every call succeeded.
 void write_video(hid_t file, const ResultRecord& record, const Video& video,
                  const VideoStorage& storage);
 [[nodiscard]] Video read_video(hid_t file, std::string_view id);
