@@ -2,8 +2,11 @@
 
 #include "omnidp/results/file_locking.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -80,10 +83,11 @@ void write_scalar_attribute(hid_t obj, const std::string& name, hid_t file_type,
                             const void* value) {
   remove_attribute_if_present(obj, name);
   const Dataspace space = scalar_space();
-  const Attribute attr(call("H5Acreate2", name, [&] {
+  Attribute attr(call("H5Acreate2", name, [&] {
     return H5Acreate2(obj, name.c_str(), file_type, space.id(), H5P_DEFAULT, H5P_DEFAULT);
   }));
   call("H5Awrite", name, [&] { return H5Awrite(attr.id(), mem_type, value); });
+  attr.close(name);
 }
 
 Attribute open_attribute(hid_t obj, const std::string& name) {
@@ -113,6 +117,8 @@ std::string take_error_stack() {
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_entry, &stack);
   H5Eclear2(H5E_DEFAULT);
   if (stack.empty()) stack = "(no HDF5 error stack)";
+  // One line: the sec2 driver's messages embed ctime()'s newline ("time = Thu Dec  3 ...\n").
+  std::replace(stack.begin(), stack.end(), '\n', ' ');
   return stack;
 }
 
@@ -120,11 +126,24 @@ void throw_error(std::string_view call_name, std::string_view context) {
   throw Hdf5Error(std::string(call_name), std::string(context), take_error_stack());
 }
 
+int disk_full_errno(std::string_view text) noexcept {
+  for (const int code : {ENOSPC, EFBIG, EDQUOT}) {
+    const std::string number = "errno = " + std::to_string(code);
+    for (std::size_t at = text.find(number); at != std::string_view::npos;
+         at = text.find(number, at + 1)) {
+      const std::size_t end = at + number.size();
+      if (end == text.size() || text[end] < '0' || text[end] > '9') return code;
+    }
+    if (text.find(std::strerror(code)) != std::string_view::npos) return code;
+  }
+  return 0;
+}
+
 template <Kind K>
-void Handle<K>::close() {
+void Handle<K>::close(std::string_view context) {
   if (!valid()) return;
   const hid_t id = std::exchange(id_, H5I_INVALID_HID);
-  call(close_name(K), "closing a handle", [&] { return close_id(K, id); });
+  call(close_name(K), context, [&] { return close_id(K, id); });
 }
 
 template <Kind K>
@@ -191,14 +210,54 @@ File open_file(const std::string& path, bool writable, bool locking) {
   }));
 }
 
-void flush_durable(const File& file, std::string_view context) {
-  call("H5Fflush", context, [&] { return H5Fflush(file.id(), H5F_SCOPE_LOCAL); });
+namespace {
+
+// The file descriptor of a file opened with the sec2 driver (file_access()).
+int descriptor(const File& file, std::string_view context) {
   void* handle = nullptr;
   call("H5Fget_vfd_handle", context,
        [&] { return H5Fget_vfd_handle(file.id(), H5P_DEFAULT, &handle); });
-  const int fd = *static_cast<int*>(handle);  // the sec2 driver's handle is its descriptor
-  if (::fsync(fd) != 0) {
+  return *static_cast<int*>(handle);  // the sec2 driver's handle is its descriptor
+}
+
+haddr_t end_of_allocation(const File& file, std::string_view context) {
+  haddr_t eoa = 0;
+  call("H5Fget_eoa", context, [&] { return H5Fget_eoa(file.id(), &eoa); });
+  return eoa;
+}
+
+}  // namespace
+
+void flush_durable(const File& file, std::string_view context) {
+  call("H5Fflush", context, [&] { return H5Fflush(file.id(), H5F_SCOPE_LOCAL); });
+  if (::fsync(descriptor(file, context)) != 0) {
     throw IoError(std::string(context), std::string("fsync failed: ") + std::strerror(errno));
+  }
+}
+
+void reserve_space(const File& file, std::uint64_t bytes, std::string_view context) {
+  const haddr_t eoa = end_of_allocation(file, context);
+  const int rc = ::posix_fallocate(descriptor(file, context), static_cast<off_t>(eoa),
+                                   static_cast<off_t>(bytes));
+  // A file system that cannot reserve: the checked writes still find a full disk.
+  if (rc == 0 || rc == EOPNOTSUPP || rc == EINVAL || rc == ENOSYS) return;
+  // In the words of HDF5's sec2 driver, like a failed write.
+  throw IoError(std::string(context),
+                "reserving " + std::to_string(bytes) +
+                    " bytes past the end of the file failed: errno = " + std::to_string(rc) +
+                    ", error message = '" + std::strerror(rc) + "'");
+}
+
+void trim_reserved_space(const File& file, std::string_view context) {
+  const haddr_t eoa = end_of_allocation(file, context);
+  const int fd = descriptor(file, context);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    throw IoError(std::string(context), std::string("fstat failed: ") + std::strerror(errno));
+  }
+  if (static_cast<haddr_t>(st.st_size) <= eoa) return;
+  if (::ftruncate(fd, static_cast<off_t>(eoa)) != 0) {
+    throw IoError(std::string(context), std::string("ftruncate failed: ") + std::strerror(errno));
   }
 }
 
@@ -310,11 +369,13 @@ void write_attribute(hid_t obj, const std::string& name, const std::vector<std::
   std::vector<const char*> pointers;
   pointers.reserve(values.size());
   for (const auto& v : values) pointers.push_back(v.c_str());
-  const Attribute attr(call("H5Acreate2", name, [&] {
+  Attribute attr(call("H5Acreate2", name, [&] {
     return H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT);
   }));
-  if (values.empty()) return;  // nothing to write; H5Awrite refuses a null buffer
-  call("H5Awrite", name, [&] { return H5Awrite(attr.id(), type.id(), pointers.data()); });
+  if (!values.empty()) {  // H5Awrite refuses a null buffer
+    call("H5Awrite", name, [&] { return H5Awrite(attr.id(), type.id(), pointers.data()); });
+  }
+  attr.close(name);
 }
 
 bool has_attribute(hid_t obj, const std::string& name) {
@@ -366,13 +427,14 @@ void write_string_dataset(hid_t loc, const std::string& name, std::string_view v
   const Datatype type = vlen_string_type();
   const Dataspace space = scalar_space();
   const PropList lcpl = link_create_utf8(false);
-  const Dataset dataset(call("H5Dcreate2", name, [&] {
+  Dataset dataset(call("H5Dcreate2", name, [&] {
     return H5Dcreate2(loc, name.c_str(), type.id(), space.id(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT);
   }));
   const std::string text(value);
   const char* pointer = text.c_str();
   call("H5Dwrite", name,
        [&] { return H5Dwrite(dataset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &pointer); });
+  dataset.close(name);
 }
 
 std::string read_string_dataset(hid_t loc, const std::string& name) {
@@ -391,14 +453,16 @@ void write_double_dataset(hid_t loc, const std::string& name, std::span<const do
   const hsize_t count = values.size();
   const Dataspace space(
       call("H5Screate_simple", name, [&] { return H5Screate_simple(1, &count, nullptr); }));
-  const Dataset dataset(call("H5Dcreate2", name, [&] {
+  Dataset dataset(call("H5Dcreate2", name, [&] {
     return H5Dcreate2(loc, name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT,
                       H5P_DEFAULT);
   }));
-  if (count == 0) return;
-  call("H5Dwrite", name, [&] {
-    return H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
-  });
+  if (count > 0) {
+    call("H5Dwrite", name, [&] {
+      return H5Dwrite(dataset.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+    });
+  }
+  dataset.close(name);
 }
 
 std::vector<double> read_double_dataset(hid_t loc, const std::string& name) {

@@ -38,6 +38,11 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     try {
       const ResultsFileInfo info = read_file_info(file);
       auto rows = read_stored_rows(file, i);
+      for (const auto& row : rows) {
+        if (row.video_error.empty()) continue;
+        log_warn("merge: " + file.string() + ": not using the row of request '" + row.record.id +
+                 "': its video cannot be read back (" + row.video_error + ")");
+      }
       if (newest.format.empty() || info.created >= newest.created) newest = info;
       any_store_video = any_store_video || info.store_video;
       world_size = std::max(world_size, info.world_size);

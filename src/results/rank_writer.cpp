@@ -21,6 +21,16 @@ namespace {
 
 constexpr H5Z_filter_t kLzfFilter = 32000;
 constexpr int kMaxSegments = 100000;
+// Room for what a write adds besides the video's bytes: its object header and attributes, a
+// new /requests chunk (1024 rows), global heap collections, B-tree nodes.
+constexpr std::uint64_t kMetadataReserve = 512 * 1024;
+
+// The bytes reserved before a write: the video (plus 1/16 for a compressor's worst case) and
+// the metadata.
+std::uint64_t reserve_bytes(const Video* video) {
+  const std::uint64_t data = video != nullptr ? video->byte_size() : 0;
+  return data + data / 16 + kMetadataReserve;
+}
 
 bool is_hex_hash(const std::string& s) {
   if (s.size() != kHashChars) return false;
@@ -103,6 +113,19 @@ void check_filter(const OutputConfig& output) {
   }
 }
 
+// Rethrows `e` (being handled: a failed HDF5 call or fsync of `file`, while doing `what`) as a
+// DiskFullError when it reports a full disk, else unchanged.
+[[noreturn]] void rethrow_write_error(const Error& e, const std::filesystem::path& file,
+                                      const std::string& what) {
+  const int code = h5::disk_full_errno(e.what());
+  if (code == 0) throw;
+  std::string cause = e.what();
+  const std::string prefix = file.string() + ": ";  // named once, first
+  if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
+  throw DiskFullError(file.string(), std::string("(") + std::strerror(code) + ", errno " +
+                                         std::to_string(code) + "): " + what + ": " + cause);
+}
+
 }  // namespace
 
 void check_output_support(const OutputConfig& output) {
@@ -127,6 +150,7 @@ struct RankWriter::Impl {
   OutputConfig output;
   VideoStorage storage;
   std::function<void()> fault_hook;
+  bool reserve = true;  // reserve each write's space first (set_space_reservation)
   std::size_t rows = 0;
   bool closed = false;
   bool failed = false;  // an HDF5 write or flush failed: the file is left as last flushed
@@ -135,6 +159,7 @@ struct RankWriter::Impl {
   h5::Dataset table;
 
   void check_record(const ResultRecord& r, const Video* video) const;
+  void write_header(int segment);  // root attributes, /requests, /videos; flushed
 };
 
 void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) const {
@@ -196,8 +221,22 @@ RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& inf
   }
   if (impl_->path.empty()) throw IoError(dir.string(), "no free rank file name");
 
-  impl_->file = h5::create_file(impl_->path.string());  // exclusive: never overwrites
-  const hid_t root = impl_->file.id();
+  try {
+    impl_->file = h5::create_file(impl_->path.string());  // exclusive: never overwrites
+    impl_->write_header(segment);
+  } catch (const Error& e) {
+    // Not closed (as after a failed write): closing would flush what the disk refused.
+    (void)impl_->table.release();
+    (void)impl_->file.release();
+    impl_->closed = true;
+    rethrow_write_error(e, impl_->path, "creating the rank file");
+  }
+  log_debug("results: writing " + impl_->path.string());
+}
+
+void RankWriter::Impl::write_header(int segment) {
+  h5::reserve_space(file, kMetadataReserve, path.string());
+  const hid_t root = file.id();
   h5::write_attribute(root, "format", std::string_view(kRankFormat));
   h5::write_attribute(root, "software_version", std::string_view(version()));
   h5::write_attribute(root, "git_revision", std::string_view(git_revision()));
@@ -213,10 +252,9 @@ RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& inf
   h5::write_attribute(root, "compression", compression_label(output));
   h5::write_attribute(root, "created", now_seconds());
   h5::write_attribute(root, "state", std::string_view("open"));
-  impl_->table = create_requests_table(root, kRequestsPath);
-  if (output.store_video) h5::create_group(root, kVideosPath).close();
-  h5::flush_durable(impl_->file, impl_->path.string());
-  log_debug("results: writing " + impl_->path.string());
+  table = create_requests_table(root, kRequestsPath);
+  if (output.store_video) h5::create_group(root, kVideosPath).close(kVideosPath);
+  h5::flush_durable(file, path.string());
 }
 
 RankWriter::~RankWriter() {
@@ -245,17 +283,25 @@ void RankWriter::write(const ResultRecord& record, const Video* video) {
     }
   }
   try {
-    // The video first, then its row: a row on disk implies its video was written before it.
+    // The space first (a full disk fails here, before HDF5 writes anything: a flush failing
+    // halfway could write a superblock claiming space the disk never got); then the video,
+    // then its row: a row on disk implies its video was written before it. Every write and
+    // close is checked, so nothing counts unless all of it reached the file.
+    if (impl_->reserve) {
+      h5::reserve_space(impl_->file, reserve_bytes(with_video ? video : nullptr),
+                        impl_->path.string());
+    }
     if (with_video) write_video(root, record, *video, impl_->storage);
     append_requests(impl_->table, std::span<const ResultRecord>(&record, 1));
     if (impl_->fault_hook) impl_->fault_hook();
     h5::flush_durable(impl_->file, impl_->path.string());
-  } catch (const Hdf5Error&) {  // the library or the disk failed (not a fault hook's throw)
+    h5::trim_reserved_space(impl_->file, impl_->path.string());
+  } catch (const Hdf5Error& e) {  // the library or the disk failed (not a fault hook's throw)
     impl_->failed = true;
-    throw;
-  } catch (const IoError&) {
+    rethrow_write_error(e, impl_->path, "writing request '" + record.id + "'");
+  } catch (const IoError& e) {
     impl_->failed = true;
-    throw;
+    rethrow_write_error(e, impl_->path, "writing request '" + record.id + "'");
   }
   ++impl_->rows;
 }
@@ -274,11 +320,20 @@ void RankWriter::close() {
              " left as of its last flush, not closed: a write to it failed");
     return;
   }
-  h5::write_attribute(impl_->file.id(), "state", std::string_view("closed"));
-  impl_->table.close();
-  h5::flush_durable(impl_->file, impl_->path.string());
-  impl_->file.close();
+  try {
+    if (impl_->reserve) h5::reserve_space(impl_->file, kMetadataReserve, impl_->path.string());
+    h5::write_attribute(impl_->file.id(), "state", std::string_view("closed"));
+    impl_->table.close(kRequestsPath);
+    h5::flush_durable(impl_->file, impl_->path.string());
+    impl_->file.close(impl_->path.string());
+  } catch (const Hdf5Error& e) {
+    rethrow_write_error(e, impl_->path, "closing the rank file");
+  } catch (const IoError& e) {
+    rethrow_write_error(e, impl_->path, "closing the rank file");
+  }
 }
+
+void RankWriter::set_space_reservation(bool on) { impl_->reserve = on; }
 
 void RankWriter::set_fault_hook(std::function<void()> between_write_and_flush) {
   impl_->fault_hook = std::move(between_write_and_flush);

@@ -119,6 +119,15 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
     row.file_order = file_order;
     row.video_expected = store_video && record.status == RequestStatus::ok;
     row.video_present = has_videos && h5::link_exists(root, video_path(record.id));
+    if (row.video_present && record.status == RequestStatus::ok) {
+      // A video whose data never reached the disk (a full disk at its close) is not there.
+      try {
+        check_stored_video(root, record);
+      } catch (const Error& e) {
+        row.video_present = false;
+        row.video_error = e.what();
+      }
+    }
     row.record = std::move(record);
     fn(std::move(row));
   });

@@ -45,7 +45,14 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
     const auto& file = files[i];
     const auto add = [&](StoredRow&& row) {
       if (row.record.status != RequestStatus::ok) return;
-      if (row.video_expected && !row.video_present) return;  // writer died in between
+      if (row.video_expected && !row.video_present) {  // writer died or failed in between
+        if (!row.video_error.empty()) {
+          log_warn("resume: " + file.string() + ": request '" + row.record.id +
+                   "' is recorded ok but its video cannot be read back (" + row.video_error +
+                   "); it is generated again");
+        }
+        return;
+      }
       auto [it, inserted] = done.try_emplace(row.record.id, row.record.input_key);
       if (inserted) {
         auto& p = profiles[row.record.numerics];

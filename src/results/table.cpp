@@ -389,7 +389,7 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
              [&] { return H5Pset_filter(dcpl.id(), kLzfFilter, H5Z_FLAG_MANDATORY, 0, nullptr); });
   }
   const h5::PropList lcpl = h5::link_create_utf8(true);
-  const h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
+  h5::Dataset dataset(h5::call("H5Dcreate2", context, [&] {
     return H5Dcreate2(file, path.c_str(), H5T_STD_U8LE, space.id(), lcpl.id(), dcpl.id(),
                       H5P_DEFAULT);
   }));
@@ -402,6 +402,81 @@ void write_video(hid_t file, const ResultRecord& record, const Video& video,
   h5::write_attribute(dataset.id(), "fps", static_cast<std::int64_t>(record.fps));
   h5::write_attribute(dataset.id(), "input_key", record.input_key);
   h5::write_attribute(dataset.id(), "video_sha256", record.video_sha256);
+  // The chunks usually sit in HDF5's chunk cache until here: a full disk shows at this close.
+  dataset.close(context);
+}
+
+void check_stored_video(hid_t file, const ResultRecord& record) {
+  const std::string path = video_path(record.id);
+  const h5::Dataset dataset = h5::open_dataset(file, path);
+  const auto dims = h5::dataset_dims(dataset);
+  const std::vector<hsize_t> expected = {static_cast<hsize_t>(record.frames),
+                                         static_cast<hsize_t>(record.height),
+                                         static_cast<hsize_t>(record.width), 3};
+  const auto shape = [](const std::vector<hsize_t>& d) {
+    std::string out;
+    for (const hsize_t n : d) out += (out.empty() ? "" : "x") + std::to_string(n);
+    return out;
+  };
+  if (dims != expected) {
+    throw RuntimeError("the stored video is " + shape(dims) + ", its row says " + shape(expected),
+                       {path});
+  }
+  const h5::Datatype type(h5::call("H5Dget_type", path, [&] { return H5Dget_type(dataset.id()); }));
+  if (H5Tget_class(type.id()) != H5T_INTEGER || H5Tget_size(type.id()) != 1 ||
+      H5Tget_sign(type.id()) != H5T_SGN_NONE) {
+    throw RuntimeError("the stored video is not uint8", {path});
+  }
+  if (std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end()) return;
+  const h5::PropList dcpl(
+      h5::call("H5Dget_create_plist", path, [&] { return H5Dget_create_plist(dataset.id()); }));
+  const h5::Dataspace space = h5::dataset_space(dataset);
+  if (h5::call("H5Pget_layout", path, [&] { return H5Pget_layout(dcpl.id()); }) == H5D_CHUNKED) {
+    std::array<hsize_t, 4> chunk = {};
+    h5::call("H5Pget_chunk", path, [&] { return H5Pget_chunk(dcpl.id(), 4, chunk.data()); });
+    hsize_t chunks = 1;
+    for (std::size_t i = 0; i < 4; ++i) {
+      chunk[i] = std::max<hsize_t>(chunk[i], 1);
+      chunks *= (dims[i] + chunk[i] - 1) / chunk[i];
+    }
+    hsize_t stored = 0;
+    h5::call("H5Dget_num_chunks", path,
+             [&] { return H5Dget_num_chunks(dataset.id(), space.id(), &stored); });
+    if (stored != chunks) {
+      throw RuntimeError("only " + std::to_string(stored) + " of its " + std::to_string(chunks) +
+                             " chunks are stored (its data never reached the file)",
+                         {path});
+    }
+    std::array<hsize_t, 4> last = {};  // the first element of the last chunk
+    for (std::size_t i = 0; i < 4; ++i) last[i] = (dims[i] - 1) / chunk[i] * chunk[i];
+    unsigned mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    h5::call("H5Dget_chunk_info_by_coord", path, [&] {
+      return H5Dget_chunk_info_by_coord(dataset.id(), last.data(), &mask, &address, &size);
+    });
+    // The file the dataset lives in (results.h5 links to the rank files' videos).
+    const h5::File own(h5::call("H5Iget_file_id", path, [&] { return H5Iget_file_id(dataset.id()); }));
+    hsize_t file_size = 0;
+    h5::call("H5Fget_filesize", path, [&] { return H5Fget_filesize(own.id(), &file_size); });
+    if (address == HADDR_UNDEF || size == 0 || address + size > file_size) {
+      throw RuntimeError("its last chunk lies past the end of the file", {path});
+    }
+  }
+  // The last row of pixels of the last frame.
+  const std::array<hsize_t, 4> start = {dims[0] - 1, dims[1] - 1, 0, 0};
+  const std::array<hsize_t, 4> count = {1, 1, dims[2], 3};
+  h5::call("H5Sselect_hyperslab", path, [&] {
+    return H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                               nullptr);
+  });
+  const h5::Dataspace memory_space(h5::call(
+      "H5Screate_simple", path, [&] { return H5Screate_simple(4, count.data(), nullptr); }));
+  std::vector<std::uint8_t> row(static_cast<std::size_t>(dims[2]) * 3U);
+  h5::call("H5Dread", path, [&] {
+    return H5Dread(dataset.id(), H5T_NATIVE_UINT8, memory_space.id(), space.id(), H5P_DEFAULT,
+                   row.data());
+  });
 }
 
 Video read_video(hid_t file, std::string_view id) {

@@ -282,7 +282,10 @@ void Rank::on_local(LocalEvent ev) {
         send_message(*s_.group, m, GroupIdleMsg{idle->id}, kGroupTag);
     }
   } else if (auto* failed = std::get_if<WriterFailed>(&ev)) {
+    // The rank stops taking work (Assigns are given back) and the job drains (a full disk:
+    // docs/reliability.md). One line, with the rank file and the cause.
     writer_broken_ = true;
+    log_error("results writer failed; this rank takes no more work: " + failed->error.message);
     send(0, FatalMsg{failed->error});
   } else if (std::holds_alternative<WriterClosed>(ev)) {
     send(0, ClosedMsg{busy_s_});

@@ -4,6 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <array>
 #include <csignal>
 #include <fstream>
 
@@ -271,6 +274,82 @@ std::string refusal(const ResumeScan& scan, const std::filesystem::path& dir,
     return e.what();
   }
   return "";
+}
+
+// How a stored video can be broken while its ok row stands (issue 39, class 1: the row of a
+// video whose close failed on a full disk was flushed as ok).
+enum class BrokenVideo { header_overwritten, chunks_never_written, shape_differs_from_row };
+
+// Adds to the closed rank file `file` an ok row for `id` whose /videos dataset is broken `how`
+// (header_overwritten: the row and video are written whole, then the dataset's object header
+// is overwritten on disk, so H5Dopen2 fails).
+void add_broken_video(const std::filesystem::path& file, const std::string& id, BrokenVideo how) {
+  const Video v = testing::video_for(id);
+  ResultRecord record = testing::ok_record(id, v);
+  {
+    const h5::File f = h5::open_file(file.string(), true);
+    h5::Dataset table = h5::open_dataset(f.id(), kRequestsPath);
+    if (how == BrokenVideo::chunks_never_written) {
+      const std::array<hsize_t, 4> dims = {static_cast<hsize_t>(v.frames),
+                                           static_cast<hsize_t>(v.height),
+                                           static_cast<hsize_t>(v.width), 3};
+      const std::array<hsize_t, 4> chunk = {1, dims[1], dims[2], 3};
+      const h5::Dataspace space(H5Screate_simple(4, dims.data(), nullptr));
+      const h5::PropList dcpl(H5Pcreate(H5P_DATASET_CREATE));
+      ASSERT_GE(H5Pset_chunk(dcpl.id(), 4, chunk.data()), 0);
+      ASSERT_GE(H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER), 0);
+      const h5::PropList lcpl = h5::link_create_utf8(true);
+      h5::Dataset d(H5Dcreate2(f.id(), video_path(id).c_str(), H5T_STD_U8LE, space.id(), lcpl.id(),
+                               dcpl.id(), H5P_DEFAULT));
+      ASSERT_TRUE(d.valid());
+      d.close();
+    } else if (how == BrokenVideo::shape_differs_from_row) {
+      const Video one_frame = testing::make_video(1, v.height, v.width, 5);
+      write_video(f.id(), record, one_frame, VideoStorage{});
+    } else {
+      write_video(f.id(), record, v, VideoStorage{});
+    }
+    append_requests(table, std::span<const ResultRecord>(&record, 1));
+    table.close();
+    ASSERT_GE(H5Fflush(f.id(), H5F_SCOPE_LOCAL), 0);
+  }
+  if (how != BrokenVideo::header_overwritten) return;
+  haddr_t address = HADDR_UNDEF;
+  {
+    const h5::File f = h5::open_file(file.string());
+    H5O_info_t info{};
+    ASSERT_GE(
+        H5Oget_info_by_name2(f.id(), video_path(id).c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), 0);
+    address = info.addr;
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char garbage[8] = {'X', 'X', 'X', 'X', 'X', 'X', 'X', 'X'};
+  ASSERT_EQ(::pwrite(fd, garbage, sizeof(garbage), static_cast<off_t>(address)),
+            static_cast<ssize_t>(sizeof(garbage)));
+  ::close(fd);
+}
+
+// An ok row is done only when its video can be opened and read back (docs/results.md,
+// "Resume"): otherwise the request is generated again, and the merge does not link it.
+TEST(Resume, AnOkRowWhoseVideoCannotBeReadBackIsNotDone) {
+  for (const BrokenVideo how : {BrokenVideo::header_overwritten, BrokenVideo::chunks_never_written,
+                                BrokenVideo::shape_differs_from_row}) {
+    SCOPED_TRACE("case " + std::to_string(static_cast<int>(how)));
+    ScratchDir dir("broken-video");
+    testing::write_rank(dir.path(), 0, 1, ids(0, 3));
+    add_broken_video(dir.path() / "rank-00000.h5", "req/9", how);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_EQ(scan_done(dir.path()), expected_done(ids(0, 3)));
+    const auto merged = merge_directory(dir.path());
+    EXPECT_EQ(merged.rows, 3U);
+    const auto rows = read_stored_rows(dir.path() / "results.h5");  // videos: external links
+    ASSERT_EQ(rows.size(), 3U);
+    for (const auto& row : rows) {
+      EXPECT_NE(row.record.id, "req/9");
+      EXPECT_TRUE(row.video_present) << row.record.id << ": " << row.video_error;
+    }
+  }
 }
 
 TEST(ResumeProfiles, ScanCountsTheDoneRequestsOfEachProfile) {

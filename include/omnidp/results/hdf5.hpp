@@ -26,6 +26,10 @@ void silence_errors() noexcept;
 [[noreturn]] void throw_error(std::string_view call, std::string_view context);
 // The calling thread's error stack as one line ("func(): desc [major: minor]; ..."), cleared.
 [[nodiscard]] std::string take_error_stack();
+// The errno of a full disk that `text` (an error stack, an Error's what()) reports: ENOSPC,
+// EFBIG (a file-size limit) or EDQUOT, as HDF5's "errno = N" or as its strerror text; 0 when
+// it reports none of them.
+[[nodiscard]] int disk_full_errno(std::string_view text) noexcept;
 
 // Runs fn() (an HDF5 call) with printing off; a negative result throws Hdf5Error.
 template <class Fn>
@@ -38,7 +42,9 @@ auto call(std::string_view name, std::string_view context, Fn&& fn) {
 
 enum class Kind { file, group, dataset, dataspace, datatype, plist, attribute };
 
-// Owns one hid_t of kind K. close() is checked (throws); the destructor closes unchecked.
+// Owns one hid_t of kind K. close() is checked (throws); the destructor closes unchecked (it
+// may run during unwinding: it only warns). Close a handle whose close writes data (a dataset,
+// an attribute, a file) with close() before its result counts.
 template <Kind K>
 class Handle {
  public:
@@ -60,7 +66,8 @@ class Handle {
   [[nodiscard]] bool valid() const noexcept { return id_ >= 0; }
   explicit operator bool() const noexcept { return valid(); }
 
-  void close();           // checked; the handle is empty afterwards
+  // Checked (Hdf5Error with `context`); the handle is empty afterwards, even when it throws.
+  void close(std::string_view context = "closing a handle");
   void reset() noexcept;  // unchecked close
   // Gives the id up without closing it: it stays open until the process ends. For a file whose
   // write failed (RankWriter): closing would flush metadata for data the disk never got.
@@ -98,6 +105,13 @@ extern template class Handle<Kind::attribute>;
 [[nodiscard]] File open_file(const std::string& path, bool writable = false, bool locking = true);
 // H5Fflush, then fsync of the file descriptor.
 void flush_durable(const File& file, std::string_view context);
+// Reserves `bytes` of disk past the file's end of allocation (posix_fallocate), so that the
+// writes that follow cannot find the disk full halfway. Throws IoError with the OS's text
+// (ENOSPC, EFBIG, EDQUOT: a full disk) when it cannot; a file system that cannot reserve at
+// all (EOPNOTSUPP) is no error. trim_reserved_space() gives back what lies past the end of
+// allocation (after a flush: nothing of the file's is there).
+void reserve_space(const File& file, std::uint64_t bytes, std::string_view context);
+void trim_reserved_space(const File& file, std::string_view context);
 
 // ---- groups, links, datasets ----------------------------------------------------------------
 [[nodiscard]] Group create_group(hid_t loc, const std::string& name);

@@ -13,10 +13,20 @@
 #include <memory>
 #include <string>
 
+#include "omnidp/common/error.hpp"
 #include "omnidp/config/config.hpp"
 #include "omnidp/results/record.hpp"
 
 namespace omnidp::results {
+
+// A rank file's write failed for want of space: ENOSPC, EFBIG (a file-size limit) or EDQUOT in
+// the HDF5 error stack or from fsync. One line: "<rank file>: no space left on device (<the
+// errno's text>): <what was written>: <the library's error>". An IoError (exit 1).
+class DiskFullError : public IoError {
+ public:
+  DiskFullError(const std::string& file, const std::string& detail)
+      : IoError(file, "no space left on device " + detail) {}
+};
 
 // Provenance stored as root attributes of the rank file.
 struct RankFileInfo {
@@ -47,15 +57,24 @@ class RankWriter final : public ResultSink {
   // Not copyable or movable (a ResultSink); hold it by std::unique_ptr to pass it around.
 
   // Appends the row to /requests and, when the record is ok and output.store_video is on, the
-  // video to /videos/<escaped id>; then H5Fflush + fsync. Returns only when durable.
+  // video to /videos/<escaped id>; then H5Fflush + fsync. Returns only when durable: every
+  // write and close on the way (the video's dataset and attributes, the row, the flush) is
+  // checked, and any failure throws before the row counts (DiskFullError for a full disk).
   // Checks: video given iff ok and store_video; its dimensions equal the record's; its
   // video_sha256() equals record.video_sha256 (RuntimeError otherwise, nothing written).
+  // After a failure the file is left as of its last flush (see close()).
   void write(const ResultRecord& record, const Video* video) override;
   // After a failed write (full disk, I/O error) the writer refuses further writes.
   // Marks the file closed (root attribute state = "closed") and closes it. Idempotent. After a
   // failed write it leaves the file as of its last flush instead (state "open"; the id is
   // released unclosed), so the rows flushed before stay readable.
   void close() override;
+
+  // On (default): write() first reserves the disk space the request will take (its video's
+  // bytes + 1/16 + 512 KiB, posix_fallocate), so a full disk fails there, before HDF5 writes
+  // anything, and the file stays as of its last flush. Off: tests of what the checked writes
+  // and closes alone guarantee (a file system that cannot reserve).
+  void set_space_reservation(bool on);
 
   // Fault injection (tests, drills): called inside write() after the data is written and
   // before the flush. Pass an empty function to remove it.

@@ -43,7 +43,10 @@ struct StoredRow {
   std::filesystem::path file;   // where the row lives
   std::size_t file_order = 0;   // position of the file in the list read
   bool video_expected = false;  // ok and the file stores videos
-  bool video_present = false;   // /videos/<id> link exists in `file`
+  // An ok row: /videos/<id> exists in `file` and reads back (check_stored_video). A failed row:
+  // the link exists.
+  bool video_present = false;
+  std::string video_error;  // why an ok row's existing video does not read back ("" otherwise)
 };
 // Rows of one file with their video presence. `ignore_lock`: read without taking HDF5's file
 // lock (for a file whose writer is exiting; see scan_done). Throws Hdf5Error/IoError.

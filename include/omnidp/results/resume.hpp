@@ -25,14 +25,15 @@ struct ResumeScan {
 };
 
 // id -> input_key of every request recorded ok in any <dir>/rank-*.h5 (of any earlier world
-// size or run segment) whose video is present when the file stores videos. Files left unclosed
-// by a killed process are read as of their last flush. A file that cannot be opened at all is
-// skipped with a warning (its requests are generated again). A file that a live process holds
-// locked (HDF5's flock) is waited for up to `lock_wait_s` (a rank of the previous job still
-// exiting after mpirun returned lets go within seconds); still locked, it is an InputError
-// (exit 2) naming the file and the likely cause: an earlier run still running on this folder.
-// The same id recorded ok with two input keys is a RuntimeError naming both keys and files. A
-// missing folder gives an empty map.
+// size or run segment) whose video is present when the file stores videos, and reads back
+// (table.hpp's check_stored_video; a row whose video does not is generated again, with one
+// warning). Files left unclosed by a killed process are read as of their last flush. A file that
+// cannot be opened at all is skipped with a warning (its requests are generated again). A file that
+// a live process holds locked (HDF5's flock) is waited for up to `lock_wait_s` (a rank of the
+// previous job still exiting after mpirun returned lets go within seconds); still locked, it is an
+// InputError (exit 2) naming the file and the likely cause: an earlier run still running on this
+// folder. The same id recorded ok with two input keys is a RuntimeError naming both keys and files.
+// A missing folder gives an empty map.
 [[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0);
 // scan_folder(dir, lock_wait_s).done.
 [[nodiscard]] std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,

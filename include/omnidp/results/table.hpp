@@ -58,9 +58,15 @@ struct VideoStorage {
   bool lzf = false;    // LZF filter (id 32000)
 };
 // Creates /videos/<escaped id> (uint8 [F,H,W,3], chunked by frame) under the file `file`, writes
-// the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256.
+// the bytes and the attributes id, prompt, seed, fps, input_key, video_sha256, and closes the
+// dataset checked (its chunks reach the file there): returns only when every call succeeded.
 void write_video(hid_t file, const ResultRecord& record, const Video& video,
                  const VideoStorage& storage);
+// Throws (Hdf5Error, RuntimeError naming the dataset) unless the video of `record` can be read
+// back: the dataset opens, is uint8 [frames, height, width, 3] as the row says, every chunk is
+// allocated, the last chunk lies inside the file, and the last row of pixels of the last frame
+// reads. Cost: one open and one small read (not the whole video: docs/results.md, "Resume").
+void check_stored_video(hid_t file, const ResultRecord& record);
 [[nodiscard]] Video read_video(hid_t file, std::string_view id);
 // SHA-256 of the stored bytes, read frame by frame (the video is never whole in memory).
 [[nodiscard]] std::string hash_stored_video(hid_t file, std::string_view id);
