@@ -123,10 +123,10 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
       for (const auto& row : selected) {
         if (!row.video_present) continue;
         const std::string target_file = row.file.filename().string();
-        const std::string target = video_path(row.record.id);
+        const std::string video = video_path(row.record.id);
         const std::string name = escape_link_name(row.record.id);
-        h5::call("H5Lcreate_external", target, [&] {
-          return H5Lcreate_external(target_file.c_str(), target.c_str(), videos.id(), name.c_str(),
+        h5::call("H5Lcreate_external", video, [&] {
+          return H5Lcreate_external(target_file.c_str(), video.c_str(), videos.id(), name.c_str(),
                                     lcpl.id(), H5P_DEFAULT);
         });
       }

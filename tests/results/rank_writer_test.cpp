@@ -439,7 +439,9 @@ TEST(RankWriter, AFullDiskInsideHdf5WritesNeverLeavesAnOkRowWithoutItsVideo) {
     if (code == kFailedCleanly) ++failures_seen;
     // Whatever the file holds, every request the resume scan counts done reads back whole.
     const auto done = scan_done(dir.path());
-    if (code == kWritten) EXPECT_EQ(done.size(), 3U);
+    if (code == kWritten) {
+      EXPECT_EQ(done.size(), 3U);
+    }
     if (done.empty()) continue;
     const h5::File f = h5::open_file(file.string());
     for (const auto& [id, key] : done) {
