@@ -675,7 +675,8 @@ const std::vector<SectionSpec>& schema() {
           field("kill_rank", &C::faults, &FaultConfig::kill_rank, at_least(-1, "-1 = off")),
           field("kill_after", &C::faults, &FaultConfig::kill_after, at_least(0, "0 = off")),
           field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
-          field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids())}});
+          field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids()),
+          field("signal_at_start", &C::faults, &FaultConfig::signal_at_start)}});
     return s;
   }();
   return sections;

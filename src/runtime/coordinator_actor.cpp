@@ -77,8 +77,10 @@ void CoordinatorActor::coordinate() {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
-    results::write_summary_json(dir / "summary.json", summary);
     if (options.merge) options.merge(dir, summary, effective_config_yaml(config));
+    // Last, once nothing can fail the job any more: a fresh summary.json is the job's verdict
+    // for a launcher that loses the ranks' exit code (jobs/omnidp-job.sh after a TERM).
+    results::write_summary_json(dir / "summary.json", summary);
     std::cout << format_summary(summary) << std::flush;
   };
   Coordinator coordinator(std::move(co), inputs.source(),

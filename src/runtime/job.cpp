@@ -1,5 +1,7 @@
 #include "omnidp/runtime/job.hpp"
 
+#include <csignal>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +156,11 @@ SinkFactory results_sink_factory(const Config& config) {
 
 ExitCode run_job(const JobOptions& options) {
   const JobOptions opts = with_default_hooks(options);
+  // The drain handlers first, on the main thread: a launcher's signal during MPI_Init and the
+  // setup below drains the job instead of killing the rank (the threads MPI starts inherit the
+  // unblocked mask; the handlers only count).
+  const DrainSignals signals;
+  if (opts.config.faults.signal_at_start) std::raise(SIGUSR1);
   // Replica groups that compute call their collectives from the worker threads.
   const auto& par = opts.config.parallel;
   const bool groups =
@@ -184,7 +191,6 @@ ExitCode run_job(const JobOptions& options) {
     std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
               << effective_config_yaml(opts.config) << std::flush;
   }
-  const DrainSignals signals;
   RankSetup setup;
   setup.options = &opts;
   setup.world = &world_transport;

@@ -234,6 +234,23 @@ TEST(MpiJobReliability, DrainThenResume) {
   EXPECT_EQ(s.skipped_resume, 3U);
 }
 
+// A drain signal before MPI_Init (a launcher's SIGUSR1 or SIGTERM in the first moments) finds
+// the handlers in place: the job drains with nothing handed out, exit 75, and the rerun does
+// everything once. Before the handlers went first, the signal killed the ranks.
+TEST(MpiJobReliability, ASignalBeforeMpiInitDrainsTheJob) {
+  TempDir dir("mpi-early-signal");
+  const auto manifest = write_manifest(dir.path(), 6);
+  const auto config = write_config(dir.path(), manifest);
+  const auto first = mpirun(2, config, {"faults.signal_at_start=true"});
+  ASSERT_EQ(first.exit_code, 75) << first.output;
+  EXPECT_TRUE(all_rows(dir.path() / "out").empty());
+  const auto second = mpirun(2, config, {});
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  const auto counts = count_ids(all_rows(dir.path() / "out"));
+  ASSERT_EQ(counts.size(), 6U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+}
+
 // A 4x4 RGB PNG (signature, IHDR, one IDAT, IEND).
 void write_tiny_png(const fs::path& file) {
   static const char kPng[] =

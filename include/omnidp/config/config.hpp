@@ -166,6 +166,7 @@ struct FaultConfig {
   int kill_after = 0;          // ... after this many of its own completions (0 = off)
   bool kill_in_write = false;  // ... between the dataset write and the flush instead
   std::vector<std::string> hang_ids;  // these requests never finish (request_timeout tests)
+  bool signal_at_start = false;       // every rank raises SIGUSR1 at itself before MPI_Init
 
   friend bool operator==(const FaultConfig&, const FaultConfig&) = default;
 };

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# jobs/omnidp-job.sh without Slurm (a stub scontrol records the requeue): TERM to the job script
+# is forwarded to mpirun, which forwards it to the ranks (they drain and exit 75) but itself
+# exits 1 (Open MPI 4.1 when it is signalled); the script must still end with 75 and requeue,
+# from the drained summary.json of this run. Then USR1 (mpirun passes the ranks' 75 through).
+# Usage: job_script_test.sh SOURCE_DIR BIN_DIR WORK_DIR
+set -uo pipefail
+src=$1 bin=$2 work=$3
+rm -rf "$work" && mkdir -p "$work/stub"
+fail() { echo "FAIL: $*"; tail -n 20 "$work"/*.log; exit 1; }
+printf '#!/bin/sh\necho "scontrol $*" >> %s/scontrol.calls\n' "$work" > "$work/stub/scontrol"
+chmod +x "$work/stub/scontrol"
+export PATH=$work/stub:$PATH OMP_NUM_THREADS=1
+if ((EUID == 0)); then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+# run_signalled NAME SIGNAL: the job script under a fake Slurm job, SIGNAL once a request is done.
+run_signalled() {
+  local name=$1 sig=$2 log=$work/$1.log
+  (
+    export SLURM_JOB_ID=$name SLURM_JOB_NAME=$name SLURM_RESTART_COUNT=0 OMNIDP_BIN=$bin
+    export OMNIDP_CONFIG=$src/configs/synthetic.yaml OMNIDP_MANIFEST=$src/configs/prompts/demo.jsonl
+    export OMNIDP_RESULTS=$work/results OMNIDP_ARGS="--set synthetic.seconds_per_gcost=3000"
+    source "$src/jobs/omnidp-job.sh"
+    omnidp_job mpirun -np 2 --oversubscribe --bind-to none
+  ) > "$log" 2>&1 &
+  local pid=$!
+  # The event, not a time: the first finished request (the traps are set before it starts).
+  for _ in $(seq 1 600); do
+    grep -qE 'progress: [1-9][0-9]*/' "$log" 2>/dev/null && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -qE 'progress: [1-9][0-9]*/' "$log" || fail "$name: no progress"
+  kill "-$sig" "$pid"
+  wait "$pid"
+  echo "$?"
+}
+
+rc=$(run_signalled term TERM)
+[[ $rc == 75 ]] || fail "TERM: the job script exited $rc, expected 75"
+grep -q "the launcher exited 1 after the signal; the job drained" "$work/term.log" ||
+  fail "TERM: mpirun's own exit code was not 1 (the case this test is for) or was not read"
+grep -q "scontrol requeue term" "$work/scontrol.calls" || fail "TERM: no requeue"
+rc=$(run_signalled usr1 USR1)
+[[ $rc == 75 ]] || fail "USR1: the job script exited $rc, expected 75"
+grep -q "scontrol requeue usr1" "$work/scontrol.calls" || fail "USR1: no requeue"
+echo "PASS: TERM and USR1 to the job script drain, exit 75 and requeue"
