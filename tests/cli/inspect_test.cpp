@@ -273,5 +273,27 @@ TEST_F(InspectCli, UnreadableInputExitsTwo) {
             "omni-dp-inspect: " + (dir_.path() / "nope").string() + ": no such file or folder\n");
 }
 
+// Issue 39, class 8: a folder with one unreadable rank file (the job skipped it) is inspected
+// with one warning; the report names the file it skipped.
+TEST(InspectRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
+  rt::ScratchDir dir("inspect-recovered");
+  rt::write_rank(dir.path(), 0, 2, {"a", "b"});
+  std::ofstream(dir.path() / "rank-00001.h5", std::ios::binary) << "this is not an HDF5 file";
+  rt::write_rank(dir.path(), 1, 2, {"c"});  // rank-00001.1.h5, the rerun's segment
+  const Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("rows:         3 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("unreadable:   rank-00001.h5 (skipped"), std::string::npos) << o.out;
+  const std::string warning = "skipping unreadable " + (dir.path() / "rank-00001.h5").string();
+  EXPECT_NE(o.err.find(warning), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find(warning), o.err.rfind(warning)) << o.err;
+  const Outcome json = run_inspect({"--json", dir.path().string()});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["rows"], 3);
+  ASSERT_EQ(j["unreadable_files"].size(), 1U);
+  EXPECT_EQ(j["unreadable_files"][0], (dir.path() / "rank-00001.h5").string());
+}
+
 }  // namespace
 }  // namespace omnidp::cli
