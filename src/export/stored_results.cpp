@@ -61,9 +61,14 @@ StoredRun read_stored_run(const fs::path& path) {
       return run;
     }
   }
+  // Figures that describe these rows, else recomputed from them (docs/results.md, "Figures").
+  std::size_t ok_rows = 0;
+  for (const auto& row : run.rows) ok_rows += row.record.status == RequestStatus::ok ? 1 : 0;
+  const std::size_t failed_rows = run.rows.size() - ok_rows;
   const fs::path summary_json = path / "summary.json";
-  if (folder_of_rank_files && fs::exists(summary_json, ec)) {
-    run.summary = results::read_summary_json(summary_json);
+  if (folder_of_rank_files && results::summary_json_current(summary_json, run.files) &&
+      results::figures_cover_rows(run.summary = results::read_summary_json(summary_json), ok_rows,
+                                  failed_rows)) {
     run.summary_source = "summary.json";
   } else {
     const auto records = records_of(run.rows);

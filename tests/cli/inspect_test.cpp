@@ -10,6 +10,7 @@
 #include "cli/run_main.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/merge.hpp"
+#include "omnidp/results/summary.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::cli {
@@ -117,6 +118,37 @@ TEST_F(InspectCli, FolderOfRankFilesRecomputesTheFigures) {
   // busy = sum of seconds per rank; the failed row counts (0.5 s)
   EXPECT_NE(o.out.find("     1         2      1       1      2.750"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("slowest 1 of 4 request(s):\n"), std::string::npos) << o.out;
+}
+
+// Issue 39, class 12: after a rerun of the finished folder (every request skipped), its
+// summary.json holds that rerun's figures ("0 total, 0.00 videos/min"); inspect shows the
+// figures of the rows, recomputed, for the folder and for the results.h5 the rerun merged.
+TEST_F(InspectCli, ARerunsFiguresAreNotTheFoldersFigures) {
+  RunSummary rerun;
+  rerun.skipped_resume = 4;
+  rerun.world_size = 2;
+  results::write_summary_json(dir_.path() / "summary.json", rerun);
+  (void)results::merge_directory(dir_.path(), &rerun);
+  for (const fs::path& input : {dir_.path(), results_h5()}) {
+    const Outcome o = run_inspect({input.string()});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("requests:     4 total, 3 completed, 1 failed, 0 skipped"), std::string::npos)
+        << input << "\n"
+        << o.out;
+    EXPECT_EQ(o.out.find("throughput:   0.00 videos/min"), std::string::npos) << input << o.out;
+    EXPECT_NE(o.out.find("figures from: recomputed\n"), std::string::npos) << input << o.out;
+  }
+  // The figures of the run that wrote the rows, in a summary.json newer than them, are used.
+  RunSummary first;
+  first.total = 4;
+  first.completed = 3;
+  first.failed = 1;
+  first.videos_per_min = 18.0;
+  results::write_summary_json(dir_.path() / "summary.json", first);
+  const Outcome o = run_inspect({dir_.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("throughput:   18.00 videos/min\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("figures from: summary.json\n"), std::string::npos) << o.out;
 }
 
 TEST_F(InspectCli, JsonHasTheSameFigures) {
