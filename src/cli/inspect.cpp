@@ -103,8 +103,11 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
   const RunSummary& s = run.summary;
   std::ostringstream o;
   o << "run:          " << run.source << "\n"
-    << "files:        " << run.files.size() << " (" << file_names(run) << ")\n"
-    << "model:        " << (run.info.model.empty() ? "?" : run.info.model) << " (omni-dp "
+    << "files:        " << run.files.size() << " (" << file_names(run) << ")\n";
+  for (const auto& f : run.unreadable_files) {
+    o << "unreadable:   " << f.filename().string() << " (skipped: its rows are not shown)\n";
+  }
+  o << "model:        " << (run.info.model.empty() ? "?" : run.info.model) << " (omni-dp "
     << run.info.software_version << ", git " << run.info.git_revision << ")\n"
     << "requests:     " << s.total << " total, " << s.completed << " completed, " << s.failed
     << " failed, " << s.skipped_resume << " skipped (done before)\n"
@@ -166,6 +169,8 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   j["source"] = run.source;
   j["files"] = Json::array();
   for (const auto& f : run.files) j["files"].push_back(f.string());
+  j["unreadable_files"] = Json::array();
+  for (const auto& f : run.unreadable_files) j["unreadable_files"].push_back(f.string());
   j["model"] = run.info.model;
   j["software_version"] = run.info.software_version;
   j["git_revision"] = run.info.git_revision;

@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/results/summary_group.hpp"
@@ -41,14 +42,16 @@ StoredRun read_stored_run(const fs::path& path) {
     throw IoError(path.string(), "no such file or folder");
   }
 
+  results::FilesRows read = results::read_rows_skipping_unreadable(run.files, "read");
+  run.files = std::move(read.read);
+  run.unreadable_files = std::move(read.unreadable);
   run.info = results::read_file_info(run.files.front());
-  std::vector<results::StoredRow> rows;
-  for (std::size_t i = 0; i < run.files.size(); ++i) {
-    auto part = results::read_stored_rows(run.files[i], i);
-    rows.insert(rows.end(), std::make_move_iterator(part.begin()),
-                std::make_move_iterator(part.end()));
+  for (const auto& row : read.rows) {
+    if (row.video_error.empty()) continue;
+    log_warn("read: " + row.file.string() + ": not using the row of request '" + row.record.id +
+             "': its video cannot be read back (" + row.video_error + ")");
   }
-  run.rows = results::select_rows(std::move(rows), &run.duplicates_dropped);
+  run.rows = results::select_rows(std::move(read.rows), &run.duplicates_dropped);
 
   const bool merged = run.info.format == results::kResultsFormat;
   if (merged) {
@@ -58,9 +61,14 @@ StoredRun read_stored_run(const fs::path& path) {
       return run;
     }
   }
+  // Figures that describe these rows, else recomputed from them (docs/results.md, "Figures").
+  std::size_t ok_rows = 0;
+  for (const auto& row : run.rows) ok_rows += row.record.status == RequestStatus::ok ? 1 : 0;
+  const std::size_t failed_rows = run.rows.size() - ok_rows;
   const fs::path summary_json = path / "summary.json";
-  if (folder_of_rank_files && fs::exists(summary_json, ec)) {
-    run.summary = results::read_summary_json(summary_json);
+  if (folder_of_rank_files && results::summary_json_current(summary_json, run.files) &&
+      results::figures_cover_rows(run.summary = results::read_summary_json(summary_json), ok_rows,
+                                  failed_rows)) {
     run.summary_source = "summary.json";
   } else {
     const auto records = records_of(run.rows);

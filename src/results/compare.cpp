@@ -141,14 +141,25 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
     throw IoError(path.string(), "no such file or folder");
   }
 
-  std::vector<StoredRow> rows;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    auto part = read_stored_rows(files[i], i);
-    rows.insert(rows.end(), std::make_move_iterator(part.begin()),
-                std::make_move_iterator(part.end()));
-    set.files.push_back(files[i].string());
+  FilesRows read = read_rows_skipping_unreadable(files, "compare");
+  for (const auto& file : read.read) set.files.push_back(file.string());
+  for (const auto& file : read.unreadable) set.unreadable_files.push_back(file.string());
+  std::vector<std::pair<std::string, std::string>> broken;  // id, "<id> (<file>): <why>"
+  for (const auto& row : read.rows) {
+    if (row.video_error.empty()) continue;
+    broken.emplace_back(row.record.id,
+                        row.record.id + " (" + row.file.string() + "): " + row.video_error);
   }
-  const auto selected = select_rows(std::move(rows));
+  const auto selected = select_rows(std::move(read.rows));
+  {
+    std::unordered_set<std::string> ok_ids;
+    for (const auto& row : selected) {
+      if (row.record.status == RequestStatus::ok) ok_ids.insert(row.record.id);
+    }
+    for (auto& [id, what] : broken) {
+      if (!ok_ids.contains(id)) set.unreadable_videos.push_back(std::move(what));
+    }
+  }
 
   std::map<std::filesystem::path, h5::File> open_files;
   set.entries.reserve(selected.size());
@@ -163,11 +174,15 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
     e.numerics = row.record.numerics;
     e.file = row.file.string();
     if (options.verify_videos && row.video_present && e.status == RequestStatus::ok) {
-      auto it = open_files.find(row.file);
-      if (it == open_files.end()) {
-        it = open_files.emplace(row.file, h5::open_file(row.file.string())).first;
+      try {
+        auto it = open_files.find(row.file);
+        if (it == open_files.end()) {
+          it = open_files.emplace(row.file, h5::open_file(row.file.string())).first;
+        }
+        e.actual_sha256 = hash_stored_video(it->second.id(), e.id);
+      } catch (const Error& err) {  // reported by compare_results; the others go on
+        e.video_error = err.what();
       }
-      e.actual_sha256 = hash_stored_video(it->second.id(), e.id);
     }
     set.entries.push_back(std::move(e));
   }
@@ -177,7 +192,7 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
 bool CompareReport::passed(bool allow_missing) const noexcept {
   const std::size_t excused = allow_missing ? only_in_a : 0;
   return mismatched == 0 && mismatched_numerics == 0 && failed_a == 0 && failed_b == 0 &&
-         matched + within_tolerance + excused == requests_a;
+         unreadable_videos.empty() && matched + within_tolerance + excused == requests_a;
 }
 
 bool CompareReport::profiles_differ() const {
@@ -191,6 +206,10 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tole
   r.source_b = b.source;
   r.requests_a = a.entries.size();
   r.requests_b = b.entries.size();
+  r.unreadable_files_a = a.unreadable_files;
+  r.unreadable_files_b = b.unreadable_files;
+  for (const auto& what : a.unreadable_videos) r.unreadable_videos.push_back("A:" + what);
+  for (const auto& what : b.unreadable_videos) r.unreadable_videos.push_back("B:" + what);
 
   std::unordered_map<std::string, std::vector<const ResultEntry*>> b_by_key;
   for (const auto& e : b.entries) b_by_key[e.input_key].push_back(&e);
@@ -203,6 +222,10 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tole
     if (ea.status == RequestStatus::failed) {
       ++r.failed_a;
       r.failed_ids.push_back("A:" + ea.id);
+      continue;
+    }
+    if (!ea.video_error.empty()) {
+      r.unreadable_videos.push_back("A:" + ea.id + " (" + ea.file + "): " + ea.video_error);
       continue;
     }
     const auto found = b_by_key.find(ea.input_key);
@@ -221,6 +244,10 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tole
     if (eb->status == RequestStatus::failed) {
       ++r.failed_b;
       r.failed_ids.push_back("B:" + eb->id);
+      continue;
+    }
+    if (!eb->video_error.empty()) {
+      r.unreadable_videos.push_back("B:" + eb->id + " (" + eb->file + "): " + eb->video_error);
       continue;
     }
     std::string reason;
@@ -263,6 +290,7 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tole
   }
   std::sort(r.only_in_b_ids.begin(), r.only_in_b_ids.end());
   std::sort(r.failed_ids.begin(), r.failed_ids.end());
+  std::sort(r.unreadable_videos.begin(), r.unreadable_videos.end());
   return r;
 }
 
@@ -284,6 +312,14 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   out << "only in B:   " << r.only_in_b << "\n";
   out << "failed:      " << r.failed_a + r.failed_b << " (A: " << r.failed_a
       << ", B: " << r.failed_b << ")\n";
+  if (!r.unreadable_videos.empty()) out << "unreadable:  " << r.unreadable_videos.size() << "\n";
+  for (const auto& [side, files] :
+       {std::pair{"A", &r.unreadable_files_a}, std::pair{"B", &r.unreadable_files_b}}) {
+    for (const auto& file : *files) {
+      out << "skipped unreadable file of " << side << ": " << file
+          << " (its rows are not compared)\n";
+    }
+  }
   if (!r.level_differences.empty() && max_list > 0) {
     out << "level differences (" << std::min(max_list, r.level_differences.size()) << " of "
         << r.level_differences.size() << "):\n";
@@ -305,6 +341,7 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
   list_section(out, "only in A", r.only_in_a_ids, max_list);
   list_section(out, "only in B", r.only_in_b_ids, max_list);
   list_section(out, "failed", r.failed_ids, max_list);
+  list_section(out, "unreadable videos", r.unreadable_videos, max_list);
   if (profiles_differ) {
     out << "numerics profiles differ:\n";
     for (const auto& [side, profiles] :
@@ -326,7 +363,9 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
     if (r.mismatched_numerics > 0) {
       out << " (+" << r.mismatched_numerics << " under a different numerics profile)";
     }
-    out << ", " << r.only_in_a << " only in A, " << r.failed_a + r.failed_b << " failed\n";
+    out << ", " << r.only_in_a << " only in A, " << r.failed_a + r.failed_b << " failed";
+    if (!r.unreadable_videos.empty()) out << ", " << r.unreadable_videos.size() << " unreadable";
+    out << "\n";
   }
   return out.str();
 }
@@ -374,6 +413,9 @@ std::string report_to_json(const CompareReport& r, std::size_t max_list, bool al
       {"only_in_a_ids", first_n(r.only_in_a_ids, max_list)},
       {"only_in_b_ids", first_n(r.only_in_b_ids, max_list)},
       {"failed_ids", first_n(r.failed_ids, max_list)},
+      {"unreadable", r.unreadable_videos.size()},
+      {"unreadable_videos", first_n(r.unreadable_videos, max_list)},
+      {"unreadable_files", {{"a", r.unreadable_files_a}, {"b", r.unreadable_files_b}}},
       {"max_list", max_list},
       {"allow_missing", allow_missing},
       {"passed", r.passed(allow_missing)},

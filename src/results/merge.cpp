@@ -66,19 +66,31 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
   const auto selected = select_rows(std::move(all), &result.duplicates_dropped);
   result.rows = selected.size();
 
+  // The figures describe the rows merged, or they are recomputed from them (docs/results.md,
+  // "Figures"): a resumed segment's figures, or an earlier run's summary.json, do not.
+  std::size_t ok_rows = 0;
+  for (const auto& row : selected) ok_rows += row.record.status == RequestStatus::ok ? 1 : 0;
+  const std::size_t failed_rows = selected.size() - ok_rows;
+  std::vector<std::filesystem::path> read_files;
+  for (const auto& name : result.rank_files) read_files.push_back(dir / name);
   RunSummary figures;
   const auto summary_json = dir / "summary.json";
-  if (summary != nullptr) {
+  if (summary != nullptr && figures_cover_rows(*summary, ok_rows, failed_rows)) {
     figures = *summary;
     result.summary_source = "runtime";
-  } else if (std::filesystem::exists(summary_json)) {
-    figures = read_summary_json(summary_json);
+  } else if (summary == nullptr && summary_json_current(summary_json, read_files) &&
+             figures_cover_rows(figures = read_summary_json(summary_json), ok_rows, failed_rows)) {
     result.summary_source = "summary.json";
   } else {
     std::vector<ResultRecord> records;  // only here: a copy of every row
     records.reserve(selected.size());
     for (const auto& row : selected) records.push_back(row.record);
     figures = recompute_summary(records, rank_layout(newest.config_yaml, world_size));
+    if (summary != nullptr) {  // the last segment's settings, and whether it was interrupted
+      figures.policy = summary->policy;
+      figures.order = summary->order;
+      figures.interrupted = summary->interrupted;
+    }
     result.summary_source = "recomputed";
   }
 

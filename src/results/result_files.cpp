@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 #include <optional>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/log.hpp"
 #include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/resume.hpp"
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::results {
@@ -147,6 +150,35 @@ std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::
 void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
                          bool ignore_lock, const std::function<void(StoredRow&&)>& fn) {
   stored_rows(file, file_order, ignore_lock, {}, fn);
+}
+
+FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>& files,
+                                        const std::string& who) {
+  FilesRows out;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& file = files[i];
+    if (files.size() == 1) {
+      out.rows = read_stored_rows(file, i);
+      out.read.push_back(file);
+      break;
+    }
+    try {
+      auto part = read_stored_rows(file, i);
+      out.rows.insert(out.rows.end(), std::make_move_iterator(part.begin()),
+                      std::make_move_iterator(part.end()));
+      out.read.push_back(file);
+    } catch (const Error& e) {
+      if (is_locked_by_writer(file)) throw InputError(file.string(), locked_file_message(file));
+      log_warn(who + ": skipping unreadable " + file.string() + ": " + e.what());
+      out.unreadable.push_back(file);
+    }
+  }
+  if (out.read.empty() && !files.empty()) {
+    throw IoError(
+        files.front().parent_path().string(),
+        "no readable results file (" + std::to_string(out.unreadable.size()) + " unreadable)");
+  }
+  return out;
 }
 
 std::vector<StoredRow> select_rows(std::vector<StoredRow> rows, std::size_t* dropped) {

@@ -21,25 +21,28 @@ std::string locked_file_message(const std::filesystem::path& file) {
 
 ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
   // One map, id -> input_key, filled while the files stream by (a file is never whole in
-  // memory). The file of an earlier key is looked up again only for the error message.
+  // memory), and beside it the merge's ordering keys of the row each id counts (keyed by the
+  // address of the id in `done`, whose nodes never move: no second copy of the ids).
   ResumeScan out;
-  std::map<std::string, ProfileCount> profiles;
+  struct Counted {
+    double end_time = 0.0;
+    int attempt = 0;
+    std::size_t file_order = 0;
+    std::size_t profile = 0;  // index into `profiles`
+  };
+  std::vector<ProfileCount> profiles;
+  std::map<std::string, std::size_t> profile_index;
+  std::unordered_map<const std::string*, Counted> counted;
+  std::size_t superseded = 0;  // ids done under two input keys: the newer row counts
+  std::string superseded_example;
   auto& done = out.done;
   const auto files = list_rank_files(dir);
-  const auto first_file_with = [&](const std::string& id, const std::string& key,
-                                   std::size_t before) -> std::filesystem::path {
-    for (std::size_t i = 0; i < before; ++i) {
-      bool found = false;
-      try {
-        for_each_stored_row(files[i], i, true, [&](StoredRow&& row) {
-          found = found || (row.record.id == id && row.record.input_key == key);
-        });
-      } catch (const Error&) {
-        continue;
-      }
-      if (found) return files[i];
-    }
-    return "an earlier rank file";
+  const auto count_profile = [&](const std::string& profile, const std::filesystem::path& file) {
+    auto [at, inserted] = profile_index.try_emplace(profile, profiles.size());
+    if (inserted) profiles.push_back(ProfileCount{profile, 0, file});
+    ProfileCount& p = profiles[at->second];
+    if (p.requests++ == 0 || file < p.example_file) p.example_file = file;
+    return at->second;
   };
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& file = files[i];
@@ -53,16 +56,28 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
         }
         return;
       }
+      const Counted candidate{row.record.end_time, row.record.attempt, i, 0};
       auto [it, inserted] = done.try_emplace(row.record.id, row.record.input_key);
       if (inserted) {
-        auto& p = profiles[row.record.numerics];
-        if (p.requests++ == 0 || file < p.example_file) p.example_file = file;
-      } else if (it->second != row.record.input_key) {
-        throw RuntimeError(
-            "id '" + row.record.id + "' is recorded done with input key " + it->second + " in " +
-            first_file_with(row.record.id, it->second, i + 1).string() + " and with input key " +
-            row.record.input_key + " in " + file.string() + "; the folder mixes two manifests");
+        Counted c = candidate;
+        c.profile = count_profile(row.record.numerics, file);
+        counted.emplace(&it->first, c);
+        return;
       }
+      // The merge's rule (select_rows) among ok rows: the newest end_time, then the higher
+      // attempt, then the later file; the first row read wins a tie.
+      Counted& c = counted.at(&it->first);
+      const bool newer = candidate.end_time != c.end_time ? candidate.end_time > c.end_time
+                         : candidate.attempt != c.attempt ? candidate.attempt > c.attempt
+                                                          : candidate.file_order > c.file_order;
+      const bool other_key = it->second != row.record.input_key;
+      if (other_key && superseded++ == 0) superseded_example = row.record.id;
+      if (!newer) return;
+      if (other_key) it->second = row.record.input_key;
+      --profiles[c.profile].requests;
+      const std::size_t profile = count_profile(row.record.numerics, file);
+      c = candidate;
+      c.profile = profile;
     };
     // Rows of a file read before a failure are kept: what was flushed is done.
     try {
@@ -86,13 +101,19 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
       for_each_stored_row(file, i, false, add);
     }
   }
-  for (auto& [profile, p] : profiles) {
-    p.profile = profile;
-    out.profiles.push_back(std::move(p));
+  if (superseded > 0) {
+    log_info("resume: " + std::to_string(superseded) +
+             " request(s) are recorded done under two input keys (e.g. '" + superseded_example +
+             "', after --no-resume with a changed manifest): the newest row of each counts, as in "
+             "the merge");
+  }
+  for (auto& p : profiles) {
+    if (p.requests > 0) out.profiles.push_back(std::move(p));
   }
   std::stable_sort(
-      out.profiles.begin(), out.profiles.end(),
-      [](const ProfileCount& a, const ProfileCount& b) { return a.requests > b.requests; });
+      out.profiles.begin(), out.profiles.end(), [](const ProfileCount& a, const ProfileCount& b) {
+        return a.requests != b.requests ? a.requests > b.requests : a.profile < b.profile;
+      });
   return out;
 }
 

@@ -87,6 +87,22 @@ RunSummary read_summary_json(const std::filesystem::path& path) {
   return summary_from_json(text.str(), path.string());
 }
 
+bool figures_cover_rows(const RunSummary& s, std::size_t ok, std::size_t failed) {
+  return s.skipped_resume == 0 && s.completed == ok && s.failed == failed;
+}
+
+bool summary_json_current(const std::filesystem::path& summary_json,
+                          const std::vector<std::filesystem::path>& rank_files) {
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(summary_json, ec);
+  if (ec) return false;
+  for (const auto& file : rank_files) {
+    const auto changed = std::filesystem::last_write_time(file, ec);
+    if (ec || changed > written) return false;
+  }
+  return true;
+}
+
 double percentile(std::span<const double> values, double q) {
   if (values.empty()) return 0.0;
   std::vector<double> sorted(values.begin(), values.end());

@@ -553,6 +553,47 @@ TEST(BadInputRecovery, FullDiskThenResume) {
   fs::remove_all(dir);
 }
 
+// Issue 39, class 7: the advice of an exit 2 leads somewhere that works. A finished run, one
+// prompt edited: the plain rerun stops (exit 2) advising --no-resume; after following it, every
+// later plain rerun (alone, and under mpirun as a Slurm requeue would run it) skips all three,
+// exit 0, where it used to stop with "the folder mixes two manifests".
+TEST(BadInputRecovery, EditedPromptThenNoResumeThenPlainReruns) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-bad-input-edited-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Case c;
+  c.build = config_edit("", "");  // a, b, c with the synthetic model
+  c.build(dir);
+  ASSERT_EQ(run_batch(dir, c, {}).exit_code, 0);
+  write_text(dir / "m.jsonl", replaced(read_text(dir / "m.jsonl"), "\"second\"", "\"edited\""));
+  const BatchRun refused = run_batch(dir, c, {});
+  ASSERT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("or --no-resume to run it again"), std::string::npos) << refused.err;
+  const BatchRun again = run_batch(dir, c, {"--no-resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto key_of_b = [&dir] {
+    for (const auto& row : results::read_stored_rows(dir / "out" / "results.h5")) {
+      if (row.record.id == "b") return row.record.input_key;
+    }
+    return std::string();
+  };
+  const std::string edited_key = key_of_b();
+  ASSERT_FALSE(edited_key.empty());
+  for (const int ranks : {0, 0, 2}) {
+    c.ranks = ranks;
+    const BatchRun plain = run_batch(dir, c, {});
+    ASSERT_EQ(plain.exit_code, 0) << "ranks " << ranks << "\n" << plain.err;
+    EXPECT_NE(plain.err.find("3 already done, skipped"), std::string::npos) << plain.err;
+    EXPECT_EQ(plain.err.find("mixes two manifests"), std::string::npos) << plain.err;
+    const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+    ASSERT_EQ(rows.size(), 3U);
+    for (const auto& row : rows) EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_EQ(key_of_b(), edited_key);
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // A changed numerics profile (docs/reliability.md): the same output folder rerun with another
 // dtype is refused (exit 2, one line naming both profiles and the key), nothing is added to it;
 // with --resume-mixed the done requests are kept and the new one records the new profile.

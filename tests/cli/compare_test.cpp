@@ -1,11 +1,16 @@
 #include "omnidp/cli/compare.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/run_main.hpp"
+#include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/merge.hpp"
+#include "omnidp/results/table.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::cli {
@@ -171,6 +176,85 @@ TEST_F(CompareCli, UsageAndReadErrorsExitTwo) {
   EXPECT_NE(empty.err.find("holds neither rank-*.h5 files nor results.h5"), std::string::npos)
       << empty.err;
   EXPECT_EQ(run_compare({"--help"}).code, 0);
+}
+
+// How many times `part` occurs in `text`.
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Overwrites the first bytes of the object header of /videos/<id> in `file`: its row stays ok,
+// its video no longer opens (a damaged disk block).
+void overwrite_video_header(const std::filesystem::path& file, const std::string& id) {
+  haddr_t address = HADDR_UNDEF;
+  {
+    const results::h5::File f = results::h5::open_file(file.string());
+    H5O_info_t info{};
+    ASSERT_GE(H5Oget_info_by_name2(f.id(), results::video_path(id).c_str(), &info, H5O_INFO_BASIC,
+                                   H5P_DEFAULT),
+              0);
+    address = info.addr;
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char garbage[8] = {'X', 'X', 'X', 'X', 'X', 'X', 'X', 'X'};
+  ASSERT_EQ(::pwrite(fd, garbage, sizeof(garbage), static_cast<off_t>(address)),
+            static_cast<ssize_t>(sizeof(garbage)));
+  ::close(fd);
+}
+
+// A rank file that is not HDF5 (what a crash mid-create or a damaged disk leaves).
+void write_unreadable_rank_file(const std::filesystem::path& file) {
+  std::ofstream(file, std::ios::binary) << "this is not an HDF5 file";
+}
+
+// Issue 39, class 8: a folder the job recovered from (one rank file unreadable, which the
+// resume scan skipped; its requests generated again in a later segment) compares as the merge
+// reads it: the file skipped with one warning, named in the report, the rest compared.
+TEST_F(CompareCli, AnUnreadableRankFileIsSkippedWithOneWarning) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y", "z"});
+  results::testing::write_rank(b_.path(), 0, 2, {"x"});
+  write_unreadable_rank_file(b_.path() / "rank-00001.h5");
+  results::testing::write_rank(b_.path(), 1, 2, {"y", "z"});  // rank-00001.1.h5
+  const std::string skipped = (b_.path() / "rank-00001.h5").string();
+  for (const bool verify : {true, false}) {
+    std::vector<std::string> args = {a(), b()};
+    if (!verify) args.insert(args.begin(), "--no-verify");
+    const Outcome o = run_compare(args);
+    EXPECT_EQ(o.code, 0) << o.out << o.err;
+    EXPECT_NE(o.out.find("matched:     3\n"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("skipped unreadable file of B: " + skipped), std::string::npos) << o.out;
+    EXPECT_EQ(occurrences(o.err, "compare: skipping unreadable " + skipped + ": "), 1U) << o.err;
+    EXPECT_EQ(occurrences(o.err, "skipping unreadable"), 1U) << o.err;
+  }
+  // The same folder as A: its skipped file's requests are matched from the later segment.
+  EXPECT_EQ(run_compare({b(), a()}).code, 0);
+}
+
+// Issue 39, class 8: every ok row whose stored video cannot be read back is reported by id,
+// file and reason, fails the comparison, and the other requests are still compared.
+TEST_F(CompareCli, EveryUnreadableVideoIsReportedAndTheOthersCompared) {
+  results::testing::write_rank(a_.path(), 0, 1, {"w", "x", "y", "z"});
+  results::testing::write_rank(b_.path(), 0, 1, {"w", "x", "y", "z"});
+  for (const char* id : {"x", "z"}) overwrite_video_header(b_.path() / "rank-00000.h5", id);
+  if (HasFatalFailure()) return;
+  const Outcome o = run_compare({a(), b()});
+  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("matched:     2\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("unreadable:  2\n"), std::string::npos) << o.out;
+  const std::string file = (b_.path() / "rank-00000.h5").string();
+  EXPECT_NE(o.out.find("unreadable videos (2 of 2):\n  B:x (" + file + "): "), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("\n  B:z (" + file + "): "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("2 unreadable\n"), std::string::npos) << o.out;
+  const Outcome json = run_compare({"--json", a(), b()});
+  EXPECT_EQ(json.code, 1);
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["unreadable"], 2);
+  EXPECT_EQ(j["unreadable_videos"].size(), 2U);
+  EXPECT_FALSE(j["passed"].get<bool>());
 }
 
 }  // namespace

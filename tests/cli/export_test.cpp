@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "omnidp/common/image.hpp"
 #include "omnidp/export/video_export.hpp"
 #include "omnidp/results/merge.hpp"
@@ -113,6 +115,24 @@ TEST_F(ExportCli, WithoutFfmpegMp4ExitsTwoWithTheMessage) {
 }
 
 #endif
+
+// Issue 39, class 8: a folder with one unreadable rank file (the job skipped it) exports every
+// readable video, with one warning naming the skipped file.
+TEST(ExportRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
+  rt::ScratchDir run("export-recovered");
+  rt::ScratchDir out("export-recovered-out");
+  rt::write_rank(run.path(), 0, 2, {"x"});
+  std::ofstream(run.path() / "rank-00001.h5", std::ios::binary) << "this is not an HDF5 file";
+  rt::write_rank(run.path(), 1, 2, {"y"});  // rank-00001.1.h5, the rerun's segment
+  const Outcome o =
+      run_export({run.path().string(), "--format", "png", "--out", (out.path() / "png").string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("exported 2 of 2 video(s) as png"), std::string::npos) << o.out;
+  const std::string warning = "skipping unreadable " + (run.path() / "rank-00001.h5").string();
+  EXPECT_NE(o.err.find(warning), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find(warning), o.err.rfind(warning)) << o.err;
+  EXPECT_TRUE(fs::exists(out.path() / "png" / "y" / "frame-00001.png"));
+}
 
 }  // namespace
 }  // namespace omnidp::cli

@@ -10,6 +10,7 @@
 #include "cli/run_main.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/merge.hpp"
+#include "omnidp/results/summary.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::cli {
@@ -117,6 +118,37 @@ TEST_F(InspectCli, FolderOfRankFilesRecomputesTheFigures) {
   // busy = sum of seconds per rank; the failed row counts (0.5 s)
   EXPECT_NE(o.out.find("     1         2      1       1      2.750"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("slowest 1 of 4 request(s):\n"), std::string::npos) << o.out;
+}
+
+// Issue 39, class 12: after a rerun of the finished folder (every request skipped), its
+// summary.json holds that rerun's figures ("0 total, 0.00 videos/min"); inspect shows the
+// figures of the rows, recomputed, for the folder and for the results.h5 the rerun merged.
+TEST_F(InspectCli, ARerunsFiguresAreNotTheFoldersFigures) {
+  RunSummary rerun;
+  rerun.skipped_resume = 4;
+  rerun.world_size = 2;
+  results::write_summary_json(dir_.path() / "summary.json", rerun);
+  (void)results::merge_directory(dir_.path(), &rerun);
+  for (const fs::path& input : {dir_.path(), results_h5()}) {
+    const Outcome o = run_inspect({input.string()});
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("requests:     4 total, 3 completed, 1 failed, 0 skipped"), std::string::npos)
+        << input << "\n"
+        << o.out;
+    EXPECT_EQ(o.out.find("throughput:   0.00 videos/min"), std::string::npos) << input << o.out;
+    EXPECT_NE(o.out.find("figures from: recomputed\n"), std::string::npos) << input << o.out;
+  }
+  // The figures of the run that wrote the rows, in a summary.json newer than them, are used.
+  RunSummary first;
+  first.total = 4;
+  first.completed = 3;
+  first.failed = 1;
+  first.videos_per_min = 18.0;
+  results::write_summary_json(dir_.path() / "summary.json", first);
+  const Outcome o = run_inspect({dir_.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("throughput:   18.00 videos/min\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("figures from: summary.json\n"), std::string::npos) << o.out;
 }
 
 TEST_F(InspectCli, JsonHasTheSameFigures) {
@@ -271,6 +303,28 @@ TEST_F(InspectCli, UnreadableInputExitsTwo) {
   EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.err,
             "omni-dp-inspect: " + (dir_.path() / "nope").string() + ": no such file or folder\n");
+}
+
+// Issue 39, class 8: a folder with one unreadable rank file (the job skipped it) is inspected
+// with one warning; the report names the file it skipped.
+TEST(InspectRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
+  rt::ScratchDir dir("inspect-recovered");
+  rt::write_rank(dir.path(), 0, 2, {"a", "b"});
+  std::ofstream(dir.path() / "rank-00001.h5", std::ios::binary) << "this is not an HDF5 file";
+  rt::write_rank(dir.path(), 1, 2, {"c"});  // rank-00001.1.h5, the rerun's segment
+  const Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("rows:         3 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("unreadable:   rank-00001.h5 (skipped"), std::string::npos) << o.out;
+  const std::string warning = "skipping unreadable " + (dir.path() / "rank-00001.h5").string();
+  EXPECT_NE(o.err.find(warning), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find(warning), o.err.rfind(warning)) << o.err;
+  const Outcome json = run_inspect({"--json", dir.path().string()});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["rows"], 3);
+  ASSERT_EQ(j["unreadable_files"].size(), 1U);
+  EXPECT_EQ(j["unreadable_files"][0], (dir.path() / "rank-00001.h5").string());
 }
 
 }  // namespace

@@ -37,8 +37,9 @@ TEST(StoredRun, FolderOfRankFilesRecomputesWithoutSummaryJson) {
 TEST(StoredRun, SummaryJsonBesideRankFilesIsUsed) {
   rt::ScratchDir dir("stored-json");
   rt::write_rank(dir.path(), 0, 1, {"x"});
-  RunSummary s;
+  RunSummary s;  // the figures of the run that wrote the row (interrupted: 9 planned)
   s.total = 9;
+  s.completed = 1;
   s.policy = "lpt";
   results::write_summary_json(dir.path() / "summary.json", s);
   const StoredRun run = read_stored_run(dir.path());

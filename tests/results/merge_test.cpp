@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -11,6 +12,7 @@
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"
+#include "omnidp/results/summary_group.hpp"
 #include "omnidp/results/table.hpp"
 #include "results/test_util.hpp"
 
@@ -89,12 +91,14 @@ void write_three_ranks(const std::filesystem::path& dir) {
   }
 }
 
+// The runtime's figures of a first run (nothing skipped) that wrote the rows of
+// write_three_ranks (5 ok, 1 failed) and was interrupted before a 7th request.
 RunSummary sample_summary() {
   RunSummary s;
   s.total = 7;
-  s.completed = 6;
+  s.completed = 5;
   s.failed = 1;
-  s.skipped_resume = 2;
+  s.skipped_resume = 0;
   s.makespan_s = 12.5;
   s.videos_per_min = 28.8;
   s.latency_p50_s = 1.5;
@@ -160,9 +164,9 @@ TEST(Merge, ThreeRanksSortedOneRowPerIdWithExternalLinks) {
   const h5::Group s = h5::open_group(root, "summary");
   EXPECT_EQ(h5::read_string_attribute(s.id(), "source"), "runtime");
   EXPECT_EQ(h5::read_int_attribute(s.id(), "total"), 7);
-  EXPECT_EQ(h5::read_int_attribute(s.id(), "completed"), 6);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "completed"), 5);
   EXPECT_EQ(h5::read_int_attribute(s.id(), "failed"), 1);
-  EXPECT_EQ(h5::read_int_attribute(s.id(), "skipped_resume"), 2);
+  EXPECT_EQ(h5::read_int_attribute(s.id(), "skipped_resume"), 0);
   EXPECT_EQ(h5::read_double_attribute(s.id(), "makespan_s"), 12.5);
   EXPECT_EQ(h5::read_double_attribute(s.id(), "videos_per_min"), 28.8);
   EXPECT_EQ(h5::read_double_attribute(s.id(), "latency_p50_s"), 1.5);
@@ -257,6 +261,58 @@ TEST(Merge, SummaryFromJsonElseRecomputed) {
   const h5::Group s = h5::open_group(file.id(), "summary");
   EXPECT_EQ(h5::read_int_attribute(s.id(), "total"), 7);
   EXPECT_EQ(h5::read_double_attribute(s.id(), "makespan_s"), 12.5);
+}
+
+// Issue 39, class 12: figures that do not describe the rows merged are recomputed from them
+// (docs/results.md, "Figures"): a rerun that skipped every done request ("0 total"), and a
+// --merge-only after an interrupted resume (summary.json is the earlier run's).
+TEST(Merge, FiguresThatDoNotDescribeTheRowsAreRecomputedFromThem) {
+  ScratchDir dir("mergefigures");
+  write_three_ranks(dir.path());  // 5 ok, 1 failed
+  const auto summary_of = [](const MergeResult& merged) {
+    const h5::File file = h5::open_file(merged.path.string());
+    std::string source;
+    return read_summary_group(file.id(), source);
+  };
+  // A rerun of the finished folder: every request skipped, nothing run.
+  RunSummary rerun;
+  rerun.skipped_resume = 6;
+  rerun.policy = "dynamic";
+  const MergeResult merged = merge_directory(dir.path(), &rerun, {});
+  EXPECT_EQ(merged.summary_source, "recomputed");
+  RunSummary s = summary_of(merged);
+  EXPECT_EQ(s.total, 6U);
+  EXPECT_EQ(s.completed, 5U);
+  EXPECT_EQ(s.failed, 1U);
+  EXPECT_GT(s.videos_per_min, 0.0);
+  EXPECT_EQ(s.policy, "dynamic");
+  // A resumed segment that ran 2 of them: its figures cover 2 rows of 6.
+  RunSummary resumed = sample_summary();
+  resumed.completed = 2;
+  resumed.failed = 0;
+  resumed.skipped_resume = 4;
+  EXPECT_EQ(merge_directory(dir.path(), &resumed, {}).summary_source, "recomputed");
+  EXPECT_EQ(summary_of(merge_directory(dir.path(), &resumed, {})).completed, 5U);
+
+  // --merge-only with the summary.json of an earlier run: 18 total, 3 completed.
+  RunSummary earlier = sample_summary();
+  earlier.total = 18;
+  earlier.completed = 3;
+  earlier.failed = 0;
+  write_summary_json(dir.path() / "summary.json", earlier);
+  const MergeResult stale = merge_directory(dir.path());
+  EXPECT_EQ(stale.summary_source, "recomputed");
+  s = summary_of(stale);
+  EXPECT_EQ(s.total, 6U);
+  EXPECT_EQ(s.completed, 5U);
+  // Counts that match, but written before a rank file last changed: an earlier run's too.
+  write_summary_json(dir.path() / "summary.json", sample_summary());
+  EXPECT_EQ(merge_directory(dir.path()).summary_source, "summary.json");
+  const auto rank0 = dir.path() / "rank-00000.h5";
+  std::filesystem::last_write_time(
+      dir.path() / "summary.json",
+      std::filesystem::last_write_time(rank0) - std::chrono::seconds(60));
+  EXPECT_EQ(merge_directory(dir.path()).summary_source, "recomputed");
 }
 
 TEST(Merge, StoreVideoOffHasNoVideosGroup) {

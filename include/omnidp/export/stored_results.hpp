@@ -19,8 +19,11 @@ namespace omnidp::video_export {
 struct StoredRun {
   std::string source;                        // the path given
   std::vector<std::filesystem::path> files;  // the HDF5 files read
-  results::ResultsFileInfo info;             // root attributes of the first file read
-  std::vector<results::StoredRow> rows;      // one per id, sorted by id (results::select_rows)
+  // Rank files of a folder that could not be read: skipped with one warning each (as the merge
+  // does); their rows are not in `rows`.
+  std::vector<std::filesystem::path> unreadable_files;
+  results::ResultsFileInfo info;         // root attributes of the first file read
+  std::vector<results::StoredRow> rows;  // one per id, sorted by id (results::select_rows)
   std::size_t duplicates_dropped = 0;
   RunSummary summary;
   // "runtime" / "summary.json" / "recomputed": results.h5's /summary source attribute;
@@ -30,8 +33,9 @@ struct StoredRun {
 
 // `path`: a results.h5 (its rows and /summary), a rank file (its rows; figures recomputed), or
 // a folder: its rank-*.h5 files when it has any (figures from <dir>/summary.json, else
-// recomputed), else its results.h5. Throws IoError (nothing there, not an omni-dp file) or
-// Hdf5Error.
+// recomputed), else its results.h5. An unreadable rank file of a folder is skipped with one
+// warning. Throws IoError (nothing there, nothing readable, not an omni-dp file) or Hdf5Error
+// (a single file that cannot be read).
 [[nodiscard]] StoredRun read_stored_run(const std::filesystem::path& path);
 
 struct StoredVideo {

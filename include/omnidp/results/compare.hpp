@@ -24,12 +24,18 @@ struct ResultEntry {
   std::string actual_sha256;  // SHA-256 of the stored video bytes; empty when not checked
   std::string numerics;       // the row's numerics profile; "" = unknown (an older file)
   std::string file;           // the HDF5 file the row (and its video link) was read from
+  std::string video_error;    // an ok row's stored video could not be read back ("" otherwise)
 };
 
 struct ResultSet {
   std::string source;                // the path given
   std::vector<std::string> files;    // the HDF5 files read
   std::vector<ResultEntry> entries;  // sorted by id
+  // Rank files skipped with a warning (not HDF5, truncated): their rows are not in `entries`.
+  std::vector<std::string> unreadable_files;
+  // "<id> (<file>): <why>" for each ok row whose video cannot be read back and whose id has no
+  // other ok row: its id is not in `entries` (as in the merge), and the comparison fails.
+  std::vector<std::string> unreadable_videos;
 };
 
 struct ReadOptions {
@@ -37,7 +43,9 @@ struct ReadOptions {
 };
 
 // `path` is a results.h5, a rank file, or a folder: its rank-*.h5 files when it has any,
-// else its results.h5. Throws IoError (nothing there) or Hdf5Error.
+// else its results.h5. An unreadable rank file of a folder is skipped with one warning (as the
+// merge does); a video that cannot be read back (or hashed) is recorded, never thrown. Throws
+// IoError (nothing there, nothing readable) or Hdf5Error (a single file that cannot be read).
 [[nodiscard]] ResultSet read_results(const std::filesystem::path& path,
                                      const ReadOptions& options = {});
 
@@ -98,6 +106,11 @@ struct CompareReport {
   std::vector<std::string> only_in_a_ids;  // sorted
   std::vector<std::string> only_in_b_ids;
   std::vector<std::string> failed_ids;  // "A:<id>" / "B:<id>", sorted
+  // Ok requests whose stored video cannot be read back: "A:<id> (<file>): <why>", sorted. Each
+  // fails the comparison.
+  std::vector<std::string> unreadable_videos;
+  std::vector<std::string> unreadable_files_a;  // rank files skipped (ResultSet)
+  std::vector<std::string> unreadable_files_b;
   Tolerance tolerance;
   // With a tolerance: every request whose hashes differ (neither video corrupt), sorted by id
   // of A. Those outside the bounds are also in `mismatches`.

@@ -57,6 +57,19 @@ struct StoredRow {
 void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
                          bool ignore_lock, const std::function<void(StoredRow&&)>& fn);
 
+// The rows of every file of `files` (file_order = its position), read as the resume scan and
+// the merge read a folder: a file that cannot be read (not HDF5, truncated, not an omni-dp
+// file) is skipped with one warning "<who>: skipping unreadable <file>: <why>" and listed in
+// `unreadable`; a file locked by a live writer is an InputError (locked_file_message). A single
+// file is not skipped: its error is thrown. Throws IoError when no file of several is readable.
+struct FilesRows {
+  std::vector<StoredRow> rows;
+  std::vector<std::filesystem::path> read;        // the files whose rows were read
+  std::vector<std::filesystem::path> unreadable;  // skipped with a warning
+};
+[[nodiscard]] FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>& files,
+                                                      const std::string& who);
+
 // One row per id, sorted by id (bytewise). Rule (docs/results.md): an ok row whose expected
 // video is missing is dropped (a writer died between the two); then ok beats failed; then the
 // newest end_time, then the higher attempt, then the later file. `dropped` counts the rest.

@@ -32,7 +32,9 @@ struct ResumeScan {
 // a live process holds locked (HDF5's flock) is waited for up to `lock_wait_s` (a rank of the
 // previous job still exiting after mpirun returned lets go within seconds); still locked, it is an
 // InputError (exit 2) naming the file and the likely cause: an earlier run still running on this
-// folder. The same id recorded ok with two input keys is a RuntimeError naming both keys and files.
+// folder. An id recorded ok more than once counts the row the merge chooses (select_rows: the
+// newest end_time, then the higher attempt, then the later file), whatever its input key: after
+// --no-resume over a changed manifest the new rows supersede the old ones (one info line).
 // A missing folder gives an empty map.
 [[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0);
 // scan_folder(dir, lock_wait_s).done.

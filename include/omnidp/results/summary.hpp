@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "omnidp/config/peak_flops.hpp"
 #include "omnidp/results/record.hpp"
@@ -53,6 +54,18 @@ struct RankLayout {
 // resolve_peak(layout.runtime, row.device).
 [[nodiscard]] RunSummary recompute_summary(std::span<const ResultRecord> rows,
                                            const RankLayout& layout);
+
+// Whether `s` (the figures of one run segment: the runtime's, or summary.json) are the figures
+// of the rows a folder holds now, `ok` ok and `failed` failed, one per id (docs/results.md,
+// "Figures"): the segment resumed nothing (skipped_resume = 0) and counted exactly those rows.
+// Not so after a rerun that skipped done requests (its figures cover only what it ran), an
+// interrupted resume (summary.json is the earlier run's), or --no-resume over older rows.
+[[nodiscard]] bool figures_cover_rows(const RunSummary& s, std::size_t ok, std::size_t failed);
+
+// Whether `summary_json` was written after every file of `rank_files` last changed (mtimes;
+// false when it is missing or a file is newer): otherwise it describes an earlier run.
+[[nodiscard]] bool summary_json_current(const std::filesystem::path& summary_json,
+                                        const std::vector<std::filesystem::path>& rank_files);
 
 // One ok request's share of the MFU figures (docs/performance.md, "MFU").
 struct FlopsSample {
