@@ -296,6 +296,15 @@ TEST(RankWriter, FaultHookRunsBetweenWriteAndFlush) {
   EXPECT_EQ(writer.rows_written(), 1U);
 }
 
+// In a forked child: any write that takes `file` more than `room` bytes past its size now fails
+// with EFBIG (RLIMIT_FSIZE, SIGXFSZ ignored), as on a full disk; exit 20 if the limit is refused.
+void limit_growth(const std::filesystem::path& file, std::uintmax_t room) {
+  const rlim_t limit = static_cast<rlim_t>(std::filesystem::file_size(file) + room);
+  const rlimit fsize{limit, limit};
+  std::signal(SIGXFSZ, SIG_IGN);
+  if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ::_exit(20);
+}
+
 // A full disk at any point of a write (issue 39, class 1). A forked child writes two
 // requests, then lowers RLIMIT_FSIZE to the file's size + `room` bytes (SIGXFSZ ignored: a
 // write past the limit fails with EFBIG, as on a full disk) and writes a third whose video (9
@@ -328,10 +337,7 @@ TEST(RankWriter, AFullDiskAtAnyStepFailsTheRecordAndKeepsTheRowsBefore) {
           const Video v = video_of(id);
           writer.write(testing::ok_record(id, v), &v);
         }
-        const rlim_t limit = static_cast<rlim_t>(std::filesystem::file_size(file) + room);
-        const rlimit fsize{limit, limit};
-        std::signal(SIGXFSZ, SIG_IGN);
-        if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ::_exit(20);
+        limit_growth(file, room);
         const Video v = video_of("c");
         try {
           writer.write(testing::ok_record("c", v), &v);
@@ -412,10 +418,7 @@ TEST(RankWriter, AFullDiskInsideHdf5WritesNeverLeavesAnOkRowWithoutItsVideo) {
           const Video v = video_of(id);
           writer.write(testing::ok_record(id, v), &v);
         }
-        const rlim_t limit = static_cast<rlim_t>(std::filesystem::file_size(file) + room);
-        const rlimit fsize{limit, limit};
-        std::signal(SIGXFSZ, SIG_IGN);
-        if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) ::_exit(20);
+        limit_growth(file, room);
         const Video v = video_of("c");
         try {
           writer.write(testing::ok_record("c", v), &v);
