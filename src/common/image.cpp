@@ -16,11 +16,14 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/sha256.hpp"
 
 namespace omnidp {
 namespace {
@@ -278,8 +281,31 @@ ImageInfo probe_image(const fs::path& path) {
   return info;
 }
 
-RgbImage decode_image_rgb(const fs::path& path, std::uint64_t max_pixels) {
-  const File file = open_image(path);
+RgbImage decode_image_rgb(const fs::path& path, std::uint64_t max_pixels,
+                          std::string_view expected_sha256) {
+  File file = open_image(path);
+  std::vector<std::uint8_t> bytes;  // what is hashed is what is decoded (issue 39, class 10)
+  if (!expected_sha256.empty()) {
+    std::array<std::uint8_t, 1 << 16> block{};
+    for (;;) {
+      const std::size_t n = std::fread(block.data(), 1, block.size(), file.get());
+      bytes.insert(bytes.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n));
+      if (n < block.size()) break;
+    }
+    if (std::ferror(file.get()) != 0)
+      fail(path, std::string("cannot read image: ") + std::strerror(errno));
+    const std::string actual = sha256_hex(std::span<const std::uint8_t>(bytes));
+    if (actual != expected_sha256) {
+      fail(path, "the image changed after its request was validated (its bytes hash to " +
+                     actual.substr(0, 16) + "..., its input key was computed from " +
+                     std::string(expected_sha256.substr(0, 16)) +
+                     "...): not generated from an image its row would not describe; rerun to "
+                     "validate the new image");
+    }
+    if (bytes.empty()) fail(path, "empty file, not an image");
+    file.reset(fmemopen(bytes.data(), bytes.size(), "rb"));
+    if (!file) fail(path, std::string("cannot read image: ") + std::strerror(errno));
+  }
   if (sniff_format(file.get(), path) == ImageFormat::png) {
     return decode_png(file.get(), path, max_pixels);
   }

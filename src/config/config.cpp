@@ -15,8 +15,10 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/config/head_split.hpp"
 #include "omnidp/config/suggest.hpp"
 
@@ -747,9 +749,38 @@ void apply_document(Config& config, const Node& root) {
   }
 }
 
+// The 1-based line of the '---' that starts the document whose content yaml-cpp marks at
+// 0-based line `mark_line` (an empty document is marked past its marker).
+std::size_t document_start_line(const std::string& text, int mark_line) {
+  std::vector<std::string_view> lines;
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    lines.push_back(rest.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    rest.remove_prefix(nl + 1);
+  }
+  const auto is_marker = [](std::string_view line) {
+    return line.starts_with("---") &&
+           (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+  };
+  for (auto i = std::min(static_cast<std::size_t>(std::max(mark_line, 0)), lines.size()); i-- > 0;) {
+    if (is_marker(lines[i])) return i + 1;
+  }
+  return static_cast<std::size_t>(std::max(mark_line, 0)) + 1;
+}
+
 Node load_yaml(const std::string& text, const std::string& origin) {
   try {
-    return YAML::Load(text);
+    // One document: a second one (after '---') was read as nothing (issue 39, class 10).
+    std::vector<Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw ConfigError(
+          origin + ":" + std::to_string(document_start_line(text, documents[1].Mark().line)),
+          "a second YAML document starts here: a configuration holds one "
+          "document (remove this '---' and what follows it, or merge the two)");
+    }
+    return documents.empty() ? Node() : documents.front();
   } catch (const YAML::ParserException& e) {
     throw ConfigError(
         origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
@@ -820,6 +851,12 @@ Config load_config_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError(path.string(), "cannot read the config file: it is a folder");
+  }
+  // /dev/null, a FIFO: not "no such file" (issue 39, class 13), and never read as empty.
+  if (std::filesystem::exists(path, ec)) {
+    if (const std::string problem = regular_file_problem(path); !problem.empty()) {
+      throw ConfigError(path.string(), "cannot read the config file: it " + problem);
+    }
   }
   std::ifstream in(path, std::ios::binary);
   if (!in)

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 
 namespace omnidp {
 namespace fs = std::filesystem;
@@ -24,6 +25,13 @@ ChunkedLines::ChunkedLines(const fs::path& file, std::size_t max_line_bytes, std
   std::error_code ec;
   if (fs::is_directory(file, ec))
     throw ManifestError(file_, 0, "", "is a folder, not a manifest file");
+  // /dev/null read as an empty manifest, a FIFO would block (issue 39, class 13): a manifest
+  // is a regular file (it is read twice when large, from remembered offsets).
+  if (fs::exists(file, ec)) {
+    if (const std::string problem = regular_file_problem(file); !problem.empty()) {
+      throw ManifestError(file_, 0, "", "cannot read the manifest: it " + problem);
+    }
+  }
   in_.open(file, std::ios::binary);
   if (!in_) {  // a usage error (exit 2), like any other defect of the manifest itself
     throw ManifestError(file_, 0, "",

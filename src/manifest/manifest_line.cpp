@@ -273,6 +273,13 @@ class LineReader {
 };
 
 FieldValues parse_fields(std::string_view text, const std::string& file, std::size_t line) {
+  // nlohmann's lexer takes a NUL byte for the end of its input: the rest of the line would be
+  // dropped unread (issue 39, class 10). JSON text has none (a string escapes it as \u0000).
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw ManifestError(file, line, "",
+                        "a NUL byte at column " + std::to_string(nul + 1) +
+                            " (a manifest line is JSON text; inside a string write \\u0000)");
+  }
   LineSax sax;
   const bool ok = Json::sax_parse(text.begin(), text.end(), &sax, Json::input_format_t::json,
                                   /*strict=*/true);

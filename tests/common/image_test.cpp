@@ -17,6 +17,7 @@
 
 #include "error_of.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/sha256.hpp"
 #include "png_file.hpp"
 #include "temp_dir.hpp"
 
@@ -110,6 +111,29 @@ TEST_F(ImageTest, PngRgbProbeAndDecodeExact) {
   EXPECT_EQ(image.width, 37);
   EXPECT_EQ(image.height, 21);
   EXPECT_EQ(image.data, pixels);
+}
+
+// Issue 39, class 10: an image overwritten between validation (its image_sha256, in the input
+// key) and the worker's decode made a video whose row carried the old image's key. The bytes
+// decoded are the bytes hashed; a hash other than the validated one fails the request.
+TEST_F(ImageTest, TheDecodedBytesMustHashToTheValidatedHash) {
+  const auto path = dir_ / "rgb.png";
+  const auto pixels = pattern(37, 21, 3);
+  write_png(path, 37, 21, PNG_FORMAT_RGB, pixels);
+  const std::string validated = sha256_file_hex(path);
+  EXPECT_EQ(decode_image_rgb(path, 37 * 21, validated).data, pixels);
+
+  const auto other = pattern(21, 37, 3);
+  write_png(path, 21, 37, PNG_FORMAT_RGB, other);  // overwritten during the run
+  const std::string now = sha256_file_hex(path);
+  EXPECT_EQ(
+      input_error_of([&] { (void)decode_image_rgb(path, 37 * 21, validated); }),
+      path.string() + ": the image changed after its request was validated (its bytes hash to " +
+          now.substr(0, 16) + "..., its input key was computed from " + validated.substr(0, 16) +
+          "...): not generated from an image its row would not describe; rerun to "
+          "validate the new image");
+  EXPECT_EQ(decode_image_rgb(path, 37 * 21, now).data, other);  // the same bytes decode alike
+  EXPECT_EQ(decode_image_rgb(path, 37 * 21).data, other);       // no hash given: not checked
 }
 
 TEST_F(ImageTest, PngAlphaIsDroppedNotComposited) {

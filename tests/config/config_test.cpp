@@ -592,6 +592,38 @@ TEST(ConfigValidate, UnreadableFileIsAConfigError) {
     EXPECT_EQ(std::string(e.what()),
               dir.path().string() + ": cannot read the config file: it is a folder");
   }
+  // Issue 39, class 13: /dev/null was read as an empty file (every default), not refused.
+  try {
+    (void)load_config_file("/dev/null");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/dev/null: cannot read the config file: it is a character device, not a regular "
+              "file");
+  }
+}
+
+// Issue 39, class 10: a second document (after '---') was read as nothing; refused with the
+// line of its marker. A leading '---' and a closing '...' are one document.
+TEST(ConfigParse, ASecondYamlDocumentIsRefusedWithItsLine) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      (void)parse_config_yaml(text, "c.yaml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string second =
+      ": a second YAML document starts here: a configuration holds one document (remove this "
+      "'---' and what follows it, or merge the two)";
+  EXPECT_EQ(error_of("model:\n  name: synthetic\n---\nmodel:\n  name: tiny-wan\n"),
+            "c.yaml:3" + second);
+  EXPECT_EQ(error_of("model:\n  name: synthetic\n---\n"), "c.yaml:3" + second);
+  EXPECT_EQ(error_of("generation:\n  fps: 8\n--- # two\n\n# c\ngeneration:\n  fps: 9\n"),
+            "c.yaml:3" + second);
+  EXPECT_EQ(parse_config_yaml("---\ngeneration:\n  fps: 8\n", "c.yaml").generation.fps, 8);
+  EXPECT_EQ(parse_config_yaml("generation:\n  fps: 8\n...\n", "c.yaml").generation.fps, 8);
 }
 
 // --- overrides -------------------------------------------------------------------------------

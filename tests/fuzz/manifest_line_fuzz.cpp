@@ -6,7 +6,7 @@
 // exception, a crash, a sanitizer report or a broken invariant on an accepted line is a finding.
 // Invariants of an accepted request: a non-empty id, a seed in 0..2^63-1, 4k+1 frames, sizes
 // that are multiples of 16, and an input key that is stable (same request, same key) and
-// changes with the seed.
+// changes with the seed, and a line holding a NUL byte is never accepted (nlohmann stops at it).
 
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const omnidp::Request request = omnidp::parse_manifest_line(text, defaults, "fuzz.jsonl", 7);
     check(!request.id.empty());
+    check(text.find('\0') == std::string_view::npos);  // a NUL byte is refused, never cut off
     check(request.seed <= static_cast<std::uint64_t>(INT64_MAX));
     check(request.num_frames > 0 && request.num_frames % 4 == 1);
     check(request.height > 0 && request.height % 16 == 0 && request.width > 0 &&

@@ -652,6 +652,20 @@ TEST_F(ManifestTest, SyntaxErrors) {
             file_ + ":1:prompt: must be a string, got an array");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p\u0000q"})"),
             file_ + ":1:prompt: contains a NUL character (\\u0000)");
+  // Issue 39, class 10: a raw NUL byte ended nlohmann's input: the rest of the line (here a
+  // second object) was dropped and the line read as valid.
+  using namespace std::string_literals;
+  const std::string nul_error =
+      file_ +
+      ":1: a NUL byte at column 24 (a manifest line is JSON text; inside a string write "
+      "\\u0000)";
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p"})"s + '\0' + R"({"id":"b","prompt":"q"})"),
+            nul_error);
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p"})"s + '\0'), nul_error);
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p)"s + '\0' + R"("})"),
+            file_ +
+                ":1: a NUL byte at column 22 (a manifest line is JSON text; inside a string "
+                "write \\u0000)");
   // The error's line number counts every line, blank and comment lines included.
   EXPECT_EQ(error_of("# c\n\n"
                      R"({"id":"a","prompt":"p"})"

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
 #include <vector>
 
 namespace omnidp {
@@ -34,6 +35,12 @@ struct RgbImage {
 // alpha dropped (not composited), 16-bit samples truncated to their high byte. Refuses before
 // decoding when width * height > max_pixels. A truncated or corrupt file is an error (libjpeg's
 // "premature end" warnings included).
-[[nodiscard]] RgbImage decode_image_rgb(const std::filesystem::path& path, std::uint64_t max_pixels);
+//
+// `expected_sha256` (hex, the image_sha256 its request's input key was computed from), when not
+// empty: the file is read once into memory, those bytes are hashed and decoded, and a hash that
+// differs is an InputError ("the image changed after its request was validated"): a file
+// overwritten during a run never makes a video whose row carries the old image's input key.
+[[nodiscard]] RgbImage decode_image_rgb(const std::filesystem::path& path, std::uint64_t max_pixels,
+                                        std::string_view expected_sha256 = {});
 
 }  // namespace omnidp

@@ -511,7 +511,8 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   if (needs_negative) in.negative = prompt_conditioning(request, true);
   if (request.task == Task::i2v) {
     if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
-    const RgbImage image = decode_image_rgb(request.image, parts_.max_image_pixels);
+    const RgbImage image =
+        decode_image_rgb(request.image, parts_.max_image_pixels, request.image_sha256);
     const RgbImage resized = resize_and_crop(image, request.width, request.height);
     in.image = image_to_tensor(resized);
     in.image_embeds = image_embeds_for(request, resized);

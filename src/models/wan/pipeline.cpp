@@ -268,7 +268,8 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
       text_embeddings(request, request.guidance_scale > 1.0);
   if (request.task == Task::i2v) {
     if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
-    const RgbImage image = decode_image_rgb(request.image, parts_.max_image_pixels);
+    const RgbImage image =
+        decode_image_rgb(request.image, parts_.max_image_pixels, request.image_sha256);
     in.image = preprocess_image(image, request.height, request.width);
   }
   // The rounded size decides the latent shape (sample() rounds the same way).
