@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/config/config.hpp"
@@ -51,6 +52,8 @@ constexpr const char* kExamples = R"(Examples:
 
   # resume a folder whose videos were made with another numerics profile (else exit 2)
   omni-dp-batch --config hv15.yaml --set model.dtype=fp32 --resume-mixed
+  # re-hash the stored videos first; a damaged one is generated again
+  omni-dp-batch --config hv15.yaml --verify
 
 Exit codes: 0 all done, 1 some requests failed, 2 usage/configuration/manifest error,
 75 interrupted by SIGUSR1/SIGTERM/SIGINT or the deadline (resume with the same command).
@@ -64,6 +67,7 @@ struct BatchOptions {
   bool resume_flag = false;
   bool no_resume_flag = false;
   bool resume_mixed = false;
+  bool verify = false;
   bool validate_only = false;
   bool all_errors = false;
   bool dry_run = false;
@@ -140,6 +144,11 @@ void define_options(CLI::App& app, BatchOptions& o) {
                              "profile (dtype, device, strict, attention, kernels); each row keeps "
                              "its own profile");
   mixed->excludes(no_resume);
+  auto* verify = app.add_flag("--verify", o.verify,
+                              "re-hash every stored video of the output folder first: one whose "
+                              "bytes do not match its row's video_sha256 is generated again "
+                              "(a plain resume skips it)");
+  verify->excludes(no_resume);
   auto* validate = app.add_flag("--validate-only", o.validate_only,
                                 "check the configuration and the manifest, then exit (0 or 2)");
   app.add_flag("--all-errors", o.all_errors, "with --validate-only: list every error, not the first")
@@ -197,6 +206,8 @@ void check_manifest_readable(const Config& config) {
     problem = "no such file";
   } else if (std::filesystem::is_directory(status)) {
     problem = "it is a folder";
+  } else if (!std::filesystem::is_regular_file(status)) {
+    problem = "it " + regular_file_problem(path);  // /dev/null: not "no such file"
   } else if (!std::ifstream(path, std::ios::binary)) {
     problem = "not readable";
   }
@@ -244,13 +255,14 @@ int validate_only(const Config& config, bool all_errors, const Console& console)
   return static_cast<int>(ExitCode::ok);
 }
 
-int dry_run(const Config& config, bool resume, bool resume_mixed, int world_size,
+int dry_run(const Config& config, bool resume, bool resume_mixed, bool verify, int world_size,
             const Console& console) {
   check_manifest_readable(config);
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;
   options.resume_mixed = resume_mixed;
+  options.verify = verify;
   std::ostringstream plan;
   runtime::print_plan(options, world_size, plan);
   console.out(plan.str());
@@ -275,12 +287,13 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   return static_cast<int>(ExitCode::ok);
 }
 
-int run(const Config& config, bool resume, bool resume_mixed,
+int run(const Config& config, bool resume, bool resume_mixed, bool verify,
         std::optional<runtime::Deadline> deadline) {
   runtime::JobOptions options;
   options.config = config;
   options.resume = resume;
   options.resume_mixed = resume_mixed;
+  options.verify = verify;
   options.deadline = std::move(deadline);
   options.make_pipeline = [config](const DeviceBinding& device) {
     return models::create_pipeline(config, device);
@@ -340,9 +353,9 @@ int batch_main(int argc, char** argv) {
     if (o.dry_run) {
       const int world_size =
           o.world_size > 0 ? o.world_size : env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
-      return dry_run(config, resume, o.resume_mixed, world_size, console);
+      return dry_run(config, resume, o.resume_mixed, o.verify, world_size, console);
     }
-    return run(config, resume, o.resume_mixed, std::move(deadline));
+    return run(config, resume, o.resume_mixed, o.verify, std::move(deadline));
   } catch (const Error& e) {
     console.error(e.what());
     return static_cast<int>(e.exit_code());

@@ -9,6 +9,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
+#include "omnidp/common/video.hpp"
 #include "omnidp/export/stored_results.hpp"
 #include "omnidp/export/video_export.hpp"
 
@@ -55,8 +56,9 @@ std::size_t select(const vx::StoredRun& run, const std::vector<std::string>& ids
 int export_main(int argc, char** argv) {
   CLI::App app{
       "Writes the stored videos of a run as MP4 (H.264), PNG frames or animated GIF, at "
-      "each request's fps. Exit 0 when every selected video was written, 1 when some "
-      "could not be, 2 on usage or read errors.",
+      "each request's fps. Every stored video is re-hashed: one that does not match its "
+      "row's video_sha256 is not exported. Exit 0 when every selected video was written, 1 "
+      "when some could not be (missing, failed or damaged), 2 on usage or read errors.",
       kProgram};
   std::string input;
   std::string format_name;
@@ -83,16 +85,27 @@ int export_main(int argc, char** argv) {
   try {
     const vx::StoredRun run = vx::read_stored_run(input);
     std::vector<const results::StoredRow*> chosen;
-    const std::size_t missing = select(run, ids, chosen);
+    std::size_t missing = select(run, ids, chosen);
+    std::size_t exported = 0;
     for (const auto* row : chosen) {
       const vx::StoredVideo stored = vx::read_stored_video(row->file, row->record.id);
+      // Every frame was read: re-hashed, a damaged video is refused, not passed on (issue 39,
+      // class 9).
+      if (const std::string actual = video_sha256(stored.video); actual != row->record.video_sha256) {
+        std::cerr << kProgram << ": skipped '" << row->record.id << "': " << row->file.string()
+                  << ": " << results::stored_hash_mismatch(row->record.video_sha256, actual)
+                  << "; not exported (omni-dp-batch --verify generates it again)\n";
+        ++missing;
+        continue;
+      }
+      ++exported;
       const auto path = vx::export_video(stored.video, stored.fps, format, out_dir, row->record.id);
       std::cout << row->record.id << " -> " << path.string() << " (" << stored.video.frames
                 << " frames, " << stored.video.width << "x" << stored.video.height << ", "
                 << stored.fps << " fps)\n";
     }
-    std::cout << "exported " << chosen.size() << " of " << chosen.size() + missing
-              << " video(s) as " << format_name << " to " << out_dir << "\n"
+    std::cout << "exported " << exported << " of " << exported + missing << " video(s) as "
+              << format_name << " to " << out_dir << "\n"
               << std::flush;
     return missing == 0 ? 0 : 1;
   } catch (const Error& e) {

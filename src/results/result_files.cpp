@@ -107,7 +107,7 @@ namespace {
 
 // Opens `file` and hands its rows to `fn`; `reserve` first gets the number of rows.
 void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool ignore_lock,
-                 const std::function<void(std::size_t)>& reserve,
+                 bool rehash, const std::function<void(std::size_t)>& reserve,
                  const std::function<void(StoredRow&&)>& fn) {
   const h5::File f = h5::open_file(file.string(), false, !ignore_lock);
   const hid_t root = f.id();
@@ -126,6 +126,12 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
       // A video whose data never reached the disk (a full disk at its close) is not there.
       try {
         check_stored_video(root, record);
+        if (rehash) {
+          const std::string actual = hash_stored_video(root, record.id);
+          if (actual != record.video_sha256) {
+            throw Error(ErrorKind::io, stored_hash_mismatch(record.video_sha256, actual));
+          }
+        }
       } catch (const Error& e) {
         row.video_present = false;
         row.video_error = e.what();
@@ -138,18 +144,23 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
 
 }  // namespace
 
+std::string stored_hash_mismatch(const std::string& recorded, const std::string& actual) {
+  return "the stored video does not match its recorded video_sha256 " + recorded +
+         " (its frames hash to " + actual + ")";
+}
+
 std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file, std::size_t file_order,
-                                        bool ignore_lock) {
+                                        bool ignore_lock, bool rehash) {
   std::vector<StoredRow> rows;
   stored_rows(
-      file, file_order, ignore_lock, [&rows](std::size_t n) { rows.reserve(n); },
+      file, file_order, ignore_lock, rehash, [&rows](std::size_t n) { rows.reserve(n); },
       [&rows](StoredRow&& row) { rows.push_back(std::move(row)); });
   return rows;
 }
 
 void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
-                         bool ignore_lock, const std::function<void(StoredRow&&)>& fn) {
-  stored_rows(file, file_order, ignore_lock, {}, fn);
+                         bool ignore_lock, const std::function<void(StoredRow&&)>& fn, bool rehash) {
+  stored_rows(file, file_order, ignore_lock, rehash, {}, fn);
 }
 
 FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>& files,

@@ -19,7 +19,7 @@ std::string locked_file_message(const std::filesystem::path& file) {
          "it end (or use another output folder), then run again";
 }
 
-ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
+ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, bool verify) {
   // One map, id -> input_key, filled while the files stream by (a file is never whole in
   // memory), and beside it the merge's ordering keys of the row each id counts (keyed by the
   // address of the id in `done`, whose nodes never move: no second copy of the ids).
@@ -48,8 +48,15 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
     const auto& file = files[i];
     const auto add = [&](StoredRow&& row) {
       if (row.record.status != RequestStatus::ok) return;
+      if (verify && row.video_expected && (row.video_present || !row.video_error.empty())) {
+        ++out.verified;
+      }
       if (row.video_expected && !row.video_present) {  // writer died or failed in between
-        if (!row.video_error.empty()) {
+        if (verify && row.video_error.starts_with("the stored video does not match")) {
+          ++out.verify_mismatches;
+          log_warn("verify: " + file.string() + ": request '" + row.record.id +
+                   "': " + row.video_error + "; it is generated again");
+        } else if (!row.video_error.empty()) {
           log_warn("resume: " + file.string() + ": request '" + row.record.id +
                    "' is recorded ok but its video cannot be read back (" + row.video_error +
                    "); it is generated again");
@@ -81,7 +88,7 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
     };
     // Rows of a file read before a failure are kept: what was flushed is done.
     try {
-      for_each_stored_row(file, i, false, add);
+      for_each_stored_row(file, i, false, add, verify);
     } catch (const Hdf5Error& e) {
       if (!is_locked_by_writer(file)) {
         log_warn("resume: skipping unreadable " + file.string() +
@@ -98,8 +105,14 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
       if (is_locked_by_writer(file)) throw InputError(file.string(), locked_file_message(file));
-      for_each_stored_row(file, i, false, add);
+      for_each_stored_row(file, i, false, add, verify);
     }
+  }
+  if (verify) {
+    log_info("verify: re-hashed " + std::to_string(out.verified) + " stored video(s) in " +
+             dir.string() + ": " + std::to_string(out.verify_mismatches) +
+             " did not match their video_sha256" +
+             (out.verify_mismatches > 0 ? " and are generated again" : ""));
   }
   if (superseded > 0) {
     log_info("resume: " + std::to_string(superseded) +

@@ -31,6 +31,7 @@
 #include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "png_file.hpp"
+#include "results/test_util.hpp"
 #include "test_files.hpp"
 
 namespace omnidp {
@@ -237,6 +238,21 @@ std::vector<Case> cases() {
                         {"model.name: unknown model 'synthetik'", "did you mean 'synthetic'?"}));
   c.push_back(malformed("config_missing_file", manifest_text(""),
                         {"nope.yaml: cannot read the config file"}, {"--config", "nope.yaml"}));
+  // Issue 39, class 10: a second YAML document was read as nothing.
+  c.push_back(malformed("config_second_document",
+                        config_edit("  dir: out\n", "  dir: out\n---\noutput:\n  dir: other\n"),
+                        {"c.yaml:12: a second YAML document starts here: a configuration holds "
+                         "one document"}));
+  // Issue 39, class 13: /dev/null where a regular file is needed says so (it was read as
+  // empty: every default, or "no requests").
+  c.push_back(malformed("config_dev_null", manifest_text(""),
+                        {"/dev/null: cannot read the config file: it is a character device, not "
+                         "a regular file"},
+                        {"--config", "/dev/null", "--manifest", "m.jsonl"}));
+  c.push_back(malformed("manifest_dev_null", config_edit("", ""),
+                        {"/dev/null: cannot read the manifest: it is a character device, not a "
+                         "regular file"},
+                        {"--manifest", "/dev/null"}));
 
   // ---- manifest: malformed -> exit 2 before anything runs; file:line:field.
   c.push_back(malformed("manifest_duplicate_id", manifest_line(R"({"id": "a", "prompt": "again"})"),
@@ -256,6 +272,13 @@ std::vector<Case> cases() {
   c.push_back(malformed("manifest_two_objects_on_a_line",
                         manifest_line(R"({"id": "b", "prompt": "p"}{"id": "d", "prompt": "q"})"),
                         {"@DIR@/m.jsonl:2: unexpected text after the JSON object"}));
+  // Issue 39, class 10: nlohmann stopped at a NUL byte; the second object was dropped unread.
+  c.push_back(malformed(
+      "manifest_nul_byte",
+      manifest_line(std::string(R"({"id": "b", "prompt": "p"})") + '\0' +
+                    R"({"id": "d", "prompt": "q"})"),
+      {"@DIR@/m.jsonl:2: a NUL byte at column 27 (a manifest line is JSON text; inside a string "
+       "write \\u0000)"}));
   c.push_back(malformed("manifest_truncated_json", manifest_line(R"({"id": "b", "prompt": "p")"),
                         {"@DIR@/m.jsonl:2: invalid JSON"}));
   c.push_back(malformed("manifest_seed_float",
@@ -591,6 +614,51 @@ TEST(BadInputRecovery, EditedPromptThenNoResumeThenPlainReruns) {
     for (const auto& row : rows) EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
     EXPECT_EQ(key_of_b(), edited_key);
   }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// Issue 39, class 9: a flipped byte in a stored video was skipped as done by every rerun. A plain
+// rerun still skips it (resume reads back only what a torn write breaks); `--verify` re-hashes
+// the stored videos, names the damaged one and generates it again: results.h5 then holds three
+// videos that match their hashes, b's from the new row.
+TEST(BadInputRecovery, VerifyGeneratesADamagedStoredVideoAgain) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-bad-input-verify-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Case c;
+  c.build = config_edit("", "");  // a, b, c with the synthetic model
+  c.build(dir);
+  ASSERT_EQ(run_batch(dir, c, {}).exit_code, 0);
+  const fs::path rank_file = dir / "out" / "rank-00000.h5";
+  results::testing::flip_stored_byte(rank_file, "b");
+  const BatchRun plain = run_batch(dir, c, {});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("3 already done, skipped"), std::string::npos) << plain.err;
+
+  const BatchRun verify = run_batch(dir, c, {"--verify"});
+  ASSERT_EQ(verify.exit_code, 0) << verify.err;
+  EXPECT_NE(verify.err.find("verify: " + rank_file.string() +
+                            ": request 'b': the stored video does not match its recorded "
+                            "video_sha256 "),
+            std::string::npos)
+      << verify.err;
+  EXPECT_NE(verify.err.find("; it is generated again"), std::string::npos) << verify.err;
+  EXPECT_NE(verify.err.find("verify: re-hashed 3 stored video(s) in " + (dir / "out").string() +
+                            ": 1 did not match their video_sha256 and are generated again"),
+            std::string::npos)
+      << verify.err;
+  EXPECT_NE(verify.err.find("2 already done, skipped"), std::string::npos) << verify.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5", 0, false, true);
+  ASSERT_EQ(rows.size(), 3U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_TRUE(row.video_present) << row.record.id << ": " << row.video_error;
+  }
+  const BatchRun again = run_batch(dir, c, {"--verify"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find(": 0 did not match their video_sha256"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("3 already done, skipped"), std::string::npos) << again.err;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

@@ -68,6 +68,32 @@ TEST_F(ExportCli, FailedAndUnknownIdsAreSkippedWithExitOne) {
   EXPECT_TRUE(fs::exists(out() / "x" / "frame-00001.png"));
 }
 
+// Issue 39, class 9: a flipped byte in a stored video was exported with exit 0 and no warning.
+// Export re-hashes the frames it reads: the damaged video is skipped with one line naming the
+// id, the file and both hashes (exit 1, as for any video that cannot be exported); the others
+// are written.
+TEST_F(ExportCli, AStoredVideoWhoseHashDiffersIsRefused) {
+  const fs::path file = run() / "rank-00000.h5";
+  rt::flip_stored_byte(file, "x");
+  Video damaged = rt::video_for("x");
+  damaged.data[0] ^= 0xFFU;
+  // The folder's rows name their rank file; results.h5's rows name itself (external links).
+  for (const auto& [input, named] :
+       {std::pair{run(), file}, std::pair{run() / "results.h5", run() / "results.h5"}}) {
+    fs::remove_all(out());
+    const Outcome o = run_export({input.string(), "--format", "png", "--out", out().string()});
+    EXPECT_EQ(o.code, 1) << o.out << o.err;
+    EXPECT_EQ(o.err, "omni-dp-export: skipped 'x': " + named.string() +
+                         ": the stored video does not match its recorded video_sha256 " +
+                         video_sha256(rt::video_for("x")) + " (its frames hash to " +
+                         video_sha256(damaged) +
+                         "); not exported (omni-dp-batch --verify generates it again)\n");
+    EXPECT_NE(o.out.find("exported 1 of 2 video(s) as png"), std::string::npos) << o.out;
+    EXPECT_FALSE(fs::exists(out() / "x"));
+    EXPECT_TRUE(fs::exists(out() / "y%2F1" / "frame-00001.png"));
+  }
+}
+
 TEST_F(ExportCli, UsageErrorsExitTwo) {
   EXPECT_EQ(run_export({run().string(), "--format", "webm", "--out", out().string()}).code, 2);
   EXPECT_EQ(run_export({run().string(), "--format", "png"}).code, 2);

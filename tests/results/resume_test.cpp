@@ -381,6 +381,33 @@ TEST(Resume, AnOkRowWhoseVideoCannotBeReadBackIsNotDone) {
   }
 }
 
+// Issue 39, class 9: a flipped byte in a stored video (it still reads back) was skipped as
+// done. A plain scan still skips it (it reads only the last row of pixels); the scan of
+// omni-dp-batch --verify re-hashes every video and leaves that request to be generated again,
+// and the rows of the others stay done.
+TEST(Resume, VerifyLeavesAStoredVideoWhoseHashDiffersToBeGeneratedAgain) {
+  ScratchDir dir("verify");
+  testing::write_rank(dir.path(), 0, 2, ids(0, 3));
+  testing::write_rank(dir.path(), 1, 2, ids(3, 5));
+  testing::flip_stored_byte(dir.path() / "rank-00001.h5", "req/4");
+  EXPECT_EQ(scan_done(dir.path()), expected_done(ids(0, 5)));
+  const ResumeScan plain = scan_folder(dir.path());
+  EXPECT_EQ(plain.verified, 0U);
+  const ResumeScan verified = scan_folder(dir.path(), 10.0, true);
+  EXPECT_EQ(verified.done, expected_done(ids(0, 4)));
+  EXPECT_EQ(verified.verified, 5U);
+  EXPECT_EQ(verified.verify_mismatches, 1U);
+  const auto rows = read_stored_rows(dir.path() / "rank-00001.h5", 0, false, true);
+  ASSERT_EQ(rows.size(), 2U);
+  EXPECT_TRUE(rows[0].video_present);
+  EXPECT_FALSE(rows[1].video_present);
+  Video damaged = testing::video_for("req/4");
+  damaged.data[0] ^= 0xFFU;
+  EXPECT_EQ(rows[1].video_error, "the stored video does not match its recorded video_sha256 " +
+                                     video_sha256(testing::video_for("req/4")) +
+                                     " (its frames hash to " + video_sha256(damaged) + ")");
+}
+
 TEST(ResumeProfiles, ScanCountsTheDoneRequestsOfEachProfile) {
   ScratchDir dir("profiles");
   write_profiled_rank(dir.path(), 0, {"a", "b", "c"}, testing::kTestNumerics);

@@ -14,8 +14,10 @@
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/common/video.hpp"
 #include "omnidp/config/config.hpp"
+#include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/rank_writer.hpp"
 #include "omnidp/results/record.hpp"
+#include "omnidp/results/table.hpp"
 #include "temp_dir.hpp"
 
 namespace omnidp::results::testing {
@@ -241,6 +243,18 @@ inline void write_failed_rank(const std::filesystem::path& dir, int rank, int wo
   RankWriter writer(dir, rank_info(rank, world_size), OutputConfig{});
   for (const auto& id : ids) writer.write(failed_record(id, "boom: " + id, rank), nullptr);
   writer.close();
+}
+
+// Flips the first byte of request `id`'s stored video in `file` in place; its row and its
+// recorded video_sha256 stay as they are (a bit flip on disk: the video still reads back).
+inline void flip_stored_byte(const std::filesystem::path& file, const std::string& id) {
+  const h5::File f = h5::open_file(file.string(), true);
+  Video video = read_video(f.id(), id);
+  video.data[0] ^= 0xFFU;
+  const h5::Dataset dataset = h5::open_dataset(f.id(), video_path(id));
+  h5::call("H5Dwrite", id, [&] {
+    return H5Dwrite(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, video.data.data());
+  });
 }
 
 }  // namespace omnidp::results::testing

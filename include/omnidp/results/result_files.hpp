@@ -49,13 +49,21 @@ struct StoredRow {
   std::string video_error;  // why an ok row's existing video does not read back ("" otherwise)
 };
 // Rows of one file with their video presence. `ignore_lock`: read without taking HDF5's file
-// lock (for a file whose writer is exiting; see scan_done). Throws Hdf5Error/IoError.
+// lock (for a file whose writer is exiting; see scan_done). `rehash`: every ok row's video is
+// also read whole and hashed; one whose SHA-256 differs from the row's video_sha256 is not
+// present, with video_error = stored_hash_mismatch(...) (omni-dp-batch --verify). Throws
+// Hdf5Error/IoError.
 [[nodiscard]] std::vector<StoredRow> read_stored_rows(const std::filesystem::path& file,
                                                       std::size_t file_order = 0,
-                                                      bool ignore_lock = false);
+                                                      bool ignore_lock = false, bool rehash = false);
 // The same rows handed to `fn` one by one (the file is read in blocks; memory stays one block).
-void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order,
-                         bool ignore_lock, const std::function<void(StoredRow&&)>& fn);
+void for_each_stored_row(const std::filesystem::path& file, std::size_t file_order, bool ignore_lock,
+                         const std::function<void(StoredRow&&)>& fn, bool rehash = false);
+
+// "the stored video does not match its recorded video_sha256 <recorded> (its frames hash to
+// <actual>)": a damaged stored video, as every reader that re-hashes one reports it.
+[[nodiscard]] std::string stored_hash_mismatch(const std::string& recorded,
+                                               const std::string& actual);
 
 // The rows of every file of `files` (file_order = its position), read as the resume scan and
 // the merge read a folder: a file that cannot be read (not HDF5, truncated, not an omni-dp

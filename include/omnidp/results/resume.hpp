@@ -22,6 +22,10 @@ struct ProfileCount {
 struct ResumeScan {
   std::unordered_map<std::string, std::string> done;  // id -> input_key
   std::vector<ProfileCount> profiles;  // distinct profiles of `done`, most requests first
+  // With `verify`: the ok rows whose stored video was re-hashed, and those whose hash did not
+  // match their video_sha256 (not done: generated again).
+  std::size_t verified = 0;
+  std::size_t verify_mismatches = 0;
 };
 
 // id -> input_key of every request recorded ok in any <dir>/rank-*.h5 (of any earlier world
@@ -35,8 +39,11 @@ struct ResumeScan {
 // folder. An id recorded ok more than once counts the row the merge chooses (select_rows: the
 // newest end_time, then the higher attempt, then the later file), whatever its input key: after
 // --no-resume over a changed manifest the new rows supersede the old ones (one info line).
-// A missing folder gives an empty map.
-[[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0);
+// A missing folder gives an empty map. `verify` (omni-dp-batch --verify): every ok row's stored
+// video is also read whole and re-hashed; one whose SHA-256 differs from its video_sha256 is not
+// done (one warning naming the file, the id and both hashes), so the run generates it again.
+[[nodiscard]] ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s = 10.0,
+                                     bool verify = false);
 // scan_folder(dir, lock_wait_s).done.
 [[nodiscard]] std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
                                                                      double lock_wait_s = 10.0);
