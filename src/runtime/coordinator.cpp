@@ -11,6 +11,12 @@
 
 namespace omnidp::runtime {
 namespace {
+std::string shortest_seconds(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -456,6 +462,21 @@ void Coordinator::finish() {
       has_fatal_ = true;
       fatal_ = ErrorInfo{ErrorKind::runtime, e.what()};
     }
+  }
+  // Exit 75 asks for a rerun: only when this run handed something out, or when the next can
+  // (issue 39, class 6). A deadline that let nothing be handed out (already past at start, or
+  // closer than scheduler.deadline_margin_s) leaves the next run where this one was: exit 2,
+  // not a requeue loop. A signal's drain stays 75 (the rerun is not stopped by it).
+  if (!has_fatal_ && summary_.interrupted && deadline_closed_any_ && handed_out_ == 0 &&
+      signal_level_ == 0) {
+    has_fatal_ = true;
+    fatal_ = ErrorInfo{
+        ErrorKind::config,
+        "deadline: no request was handed out: the job's end minus scheduler.deadline_margin_s (" +
+            shortest_seconds(options_.config.scheduler.deadline_margin_s) +
+            " s) had passed when the job started, so a rerun would do the same (exit 2, not the "
+            "75 that asks for one): give a later --deadline or a smaller "
+            "scheduler.deadline_margin_s"};
   }
   FinishMsg msg;
   if (has_fatal_) {

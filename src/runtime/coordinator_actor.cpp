@@ -38,7 +38,7 @@ void CoordinatorActor::coordinate() {
   const JobOptions& options = c_.options;
   // The workers load their models meanwhile (docs/runtime.md "Job startup").
   const fs::path dir = config.output.dir;
-  JobInputs inputs(config, options.resume, options.scan_done);
+  JobInputs inputs(config, options.resume, options.scan_done, {}, options.count_attempts);
   const JobPlan& plan = inputs.plan();
   const std::size_t skipped = inputs.skipped();
   const PlannedSource& filtered = inputs.source();

@@ -8,7 +8,8 @@ CostModel::CostModel(const ModelInfo& info)
     : info_(info), prior_(prior_coefficients(info)), fitted_(prior_) {}
 
 CostFeatures CostModel::features(const Request& request) const {
-  if (!request.input_error.empty()) return {};  // recorded as failed without running
+  if (!request.input_error.empty() || !request.refused.empty())
+    return {};  // recorded as failed without running
   return cost_features(info_, request);
 }
 

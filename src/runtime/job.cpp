@@ -45,14 +45,16 @@ JobOptions with_default_hooks(const JobOptions& in) {
   JobOptions o = in;
   if (!o.make_sink) o.make_sink = results_sink_factory(o.config);
   if (!o.scan_done) {
-    o.scan_done = [profile = numerics_profile(o.config), mixed = o.resume_mixed](const fs::path& dir) {
-      results::ResumeScan scan = results::scan_folder(dir);
+    o.scan_done = [profile = numerics_profile(o.config), mixed = o.resume_mixed,
+                   verify = o.verify](const fs::path& dir) {
+      results::ResumeScan scan = results::scan_folder(dir, 10.0, verify);
       for (const auto& warning : results::check_resume_profiles(scan, dir, profile, mixed)) {
         log_warn(warning);
       }
       return std::move(scan.done);
     };
   }
+  o.count_attempts = true;  // the attempt logs of output.dir (results/attempt_log.hpp)
   if (!o.merge) {
     o.merge = [](const fs::path& dir, const RunSummary& summary, const std::string& yaml) {
       (void)results::merge_directory(dir, &summary, yaml);
@@ -251,7 +253,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   };
   // The coordinator's plan (nothing to do stops the run, exit 2, the same way); the file hash
   // cache is read, never written by a dry run.
-  JobInputs inputs(c, opts.resume, opts.scan_done, observe);
+  JobInputs inputs(c, opts.resume, opts.scan_done, observe, opts.count_attempts);
   const ManifestOptions& mopts = inputs.manifest();
   const CostModel& cost = inputs.cost();
   PlannedSource& filtered = inputs.source();

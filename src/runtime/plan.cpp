@@ -9,17 +9,36 @@
 
 namespace omnidp::runtime {
 
+void AttemptRule::apply(Request& request) const {
+  if (attempts == nullptr || !request.input_error.empty()) return;
+  const auto it = attempts->find(results::attempt_key(request.id, request.input_key));
+  if (it == attempts->end()) return;
+  request.prior_attempts = it->second.last_attempt;
+  if (it->second.interrupted > max_retries) {
+    request.refused =
+        "not run again: " + std::to_string(it->second.interrupted) +
+        " attempt(s) of this request (counted across runs) were interrupted before they ended "
+        "(the job was aborted by scheduler.request_timeout_s, killed or lost a node while it "
+        "ran), more than scheduler.max_retries = " +
+        std::to_string(max_retries) + "; raise scheduler.max_retries to try it again";
+  }
+}
+
 ResumeSource::ResumeSource(RequestSource& inner, const DoneMap& done, std::string manifest_file,
-                           std::string output_dir)
+                           std::string output_dir, AttemptRule attempts)
     : inner_(inner),
       done_(done),
       manifest_file_(std::move(manifest_file)),
-      output_dir_(std::move(output_dir)) {}
+      output_dir_(std::move(output_dir)),
+      attempts_(attempts) {}
 
 std::optional<Request> ResumeSource::next() {
   while (auto request = inner_.next()) {
     const auto it = done_.find(request->id);
-    if (it == done_.end()) return request;
+    if (it == done_.end()) {
+      attempts_.apply(*request);
+      return request;
+    }
     if (it->second == request->input_key) {
       ++skipped_;
       continue;
@@ -41,7 +60,7 @@ namespace {
 
 void add_to_plan(JobPlan& plan, const Request& request, const CostModel& cost) {
   ++plan.to_run;
-  if (!request.input_error.empty()) {
+  if (!request.input_error.empty() || !request.refused.empty()) {
     ++plan.input_errors;
     return;
   }
@@ -67,7 +86,7 @@ std::size_t request_bytes(const Request& r) noexcept {
   std::size_t n = sizeof(Request);
   for (const std::string* s :
        {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256, &r.prompt_embeds,
-        &r.prompt_embeds_sha256, &r.input_key, &r.input_error}) {
+        &r.prompt_embeds_sha256, &r.input_key, &r.input_error, &r.refused}) {
     if (s->capacity() > kInline) n += s->capacity() + 1 + kOverhead;
   }
   return n;
@@ -75,10 +94,13 @@ std::size_t request_bytes(const Request& r) noexcept {
 
 PlannedSource::PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
                              const CostModel& cost, std::size_t max_kept_bytes,
-                             const std::function<void(const Request&)>& observe)
-    : options_(std::move(options)), done_(done), output_dir_(std::move(output_dir)) {
+                             const std::function<void(const Request&)>& observe, AttemptRule attempts)
+    : options_(std::move(options)),
+      done_(done),
+      output_dir_(std::move(output_dir)),
+      attempts_(attempts) {
   ManifestSource source(options_);
-  ResumeSource filtered(source, done_, options_.path.string(), output_dir_);
+  ResumeSource filtered(source, done_, options_.path.string(), output_dir_, attempts_);
   passes_ = 1;
   std::size_t bytes = 0;
   while (auto request = filtered.next()) {
@@ -108,14 +130,15 @@ std::optional<Request> PlannedSource::next() {
     ManifestOptions o = options_;
     o.start = *tail_start_;
     tail_source_ = std::make_unique<ManifestSource>(std::move(o));
-    tail_ = std::make_unique<ResumeSource>(*tail_source_, done_, options_.path.string(), output_dir_);
+    tail_ = std::make_unique<ResumeSource>(*tail_source_, done_, options_.path.string(),
+                                           output_dir_, attempts_);
     ++passes_;
   }
   return tail_->next();
 }
 
 JobInputs::JobInputs(const Config& config, bool resume, const DoneScan& scan_done,
-                     const std::function<void(const Request&)>& observe)
+                     const std::function<void(const Request&)>& observe, bool count_attempts)
     : dir_(config.output.dir),
       manifest_(job_manifest_options(config)),
       cost_(describe_model(config.model)) {
@@ -123,8 +146,13 @@ JobInputs::JobInputs(const Config& config, bool resume, const DoneScan& scan_don
   manifest_.hash_cache = std::make_shared<FileHashCache>();
   (void)manifest_.hash_cache->load(file_hash_cache_path(dir_));
   if (resume && std::filesystem::exists(dir_) && scan_done) done_ = scan_done(dir_);
+  AttemptRule rule;
+  if (count_attempts && resume) {
+    attempts_ = results::read_attempt_logs(dir_);
+    rule = AttemptRule{&attempts_, config.scheduler.max_retries};
+  }
   source_ = std::make_unique<PlannedSource>(manifest_, done_, dir_.string(), cost_,
-                                            kDefaultKeptBytes, observe);
+                                            kDefaultKeptBytes, observe, rule);
   const JobPlan& p = source_->plan();
   if (p.to_run + source_->skipped() == 0) {  // nothing to do is a defect of the manifest (exit 2)
     throw no_requests_error(manifest_, 0, p.filtered);

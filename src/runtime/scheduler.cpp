@@ -27,6 +27,7 @@ WorkItem WorkQueue::make_item(Request request) const {
   WorkItem item;
   item.features = cost_.features(request);
   item.key = cost_.estimate(item.features);
+  item.attempt = request.prior_attempts + 1;  // attempts continue across runs (AttemptRule)
   item.request = std::move(request);
   return item;
 }

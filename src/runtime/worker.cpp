@@ -8,8 +8,10 @@
 #include <memory>
 #include <utility>
 
+#include "omnidp/common/error_text.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
+#include "omnidp/results/attempt_log.hpp"
 #include "omnidp/runtime/topology.hpp"
 
 namespace omnidp::runtime {
@@ -76,6 +78,26 @@ double model_tflop(const Pipeline& pipeline, const Request& request) {
 void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   double busy = 0.0;
   const std::string numerics = numerics_profile(c_.config);
+  // The attempt log (JobOptions::count_attempts), opened at the first attempt: the output
+  // folder exists once work is handed out. A log that cannot be written is one warning; the
+  // count is a safety net, the request goes on.
+  std::unique_ptr<results::AttemptLog> attempts;
+  bool attempts_broken = !c_.options.count_attempts || c_.config.output.dir.empty();
+  const auto log_attempt = [&](const AssignMsg& a, bool start) {
+    if (attempts_broken) return;
+    try {
+      if (!attempts)
+        attempts = std::make_unique<results::AttemptLog>(c_.config.output.dir, c_.rank);
+      if (start) {
+        attempts->started(a.request.id, a.request.input_key, a.attempt);
+      } else {
+        attempts->ended(a.request.id, a.request.input_key, a.attempt);
+      }
+    } catch (const std::exception& e) {
+      attempts_broken = true;
+      log_warn(std::string("attempts are not counted across runs: ") + e.what());
+    }
+  };
   while (auto assignment = c_.work.pop()) {
     const Request& req = assignment->request;
     ResultRecord rec;
@@ -94,9 +116,9 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     rec.prompt = req.prompt;
     rec.seed = req.seed;
     rec.fps = req.fps;
-    if (!req.input_error.empty()) {
+    if (!req.input_error.empty() || !req.refused.empty()) {
       rec.status = RequestStatus::failed;
-      rec.error = "input error: " + req.input_error;
+      rec.error = req.input_error.empty() ? req.refused : "input error: " + req.input_error;
       rec.start_time = rec.end_time = unix_s();
       c_.post(0, GeneratedMsg{req.id});
       c_.writes.push(WriteJob{std::move(rec), Video{}});
@@ -122,6 +144,7 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
         c_.events.push(WorkerNearlyDone{req.id});
       }
     };
+    log_attempt(*assignment, true);
     try {
       video = pipeline.generate(req, ctx);
       video.check();
@@ -141,6 +164,7 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     } catch (...) {
       error = "unknown exception from the pipeline";
     }
+    log_attempt(*assignment, false);
     const double seconds = c_.clock_s() - t0;
     busy += seconds;
     rec.start_time = wall0;
@@ -159,7 +183,13 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
       c_.post(0, RetryMsg{req.id, c_.replica, assignment->attempt, error, seconds});
     } else {
       rec.status = RequestStatus::failed;
-      rec.error = error;
+      // The row stores the message; a library's backtrace (c10::Error: 30 frames) goes to the
+      // log only.
+      if (has_backtrace(error)) {
+        log_warn("request '" + req.id + "' (attempt " + std::to_string(assignment->attempt) +
+                 ") failed; the error with its backtrace: " + error);
+      }
+      rec.error = without_backtrace(error);
       c_.post(0, GeneratedMsg{req.id});
       c_.writes.push(WriteJob{std::move(rec), Video{}});
     }

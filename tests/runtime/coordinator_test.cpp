@@ -368,8 +368,33 @@ TEST(Coordinator, DeadlineAlreadyPassedHandsOutNothing) {
   EXPECT_TRUE(h.assigned(1).empty());
   EXPECT_EQ(h.coordinator().phase(), Coordinator::Phase::closing);
   h.close_all();
-  EXPECT_EQ(h.coordinator().exit_code(), 75);
+  // Issue 39, class 6: this exited 75 ("run again"), and every rerun did the same (--deadline
+  // @1 under the README's sbatch script: a requeue loop). Nothing was handed out and the next
+  // run could not do better: exit 2 with the reason. The partial results are still written.
+  EXPECT_EQ(h.coordinator().exit_code(), 2);
   EXPECT_EQ(h.finalized_.at(0).completed, 0U);
+  const auto ms = h.take(1);
+  const auto& fin = std::get<FinishMsg>(ms.back());
+  EXPECT_TRUE(fin.has_error);
+  EXPECT_EQ(fin.error.kind, ErrorKind::config);
+  EXPECT_EQ(fin.error.message,
+            "deadline: no request was handed out: the job's end minus "
+            "scheduler.deadline_margin_s (0 s) had passed when the job started, so a rerun would "
+            "do the same (exit 2, not the 75 that asks for one): give a later --deadline or a "
+            "smaller scheduler.deadline_margin_s");
+}
+
+// The same deadline after a signal drained the job: the rerun is what the signal asked for, 75.
+TEST(Coordinator, ADrainBySignalBeforeAnyHandOutStillAsksForARerun) {
+  SchedulerConfig s;
+  s.deadline_margin_s = 0.0;
+  Harness h(2, {5, 5}, s, 0, /*deadline=*/99.0);
+  h.coordinator().start();
+  h.reply(1, SignalMsg{1, 10});
+  h.ready_all(2);
+  EXPECT_TRUE(h.assigned(0).empty());
+  h.close_all();
+  EXPECT_EQ(h.coordinator().exit_code(), 75);
 }
 
 TEST(Coordinator, DeadlineThatLeavesRoomForEverythingEndsNormally) {

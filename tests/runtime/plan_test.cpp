@@ -11,6 +11,7 @@
 #include "job_test_support.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/cost.hpp"
+#include "small_request.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -82,6 +83,46 @@ TEST(PlannedSource, SkipsDoneRequestsAndCountsThem) {
   EXPECT_EQ(planned.plan().to_run, 3U);
   EXPECT_EQ(planned.skipped(), 2U);
   expect_same(drain(planned), reference(o, done));
+}
+
+// Issue 39, class 6: a request that hung or killed its rank was handed out again on every
+// run. The attempts of earlier runs (results/attempt_log.hpp) continue, and a request whose
+// attempts with its input key were interrupted more than max_retries times is refused: the
+// worker records it failed without running it. Another input key starts afresh.
+TEST(Plan, AttemptsOfEarlierRunsContinueAndAPoisonRequestIsRefused) {
+  TempDir dir("planned-attempts");
+  const ManifestOptions o = options_for(write_manifest(dir.path(), 4));
+  const auto all = reference(o, {});
+  AttemptMap attempts;
+  attempts[results::attempt_key("r000", all[0].input_key)] = {3, 2};  // 2 interrupted
+  attempts[results::attempt_key("r001", all[1].input_key)] = {1, 1};  // 1 interrupted
+  attempts[results::attempt_key("r002", "an older input key")] = {5, 5};
+  attempts[results::attempt_key("r003", all[3].input_key)] = {2, 0};  // failed rows, rerun
+  const CostModel cost(describe_model(synthetic_model()));
+  const DoneMap none;
+  PlannedSource planned(o, none, "out", cost, kDefaultKeptBytes, {}, AttemptRule{&attempts, 1});
+  EXPECT_EQ(planned.plan().to_run, 4U);
+  EXPECT_EQ(planned.plan().input_errors, 1U);  // r000: recorded failed without running
+  const auto got = drain(planned);
+  ASSERT_EQ(got.size(), 4U);
+  EXPECT_EQ(got[0].prior_attempts, 3);
+  EXPECT_EQ(got[0].refused,
+            "not run again: 2 attempt(s) of this request (counted across runs) were interrupted "
+            "before they ended (the job was aborted by scheduler.request_timeout_s, killed or "
+            "lost a node while it ran), more than scheduler.max_retries = 1; raise "
+            "scheduler.max_retries to try it again");
+  EXPECT_EQ(got[1].prior_attempts, 1);
+  EXPECT_EQ(got[1].refused, "");
+  EXPECT_EQ(got[2].prior_attempts, 0);
+  EXPECT_EQ(got[2].refused, "");
+  EXPECT_EQ(got[3].prior_attempts, 2);
+  EXPECT_EQ(got[3].refused, "");
+  // The hand-out continues the numbering: the attempt of a WorkItem.
+  VectorSource source(got);
+  WorkQueue queue(testing::manifest_order(0), 1, source, cost);
+  std::vector<int> numbers;
+  while (auto item = queue.next_for(0)) numbers.push_back(item->attempt);
+  EXPECT_EQ(numbers, (std::vector<int>{4, 2, 1, 3}));
 }
 
 TEST(PlannedSource, PastItsBudgetReadsOnlyTheTailAgain) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "actor_test_support.hpp"
 
 namespace omnidp::runtime {
@@ -22,6 +24,14 @@ class ScriptedPipeline final : public Pipeline {
     if (request.id == "flaky") throw TransientModelError("flaky failed");
     if (request.id == "oom") throw RuntimeError("CUDA out of memory (tried 2 GiB)");
     if (request.id == "bad") throw ModelError("bad failed");
+    if (request.id == "torch") {  // a c10::Error's what(): the message, then its backtrace
+      throw std::runtime_error(
+          "shape '[2, 3]' is invalid for input of size 5\n"
+          "Exception raised from view at ../aten/src/ATen/native/TensorShape.cpp:12 (most recent "
+          "call first):\n"
+          "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57\n"
+          "frame #1: at::native::view(at::Tensor const&, c10::ArrayRef<long>) + 0x1f\n");
+    }
     Video v;
     v.frames = request.num_frames;
     v.height = request.height;
@@ -150,6 +160,39 @@ TEST(Worker, AnInputErrorIsRecordedFailedWithoutRunning) {
   EXPECT_EQ(rows[0].record.status, RequestStatus::failed);
   EXPECT_EQ(rows[0].record.error, "input error: image missing");
   EXPECT_EQ(rows[0].record.start_time, rows[0].record.end_time);
+}
+
+// Issue 39, class 13: a failed row stored libtorch's 30-frame C++ backtrace.
+TEST(Worker, AFailedRowStoresTheMessageNotTheBacktrace) {
+  ActorHarness h(scripted_job());
+  h.context->work.push(assign("torch"));
+  h.context->work.close();
+  Worker(*h.context).run();
+
+  const auto rows = writes(h);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].record.status, RequestStatus::failed);
+  EXPECT_EQ(rows[0].record.error, "shape '[2, 3]' is invalid for input of size 5");
+}
+
+// Issue 39, class 6: rank 0 refused a request whose attempts were interrupted too often.
+TEST(Worker, ARefusedRequestIsRecordedFailedWithoutRunning) {
+  ActorHarness h(scripted_job());
+  AssignMsg a = assign("poison", 3);
+  a.request.refused = "not run again: refused";
+  h.context->work.push(a);
+  h.context->work.close();
+  Worker(*h.context).run();
+
+  const auto events = h.events();
+  ASSERT_EQ(events.size(), 2U);  // Loaded, Generated: no WorkerStarted
+  EXPECT_EQ(std::get<GeneratedMsg>(std::get<OutMsg>(events[1]).message), GeneratedMsg{"poison"});
+  const auto rows = writes(h);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].record.status, RequestStatus::failed);
+  EXPECT_EQ(rows[0].record.error, "not run again: refused");
+  EXPECT_EQ(rows[0].record.attempt, 3);
+  EXPECT_EQ(rows[0].record.input_key, "key-poison");
 }
 
 TEST(Worker, AFailureOfAnAbandonedRequestGivesItBack) {

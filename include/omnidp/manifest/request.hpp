@@ -45,6 +45,14 @@ struct Request {
   // fine. Non-empty: the request is recorded as failed with this message and never runs; its
   // image_sha256/prompt_embeds_sha256 and input_key are then empty. See docs/manifest.md.
   std::string input_error;
+  // Set by rank 0's pre-start pass when the request's earlier attempts with this input key were
+  // interrupted (the job killed, aborted or timed out while it ran) more than
+  // scheduler.max_retries times, counted across runs (results/attempt_log.hpp): the request is
+  // then recorded failed with this message and never runs (docs/reliability.md, requeue loops).
+  std::string refused;
+  // Rank 0 only (not sent): the attempts of this id and input key started by earlier runs of
+  // the folder; this run's first attempt is prior_attempts + 1 (the row's `attempt`).
+  int prior_attempts = 0;
 };
 
 }  // namespace omnidp

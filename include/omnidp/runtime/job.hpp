@@ -44,6 +44,15 @@ struct JobOptions {
   // --resume-mixed: resume a folder whose done rows were made with another numerics profile
   // (results::check_resume_profiles; without it that is an error, exit 2).
   bool resume_mixed = false;
+  // --verify: the resume scan re-hashes every stored video; one whose bytes do not match its
+  // row's video_sha256 is not done, so this run generates it again (results::scan_folder).
+  bool verify = false;
+  // Attempts counted across runs (results/attempt_log.hpp; issue 39, class 6): each working
+  // rank logs the start and the end of every attempt in output.dir, and rank 0 reads the logs
+  // before handing out work (a request interrupted more than scheduler.max_retries times is
+  // recorded failed without running). run_job and print_plan turn it on; tests of the actors
+  // leave it off unless they test it.
+  bool count_attempts = false;
   PipelineFactory make_pipeline;  // builds this rank's model (registry::create_pipeline)
   // Results hooks; empty = the HDF5 results (results_sink_factory, results::scan_folder with
   // results::check_resume_profiles against this config's profile, results::merge_directory).

@@ -15,6 +15,7 @@
 
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/manifest.hpp"
+#include "omnidp/results/attempt_log.hpp"
 #include "omnidp/runtime/cost_model.hpp"
 #include "omnidp/runtime/scheduler.hpp"
 
@@ -22,6 +23,19 @@ namespace omnidp::runtime {
 
 // id -> input_key of the requests already done (ok rows of earlier rank files).
 using DoneMap = std::unordered_map<std::string, std::string>;
+// results::attempt_key(id, input_key) -> the attempts of earlier runs (results/attempt_log.hpp).
+using AttemptMap = std::unordered_map<std::string, results::AttemptHistory>;
+
+// How the attempts of earlier runs shape a request to run (issue 39, class 6): its attempts
+// continue after the last one started (Request::prior_attempts), and one whose attempts with
+// this input key were interrupted more than `max_retries` times is refused (Request::refused:
+// recorded failed without running). No map: nothing changes.
+struct AttemptRule {
+  const AttemptMap* attempts = nullptr;
+  int max_retries = 0;
+  // Sets prior_attempts and, past the limit, refused.
+  void apply(Request& request) const;
+};
 
 class ManifestSource final : public RequestSource {
  public:
@@ -39,7 +53,7 @@ class ManifestSource final : public RequestSource {
 class ResumeSource final : public RequestSource {
  public:
   ResumeSource(RequestSource& inner, const DoneMap& done, std::string manifest_file,
-               std::string output_dir);
+               std::string output_dir, AttemptRule attempts = {});
   std::optional<Request> next() override;
   [[nodiscard]] std::size_t skipped() const noexcept { return skipped_; }
 
@@ -48,6 +62,7 @@ class ResumeSource final : public RequestSource {
   const DoneMap& done_;
   std::string manifest_file_;
   std::string output_dir_;
+  AttemptRule attempts_;
   std::size_t skipped_ = 0;
 };
 
@@ -81,11 +96,12 @@ class PlannedSource final : public RequestSource {
   // (the dry run's listing).
   PlannedSource(ManifestOptions options, const DoneMap& done, std::string output_dir,
                 const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes,
-                const std::function<void(const Request&)>& observe = {});
+                const std::function<void(const Request&)>& observe = {}, AttemptRule attempts = {});
   // `done` is kept by reference: a temporary would dangle.
   PlannedSource(ManifestOptions options, const DoneMap&& done, std::string output_dir,
                 const CostModel& cost, std::size_t max_kept_bytes = kDefaultKeptBytes,
-                const std::function<void(const Request&)>& observe = {}) = delete;
+                const std::function<void(const Request&)>& observe = {},
+                AttemptRule attempts = {}) = delete;
   std::optional<Request> next() override;
 
   [[nodiscard]] const JobPlan& plan() const noexcept { return plan_; }
@@ -100,6 +116,7 @@ class PlannedSource final : public RequestSource {
   ManifestOptions options_;
   const DoneMap& done_;
   std::string output_dir_;
+  AttemptRule attempts_;
   JobPlan plan_;
   std::size_t skipped_ = 0;
   std::deque<Request> kept_;
@@ -118,8 +135,10 @@ class PlannedSource final : public RequestSource {
 class JobInputs {
  public:
   using DoneScan = std::function<DoneMap(const std::filesystem::path& dir)>;
+  // `count_attempts`: the attempt logs of the output folder are read (when `resume`) and
+  // applied by the AttemptRule of config.scheduler.max_retries.
   JobInputs(const Config& config, bool resume, const DoneScan& scan_done,
-            const std::function<void(const Request&)>& observe = {});
+            const std::function<void(const Request&)>& observe = {}, bool count_attempts = false);
   JobInputs(const JobInputs&) = delete;
   JobInputs& operator=(const JobInputs&) = delete;
 
@@ -140,6 +159,7 @@ class JobInputs {
   std::filesystem::path dir_;
   ManifestOptions manifest_;
   DoneMap done_;
+  AttemptMap attempts_;
   CostModel cost_;
   std::unique_ptr<PlannedSource> source_;
   bool cache_saved_ = false;
