@@ -2,10 +2,13 @@
 // Where the tests find the reference fixtures (golden inputs and outputs of the Python
 // reference implementations; docs/models.md, "Fixtures"), and what a test does without them.
 //
-// The folder is $OMNIDP_FIXTURES_DIR when set, else <checkout>/../shared/fixtures (the CMake
-// cache variable OMNIDP_SHARED_DIR). A clone without that folder skips the fixture tests with
-// one line saying where the data is expected; under CI (CI=true) a missing folder fails them,
-// so that nothing silently stops being checked.
+// Two sets, one lookup: the repository's own cases (tests/fixtures/, small, always there: the Wan
+// family's, written by scripts/wan_family_fixtures.py) and the shared set, in $OMNIDP_FIXTURES_DIR
+// when set, else <checkout>/../shared/fixtures (the CMake cache variable OMNIDP_SHARED_DIR).
+// fixture() takes a path from the shared set when it is there, else from the repository. A clone
+// without the shared folder skips the tests of its cases with one line saying where the data is
+// expected; under CI (CI=true) a missing folder fails them, so that nothing silently stops being
+// checked.
 
 #include <gtest/gtest.h>
 
@@ -24,9 +27,22 @@ namespace omnidp::test {
   return std::filesystem::path(OMNIDP_SHARED_DIR) / "fixtures";
 }
 
-// A path inside the fixtures folder, e.g. fixture("diffusers-ref/wan22_vae").
+// The repository's fixtures folder (tests/fixtures).
+[[nodiscard]] inline std::filesystem::path repository_fixtures_dir() {
+  return std::filesystem::path(OMNIDP_SOURCE_DIR) / "tests" / "fixtures";
+}
+
+// A case, file or folder, e.g. fixture("diffusers-ref/wan22_vae"): the shared set's when it has
+// it, else the repository's when it has it, else the shared set's path (which does not exist).
 [[nodiscard]] inline std::filesystem::path fixture(std::string_view relative) {
-  return fixtures_dir() / std::filesystem::path(relative);
+  std::error_code ec;
+  const auto shared = fixtures_dir() / std::filesystem::path(relative);
+  if (std::filesystem::exists(shared, ec)) return shared;
+  if (const auto own = repository_fixtures_dir() / std::filesystem::path(relative);
+      std::filesystem::exists(own, ec)) {
+    return own;
+  }
+  return shared;
 }
 
 [[nodiscard]] inline bool in_ci() {
