@@ -29,6 +29,19 @@ TEST(WanVaeCases, FixtureDecodeAndEncodePass) {
   }
 }
 
+// The Wan2.1 layout (not residual, z 16, 4 x 8 x 8: Wan2.1 and Wan2.2-A14B), from the repository's
+// own fixtures (scripts/wan_family_fixtures.py): always there, no skip.
+TEST(WanVaeCases, Wan21LayoutDecodesAndEncodesAsDiffusers) {
+  const auto dir = omnidp::test::fixture("diffusers-ref/wan21_vae");
+  const auto results = run_case(dir, "wan21_vae", RefcheckOptions{});
+  ASSERT_EQ(results.size(), 3U);
+  EXPECT_EQ(results[0].check, "decoded");
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, CaseResult::Status::pass) << r.check << " " << r.max_rel_error << r.note;
+    EXPECT_LE(r.max_rel_error, 1e-4);
+  }
+}
+
 TEST(WanVaeCases, DispatcherRecognisesTheCase) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto results = run_case(kCase, "wan22_vae", RefcheckOptions{});

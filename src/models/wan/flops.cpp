@@ -1,5 +1,7 @@
 #include "omnidp/models/wan/flops.hpp"
 
+#include <cmath>
+
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -43,7 +45,8 @@ double wan_vae_decode_flops(const AutoencoderKLWanOptions& o, std::int64_t laten
   m.mid(f, p, dims[0]);
   const std::size_t levels = o.dim_mult.size();
   for (std::size_t i = 0; i < levels; ++i) {
-    const std::int64_t in = dims[i];
+    // Wan2.1: each level after the first starts at half width (its upsampler halves it).
+    const std::int64_t in = i > 0 && !o.is_residual ? dims[i] / 2 : dims[i];
     const std::int64_t out = dims[i + 1];
     for (std::int64_t r = 0; r < o.num_res_blocks + 1; ++r)
       m.residual(f, p, r == 0 ? in : out, out);
@@ -53,23 +56,25 @@ double wan_vae_decode_flops(const AutoencoderKLWanOptions& o, std::int64_t laten
       f = 1.0 + 2.0 * (f - 1.0);
     }
     p *= 4.0;
-    m.conv(f * p, out, out, 9.0);  // the 3x3 conv after the nearest x2 upsample
+    m.conv(f * p, out, o.is_residual ? out : out / 2, 9.0);  // the 3x3 conv after the x2 upsample
   }
   m.conv(f * p, dims.back(), o.out_channels, 27.0);  // conv_out
   return 2.0 * m.total;
 }
 
-double wan_vae_encode_image_flops(const AutoencoderKLWanOptions& o, std::int64_t height,
-                                  std::int64_t width) {
-  if (height < 1 || width < 1 || height % o.scale_factor_spatial != 0 ||
+double wan_vae_encode_flops(const AutoencoderKLWanOptions& o, std::int64_t frames,
+                            std::int64_t height, std::int64_t width) {
+  if (frames < 1 || height < 1 || width < 1 || height % o.scale_factor_spatial != 0 ||
       width % o.scale_factor_spatial != 0) {
-    throw ModelError("wan_vae_encode_image_flops: the size must be a positive multiple of " +
-                     std::to_string(o.scale_factor_spatial));
+    throw ModelError(
+        "wan_vae_encode_flops: frames must be positive, the size a positive multiple of " +
+        std::to_string(o.scale_factor_spatial));
   }
   std::vector<std::int64_t> dims{o.base_dim};
   for (const auto mult : o.dim_mult) dims.push_back(o.base_dim * mult);
   Macs m;
-  const double f = 1.0;
+  double f =
+      static_cast<double>(1 + o.scale_factor_temporal * ((frames - 1) / o.scale_factor_temporal));
   double p = static_cast<double>((height / o.patch_size) * (width / o.patch_size));
   m.conv(f * p, o.in_channels, dims[0], 27.0);  // conv_in
   const std::size_t levels = o.dim_mult.size();
@@ -79,12 +84,21 @@ double wan_vae_encode_image_flops(const AutoencoderKLWanOptions& o, std::int64_t
     for (std::int64_t r = 0; r < o.num_res_blocks; ++r) m.residual(f, p, r == 0 ? in : out, out);
     if (i + 1 == levels) break;  // the last block does not downsample
     p /= 4.0;
-    m.conv(f * p, out, out, 9.0);  // the stride-2 3x3 conv; no time_conv on the first frame
+    m.conv(f * p, out, out, 9.0);  // the stride-2 3x3 conv
+    if (o.temperal_downsample.at(i)) {
+      f = 1.0 + std::floor((f - 1.0) / 2.0);  // the first frame kept, then stride 2
+      m.conv((f - 1.0) * p, out, out, 3.0);   // time_conv (not on the first frame)
+    }
   }
   m.mid(f, p, dims.back());
   m.conv(f * p, dims.back(), 2 * o.z_dim, 27.0);  // conv_out
   m.conv(f * p, 2 * o.z_dim, 2 * o.z_dim, 1.0);   // quant_conv
   return 2.0 * m.total;
+}
+
+double wan_vae_encode_image_flops(const AutoencoderKLWanOptions& o, std::int64_t height,
+                                  std::int64_t width) {
+  return wan_vae_encode_flops(o, 1, height, width);
 }
 
 RequestFlops wan_request_flops(const WanTransformerOptions& t, const AutoencoderKLWanOptions& v,
@@ -99,7 +113,12 @@ RequestFlops wan_request_flops(const WanTransformerOptions& t, const Autoencoder
   f.transformer = steps * wan_forward_flops(t, tokens, in.text_tokens);
   if (in.cfg) f.transformer += steps * wan_forward_flops(t, tokens, in.negative_text_tokens);
   f.vae = wan_vae_decode_flops(v, latent_frames, h, w);
-  if (in.i2v) f.vae += wan_vae_encode_image_flops(v, in.height, in.width);
+  // I2V: the image alone (expand_timesteps), or the whole conditioning video (the image, zero
+  // frames, an optional last image: the 36-channel transformers).
+  if (in.i2v) {
+    f.vae += t.in_channels == v.z_dim ? wan_vae_encode_image_flops(v, in.height, in.width)
+                                      : wan_vae_encode_flops(v, in.num_frames, in.height, in.width);
+  }
   f.text = in.text_flops;
   return f;
 }

@@ -21,6 +21,15 @@ using json = nlohmann::json;
 // Frames processed by the reference encoder per step after the first frame.
 constexpr std::int64_t kEncodeStep = 4;
 
+// AutoencoderKLWan's defaults for latents_mean / latents_std (the Wan2.1 VAE's statistics): a
+// config without them gets these, as diffusers does.
+const std::vector<double> kWan21LatentsMean{-0.7571, -0.7089, -0.9113, 0.1075,  -0.1745, 0.9653,
+                                            -0.1517, 1.5508,  0.4134,  -0.0715, 0.5517,  -0.3632,
+                                            -0.1922, -0.9497, 0.2503,  -0.2921};
+const std::vector<double> kWan21LatentsStd{2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708,
+                                           2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579,
+                                           1.6382, 1.1253, 2.8251, 1.9160};
+
 }  // namespace
 
 AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::string& text,
@@ -40,12 +49,12 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::from_json_text(const std::strin
   o.patch_size = config_value<std::int64_t>(j, "patch_size", 1, origin);
   o.scale_factor_temporal = config_value<std::int64_t>(j, "scale_factor_temporal", 4, origin);
   o.scale_factor_spatial = config_value<std::int64_t>(j, "scale_factor_spatial", 8, origin);
-  o.latents_mean = config_value<std::vector<double>>(j, "latents_mean", {}, origin);
-  o.latents_std = config_value<std::vector<double>>(j, "latents_std", {}, origin);
+  o.latents_mean = config_value<std::vector<double>>(j, "latents_mean", kWan21LatentsMean, origin);
+  o.latents_std = config_value<std::vector<double>>(j, "latents_std", kWan21LatentsStd, origin);
   if (!config_value<std::vector<double>>(j, "attn_scales", {}, origin).empty()) {
     throw WeightsError(origin,
-                       "attn_scales are not supported (the residual layout has no attention "
-                       "outside the mid blocks)");
+                       "attn_scales are not supported (the released Wan VAEs have attention only "
+                       "in their mid blocks)");
   }
   o.validate(origin);
   return o;
@@ -72,11 +81,21 @@ AutoencoderKLWanOptions AutoencoderKLWanOptions::wan22_ti2v_5b() {
   return o;
 }
 
+AutoencoderKLWanOptions AutoencoderKLWanOptions::wan21() {
+  AutoencoderKLWanOptions o;
+  o.base_dim = o.decoder_base_dim = 96;
+  o.z_dim = 16;
+  o.is_residual = false;
+  o.in_channels = o.out_channels = 3;
+  o.patch_size = 1;
+  o.scale_factor_spatial = 8;
+  o.latents_mean = kWan21LatentsMean;
+  o.latents_std = kWan21LatentsStd;
+  return o;
+}
+
 void AutoencoderKLWanOptions::validate(const std::string& origin) const {
   const auto fail = [&](const std::string& message) { throw WeightsError(origin, message); };
-  if (!is_residual) {
-    fail("only the Wan2.2 VAE layout (is_residual: true) is supported");
-  }
   if (base_dim <= 0 || decoder_base_dim <= 0 || z_dim <= 0 || num_res_blocks < 1 ||
       in_channels <= 0 || out_channels <= 0 || patch_size < 1) {
     fail(
@@ -107,16 +126,16 @@ AutoencoderKLWanImpl::AutoencoderKLWanImpl(AutoencoderKLWanOptions options)
   options_.validate("AutoencoderKLWan");
   const auto& o = options_;
   const std::array<std::int64_t, 3> one{1, 1, 1};
-  encoder =
-      register_module("encoder", WanEncoder3d(o.in_channels, o.base_dim, o.z_dim * 2, o.dim_mult,
-                                              o.num_res_blocks, o.temperal_downsample));
+  encoder = register_module(
+      "encoder", WanEncoder3d(o.in_channels, o.base_dim, o.z_dim * 2, o.dim_mult, o.num_res_blocks,
+                              o.temperal_downsample, o.is_residual));
   quant_conv = register_module("quant_conv", WanCausalConv3d(o.z_dim * 2, o.z_dim * 2, one));
   post_quant_conv = register_module("post_quant_conv", WanCausalConv3d(o.z_dim, o.z_dim, one));
   const std::vector<bool> temporal_upsample(o.temperal_downsample.rbegin(),
                                             o.temperal_downsample.rend());
-  decoder =
-      register_module("decoder", WanDecoder3d(o.decoder_base_dim, o.z_dim, o.dim_mult,
-                                              o.num_res_blocks, temporal_upsample, o.out_channels));
+  decoder = register_module("decoder",
+                            WanDecoder3d(o.decoder_base_dim, o.z_dim, o.dim_mult, o.num_res_blocks,
+                                         temporal_upsample, o.out_channels, o.is_residual));
 }
 
 torch::ScalarType AutoencoderKLWanImpl::dtype() const {

@@ -357,12 +357,48 @@ torch::Tensor WanResidualUpBlockImpl::forward(const torch::Tensor& x, CausalCach
   return h.add_(dup_up_3d(x, out_, factor_t_, 2, cache.first_chunk()));
 }
 
+WanUpBlockImpl::WanUpBlockImpl(std::int64_t in, std::int64_t out, std::int64_t num_res_blocks,
+                               bool temporal_up, bool up_flag) {
+  resnets = register_module("resnets", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < num_res_blocks + 1; ++i) {
+    resnets->push_back(WanResidualBlock(i == 0 ? in : out, out));
+  }
+  if (up_flag) {
+    upsamplers = register_module("upsamplers", torch::nn::ModuleList());
+    upsamplers->push_back(WanResample(
+        out, temporal_up ? WanResampleMode::upsample3d : WanResampleMode::upsample2d, out / 2));
+  }
+}
+
+torch::Tensor WanUpBlockImpl::forward(const torch::Tensor& x, CausalCache& cache) {
+  auto h = x;
+  for (std::size_t i = 0; i < resnets->size(); ++i) {
+    h = resnets->ptr<WanResidualBlockImpl>(i)->forward(h, cache);
+  }
+  return upsamplers ? upsamplers->ptr<WanResampleImpl>(0)->forward(h, cache) : h;
+}
+
 // ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// One entry of an encoder's down_blocks or a decoder's up_blocks, whichever type it is.
+torch::Tensor run_block(const std::shared_ptr<torch::nn::Module>& block, const torch::Tensor& x,
+                        CausalCache& cache) {
+  if (auto* b = block->as<WanResidualDownBlockImpl>()) return b->forward(x, cache);
+  if (auto* b = block->as<WanResidualUpBlockImpl>()) return b->forward(x, cache);
+  if (auto* b = block->as<WanUpBlockImpl>()) return b->forward(x, cache);
+  if (auto* b = block->as<WanResidualBlockImpl>()) return b->forward(x, cache);
+  if (auto* b = block->as<WanResampleImpl>()) return b->forward(x, cache);
+  throw ModelError("Wan VAE: unexpected block " + block->name());
+}
+
+}  // namespace
 
 WanEncoder3dImpl::WanEncoder3dImpl(std::int64_t in_channels, std::int64_t dim,
                                    std::int64_t z_channels, const std::vector<std::int64_t>& dim_mult,
                                    std::int64_t num_res_blocks,
-                                   const std::vector<bool>& temporal_downsample) {
+                                   const std::vector<bool>& temporal_downsample, bool residual) {
   const std::array<std::int64_t, 3> k3{3, 3, 3}, one{1, 1, 1};
   std::vector<std::int64_t> dims{dim};
   for (const auto m : dim_mult) {
@@ -373,8 +409,20 @@ WanEncoder3dImpl::WanEncoder3dImpl(std::int64_t in_channels, std::int64_t dim,
   const auto levels = dim_mult.size();
   for (std::size_t i = 0; i < levels; ++i) {
     const bool last = i + 1 == levels;
-    down_blocks->push_back(WanResidualDownBlock(dims[i], dims[i + 1], num_res_blocks,
-                                                !last && temporal_downsample.at(i), !last));
+    const bool temporal = !last && temporal_downsample.at(i);
+    if (residual) {
+      down_blocks->push_back(
+          WanResidualDownBlock(dims[i], dims[i + 1], num_res_blocks, temporal, !last));
+      continue;
+    }
+    for (std::int64_t r = 0; r < num_res_blocks; ++r) {
+      down_blocks->push_back(WanResidualBlock(r == 0 ? dims[i] : dims[i + 1], dims[i + 1]));
+    }
+    if (!last) {
+      down_blocks->push_back(WanResample(
+          dims[i + 1], temporal ? WanResampleMode::downsample3d : WanResampleMode::downsample2d,
+          dims[i + 1]));
+    }
   }
   mid_block = register_module("mid_block", WanMidBlock(dims.back(), 1));
   norm_out = register_module("norm_out", WanRMSNorm(dims.back(), false));
@@ -383,8 +431,8 @@ WanEncoder3dImpl::WanEncoder3dImpl(std::int64_t in_channels, std::int64_t dim,
 
 torch::Tensor WanEncoder3dImpl::forward(const torch::Tensor& x, CausalCache& cache) {
   auto h = conv_in->forward(x, &cache.next_slot());
-  for (std::size_t i = 0; i < down_blocks->size(); ++i) {
-    h = down_blocks->ptr<WanResidualDownBlockImpl>(i)->forward(h, cache);
+  for (const auto& block : *down_blocks) {
+    h = run_block(block, h, cache);
   }
   h = mid_block->forward(h, cache);
   h = norm_out->forward_silu(h);
@@ -395,7 +443,7 @@ WanDecoder3dImpl::WanDecoder3dImpl(std::int64_t dim, std::int64_t z_dim,
                                    const std::vector<std::int64_t>& dim_mult,
                                    std::int64_t num_res_blocks,
                                    const std::vector<bool>& temporal_upsample,
-                                   std::int64_t out_channels) {
+                                   std::int64_t out_channels, bool residual) {
   const std::array<std::int64_t, 3> k3{3, 3, 3}, one{1, 1, 1};
   std::vector<std::int64_t> dims{dim * dim_mult.back()};
   for (auto it = dim_mult.rbegin(); it != dim_mult.rend(); ++it) {
@@ -407,8 +455,13 @@ WanDecoder3dImpl::WanDecoder3dImpl(std::int64_t dim, std::int64_t z_dim,
   const auto levels = dim_mult.size();
   for (std::size_t i = 0; i < levels; ++i) {
     const bool up = i + 1 != levels;
-    up_blocks->push_back(WanResidualUpBlock(dims[i], dims[i + 1], num_res_blocks,
-                                            up && temporal_upsample.at(i), up));
+    const bool temporal = up && temporal_upsample.at(i);
+    if (residual) {
+      up_blocks->push_back(WanResidualUpBlock(dims[i], dims[i + 1], num_res_blocks, temporal, up));
+    } else {
+      up_blocks->push_back(
+          WanUpBlock(i > 0 ? dims[i] / 2 : dims[i], dims[i + 1], num_res_blocks, temporal, up));
+    }
   }
   norm_out = register_module("norm_out", WanRMSNorm(dims.back(), false));
   conv_out = register_module("conv_out", WanCausalConv3d(dims.back(), out_channels, k3, one, one));
@@ -417,8 +470,8 @@ WanDecoder3dImpl::WanDecoder3dImpl(std::int64_t dim, std::int64_t z_dim,
 torch::Tensor WanDecoder3dImpl::forward(const torch::Tensor& x, CausalCache& cache) {
   auto h = conv_in->forward(x, &cache.next_slot());
   h = mid_block->forward(h, cache);
-  for (std::size_t i = 0; i < up_blocks->size(); ++i) {
-    h = up_blocks->ptr<WanResidualUpBlockImpl>(i)->forward(h, cache);
+  for (const auto& block : *up_blocks) {
+    h = run_block(block, h, cache);
   }
   h = norm_out->forward_silu(h);
   return conv_out->forward(h, &cache.next_slot());

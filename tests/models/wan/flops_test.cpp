@@ -53,6 +53,18 @@ TEST(WanFlops, VaeEncodeOfAnImage) {
   EXPECT_THROW((void)wan_vae_encode_image_flops(tiny_vae(), 40, 64), ModelError);
 }
 
+// The 36-channel image-to-video models encode the whole conditioning video: the first frame as
+// the image alone, then 4 frames per latent frame through the temporal convs.
+TEST(WanFlops, VaeEncodeOfAConditioningVideo) {
+  const auto vae = AutoencoderKLWanOptions::wan21();
+  const double image = wan_vae_encode_image_flops(vae, 480, 832);
+  EXPECT_EQ(wan_vae_encode_flops(vae, 1, 480, 832), image);
+  EXPECT_EQ(wan_vae_encode_flops(vae, 4, 480, 832), image);  // 1 + 4k frames are encoded
+  const double video = wan_vae_encode_flops(vae, 81, 480, 832);
+  EXPECT_GT(video, 40.0 * image);  // the full-resolution levels see all 81 frames
+  EXPECT_LT(video, 81.0 * image);  // the downsampled ones fewer
+}
+
 // Wan2.2-TI2V-5B t2v at 832x480x33, 30 steps, CFG: the transformer part is exactly
 // wan_forward_flops(3510 tokens, 512 text tokens) x 30 steps x 2 branches.
 TEST(WanFlops, RequestOfTheRealModelAt832x480x33) {

@@ -73,14 +73,45 @@ TEST(WanVaeOptions, NullFieldsTakeTheReferenceDefaults) {
   EXPECT_EQ(o.decoder_base_dim, 32);
   EXPECT_EQ(o.patch_size, 1);
   EXPECT_EQ(o.in_channels, 3);
-  EXPECT_TRUE(o.latents_mean.empty());
+  // Without latents_mean / latents_std: AutoencoderKLWan's defaults, the Wan2.1 statistics.
+  ASSERT_EQ(o.latents_mean.size(), 16U);
+  EXPECT_DOUBLE_EQ(o.latents_mean[0], -0.7571);
+  EXPECT_DOUBLE_EQ(o.latents_std[15], 1.9160);
+}
+
+TEST(WanVaeOptions, TheWan21LayoutIsParsedAndBuilt) {
+  const auto o = AutoencoderKLWanOptions::from_json_text(
+      R"({"base_dim": 8, "z_dim": 16, "is_residual": false, "dim_mult": [1, 2, 4, 4],
+          "num_res_blocks": 2, "temperal_downsample": [false, true, true]})",
+      "inline");
+  EXPECT_FALSE(o.is_residual);
+  EXPECT_EQ(o.patch_size, 1);
+  EXPECT_EQ(o.scale_factor_spatial, 8);
+  AutoencoderKLWan vae(o);
+  const auto params = vae->named_parameters();
+  // The encoder's blocks are flat (resnets, then the level's resampler); each decoder level
+  // after the first starts at half width, its upsampler halving the channels.
+  EXPECT_EQ(params["encoder.down_blocks.2.resample.1.weight"].sizes(),
+            (std::vector<std::int64_t>{8, 8, 3, 3}));
+  EXPECT_EQ(params["encoder.down_blocks.5.time_conv.weight"].sizes(),
+            (std::vector<std::int64_t>{16, 16, 3, 1, 1}));
+  EXPECT_EQ(params["decoder.up_blocks.0.upsamplers.0.resample.1.weight"].sizes(),
+            (std::vector<std::int64_t>{16, 32, 3, 3}));
+  EXPECT_EQ(params["decoder.up_blocks.1.resnets.0.conv1.weight"].sizes(),
+            (std::vector<std::int64_t>{32, 16, 3, 3, 3}));
+  EXPECT_EQ(params["decoder.up_blocks.2.upsamplers.0.resample.1.weight"].sizes(),
+            (std::vector<std::int64_t>{8, 16, 3, 3}));
+  EXPECT_FALSE(params.contains("decoder.up_blocks.3.upsamplers.0.resample.1.weight"));
+  EXPECT_EQ(AutoencoderKLWanOptions::wan21().base_dim, 96);
+  EXPECT_FALSE(AutoencoderKLWanOptions::wan21().is_residual);
 }
 
 TEST(WanVaeOptions, RejectsUnsupportedOrInconsistentConfigs) {
   EXPECT_EQ(message_of<WeightsError>([] {
-              (void)AutoencoderKLWanOptions::from_json_text(R"({"is_residual": false})", "cfg");
+              (void)AutoencoderKLWanOptions::from_json_text(R"({"attn_scales": [0.5]})", "cfg");
             }),
-            "cfg: only the Wan2.2 VAE layout (is_residual: true) is supported");
+            "cfg: attn_scales are not supported (the released Wan VAEs have attention only in "
+            "their mid blocks)");
   EXPECT_EQ(message_of<WeightsError>([] {
               (void)AutoencoderKLWanOptions::from_json_text(
                   R"({"is_residual": true, "z_dim": 4, "latents_mean": [1, 2]})", "cfg");
@@ -245,7 +276,10 @@ TEST(WanVae, LatentNormalisationUsesTheConfigStatistics) {
   AutoencoderKLWan bare(AutoencoderKLWanOptions::from_json_text(R"({"is_residual": true,
       "base_dim": 4, "dim_mult": [1, 1], "temperal_downsample": [false]})",
                                                                 "cfg"));
-  EXPECT_THROW((void)bare->denormalize_latents(torch::zeros({1, 16, 1, 1, 1})), ModelError);
+  // A config without statistics takes the Wan2.1 ones, as diffusers does.
+  EXPECT_FLOAT_EQ(
+      bare->denormalize_latents(torch::zeros({1, 16, 1, 1, 1}))[0][0][0][0][0].item<float>(),
+      -0.7571F);
 }
 
 // bf16 weights and activations, float32 accumulation in every convolution (layers/conv.hpp):

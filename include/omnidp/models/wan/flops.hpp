@@ -21,8 +21,11 @@ namespace omnidp::models::wan {
 [[nodiscard]] double wan_vae_decode_flops(const AutoencoderKLWanOptions& options,
                                           std::int64_t latent_frames, std::int64_t latent_height,
                                           std::int64_t latent_width);
-// The encoder (quant_conv included) on one frame of height x width (an i2v image: the
-// temporal downsampling convs do not run on a video's first frame).
+// The encoder (quant_conv included) on a video of `frames` frames (1 + 4k are encoded, as the
+// reference) of height x width: the temporal convs do not run on the first frame.
+[[nodiscard]] double wan_vae_encode_flops(const AutoencoderKLWanOptions& options, std::int64_t frames,
+                                          std::int64_t height, std::int64_t width);
+// wan_vae_encode_flops of one frame (an expand_timesteps i2v image).
 [[nodiscard]] double wan_vae_encode_image_flops(const AutoencoderKLWanOptions& options,
                                                 std::int64_t height, std::int64_t width);
 

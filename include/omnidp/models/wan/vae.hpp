@@ -1,6 +1,7 @@
 #pragma once
-// AutoencoderKLWan: the Wan2.2 video VAE (Diffusers' autoencoder_kl_wan.py, the `is_residual`
-// layout of Wan2.2-TI2V-5B: patch_size 2, z_dim 48, 4 x 16 x 16 compression).
+// AutoencoderKLWan: the Wan video VAEs (Diffusers' autoencoder_kl_wan.py) in both layouts: the
+// Wan2.1 one (z_dim 16, 4 x 8 x 8, no patchify; Wan2.1 and Wan2.2-A14B) and the `is_residual`
+// one of Wan2.2-TI2V-5B (patch_size 2, z_dim 48, 4 x 16 x 16).
 //
 // Parameter names equal the Diffusers checkpoint names (`encoder.…`, `quant_conv.…`,
 // `post_quant_conv.…`, `decoder.…`), so a snapshot's `vae/` folder loads strictly into it.
@@ -43,10 +44,10 @@ struct AutoencoderKLWanOptions {
   std::int64_t patch_size = 2;     // config null -> 1
   std::int64_t scale_factor_temporal = 4;
   std::int64_t scale_factor_spatial = 16;
-  std::vector<double> latents_mean;  // z_dim values (empty when the config has none)
+  std::vector<double> latents_mean;  // z_dim values (config without them: the Wan2.1 values)
   std::vector<double> latents_std;
 
-  // Parses config.json text. The Wan2.1 layout (is_residual false), attention scales, and
+  // Parses config.json text. Attention scales and
   // inconsistent fields (dim_mult vs temperal_downsample lengths, latents_mean/std sizes) are
   // WeightsErrors naming `origin` (models/config_json.hpp: every config fault is one).
   [[nodiscard]] static AutoencoderKLWanOptions from_json_text(const std::string& text,
@@ -56,6 +57,8 @@ struct AutoencoderKLWanOptions {
   // Wan-AI/Wan2.2-TI2V-5B-Diffusers vae/config.json (with its latents_mean/std), for
   // `weights: random` builds of the real architecture.
   [[nodiscard]] static AutoencoderKLWanOptions wan22_ti2v_5b();
+  // The Wan2.1 VAE (Wan-AI/Wan2.1-T2V-14B-Diffusers vae/config.json, also Wan2.2-A14B's).
+  [[nodiscard]] static AutoencoderKLWanOptions wan21();
   // Throws WeightsError (naming `origin`) when the fields are inconsistent.
   void validate(const std::string& origin) const;
 };
@@ -72,12 +75,12 @@ class AutoencoderKLWanImpl : public torch::nn::Module {
   explicit AutoencoderKLWanImpl(AutoencoderKLWanOptions options);
 
   // z [B, z_dim, T, h, w] (raw latents: no mean/std handling) -> video [B, 3, 1 + 4(T-1),
-  // h*16, w*16] in the module's dtype, clamped to [-1, 1] as the reference's decode does.
-  // `chunk_frames` latent frames are decoded per step (1 = the reference).
+  // h*s, w*s] (s = scale_factor_spatial) in the module's dtype, clamped to [-1, 1] as the
+  // reference's decode does. `chunk_frames` latent frames are decoded per step (1 = the reference).
   // Throws ModelError on a shape mismatch or chunk_frames < 1.
   [[nodiscard]] torch::Tensor decode(const torch::Tensor& z, std::int64_t chunk_frames = 1);
 
-  // x [B, 3, F, H, W] in [-1, 1] (H, W multiples of 16) -> latent distribution with
+  // x [B, 3, F, H, W] in [-1, 1] (H, W multiples of scale_factor_spatial) -> latent distribution with
   // 1 + (F-1)/4 frames (trailing frames beyond 1 + 4k are dropped, as the reference does).
   // The first frame is encoded alone, then `chunk_frames` frames per step (a multiple of 4;
   // 4 = the reference). Throws ModelError on a shape mismatch or a bad chunk_frames.

@@ -1,6 +1,8 @@
 #pragma once
-// Building blocks of the Wan2.2 video VAE as Diffusers implements it
-// (models/autoencoders/autoencoder_kl_wan.py, the `is_residual` layout). Parameter names of
+// Building blocks of the Wan video VAEs as Diffusers implements them
+// (models/autoencoders/autoencoder_kl_wan.py): the Wan2.1 layout (plain down/up blocks) and the
+// Wan2.2 `is_residual` layout (residual down/up blocks with space-to-channel shortcuts), on the
+// same resnets, resamplers, attention and mid block. Parameter names of
 // every block equal the Diffusers checkpoint names (`conv1.weight`, `norm1.gamma`,
 // `resample.1.weight`, `time_conv.weight`, `to_qkv.weight`, ...).
 //
@@ -186,13 +188,25 @@ class WanResidualUpBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanResidualUpBlock);
 
-// WanEncoder3d (residual layout): conv_in, down_blocks, mid_block, norm_out, SiLU, conv_out.
-// dims = dim * [1] + dim_mult; the last level does not downsample.
+// WanUpBlock (Wan2.1 layout): num_res_blocks + 1 resnets, then `upsamplers.0` (a WanResample
+// to out/2 channels) unless it is the last level.
+class WanUpBlockImpl : public torch::nn::Module {
+ public:
+  WanUpBlockImpl(std::int64_t in, std::int64_t out, std::int64_t num_res_blocks, bool temporal_up,
+                 bool up_flag);
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, CausalCache& cache);
+  torch::nn::ModuleList resnets{nullptr}, upsamplers{nullptr};  // upsamplers: only with up_flag
+};
+TORCH_MODULE(WanUpBlock);
+
+// WanEncoder3d: conv_in, down_blocks, mid_block, norm_out, SiLU, conv_out. dims = dim * [1] +
+// dim_mult; the last level does not downsample. down_blocks holds one WanResidualDownBlock per
+// level (residual layout) or, flat, each level's resnets followed by its WanResample (Wan2.1).
 class WanEncoder3dImpl : public torch::nn::Module {
  public:
   WanEncoder3dImpl(std::int64_t in_channels, std::int64_t dim, std::int64_t z_channels,
                    const std::vector<std::int64_t>& dim_mult, std::int64_t num_res_blocks,
-                   const std::vector<bool>& temporal_downsample);
+                   const std::vector<bool>& temporal_downsample, bool residual);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, CausalCache& cache);
   WanCausalConv3d conv_in{nullptr}, conv_out{nullptr};
   torch::nn::ModuleList down_blocks{nullptr};
@@ -201,13 +215,15 @@ class WanEncoder3dImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanEncoder3d);
 
-// WanDecoder3d (residual layout): conv_in, mid_block, up_blocks, norm_out, SiLU, conv_out.
-// dims = dim * [dim_mult.back()] + reversed(dim_mult); the last level does not upsample.
+// WanDecoder3d: conv_in, mid_block, up_blocks, norm_out, SiLU, conv_out. dims = dim *
+// [dim_mult.back()] + reversed(dim_mult); the last level does not upsample. Residual layout:
+// WanResidualUpBlocks; Wan2.1: WanUpBlocks, each level after the first taking half its width
+// (the upsampler before it halves the channels).
 class WanDecoder3dImpl : public torch::nn::Module {
  public:
   WanDecoder3dImpl(std::int64_t dim, std::int64_t z_dim, const std::vector<std::int64_t>& dim_mult,
                    std::int64_t num_res_blocks, const std::vector<bool>& temporal_upsample,
-                   std::int64_t out_channels);
+                   std::int64_t out_channels, bool residual);
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, CausalCache& cache);
   WanCausalConv3d conv_in{nullptr}, conv_out{nullptr};
   WanMidBlock mid_block{nullptr};
