@@ -33,6 +33,18 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
   std::vector<ProfileCount> profiles;
   std::map<std::string, std::size_t> profile_index;
   std::unordered_map<const std::string*, Counted> counted;
+  // Ok rows whose video cannot be read back (or, with verify, does not hash to its row): the
+  // newest per id, decided with the good rows after the scan (the merge's rule picks among all).
+  struct Damaged {
+    Counted order;
+    std::string message;
+  };
+  std::map<std::string, Damaged> damaged;
+  const auto newer_than = [](const Counted& a, const Counted& b) {
+    return a.end_time != b.end_time ? a.end_time > b.end_time
+           : a.attempt != b.attempt ? a.attempt > b.attempt
+                                    : a.file_order > b.file_order;
+  };
   std::size_t superseded = 0;  // ids done under two input keys: the newer row counts
   std::string superseded_example;
   auto& done = out.done;
@@ -52,15 +64,18 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
         ++out.verified;
       }
       if (row.video_expected && !row.video_present) {  // writer died or failed in between
+        std::string message;
         if (verify && row.video_error.starts_with("the stored video does not match")) {
-          ++out.verify_mismatches;
-          log_warn("verify: " + file.string() + ": request '" + row.record.id +
-                   "': " + row.video_error + "; it is generated again");
+          message = "verify: " + file.string() + ": request '" + row.record.id +
+                    "': " + row.video_error + "; it is generated again";
         } else if (!row.video_error.empty()) {
-          log_warn("resume: " + file.string() + ": request '" + row.record.id +
-                   "' is recorded ok but its video cannot be read back (" + row.video_error +
-                   "); it is generated again");
+          message = "resume: " + file.string() + ": request '" + row.record.id +
+                    "' is recorded ok but its video cannot be read back (" + row.video_error +
+                    "); it is generated again";
         }
+        const Counted order{row.record.end_time, row.record.attempt, i, 0};
+        auto [at, inserted] = damaged.try_emplace(row.record.id, Damaged{order, message});
+        if (!inserted && newer_than(order, at->second.order)) at->second = {order, message};
         return;
       }
       const Counted candidate{row.record.end_time, row.record.attempt, i, 0};
@@ -74,9 +89,7 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
       // The merge's rule (select_rows) among ok rows: the newest end_time, then the higher
       // attempt, then the later file; the first row read wins a tie.
       Counted& c = counted.at(&it->first);
-      const bool newer = candidate.end_time != c.end_time ? candidate.end_time > c.end_time
-                         : candidate.attempt != c.attempt ? candidate.attempt > c.attempt
-                                                          : candidate.file_order > c.file_order;
+      const bool newer = newer_than(candidate, c);
       const bool other_key = it->second != row.record.input_key;
       if (other_key && superseded++ == 0) superseded_example = row.record.id;
       if (!newer) return;
@@ -107,6 +120,21 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
       if (is_locked_by_writer(file)) throw InputError(file.string(), locked_file_message(file));
       for_each_stored_row(file, i, false, add, verify);
     }
+  }
+  // A damaged row counts where the merge would take it: when it is newer than every good row
+  // of its id (an older good row then does not make the request done). One older than a good
+  // row is superseded and says nothing.
+  for (const auto& [id, bad] : damaged) {
+    const auto it = done.find(id);
+    if (it != done.end()) {
+      Counted& c = counted.at(&it->first);
+      if (!newer_than(bad.order, c)) continue;
+      --profiles[c.profile].requests;
+      counted.erase(&it->first);
+      done.erase(it);
+    }
+    if (bad.message.starts_with("verify:")) ++out.verify_mismatches;
+    if (!bad.message.empty()) log_warn(bad.message);
   }
   if (verify) {
     log_info("verify: re-hashed " + std::to_string(out.verified) + " stored video(s) in " +

@@ -15,6 +15,7 @@
 #include "fixtures.hpp"
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/sha256.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/layers/rng.hpp"
@@ -60,14 +61,14 @@ class Hv15Pipeline : public ::testing::Test {
   }
 
   // Request "i" (seed 3) for image-to-video from a 50 x 40 RGB PNG in the test folder, its
-  // image_sha256 "abc".
+  // image_sha256 that of the file (the pipeline checks the bytes it decodes against it).
   omnidp::Request i2v_request() const {
     const auto png = dir_ / "in.png";
     EXPECT_TRUE(omnidp::test::write_rgb_png(png, 50, 40, omnidp::test::gradient_rgb(50, 40)));
     auto r = request("i", 3);
     r.task = omnidp::Task::i2v;
     r.image = png.string();
-    r.image_sha256 = "abc";
+    r.image_sha256 = omnidp::sha256_file_hex(png);
     return r;
   }
 
