@@ -31,6 +31,7 @@
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/sample_schedule.hpp"
+#include "omnidp/models/wan/factory.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 
 namespace {

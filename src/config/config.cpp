@@ -617,6 +617,8 @@ const std::vector<SectionSpec>& schema() {
                          rule<double>(&check_guidance_scale)),
           optional_field("flow_shift", &C::generation, &GenerationConfig::flow_shift,
                          rule<double>(&check_flow_shift)),
+          optional_field("guidance_scale_2", &C::generation, &GenerationConfig::guidance_scale_2,
+                         rule<double>(&check_guidance_scale)),
           field("seed", &C::generation, &GenerationConfig::seed,
                 Check<std::uint64_t>([](const std::uint64_t& v, const std::string& path) {
                   require(v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),

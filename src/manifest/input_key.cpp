@@ -81,6 +81,11 @@ std::string canonical_encoding(const Request& request, const std::string& model_
   next_double(request.flow_shift);
   next_string(request.image_sha256);
   next_string(request.prompt_embeds_sha256);
+  // Appended only when set, so that the keys of every other request stay as they were.
+  if (request.guidance_scale_2) {
+    next_string("guidance_scale_2");
+    next_double(*request.guidance_scale_2);
+  }
   out += ']';
   return out;
 }

@@ -91,6 +91,11 @@ struct ManifestReader::State {
                         to_string(*options.only_task) + " only (" + options.only_task_origin +
                         "; input.tasks selects the lines a job runs)");
       }
+      if (!options.guidance_scale_2 && r.guidance_scale_2) {
+        parsed.fail(ManifestField::guidance_scale_2,
+                    "the model has one transformer (guidance_scale_2 is the low-noise expert's "
+                    "guidance of a two-expert model, Wan2.2-A14B)");
+      }
       if (options.read_inputs) read_input_files(r, r.line_sets_size, options, file);
       last = ManifestOptions::Position{lines.line_offset(), line - 1, requests};
       r.index = requests++;

@@ -26,7 +26,7 @@ const std::vector<std::string>& field_names() {
       "id",         "prompt", "negative_prompt",     "seed",
       "task",       "image",  "prompt_embeds",       "num_frames",
       "height",     "width",  "num_inference_steps", "guidance_scale",
-      "flow_shift", "fps"};
+      "flow_shift", "fps",    "guidance_scale_2"};
   return names;
 }
 
@@ -359,6 +359,12 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
   r.guidance_scale =
       double_field(ManifestField::guidance_scale, defaults.guidance_scale, &check_guidance_scale);
   r.flow_shift = double_field(ManifestField::flow_shift, defaults.flow_shift, &check_flow_shift);
+  if (const auto g2 = in.number(ManifestField::guidance_scale_2)) {
+    in.check(ManifestField::guidance_scale_2, check_guidance_scale(*g2));
+    r.guidance_scale_2 = *g2;
+  } else {
+    r.guidance_scale_2 = defaults.guidance_scale_2;
+  }
   r.line_sets_size = in.has(ManifestField::height) || in.has(ManifestField::width);
   r.line_sets_guidance_scale = in.has(ManifestField::guidance_scale);
   r.line_sets_flow_shift = in.has(ManifestField::flow_shift);

@@ -78,6 +78,13 @@ ManifestOptions job_manifest_options(const Config& config) {
   options.defaults.guidance_scale = defaults.guidance_scale.value;
   options.defaults.flow_shift = defaults.flow_shift.value;
   const ModelInfo info = describe_model(config.model);
+  if (!info.two_experts && config.generation.guidance_scale_2) {
+    throw ConfigError("generation.guidance_scale_2",
+                      "model '" + config.model.name +
+                          "' has one transformer: guidance_scale_2 is the low-noise expert's "
+                          "guidance of a two-expert model (Wan2.2-A14B)");
+  }
+  options.guidance_scale_2 = info.two_experts;
   options.size_multiple = info.size_multiple();
   options.only_task = info.snapshot_task;
   options.only_task_origin = info.snapshot_task_origin;

@@ -45,6 +45,15 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   models::wan::WanPipelineParts parts;
   parts.transformer =
       models::wan::load_wan_transformer(rel("transformer"), options.dtype, options.device);
+  if (j.contains("transformer_2")) {
+    parts.transformer_2 =
+        models::wan::load_wan_transformer(rel("transformer_2"), options.dtype, options.device);
+    parts.boundary_ratio = required<double>(j, "boundary_ratio", case_dir);
+  }
+  // The pipeline's expand_timesteps, as its description states it (Wan2.2-TI2V-5B: True).
+  parts.expand_timesteps =
+      required<std::string>(j, "pipeline", case_dir).find("expand_timesteps=True") !=
+      std::string::npos;
   parts.vae = models::wan::load_autoencoder_kl_wan(rel("vae"), options.dtype, options.device);
   parts.model_name = "refcheck";
   parts.device_name = options.device.str();
@@ -56,20 +65,24 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   in.width = required<int>(j, "width", case_dir);
   in.num_inference_steps = required<int>(j, "steps", case_dir);
   in.guidance_scale = required<double>(j, "guidance_scale", case_dir);
+  if (j.contains("guidance_scale_2")) in.guidance_scale_2 = j.at("guidance_scale_2").get<double>();
   in.flow_shift = flow_shift_of(j);
   in.noise = io.tensor("latents");
   in.prompt_embeds = io.tensor("prompt_embeds");
   if (io.contains("negative_prompt_embeds"))
     in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
-  if (i2v) {
-    const auto pixels =
-        io.tensor("image_rgb_uint8").round().clamp(0, 255).to(torch::kUInt8).contiguous();
+  const auto image_of = [&](const char* key) {
+    const auto pixels = io.tensor(key).round().clamp(0, 255).to(torch::kUInt8).contiguous();
     RgbImage image;
     image.height = static_cast<int>(pixels.size(0));
     image.width = static_cast<int>(pixels.size(1));
     image.data.assign(pixels.data_ptr<std::uint8_t>(),
                       pixels.data_ptr<std::uint8_t>() + pixels.numel());
-    in.image = models::wan::preprocess_image(image, in.height, in.width);
+    return models::wan::preprocess_image(image, in.height, in.width);
+  };
+  if (i2v) {
+    in.image = image_of("image_rgb_uint8");
+    if (io.contains("last_image_rgb_uint8")) in.last_image = image_of("last_image_rgb_uint8");
   }
 
   std::vector<CaseResult> results;

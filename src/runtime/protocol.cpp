@@ -74,8 +74,8 @@ namespace {
 auto request_fields(auto& r) {
   return std::tie(r.id, r.prompt, r.negative_prompt, r.seed, r.task, r.image, r.image_sha256,
                   r.prompt_embeds, r.prompt_embeds_sha256, r.num_frames, r.height, r.width,
-                  r.num_inference_steps, r.guidance_scale, r.flow_shift, r.fps, r.line, r.index,
-                  r.input_key, r.input_error, r.refused);
+                  r.num_inference_steps, r.guidance_scale, r.flow_shift, r.guidance_scale_2, r.fps,
+                  r.line, r.index, r.input_key, r.input_error, r.refused);
 }
 
 // One put/get pair per wire type; a struct with a field list is its fields in order.
@@ -88,6 +88,10 @@ void put(Encoder& out, bool v) { out.boolean(v); }
 void put(Encoder& out, std::int32_t v) { out.i32(v); }
 void put(Encoder& out, std::uint64_t v) { out.u64(v); }
 void put(Encoder& out, double v) { out.f64(v); }
+void put(Encoder& out, const std::optional<double>& v) {
+  out.boolean(v.has_value());
+  if (v) out.f64(*v);
+}
 void put(Encoder& out, const std::string& v) { out.str(v); }
 void put(Encoder& out, Task v) { out.u8(static_cast<std::uint8_t>(v)); }
 void put(Encoder& out, RequestStatus v) { out.u8(static_cast<std::uint8_t>(v)); }
@@ -113,6 +117,10 @@ void get(Decoder& in, bool& v) { v = in.boolean(); }
 void get(Decoder& in, std::int32_t& v) { v = in.i32(); }
 void get(Decoder& in, std::uint64_t& v) { v = in.u64(); }
 void get(Decoder& in, double& v) { v = in.f64(); }
+void get(Decoder& in, std::optional<double>& v) {
+  v.reset();
+  if (in.boolean()) v = in.f64();
+}
 void get(Decoder& in, std::string& v) { v = in.str(); }
 void get(Decoder& in, Task& v) {
   const std::uint8_t task = in.u8();

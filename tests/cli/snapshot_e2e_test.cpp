@@ -252,6 +252,52 @@ void write_wan_snapshot(const fs::path& snap) {
   write_umt5_tokenizer(snap / "tokenizer");
 }
 
+// The Wan family's layouts (models/wan/family.hpp) from the repository's tiny fixtures
+// (scripts/wan_family_fixtures.py): Wan2.1 text-to-video, Wan2.2-A14B text-to-video (two
+// experts, boundary 0.875) and image-to-video (two 36-channel experts, boundary 0.9).
+enum class WanFamilySnapshot { wan21_t2v, a14b_t2v, a14b_i2v };
+
+void write_wan_family_snapshot(const fs::path& snap, WanFamilySnapshot kind) {
+  const bool two = kind != WanFamilySnapshot::wan21_t2v;
+  const bool i2v = kind == WanFamilySnapshot::a14b_i2v;
+  json index = {
+      {"_class_name", i2v ? "WanImageToVideoPipeline" : "WanPipeline"},
+      {"_diffusers_version", "0.35.0.dev0"},
+      {"boundary_ratio", two ? json(i2v ? 0.9 : 0.875) : json()},
+      {"expand_timesteps", false},
+      {"scheduler", {"diffusers", "UniPCMultistepScheduler"}},
+      {"text_encoder", {"transformers", "UMT5EncoderModel"}},
+      {"tokenizer", {"transformers", "T5TokenizerFast"}},
+      {"transformer", {"diffusers", "WanTransformer3DModel"}},
+      {"transformer_2", two ? json{"diffusers", "WanTransformer3DModel"} : json{nullptr, nullptr}},
+      {"vae", {"diffusers", "AutoencoderKLWan"}}};
+  if (i2v) {
+    index["image_encoder"] = {nullptr, nullptr};
+    index["image_processor"] = {nullptr, nullptr};
+  }
+  write_text(snap / "model_index.json", index.dump(2));
+  // UMT5 of the fixture is 64 wide, the family's tiny transformers 32.
+  const std::string t1 = i2v ? "wan_i2v_transformer" : "wan21_transformer";
+  const json text_width = {{"text_dim", 64}};
+  const std::map<std::string, std::int64_t> widen{
+      {"condition_embedder.text_embedder.linear_1.weight", 64}};
+  widened_component(ref(t1), snap / "transformer", widen, text_width);
+  const std::string t2 = t1 + "_2";
+  if (two) widened_component(ref(t2), snap / "transformer_2", widen, text_width);
+  for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
+    link(ref("wan21_vae") / f, snap / "vae" / f);
+  }
+  write_text(snap / "scheduler" / "scheduler_config.json", R"({
+  "_class_name": "UniPCMultistepScheduler", "flow_shift": 3.0, "num_train_timesteps": 1000,
+  "prediction_type": "flow_prediction", "solver_order": 2, "solver_type": "bh2",
+  "use_flow_sigmas": true, "lower_order_final": true, "predict_x0": true
+})");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    link(text_ref("umt5_encoder") / f, snap / "text_encoder" / f);
+  }
+  write_umt5_tokenizer(snap / "tokenizer");
+}
+
 // An RGB PNG of width x height (a gradient).
 void write_png(const fs::path& file, int width, int height) {
   fs::create_directories(file.parent_path());
@@ -514,6 +560,96 @@ TEST_F(SnapshotE2e, AWanTextEncoderOfAnotherWidthIsNamedBeforeLoading) {
   expect_refused(
       {"@DIR@/snap/text_encoder/config.json: d_model 64 does not match text_dim 32 of "
        "@DIR@/snap/transformer/config.json (the encoder's output is the transformer's input)"});
+}
+
+// ---- the Wan family from prompt text (and image), through omni-dp-batch
+
+TEST_F(SnapshotE2e, Wan21TextToVideoIsReadFromTheSnapshot) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_t2v);
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate("wan", 32, 48,
+                             {R"({"id": "t", "prompt": "the cat walks on the grass", "seed": 1})",
+                              R"({"id": "u", "prompt": "the cat walks on the grass", "seed": 2})"});
+  ASSERT_EQ(rows.size(), 2U);
+  expect_shape(rows.at("t"), 5, 32, 48);
+  EXPECT_NE(sha(rows, "t"), sha(rows, "u"));
+}
+
+// The released name is an alias of `wan`, checked against the snapshot: same videos.
+TEST_F(SnapshotE2e, A14bTextToVideoRunsBothExpertsUnderEitherName) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_t2v);
+  ASSERT_FALSE(HasFatalFailure());
+  const std::string line = R"({"id": "t", "prompt": "the cat walks on the grass", "seed": 1})";
+  const auto by_alias = generate("wan2.2-t2v-a14b", 32, 48, {line});
+  fs::remove_all(dir_ / "out");
+  const auto by_family = generate("wan", 32, 48, {line});
+  ASSERT_EQ(by_alias.size(), 1U);
+  ASSERT_EQ(by_family.size(), 1U);
+  EXPECT_EQ(sha(by_alias, "t"), sha(by_family, "t"));
+}
+
+TEST_F(SnapshotE2e, A14bImageToVideoFromAnImage) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_i2v);
+  write_png(dir_ / "img" / "a.png", 60, 40);  // stretched to the request's 48 x 32
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate(
+      "wan2.2-i2v-a14b", 32, 48,
+      {R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+       R"({"id": "j", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})"});
+  ASSERT_EQ(rows.size(), 2U);
+  expect_shape(rows.at("i"), 5, 32, 48);
+  EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
+}
+
+TEST_F(SnapshotE2e, AnA14bSnapshotIsNotTheNameItIsGiven) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_t2v);
+  write_text(dir_ / "c.yaml", config_yaml("wan2.1-t2v-14b", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"model.name: 'wan2.1-t2v-14b' does not match the snapshot @DIR@/snap, which holds "
+       "wan2.2-t2v-a14b (two experts, 2 blocks of 64, 16 input channels, Wan2.1 VAE, "
+       "text-to-video); model.name: wan takes the snapshot's variant"});
+}
+
+TEST_F(SnapshotE2e, ASecondTransformerWithoutBoundaryRatioIsNamed) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_t2v);
+  patch_config(dir_ / "snap" / "model_index.json", {{"boundary_ratio", nullptr}});
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"snap/model_index.json: transformer_2 is set but boundary_ratio is not"});
+}
+
+TEST_F(SnapshotE2e, AnImageEncoderWithoutItsProcessorIsNamed) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_i2v);
+  fs::create_directories(dir_ / "snap" / "image_encoder");
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"snap/image_processor: missing: the snapshot has image_encoder/ but no "
+       "image_processor/"});
+}
+
+TEST_F(SnapshotE2e, AnImageToVideoTransformerUnderTheTextToVideoClassIsNamed) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_i2v);
+  patch_config(dir_ / "snap" / "model_index.json", {{"_class_name", "WanPipeline"}});
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"snap/transformer/config.json: in_channels 36 is an image-to-video transformer, "
+       "but model_index.json names WanPipeline (text-to-video)"});
+}
+
+TEST_F(SnapshotE2e, AVaeOfTheOtherLayoutIsNamed) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_t2v);
+  fs::remove_all(dir_ / "snap" / "vae");
+  for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) {
+    link(ref("wan22_vae") / f, dir_ / "snap" / "vae" / f);
+  }
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"snap/vae/config.json: z_dim 48 (the Wan2.2-TI2V layout) does not match "
+       "out_channels 16 of @DIR@/snap/transformer/config.json"});
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ int heads_of(const ModelConfig& m) {
 const std::vector<ModelChoice> kModels{{"synthetic", false, {}, false},
                                        {"tiny-wan", true, heads_of, false},
                                        {"wan2.2-ti2v-5b", true, heads_of, false},
+                                       {"wan", true, heads_of, false},
+                                       {"wan2.2-t2v-a14b", true, heads_of, false},
+                                       {"wan2.2-i2v-a14b", true, heads_of, false},
                                        {"hunyuanvideo-1.5", true, heads_of, false}};
 
 // The ConfigError message (what()) of parsing `yaml`, or "" when it parses.
@@ -107,7 +110,8 @@ TEST(ConfigDefaults, EmbeddedDefaultIsTinyYamlAndValidates) {
 }
 
 TEST(ConfigDefaults, ShippedConfigsValidate) {
-  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml"}) {
+  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml",
+                           "wan22-t2v-a14b.yaml", "wan22-i2v-a14b.yaml", "wan21-t2v.yaml"}) {
     SCOPED_TRACE(name);
     Config config = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     EXPECT_NO_THROW(validate_and_resolve(config, kModels));
@@ -138,6 +142,14 @@ TEST(ConfigDefaults, RealModelConfigsCarrySpecDefaults) {
   EXPECT_EQ(wan.generation.guidance_scale, std::nullopt);
   EXPECT_EQ(wan.generation.flow_shift, std::nullopt);
   EXPECT_EQ(wan.model.dtype, DType::bf16);
+  // The A14B recipe is stated, not left to the snapshot (whose scheduler says shift 3).
+  const Config a14b = load_config_file(dir / "wan22-t2v-a14b.yaml");
+  EXPECT_EQ(a14b.generation.num_inference_steps, 40);
+  EXPECT_EQ(a14b.generation.guidance_scale, 4.0);
+  EXPECT_EQ(a14b.generation.guidance_scale_2, 3.0);
+  EXPECT_EQ(a14b.generation.flow_shift, 12.0);
+  EXPECT_EQ(a14b.generation.num_frames, 81);
+  EXPECT_EQ(a14b.generation.fps, 16);
   // Both GPU configs take cuDNN attention first (docs/performance.md).
   EXPECT_EQ(hv.model.attention, AttentionKernel::cudnn);
   EXPECT_EQ(wan.model.attention, AttentionKernel::cudnn);
@@ -369,7 +381,7 @@ TEST(ConfigValidate, ModelRules) {
   EXPECT_EQ(
       validate_error("model: {name: tiny-wna}\n"),
       "model.name: unknown model 'tiny-wna' (expected synthetic | tiny-wan | wan2.2-ti2v-5b | "
-      "hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
+      "wan | wan2.2-t2v-a14b | wan2.2-i2v-a14b | hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
   EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b, weights: pretrained}\n"),
             "model.path: required when model.weights is 'pretrained' (got '')");
   EXPECT_EQ(validate_error("model: {name: synthetic, weights: pretrained, path: /m}\n"),
@@ -697,7 +709,8 @@ void expect_round_trip(const Config& config) {
 TEST(ConfigToYaml, RoundTripsExactly) {
   expect_round_trip(Config{});
   expect_round_trip(default_config());
-  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml"}) {
+  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml",
+                           "wan22-t2v-a14b.yaml", "wan22-i2v-a14b.yaml", "wan21-t2v.yaml"}) {
     SCOPED_TRACE(name);
     Config c = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     expect_round_trip(c);

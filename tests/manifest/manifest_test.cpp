@@ -152,6 +152,38 @@ TEST_F(ManifestTest, EveryFieldOverrides) {
   EXPECT_EQ(r.input_key, compute_input_key(r, "tiny-wan", "random:0"));
 }
 
+// guidance_scale_2 (the low-noise expert's, Wan2.2-A14B): a line's or the default; part of the
+// input key only when set; refused where the model has one transformer.
+TEST_F(ManifestTest, GuidanceScale2IsTheLowNoiseExpertsAndOnlyTwoExpertModelsTakeIt) {
+  write_file(manifest_, R"({"id":"a","prompt":"p","guidance_scale_2":3})"
+                        "\n"
+                        R"({"id":"b","prompt":"p"})"
+                        "\n");
+  auto o = options();
+  auto requests = read_all(o);
+  ASSERT_EQ(requests.size(), 2U);
+  EXPECT_EQ(requests[0].guidance_scale_2, 3.0);
+  EXPECT_EQ(requests[1].guidance_scale_2, std::nullopt);
+  Request same = requests[0];
+  same.guidance_scale_2.reset();
+  EXPECT_NE(requests[0].input_key, compute_input_key(same, "tiny-wan", "random:0"));
+  same.id = "b";
+  same.line = requests[1].line;
+  same.index = requests[1].index;
+  EXPECT_EQ(requests[1].input_key, compute_input_key(same, "tiny-wan", "random:0"));
+  o.defaults.guidance_scale_2 = 2.5;
+  EXPECT_EQ(read_all(o).at(1).guidance_scale_2, 2.5);
+  o.guidance_scale_2 = false;
+  o.defaults.guidance_scale_2.reset();
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ +
+                ":1:guidance_scale_2: the model has one transformer (guidance_scale_2 is the "
+                "low-noise expert's guidance of a two-expert model, Wan2.2-A14B)");
+  EXPECT_NE(
+      line_error(R"({"id":"a","prompt":"p","guidance_scale_2":500})").find(":1:guidance_scale_2:"),
+      std::string::npos);
+}
+
 TEST_F(ManifestTest, TaskRules) {
   write_png(dir_ / "img" / "cat.png", 7);
   write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
@@ -621,7 +653,7 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
             file_ +
                 ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
                 "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
-                "guidance_scale, flow_shift, fps)");
+                "guidance_scale, flow_shift, fps, guidance_scale_2)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include "fixtures.hpp"
+#include "omnidp/refcheck/refcheck.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -60,6 +61,56 @@ TEST(WanCases, ADifferentGuidanceFailsTheVideoCheck) {
     if (r.check == "video") video_failed = r.status == CaseResult::Status::fail;
   }
   EXPECT_TRUE(video_failed);
+}
+
+// The Wan family's cases live in the repository (scripts/wan_family_fixtures.py): always there.
+fs::path family_case(const char* name) {
+  return omnidp::test::fixture(std::string("diffusers-ref/") + name);
+}
+
+const std::vector<std::string> kPipelineChecks{"noise_from_seed", "final_latents", "video",
+                                               "video_uint8"};
+
+TEST(WanFamilyCases, Wan21TextToVideoHasOneTimestepPerSample) {
+  const auto dir = family_case("wan_pipeline_21_t2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_21_t2v", RefcheckOptions{}), kPipelineChecks);
+}
+
+TEST(WanFamilyCases, A14bTextToVideoSwitchesExpertsAndGuidanceAtTheBoundary) {
+  const auto dir = family_case("wan_pipeline_a14b_t2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_a14b_t2v", RefcheckOptions{}), kPipelineChecks);
+}
+
+// Each side of the boundary matters: the high-noise expert alone, the boundary moved by one
+// step, or one guidance scale for both experts each fail the video check.
+TEST(WanFamilyCases, TheBoundaryAndTheSecondGuidanceAreChecked) {
+  const auto dir = family_case("wan_pipeline_a14b_t2v");
+  const auto video_fails = [&](nlohmann::json j) {
+    for (const auto& r : run_wan_pipeline_t2v(dir, j, RefcheckOptions{})) {
+      if (r.check == "video") return r.status == CaseResult::Status::fail;
+    }
+    return false;
+  };
+  auto later = case_json(dir);
+  later["boundary_ratio"] = 0.7;  // timesteps 999 937 857 750 | 600 376
+  EXPECT_TRUE(video_fails(later));
+  auto same_guidance = case_json(dir);
+  same_guidance.erase("guidance_scale_2");
+  EXPECT_TRUE(video_fails(same_guidance));
+  auto one_expert = case_json(dir);
+  one_expert.erase("transformer_2");
+  one_expert.erase("guidance_scale_2");  // which needs the second expert
+  EXPECT_TRUE(video_fails(one_expert));
+}
+
+TEST(WanFamilyCases, A14bImageToVideoConcatenatesMaskAndImageLatents) {
+  const auto dir = family_case("wan_pipeline_a14b_i2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_a14b_i2v", RefcheckOptions{}), kPipelineChecks);
+}
+
+TEST(WanFamilyCases, A14bFirstLastFrameToVideo) {
+  const auto dir = family_case("wan_pipeline_a14b_flf2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_a14b_flf2v", RefcheckOptions{}), kPipelineChecks);
 }
 
 }  // namespace

@@ -100,6 +100,9 @@ struct GenerationConfig {  // defaults; each manifest line may override them
   // defaults"). Precedence: manifest line > these > snapshot > model default.
   std::optional<double> guidance_scale;
   std::optional<double> flow_shift;
+  // The low-noise expert's guidance of a two-expert model (Wan2.2-A14B: transformer_2); unset:
+  // guidance_scale, as diffusers does. A model with one transformer refuses it.
+  std::optional<double> guidance_scale_2;
   std::uint64_t seed = 42;
   int fps = 24;
   std::string negative_prompt;

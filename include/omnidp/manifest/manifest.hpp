@@ -45,6 +45,8 @@ struct ManifestOptions {
   // height and width must be multiples of this (the model's VAE x patch size, ModelInfo::
   // size_multiple(); 32 for Wan); lines that are not are rejected with the nearest values.
   int size_multiple = 16;
+  // false: a line's guidance_scale_2 is refused (the model has one transformer).
+  bool guidance_scale_2 = true;
   // true: open, probe (header only) and hash each image / embeddings file, and compute
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.

@@ -30,6 +30,7 @@ enum class ManifestField : std::size_t {
   guidance_scale,
   flow_shift,
   fps,
+  guidance_scale_2,
   count
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace omnidp {
@@ -27,6 +28,8 @@ struct Request {
   int num_inference_steps = 0;
   double guidance_scale = 0.0;
   double flow_shift = 0.0;
+  // The low-noise expert's guidance (two-expert models only); unset: guidance_scale.
+  std::optional<double> guidance_scale_2;
   int fps = 0;
   // Where the values came from (rank 0 only, for --dry-run; not sent to workers): whether the
   // line itself set height or width, guidance_scale, flow_shift (else the defaults or, for

@@ -73,6 +73,9 @@ struct ModelInfo {
   // manifest line, the YAML nor the snapshot sets a value (resolve_generation_defaults).
   double default_guidance_scale = 5.0;
   double default_flow_shift = 5.0;
+  // Two experts (Wan2.2-A14B): generation.guidance_scale_2 / a line's guidance_scale_2 apply;
+  // other models refuse them.
+  bool two_experts = false;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept {
     return vae_spatial * (patch_h > patch_w ? patch_h : patch_w);

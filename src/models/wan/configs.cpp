@@ -1,6 +1,61 @@
 #include "omnidp/models/wan/configs.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
+#include "omnidp/models/wan/transformer.hpp"
+
 namespace omnidp::models::wan {
+
+using nlohmann::json;
+
+WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& text,
+                                                            const std::string& origin) {
+  const json j = parse_json_object(text, origin);
+  WanTransformerOptions o;
+  if (j.contains("patch_size")) {
+    const auto& p = j.at("patch_size");
+    if (!p.is_array() || p.size() != 3)
+      throw WeightsError(origin, "patch_size must be a list of 3");
+    for (std::size_t i = 0; i < 3; ++i) o.patch_size[i] = p.at(i).get<std::int64_t>();
+  }
+  o.num_attention_heads =
+      config_value<std::int64_t>(j, "num_attention_heads", o.num_attention_heads, origin);
+  o.attention_head_dim =
+      config_value<std::int64_t>(j, "attention_head_dim", o.attention_head_dim, origin);
+  o.in_channels = config_value<std::int64_t>(j, "in_channels", o.in_channels, origin);
+  o.out_channels = config_value<std::int64_t>(j, "out_channels", o.in_channels, origin);
+  o.text_dim = config_value<std::int64_t>(j, "text_dim", o.text_dim, origin);
+  o.freq_dim = config_value<std::int64_t>(j, "freq_dim", o.freq_dim, origin);
+  o.ffn_dim = config_value<std::int64_t>(j, "ffn_dim", o.ffn_dim, origin);
+  o.num_layers = config_value<std::int64_t>(j, "num_layers", o.num_layers, origin);
+  o.rope_max_seq_len = config_value<std::int64_t>(j, "rope_max_seq_len", o.rope_max_seq_len, origin);
+  if (j.contains("cross_attn_norm")) o.cross_attn_norm = j.at("cross_attn_norm").get<bool>();
+  if (j.contains("eps")) o.eps = j.at("eps").get<double>();
+  if (j.contains("qk_norm") && !(j.at("qk_norm").is_string() &&
+                                 j.at("qk_norm").get<std::string>() == "rms_norm_across_heads")) {
+    throw WeightsError(origin, "unsupported qk_norm " + j.at("qk_norm").dump() +
+                                   " (only \"rms_norm_across_heads\")");
+  }
+  for (const char* key : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
+    if (j.contains(key) && !j.at(key).is_null()) {
+      throw WeightsError(origin,
+                         std::string("unsupported: '") + key +
+                             "' is set (the Wan2.1 image-embedding variant is not implemented)");
+    }
+  }
+  if (o.num_attention_heads <= 0 || o.attention_head_dim <= 0 || o.attention_head_dim % 2 != 0 ||
+      o.num_layers < 0 || o.in_channels <= 0 || o.out_channels <= 0 || o.freq_dim % 2 != 0 ||
+      o.patch_size[0] <= 0 || o.patch_size[1] <= 0 || o.patch_size[2] <= 0) {
+    throw WeightsError(origin, "inconsistent transformer dimensions");
+  }
+  return o;
+}
+
+WanTransformerOptions WanTransformerOptions::from_file(const std::filesystem::path& config_json) {
+  return from_json_text(read_json_object(config_json).dump(), config_json.string());
+}
 
 const std::string& tiny_wan_transformer_config() {
   static const std::string text = R"json({

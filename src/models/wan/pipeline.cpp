@@ -1,31 +1,21 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <future>
-#include <string_view>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
-#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
-#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/sample_schedule.hpp"
-#include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
-#include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/flops.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
-#include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
-#include "omnidp/models/weights/state_dict.hpp"
 
 namespace omnidp::models::wan {
 namespace fs = std::filesystem;
@@ -52,17 +42,32 @@ WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
     : parts_(std::move(parts)), device_(device) {
   if (!parts_.transformer || !parts_.vae)
     throw ModelError("WanPipeline needs a transformer and a VAE");
-  if (parts_.transformer->options().in_channels != parts_.vae->options().z_dim ||
-      parts_.transformer->options().out_channels != parts_.vae->options().z_dim) {
-    throw ModelError("transformer in/out channels do not match the VAE z_dim");
+  if (static_cast<bool>(parts_.transformer_2) != parts_.boundary_ratio.has_value()) {
+    throw ModelError("WanPipeline: a second transformer and boundary_ratio go together");
+  }
+  const auto z = parts_.vae->options().z_dim;
+  for (const auto* t : {&parts_.transformer, &parts_.transformer_2}) {
+    if (!*t) continue;
+    const auto& o = (*t)->options();
+    const bool concat_i2v = !parts_.expand_timesteps &&
+                            o.in_channels == 2 * z + parts_.vae->options().scale_factor_temporal;
+    if ((o.in_channels != z && !concat_i2v) || o.out_channels != z) {
+      throw ModelError("transformer in/out channels " + std::to_string(o.in_channels) + "/" +
+                       std::to_string(o.out_channels) + " do not match the VAE z_dim " +
+                       std::to_string(z) + " (text-to-video: z -> z; image-to-video: 2z + " +
+                       std::to_string(parts_.vae->options().scale_factor_temporal) + " -> z)");
+    }
+  }
+  if (parts_.transformer_2 &&
+      parts_.transformer_2->options().in_channels != parts_.transformer->options().in_channels) {
+    throw ModelError("the two transformers take different input channels");
   }
 }
 
 std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, int width) const {
   const auto& vo = parts_.vae->options();
-  return {1, parts_.transformer->options().in_channels,
-          (num_frames - 1) / vo.scale_factor_temporal + 1, height / vo.scale_factor_spatial,
-          width / vo.scale_factor_spatial};
+  return {1, vo.z_dim, (num_frames - 1) / vo.scale_factor_temporal + 1,
+          height / vo.scale_factor_spatial, width / vo.scale_factor_spatial};
 }
 
 WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateContext* ctx) {
@@ -75,7 +80,6 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   // runs with its groups; with a sequence group every forward shards the video tokens over it
   // and returns the whole prediction on every rank, so the steps stay identical.
   runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
-  transformer->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
 
   // The reference's rounding of the size (with a warning there too).
   const int t = static_cast<int>(vo.scale_factor_temporal);
@@ -97,6 +101,9 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     throw ModelError("noise must have the latent shape [1, z, T, h, w]");
   }
 
+  if (in.guidance_scale_2 && !parts_.transformer_2) {
+    throw ModelError("guidance_scale_2 needs a second transformer (boundary_ratio)");
+  }
   const bool do_cfg = in.guidance_scale > 1.0;
   const auto tdtype = transformer->dtype();
   const auto prompt = in.prompt_embeds.to(device_, tdtype);
@@ -125,14 +132,45 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   auto latents = in.noise.to(device_, torch::kFloat32);
 
-  // expand_timesteps: mask 0 on the conditioned first latent frame (I2V), 1 elsewhere.
+  // Image conditioning. expand_timesteps: mask 0 on the conditioned first latent frame, whose
+  // latent is blended in. Otherwise (channel concat): y = [mask (4 ch), image latents], the
+  // image (and the last image) with zero frames between them encoded as one video.
   auto mask = torch::ones({1, 1, shape[2], shape[3], shape[4]}, f32);
-  torch::Tensor condition;
-  if (in.image.defined()) {
+  torch::Tensor condition, concat;
+  const bool image_channels = to.in_channels != vo.z_dim;
+  if (image_channels && !in.image.defined()) {
+    throw ModelError("this transformer takes image conditioning (" + std::to_string(to.in_channels) +
+                     " input channels): the request needs an image");
+  }
+  if (in.last_image.defined() && (parts_.expand_timesteps || !image_channels)) {
+    throw ModelError("last_image needs an image-to-video transformer without expand_timesteps");
+  }
+  if (in.image.defined() && parts_.expand_timesteps) {
     const auto image = in.image.to(device_, torch::kFloat32).unsqueeze(2).to(vae->dtype());
     const auto latent = vae->encode(image).mean.to(torch::kFloat32);
     condition = vae->normalize_latents(latent);
     mask.select(2, 0).zero_();
+  } else if (in.image.defined()) {
+    if (!image_channels) {
+      throw ModelError("an image-to-video request needs an image-to-video transformer");
+    }
+    const auto first = in.image.to(device_, torch::kFloat32).unsqueeze(2);
+    std::vector<torch::Tensor> video{first};
+    const auto gap = frames - (in.last_image.defined() ? 2 : 1);
+    if (gap > 0) video.push_back(torch::zeros({1, 3, gap, height, width}, f32));
+    if (in.last_image.defined())
+      video.push_back(in.last_image.to(device_, torch::kFloat32).unsqueeze(2));
+    const auto latent = vae->encode(torch::cat(video, 2).to(vae->dtype())).mean.to(torch::kFloat32);
+    const auto t_factor = vo.scale_factor_temporal;
+    auto frame_mask = torch::zeros({1, 1, frames, shape[3], shape[4]}, f32);
+    frame_mask.select(2, 0).fill_(1);
+    if (in.last_image.defined()) frame_mask.select(2, frames - 1).fill_(1);
+    frame_mask = torch::cat({frame_mask.slice(2, 0, 1).repeat_interleave(t_factor, 2),
+                             frame_mask.slice(2, 1, frames)},
+                            2)
+                     .view({1, -1, t_factor, shape[3], shape[4]})
+                     .transpose(1, 2);
+    concat = torch::cat({frame_mask, vae->normalize_latents(latent)}, 1);
   }
   const auto token_mask = mask[0][0]
                               .slice(0, 0, shape[2], to.patch_size[0])
@@ -143,27 +181,53 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     return condition.defined() ? (1 - mask) * condition + mask * x : x;
   };
 
-  // The text side of every step, once: the embedded context's keys and values per block.
-  const auto text = branch == 0 ? transformer->prepare_context(context) : WanPreparedContext{};
-  const auto negative_text = do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)
-                                 ? transformer->prepare_context(negative)
-                                 : WanPreparedContext{};
+  // The experts: the high-noise one for t >= boundary, the low-noise one after it. The text
+  // side of every step, once per expert: the embedded context's keys and values per block.
+  struct Expert {
+    WanTransformer3DModel* model;
+    double guidance;
+    WanPreparedContext text, negative_text;
+  };
+  std::vector<Expert> experts;
+  for (auto* m : {&parts_.transformer, &parts_.transformer_2}) {
+    if (!*m) continue;
+    (*m)->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
+    Expert e{m,
+             experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale),
+             {},
+             {}};
+    if (branch == 0) e.text = (*m)->prepare_context(context);
+    if (do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)) {
+      e.negative_text = (*m)->prepare_context(negative);
+    }
+    experts.push_back(std::move(e));
+  }
+  const double boundary = parts_.boundary_ratio.value_or(0.0) * so.num_train_timesteps;
 
+  const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
   const auto timesteps = scheduler.timesteps().to(device_);
   const CfgLayout layout{cfg, batch_cfg};
   run_denoising_steps(steps, ctx, device_, [&](int i) {
-    const auto model_input = blend(latents).to(tdtype);
-    const auto ts = (token_mask * timesteps[i]).unsqueeze(0);  // [1, N]
+    const auto& expert =
+        experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? experts[1] : experts[0];
+    auto& model = *expert.model;
+    auto model_input = blend(latents);
+    if (concat.defined()) model_input = torch::cat({model_input, concat}, 1);
+    model_input = model_input.to(tdtype);
+    // expand_timesteps: a timestep per token [1, N]; otherwise one per sample [1].
+    const auto ts = parts_.expand_timesteps ? (token_mask * timesteps[i]).unsqueeze(0)
+                                            : timesteps[i].reshape({1});
     const auto forward = [&](CfgBranch b) {
       if (b == CfgBranch::both) {
-        return transformer->forward(torch::cat({model_input, model_input}, 0), ts.expand({2, -1}),
-                                    text);
+        return model->forward(torch::cat({model_input, model_input}, 0),
+                              parts_.expand_timesteps ? ts.expand({2, -1}) : ts.expand({2}),
+                              expert.text);
       }
-      return transformer->forward(model_input, ts,
-                                  b == CfgBranch::conditional ? text : negative_text);
+      return model->forward(model_input, ts,
+                            b == CfgBranch::conditional ? expert.text : expert.negative_text);
     };
-    const auto noise_pred =
-        guided_prediction(layout, do_cfg, in.guidance_scale, {}, forward, model_input);
+    const auto noise_pred = guided_prediction(layout, do_cfg, expert.guidance, {}, forward,
+                                              model_input.narrow(1, 0, vo.z_dim));
     latents = scheduler.step(noise_pred, i, latents);
   });
   latents = blend(latents);
@@ -264,6 +328,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   c10::InferenceMode inference;
   WanSampleInputs in;
   set_schedule(in, request);
+  in.guidance_scale_2 = request.guidance_scale_2;
   std::tie(in.prompt_embeds, in.negative_prompt_embeds) =
       text_embeddings(request, request.guidance_scale > 1.0);
   if (request.task == Task::i2v) {
@@ -286,213 +351,6 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Construction
-
-WanTransformer3DModel load_wan_transformer(const fs::path& dir, torch::ScalarType dtype,
-                                           torch::Device device, TensorShard shard) {
-  WanTransformer3DModel model(WanTransformerOptions::from_file(dir / "config.json"), shard,
-                              ParamSpec{dtype, device});
-  LoadOptions options;
-  options.shard = model->shard_plan();  // only this rank's slices are read
-  options.in_place = true;
-  load_state_dict(*model, Checkpoint::open(dir), dtype, device, options);
-  model->to_dtype(device, dtype);  // the buffers (the parameters are in place already)
-  freeze(*model);
-  return model;
-}
-
-std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const DeviceBinding& binding) {
-  const auto& m = config.model;
-  const auto setup = model_placement(config, binding);
-  const auto device = setup.spec.device;
-  const auto dtype = setup.spec.dtype;
-  const TensorShard shard{binding.tensor_rank, binding.tensor_size};
-
-  WanPipelineParts parts;
-  parts.model_name = m.name;
-  parts.device_name = setup.device_name;
-
-  WanTransformerOptions topts;
-  AutoencoderKLWanOptions vopts;
-  const text::EncoderPlacement placement{device, m.offload_text_encoder};
-  std::future<std::unique_ptr<text::T5PromptEncoder>> text_load;
-  const fs::path root(m.path);
-  if (m.name == "tiny-wan") {
-    if (m.weights != WeightsSource::random) {
-      throw ConfigError("model.weights",
-                        "tiny-wan has seeded random weights only (weights: random)");
-    }
-    topts = WanTransformerOptions::from_json_text(tiny_wan_transformer_config(),
-                                                  "tiny-wan transformer");
-    vopts = AutoencoderKLWanOptions::from_json_text(tiny_wan_vae_config(), "tiny-wan vae");
-  } else if (m.name == "wan2.2-ti2v-5b") {
-    if (m.weights == WeightsSource::pretrained) {
-      if (m.path.empty())
-        throw ConfigError("model.path", "wan2.2-ti2v-5b with pretrained weights needs model.path");
-      // Every component is checked to be there before the first weights are read
-      // (docs/models.md, "Loading a snapshot").
-      if (!fs::is_regular_file(root / "model_index.json")) {
-        throw WeightsError(
-            (root / "model_index.json").string(),
-            "missing: the snapshot " + root.string() + " has no model_index.json (WanPipeline)");
-      }
-      const auto transformer_dir = snapshot_component(
-          root, "transformer", "config.json", "WanTransformer3DModel: config.json + safetensors");
-      const auto vae_dir = snapshot_component(root, "vae", "config.json",
-                                              "AutoencoderKLWan: config.json + safetensors");
-      const auto scheduler_dir =
-          snapshot_component(root, "scheduler", "scheduler_config.json",
-                             "UniPCMultistepScheduler: scheduler_config.json");
-      const auto text_dir = snapshot_component(root, "text_encoder", "config.json",
-                                               "UMT5EncoderModel: config.json + safetensors");
-      if (!fs::is_regular_file(root / "tokenizer" / "spiece.model") &&
-          !fs::is_regular_file(root / "tokenizer" / "tokenizer.json")) {
-        throw WeightsError((root / "tokenizer" / "spiece.model").string(),
-                           "missing: the snapshot has no UMT5 tokenizer (tokenizer/spiece.model "
-                           "or tokenizer/tokenizer.json)");
-      }
-      const auto transformer_config = transformer_dir / "config.json";
-      const auto text_config = read_json(text_dir / "config.json");
-      const auto text_dim = WanTransformerOptions::from_file(transformer_config).text_dim;
-      if (text_config.contains("d_model") && text_config.at("d_model").is_number_integer() &&
-          text_config.at("d_model").get<std::int64_t>() != text_dim) {
-        throw WeightsError(
-            (text_dir / "config.json").string(),
-            "d_model " + std::to_string(text_config.at("d_model").get<std::int64_t>()) +
-                " does not match text_dim " + std::to_string(text_dim) + " of " +
-                transformer_config.string() + " (the encoder's output is the transformer's input)");
-      }
-      const auto index = read_json(root / "model_index.json");
-      if (!index.value("expand_timesteps", false)) {
-        throw ModelError(
-            "only the Wan2.2 TI2V layout (model_index.json expand_timesteps: true) is supported",
-            {(root / "model_index.json").string()});
-      }
-      if (index.contains("transformer_2") && !index.at("transformer_2").is_null() &&
-          !(index.at("transformer_2").is_array() && index.at("transformer_2").at(0).is_null())) {
-        throw ModelError("two-transformer (boundary_ratio) snapshots are not supported",
-                         {(root / "model_index.json").string()});
-      }
-      // The text encoder loads on a thread of its own meanwhile (docs/performance.md, "Model
-      // load"); its errors come out of get() below, after the transformer's.
-      text_load =
-          std::async(std::launch::async, [root, dtype, placement, threads = at::get_num_threads()] {
-            at::set_num_threads(threads);  // a new thread starts from OpenMP's default
-            return text::load_wan_text_encoder(root, dtype, placement);
-          });
-      parts.transformer = load_wan_transformer(transformer_dir, dtype, device, shard);
-      parts.vae = load_autoencoder_kl_wan(vae_dir, dtype, device);
-      parts.scheduler =
-          unipc_options_from_config(read_json(scheduler_dir / "scheduler_config.json"));
-    } else if (!m.path.empty()) {
-      topts = WanTransformerOptions::from_file(root / "transformer" / "config.json");
-      vopts = AutoencoderKLWanOptions::from_file(root / "vae");
-    } else {
-      topts = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(),
-                                                    "wan2.2-ti2v-5b transformer");
-      vopts = AutoencoderKLWanOptions::wan22_ti2v_5b();
-    }
-  } else {
-    throw ConfigError("model.name", "'" + m.name + "' is not a Wan model");
-  }
-  if (!parts.transformer) {
-    // Seeded random weights: transformer from weights_seed, VAE from weights_seed + 1. The
-    // phases are timed for the log: the random-weight load of the 5B model is slow on some
-    // machines (docs/performance.md).
-    using Clock = std::chrono::steady_clock;
-    const auto since = [](Clock::time_point t) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.2f s",
-                    std::chrono::duration<double>(Clock::now() - t).count());
-      return std::string(text);
-    };
-    auto t = Clock::now();
-    // Built in its final dtypes on the device: the random values are copied in place.
-    WanTransformer3DModel transformer(topts, shard, ParamSpec{dtype, device});
-    const std::string construct = since(t);
-    t = Clock::now();
-    init_random_weights(*transformer, m.weights_seed, transformer->shard_plan());
-    const std::string init = since(t);
-    t = Clock::now();
-    transformer->to_dtype(device, dtype);
-    freeze(*transformer);
-    log_debug("wan: random transformer: construct " + construct + ", random init " + init +
-              ", to " + device.str() + " " + since(t));
-    parts.transformer = transformer;
-    t = Clock::now();
-    AutoencoderKLWan vae(vopts);
-    init_random_weights(*vae, m.weights_seed + 1);
-    vae->to(device, dtype);
-    freeze(*vae);
-    log_debug("wan: random VAE: " + since(t));
-    parts.vae = vae;
-  }
-  if (m.quantization == Quantization::fp8) {
-    require_fp8_config(device);
-    parts.transformer->quantize_fp8();
-  }
-  // cuDNN's channels-last convolutions are the fast ones on recent GPUs (docs/performance.md);
-  // the CPU keeps the contiguous layout.
-  if (device.is_cuda()) parts.vae->set_channels_last(true);
-  parts.max_image_pixels = config.input.max_image_pixels;
-  // Text (a request's prompt_embeds file still wins): UMT5 from the snapshot, or for seeded
-  // weights the tiny byte-level T5 of width text_dim (seed weights_seed + 2; docs/models.md).
-  if (text_load.valid()) {
-    parts.text_encoder = text_load.get();
-  } else {
-    parts.text_encoder = text::make_tiny_byte_t5(
-        m.weights_seed + 2, parts.transformer->options().text_dim, dtype, placement);
-  }
-  return std::make_unique<WanPipeline>(std::move(parts), device);
-}
-
-void register_wan_models(ModelTable& table) {
-  for (const auto& [name, hidden, layers, heads] :
-       {std::tuple{"wan2.2-ti2v-5b", 3072, 30, 24}, std::tuple{"tiny-wan", 128, 2, 2}}) {
-    ModelRegistration r;
-    r.name = name;
-    r.facts.attention_heads = heads;
-    r.facts.tensor_parallel = true;  // Megatron splits of attention and FFN (docs/models.md)
-    r.facts.fp8 = true;              // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
-    // A pretrained snapshot's transformer/config.json (tiny-wan has its own built-in config).
-    if (std::string_view(name) != "tiny-wan") {
-      r.describe = [](const ModelConfig& model, ModelInfo& info) {
-        if (model.path.empty() || model.weights != WeightsSource::pretrained) return;
-        if (const auto file =
-                component_file(std::filesystem::path(model.path) / "transformer", "config.json")) {
-          const auto count = snapshot_number(
-              *file, "num_attention_heads", +[](double x) {
-                return x >= 1 && x == std::floor(x) ? std::string() : "must be a positive integer";
-              });
-          if (count) info.attention_heads = static_cast<int>(*count);
-        }
-      };
-    }
-    r.facts.patch_t = 1;  // VAE 4 x 16 x 16, patch (1, 2, 2)
-    r.facts.patch_h = r.facts.patch_w = 2;
-    r.facts.hidden_size = hidden;
-    r.facts.num_layers = layers;
-    r.facts.default_guidance_scale = 5.0;  // Wan2.2-TI2V-5B: CFG 5, UniPC flow_shift 5
-    r.facts.default_flow_shift = 5.0;
-    // A snapshot's scheduler/ flow_shift (UniPC; `shift` for a FlowMatchEuler scheduler). Wan
-    // has no guider.
-    r.snapshot_defaults = [](const Config& config, GenerationDefaults& d) {
-      if (config.generation.flow_shift) return;
-      const std::filesystem::path root(config.model.path);
-      if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-        const bool euler =
-            snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
-        if (const auto v = snapshot_number(*file, euler ? "shift" : "flow_shift", &check_flow_shift)) {
-          d.flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
-        }
-      }
-    };
-    r.create = create_wan_pipeline;
-    table.add(std::move(r));
-  }
 }
 
 }  // namespace omnidp::models::wan

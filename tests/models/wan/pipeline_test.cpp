@@ -86,6 +86,7 @@ class WanPipelineTest : public ::testing::Test {
     parts.model_name = "tiny-wan";
     parts.device_name = "cpu";
     parts.cfg_batch = cfg_batch;
+    parts.expand_timesteps = true;  // tiny-wan is the TI2V-5B layout
     return parts;
   }
 
@@ -117,6 +118,31 @@ TEST_F(WanPipelineTest, TextToVideoIsDeterministicAndSeeded) {
   // A second pipeline with the same weights seed gives the same video.
   const auto again = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
   EXPECT_EQ(video_sha256(again->generate(t2v(), {})), video_sha256(a));
+}
+
+// tiny-wan2.2-t2v-a14b: two experts with their own seeds; the low-noise expert's guidance is
+// its own (guidance_scale_2), and a request of a one-transformer model cannot set it.
+TEST_F(WanPipelineTest, TwoExpertsTakeTheSecondGuidanceAfterTheBoundary) {
+  Config c = tiny_config();
+  c.model.name = "tiny-wan2.2-t2v-a14b";
+  const auto pipeline = create_wan_pipeline(c, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  auto r = testing::tiny_request();
+  r.num_inference_steps = 4;  // sigmas 1, .94, .83, .63 at shift 5: the boundary is .875
+  const auto base = video_sha256(pipeline->generate(r, {}));
+  r.guidance_scale_2 = r.guidance_scale;  // unset means guidance_scale: the same video
+  EXPECT_EQ(video_sha256(pipeline->generate(r, {})), base);
+  r.guidance_scale_2 = 2.0;
+  EXPECT_NE(video_sha256(pipeline->generate(r, {})), base);
+
+  Config one = tiny_config();
+  one.model.name = "tiny-wan2.1-t2v";
+  const auto single = create_wan_pipeline(one, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  r.guidance_scale_2 = 2.0;
+  EXPECT_THROW((void)single->generate(r, {}), ModelError);
+  r.guidance_scale_2.reset();
+  const Video v = single->generate(r, {});
+  EXPECT_EQ(v.height, 32);
+  EXPECT_EQ(v.width, 64);
 }
 
 TEST_F(WanPipelineTest, SizesAreRoundedAsTheReference) {

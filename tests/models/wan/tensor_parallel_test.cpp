@@ -14,6 +14,7 @@
 #include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/factory.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/wan/transformer.hpp"
 #include "omnidp/models/weights/safetensors.hpp"

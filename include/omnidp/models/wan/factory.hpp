@@ -1,6 +1,6 @@
 #pragma once
-// The registry's entry point for `tiny-wan` and `wan2.2-ti2v-5b`, torch-free so the registry
-// stays light (defined with the pipeline in src/models/wan/pipeline.cpp).
+// The registry's entry point for the Wan family (family.hpp: `wan`, the released names and the
+// tiny ones), torch-free so the registry stays light.
 // Called once per working rank, on its worker thread.
 
 #include <memory>
@@ -14,17 +14,18 @@ class ModelTable;
 
 namespace omnidp::models::wan {
 
-// `wan2.2-ti2v-5b` (30 blocks of width 3072) and `tiny-wan` (2 of 128) in the model table,
-// both patch (1, 2, 2) over the 4 x 16 x 16 VAE.
+// Every name of wan_model_names() in the model table. Facts (widths, VAE factors, the task a
+// checkpoint serves) come from the snapshot when model.path is set, else from the built-in
+// layout; a released name is checked against the snapshot (resolve_wan_layout).
 void register_wan_models(ModelTable& table);
 
-// `tiny-wan`: the fixtures' tiny transformer + VAE configs (embedded) with seeded bf16-exact
-// random weights (weights: random only). `wan2.2-ti2v-5b`: a Diffusers snapshot folder
-// (model.path: model_index.json, transformer/, vae/, scheduler/) or, with `weights: random`,
-// the real configuration (or the snapshot's configs when model.path is set) with seeded
-// random weights (transformer: weights_seed, VAE: weights_seed + 1). dtype/device from the
-// config; determinism.strict turns on deterministic algorithms. Throws ConfigError,
-// WeightsError, ModelError.
+// The pipeline of resolve_wan_layout(model.name, model.path, pretrained): a Diffusers snapshot
+// folder (model_index.json, transformer/ [+ transformer_2/], vae/, scheduler/, text_encoder/,
+// tokenizer/; every component checked before the first weights are read) or, with `weights:
+// random`, the snapshot's or the built-in configuration with seeded random weights
+// (transformer: weights_seed, VAE: + 1, text: + 2, the low-noise expert: + 3). Both experts
+// are loaded and resident. dtype/device from the config; determinism.strict turns on
+// deterministic algorithms. Throws ConfigError, WeightsError, ModelError.
 [[nodiscard]] std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config,
                                                             const DeviceBinding& device);
 

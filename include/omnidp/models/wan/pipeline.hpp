@@ -1,16 +1,22 @@
 #pragma once
-// WanPipeline: Wan2.2-TI2V-5B text-to-video and image-to-video as Diffusers' WanPipeline /
-// WanImageToVideoPipeline with expand_timesteps=True (per-token timesteps; in I2V the first
-// latent frame is the encoded image, blended in with a mask and given timestep 0).
+// WanPipeline: the Wan family's text-to-video and image-to-video as Diffusers' WanPipeline /
+// WanImageToVideoPipeline:
+//   - expand_timesteps (Wan2.2-TI2V-5B): per-token timesteps; in I2V the first latent frame is
+//     the encoded image, blended in with a mask and given timestep 0;
+//   - otherwise (Wan2.1, Wan2.2-A14B) one timestep per sample; in I2V the transformer takes
+//     36 channels: the noisy latents, a 4-channel first-frame mask (the first frame's mask
+//     repeated 4x in time) and the VAE latents of the image followed by zero frames;
+//   - two experts (Wan2.2-A14B): steps with t >= boundary_ratio x num_train_timesteps run
+//     `transformer` (high noise) with guidance_scale, the rest `transformer_2` with
+//     guidance_scale_2 (unset: guidance_scale).
 //
 //   noise = randn_cpu([1, z, T, h, w], seed) -> device; UniPC (flow, shift = request.flow_shift);
 //   CFG (cond + uncond as one batch of 2 when both text contexts have the same length; skipped
 //   when guidance <= 1); latents / (1/std) + mean; VAE decode; (x/2 + 0.5).clamp(0, 1);
 //   uint8 = round(255 x video) -> Video [F, H, W, 3].
 //
-// Registry keys: `wan2.2-ti2v-5b` (a Diffusers snapshot folder, or the real config with seeded
-// random weights) and `tiny-wan` (the fixtures' tiny transformer + VAE configs, embedded, with
-// seeded bf16-exact random weights). Text: a request's `prompt_embeds` safetensors file
+// Built by create_wan_pipeline (factory.hpp) for the Wan family's registry names (family.hpp).
+// Text: a request's `prompt_embeds` safetensors file
 // (`prompt_embeds` [1, L, D], optional `negative_prompt_embeds`) or the pipeline's TextEncoder.
 //
 // Ownership and threading: the worker owns the pipeline and calls generate() from one thread.
@@ -32,6 +38,9 @@ namespace omnidp::models::wan {
 
 struct WanPipelineParts {
   WanTransformer3DModel transformer{nullptr};
+  WanTransformer3DModel transformer_2{nullptr};  // the low-noise expert (Wan2.2-A14B), or none
+  std::optional<double> boundary_ratio;          // model_index.json; set exactly with transformer_2
+  bool expand_timesteps = false;                 // model_index.json (Wan2.2-TI2V-5B: true)
   AutoencoderKLWan vae{nullptr};
   std::unique_ptr<TextEncoder> text_encoder;  // may be null: requests then need prompt_embeds
   UniPCOptions scheduler;                     // flow_shift is replaced per request
@@ -48,11 +57,13 @@ struct WanSampleInputs {
   int width = 0;
   int num_inference_steps = 0;
   double guidance_scale = 5.0;
+  std::optional<double> guidance_scale_2;  // the low-noise expert's; unset: guidance_scale
   double flow_shift = 5.0;
   torch::Tensor noise;                   // [1, z, T, h, w] float32, any device
   torch::Tensor prompt_embeds;           // [1, L, text_dim]
   torch::Tensor negative_prompt_embeds;  // [1, L', text_dim]; needed when guidance > 1
   torch::Tensor image;                   // [1, 3, H, W] in [-1, 1] (I2V); undefined for T2V
+  torch::Tensor last_image;  // [1, 3, H, W]: first-last-frame to video (not expand_timesteps)
 };
 
 struct WanSampleOutputs {
@@ -77,7 +88,8 @@ class WanPipeline final : public Pipeline {
   // when abandoned.
   [[nodiscard]] WanSampleOutputs sample(const WanSampleInputs& in, const GenerateContext* ctx);
 
-  // The latent shape [1, z, T, h, w] of a request size (after the reference's rounding).
+  // The latent shape [1, z, T, h, w] of a request size (after the reference's rounding); z is
+  // the VAE's z_dim.
   [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;
 
   [[nodiscard]] WanTransformer3DModel& transformer() noexcept { return parts_.transformer; }
@@ -94,10 +106,5 @@ class WanPipeline final : public Pipeline {
   std::string cached_negative_text_;
   torch::Tensor cached_negative_;
 };
-
-// Builds the registry's `tiny-wan` / `wan2.2-ti2v-5b` pipeline from the configuration (model
-// path, weights, dtype, device, determinism). Throws ConfigError / WeightsError / ModelError.
-[[nodiscard]] std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config,
-                                                            const DeviceBinding& device);
 
 }  // namespace omnidp::models::wan
