@@ -30,7 +30,7 @@ shared="${OMNIDP_SHARED_DIR:-$PWD/../shared}"
 out="build-fuzz"
 mkdir -p "$out"
 
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DFMT_HEADER_ONLY=1
        -Iinclude)
 
 sources_of() {
