@@ -1,5 +1,6 @@
 #include "omnidp/runtime/coordinator_actor.hpp"
 
+#include <fmt/format.h>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -42,12 +43,12 @@ void CoordinatorActor::coordinate() {
   const JobPlan& plan = inputs.plan();
   const std::size_t skipped = inputs.skipped();
   const PlannedSource& filtered = inputs.source();
-  log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) + " request(s), " +
-           std::to_string(inputs.manifest().hash_cache->files_hashed()) + " input file(s) hashed, " +
-           (filtered.all_kept()
-                ? std::string("all to run kept in memory")
-                : std::to_string(filtered.kept()) + " kept in memory, the rest read again later") +
-           ")");
+  log_info(fmt::format(
+      "coordinator: manifest read ({} request(s), {} input file(s) hashed, {})",
+      plan.to_run + skipped, inputs.manifest().hash_cache->files_hashed(),
+      (filtered.all_kept()
+           ? std::string("all to run kept in memory")
+           : fmt::format("{} kept in memory, the rest read again later", filtered.kept()))));
 
   CoordinatorOptions co;
   co.config = config;
