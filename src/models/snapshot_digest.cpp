@@ -1,6 +1,7 @@
 #include "omnidp/models/snapshot_digest.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,10 +116,7 @@ bool write_cache(const fs::path& file, const fs::path& root,
 }
 
 std::string gib(std::uint64_t bytes) {
-  std::ostringstream o;
-  o.precision(3);
-  o << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return o.str();
+  return fmt::format("{:.3g} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
 }
 
 }  // namespace
@@ -200,9 +198,9 @@ SnapshotDigest digest_snapshot(const fs::path& root, const SnapshotDigestOptions
     stats.emplace_back(name, s);
   }
   if (to_hash > 0) {
-    log_info("weights identity: hashing " + std::to_string(to_hash) + " of " +
-             std::to_string(files.size()) + " file(s) of " + root.string() + " (" +
-             gib(to_hash_bytes) + "; cached for later runs)");
+    log_info(
+        fmt::format("weights identity: hashing {} of {} file(s) of {} ({}; cached for later runs)",
+                    to_hash, files.size(), root.string(), gib(to_hash_bytes)));
   }
 
   SnapshotDigest out;
