@@ -1,5 +1,6 @@
 #include "omnidp/refcheck/refcheck.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -117,11 +118,7 @@ bool word_prefix(const std::string& value, std::string_view prefix) {
   return std::isalnum(next) == 0 && next != '_';
 }
 
-std::string fmt_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
-  return buf;
-}
+std::string fmt_number(double v) { return fmt::format("{:.3e}", v); }
 
 }  // namespace
 
