@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 #include "omnidp/common/log.hpp"
@@ -64,12 +63,11 @@ void CoordinatorActor::coordinate() {
   if (deadline) {
     const double unix_now = options.clock ? options.clock() : unix_s();
     const double margin = config.scheduler.deadline_margin_s;
-    std::ostringstream line;
-    line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source << "), "
-         << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
-         << "handed out only when expected to end " << shortest(margin)
-         << " s before it (scheduler.deadline_margin_s)";
-    log_info(line.str());
+    log_info(fmt::format(
+        "deadline: {} (from {}), {} s from now; requests are handed out only when expected to end "
+        "{:g} s before it (scheduler.deadline_margin_s)",
+        format_utc(deadline->unix_s), deadline->source, std::llround(deadline->unix_s - unix_now),
+        margin));
     // In the coordinator's time base: the injected clock, else the steady clock.
     co.deadline = options.clock ? deadline->unix_s : steady_s() + (deadline->unix_s - unix_now);
   }

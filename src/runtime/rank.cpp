@@ -324,10 +324,9 @@ void Rank::check_running() {
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
     const std::string why = fmt::format(
-        "request '{}' on rank {} has run for {} s, longer than scheduler.request_timeout_s = {} s; "
-        "aborting the job (rerun with --resume to finish the rest)",
-        running_id_, rank_, shortest(std::round((t - running_since_) * 10.0) / 10.0),
-        shortest(timeout));
+        "request '{}' on rank {} has run for {:g} s, longer than scheduler.request_timeout_s = "
+        "{:g} s; aborting the job (rerun with --resume to finish the rest)",
+        running_id_, rank_, std::round((t - running_since_) * 10.0) / 10.0, timeout);
     log_error(why);
     s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);
   }
