@@ -115,10 +115,6 @@ bool write_cache(const fs::path& file, const fs::path& root,
   return true;
 }
 
-std::string gib(std::uint64_t bytes) {
-  return fmt::format("{:.3g} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-}
-
 }  // namespace
 
 std::vector<fs::path> snapshot_digest_files(const fs::path& root) {
@@ -199,8 +195,10 @@ SnapshotDigest digest_snapshot(const fs::path& root, const SnapshotDigestOptions
   }
   if (to_hash > 0) {
     log_info(
-        fmt::format("weights identity: hashing {} of {} file(s) of {} ({}; cached for later runs)",
-                    to_hash, files.size(), root.string(), gib(to_hash_bytes)));
+        fmt::format("weights identity: hashing {} of {} file(s) of {} ({:.3g} GiB; cached for "
+                    "later runs)",
+                    to_hash, files.size(), root.string(),
+                    static_cast<double>(to_hash_bytes) / (1024.0 * 1024.0 * 1024.0)));
   }
 
   SnapshotDigest out;

@@ -118,8 +118,6 @@ bool word_prefix(const std::string& value, std::string_view prefix) {
   return std::isalnum(next) == 0 && next != '_';
 }
 
-std::string fmt_number(double v) { return fmt::format("{:.3e}", v); }
-
 }  // namespace
 
 std::string_view to_string(CaseResult::Status status) noexcept {
@@ -307,8 +305,8 @@ std::string format_result(const CaseResult& r) {
   const bool skipped = r.status == CaseResult::Status::skip;
   std::string line = name;
   line.append(name.size() < 56 ? 56 - name.size() : 1, ' ');
-  const std::string err = skipped ? "-" : fmt_number(r.max_rel_error);
-  const std::string tol = skipped ? "-" : fmt_number(r.tolerance);
+  const std::string err = skipped ? "-" : fmt::format("{:.3e}", r.max_rel_error);
+  const std::string tol = skipped ? "-" : fmt::format("{:.3e}", r.tolerance);
   line += err + std::string(err.size() < 11 ? 11 - err.size() : 1, ' ');
   line += tol + std::string(tol.size() < 11 ? 11 - tol.size() : 1, ' ');
   line += std::string(to_string(r.status));
