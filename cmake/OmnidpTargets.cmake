@@ -58,12 +58,15 @@ function(omnidp_torch_pch target)
   if(NOT TARGET omnidp_torch_pch_host)
     file(WRITE ${PROJECT_BINARY_DIR}/omnidp_torch_pch_host.cpp "// host of the shared torch PCH\n")
     add_library(omnidp_torch_pch_host OBJECT ${PROJECT_BINARY_DIR}/omnidp_torch_pch_host.cpp)
-    target_link_libraries(omnidp_torch_pch_host PRIVATE ${TORCH_LIBRARIES})
+    target_link_libraries(omnidp_torch_pch_host PRIVATE ${TORCH_LIBRARIES} fmt::fmt-header-only)
     set_target_properties(omnidp_torch_pch_host PROPERTIES POSITION_INDEPENDENT_CODE ON)
     target_precompile_headers(omnidp_torch_pch_host PRIVATE <torch/torch.h>)
     omnidp_warnings(omnidp_torch_pch_host)  # same flags as its users (-Wpedantic changes macros)
   endif()
   target_precompile_headers(${target} REUSE_FROM omnidp_torch_pch_host)
+  # pip's libtorch headers may include its fmt: FMT_HEADER_ONLY must be the same in the PCH and
+  # in every user, so all of them compile with fmt's header-only target.
+  target_link_libraries(${target} PRIVATE fmt::fmt-header-only)
   target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-fPIC -Winvalid-pch>)
 endfunction()
 

@@ -30,7 +30,7 @@ shared="${OMNIDP_SHARED_DIR:-$PWD/../shared}"
 out="build-fuzz"
 mkdir -p "$out"
 
-flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DFMT_HEADER_ONLY=1
        -Iinclude)
 
 sources_of() {
@@ -41,8 +41,9 @@ sources_of() {
     manifest_line)
       echo tests/fuzz/manifest_line_fuzz.cpp src/manifest/manifest_line.cpp src/manifest/line_text.cpp \
         src/manifest/request.cpp src/manifest/input_key.cpp src/config/config.cpp \
-        src/config/suggest.cpp "$out/default_config.cpp" src/common/error.cpp \
-        src/common/sha256.cpp src/common/image.cpp ;;
+        src/config/suggest.cpp src/config/head_split.cpp "$out/default_config.cpp" \
+        src/common/error.cpp src/common/file_kind.cpp src/common/format.cpp src/common/sha256.cpp \
+        src/common/image.cpp ;;
     spiece_model)
       echo tests/fuzz/spiece_model_fuzz.cpp src/models/text/protobuf_wire.cpp src/models/text/byte_trie.cpp \
         src/models/text/sentencepiece_model.cpp src/models/text/sentencepiece_normalizer.cpp \

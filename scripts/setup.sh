@@ -10,7 +10,7 @@ OMNIDP_PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libopenmpi-dev openmpi-bin
   libhdf5-dev hdf5-tools
-  libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev libgtest-dev nlohmann-json3-dev libfmt-dev
   libssl-dev libpng-dev libjpeg-dev libpcre2-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   python3-prometheus-client chromium clang-format

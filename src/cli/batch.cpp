@@ -1,5 +1,6 @@
 #include "omnidp/cli/batch.hpp"
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -181,7 +182,7 @@ Config effective_config(const BatchOptions& o) {
   Config config = o.config_file.empty() ? default_config() : load_config_file(o.config_file);
   apply_overrides(config, o.sets);
   if (o.num_replicas > 0) {
-    apply_overrides(config, {"parallel.data_parallel_size=" + std::to_string(o.num_replicas)});
+    apply_overrides(config, {fmt::format("parallel.data_parallel_size={}", o.num_replicas)});
   }
   if (!o.manifest.empty()) {
     config.input.manifest = std::filesystem::absolute(o.manifest).lexically_normal().string();

@@ -1,5 +1,6 @@
 #include "omnidp/cli/inspect.hpp"
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/export/html_report.hpp"
 #include "omnidp/results/summary.hpp"
@@ -22,16 +24,6 @@ namespace {
 
 constexpr const char* kProgram = "omni-dp-inspect";
 using Row = results::StoredRow;
-
-std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
-
-std::string pad_left(const std::string& s, std::size_t width) {
-  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
-}
 
 struct RankFigures {
   std::size_t requests = 0;
@@ -87,8 +79,10 @@ std::vector<std::pair<std::string, std::size_t>> profiles(const video_export::St
 }
 
 std::string profile_line(const std::string& profile, std::size_t rows) {
-  return (profile.empty() ? std::string("unknown (written before profiles were recorded)") : profile) +
-         " (" + std::to_string(rows) + (rows == 1 ? " row)" : " rows)");
+  return fmt::format(
+      "{} ({}{}",
+      profile.empty() ? std::string("unknown (written before profiles were recorded)") : profile,
+      rows, rows == 1 ? " row)" : " rows)");
 }
 
 std::string file_names(const video_export::StoredRun& run) {
@@ -134,10 +128,8 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
 
   o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
   for (const auto& [rank, f] : per_rank(run)) {
-    o << "  " << pad_left(std::to_string(rank), 4) << pad_left(std::to_string(f.requests), 10)
-      << pad_left(std::to_string(f.ok), 7) << pad_left(std::to_string(f.failed), 8)
-      << pad_left(fixed(f.busy_s, 3), 11) << pad_left(fixed(100.0 * f.busy_fraction, 1) + "%", 7)
-      << "\n";
+    o << fmt::format("  {:>4}{:>10}{:>7}{:>8}{:>11.3f}{:>7}\n", rank, f.requests, f.ok, f.failed,
+                     f.busy_s, fmt::format("{:.1f}%", 100.0 * f.busy_fraction));
   }
 
   const auto failed = failures(run);
@@ -153,11 +145,9 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "   seconds  rank  status  frames  size        id\n";
   for (const auto* row : slow) {
     const auto& r = row->record;
-    const std::string size = std::to_string(r.width) + "x" + std::to_string(r.height);
-    o << pad_left(fixed(r.seconds, 3), 10) << pad_left(std::to_string(r.rank), 6) << "  "
-      << to_string(r.status) << std::string(8 - std::string(to_string(r.status)).size(), ' ')
-      << pad_left(std::to_string(r.frames), 6) << "  " << size
-      << std::string(size.size() < 12 ? 12 - size.size() : 1, ' ') << r.id << "\n";
+    const std::string size = fmt::format("{}x{}", r.width, r.height);
+    o << fmt::format("{:>10.3f}{:>6}  {:<8}{:>6}  ", r.seconds, r.rank, to_string(r.status), r.frames)
+      << size << std::string(size.size() < 12 ? 12 - size.size() : 1, ' ') << r.id << "\n";
   }
   return o.str();
 }

@@ -1,6 +1,7 @@
 #include "omnidp/common/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,13 +52,8 @@ fs::path replacement_target(const fs::path& path, std::string_view what) {
 
 fs::path temporary_beside(const fs::path& path) {
   static std::atomic<unsigned> counter{0};
-  std::string name(1, '.');
-  name.append(path.filename().string())
-      .append(".tmp-")
-      .append(std::to_string(::getpid()))
-      .append("-")
-      .append(std::to_string(counter++));
-  return path.parent_path() / name;
+  return path.parent_path() /
+         fmt::format(".{}.tmp-{}-{}", path.filename().string(), ::getpid(), counter++);
 }
 
 void rename_into_place(const fs::path& tmp, const fs::path& path, std::string_view what) {

@@ -1,5 +1,7 @@
 #include "omnidp/common/error.hpp"
 
+#include <fmt/format.h>
+
 namespace omnidp {
 namespace {
 std::string compose(const std::string& message, const std::vector<std::string>& context) {
@@ -53,8 +55,7 @@ namespace {
 std::string manifest_context(const std::string& file, std::size_t line, const std::string& field) {
   std::string context = file;
   if (line > 0) {
-    context += ':';
-    context += std::to_string(line);
+    context += fmt::format(":{}", line);
   }
   if (!field.empty()) {
     context += ':';

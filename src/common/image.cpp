@@ -4,6 +4,7 @@
 // longjmp back into small functions (read_*_step below) that hold no C++ objects with
 // destructors; the C++ code around them turns a failed step into an InputError.
 
+#include <fmt/format.h>
 #include <jpeglib.h>
 #include <png.h>
 
@@ -67,9 +68,9 @@ void check_pixels(const fs::path& path, const ImageInfo& info, std::uint64_t max
   const auto pixels =
       static_cast<std::uint64_t>(info.width) * static_cast<std::uint64_t>(info.height);
   if (pixels > max_pixels) {
-    fail(path, "image is " + std::to_string(info.width) + "x" + std::to_string(info.height) +
-                   " = " + std::to_string(pixels) + " pixels, over the limit of " +
-                   std::to_string(max_pixels) + " (input.max_image_pixels); not decoded");
+    fail(path, fmt::format("image is {}x{} = {} pixels, over the limit of {} "
+                           "(input.max_image_pixels); not decoded",
+                           info.width, info.height, pixels, max_pixels));
   }
 }
 
@@ -140,8 +141,7 @@ ImageInfo probe_png(std::FILE* file, const fs::path& path) {
   const std::uint32_t height = big_endian_u32(&head[20]);
   constexpr std::uint32_t kMax = 0x7FFFFFFFU;  // the PNG specification's limit
   if (width == 0 || height == 0 || width > kMax || height > kMax) {
-    fail(path,
-         "invalid PNG header: bad size " + std::to_string(width) + "x" + std::to_string(height));
+    fail(path, fmt::format("invalid PNG header: bad size {}x{}", width, height));
   }
   return ImageInfo{static_cast<int>(width), static_cast<int>(height), ImageFormat::png};
 }

@@ -1,5 +1,6 @@
 #include "omnidp/common/image_resize.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -167,8 +168,8 @@ ResampleFilter resample_filter_from_pil(int code) {
     case 2: return ResampleFilter::bilinear;
     case 3: return ResampleFilter::bicubic;
     default:
-      throw std::invalid_argument("resample " + std::to_string(code) +
-                                  " is not supported (1 lanczos, 2 bilinear, 3 bicubic)");
+      throw std::invalid_argument(
+          fmt::format("resample {} is not supported (1 lanczos, 2 bilinear, 3 bicubic)", code));
   }
 }
 
@@ -186,9 +187,8 @@ RgbImage resize_rgb(const RgbImage& image, int width, int height, ResampleFilter
   if (width <= 0 || height <= 0 || image.width <= 0 || image.height <= 0 ||
       image.data.size() !=
           static_cast<std::size_t>(image.width) * static_cast<std::size_t>(image.height) * 3U) {
-    throw InputError("<image>", "cannot resize " + std::to_string(image.width) + "x" +
-                                    std::to_string(image.height) + " to " + std::to_string(width) +
-                                    "x" + std::to_string(height));
+    throw InputError("<image>", fmt::format("cannot resize {}x{} to {}x{}", image.width,
+                                            image.height, width, height));
   }
   if (convention == ResizeConvention::torch && filter == ResampleFilter::lanczos) {
     throw InputError("<image>", "the torch resize convention has no lanczos filter");

@@ -1,5 +1,7 @@
 #include "omnidp/common/video.hpp"
 
+#include <fmt/format.h>
+
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
 
@@ -7,12 +9,11 @@ namespace omnidp {
 
 void Video::check() const {
   if (frames <= 0 || height <= 0 || width <= 0) {
-    throw RuntimeError("video has a non-positive dimension: " + std::to_string(frames) + "x" +
-                       std::to_string(height) + "x" + std::to_string(width));
+    throw RuntimeError(
+        fmt::format("video has a non-positive dimension: {}x{}x{}", frames, height, width));
   }
   if (data.size() != byte_size()) {
-    throw RuntimeError("video holds " + std::to_string(data.size()) + " bytes, expected " +
-                       std::to_string(byte_size()));
+    throw RuntimeError(fmt::format("video holds {} bytes, expected {}", data.size(), byte_size()));
   }
 }
 

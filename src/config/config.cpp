@@ -1,5 +1,6 @@
 #include "omnidp/config/config.hpp"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/config/head_split.hpp"
 #include "omnidp/config/suggest.hpp"
 
@@ -126,9 +128,7 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 std::string format_double(double value) {
-  std::array<char, 64> buffer{};
-  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  std::string text(buffer.data(), result.ptr);
+  std::string text = shortest(value);
   if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;
 }
@@ -203,7 +203,7 @@ void read_into(const Node& node, const std::string& path, std::vector<std::strin
   std::vector<std::string> values;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const Node item = node[i];
-    if (!item.IsScalar()) type_error(path + "[" + std::to_string(i) + "]", "a string", item);
+    if (!item.IsScalar()) type_error(fmt::format("{}[{}]", path, i), "a string", item);
     values.push_back(item.Scalar());
   }
   out = std::move(values);
@@ -276,8 +276,7 @@ void check(const std::string& reason, const std::string& path) {
 
 std::string range_reason(long long value, long long lo, long long hi) {
   if (value >= lo && value <= hi) return {};
-  return std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]";
+  return fmt::format("{} is out of range [{}, {}]", value, lo, hi);
 }
 
 void check_int(long long value, long long lo, long long hi, const std::string& path) {
@@ -294,7 +293,7 @@ void check_non_negative(double value, bool zero_allowed, const std::string& path
 
 void check_ids(const std::vector<std::string>& ids, const std::string& path) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    require(!ids[i].empty(), path + "[" + std::to_string(i) + "]", "an empty id");
+    require(!ids[i].empty(), fmt::format("{}[{}]", path, i), "an empty id");
   }
 }
 
@@ -306,7 +305,7 @@ bool is_digits(std::string_view text) {
 void check_devices(const Config& config) {
   const auto& devices = config.parallel.devices;
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const std::string path = "parallel.devices[" + std::to_string(i) + "]";
+    const std::string path = fmt::format("parallel.devices[{}]", i);
     const std::string& entry = devices[i];
     const bool cuda = is_digits(entry) ||
                       (entry.starts_with("cuda:") && is_digits(std::string_view(entry).substr(5)));
@@ -329,8 +328,7 @@ template <class T>
 Check<T> in_range(T lo, T hi) {
   return [lo, hi](const T& value, const std::string& path) {
     require(value >= lo && value <= hi, path,
-            std::to_string(value) + " is out of range [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + "]");
+            fmt::format("{} is out of range [{}, {}]", value, lo, hi));
   };
 }
 
@@ -353,8 +351,7 @@ Check<T> rule(std::string (*reason)(V)) {
 Check<int> at_least(int lo, const char* off) {
   return [lo, off](const int& value, const std::string& path) {
     require(value >= lo, path,
-            std::to_string(value) + " is out of range (expected >= " + std::to_string(lo) + "; " +
-                off + ")");
+            fmt::format("{} is out of range (expected >= {}; {})", value, lo, off));
   };
 }
 
@@ -377,7 +374,7 @@ Check<std::vector<std::string>> distinct_of(std::vector<std::string> allowed, st
           suggest](const std::vector<std::string>& value, const std::string& path) {
     for (std::size_t i = 0; i < value.size(); ++i) {
       const std::string& item = value[i];
-      const std::string at = path + "[" + std::to_string(i) + "]";
+      const std::string at = fmt::format("{}[{}]", path, i);
       const std::string nearest = suggest ? nearest_name(item, allowed) : std::string();
       require(std::find(allowed.begin(), allowed.end(), item) != allowed.end(), at,
               "unknown " + what + " '" + item + "' (expected " + expected +
@@ -458,36 +455,35 @@ FieldSpec optional_field(std::string key, S Config::*section, std::optional<doub
 
 // parallel.data_parallel_size: `auto` (0) or an integer >= 1.
 FieldSpec data_parallel_field() {
-  return FieldSpec{"data_parallel_size",
-                   [](Config& config, const Node& node, const std::string& path) {
-                     if (node.IsScalar() && node.Scalar() == "auto") {
-                       config.parallel.data_parallel_size = 0;
-                       return;
-                     }
-                     int value = 0;
-                     if (!is_plain_scalar(node))
-                       type_error(path, "'auto' or an integer >= 1", node);
-                     read_into(node, path, value);
-                     if (value < 1) {
-                       throw ConfigError(
-                           path, std::to_string(value) +
-                                     " is out of range (expected 'auto' or an integer >= 1)");
-                     }
-                     config.parallel.data_parallel_size = value;
-                   },
-                   [](const Config& config, YAML::Emitter& out) {
-                     if (config.parallel.data_parallel_size == 0) {
-                       out << "auto";
-                     } else {
-                       write_value(out, config.parallel.data_parallel_size);
-                     }
-                   },
-                   {},
-                   [](const Config& config, const std::string& path) {
-                     require(config.parallel.data_parallel_size >= 0, path,
-                             std::to_string(config.parallel.data_parallel_size) +
-                                 " is out of range (expected 'auto' or an integer >= 1)");
-                   }};
+  return FieldSpec{
+      "data_parallel_size",
+      [](Config& config, const Node& node, const std::string& path) {
+        if (node.IsScalar() && node.Scalar() == "auto") {
+          config.parallel.data_parallel_size = 0;
+          return;
+        }
+        int value = 0;
+        if (!is_plain_scalar(node)) type_error(path, "'auto' or an integer >= 1", node);
+        read_into(node, path, value);
+        if (value < 1) {
+          throw ConfigError(
+              path, fmt::format("{} is out of range (expected 'auto' or an integer >= 1)", value));
+        }
+        config.parallel.data_parallel_size = value;
+      },
+      [](const Config& config, YAML::Emitter& out) {
+        if (config.parallel.data_parallel_size == 0) {
+          out << "auto";
+        } else {
+          write_value(out, config.parallel.data_parallel_size);
+        }
+      },
+      {},
+      [](const Config& config, const std::string& path) {
+        require(config.parallel.data_parallel_size >= 0, path,
+                fmt::format("{} is out of range (expected 'auto' or an integer >= 1)",
+                            config.parallel.data_parallel_size));
+      }};
 }
 
 // parallel.ulysses_degree: an alias of sequence_parallel_size, written back only when set.
@@ -549,7 +545,7 @@ FieldSpec compression_field() {
           check_int(config.output.gzip_level, 1, 9, path);
         } else {
           require(config.output.gzip_level == 0, path,
-                  "a gzip level " + std::to_string(config.output.gzip_level) + " without gzip");
+                  fmt::format("a gzip level {} without gzip", config.output.gzip_level));
         }
       }};
 }
@@ -586,7 +582,7 @@ const std::vector<SectionSpec>& schema() {
           field("cfg_parallel_size", &C::parallel, &ParallelConfig::cfg_parallel_size,
                 Check<int>([](const int& v, const std::string& path) {
                   require(v == 1 || v == 2, path,
-                          std::to_string(v) + " is not allowed (expected 1 or 2)");
+                          fmt::format("{} is not allowed (expected 1 or 2)", v));
                 })),
           field("collective_backend", &C::parallel, &ParallelConfig::collective_backend),
           devices_field(),
@@ -622,7 +618,7 @@ const std::vector<SectionSpec>& schema() {
           field("seed", &C::generation, &GenerationConfig::seed,
                 Check<std::uint64_t>([](const std::uint64_t& v, const std::string& path) {
                   require(v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                          path, std::to_string(v) + " is out of range [0, 2^63-1]");
+                          path, fmt::format("{} is out of range [0, 2^63-1]", v));
                 })),
           field("fps", &C::generation, &GenerationConfig::fps, rule<int>(&check_fps)),
           field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
@@ -784,9 +780,8 @@ Node load_yaml(const std::string& text, const std::string& origin) {
     }
     return documents.empty() ? Node() : documents.front();
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(
-        origin + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1),
-        "invalid YAML: " + e.msg);
+    throw ConfigError(fmt::format("{}:{}:{}", origin, e.mark.line + 1, e.mark.column + 1),
+                      "invalid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw ConfigError(origin, std::string("invalid YAML: ") + e.what());
   }
@@ -806,8 +801,7 @@ std::string check_num_frames(long long frames) {
   if (std::string reason = range_reason(frames, 1, 1025); !reason.empty()) return reason;
   if ((frames - 1) % 4 != 0) {
     const long long below = frames - (frames - 1) % 4;
-    return std::to_string(frames) + " is not of the form 4k+1 (e.g. " + std::to_string(below) +
-           " or " + std::to_string(below + 4) + ")";
+    return fmt::format("{} is not of the form 4k+1 (e.g. {} or {})", frames, below, below + 4);
   }
   return {};
 }
@@ -816,8 +810,7 @@ std::string check_frame_size(long long pixels) {
   if (std::string reason = range_reason(pixels, 16, 4096); !reason.empty()) return reason;
   if (pixels % 16 != 0) {
     const long long below = pixels - pixels % 16;
-    return std::to_string(pixels) + " is not a multiple of 16 (e.g. " + std::to_string(below) +
-           " or " + std::to_string(below + 16) + ")";
+    return fmt::format("{} is not a multiple of 16 (e.g. {} or {})", pixels, below, below + 16);
   }
   return {};
 }
@@ -840,7 +833,7 @@ std::string check_fps(long long fps) { return range_reason(fps, 1, 240); }
 
 std::string check_seed(long long seed) {
   if (seed >= 0) return {};
-  return std::to_string(seed) + " is out of range [0, 2^63-1]";
+  return fmt::format("{} is out of range [0, 2^63-1]", seed);
 }
 
 Config parse_config_yaml(const std::string& yaml_text, const std::string& origin) {
@@ -924,10 +917,9 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     require(parallel.sequence_parallel_size == 1 ||
                 parallel.sequence_parallel_size == parallel.ulysses_degree,
             "parallel.ulysses_degree",
-            std::to_string(parallel.ulysses_degree) +
-                " disagrees with parallel.sequence_parallel_size " +
-                std::to_string(parallel.sequence_parallel_size) +
-                " (the same setting under its two names: set one)");
+            fmt::format("{} disagrees with parallel.sequence_parallel_size {} (the same setting "
+                        "under its two names: set one)",
+                        parallel.ulysses_degree, parallel.sequence_parallel_size));
     config.parallel.sequence_parallel_size = parallel.ulysses_degree;
   }
   // Every key's own check, then each section's checks across its keys, in schema order.
@@ -940,8 +932,8 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
   // Never run a group on its leader while its members idle (docs/runtime.md, "Replica groups").
   require(config.parallel.tensor_parallel_size == 1 || chosen->tensor_parallel,
           "parallel.tensor_parallel_size",
-          std::to_string(config.parallel.tensor_parallel_size) +
-              ": tensor parallelism is not implemented by model '" + model.name + "' (expected 1)");
+          fmt::format("{}: tensor parallelism is not implemented by model '{}' (expected 1)",
+                      config.parallel.tensor_parallel_size, model.name));
 
   if (model.quantization == Quantization::fp8) {
     require(
@@ -1018,7 +1010,7 @@ std::string compression_string(const OutputConfig& output) {
   switch (output.compression) {
     case CompressionKind::none: return "none";
     case CompressionKind::lzf: return "lzf";
-    case CompressionKind::gzip: return "gzip:" + std::to_string(output.gzip_level);
+    case CompressionKind::gzip: return fmt::format("gzip:{}", output.gzip_level);
   }
   return "none";
 }

@@ -1,5 +1,6 @@
 #include "omnidp/config/numerics.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 
@@ -75,8 +76,8 @@ std::string numerics_profile(const Config& config, std::string_view software) {
   // A group's layout changes the bytes (other reduction orders; CFG as two forwards instead of
   // a batch of 2); the number of replicas does not (each request runs on one group).
   const auto& p = config.parallel;
-  out += ";layout=tp" + std::to_string(p.tensor_parallel_size) + ",sp" +
-         std::to_string(p.sequence_parallel_size) + ",cfg" + std::to_string(p.cfg_parallel_size);
+  out += fmt::format(";layout=tp{},sp{},cfg{}", p.tensor_parallel_size, p.sequence_parallel_size,
+                     p.cfg_parallel_size);
   out += ";software=";
   out += clean(software);
   return out;

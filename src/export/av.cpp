@@ -6,6 +6,8 @@ extern "C" {
 #include <libavutil/pixdesc.h>
 }
 
+#include <fmt/format.h>
+
 #include <array>
 #include <mutex>
 
@@ -15,7 +17,7 @@ namespace omnidp::video_export::av {
 
 std::string error_text(int code) {
   std::array<char, AV_ERROR_MAX_STRING_SIZE> buf{};
-  if (av_strerror(code, buf.data(), buf.size()) < 0) return "libav error " + std::to_string(code);
+  if (av_strerror(code, buf.data(), buf.size()) < 0) return fmt::format("libav error {}", code);
   return buf.data();
 }
 

@@ -1,6 +1,7 @@
 #include "omnidp/export/html_report.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "omnidp/common/base64.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/export/png.hpp"
 #include "omnidp/results/hdf5.hpp"
@@ -32,12 +34,6 @@ constexpr const char* kFailedColour = "#e45756";
 constexpr int kLeft = 70;  // left margin of every plot (lane labels, y axis)
 constexpr int kRight = 20;
 constexpr int kAxis = 28;  // height of the time axis under a plot
-
-std::string fmt(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -57,15 +53,10 @@ std::string escape(std::string_view text) {
 
 // A human time span: "12.3 s", "4 min 05 s", "2 h 03 min".
 std::string span(double s) {
-  if (s < 120.0) return fmt(s, s < 10.0 ? 2 : 1) + " s";
+  if (s < 120.0) return fixed(s, s < 10.0 ? 2 : 1) + " s";
   const auto total = static_cast<long long>(std::llround(s));
-  char buf[64];
-  if (total < 7200) {
-    std::snprintf(buf, sizeof buf, "%lld min %02lld s", total / 60, total % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld h %02lld min", total / 3600, (total % 3600) / 60);
-  }
-  return buf;
+  if (total < 7200) return fmt::format("{} min {:02} s", total / 60, total % 60);
+  return fmt::format("{} h {:02} min", total / 3600, (total % 3600) / 60);
 }
 
 // A tick step of 1, 2 or 5 times a power of ten giving about `target` ticks over `range`.
@@ -86,9 +77,9 @@ void time_axis(std::ostringstream& o, double range, int width, int y) {
   const double step = nice_step(range, 8);
   for (double t = 0.0; t <= range * 1.0000001 && range > 0.0; t += step) {
     const double x = kLeft + t / range * width;
-    o << "<line x1=\"" << fmt(x, 1) << "\" y1=\"" << y << "\" x2=\"" << fmt(x, 1) << "\" y2=\""
-      << y + 4 << "\" stroke=\"#333\"/><text x=\"" << fmt(x, 1) << "\" y=\"" << y + 16
-      << "\" class=\"tick\">" << (step >= 1.0 ? fmt(t, 0) : fmt(t, 2)) << "</text>";
+    o << "<line x1=\"" << fixed(x, 1) << "\" y1=\"" << y << "\" x2=\"" << fixed(x, 1) << "\" y2=\""
+      << y + 4 << "\" stroke=\"#333\"/><text x=\"" << fixed(x, 1) << "\" y=\"" << y + 16
+      << "\" class=\"tick\">" << (step >= 1.0 ? fixed(t, 0) : fixed(t, 2)) << "</text>";
   }
   o << "<text x=\"" << kLeft + width << "\" y=\"" << y + 27
     << "\" class=\"axis-label\" text-anchor=\"end\">seconds since the first start</text>";
@@ -174,11 +165,11 @@ void draw_bins(std::ostringstream& o, const std::vector<double>& cover,
     int n = count[static_cast<std::size_t>(c)];
     while (end < width && level(end) == l) n += count[static_cast<std::size_t>(end++)];
     if (l > 0) {
-      o << "<rect class=\"agg\" x=\"" << kLeft + c << "\" y=\"" << fmt(y, 1) << "\" width=\""
-        << end - c << "\" height=\"" << fmt(h, 1) << "\" fill=\""
-        << (is_ok ? kOkColour : kFailedColour) << "\" fill-opacity=\"" << fmt(l / 4.0, 2)
+      o << "<rect class=\"agg\" x=\"" << kLeft + c << "\" y=\"" << fixed(y, 1) << "\" width=\""
+        << end - c << "\" height=\"" << fixed(h, 1) << "\" fill=\""
+        << (is_ok ? kOkColour : kFailedColour) << "\" fill-opacity=\"" << fixed(l / 4.0, 2)
         << "\"><title>" << n << (is_ok ? " requests" : " failed requests") << " started in "
-        << fmt(c * seconds_per_px, 1) << "-" << fmt(end * seconds_per_px, 1)
+        << fixed(c * seconds_per_px, 1) << "-" << fixed(end * seconds_per_px, 1)
         << " s (aggregated: bars under a pixel)</title></rect>";
     }
     c = end;
@@ -204,11 +195,11 @@ void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e, cons
     const double y = 3.0 + rank * lane_h;
     o << "<g class=\"lane\" data-rank=\"" << rank << "\">";
     if (rank % 2 == 1) {
-      o << "<rect x=\"" << kLeft << "\" y=\"" << fmt(y, 1) << "\" width=\"" << width
-        << "\" height=\"" << fmt(lane_h, 1) << "\" fill=\"#f3f3f3\"/>";
+      o << "<rect x=\"" << kLeft << "\" y=\"" << fixed(y, 1) << "\" width=\"" << width
+        << "\" height=\"" << fixed(lane_h, 1) << "\" fill=\"#f3f3f3\"/>";
     }
     if (lane_h >= 7.0 || rank % std::max(1, static_cast<int>(std::ceil(10.0 / lane_h))) == 0) {
-      o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fmt(y + lane_h / 2 + 3.5, 1)
+      o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fixed(y + lane_h / 2 + 3.5, 1)
         << "\" class=\"lane-label\" text-anchor=\"end\">rank " << rank << "</text>";
     }
     LaneBins bins(width);
@@ -225,19 +216,19 @@ void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e, cons
         continue;
       }
       ++drawn;
-      o << "<rect class=\"bar " << (ok ? "ok" : "failed") << "\" x=\"" << fmt(kLeft + x0, 1)
-        << "\" y=\"" << fmt(y, 1) << "\" width=\"" << fmt(x1 - x0, 1) << "\" height=\""
-        << fmt(bar_h, 1) << "\" fill=\"" << (ok ? kOkColour : kFailedColour)
+      o << "<rect class=\"bar " << (ok ? "ok" : "failed") << "\" x=\"" << fixed(kLeft + x0, 1)
+        << "\" y=\"" << fixed(y, 1) << "\" width=\"" << fixed(x1 - x0, 1) << "\" height=\""
+        << fixed(bar_h, 1) << "\" fill=\"" << (ok ? kOkColour : kFailedColour)
         << "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << escape(r.id) << " (rank " << r.rank
-        << ", " << to_string(r.status) << ", " << fmt(r.seconds, 2) << " s, " << r.frames << "x"
+        << ", " << to_string(r.status) << ", " << fixed(r.seconds, 2) << " s, " << r.frames << "x"
         << r.width << "x" << r.height << (ok ? "" : ": " + escape(r.error)) << ")</title></rect>";
     }
     const double seconds_per_px = 1.0 / px_per_s;
     draw_bins(o, bins.ok, bins.ok_count, true, y, bar_h, seconds_per_px);
     draw_bins(o, bins.failed, bins.failed_count, false, y, bar_h, seconds_per_px);
     if (last_end >= 0.0) {  // where this rank finished its last request
-      o << "<line class=\"finish\" x1=\"" << fmt(kLeft + last_end, 1) << "\" y1=\"" << fmt(y, 1)
-        << "\" x2=\"" << fmt(kLeft + last_end, 1) << "\" y2=\"" << fmt(y + bar_h, 1)
+      o << "<line class=\"finish\" x1=\"" << fixed(kLeft + last_end, 1) << "\" y1=\"" << fixed(y, 1)
+        << "\" x2=\"" << fixed(kLeft + last_end, 1) << "\" y2=\"" << fixed(y + bar_h, 1)
         << "\" stroke=\"#000\" stroke-width=\"1.5\"/>";
     }
     o << "</g>";
@@ -260,19 +251,19 @@ void time_bars(std::ostringstream& o, const std::string& id, const std::vector<d
   const double step = nice_step(y_max, 4);
   for (double v = 0.0; v <= y_max * 1.0000001; v += step) {
     const double y = 6 + height - v / y_max * height;
-    o << "<line x1=\"" << kLeft << "\" y1=\"" << fmt(y, 1) << "\" x2=\"" << kLeft + width
-      << "\" y2=\"" << fmt(y, 1) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\""
-      << fmt(y + 4, 1) << "\" class=\"tick\" text-anchor=\"end\">"
-      << (step >= 1.0 ? fmt(v, 0) : fmt(v, 1)) << "</text>";
+    o << "<line x1=\"" << kLeft << "\" y1=\"" << fixed(y, 1) << "\" x2=\"" << kLeft + width
+      << "\" y2=\"" << fixed(y, 1) << "\" stroke=\"#ddd\"/><text x=\"" << kLeft - 6 << "\" y=\""
+      << fixed(y + 4, 1) << "\" class=\"tick\" text-anchor=\"end\">"
+      << (step >= 1.0 ? fixed(v, 0) : fixed(v, 1)) << "</text>";
   }
   const double bw = static_cast<double>(width) / std::max<std::size_t>(values.size(), 1);
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (values[i] <= 0.0) continue;
     const double h = values[i] / y_max * height;
-    o << "<rect x=\"" << fmt(kLeft + i * bw, 1) << "\" y=\"" << fmt(6 + height - h, 1)
-      << "\" width=\"" << fmt(std::max(bw - 0.5, 0.5), 1) << "\" height=\"" << fmt(h, 1)
-      << "\" fill=\"" << colour << "\"><title>" << fmt(i * bin_s, 1) << "-"
-      << fmt((i + 1) * bin_s, 1) << " s: " << fmt(values[i], 2) << " " << escape(unit)
+    o << "<rect x=\"" << fixed(kLeft + i * bw, 1) << "\" y=\"" << fixed(6 + height - h, 1)
+      << "\" width=\"" << fixed(std::max(bw - 0.5, 0.5), 1) << "\" height=\"" << fixed(h, 1)
+      << "\" fill=\"" << colour << "\"><title>" << fixed(i * bin_s, 1) << "-"
+      << fixed((i + 1) * bin_s, 1) << " s: " << fixed(values[i], 2) << " " << escape(unit)
       << "</title></rect>";
   }
   o << "<text x=\"4\" y=\"14\" class=\"axis-label\">" << escape(unit) << "</text>";
@@ -301,20 +292,21 @@ void histogram(std::ostringstream& o, const std::vector<double>& latencies, int 
     const double c = counts[static_cast<std::size_t>(i)];
     if (c <= 0.0) continue;
     const double h = c / y_max * height;
-    o << "<rect x=\"" << fmt(kLeft + i * bw, 1) << "\" y=\"" << fmt(6 + height - h, 1)
-      << "\" width=\"" << fmt(bw - 1.0, 1) << "\" height=\"" << fmt(h, 1) << "\" fill=\""
-      << kOkColour << "\"><title>" << fmt(i * bin, 2) << "-" << fmt((i + 1) * bin, 2)
-      << " s: " << fmt(c, 0) << " requests</title></rect>";
+    o << "<rect x=\"" << fixed(kLeft + i * bw, 1) << "\" y=\"" << fixed(6 + height - h, 1)
+      << "\" width=\"" << fixed(bw - 1.0, 1) << "\" height=\"" << fixed(h, 1) << "\" fill=\""
+      << kOkColour << "\"><title>" << fixed(i * bin, 2) << "-" << fixed((i + 1) * bin, 2)
+      << " s: " << fixed(c, 0) << " requests</title></rect>";
   }
   o << "<text x=\"4\" y=\"14\" class=\"axis-label\">requests</text><text x=\"" << kLeft - 6
-    << "\" y=\"" << 6 + 4 << "\" class=\"tick\" text-anchor=\"end\">" << fmt(y_max, 0) << "</text>";
+    << "\" y=\"" << 6 + 4 << "\" class=\"tick\" text-anchor=\"end\">" << fixed(y_max, 0)
+    << "</text>";
   o << "<line x1=\"" << kLeft << "\" y1=\"" << 6 + height << "\" x2=\"" << kLeft + width
     << "\" y2=\"" << 6 + height << "\" stroke=\"#333\"/>";
   const double step = nice_step(max, 8);
   for (double t = 0.0; t <= max * 1.0000001 && max > 0.0; t += step) {
     const double x = kLeft + t / (bin * bins) * width;
-    o << "<text x=\"" << fmt(x, 1) << "\" y=\"" << 6 + height + 16 << "\" class=\"tick\">"
-      << (step >= 1.0 ? fmt(t, 0) : fmt(t, 2)) << "</text>";
+    o << "<text x=\"" << fixed(x, 1) << "\" y=\"" << 6 + height + 16 << "\" class=\"tick\">"
+      << (step >= 1.0 ? fixed(t, 0) : fixed(t, 2)) << "</text>";
   }
   o << "<text x=\"" << kLeft + width << "\" y=\"" << 6 + height + 27
     << "\" class=\"axis-label\" text-anchor=\"end\">latency (s)</text></svg>\n";
@@ -328,19 +320,17 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   o << "<table class=\"figures\">";
   row("model", run.info.model.empty() ? "?" : run.info.model);
   row("software", "omni-dp " + run.info.software_version + " (git " + run.info.git_revision + ")");
-  row("requests", std::to_string(s.total) + " total, " + std::to_string(s.completed) +
-                      " completed, " + std::to_string(s.failed) + " failed, " +
-                      std::to_string(s.skipped_resume) + " skipped (done before)");
-  row("makespan", span(s.makespan_s) + " (" + fmt(s.makespan_s, 3) + " s)");
-  row("throughput", fmt(s.videos_per_min, 2) + " videos/min");
-  row("latency", "p50 " + fmt(s.latency_p50_s, 3) + " s, p90 " + fmt(s.latency_p90_s, 3) +
-                     " s, max " + fmt(s.latency_max_s, 3) + " s");
-  row("scheduling efficiency", fmt(s.scheduling_efficiency, 3));
+  row("requests", fmt::format("{} total, {} completed, {} failed, {} skipped (done before)",
+                              s.total, s.completed, s.failed, s.skipped_resume));
+  row("makespan", span(s.makespan_s) + " (" + fixed(s.makespan_s, 3) + " s)");
+  row("throughput", fixed(s.videos_per_min, 2) + " videos/min");
+  row("latency", "p50 " + fixed(s.latency_p50_s, 3) + " s, p90 " + fixed(s.latency_p90_s, 3) +
+                     " s, max " + fixed(s.latency_max_s, 3) + " s");
+  row("scheduling efficiency", fixed(s.scheduling_efficiency, 3));
   row("model flops", results::describe_flops(s));  // docs/performance.md, "MFU"
-  row("layout", "world size " + std::to_string(s.world_size) + ", replicas " +
-                    std::to_string(s.replicas) + ", tp " + std::to_string(s.tensor_parallel_size) +
-                    ", sp " + std::to_string(s.sequence_parallel_size) + ", cfg " +
-                    std::to_string(s.cfg_parallel_size));
+  row("layout",
+      fmt::format("world size {}, replicas {}, tp {}, sp {}, cfg {}", s.world_size, s.replicas,
+                  s.tensor_parallel_size, s.sequence_parallel_size, s.cfg_parallel_size));
   row("policy", (s.policy.empty() ? "-" : s.policy) + ", order " + (s.order.empty() ? "-" : s.order));
   row("interrupted", s.interrupted ? "yes" : "no");
   row("time span of the rows", span(e.t1 - e.t0));
@@ -367,17 +357,17 @@ void busy_table(std::ostringstream& o, const StoredRun& run, int width) {
     const auto i = static_cast<std::size_t>(r);
     const double f = i < fractions.size() ? fractions[i] : 0.0;
     const double y = 2 + r * bar_h;
-    o << "<rect x=\"" << kLeft << "\" y=\"" << fmt(y, 1) << "\" width=\""
-      << fmt(std::clamp(f, 0.0, 1.0) * w, 1) << "\" height=\"" << fmt(std::max(bar_h - 1.0, 1.0), 1)
-      << "\" fill=\"" << kOkColour << "\"><title>rank " << r << ": busy " << fmt(100.0 * f, 1)
-      << "%, "
-      << (i < run.summary.busy_s_per_rank.size() ? fmt(run.summary.busy_s_per_rank[i], 1) : "0")
+    o << "<rect x=\"" << kLeft << "\" y=\"" << fixed(y, 1) << "\" width=\""
+      << fixed(std::clamp(f, 0.0, 1.0) * w, 1) << "\" height=\""
+      << fixed(std::max(bar_h - 1.0, 1.0), 1) << "\" fill=\"" << kOkColour << "\"><title>rank " << r
+      << ": busy " << fixed(100.0 * f, 1) << "%, "
+      << (i < run.summary.busy_s_per_rank.size() ? fixed(run.summary.busy_s_per_rank[i], 1) : "0")
       << " s, " << ok[i] << " ok, " << failed[i] << " failed</title></rect>";
     if (bar_h >= 7.0) {
-      o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fmt(y + bar_h / 2 + 3, 1)
+      o << "<text x=\"" << kLeft - 6 << "\" y=\"" << fixed(y + bar_h / 2 + 3, 1)
         << "\" class=\"lane-label\" text-anchor=\"end\">rank " << r << "</text><text x=\""
-        << kLeft + w + 6 << "\" y=\"" << fmt(y + bar_h / 2 + 3, 1) << "\" class=\"tick\">"
-        << fmt(100.0 * f, 1) << "% (" << ok[i] << " ok, " << failed[i] << " failed)</text>";
+        << kLeft + w + 6 << "\" y=\"" << fixed(y + bar_h / 2 + 3, 1) << "\" class=\"tick\">"
+        << fixed(100.0 * f, 1) << "% (" << ok[i] << " ok, " << failed[i] << " failed)</text>";
     }
   }
   o << "<line x1=\"" << kLeft + w << "\" y1=\"0\" x2=\"" << kLeft + w << "\" y2=\"" << height
@@ -407,10 +397,10 @@ void per_size(std::ostringstream& o, const StoredRun& run) {
     const double mx = v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
     const auto f = failed.find(k);
     o << "<tr><td>" << frames << "</td><td>" << w << "x" << h << "</td><td>" << v.size()
-      << "</td><td>" << (f == failed.end() ? 0 : f->second) << "</td><td>" << fmt(p50, 3)
-      << "</td><td>" << fmt(results::percentile(v, 0.9), 3) << "</td><td>" << fmt(mx, 3)
+      << "</td><td>" << (f == failed.end() ? 0 : f->second) << "</td><td>" << fixed(p50, 3)
+      << "</td><td>" << fixed(results::percentile(v, 0.9), 3) << "</td><td>" << fixed(mx, 3)
       << "</td><td><svg width=\"200\" height=\"10\"><rect width=\""
-      << fmt(max_p50 > 0.0 ? p50 / max_p50 * 200.0 : 0.0, 1) << "\" height=\"10\" fill=\""
+      << fixed(max_p50 > 0.0 ? p50 / max_p50 * 200.0 : 0.0, 1) << "\" height=\"10\" fill=\""
       << kOkColour << "\"/></svg></td></tr>";
   }
   o << "</table>\n";
@@ -431,7 +421,8 @@ void failures(std::ostringstream& o, const StoredRun& run, std::size_t max_list,
   for (std::size_t i = 0; i < failed.size() && i < max_list; ++i) {
     const auto& r = failed[i]->record;
     o << "<tr><td>" << escape(r.id) << "</td><td>" << r.rank << "</td><td>" << r.attempt
-      << "</td><td>" << fmt(r.start_time - t0, 1) << "</td><td>" << escape(r.error) << "</td></tr>";
+      << "</td><td>" << fixed(r.start_time - t0, 1) << "</td><td>" << escape(r.error)
+      << "</td></tr>";
   }
   o << "</table>\n";
   if (failed.size() > max_list) {
@@ -475,7 +466,7 @@ void segments(std::ostringstream& o, const StoredRun& run, double t0) {
        "<th>failed</th><th>from s</th><th>to s</th><th>duration</th></tr>";
   for (const auto& [k, s] : segs) {
     o << "<tr><td>" << k << "</td><td>" << s.files.size() << "</td><td>" << s.rows << "</td><td>"
-      << s.failed << "</td><td>" << fmt(s.start - t0, 1) << "</td><td>" << fmt(s.end - t0, 1)
+      << s.failed << "</td><td>" << fixed(s.start - t0, 1) << "</td><td>" << fixed(s.end - t0, 1)
       << "</td><td>" << span(s.end - s.start) << "</td></tr>";
   }
   o << "</table>\n";
@@ -539,7 +530,7 @@ void thumbnails(std::ostringstream& o, const StoredRun& run, const ReportOptions
         << base64_encode(std::string_view(reinterpret_cast<const char*>(png.data()), png.size()))
         << "\">";
     }
-    o << "<figcaption>" << escape(row.record.id) << " (" << fmt(row.record.seconds, 1) << " s, "
+    o << "<figcaption>" << escape(row.record.id) << " (" << fixed(row.record.seconds, 1) << " s, "
       << row.record.frames << "x" << row.record.width << "x" << row.record.height
       << ")</figcaption></figure>";
   }
@@ -632,10 +623,10 @@ std::string render_html_report(const StoredRun& run, const ReportOptions& option
     std::vector<double> ends;
     for (const auto& [rank, t] : last_end) ends.push_back(t - e.t0);
     std::sort(ends.begin(), ends.end());
-    o << "<p>The first rank finished its last request at " << fmt(ends.front(), 1)
-      << " s, the median rank at " << fmt(ends[ends.size() / 2], 1) << " s, the last at "
-      << fmt(ends.back(), 1) << " s: a tail of " << span(ends.back() - ends.front()) << " ("
-      << fmt(100.0 * (ends.back() - ends.front()) / e.range(), 1) << "% of the span).</p>\n";
+    o << "<p>The first rank finished its last request at " << fixed(ends.front(), 1)
+      << " s, the median rank at " << fixed(ends[ends.size() / 2], 1) << " s, the last at "
+      << fixed(ends.back(), 1) << " s: a tail of " << span(ends.back() - ends.front()) << " ("
+      << fixed(100.0 * (ends.back() - ends.front()) / e.range(), 1) << "% of the span).</p>\n";
   }
 
   o << "<h2 id=\"busy-title\">Busy per rank</h2>\n";

@@ -1,5 +1,6 @@
 #include "omnidp/export/png.hpp"
 
+#include <fmt/format.h>
 #include <png.h>
 
 #include <string>
@@ -13,9 +14,8 @@ namespace {
 void check_sizes(std::span<const std::uint8_t> rgb, int width, int height, const std::string& what) {
   if (width <= 0 || height <= 0 ||
       rgb.size() != static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3U) {
-    throw InputError(what, "cannot write a PNG of " + std::to_string(width) + "x" +
-                               std::to_string(height) + " from " + std::to_string(rgb.size()) +
-                               " bytes");
+    throw InputError(
+        what, fmt::format("cannot write a PNG of {}x{} from {} bytes", width, height, rgb.size()));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "omnidp/export/video_export.hpp"
 
+#include <fmt/format.h>
 #include <cstdio>
 
 #include "omnidp/common/error.hpp"
@@ -47,7 +48,7 @@ std::string ffmpeg_missing_message(std::string_view program) {
 
 void check_export_support(const OutputConfig& output) {
   for (std::size_t i = 0; i < output.export_formats.size(); ++i) {
-    const std::string path = "output.export[" + std::to_string(i) + "]";
+    const std::string path = fmt::format("output.export[{}]", i);
     const auto format = parse_export_format(output.export_formats[i]);
     if (!format) {
       throw ConfigError(
@@ -98,9 +99,7 @@ std::vector<fs::path> write_png_frames(const Video& video, const fs::path& dir) 
   std::vector<fs::path> paths;
   paths.reserve(static_cast<std::size_t>(video.frames));
   for (int f = 0; f < video.frames; ++f) {
-    char name[32];
-    std::snprintf(name, sizeof name, "frame-%05d.png", f);
-    paths.push_back(dir / name);
+    paths.push_back(dir / fmt::format("frame-{:05}.png", f));
     const std::span<const std::uint8_t> bytes(
         video.data.data() + static_cast<std::size_t>(f) * frame_bytes, frame_bytes);
     write_png(bytes, video.width, video.height, paths.back());

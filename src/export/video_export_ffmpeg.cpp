@@ -1,4 +1,5 @@
 // The FFmpeg encoders (MP4 / H.264 and GIF), built when OMNIDP_EXPORT finds libav*.
+#include <fmt/format.h>
 #include <unistd.h>
 
 extern "C" {
@@ -32,7 +33,7 @@ void check_input(const Video& video, int fps, const fs::path& path) {
   } catch (const Error& e) {
     throw InputError(path.string(), std::string("cannot export a malformed video: ") + e.what());
   }
-  if (fps < 1) throw InputError(path.string(), "cannot export at fps " + std::to_string(fps));
+  if (fps < 1) throw InputError(path.string(), fmt::format("cannot export at fps {}", fps));
 }
 
 // Copies frame `f` into the RGB24 frame `rgb` (which may be one row/column larger: the last

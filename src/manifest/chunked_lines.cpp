@@ -1,5 +1,6 @@
 #include "omnidp/manifest/chunked_lines.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -39,7 +40,7 @@ ChunkedLines::ChunkedLines(const fs::path& file, std::size_t max_line_bytes, std
   }
   if (offset > 0) {
     in_.seekg(static_cast<std::streamoff>(offset));
-    if (!in_) throw IoError(file_, "cannot seek to byte " + std::to_string(offset));
+    if (!in_) throw IoError(file_, fmt::format("cannot seek to byte {}", offset));
   }
   peak_buffer_bytes_ = chunk_.capacity();
 }
@@ -47,7 +48,7 @@ ChunkedLines::ChunkedLines(const fs::path& file, std::size_t max_line_bytes, std
 bool ChunkedLines::fill() {
   chunk_offset_ += chunk_end_;
   in_.read(chunk_.data(), static_cast<std::streamsize>(chunk_.size()));
-  if (in_.bad()) throw IoError(file_, "read failed after line " + std::to_string(line_));
+  if (in_.bad()) throw IoError(file_, fmt::format("read failed after line {}", line_));
   chunk_pos_ = 0;
   chunk_end_ = static_cast<std::size_t>(in_.gcount());
   return chunk_end_ > 0;

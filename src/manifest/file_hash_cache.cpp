@@ -1,6 +1,7 @@
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,8 +77,9 @@ bool FileHashCache::load(const fs::path& file) {
   std::size_t number = 0;
   bool ended = false;
   const auto reject = [&](const std::string& why) {
-    log_warn(file.string() + ":" + std::to_string(number) + ": " + why +
-             "; the file hash cache is ignored (every input file is hashed again)");
+    log_warn(
+        fmt::format("{}:{}: {}; the file hash cache is ignored (every input file is hashed again)",
+                    file.string(), number, why));
     return false;
   };
   while (std::getline(in, line)) {

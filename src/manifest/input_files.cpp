@@ -1,5 +1,6 @@
 #include "omnidp/manifest/input_files.hpp"
 
+#include <fmt/format.h>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -44,9 +45,9 @@ void read_input_files(Request& r, bool size_given, const ManifestOptions& option
       if (pixels > options.max_image_pixels) {
         r.input_error = input_error(
             ManifestField::image,
-            r.image + ": image is " + std::to_string(info.width) + "x" + std::to_string(info.height) +
-                " = " + std::to_string(pixels) + " pixels, over the limit of " +
-                std::to_string(options.max_image_pixels) + " (input.max_image_pixels)");
+            fmt::format(
+                "{}: image is {}x{} = {} pixels, over the limit of {} (input.max_image_pixels)",
+                r.image, info.width, info.height, pixels, options.max_image_pixels));
         return;
       }
       r.image_sha256 = hash_input(r.image, stamp);

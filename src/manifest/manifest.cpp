@@ -1,5 +1,6 @@
 #include "omnidp/manifest/manifest.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <system_error>
 #include <utility>
@@ -65,16 +66,17 @@ struct ManifestReader::State {
       if (!lines.next(text, too_long)) return std::nullopt;
       const std::size_t line = lines.line();
       if (too_long) {
-        throw ManifestError(file, line, "",
-                            "line is longer than " + std::to_string(options.max_line_bytes) +
-                                " bytes (input.max_line_bytes); refused");
+        throw ManifestError(
+            file, line, "",
+            fmt::format("line is longer than {} bytes (input.max_line_bytes); refused",
+                        options.max_line_bytes));
       }
       if (is_blank_or_comment(text)) continue;
       const ManifestLine parsed(text, file, line);
       std::string id = parsed.id();
       if (const std::size_t first = ids.insert(id, line); first != 0) {
-        parsed.fail(ManifestField::id, "duplicate id " + in_quotes(id) + ": first used on line " +
-                                           std::to_string(first));
+        parsed.fail(ManifestField::id,
+                    fmt::format("duplicate id {}: first used on line {}", in_quotes(id), first));
       }
       Request r = parsed.request(std::move(id), options.defaults, options.size_multiple);
       for (auto [path, field] : {std::pair{&r.image, ManifestField::image},
@@ -131,9 +133,10 @@ ManifestError no_requests_error(const ManifestOptions& options, std::size_t line
   }
   std::string tasks;
   for (const Task t : options.tasks) tasks += std::string(tasks.empty() ? "" : ", ") + to_string(t);
-  return ManifestError(options.path.string(), line, "",
-                       "no requests of input.tasks [" + tasks + "]: all " + std::to_string(filtered) +
-                           " request line" + (filtered == 1 ? " is" : "s are") + " of other tasks");
+  return ManifestError(
+      options.path.string(), line, "",
+      fmt::format("no requests of input.tasks [{}]: all {} request line{} of other tasks", tasks,
+                  filtered, (filtered == 1 ? " is" : "s are")));
 }
 
 ValidationReport validate_manifest(const ManifestOptions& options, bool all_errors) {

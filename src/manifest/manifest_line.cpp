@@ -1,5 +1,6 @@
 #include "omnidp/manifest/manifest_line.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -292,8 +293,8 @@ std::string read_id(const LineReader& in) {
   if (!id) in.fail(ManifestField::id, "required field is missing");
   if (id->empty()) in.fail(ManifestField::id, "must not be empty");
   if (id->size() > kMaxIdBytes) {
-    in.fail(ManifestField::id, "is " + std::to_string(id->size()) +
-                                   " bytes long, over the limit of " + std::to_string(kMaxIdBytes));
+    in.fail(ManifestField::id,
+            fmt::format("is {} bytes long, over the limit of {}", id->size(), kMaxIdBytes));
   }
   const auto control = std::find_if(id->begin(), id->end(), [](char c) {
     const auto u = static_cast<unsigned char>(c);
@@ -331,11 +332,10 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
         std::tuple{ManifestField::width, r.width, "generation.width"}}) {
     if (size_multiple > 0 && value % size_multiple != 0) {
       const int below = value - value % size_multiple;
-      in.fail(field, std::to_string(value) +
-                         (in.has(field) ? "" : std::string(" (from ") + key + ")") +
-                         " is not a multiple of " + std::to_string(size_multiple) +
-                         ", which this model needs (e.g. " + std::to_string(below) + " or " +
-                         std::to_string(below + size_multiple) + ")");
+      in.fail(field,
+              fmt::format("{}{} is not a multiple of {}, which this model needs (e.g. {} or {})",
+                          value, (in.has(field) ? "" : std::string(" (from ") + key + ")"),
+                          size_multiple, below, below + size_multiple));
     }
   }
   r.num_inference_steps = integer_field(ManifestField::num_inference_steps,

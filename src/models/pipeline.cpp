@@ -1,5 +1,6 @@
 #include "omnidp/models/pipeline.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/config/effective_yaml.hpp"
 #include "omnidp/models/model_table.hpp"
@@ -35,14 +37,8 @@ ModelInfo describe_model(const ModelConfig& model) {
 std::string weights_identity(const ModelConfig& model) {
   const auto* registration = models::model_table().find(model.name);
   if (registration != nullptr && !registration->has_weights) return model.name;
-  if (model.weights == WeightsSource::random) return "random:" + std::to_string(model.weights_seed);
+  if (model.weights == WeightsSource::random) return fmt::format("random:{}", model.weights_seed);
   return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
-}
-
-std::string format_value(double value) {
-  std::array<char, 64> buffer{};
-  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-  return std::string(buffer.data(), result.ptr);
 }
 
 GenerationDefaults resolve_generation_defaults(const Config& config) {
@@ -63,8 +59,8 @@ GenerationDefaults resolve_generation_defaults(const Config& config) {
 }
 
 std::string describe_generation_defaults(const GenerationDefaults& d) {
-  return "guidance_scale " + format_value(d.guidance_scale.value) + " (" + d.guidance_scale.origin +
-         "), flow_shift " + format_value(d.flow_shift.value) + " (" + d.flow_shift.origin + ")";
+  return fmt::format("guidance_scale {} ({}), flow_shift {} ({})", shortest(d.guidance_scale.value),
+                     d.guidance_scale.origin, shortest(d.flow_shift.value), d.flow_shift.origin);
 }
 
 std::string effective_config_yaml(const Config& config) {

@@ -1,6 +1,7 @@
 #include "omnidp/models/plugin.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <memory>
 #include <set>
@@ -61,10 +62,10 @@ void load_model_plugin(const std::string& path) {
   const auto version = reinterpret_cast<Version>(library.symbol("omnidp_plugin_abi_version", path));
   const int theirs = version();
   if (theirs != kPluginAbiVersion) {
-    throw ConfigError("model.plugin", path + ": plugin ABI version " + std::to_string(theirs) +
-                                          ", this omni-dp has version " +
-                                          std::to_string(kPluginAbiVersion) +
-                                          " (rebuild the plugin against this installation)");
+    throw ConfigError("model.plugin",
+                      fmt::format("{}: plugin ABI version {}, this omni-dp has version {} (rebuild "
+                                  "the plugin against this installation)",
+                                  path, theirs, kPluginAbiVersion));
   }
   const auto entry = reinterpret_cast<Register>(library.symbol("omnidp_plugin_register", path));
   // Staged first, so that each registration names the plugin as its origin (duplicate-name

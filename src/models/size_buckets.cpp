@@ -1,5 +1,6 @@
 #include "omnidp/models/size_buckets.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -65,8 +66,8 @@ FrameSize hv15_bucket_size(int image_height, int image_width, int target_size, i
     }
   }
   if (best == nullptr) {
-    throw std::invalid_argument("hv15_bucket_size: no size bucket for target_size " +
-                                std::to_string(target_size));
+    throw std::invalid_argument(
+        fmt::format("hv15_bucket_size: no size bucket for target_size {}", target_size));
   }
   return *best;
 }

@@ -1,6 +1,7 @@
 #include "omnidp/models/snapshot_digest.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,13 +115,6 @@ bool write_cache(const fs::path& file, const fs::path& root,
   return true;
 }
 
-std::string gib(std::uint64_t bytes) {
-  std::ostringstream o;
-  o.precision(3);
-  o << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return o.str();
-}
-
 }  // namespace
 
 std::vector<fs::path> snapshot_digest_files(const fs::path& root) {
@@ -200,9 +194,11 @@ SnapshotDigest digest_snapshot(const fs::path& root, const SnapshotDigestOptions
     stats.emplace_back(name, s);
   }
   if (to_hash > 0) {
-    log_info("weights identity: hashing " + std::to_string(to_hash) + " of " +
-             std::to_string(files.size()) + " file(s) of " + root.string() + " (" +
-             gib(to_hash_bytes) + "; cached for later runs)");
+    log_info(
+        fmt::format("weights identity: hashing {} of {} file(s) of {} ({:.3g} GiB; cached for "
+                    "later runs)",
+                    to_hash, files.size(), root.string(),
+                    static_cast<double>(to_hash_bytes) / (1024.0 * 1024.0 * 1024.0)));
   }
 
   SnapshotDigest out;

@@ -1,5 +1,6 @@
 #include "omnidp/models/synthetic.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -52,8 +53,7 @@ Video synthetic_video(std::uint64_t seed, int frames, int height, int width) {
   video.height = height;
   video.width = width;
   if (frames <= 0 || height <= 0 || width <= 0) {
-    throw ModelError("synthetic: invalid video shape " + std::to_string(frames) + "x" +
-                     std::to_string(height) + "x" + std::to_string(width));
+    throw ModelError(fmt::format("synthetic: invalid video shape {}x{}x{}", frames, height, width));
   }
   video.data = std::vector<std::uint8_t>(video.byte_size());
   std::uint64_t key = splitmix64(seed);
@@ -91,7 +91,7 @@ SyntheticPipeline::SyntheticPipeline(const Config& config, DeviceBinding device)
       transient_fail_ids_(to_set(config.faults.transient_fail_ids)),
       hang_ids_(to_set(config.faults.hang_ids)) {
   if (device_.name.empty())
-    device_.name = device_.kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(device_.index);
+    device_.name = device_.kind == DeviceKind::cpu ? "cpu" : fmt::format("cuda:{}", device_.index);
 }
 
 Video SyntheticPipeline::generate(const Request& request, const GenerateContext& ctx) {
@@ -113,7 +113,7 @@ Video SyntheticPipeline::generate(const Request& request, const GenerateContext&
   for (int step = 1; step <= steps; ++step) {
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(total * step / steps);
     if (!wait_until(deadline, config_.synthetic.wait, ctx)) {
-      throw ModelError("abandoned at step " + std::to_string(step) + "/" + std::to_string(steps),
+      throw ModelError(fmt::format("abandoned at step {}/{}", step, steps),
                        {"request " + request.id});
     }
     if (ctx.on_step) ctx.on_step(step, steps);

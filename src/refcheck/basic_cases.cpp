@@ -1,5 +1,6 @@
 #include "omnidp/refcheck/basic_cases.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -81,8 +82,8 @@ std::vector<CaseResult> run_schedulers(const fs::path& case_dir, const nlohmann:
     int steps = 0;
     bool shape_ok = true;
     for (int i = 0; i < n; ++i) {
-      const auto out_name = prefix + "_model_out" + std::to_string(i);
-      const auto x_name = prefix + "_x" + std::to_string(i + 1);
+      const auto out_name = fmt::format("{}_model_out{}", prefix, i);
+      const auto x_name = fmt::format("{}_x{}", prefix, i + 1);
       if (!io.contains(out_name) || !io.contains(x_name)) break;
       const auto v = io.tensor(out_name).to(options.device);
       x = scheduler->step(v, i, x);
@@ -105,8 +106,7 @@ std::vector<CaseResult> run_schedulers(const fs::path& case_dir, const nlohmann:
     r.max_rel_error = worst;
     r.tolerance = tol;
     r.status = worst <= tol && steps == n ? CaseResult::Status::pass : CaseResult::Status::fail;
-    r.note = std::to_string(steps) + "/" + std::to_string(n) + " steps, worst at x" +
-             std::to_string(worst_step);
+    r.note = fmt::format("{}/{} steps, worst at x{}", steps, n, worst_step);
     if (steps != n) r.note += " (the trajectory is incomplete in io.safetensors)";
     results.push_back(r);
   }

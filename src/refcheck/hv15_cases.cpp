@@ -1,5 +1,6 @@
 #include "omnidp/refcheck/hv15_cases.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -35,9 +36,9 @@ void check_agrees(const nlohmann::json& j, const char* key, double config_value,
   if (!j.contains(key)) return;
   const auto v = j.at(key).get<double>();
   if (std::abs(v - config_value) > 1e-12 * std::max(1.0, std::abs(v))) {
-    throw ModelError(std::string("case.json '") + key + "' = " + std::to_string(v) + " but " +
-                         config + " says " + std::to_string(config_value),
-                     {case_dir.string()});
+    throw ModelError(
+        fmt::format("case.json '{}' = {:f} but {} says {:f}", key, v, config, config_value),
+        {case_dir.string()});
   }
 }
 
@@ -70,8 +71,7 @@ CaseResult exact_size(const std::string& check, int ours_h, int ours_w, int ref_
   r.max_rel_error = std::max(std::abs(ours_h - ref_h), std::abs(ours_w - ref_w));
   r.tolerance = 0.0;
   r.status = r.max_rel_error == 0.0 ? CaseResult::Status::pass : CaseResult::Status::fail;
-  r.note = "ours " + std::to_string(ours_h) + "x" + std::to_string(ours_w) + ", case.json " +
-           std::to_string(ref_h) + "x" + std::to_string(ref_w);
+  r.note = fmt::format("ours {}x{}, case.json {}x{}", ours_h, ours_w, ref_h, ref_w);
   return r;
 }
 

@@ -1,5 +1,6 @@
 #include "omnidp/refcheck/refcheck.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -115,12 +116,6 @@ bool word_prefix(const std::string& value, std::string_view prefix) {
   if (value.size() == prefix.size()) return true;
   const auto next = static_cast<unsigned char>(value[prefix.size()]);
   return std::isalnum(next) == 0 && next != '_';
-}
-
-std::string fmt_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3e", v);
-  return buf;
 }
 
 }  // namespace
@@ -310,8 +305,8 @@ std::string format_result(const CaseResult& r) {
   const bool skipped = r.status == CaseResult::Status::skip;
   std::string line = name;
   line.append(name.size() < 56 ? 56 - name.size() : 1, ' ');
-  const std::string err = skipped ? "-" : fmt_number(r.max_rel_error);
-  const std::string tol = skipped ? "-" : fmt_number(r.tolerance);
+  const std::string err = skipped ? "-" : fmt::format("{:.3e}", r.max_rel_error);
+  const std::string tol = skipped ? "-" : fmt::format("{:.3e}", r.tolerance);
   line += err + std::string(err.size() < 11 ? 11 - err.size() : 1, ' ');
   line += tol + std::string(tol.size() < 11 ? 11 - tol.size() : 1, ' ');
   line += std::string(to_string(r.status));

@@ -1,5 +1,6 @@
 #include "omnidp/refcheck/text_cases.hpp"
 
+#include <fmt/format.h>
 #include <regex>
 
 #include "omnidp/common/error.hpp"
@@ -42,7 +43,7 @@ CaseResult compare_valid(const std::string& check, const torch::Tensor& ours,
   if (ours.sizes() != ref.sizes())
     return compare(check, ours.to(torch::kCPU, torch::kFloat32), ref, tol);
   return compare(check, at_valid(ours, in.valid), at_valid(ref, in.valid), tol,
-                 std::to_string(in.valid.size(0)) + " valid positions");
+                 fmt::format("{} valid positions", in.valid.size(0)));
 }
 
 std::vector<CaseResult> run_t5(const fs::path& case_dir, const RefcheckOptions& options) {
@@ -71,7 +72,7 @@ std::vector<CaseResult> run_byt5_encoder(const fs::path& case_dir, const nlohman
     const models::text::ByT5Tokenizer tokenizer;
     const auto& texts = case_json.at("texts");
     for (std::size_t i = 0; i < texts.size(); ++i) {
-      const auto key = "text" + std::to_string(i) + "_ids";
+      const auto key = fmt::format("text{}_ids", i);
       if (!io.contains(key)) continue;
       const auto ids = tokenizer.encode(texts.at(i).get<std::string>());
       const auto ours = torch::tensor(ids, torch::kLong).to(torch::kFloat32);

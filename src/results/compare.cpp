@@ -1,9 +1,9 @@
 #include "omnidp/results/compare.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <iomanip>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -57,20 +57,17 @@ std::set<std::string> numerics_set(const std::map<std::string, std::size_t>& pro
 }
 
 std::string shape_of(const StoredFrames& v) {
-  return std::to_string(v.frames()) + "x" + std::to_string(v.height()) + "x" +
-         std::to_string(v.width());
+  return fmt::format("{}x{}x{}", v.frames(), v.height(), v.width());
 }
 
 std::string format_db(double db) {
   if (std::isinf(db)) return "inf";
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(2) << db;
-  return out.str();
+  return fmt::format("{:.2f}", db);
 }
 
 std::string describe_bounds(const Tolerance& t) {
   std::string out;
-  if (t.max_level_diff) out += "max level diff <= " + std::to_string(*t.max_level_diff);
+  if (t.max_level_diff) out += fmt::format("max level diff <= {}", *t.max_level_diff);
   if (t.min_psnr_db)
     out += (out.empty() ? "" : ", ") + ("PSNR >= " + format_db(*t.min_psnr_db) + " dB");
   return out;
@@ -120,8 +117,7 @@ LevelDifference compare_stored_videos(const ResultEntry& a, const ResultEntry& b
 
 std::string describe(const LevelDifference& d) {
   if (!d.error.empty()) return d.error;
-  return "max level diff " + std::to_string(d.max_level_diff) + ", PSNR " + format_db(d.psnr_db) +
-         " dB";
+  return fmt::format("max level diff {}, PSNR {} dB", d.max_level_diff, format_db(d.psnr_db));
 }
 
 ResultSet read_results(const std::filesystem::path& path, const ReadOptions& options) {

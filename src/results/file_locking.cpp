@@ -1,5 +1,6 @@
 #include "omnidp/results/file_locking.hpp"
 
+#include <fmt/format.h>
 #include <sys/vfs.h>
 
 #include <atomic>
@@ -27,9 +28,7 @@ bool decide_file_locking(FileLocking mode, std::uint64_t f_type, std::string* wh
   const auto name = locking_unsafe_file_system(f_type);
   if (!name) return true;
   if (why != nullptr) {
-    char magic[16];
-    std::snprintf(magic, sizeof magic, "0x%08llX", static_cast<unsigned long long>(f_type));
-    *why = std::string(*name) + " (statfs f_type " + magic + ")";
+    *why = fmt::format("{} (statfs f_type 0x{:08X})", *name, static_cast<unsigned long long>(f_type));
   }
   return false;
 }

@@ -3,6 +3,7 @@
 #include "omnidp/results/file_locking.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,7 +129,7 @@ void throw_error(std::string_view call_name, std::string_view context) {
 
 int disk_full_errno(std::string_view text) noexcept {
   for (const int code : {ENOSPC, EFBIG, EDQUOT}) {
-    const std::string number = "errno = " + std::to_string(code);
+    const std::string number = fmt::format("errno = {}", code);
     for (std::size_t at = text.find(number); at != std::string_view::npos;
          at = text.find(number, at + 1)) {
       const std::size_t end = at + number.size();
@@ -242,10 +243,11 @@ void reserve_space(const File& file, std::uint64_t bytes, std::string_view conte
   // A file system that cannot reserve: the checked writes still find a full disk.
   if (rc == 0 || rc == EOPNOTSUPP || rc == EINVAL || rc == ENOSYS) return;
   // In the words of HDF5's sec2 driver, like a failed write.
-  throw IoError(std::string(context),
-                "reserving " + std::to_string(bytes) +
-                    " bytes past the end of the file failed: errno = " + std::to_string(rc) +
-                    ", error message = '" + std::strerror(rc) + "'");
+  throw IoError(
+      std::string(context),
+      fmt::format(
+          "reserving {} bytes past the end of the file failed: errno = {}, error message = '{}'",
+          bytes, rc, std::strerror(rc)));
 }
 
 void trim_reserved_space(const File& file, std::string_view context) {

@@ -3,6 +3,7 @@
 #include "omnidp/results/resume.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,8 +155,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     std::filesystem::remove(tmp, ec);
     throw;
   }
-  log_info("merge: " + result.path.string() + ": " + std::to_string(result.rows) +
-           " requests from " + std::to_string(result.rank_files.size()) + " rank files");
+  log_info(fmt::format("merge: {}: {} requests from {} rank files", result.path.string(),
+                       result.rows, result.rank_files.size()));
   return result;
 }
 

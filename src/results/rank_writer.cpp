@@ -2,6 +2,7 @@
 
 #include "omnidp/results/file_locking.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,7 +55,7 @@ bool filter_can_encode(H5Z_filter_t filter) {
 std::string compression_label(const OutputConfig& output) {
   switch (output.compression) {
     case CompressionKind::none: return "none";
-    case CompressionKind::gzip: return "gzip:" + std::to_string(output.gzip_level);
+    case CompressionKind::gzip: return fmt::format("gzip:{}", output.gzip_level);
     case CompressionKind::lzf: return "lzf";
   }
   return "none";
@@ -95,7 +96,7 @@ void check_filter(const OutputConfig& output) {
     case CompressionKind::gzip:
       if (output.gzip_level < 1 || output.gzip_level > 9) {
         throw ConfigError("output.compression",
-                          "gzip level must be 1..9, got " + std::to_string(output.gzip_level));
+                          fmt::format("gzip level must be 1..9, got {}", output.gzip_level));
       }
       if (!filter_can_encode(H5Z_FILTER_DEFLATE)) {
         throw ConfigError("output.compression",
@@ -122,8 +123,8 @@ void check_filter(const OutputConfig& output) {
   std::string cause = e.what();
   const std::string prefix = file.string() + ": ";  // named once, first
   if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
-  throw DiskFullError(file.string(), std::string("(") + std::strerror(code) + ", errno " +
-                                         std::to_string(code) + "): " + what + ": " + cause);
+  throw DiskFullError(
+      file.string(), fmt::format("({}, errno {}): {}: {}", std::strerror(code), code, what, cause));
 }
 
 }  // namespace
@@ -135,13 +136,8 @@ void check_output_support(const OutputConfig& output) {
 }
 
 std::string rank_file_name(int rank, int segment) {
-  char buffer[64];
-  if (segment == 0) {
-    std::snprintf(buffer, sizeof(buffer), "rank-%05d.h5", rank);
-  } else {
-    std::snprintf(buffer, sizeof(buffer), "rank-%05d.%d.h5", rank, segment);
-  }
-  return buffer;
+  if (segment == 0) return fmt::format("rank-{:05}.h5", rank);
+  return fmt::format("rank-{:05}.{}.h5", rank, segment);
 }
 
 struct RankWriter::Impl {
@@ -186,10 +182,8 @@ void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) c
   }
   video->check();
   if (video->frames != r.frames || video->height != r.height || video->width != r.width) {
-    throw RuntimeError("video is " + std::to_string(video->frames) + "x" +
-                           std::to_string(video->height) + "x" + std::to_string(video->width) +
-                           " but the record says " + std::to_string(r.frames) + "x" +
-                           std::to_string(r.height) + "x" + std::to_string(r.width),
+    throw RuntimeError(fmt::format("video is {}x{}x{} but the record says {}x{}x{}", video->frames,
+                                   video->height, video->width, r.frames, r.height, r.width),
                        where);
   }
   const std::string actual = video_sha256(*video);

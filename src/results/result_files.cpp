@@ -1,6 +1,7 @@
 #include "omnidp/results/result_files.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -185,9 +186,8 @@ FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>
     }
   }
   if (out.read.empty() && !files.empty()) {
-    throw IoError(
-        files.front().parent_path().string(),
-        "no readable results file (" + std::to_string(out.unreadable.size()) + " unreadable)");
+    throw IoError(files.front().parent_path().string(),
+                  fmt::format("no readable results file ({} unreadable)", out.unreadable.size()));
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "omnidp/results/resume.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -110,8 +111,9 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
       }
       // A live process holds HDF5's lock: an earlier run still writing this folder, or its
       // rank still exiting after mpirun returned (that one lets go within seconds).
-      log_info("resume: " + file.string() + " is locked by another process; waiting up to " +
-               std::to_string(static_cast<int>(lock_wait_s)) + " s for it to let go");
+      log_info(fmt::format(
+          "resume: {} is locked by another process; waiting up to {} s for it to let go",
+          file.string(), static_cast<int>(lock_wait_s)));
       const auto until = std::chrono::steady_clock::now() +
                          std::chrono::duration<double>(std::max(0.0, lock_wait_s));
       while (is_locked_by_writer(file) && std::chrono::steady_clock::now() < until) {
@@ -143,10 +145,10 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
              (out.verify_mismatches > 0 ? " and are generated again" : ""));
   }
   if (superseded > 0) {
-    log_info("resume: " + std::to_string(superseded) +
-             " request(s) are recorded done under two input keys (e.g. '" + superseded_example +
-             "', after --no-resume with a changed manifest): the newest row of each counts, as in "
-             "the merge");
+    log_info(fmt::format(
+        "resume: {} request(s) are recorded done under two input keys (e.g. '{}', after "
+        "--no-resume with a changed manifest): the newest row of each counts, as in the merge",
+        superseded, superseded_example));
   }
   for (auto& p : profiles) {
     if (p.requests > 0) out.profiles.push_back(std::move(p));
@@ -171,7 +173,7 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
   for (const auto& p : scan.profiles) {
     const NumericsDifference d = compare_numerics(p.profile, current);
     if (!d.any()) continue;
-    const std::string count = std::to_string(p.requests) + " request(s) done in " + dir.string();
+    const std::string count = fmt::format("{} request(s) done in {}", p.requests, dir.string());
     if (!d.numerics()) {
       warnings.push_back("resume: " + count + " were made by another software version (" +
                          describe_difference(p.profile, current) +
@@ -192,8 +194,8 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
   }
   if (refused.empty()) return warnings;
   const ProfileCount& p = *refused.front();
-  std::string message = std::to_string(p.requests) + " request(s) already done here (e.g. in " +
-                        p.example_file.filename().string() + ") were made with ";
+  std::string message = fmt::format("{} request(s) already done here (e.g. in {}) were made with ",
+                                    p.requests, p.example_file.filename().string());
   if (p.profile.empty()) {
     message += "an unknown numerics profile (written before profiles were recorded)";
   } else {
@@ -203,7 +205,7 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
   if (!p.profile.empty())
     message += " (differing: " + describe_difference(p.profile, current) + ")";
   if (refused.size() > 1) {
-    message += "; " + std::to_string(refused.size() - 1) + " more profile(s) differ too";
+    message += fmt::format("; {} more profile(s) differ too", refused.size() - 1);
   }
   message +=
       "; resuming would mix videos of two numerics profiles: use a new output.dir, --no-resume "

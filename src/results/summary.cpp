@@ -1,6 +1,7 @@
 #include "omnidp/results/summary.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,18 +42,6 @@ void get_json(const json& j, const char* key, T& value) {
   } else {
     j.at(key).get_to(value);
   }
-}
-
-std::string fixed(double value, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
-  return buf;
-}
-
-std::string general(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", value);
-  return buf;
 }
 
 }  // namespace
@@ -229,15 +218,14 @@ void set_flops_figures(RunSummary& s, std::span<const FlopsSample> samples, int 
 
 std::string describe_flops(const RunSummary& s) {
   if (s.flops_counted == 0) return "not counted (no ok request with a model FLOP count)";
-  std::string out = fixed(s.model_tflop_per_video, 3) + " TFLOP/video (" +
-                    std::to_string(s.flops_counted) + " counted), " +
-                    fixed(s.achieved_tflops_per_gpu, 3) + " TFLOP/s per GPU, MFU ";
+  std::string out = fmt::format("{:.3f} TFLOP/video ({} counted), {:.3f} TFLOP/s per GPU, MFU ",
+                                s.model_tflop_per_video, s.flops_counted, s.achieved_tflops_per_gpu);
   if (!s.peak_tflops || !s.mfu) {
     return out + "n/a (no known peak: CPU or a GPU not in the table; set runtime.peak_tflops)";
   }
-  out += fixed(100.0 * *s.mfu, 2) + "% of " + general(*s.peak_tflops) + " TFLOP/s (" +
-         s.peak_source + "), makespan MFU " +
-         (s.makespan_mfu ? fixed(100.0 * *s.makespan_mfu, 2) + "%" : std::string("n/a"));
+  out += fmt::format("{:.2f}% of {:.10g} TFLOP/s ({}), makespan MFU ", 100.0 * *s.mfu,
+                     *s.peak_tflops, s.peak_source);
+  out += s.makespan_mfu ? fmt::format("{:.2f}%", 100.0 * *s.makespan_mfu) : std::string("n/a");
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "omnidp/results/table.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -415,7 +416,7 @@ void check_stored_video(hid_t file, const ResultRecord& record) {
                                          static_cast<hsize_t>(record.width), 3};
   const auto shape = [](const std::vector<hsize_t>& d) {
     std::string out;
-    for (const hsize_t n : d) out += (out.empty() ? "" : "x") + std::to_string(n);
+    for (const hsize_t n : d) out += fmt::format("{}{}", (out.empty() ? "" : "x"), n);
     return out;
   };
   if (dims != expected) {
@@ -443,9 +444,10 @@ void check_stored_video(hid_t file, const ResultRecord& record) {
     h5::call("H5Dget_num_chunks", path,
              [&] { return H5Dget_num_chunks(dataset.id(), space.id(), &stored); });
     if (stored != chunks) {
-      throw RuntimeError("only " + std::to_string(stored) + " of its " + std::to_string(chunks) +
-                             " chunks are stored (its data never reached the file)",
-                         {path});
+      throw RuntimeError(
+          fmt::format("only {} of its {} chunks are stored (its data never reached the file)",
+                      stored, chunks),
+          {path});
     }
     std::array<hsize_t, 4> last = {};  // the first element of the last chunk
     for (std::size_t i = 0; i < 4; ++i) last[i] = (dims[i] - 1) / chunk[i] * chunk[i];

@@ -1,7 +1,6 @@
 #include "omnidp/runtime/actor.hpp"
 
 #include <chrono>
-#include <sstream>
 
 namespace omnidp::runtime {
 
@@ -33,12 +32,6 @@ double steady_s() {
 }
 double unix_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string shortest(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
 }
 
 }  // namespace omnidp::runtime

@@ -1,5 +1,7 @@
 #include "omnidp/runtime/collective.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -35,8 +37,8 @@ const char* to_string(ElementType type) noexcept {
 }
 
 std::string Collective::where(const char* collective) const {
-  return std::string(collective) + " on " + group_name() + ", group rank " +
-         std::to_string(rank()) + " of " + std::to_string(size()) + " (" + backend() + ")";
+  return fmt::format("{} on {}, group rank {} of {} ({})", collective, group_name(), rank(), size(),
+                     backend());
 }
 
 void Collective::fail(const char* collective, const std::string& what) const {
@@ -52,7 +54,7 @@ void Collective::check_sum_type(ElementType type) const {
 
 void Collective::check_root(const char* collective, int root) const {
   if (root < 0 || root >= size()) {
-    fail(collective, "root " + std::to_string(root) + " is not a rank of the group");
+    fail(collective, fmt::format("root {} is not a rank of the group", root));
   }
 }
 
@@ -75,22 +77,12 @@ CollectiveBackend choose_collective_backend(CollectiveBackend requested, bool cu
 }
 
 std::string replica_group_name(int replica, const std::vector<int>& world_ranks) {
-  std::string s = "replica group " + std::to_string(replica) + " (world ranks ";
-  for (std::size_t i = 0; i < world_ranks.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(world_ranks[i]);
-  }
-  return s + ")";
+  return fmt::format("replica group {} (world ranks {})", replica, fmt::join(world_ranks, ","));
 }
 
 std::string axis_group_name(const std::string& group_name, const char* axis,
                             const std::vector<int>& world_ranks) {
-  std::string s = group_name + ", " + axis + " axis (world ranks ";
-  for (std::size_t i = 0; i < world_ranks.size(); ++i) {
-    if (i > 0) s += ',';
-    s += std::to_string(world_ranks[i]);
-  }
-  return s + ")";
+  return fmt::format("{}, {} axis (world ranks {})", group_name, axis, fmt::join(world_ranks, ","));
 }
 
 namespace {

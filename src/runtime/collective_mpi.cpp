@@ -1,5 +1,6 @@
 #include "omnidp/runtime/collective_mpi.hpp"
 
+#include <fmt/format.h>
 #include <climits>
 
 #include "omnidp/common/error.hpp"
@@ -20,7 +21,7 @@ void MpiCollective::check(int rc, const char* collective, const char* call) cons
 int MpiCollective::byte_count(const char* collective, std::size_t count, ElementType type) const {
   const std::size_t bytes = count * element_size(type);
   if (bytes > static_cast<std::size_t>(INT_MAX)) {
-    fail(collective, std::to_string(bytes) + " bytes per rank is more than one MPI call takes");
+    fail(collective, fmt::format("{} bytes per rank is more than one MPI call takes", bytes));
   }
   return static_cast<int>(bytes);
 }
@@ -47,7 +48,7 @@ void MpiCollective::all_reduce_sum(void* data, std::size_t count, ElementType ty
     default: t = MPI_FLOAT; break;
   }
   if (count > static_cast<std::size_t>(INT_MAX)) {
-    fail("all_reduce_sum", std::to_string(count) + " elements is more than one MPI call takes");
+    fail("all_reduce_sum", fmt::format("{} elements is more than one MPI call takes", count));
   }
   check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), t, MPI_SUM, comm_.get()),
         "all_reduce_sum", "MPI_Allreduce");

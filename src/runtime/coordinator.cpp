@@ -1,5 +1,6 @@
 #include "omnidp/runtime/coordinator.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -97,16 +98,15 @@ MetricsSnapshot Coordinator::metrics() const {
 }
 
 void Coordinator::start() {
-  log_info("coordinator: " + std::to_string(options_.plan.to_run) + " request(s) to run" +
-           (options_.skipped_resume > 0
-                ? " (" + std::to_string(options_.skipped_resume) + " already done, skipped)"
-                : std::string()) +
-           (options_.plan.filtered > 0 ? " (" + std::to_string(options_.plan.filtered) +
-                                             " of other tasks skipped: input.tasks)"
-                                       : std::string()) +
-           " on " + std::to_string(options_.topology.replicas) + " replica(s), policy " +
-           to_string(options_.config.scheduler.policy) + "/" +
-           to_string(options_.config.scheduler.order));
+  log_info(fmt::format(
+      "coordinator: {} request(s) to run{}{} on {} replica(s), policy {}/{}", options_.plan.to_run,
+      (options_.skipped_resume > 0 ? fmt::format(" ({} already done, skipped)", options_.skipped_resume)
+                                   : std::string()),
+      (options_.plan.filtered > 0
+           ? fmt::format(" ({} of other tasks skipped: input.tasks)", options_.plan.filtered)
+           : std::string()),
+      options_.topology.replicas, to_string(options_.config.scheduler.policy),
+      to_string(options_.config.scheduler.order)));
   broadcast(StartMsg{options_.plan.to_run});
 }
 
@@ -116,8 +116,7 @@ void Coordinator::handle(const Envelope& envelope) {
 
 template <class M>
 void Coordinator::on(int from, const M& m) {
-  log_error(std::string("coordinator: unexpected ") + message_name(Message{m}) + " from rank " +
-            std::to_string(from));
+  log_error(fmt::format("coordinator: unexpected {} from rank {}", message_name(Message{m}), from));
 }
 
 void Coordinator::on(int from, const ReadyMsg& m) {
@@ -128,8 +127,8 @@ void Coordinator::on(int from, const ReadyMsg& m) {
   }
   if (m.replica < 0 || m.replica >= options_.topology.replicas ||
       options_.topology.leader(m.replica) != from) {
-    fail(ErrorInfo{ErrorKind::runtime, "protocol: Ready for replica " + std::to_string(m.replica) +
-                                           " from rank " + std::to_string(from)});
+    fail(ErrorInfo{ErrorKind::runtime,
+                   fmt::format("protocol: Ready for replica {} from rank {}", m.replica, from)});
     return;
   }
   auto& r = replicas_[static_cast<std::size_t>(m.replica)];
@@ -157,8 +156,9 @@ std::optional<Coordinator::Assigned> Coordinator::release(const std::string& id,
                                                           const char* what) {
   const auto it = outstanding_.find(id);
   if (it == outstanding_.end()) {
-    log_error(std::string("coordinator: ") + what + " for request '" + id +
-              "' that is not outstanding (from rank " + std::to_string(from) + "); ignored");
+    log_error(fmt::format(
+        "coordinator: {} for request '{}' that is not outstanding (from rank {}); ignored", what,
+        id, from));
     return std::nullopt;
   }
   Assigned a = std::move(it->second);
@@ -181,7 +181,7 @@ void Coordinator::free_slot(Assigned& a) {
 void Coordinator::on(int from, const PullMsg& m) {
   const auto it = outstanding_.find(m.id);
   if (it == outstanding_.end() || it->second.generated || it->second.replica != m.replica) {
-    log_debug("coordinator: stale Pull for '" + m.id + "' from rank " + std::to_string(from));
+    log_debug(fmt::format("coordinator: stale Pull for '{}' from rank {}", m.id, from));
     return;
   }
   load_[static_cast<std::size_t>(m.replica)].pull = true;
@@ -191,8 +191,9 @@ void Coordinator::on(int from, const PullMsg& m) {
 void Coordinator::on(int from, const GeneratedMsg& m) {
   const auto it = outstanding_.find(m.id);
   if (it == outstanding_.end()) {
-    log_error("coordinator: Generated for request '" + m.id +
-              "' that is not outstanding (from rank " + std::to_string(from) + "); ignored");
+    log_error(fmt::format(
+        "coordinator: Generated for request '{}' that is not outstanding (from rank {}); ignored",
+        m.id, from));
     return;
   }
   free_slot(it->second);
@@ -221,13 +222,13 @@ void Coordinator::on(int from, const DoneMsg& m) {
     }
   } else {
     ++failed_;
-    log_warn("request '" + m.id + "' failed on rank " + std::to_string(m.rank) + " (attempt " +
-             std::to_string(m.attempt) + "): " + m.error);
+    log_warn(fmt::format("request '{}' failed on rank {} (attempt {}): {}", m.id, m.rank, m.attempt,
+                         m.error));
   }
   const int drain_after = options_.config.faults.drain_after;
   if (drain_after > 0 && phase_ == Phase::running &&
       completed_ + failed_ >= static_cast<std::size_t>(drain_after)) {
-    log_info("coordinator: faults.drain_after=" + std::to_string(drain_after) + " reached");
+    log_info(fmt::format("coordinator: faults.drain_after={} reached", drain_after));
     begin_drain(false);
   }
   progress_.update(progress(), now());
@@ -241,9 +242,9 @@ void Coordinator::on(int from, const RetryMsg& m) {
   if (!a) return;
   replicas_[static_cast<std::size_t>(a->replica)].busy_s += m.seconds;
   if (phase_ == Phase::running) {
-    log_warn("request '" + m.id + "' failed transiently on replica " + std::to_string(a->replica) +
-             " (attempt " + std::to_string(m.attempt) + "): " + m.error + "; retrying" +
-             (options_.topology.replicas > 1 ? " on another replica" : ""));
+    log_warn(fmt::format(
+        "request '{}' failed transiently on replica {} (attempt {}): {}; retrying{}", m.id, a->replica,
+        m.attempt, m.error, (options_.topology.replicas > 1 ? " on another replica" : "")));
     a->item.attempt = m.attempt + 1;
     work_.retry(std::move(a->item), a->replica);
   }
@@ -264,8 +265,8 @@ void Coordinator::on(int from, const ReturnedMsg& m) {
 void Coordinator::on(int from, const SignalMsg& m) {
   if (m.level <= signal_level_) return;
   signal_level_ = m.level;
-  log_warn("coordinator: drain signal " + std::to_string(m.signal) + " (level " +
-           std::to_string(m.level) + ") from rank " + std::to_string(from));
+  log_warn(
+      fmt::format("coordinator: drain signal {} (level {}) from rank {}", m.signal, m.level, from));
   if (phase_ == Phase::setup) {
     drain_requested_ = true;
   } else if (phase_ == Phase::running) {
@@ -283,7 +284,7 @@ void Coordinator::on(int /*from*/, const HeartbeatMsg& m) {
 }
 
 void Coordinator::on(int from, const FatalMsg& m) {
-  log_error("coordinator: rank " + std::to_string(from) + " failed: " + m.error.message);
+  log_error(fmt::format("coordinator: rank {} failed: {}", from, m.error.message));
   if (!has_fatal_) {
     has_fatal_ = true;
     fatal_ = m.error;
@@ -401,8 +402,9 @@ void Coordinator::begin_drain(bool abandon) {
   if (phase_ == Phase::running) {
     phase_ = Phase::draining;
     drained_ = true;
-    log_warn("coordinator: draining: no new work; " + std::to_string(outstanding_.size()) +
-             " assigned request(s) finish or come back" + (abandon ? " (abandoned)" : ""));
+    log_warn(fmt::format(
+        "coordinator: draining: no new work; {} assigned request(s) finish or come back{}",
+        outstanding_.size(), (abandon ? " (abandoned)" : "")));
   } else if (phase_ != Phase::draining) {
     return;
   }
@@ -522,9 +524,8 @@ void Coordinator::tick() {
     if (load_[static_cast<std::size_t>(k)].ready && !r.warned_silent &&
         t - r.last_heartbeat > 3.0 * period + 5.0) {
       r.warned_silent = true;
-      log_warn("coordinator: replica " + std::to_string(k) + " (rank " +
-               std::to_string(options_.topology.leader(k)) + ") silent for " +
-               std::to_string(static_cast<int>(t - r.last_heartbeat)) + " s");
+      log_warn(fmt::format("coordinator: replica {} (rank {}) silent for {} s", k,
+                           options_.topology.leader(k), static_cast<int>(t - r.last_heartbeat)));
     }
   }
 }

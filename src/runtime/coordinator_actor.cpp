@@ -1,11 +1,11 @@
 #include "omnidp/runtime/coordinator_actor.hpp"
 
+#include <fmt/format.h>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 #include "omnidp/common/log.hpp"
@@ -42,12 +42,12 @@ void CoordinatorActor::coordinate() {
   const JobPlan& plan = inputs.plan();
   const std::size_t skipped = inputs.skipped();
   const PlannedSource& filtered = inputs.source();
-  log_info("coordinator: manifest read (" + std::to_string(plan.to_run + skipped) + " request(s), " +
-           std::to_string(inputs.manifest().hash_cache->files_hashed()) + " input file(s) hashed, " +
-           (filtered.all_kept()
-                ? std::string("all to run kept in memory")
-                : std::to_string(filtered.kept()) + " kept in memory, the rest read again later") +
-           ")");
+  log_info(fmt::format(
+      "coordinator: manifest read ({} request(s), {} input file(s) hashed, {})",
+      plan.to_run + skipped, inputs.manifest().hash_cache->files_hashed(),
+      (filtered.all_kept()
+           ? std::string("all to run kept in memory")
+           : fmt::format("{} kept in memory, the rest read again later", filtered.kept()))));
 
   CoordinatorOptions co;
   co.config = config;
@@ -63,12 +63,11 @@ void CoordinatorActor::coordinate() {
   if (deadline) {
     const double unix_now = options.clock ? options.clock() : unix_s();
     const double margin = config.scheduler.deadline_margin_s;
-    std::ostringstream line;
-    line << "deadline: " << format_utc(deadline->unix_s) << " (from " << deadline->source << "), "
-         << std::llround(deadline->unix_s - unix_now) << " s from now; requests are "
-         << "handed out only when expected to end " << shortest(margin)
-         << " s before it (scheduler.deadline_margin_s)";
-    log_info(line.str());
+    log_info(fmt::format(
+        "deadline: {} (from {}), {} s from now; requests are handed out only when expected to end "
+        "{:g} s before it (scheduler.deadline_margin_s)",
+        format_utc(deadline->unix_s), deadline->source, std::llround(deadline->unix_s - unix_now),
+        margin));
     // In the coordinator's time base: the injected clock, else the steady clock.
     co.deadline = options.clock ? deadline->unix_s : steady_s() + (deadline->unix_s - unix_now);
   }

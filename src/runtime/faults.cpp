@@ -1,5 +1,6 @@
 #include "omnidp/runtime/faults.hpp"
 
+#include <fmt/format.h>
 #include <csignal>
 #include <string>
 #include <utility>
@@ -16,8 +17,8 @@ class KillAfterWrites final : public ResultSink {
   void write(const ResultRecord& record, const Video* video) override {
     inner_->write(record, video);
     if (++writes_ == limit_) {
-      log_warn("faults.kill_rank: rank " + std::to_string(rank_) + " kills itself after " +
-               std::to_string(writes_) + " completions");
+      log_warn(fmt::format("faults.kill_rank: rank {} kills itself after {} completions", rank_,
+                           writes_));
       std::raise(SIGKILL);
     }
   }
@@ -44,8 +45,8 @@ std::function<void()> kill_in_write_hook(const FaultConfig& faults, int rank) {
   if (!faults.kill_in_write || faults.kill_after <= 0 || faults.kill_rank != rank) return {};
   return [writes = 0, limit = faults.kill_after, rank]() mutable {
     if (++writes == limit) {
-      log_warn("faults.kill_in_write: rank " + std::to_string(rank) +
-               " kills itself inside write " + std::to_string(writes));
+      log_warn(
+          fmt::format("faults.kill_in_write: rank {} kills itself inside write {}", rank, writes));
       std::raise(SIGKILL);
     }
   };

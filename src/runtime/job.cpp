@@ -1,17 +1,18 @@
 #include "omnidp/runtime/job.hpp"
 
+#include <fmt/format.h>
 #include <csignal>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
 
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
@@ -134,11 +135,7 @@ GroupCollectives make_group_collectives(const Communicator& world, const Topolog
   return out;
 }
 
-std::string gcost(double cost) {
-  std::ostringstream o;
-  o << std::setprecision(4) << cost / 1e9;
-  return o.str();
-}
+std::string gcost(double cost) { return fmt::format("{:.4g}", cost / 1e9); }
 
 }  // namespace
 
@@ -228,7 +225,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
       ++unlisted;
       return;
     }
-    const std::string here = "manifest line " + std::to_string(q.line);
+    const std::string here = fmt::format("manifest line {}", q.line);
     std::ostringstream l;
     l << "  line " << q.line << " " << q.id << ": " << to_string(q.task) << " ";
     if (!q.input_error.empty()) {
@@ -245,9 +242,9 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     } else {
       l << "generation.height/width";
     }
-    l << "), guidance_scale " << format_value(q.guidance_scale) << " ("
+    l << "), guidance_scale " << shortest(q.guidance_scale) << " ("
       << (q.line_sets_guidance_scale ? here : defaults.guidance_scale.origin) << "), flow_shift "
-      << format_value(q.flow_shift) << " ("
+      << shortest(q.flow_shift) << " ("
       << (q.line_sets_flow_shift ? here : defaults.flow_shift.origin) << ")";
     listed.push_back(l.str());
   };
@@ -302,7 +299,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   out << "\n";
   // The peak the MFU figures divide by (docs/performance.md, "MFU").
   if (c.runtime.peak_tflops) {
-    out << "MFU peak: " << format_value(*c.runtime.peak_tflops)
+    out << "MFU peak: " << shortest(*c.runtime.peak_tflops)
         << " TFLOP/s per GPU (runtime.peak_tflops)\n";
   } else if (c.model.device == DeviceKind::cuda) {
     out << "MFU peak: the device table by each GPU's CUDA name (no MFU for a GPU not in it; "
@@ -325,8 +322,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
       << gcost(plan.max_cost) << ", makespan lower bound max(total/" << t.replicas
       << ", largest) = " << gcost(lower);
   if (c.model.name == "synthetic" && c.synthetic.seconds_per_gcost > 0.0) {
-    out << " (synthetic: " << std::fixed << std::setprecision(1)
-        << lower / 1e9 * c.synthetic.seconds_per_gcost << " s)" << std::defaultfloat;
+    out << fmt::format(" (synthetic: {:.1f} s)", lower / 1e9 * c.synthetic.seconds_per_gcost);
   }
   out << "\n";
 

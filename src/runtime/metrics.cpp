@@ -1,6 +1,7 @@
 #include "omnidp/runtime/metrics.hpp"
 #include "omnidp/common/atomic_file.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -17,9 +18,7 @@ namespace {
 std::string number(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return fmt::format("{:.6g}", v);
 }
 
 std::string label_value(const std::string& v) {

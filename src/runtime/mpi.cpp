@@ -1,5 +1,6 @@
 #include "omnidp/runtime/mpi.hpp"
 
+#include <fmt/format.h>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -16,7 +17,7 @@ void mpi_check(int rc, const std::string& call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) {
-    throw MpiError(call, g_world_rank.load(), "MPI error code " + std::to_string(rc));
+    throw MpiError(call, g_world_rank.load(), fmt::format("MPI error code {}", rc));
   }
   throw MpiError(call, g_world_rank.load(), std::string(text, static_cast<std::size_t>(len)));
 }
@@ -35,20 +36,20 @@ MpiEnvironment::MpiEnvironment(int required) {
   mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
   g_world_rank.store(rank);
   if (provided_ < required) {
-    throw MpiError("MPI_Init_thread", rank,
-                   "the MPI library provides thread level " + std::to_string(provided_) +
-                       ", omni-dp needs " +
-                       (required >= MPI_THREAD_MULTIPLE
-                            ? std::string("MPI_THREAD_MULTIPLE (replica groups that compute: "
-                                          "their collectives run on the worker threads)")
-                            : std::string("MPI_THREAD_FUNNELED")));
+    throw MpiError(
+        "MPI_Init_thread", rank,
+        fmt::format("the MPI library provides thread level {}, omni-dp needs {}", provided_,
+                    (required >= MPI_THREAD_MULTIPLE
+                         ? std::string("MPI_THREAD_MULTIPLE (replica groups that compute: "
+                                       "their collectives run on the worker threads)")
+                         : std::string("MPI_THREAD_FUNNELED"))));
   }
 }
 
 MpiEnvironment::~MpiEnvironment() {
   if (!owns_) return;
   const int rc = MPI_Finalize();
-  if (rc != MPI_SUCCESS) log_error("MPI_Finalize failed with code " + std::to_string(rc));
+  if (rc != MPI_SUCCESS) log_error(fmt::format("MPI_Finalize failed with code {}", rc));
 }
 
 Communicator Communicator::world() { return Communicator(MPI_COMM_WORLD, false); }
@@ -87,7 +88,7 @@ void Communicator::reset() noexcept {
 Communicator Communicator::split(int color, int key) const {
   MPI_Comm out = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &out),
-            "MPI_Comm_split(color " + std::to_string(color) + ")");
+            fmt::format("MPI_Comm_split(color {})", color));
   return Communicator(out, out != MPI_COMM_NULL);
 }
 
@@ -154,14 +155,14 @@ MpiTransport::~MpiTransport() = default;
 
 void MpiTransport::send(int dest, int tag, std::vector<std::uint8_t> bytes) {
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
-    throw RuntimeError("message of " + std::to_string(bytes.size()) + " bytes is too large");
+    throw RuntimeError(fmt::format("message of {} bytes is too large", bytes.size()));
   }
   progress_sends();
   auto& p = pending_.emplace_back();
   p.bytes = std::move(bytes);
   mpi_check(MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest, tag,
                       comm_.get(), p.request.out()),
-            "MPI_Isend to rank " + std::to_string(dest));
+            fmt::format("MPI_Isend to rank {}", dest));
 }
 
 void MpiTransport::progress_sends() {
@@ -184,7 +185,7 @@ std::optional<Packet> MpiTransport::poll() {
   packet.bytes.resize(static_cast<std::size_t>(count));
   mpi_check(MPI_Recv(packet.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
                      comm_.get(), MPI_STATUS_IGNORE),
-            "MPI_Recv from rank " + std::to_string(status.MPI_SOURCE));
+            fmt::format("MPI_Recv from rank {}", status.MPI_SOURCE));
   return packet;
 }
 
@@ -194,7 +195,7 @@ void MpiTransport::flush() {
 }
 
 void MpiTransport::abort_job(int exit_code, const std::string& why) {
-  log_error("aborting the job (MPI_Abort, exit code " + std::to_string(exit_code) + "): " + why);
+  log_error(fmt::format("aborting the job (MPI_Abort, exit code {}): {}", exit_code, why));
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }

@@ -1,41 +1,28 @@
 #include "omnidp/runtime/progress.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <sstream>
+#include <iterator>
 
 #include "omnidp/results/summary.hpp"
 
 namespace omnidp::runtime {
-namespace {
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-}  // namespace
 
 std::string format_duration(double seconds) {
   if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "--";
   const auto s = static_cast<long long>(std::llround(seconds));
-  char buf[64];
-  if (s < 60) {
-    std::snprintf(buf, sizeof buf, "%llds", s);
-  } else if (s < 3600) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
-  }
-  return buf;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
 std::string format_progress(const ProgressSnapshot& s) {
   const double pct =
       s.total == 0 ? 100.0 : 100.0 * static_cast<double>(s.done) / static_cast<double>(s.total);
   const double vpm = s.elapsed_s > 0.0 ? 60.0 * static_cast<double>(s.done) / s.elapsed_s : 0.0;
-  return std::to_string(s.done) + "/" + std::to_string(s.total) + " done (" + fixed(pct, 1) +
-         "%), " + std::to_string(s.failed) + " failed, " + fixed(vpm, 1) + " videos/min, ETA " +
-         format_duration(s.eta_s);
+  return fmt::format("{}/{} done ({:.1f}%), {} failed, {:.1f} videos/min, ETA {}", s.done, s.total,
+                     pct, s.failed, vpm, format_duration(s.eta_s));
 }
 
 std::string progress_bar(const ProgressSnapshot& s, int width) {
@@ -118,25 +105,28 @@ RunSummary make_summary(const SummaryInputs& in) {
 }
 
 std::string format_summary(const RunSummary& s) {
-  std::ostringstream o;
-  o << "summary: " << s.completed << " completed, " << s.failed << " failed";
-  if (s.skipped_resume > 0) o << ", " << s.skipped_resume << " skipped (already done)";
-  if (s.skipped_tasks > 0) o << ", " << s.skipped_tasks << " skipped (input.tasks)";
-  if (s.interrupted)
-    o << ", INTERRUPTED (" << (s.total - s.completed - s.failed) << " left: resume)";
-  o << "\n  makespan " << fixed(s.makespan_s, 2) << " s, " << fixed(s.videos_per_min, 2)
-    << " videos/min, " << s.replicas << " replica(s) on " << s.world_size << " rank(s), policy "
-    << s.policy << "/" << s.order << "\n";
-  o << "  latency p50 " << fixed(s.latency_p50_s, 2) << " s, p90 " << fixed(s.latency_p90_s, 2)
-    << " s, max " << fixed(s.latency_max_s, 2) << " s\n";
-  o << "  busy fraction per rank:";
-  for (std::size_t r = 0; r < s.busy_fraction_per_rank.size(); ++r) {
-    o << (r % 8 == 0 && r > 0 ? "\n   " : "") << " r" << r << " "
-      << fixed(100.0 * s.busy_fraction_per_rank[r], 1) << "%";
+  std::string o;
+  auto out = std::back_inserter(o);
+  fmt::format_to(out, "summary: {} completed, {} failed", s.completed, s.failed);
+  if (s.skipped_resume > 0) fmt::format_to(out, ", {} skipped (already done)", s.skipped_resume);
+  if (s.skipped_tasks > 0) fmt::format_to(out, ", {} skipped (input.tasks)", s.skipped_tasks);
+  if (s.interrupted) {
+    fmt::format_to(out, ", INTERRUPTED ({} left: resume)", s.total - s.completed - s.failed);
   }
-  o << "\n  scheduling efficiency " << fixed(100.0 * s.scheduling_efficiency, 2) << "%\n";
-  o << "  model flops " << results::describe_flops(s) << "\n";
-  return o.str();
+  fmt::format_to(out,
+                 "\n  makespan {:.2f} s, {:.2f} videos/min, {} replica(s) on {} rank(s), policy "
+                 "{}/{}\n",
+                 s.makespan_s, s.videos_per_min, s.replicas, s.world_size, s.policy, s.order);
+  fmt::format_to(out, "  latency p50 {:.2f} s, p90 {:.2f} s, max {:.2f} s\n", s.latency_p50_s,
+                 s.latency_p90_s, s.latency_max_s);
+  o += "  busy fraction per rank:";
+  for (std::size_t r = 0; r < s.busy_fraction_per_rank.size(); ++r) {
+    fmt::format_to(out, "{} r{} {:.1f}%", r % 8 == 0 && r > 0 ? "\n   " : "", r,
+                   100.0 * s.busy_fraction_per_rank[r]);
+  }
+  fmt::format_to(out, "\n  scheduling efficiency {:.2f}%\n", 100.0 * s.scheduling_efficiency);
+  fmt::format_to(out, "  model flops {}\n", results::describe_flops(s));
+  return o;
 }
 
 }  // namespace omnidp::runtime

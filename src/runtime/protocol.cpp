@@ -1,5 +1,6 @@
 #include "omnidp/runtime/protocol.hpp"
 
+#include <fmt/format.h>
 #include <bit>
 #include <limits>
 #include <tuple>
@@ -29,8 +30,8 @@ void Encoder::str(const std::string& v) {
 
 void Decoder::need(std::size_t n) const {
   if (bytes_.size() - pos_ < n) {
-    protocol_error("truncated message: need " + std::to_string(n) + " bytes at offset " +
-                   std::to_string(pos_) + " of " + std::to_string(bytes_.size()));
+    protocol_error(
+        fmt::format("truncated message: need {} bytes at offset {} of {}", n, pos_, bytes_.size()));
   }
 }
 std::uint8_t Decoder::u8() {
@@ -52,7 +53,7 @@ std::uint64_t Decoder::u64() {
 double Decoder::f64() { return std::bit_cast<double>(u64()); }
 bool Decoder::boolean() {
   const std::uint8_t v = u8();
-  if (v > 1) protocol_error("invalid boolean " + std::to_string(v));
+  if (v > 1) protocol_error(fmt::format("invalid boolean {}", v));
   return v == 1;
 }
 std::string Decoder::str() {
@@ -64,7 +65,7 @@ std::string Decoder::str() {
 }
 void Decoder::finish() const {
   if (pos_ != bytes_.size()) {
-    protocol_error(std::to_string(bytes_.size() - pos_) + " trailing bytes after the message");
+    protocol_error(fmt::format("{} trailing bytes after the message", bytes_.size() - pos_));
   }
 }
 
@@ -125,7 +126,7 @@ void get(Decoder& in, std::string& v) { v = in.str(); }
 void get(Decoder& in, Task& v) {
   const std::uint8_t task = in.u8();
   if (task > static_cast<std::uint8_t>(Task::i2v))
-    protocol_error("unknown task " + std::to_string(task));
+    protocol_error(fmt::format("unknown task {}", task));
   v = static_cast<Task>(task);
 }
 void get(Decoder& in, RequestStatus& v) {
@@ -136,7 +137,7 @@ void get(Decoder& in, RequestStatus& v) {
 void get(Decoder& in, ErrorKind& v) {
   const std::uint8_t kind = in.u8();
   if (kind > static_cast<std::uint8_t>(ErrorKind::interrupted)) {
-    protocol_error("unknown error kind " + std::to_string(kind));
+    protocol_error(fmt::format("unknown error kind {}", kind));
   }
   v = static_cast<ErrorKind>(kind);
 }
@@ -183,7 +184,7 @@ namespace {
 template <std::size_t I = 0>
 Message decode_as(MessageType type, Decoder& in) {
   if constexpr (I == std::variant_size_v<Message>) {
-    protocol_error("unknown message type " + std::to_string(static_cast<int>(type)));
+    protocol_error(fmt::format("unknown message type {}", static_cast<int>(type)));
   } else {
     using T = std::variant_alternative_t<I, Message>;
     if (T::type == type) {

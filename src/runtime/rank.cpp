@@ -1,5 +1,6 @@
 #include "omnidp/runtime/rank.hpp"
 
+#include <fmt/format.h>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -164,8 +165,7 @@ bool Rank::poll_group() {
   while (auto env = poll_message(*s_.group)) {
     if (auto* run = std::get_if<GroupRunMsg>(&env->message)) {
       if (!member_) {
-        throw RuntimeError("protocol: GroupRun at rank " + std::to_string(rank_) +
-                           ", not a group member");
+        throw RuntimeError(fmt::format("protocol: GroupRun at rank {}, not a group member", rank_));
       }
       log_debug("group: leader runs '" + run->request.id + "': running it with the group");
       c_.work.push(AssignMsg{std::move(run->request), run->attempt});
@@ -188,8 +188,8 @@ void Rank::send(int dest, const Message& m) {
 void Rank::route(const Envelope& env) {
   if (for_coordinator(env.message)) {
     if (rank_ != 0) {
-      throw RuntimeError(std::string("protocol: ") + message_name(env.message) +
-                         " for the coordinator arrived at rank " + std::to_string(rank_));
+      throw RuntimeError(fmt::format("protocol: {} for the coordinator arrived at rank {}",
+                                     message_name(env.message), rank_));
     }
     coord_inbox_.push(env);
     return;
@@ -206,8 +206,7 @@ void Rank::on_agent(const Message& m) {
     }
   } else if (const auto* assign = std::get_if<AssignMsg>(&m)) {
     if (!leader_)
-      throw RuntimeError("protocol: Assign at rank " + std::to_string(rank_) +
-                         ", not a replica leader");
+      throw RuntimeError(fmt::format("protocol: Assign at rank {}, not a replica leader", rank_));
     if (draining_ || writer_broken_) {
       send(0, ReturnedMsg{replica_, {assign->request.id}});
     } else {
@@ -219,8 +218,8 @@ void Rank::on_agent(const Message& m) {
     if (leader_) {
       ReturnedMsg back{replica_, {}};
       for (auto& a : c_.work.take_all()) back.ids.push_back(a.request.id);
-      log_info("drain: " + std::to_string(back.ids.size()) + " queued request(s) given back" +
-               (running_id_.empty() ? std::string() : ", '" + running_id_ + "' running"));
+      log_info(fmt::format("drain: {} queued request(s) given back{}", back.ids.size(),
+                           (running_id_.empty() ? std::string() : ", '" + running_id_ + "' running")));
       if (!back.ids.empty()) send(0, back);
     }
   } else if (std::holds_alternative<ShutdownMsg>(m)) {
@@ -243,8 +242,7 @@ void Rank::on_agent(const Message& m) {
     finished_ = true;
     finish_ = *fin;
   } else {
-    throw RuntimeError(std::string("protocol: unexpected ") + message_name(m) + " at rank " +
-                       std::to_string(rank_));
+    throw RuntimeError(fmt::format("protocol: unexpected {} at rank {}", message_name(m), rank_));
   }
 }
 
@@ -315,8 +313,8 @@ void Rank::check_signals() {
   if (level <= reported_signals_) return;
   reported_signals_ = level;
   const int sig = s_.last_signal ? s_.last_signal() : 0;
-  log_warn("received drain signal " + std::to_string(sig) + " (" + std::to_string(level) +
-           (level >= 2 ? "): abandoning running requests" : "): draining the job"));
+  log_warn(fmt::format("received drain signal {} ({}{}", sig, level,
+                       (level >= 2 ? "): abandoning running requests" : "): draining the job")));
   send(0, SignalMsg{level, sig});
 }
 
@@ -325,11 +323,10 @@ void Rank::check_running() {
   const double t = c_.clock_s();
   const double timeout = config_.scheduler.request_timeout_s;
   if (timeout > 0.0 && !running_id_.empty() && t - running_since_ > timeout) {
-    const std::string why = "request '" + running_id_ + "' on rank " + std::to_string(rank_) +
-                            " has run for " +
-                            shortest(std::round((t - running_since_) * 10.0) / 10.0) +
-                            " s, longer than scheduler.request_timeout_s = " + shortest(timeout) +
-                            " s; aborting the job (rerun with --resume to finish the rest)";
+    const std::string why = fmt::format(
+        "request '{}' on rank {} has run for {:g} s, longer than scheduler.request_timeout_s = "
+        "{:g} s; aborting the job (rerun with --resume to finish the rest)",
+        running_id_, rank_, std::round((t - running_since_) * 10.0) / 10.0, timeout);
     log_error(why);
     s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);
   }

@@ -1,5 +1,6 @@
 #include "omnidp/runtime/shared_dir.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -40,10 +41,10 @@ Packet wait_packet(Transport& world) {
   for (;;) {
     if (auto packet = world.poll()) {
       if (packet->tag != kStartupTag) {
-        throw RuntimeError("startup check of output.dir: unexpected message with tag " +
-                               std::to_string(packet->tag) + " from rank " +
-                               std::to_string(packet->source),
-                           {"rank " + std::to_string(world.rank())});
+        throw RuntimeError(
+            fmt::format("startup check of output.dir: unexpected message with tag {} from rank {}",
+                        packet->tag, packet->source),
+            {fmt::format("rank {}", world.rank())});
       }
       return std::move(*packet);
     }

@@ -1,5 +1,6 @@
 #include "omnidp/runtime/signals.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -32,7 +33,7 @@ void install(int sig, struct sigaction* old) {
   sa.sa_flags = SA_RESTART;
   if (sigaction(sig, &sa, old) != 0) {
     throw RuntimeError(std::string("sigaction failed: ") + std::strerror(errno),
-                       {"signal " + std::to_string(sig)});
+                       {fmt::format("signal {}", sig)});
   }
 }
 

@@ -1,6 +1,7 @@
 #include "omnidp/runtime/topology.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <charconv>
@@ -81,15 +82,15 @@ std::string Topology::role(int rank) const {
         (g / (tensor_parallel * sequence_parallel) == 0 ? "cond" : "uncond"));
   }
   if (sequence_parallel > 1) {
-    add("sequence shard " + std::to_string((g / tensor_parallel) % sequence_parallel));
+    add(fmt::format("sequence shard {}", (g / tensor_parallel) % sequence_parallel));
   }
-  if (tensor_parallel > 1) add("tensor shard " + std::to_string(g % tensor_parallel));
+  if (tensor_parallel > 1) add(fmt::format("tensor shard {}", g % tensor_parallel));
   if (g == 0) add("leader");
   return r;
 }
 
 Topology make_topology(const ParallelConfig& parallel, int world_size) {
-  if (world_size < 1) throw RuntimeError("world size " + std::to_string(world_size));
+  if (world_size < 1) throw RuntimeError(fmt::format("world size {}", world_size));
   Topology t;
   t.world_size = world_size;
   t.tensor_parallel = parallel.tensor_parallel_size;
@@ -105,30 +106,28 @@ Topology make_topology(const ParallelConfig& parallel, int world_size) {
   const int first = t.coordinator_works ? 0 : 1;
   const int working = world_size - first;
   if (working < 1) {
-    throw ConfigError("parallel.coordinator_runs_work",
-                      "false needs at least 2 ranks (the world has " + std::to_string(world_size) +
-                          "): rank 0 only coordinates");
+    throw ConfigError(
+        "parallel.coordinator_runs_work",
+        fmt::format("false needs at least 2 ranks (the world has {}): rank 0 only coordinates",
+                    world_size));
   }
   if (working % t.group_size != 0) {
-    throw ConfigError("parallel",
-                      std::to_string(working) + " working rank(s) (world size " +
-                          std::to_string(world_size) +
-                          (t.coordinator_works ? "" : " minus the coordinator") +
-                          ") cannot be split into replica groups of tensor_parallel_size x "
-                          "sequence_parallel_size x cfg_parallel_size = " +
-                          std::to_string(parallel.tensor_parallel_size) + " x " +
-                          std::to_string(parallel.sequence_parallel_size) + " x " +
-                          std::to_string(parallel.cfg_parallel_size) + " = " +
-                          std::to_string(t.group_size) + " ranks");
+    throw ConfigError(
+        "parallel",
+        fmt::format("{} working rank(s) (world size {}{}) cannot be split into replica groups of "
+                    "tensor_parallel_size x sequence_parallel_size x cfg_parallel_size = {} x {} x "
+                    "{} = {} ranks",
+                    working, world_size, (t.coordinator_works ? "" : " minus the coordinator"),
+                    parallel.tensor_parallel_size, parallel.sequence_parallel_size,
+                    parallel.cfg_parallel_size, t.group_size));
   }
   t.replicas = working / t.group_size;
   if (parallel.data_parallel_size != 0 && parallel.data_parallel_size != t.replicas) {
-    throw ConfigError(
-        "parallel.data_parallel_size",
-        std::to_string(parallel.data_parallel_size) + " replicas requested, but " +
-            std::to_string(world_size) + " ranks in groups of " + std::to_string(t.group_size) +
-            " give " + std::to_string(t.replicas) + " (use auto, or launch " +
-            std::to_string(parallel.data_parallel_size * t.group_size + first) + " ranks)");
+    throw ConfigError("parallel.data_parallel_size",
+                      fmt::format("{} replicas requested, but {} ranks in groups of {} give {} "
+                                  "(use auto, or launch {} ranks)",
+                                  parallel.data_parallel_size, world_size, t.group_size, t.replicas,
+                                  parallel.data_parallel_size * t.group_size + first));
   }
   t.replica_of_rank.assign(static_cast<std::size_t>(world_size), -1);
   for (int k = 0; k < t.replicas; ++k) {
@@ -151,9 +150,10 @@ DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parall
   d.index = local_rank;
   if (!parallel.devices.empty()) {
     if (local_rank < 0 || static_cast<std::size_t>(local_rank) >= parallel.devices.size()) {
-      throw ConfigError("parallel.devices", "no entry for local rank " + std::to_string(local_rank) +
-                                                " (" + std::to_string(parallel.devices.size()) +
-                                                " listed; list one device per rank of a node)");
+      throw ConfigError(
+          "parallel.devices",
+          fmt::format("no entry for local rank {} ({} listed; list one device per rank of a node)",
+                      local_rank, parallel.devices.size()));
     }
     std::string entry = parallel.devices[static_cast<std::size_t>(local_rank)];
     if (entry == "cpu") {
@@ -167,14 +167,14 @@ DeviceBinding bind_device(const ModelConfig& model, const ParallelConfig& parall
     const auto* end = entry.data() + entry.size();
     const auto [ptr, ec] = std::from_chars(entry.data(), end, index);
     if (ec != std::errc() || ptr != end || index < 0) {
-      throw ConfigError("parallel.devices",
-                        "entry '" + parallel.devices[static_cast<std::size_t>(local_rank)] +
-                            "' of local rank " + std::to_string(local_rank) +
-                            " is not cuda:N, N or cpu");
+      throw ConfigError(
+          "parallel.devices",
+          fmt::format("entry '{}' of local rank {} is not cuda:N, N or cpu",
+                      parallel.devices[static_cast<std::size_t>(local_rank)], local_rank));
     }
     d.index = index;
   }
-  d.name = "cuda:" + std::to_string(d.index);
+  d.name = fmt::format("cuda:{}", d.index);
   return d;
 }
 
@@ -197,7 +197,7 @@ std::string cuda_device_model(int ordinal) {
 }
 
 std::string device_label_with_model(const DeviceBinding& binding, const std::string& label) {
-  if (binding.kind != DeviceKind::cuda || label != "cuda:" + std::to_string(binding.index)) {
+  if (binding.kind != DeviceKind::cuda || label != fmt::format("cuda:{}", binding.index)) {
     return label;
   }
   const std::string model = cuda_device_model(binding.index);

@@ -1,5 +1,7 @@
 #include "omnidp/runtime/transport.hpp"
 
+#include <fmt/format.h>
+
 namespace omnidp::runtime {
 
 void send_message(Transport& transport, int dest, const Message& message, int tag) {
@@ -12,13 +14,13 @@ std::optional<Envelope> poll_message(Transport& transport) {
   try {
     return Envelope{packet->source, decode(packet->bytes)};
   } catch (const Error& e) {
-    throw RuntimeError(e.message(), {"rank " + std::to_string(transport.rank()),
-                                     "message from rank " + std::to_string(packet->source)});
+    throw RuntimeError(e.message(), {fmt::format("rank {}", transport.rank()),
+                                     fmt::format("message from rank {}", packet->source)});
   }
 }
 
 JobAborted::JobAborted(int exit_code, const std::string& why)
-    : RuntimeError(why, {"job aborted with exit code " + std::to_string(exit_code)}),
+    : RuntimeError(why, {fmt::format("job aborted with exit code {}", exit_code)}),
       exit_code_(exit_code) {}
 
 class InProcessNetwork::Endpoint final : public Transport {
@@ -58,8 +60,7 @@ InProcessNetwork::~InProcessNetwork() = default;
 
 Transport& InProcessNetwork::endpoint(int rank) {
   if (rank < 0 || rank >= size_) {
-    throw RuntimeError("no simulated rank " + std::to_string(rank) + " in a network of " +
-                       std::to_string(size_));
+    throw RuntimeError(fmt::format("no simulated rank {} in a network of {}", rank, size_));
   }
   return *endpoints_[static_cast<std::size_t>(rank)];
 }
@@ -71,9 +72,8 @@ void InProcessNetwork::check_aborted() const {
 
 void InProcessNetwork::post(int from, int to, int tag, std::vector<std::uint8_t> bytes) {
   if (to < 0 || to >= size_) {
-    throw RuntimeError(
-        "send to rank " + std::to_string(to) + " outside the world of " + std::to_string(size_),
-        {"rank " + std::to_string(from)});
+    throw RuntimeError(fmt::format("send to rank {} outside the world of {}", to, size_),
+                       {fmt::format("rank {}", from)});
   }
   std::lock_guard lock(mutex_);
   if (aborted_) throw JobAborted(abort_code_, abort_why_);

@@ -1,5 +1,6 @@
 #include "omnidp/runtime/worker.hpp"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -39,12 +40,10 @@ void Worker::run() {
     // resident host memory so far (getrusage: kilobytes on Linux).
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
-    char line[160];
-    std::snprintf(line, sizeof line, "model %s loaded on %s in %.2f s, peak host memory %.2f GiB",
-                  pipeline->model_name().c_str(), device.c_str(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                  static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0));
-    log_info(line);
+    log_info(fmt::format(
+        "model {} loaded on {} in {:.2f} s, peak host memory {:.2f} GiB", pipeline->model_name(),
+        device, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+        static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0)));
     c_.events.push(Loaded{device, nullptr});
   } catch (...) {
     c_.events.push(Loaded{"", std::current_exception()});
@@ -149,10 +148,9 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
       video = pipeline.generate(req, ctx);
       video.check();
       if (video.frames != req.num_frames || video.height != req.height || video.width != req.width) {
-        throw ModelError("the pipeline returned a " + std::to_string(video.frames) + "x" +
-                         std::to_string(video.height) + "x" + std::to_string(video.width) +
-                         " video for a " + std::to_string(req.num_frames) + "x" +
-                         std::to_string(req.height) + "x" + std::to_string(req.width) + " request");
+        throw ModelError(fmt::format(
+            "the pipeline returned a {}x{}x{} video for a {}x{}x{} request", video.frames,
+            video.height, video.width, req.num_frames, req.height, req.width));
       }
       ok = true;  // the writer hashes it, off the model's critical path
     } catch (const TransientModelError& e) {
@@ -212,8 +210,8 @@ void Worker::run_as_member(Pipeline& pipeline, const AssignMsg& assignment, doub
   try {
     (void)pipeline.generate(req, ctx);
   } catch (const std::exception& e) {
-    log_warn("group member: request '" + req.id + "' (attempt " +
-             std::to_string(assignment.attempt) + ") failed on this rank: " + e.what());
+    log_warn(fmt::format("group member: request '{}' (attempt {}) failed on this rank: {}", req.id,
+                         assignment.attempt, e.what()));
   }
   busy += c_.clock_s() - t0;
   c_.events.push(WorkerIdle{req.id, busy});

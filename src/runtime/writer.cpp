@@ -1,5 +1,6 @@
 #include "omnidp/runtime/writer.hpp"
 
+#include <fmt/format.h>
 #include <exception>
 #include <memory>
 
@@ -41,8 +42,8 @@ void Writer::run() {
       if (rec.status == RequestStatus::ok) rec.video_sha256 = video_sha256(job->video);
       const double t1 = steady_s();
       sink->write(rec, rec.status == RequestStatus::ok ? &job->video : nullptr);
-      log_debug("writer: '" + rec.id + "' hashed in " + shortest(t1 - t0) + " s, written in " +
-                shortest(steady_s() - t1) + " s");
+      log_debug(fmt::format("writer: '{}' hashed in {:g} s, written in {:g} s", rec.id, t1 - t0,
+                            steady_s() - t1));
     } catch (...) {
       broken = true;
       c_.events.push(WriterFailed{error_info(std::current_exception())});

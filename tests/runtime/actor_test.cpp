@@ -50,11 +50,5 @@ TEST(ErrorInfoOf, KeepsTheKindOfAnOmnidpError) {
             (ErrorInfo{ErrorKind::runtime, "unknown exception"}));
 }
 
-TEST(Shortest, PrintsTheShortestForm) {
-  EXPECT_EQ(shortest(1.5), "1.5");
-  EXPECT_EQ(shortest(2.0), "2");
-  EXPECT_EQ(shortest(0.125), "0.125");
-}
-
 }  // namespace
 }  // namespace omnidp::runtime

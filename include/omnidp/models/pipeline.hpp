@@ -105,8 +105,6 @@ struct GenerationDefaults {
 // to_yaml(config) followed by a comment line with describe_generation_defaults(): the
 // effective configuration as run_job prints it and the results files store it.
 [[nodiscard]] std::string effective_config_yaml(const Config& config);
-// A value in the shortest form that reads back the same ("6", "5.5", "0.30000000000000004").
-[[nodiscard]] std::string format_value(double value);
 
 // The "weights identity" part of the input key: "synthetic", "random:<seed>" for seeded
 // weights, otherwise "snapshot-sha256:<hex>": digest_snapshot(model.path) over the bytes of

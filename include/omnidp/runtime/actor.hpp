@@ -89,7 +89,5 @@ struct ActorContext {
 [[nodiscard]] ErrorInfo error_info(const std::exception_ptr& e);
 [[nodiscard]] double steady_s();
 [[nodiscard]] double unix_s();
-// `v` in the shortest form ostream gives (the log lines' seconds).
-[[nodiscard]] std::string shortest(double v);
 
 }  // namespace omnidp::runtime

@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/attention.hpp"
 
+#include <fmt/format.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -85,8 +86,8 @@ torch::Tensor attention_padded_keys(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, std::int64_t padding) {
   const auto keys = k.size(2);
   if (padding < 0 || padding >= keys) {
-    throw std::invalid_argument("attention_padded_keys: " + std::to_string(padding) +
-                                " padding keys of " + std::to_string(keys));
+    throw std::invalid_argument(
+        fmt::format("attention_padded_keys: {} padding keys of {}", padding, keys));
   }
   if (padding == 0) return omnidp::models::scaled_dot_product_attention(q, k, v);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));

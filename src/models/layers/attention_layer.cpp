@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/attention_layer.hpp"
 
+#include <fmt/format.h>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
@@ -15,8 +16,8 @@ std::pair<torch::Tensor, torch::Tensor> ragged_attention(const torch::Tensor& q,
                                                          const torch::Tensor& v,
                                                          const JointText& text) {
   if (static_cast<std::int64_t>(text.lengths.size()) != q.size(0)) {
-    throw ModelError("ragged attention: " + std::to_string(text.lengths.size()) +
-                     " text lengths for a batch of " + std::to_string(q.size(0)));
+    throw ModelError(fmt::format("ragged attention: {} text lengths for a batch of {}",
+                                 text.lengths.size(), q.size(0)));
   }
   const auto n = q.size(1);
   const auto lt = text.q.size(1);

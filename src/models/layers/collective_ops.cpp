@@ -1,5 +1,7 @@
 #include "omnidp/models/layers/collective_ops.hpp"
 
+#include <fmt/format.h>
+
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::models {
@@ -44,9 +46,9 @@ torch::Tensor all_gather(runtime::Collective& group, const torch::Tensor& x) {
 
 torch::Tensor all_to_all(runtime::Collective& group, const torch::Tensor& x) {
   if (x.dim() < 1 || x.size(0) % group.size() != 0) {
-    throw ModelError("all_to_all: dim 0 of a [" + std::to_string(x.dim() > 0 ? x.size(0) : 0) +
-                     ", ...] tensor does not split into " + std::to_string(group.size()) +
-                     " blocks");
+    throw ModelError(
+        fmt::format("all_to_all: dim 0 of a [{}, ...] tensor does not split into {} blocks",
+                    x.dim() > 0 ? x.size(0) : 0, group.size()));
   }
   const auto in = staged(group, x);
   auto out = torch::empty_like(in);
@@ -94,8 +96,7 @@ bool group_step(runtime::Collective& group, bool stop, int step, int steps,
   for (int r = 0; r < group.size(); ++r) {
     const auto* x = v + 3 * r;
     if (x[0] != step || x[1] != steps) same = false;
-    where += (r > 0 ? ", " : "") + std::string("rank ") + std::to_string(r) + " at step " +
-             std::to_string(x[0]) + "/" + std::to_string(x[1]);
+    where += fmt::format("{}rank {} at step {}/{}", (r > 0 ? ", " : ""), r, x[0], x[1]);
     any = any || x[2] != 0;
   }
   if (!same) {

@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/fp8.hpp"
 
+#include <fmt/format.h>
 #include <torch/version.h>
 
 #include "omnidp/common/error.hpp"
@@ -39,9 +40,9 @@ std::string fp8_unsupported(torch::Device device) {
 Fp8Weight quantize_fp8_weight(const torch::Tensor& weight, Fp8Accumulation accumulation) {
   require_fp8(weight.device());
   if (weight.dim() != 2 || weight.size(0) % 16 != 0 || weight.size(1) % 16 != 0) {
-    throw ModelError("FP8 weights need [out, in] with both multiples of 16 (got " +
-                     std::to_string(weight.size(0)) + " x " +
-                     std::to_string(weight.dim() > 1 ? weight.size(1) : 0) + ")");
+    throw ModelError(
+        fmt::format("FP8 weights need [out, in] with both multiples of 16 (got {} x {})",
+                    weight.size(0), weight.dim() > 1 ? weight.size(1) : 0));
   }
 #if OMNIDP_HAVE_FP8
   torch::NoGradGuard no_grad;

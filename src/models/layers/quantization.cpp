@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/quantization.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -21,8 +22,8 @@ struct PlannedLayers {
 
 PlannedLayers plan_layers(torch::nn::Module& root, const Fp8Plan& plan) {
   if (plan.bf16_edge_blocks < 0) {
-    throw ModelError("FP8 plan: bf16_edge_blocks must be >= 0 (got " +
-                     std::to_string(plan.bf16_edge_blocks) + ")");
+    throw ModelError(
+        fmt::format("FP8 plan: bf16_edge_blocks must be >= 0 (got {})", plan.bf16_edge_blocks));
   }
   const auto modules = root.named_modules("", false);
   const auto* stack = modules.find(plan.blocks);

@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/rope.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -14,9 +15,8 @@ std::pair<torch::Tensor, torch::Tensor> rope_3d_tables(const Rope3dOptions& o, s
   const std::array<std::int64_t, 3> grid{frames, height, width};
   const auto longest = *std::max_element(grid.begin(), grid.end());
   if (o.max_positions > 0 && longest > o.max_positions) {
-    throw ModelError("latent grid " + std::to_string(frames) + "x" + std::to_string(height) + "x" +
-                     std::to_string(width) + " exceeds rope_max_seq_len " +
-                     std::to_string(o.max_positions));
+    throw ModelError(fmt::format("latent grid {}x{}x{} exceeds rope_max_seq_len {}", frames, height,
+                                 width, o.max_positions));
   }
   const bool f64 = o.tables == RopeTables::cpu_float64;
   const auto opts = torch::TensorOptions()

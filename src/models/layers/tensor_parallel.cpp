@@ -1,5 +1,7 @@
 #include "omnidp/models/layers/tensor_parallel.hpp"
 
+#include <fmt/format.h>
+
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/fused.hpp"
@@ -10,14 +12,14 @@ std::int64_t shard_part(std::int64_t total, const TensorShard& shard, const std:
                         const std::string& what) {
   const std::string key = "parallel.tensor_parallel_size";
   if (shard.size < 1 || shard.rank < 0 || shard.rank >= shard.size) {
-    throw ConfigError(key, "tensor shard " + std::to_string(shard.rank) + " of " +
-                               std::to_string(shard.size) +
-                               " is not a shard of a tensor-parallel group");
+    throw ConfigError(key,
+                      fmt::format("tensor shard {} of {} is not a shard of a tensor-parallel group",
+                                  shard.rank, shard.size));
   }
   if (total % shard.size != 0) {
-    throw ConfigError(key, model + " has " + std::to_string(total) + " " + what +
-                               ", which tensor_parallel_size " + std::to_string(shard.size) +
-                               " does not divide");
+    throw ConfigError(
+        key, fmt::format("{} has {} {}, which tensor_parallel_size {} does not divide", model,
+                         total, what, shard.size));
   }
   return total / shard.size;
 }
@@ -28,13 +30,13 @@ void check_tensor_group(const TensorShard& shard, const runtime::Collective* gro
                        : group->size() == shard.size && group->rank() == shard.rank) {
     return;
   }
-  throw ModelError("the transformer holds tensor shard " + std::to_string(shard.rank) + " of " +
-                       std::to_string(shard.size) + ", but runs in " +
-                       (group == nullptr ? std::string("no tensor group")
-                                         : "rank " + std::to_string(group->rank()) + " of " +
-                                               group->group_name() + " (" +
-                                               std::to_string(group->size()) + " ranks)"),
-                   {owner});
+  throw ModelError(
+      fmt::format("the transformer holds tensor shard {} of {}, but runs in {}", shard.rank,
+                  shard.size,
+                  (group == nullptr ? std::string("no tensor group")
+                                    : fmt::format("rank {} of {} ({} ranks)", group->rank(),
+                                                  group->group_name(), group->size()))),
+      {owner});
 }
 
 torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x) {

@@ -1,5 +1,6 @@
 #include "omnidp/models/layers/ulysses.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <string>
 
@@ -33,8 +34,8 @@ void check_head_split(std::int64_t heads, std::int64_t tensor_size, std::int64_t
 torch::Tensor shard_tokens(const SequenceShard& shard, const torch::Tensor& x, std::int64_t dim) {
   if (!shard.active()) return x;
   if (x.size(dim) != shard.tokens) {
-    throw ModelError("sequence parallel: a tensor with " + std::to_string(x.size(dim)) +
-                     " tokens, not " + std::to_string(shard.tokens));
+    throw ModelError(fmt::format("sequence parallel: a tensor with {} tokens, not {}", x.size(dim),
+                                 shard.tokens));
   }
   const std::int64_t real =
       std::max<std::int64_t>(0, std::min(shard.local, shard.tokens - shard.offset));

@@ -1,5 +1,6 @@
 #include "omnidp/models/pipelines/guided_step.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -37,7 +38,7 @@ bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
 
 void check_cfg_group(const runtime::Collective* group) {
   if (group != nullptr && group->size() != 2) {
-    throw ModelError("CFG-parallel needs a group of 2 ranks, not " + std::to_string(group->size()));
+    throw ModelError(fmt::format("CFG-parallel needs a group of 2 ranks, not {}", group->size()));
   }
 }
 
@@ -70,8 +71,7 @@ void run_denoising_steps(int steps, const GenerateContext* ctx, const torch::Dev
     bool stop = ctx != nullptr && ctx->abandoned && ctx->abandoned();
     if (ctx != nullptr)
       stop = group_step({ctx->cfg, ctx->sequence, ctx->tensor}, stop, i, steps, device);
-    if (stop)
-      throw ModelError("abandoned at step " + std::to_string(i) + "/" + std::to_string(steps));
+    if (stop) throw ModelError(fmt::format("abandoned at step {}/{}", i, steps));
     step(i);
     if (ctx != nullptr && ctx->on_step) ctx->on_step(i + 1, steps);
   }
@@ -88,10 +88,10 @@ bool group_leader(const GenerateContext* ctx) noexcept {
 void require_finite_latents(const torch::Tensor& latents) {
   const auto bad = torch::logical_not(torch::isfinite(latents)).sum().item<std::int64_t>();
   if (bad == 0) return;
-  throw ModelError("the latents are not finite after the last denoising step (" +
-                   std::to_string(bad) + " of " + std::to_string(latents.numel()) +
-                   " values NaN or infinite): the sampling diverged (check guidance_scale, "
-                   "flow_shift and the weights)");
+  throw ModelError(fmt::format(
+      "the latents are not finite after the last denoising step ({} of {} values NaN or infinite): "
+      "the sampling diverged (check guidance_scale, flow_shift and the weights)",
+      bad, latents.numel()));
 }
 
 }  // namespace omnidp::models

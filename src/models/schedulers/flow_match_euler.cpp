@@ -1,5 +1,6 @@
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 
+#include <fmt/format.h>
 #include <string>
 
 #include "omnidp/common/error.hpp"
@@ -16,8 +17,8 @@ FlowMatchEulerScheduler::FlowMatchEulerScheduler(FlowMatchEulerOptions options)
 
 void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps) {
   if (num_inference_steps < 1) {
-    throw ModelError("flow-match Euler: num_inference_steps must be >= 1, got " +
-                     std::to_string(num_inference_steps));
+    throw ModelError(fmt::format("flow-match Euler: num_inference_steps must be >= 1, got {}",
+                                 num_inference_steps));
   }
   const auto s64 = numpy_linspace(1.0, 0.0, num_inference_steps + 1);
   const auto shift = static_cast<float>(options_.shift);
@@ -42,8 +43,8 @@ torch::Tensor FlowMatchEulerScheduler::step(const torch::Tensor& model_output, i
                                             const torch::Tensor& sample) {
   if (!sigmas_.defined()) throw ModelError("flow-match Euler: step before set_timesteps");
   if (index != next_index_ || index >= num_steps()) {
-    throw ModelError("flow-match Euler: step " + std::to_string(index) + " out of order (expected " +
-                     std::to_string(next_index_) + " of " + std::to_string(num_steps()) + ")");
+    throw ModelError(fmt::format("flow-match Euler: step {} out of order (expected {} of {})",
+                                 index, next_index_, num_steps()));
   }
   const auto dt = sigmas_[index + 1] - sigmas_[index];  // 0-d float32, as the reference
   auto prev = sample.to(torch::kFloat32) + dt * model_output;

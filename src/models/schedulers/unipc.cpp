@@ -1,5 +1,6 @@
 #include "omnidp/models/schedulers/unipc.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -115,8 +116,8 @@ UniPCScheduler::UniPCScheduler(UniPCOptions options) : options_(options) {
 
 void UniPCScheduler::set_timesteps(int num_inference_steps) {
   if (num_inference_steps < 1) {
-    throw ModelError("UniPC: num_inference_steps must be >= 1, got " +
-                     std::to_string(num_inference_steps));
+    throw ModelError(
+        fmt::format("UniPC: num_inference_steps must be >= 1, got {}", num_inference_steps));
   }
   const int n = num_inference_steps;
   const double train = options_.num_train_timesteps;
@@ -242,8 +243,8 @@ torch::Tensor UniPCScheduler::step(const torch::Tensor& model_output, int index,
                                    const torch::Tensor& sample) {
   if (!sigmas_.defined()) throw ModelError("UniPC: step before set_timesteps");
   if (index != step_index_ || index >= num_steps()) {
-    throw ModelError("UniPC: step " + std::to_string(index) + " out of order (expected " +
-                     std::to_string(step_index_) + " of " + std::to_string(num_steps()) + ")");
+    throw ModelError(fmt::format("UniPC: step {} out of order (expected {} of {})", index,
+                                 step_index_, num_steps()));
   }
   const auto v = model_output.to(torch::kFloat32);
   auto x = sample.to(torch::kFloat32);

@@ -1,5 +1,6 @@
 #include "omnidp/models/text/byt5_tokenizer.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 
 namespace omnidp::models::text {
@@ -9,7 +10,7 @@ ByT5Tokenizer::ByT5Tokenizer() {
   added_.add("</s>", kEosId);
   added_.add("<unk>", kUnkId);
   for (std::int64_t i = 0; i < kExtraIds; ++i) {
-    added_.add("<extra_id_" + std::to_string(i) + ">", kByteOffset + 256 + i);
+    added_.add(fmt::format("<extra_id_{}>", i), kByteOffset + 256 + i);
   }
   vocab_size_ = kByteOffset + 256 + kExtraIds;
 }

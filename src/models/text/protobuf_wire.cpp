@@ -1,5 +1,6 @@
 #include "omnidp/models/text/protobuf_wire.hpp"
 
+#include <fmt/format.h>
 #include <bit>
 
 #include "omnidp/common/error.hpp"
@@ -26,12 +27,11 @@ Reader Reader::nested(const Field& field) const {
 }
 
 void Reader::fail_at(std::size_t offset, const std::string& what) const {
-  throw WeightsError(source_, "malformed protobuf at byte " + std::to_string(offset) + ": " + what);
+  throw WeightsError(source_, fmt::format("malformed protobuf at byte {}: {}", offset, what));
 }
 
 void Reader::fail(const Field& field, const std::string& what) const {
-  fail_at(field.offset,
-          "field " + std::to_string(field.number) + " (" + to_string(field.type) + "): " + what);
+  fail_at(field.offset, fmt::format("field {} ({}): {}", field.number, to_string(field.type), what));
 }
 
 std::uint64_t Reader::read_varint() {
@@ -58,9 +58,8 @@ std::optional<Field> Reader::next() {
   // Checks that `bytes` more are there.
   const auto need = [&](std::uint64_t bytes, const char* what) {
     if (bytes > data_.size() - pos_) {
-      fail_at(field.offset, "field " + std::to_string(field.number) + ": " + what + " of " +
-                                std::to_string(bytes) + " bytes runs past the end (" +
-                                std::to_string(data_.size() - pos_) + " left)");
+      fail_at(field.offset, fmt::format("field {}: {} of {} bytes runs past the end ({} left)",
+                                        field.number, what, bytes, data_.size() - pos_));
     }
   };
   // A little-endian fixed-size value of `bytes` bytes.
@@ -88,8 +87,8 @@ std::optional<Field> Reader::next() {
     }
     case 5: fixed(WireType::fixed32, 4, "fixed32 value"); break;
     default:
-      fail_at(field.offset, "field " + std::to_string(field.number) + ": unsupported wire type " +
-                                std::to_string(wire) + (wire == 3 || wire == 4 ? " (group)" : ""));
+      fail_at(field.offset, fmt::format("field {}: unsupported wire type {}{}", field.number, wire,
+                                        (wire == 3 || wire == 4 ? " (group)" : "")));
   }
   return field;
 }

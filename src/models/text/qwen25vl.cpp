@@ -1,5 +1,6 @@
 #include "omnidp/models/text/qwen25vl.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 
@@ -134,8 +135,7 @@ torch::Tensor Qwen25VLTextModelImpl::hidden_state(const torch::Tensor& input_ids
   const auto n = options_.num_hidden_layers;
   const auto entry = index < 0 ? index + n + 1 : index;
   if (entry < 0 || entry > n) {
-    throw ModelError("hidden state index " + std::to_string(index) + " out of range for " +
-                     std::to_string(n) + " layers");
+    throw ModelError(fmt::format("hidden state index {} out of range for {} layers", index, n));
   }
   if (input_ids.dim() != 2) throw ModelError("Qwen2.5-VL text model: input_ids must be [B, L]");
   const auto b = input_ids.size(0);

@@ -1,5 +1,6 @@
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -157,7 +158,7 @@ using Pcre2MatchData = std::unique_ptr<pcre2_match_data, Pcre2MatchDataFree>;
 std::string pcre2_message(int code) {
   std::array<PCRE2_UCHAR, 256> buf{};
   const int n = pcre2_get_error_message(code, buf.data(), buf.size());
-  if (n < 0) return "PCRE2 error " + std::to_string(code);
+  if (n < 0) return fmt::format("PCRE2 error {}", code);
   return {reinterpret_cast<const char*>(buf.data()), static_cast<std::size_t>(n)};
 }
 
@@ -224,8 +225,9 @@ Qwen2Tokenizer::Qwen2Tokenizer(std::unordered_map<std::string, std::int64_t> voc
                                   PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &error,
                                   &error_offset, nullptr));
   if (!impl_->code) {
-    throw ModelError("PCRE2 cannot compile the Qwen2 pre-tokenizer pattern at offset " +
-                     std::to_string(error_offset) + ": " + pcre2_message(error));
+    throw ModelError(
+        fmt::format("PCRE2 cannot compile the Qwen2 pre-tokenizer pattern at offset {}: {}",
+                    error_offset, pcre2_message(error)));
   }
 #else
   throw ModelError(
@@ -309,8 +311,7 @@ std::unique_ptr<Qwen2Tokenizer> Qwen2Tokenizer::from_folder(const fs::path& dir)
   const auto split_merge = [](const std::string& line, const fs::path& file, std::size_t line_no) {
     const auto space = line.find(' ');
     if (space == std::string::npos || space == 0 || space + 1 == line.size()) {
-      throw WeightsError(file.string(),
-                         "merge " + std::to_string(line_no) + ": expected two tokens");
+      throw WeightsError(file.string(), fmt::format("merge {}: expected two tokens", line_no));
     }
     return std::make_pair(line.substr(0, space), line.substr(space + 1));
   };

@@ -1,5 +1,6 @@
 #include "omnidp/models/text/sentencepiece_model.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -114,9 +115,7 @@ std::string read_file(const fs::path& file) {
 }  // namespace
 
 std::string byte_piece(std::uint8_t byte) {
-  std::array<char, 7> text{};
-  std::snprintf(text.data(), text.size(), "<0x%02X>", static_cast<unsigned>(byte));
-  return {text.data(), 6};
+  return fmt::format("<0x{:02X}>", static_cast<unsigned>(byte));
 }
 
 int byte_of_piece(std::string_view piece) {
@@ -197,7 +196,7 @@ void Model::validate(const std::string& source) const {
   bool unknown = false;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const auto& p = pieces[i];
-    const auto where = "piece " + std::to_string(i);
+    const auto where = fmt::format("piece {}", i);
     if (p.piece.empty()) throw WeightsError(source, where + " is empty");
     const bool is_normal = p.type == PieceType::normal || p.type == PieceType::user_defined ||
                            p.type == PieceType::unused;

@@ -1,5 +1,6 @@
 #include "omnidp/models/text/sentencepiece_normalizer.hpp"
 
+#include <fmt/format.h>
 #include <cstring>
 
 #include "omnidp/common/error.hpp"
@@ -25,12 +26,11 @@ PrecompiledCharsMap::PrecompiledCharsMap(std::string_view blob, const std::strin
   const auto fail = [&](const std::string& what) {
     throw WeightsError(source, "normalizer precompiled_charsmap: " + what);
   };
-  if (blob.size() <= 4) fail("shorter than its header (" + std::to_string(blob.size()) + " bytes)");
+  if (blob.size() <= 4) fail(fmt::format("shorter than its header ({} bytes)", blob.size()));
   std::uint32_t trie_bytes = 0;
   for (int i = 3; i >= 0; --i) trie_bytes = (trie_bytes << 8U) | static_cast<std::uint8_t>(blob[i]);
   if (trie_bytes >= blob.size() - 4) {
-    fail("trie of " + std::to_string(trie_bytes) + " bytes in a blob of " +
-         std::to_string(blob.size()) + " bytes");
+    fail(fmt::format("trie of {} bytes in a blob of {} bytes", trie_bytes, blob.size()));
   }
   if (trie_bytes < 4) fail("empty trie");
   units_.resize(trie_bytes / 4);
@@ -45,8 +45,8 @@ PrecompiledCharsMap::PrecompiledCharsMap(std::string_view blob, const std::strin
 
 void PrecompiledCharsMap::validate(const std::string& source) const {
   const auto fail = [&](std::size_t unit, const std::string& what) {
-    throw WeightsError(source, "normalizer precompiled_charsmap: unit " + std::to_string(unit) +
-                                   " of " + std::to_string(units_.size()) + ": " + what);
+    throw WeightsError(source, fmt::format("normalizer precompiled_charsmap: unit {} of {}: {}",
+                                           unit, units_.size(), what));
   };
   // Every unit reachable from the root, once: Darts-clone shares the nodes of common suffixes
   // (a DAWG), so a unit may be reached by several keys.
@@ -59,12 +59,13 @@ void PrecompiledCharsMap::validate(const std::string& source) const {
     stack.pop_back();
     const std::size_t base = node ^ offset_of(units_[node]);
     if (has_leaf(units_[node])) {
-      if (base >= n) fail(node, "its value unit " + std::to_string(base) + " is outside the trie");
+      if (base >= n) fail(node, fmt::format("its value unit {} is outside the trie", base));
       const std::size_t at = value_of(units_[base]);
       if (at >= replacements_.size() ||
           std::memchr(replacements_.data() + at, '\0', replacements_.size() - at) == nullptr) {
-        fail(node, "replacement offset " + std::to_string(at) + " outside the " +
-                       std::to_string(replacements_.size()) + " bytes of NUL-terminated strings");
+        fail(node,
+             fmt::format("replacement offset {} outside the {} bytes of NUL-terminated strings", at,
+                         replacements_.size()));
       }
     }
     for (std::uint32_t label = 1; label < 256; ++label) {

@@ -1,5 +1,6 @@
 #include "omnidp/models/vision/siglip.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -110,10 +111,10 @@ SiglipVisionOptions SiglipVisionOptions::from_json(const json& config_in, const 
                     "' (supported: gelu_pytorch_tanh, gelu_new, gelu_fast, gelu, quick_gelu)");
   }
   if (o.hidden_size % o.num_attention_heads != 0) {
-    throw WeightsError(origin, std::string(kWhat) + "key 'hidden_size' (" +
-                                   std::to_string(o.hidden_size) +
-                                   ") must be a multiple of num_attention_heads (" +
-                                   std::to_string(o.num_attention_heads) + ")");
+    throw WeightsError(
+        origin,
+        fmt::format("{}key 'hidden_size' ({}) must be a multiple of num_attention_heads ({})",
+                    kWhat, o.hidden_size, o.num_attention_heads));
   }
   if (o.patch_size > o.image_size) {
     throw WeightsError(origin, std::string(kWhat) + "key 'patch_size' is larger than image_size");
@@ -267,9 +268,8 @@ torch::Tensor SiglipVisionModelImpl::forward(const torch::Tensor& pixel_values) 
   const auto& o = options_;
   if (pixel_values.dim() != 4 || pixel_values.size(1) != o.num_channels ||
       pixel_values.size(2) != o.image_size || pixel_values.size(3) != o.image_size) {
-    throw ModelError("SigLIP vision: pixel_values must be [B, " + std::to_string(o.num_channels) +
-                     ", " + std::to_string(o.image_size) + ", " + std::to_string(o.image_size) +
-                     "]");
+    throw ModelError(fmt::format("SigLIP vision: pixel_values must be [B, {}, {}, {}]",
+                                 o.num_channels, o.image_size, o.image_size));
   }
   auto h = embeddings->forward(pixel_values.to(device(), dtype()));
   h = encoder->forward(h);

@@ -1,5 +1,6 @@
 #include "omnidp/models/vision/siglip_processor.hpp"
 
+#include <fmt/format.h>
 #include <cmath>
 #include <stdexcept>
 
@@ -128,8 +129,7 @@ torch::Tensor siglip_preprocess(const RgbImage& image, const SiglipImageProcesso
   if (sized.width <= 0 || sized.height <= 0 ||
       sized.data.size() !=
           static_cast<std::size_t>(sized.width) * static_cast<std::size_t>(sized.height) * 3U) {
-    throw InputError("<image>", "not a " + std::to_string(sized.width) + "x" +
-                                    std::to_string(sized.height) + " RGB image");
+    throw InputError("<image>", fmt::format("not a {}x{} RGB image", sized.width, sized.height));
   }
   const auto bytes = torch::from_blob(const_cast<std::uint8_t*>(sized.data.data()),
                                       {sized.height, sized.width, 3}, torch::kUInt8)

@@ -1,5 +1,6 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 
 #include "omnidp/common/error.hpp"
@@ -90,8 +91,8 @@ Checkpoint Checkpoint::open(const fs::path& path) {
       ckpt.where_.emplace(item.key(), it->second);
     }
     if (!problems.empty()) {
-      std::string msg = std::to_string(problems.size()) +
-                        " tensors of the weight_map are missing from their shard:";
+      std::string msg =
+          fmt::format("{} tensors of the weight_map are missing from their shard:", problems.size());
       for (std::size_t i = 0; i < problems.size() && i < 20; ++i) msg += " " + problems[i];
       throw WeightsError(index_path.string(), msg);
     }

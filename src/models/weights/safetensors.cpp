@@ -1,6 +1,7 @@
 #include "omnidp/models/weights/safetensors.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,10 +151,10 @@ torch::Tensor SafetensorsFile::tensor_slice(std::string_view name, std::int64_t 
   const auto rank = static_cast<std::int64_t>(m.shape.size());
   if (dim < 0 || dim >= rank || start < 0 || length < 0 ||
       start + length > m.shape[static_cast<std::size_t>(dim)]) {
-    throw WeightsError(path_.string(),
-                       "tensor '" + std::string(name) + "': slice [" + std::to_string(start) + ", " +
-                           std::to_string(start + length) + ") of dim " + std::to_string(dim) +
-                           " is outside its shape of " + std::to_string(rank) + " dims");
+    throw WeightsError(
+        path_.string(),
+        fmt::format("tensor '{}': slice [{}, {}) of dim {} is outside its shape of {} dims", name,
+                    start, start + length, dim, rank));
   }
   const bool is_bool = m.dtype == SafetensorsDtype::boolean;
   const auto stored = is_bool ? torch::kUInt8 : to_scalar_type(m.dtype);

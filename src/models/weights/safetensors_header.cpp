@@ -1,5 +1,6 @@
 #include "omnidp/models/weights/safetensors_header.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -89,13 +90,12 @@ TensorMeta parse_entry(const std::string& name, const nlohmann::json& entry, con
   meta.begin = as_u64(offsets[0], file, ctx + "data_offsets begin");
   meta.end = as_u64(offsets[1], file, ctx + "data_offsets end");
   if (meta.end < meta.begin) {
-    fail(file, ctx + "data_offsets end " + std::to_string(meta.end) + " < begin " +
-                   std::to_string(meta.begin));
+    fail(file, fmt::format("{}data_offsets end {} < begin {}", ctx, meta.end, meta.begin));
   }
   if (meta.end - meta.begin != bytes) {
-    fail(file, ctx + "data_offsets [" + std::to_string(meta.begin) + ", " + std::to_string(meta.end) +
-                   "] span " + std::to_string(meta.end - meta.begin) + " bytes, but dtype " +
-                   dname + " and shape " + shape.dump() + " need " + std::to_string(bytes));
+    fail(file,
+         fmt::format("{}data_offsets [{}, {}] span {} bytes, but dtype {} and shape {} need {}",
+                     ctx, meta.begin, meta.end, meta.end - meta.begin, dname, shape.dump(), bytes));
   }
   return meta;
 }
@@ -132,22 +132,19 @@ const TensorMeta* SafetensorsHeader::find(std::string_view name) const noexcept 
 SafetensorsHeader parse_safetensors_header(std::span<const std::uint8_t> bytes,
                                            std::uint64_t file_size, const std::string& file) {
   if (file_size < 8 || bytes.size() < 8) {
-    fail(file, "file is " + std::to_string(file_size) +
-                   " bytes, shorter than the 8-byte header length (truncated?)");
+    fail(file, fmt::format("file is {} bytes, shorter than the 8-byte header length (truncated?)",
+                           file_size));
   }
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8U) | bytes[static_cast<std::size_t>(i)];
   if (n < 2 || n > kMaxSafetensorsHeader) {
-    fail(file, "header length " + std::to_string(n) + " is not in [2, " +
-                   std::to_string(kMaxSafetensorsHeader) + "]");
+    fail(file, fmt::format("header length {} is not in [2, {}]", n, kMaxSafetensorsHeader));
   }
   if (n > file_size - 8) {
-    fail(file, "header length " + std::to_string(n) + " exceeds the file size " +
-                   std::to_string(file_size) + " (truncated?)");
+    fail(file, fmt::format("header length {} exceeds the file size {} (truncated?)", n, file_size));
   }
   if (bytes.size() < 8 + n) {
-    fail(file, "only " + std::to_string(bytes.size()) + " bytes given for a header of " +
-                   std::to_string(n));
+    fail(file, fmt::format("only {} bytes given for a header of {}", bytes.size(), n));
   }
   SafetensorsHeader header;
   header.header_size = n;
@@ -178,9 +175,9 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::uint8_t> bytes,
   // Range: a tensor ending past the data section means a truncated file (or a lying header).
   for (const auto& t : header.tensors) {
     if (t.end > data_size) {
-      fail(file, tensor_context(t.name) + "data_offsets [" + std::to_string(t.begin) + ", " +
-                     std::to_string(t.end) + "] exceed the data section of " +
-                     std::to_string(data_size) + " bytes (file truncated or offsets out of range)");
+      fail(file, fmt::format("{}data_offsets [{}, {}] exceed the data section of {} bytes (file "
+                             "truncated or offsets out of range)",
+                             tensor_context(t.name), t.begin, t.end, data_size));
     }
   }
   // Overlap: sort by offset; zero-size tensors occupy no bytes.
@@ -194,11 +191,9 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::uint8_t> bytes,
   });
   for (std::size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i]->begin < by_offset[i - 1]->end) {
-      fail(file, "tensors '" + by_offset[i - 1]->name + "' [" +
-                     std::to_string(by_offset[i - 1]->begin) + ", " +
-                     std::to_string(by_offset[i - 1]->end) + "] and '" + by_offset[i]->name +
-                     "' [" + std::to_string(by_offset[i]->begin) + ", " +
-                     std::to_string(by_offset[i]->end) + "] overlap");
+      fail(file, fmt::format("tensors '{}' [{}, {}] and '{}' [{}, {}] overlap",
+                             by_offset[i - 1]->name, by_offset[i - 1]->begin, by_offset[i - 1]->end,
+                             by_offset[i]->name, by_offset[i]->begin, by_offset[i]->end));
     }
   }
   std::sort(header.tensors.begin(), header.tensors.end(),

@@ -1,6 +1,7 @@
 #include "omnidp/models/weights/state_dict.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +20,9 @@ constexpr std::size_t kListed = 20;
 
 void append_list(std::string& msg, const std::string& what, const std::vector<std::string>& items) {
   if (items.empty()) return;
-  msg += "; " + std::to_string(items.size()) + " " + what + ":";
+  msg += fmt::format("; {} {}:", items.size(), what);
   for (std::size_t i = 0; i < items.size() && i < kListed; ++i) msg += " " + items[i];
-  if (items.size() > kListed) msg += " ... (+" + std::to_string(items.size() - kListed) + " more)";
+  if (items.size() > kListed) msg += fmt::format(" ... (+{} more)", items.size() - kListed);
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -103,16 +104,16 @@ void load_state_dict(torch::nn::Module& module, const Checkpoint& checkpoint,
         const auto d = static_cast<std::size_t>(slice->dim);
         if (slice->dim < 0 || d >= expected.size() || slice->parts <= 0 ||
             expected[d] % slice->parts != 0) {
-          mismatched.push_back(name + " (checkpoint " + shape_string(meta.shape) + " in " +
-                               checkpoint.file(name).filename().string() + " cannot be split in " +
-                               std::to_string(slice->parts) + " parts along dim " +
-                               std::to_string(slice->dim) + ")");
+          mismatched.push_back(
+              fmt::format("{} (checkpoint {} in {} cannot be split in {} parts along dim {})", name,
+                          shape_string(meta.shape), checkpoint.file(name).filename().string(),
+                          slice->parts, slice->dim));
           continue;
         }
         expected[d] /= slice->parts;
         slices.emplace(name, *slice);
-        sliced = ", shard " + std::to_string(slice->index) + "/" + std::to_string(slice->parts) +
-                 " of dim " + std::to_string(slice->dim) + " " + shape_string(expected);
+        sliced = fmt::format(", shard {}/{} of dim {} {}", slice->index, slice->parts, slice->dim,
+                             shape_string(expected));
       }
     }
     if (target.sizes() != at::IntArrayRef(expected)) {
