@@ -1,8 +1,9 @@
-// omni-dp-bench-make-snapshot: writes a HunyuanVideo-1.5 or Wan2.2-TI2V-5B Diffusers snapshot
-// folder of the released architecture with seeded random weights (docs/performance.md,
+// omni-dp-bench-make-snapshot: writes a HunyuanVideo-1.5 or Wan family Diffusers snapshot
+// folder of a released architecture with seeded random weights (docs/performance.md,
 // "HunyuanVideo-1.5 from a snapshot", "Model load").
-//   omni-dp-bench-make-snapshot --out DIR [--model hv15|wan] [--task i2v|t2v] [--seed N]
-//                               [--layers N] [--text-layers N] [--no-text-encoder] [--spiece FILE]
+//   omni-dp-bench-make-snapshot --out DIR [--model hv15|wan] [--task i2v|t2v] [--variant NAME]
+//                               [--seed N] [--layers N] [--text-layers N] [--no-text-encoder]
+//                               [--spiece FILE]
 // Wan: the transformer, the VAE, UMT5-XXL (the released text encoder, 5.7 B parameters) and a
 // SentencePiece Unigram tokenizer: --spiece's model file, or a word model of a few words with
 // byte fallback.
@@ -30,8 +31,10 @@
 #include "omnidp/models/text/qwen2_tokenizer.hpp"
 #include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/models/text/t5.hpp"
+#include "omnidp/models/vision/clip.hpp"
 #include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/wan/configs.hpp"
+#include "omnidp/models/wan/family.hpp"
 #include "omnidp/models/wan/transformer.hpp"
 #include "omnidp/models/wan/vae.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -50,7 +53,7 @@ void write_json(const fs::path& path, const json& j) {
 // Parameters of `module` in bf16, split into shards of at most `shard_bytes` (name order), plus
 // `<stem>.safetensors.index.json` when there is more than one shard.
 std::size_t save_sharded(torch::nn::Module& module, const fs::path& dir, const std::string& stem,
-                         std::size_t shard_bytes) {
+                         std::size_t shard_bytes, const std::string& prefix = "") {
   std::vector<std::vector<std::pair<std::string, torch::Tensor>>> shards(1);
   std::size_t in_shard = 0, total = 0;
   for (const auto& item : module.named_parameters(true)) {
@@ -60,7 +63,7 @@ std::size_t save_sharded(torch::nn::Module& module, const fs::path& dir, const s
       shards.emplace_back();
       in_shard = 0;
     }
-    shards.back().emplace_back(item.key(), std::move(t));
+    shards.back().emplace_back(prefix + item.key(), std::move(t));
     in_shard += bytes;
     total += bytes;
   }
@@ -148,43 +151,87 @@ void write_qwen_tokenizer(const fs::path& dir) {
                                                  {"chat_template", chat_template}});
 }
 
-// Wan-AI/Wan2.2-TI2V-5B-Diffusers: transformer, VAE, UMT5-XXL text encoder, tokenizer,
-// UniPC scheduler. Every parameter is built in bf16 (no float32 copy of 11 B parameters).
-void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, int text_layers,
-                        std::size_t shard, bool no_text, const std::string& spiece,
+// A WanTransformer3DModel config.json of `o` under Diffusers' key names.
+json wan_transformer_config(const omnidp::models::wan::WanTransformerOptions& o) {
+  const auto optional = [](std::int64_t v) { return v > 0 ? json(v) : json(); };
+  return json{{"_class_name", "WanTransformer3DModel"},
+              {"patch_size", o.patch_size},
+              {"num_attention_heads", o.num_attention_heads},
+              {"attention_head_dim", o.attention_head_dim},
+              {"in_channels", o.in_channels},
+              {"out_channels", o.out_channels},
+              {"text_dim", o.text_dim},
+              {"freq_dim", o.freq_dim},
+              {"ffn_dim", o.ffn_dim},
+              {"num_layers", o.num_layers},
+              {"cross_attn_norm", o.cross_attn_norm},
+              {"qk_norm", "rms_norm_across_heads"},
+              {"eps", o.eps},
+              {"image_dim", optional(o.image_dim)},
+              {"added_kv_proj_dim", optional(o.added_kv_proj_dim)},
+              {"rope_max_seq_len", o.rope_max_seq_len},
+              {"pos_embed_seq_len", optional(o.pos_embed_seq_len)}};
+}
+
+// A Wan family Diffusers snapshot (models/wan/family.hpp: the released layout of `variant`,
+// Wan-AI/<name>-Diffusers): transformer(s), VAE, UMT5-XXL text encoder, tokenizer, UniPC
+// scheduler, and for Wan2.1 I2V the CLIP ViT-H/14 image encoder and processor. Every parameter is
+// built in bf16 (no float32 copy of 14 B parameters). Seeds: transformer seed, VAE + 1, text + 2,
+// transformer_2 + 3, image encoder + 4.
+void write_wan_snapshot(const fs::path& root, const std::string& variant, std::uint64_t seed,
+                        int layers, int text_layers, std::size_t shard, bool no_text,
+                        const std::string& spiece,
                         const std::function<void(const char*, std::size_t)>& done) {
   namespace wan = omnidp::models::wan;
   namespace text = omnidp::models::text;
+  namespace vision = omnidp::models::vision;
   const omnidp::models::ParamSpec bf16{torch::kBFloat16, torch::kCPU};
-  auto transformer_config = json::parse(wan::wan22_ti2v_5b_transformer_config());
-  if (layers >= 0) transformer_config["num_layers"] = layers;
-  {
-    wan::WanTransformer3DModel model(
-        wan::WanTransformerOptions::from_json_text(transformer_config.dump(), "transformer"),
-        omnidp::models::TensorShard{}, bf16);
-    omnidp::models::init_random_weights(*model, seed);
-    write_json(root / "transformer" / "config.json", transformer_config);
-    done("transformer", save_sharded(*model, root / "transformer", "diffusion_pytorch_model", shard));
+  auto layout = *wan::builtin_wan_layout(variant);
+  if (layers >= 0) {
+    layout.transformer.num_layers = layers;
+    if (layout.transformer_2) layout.transformer_2->num_layers = layers;
+  }
+  const auto write_transformer = [&](const char* name, const wan::WanTransformerOptions& o,
+                                     std::uint64_t weights_seed) {
+    wan::WanTransformer3DModel model(o, omnidp::models::TensorShard{}, bf16);
+    omnidp::models::init_random_weights(*model, weights_seed);
+    write_json(root / name / "config.json", wan_transformer_config(o));
+    done(name, save_sharded(*model, root / name, "diffusion_pytorch_model", shard));
+  };
+  write_transformer("transformer", layout.transformer, seed);
+  if (layout.transformer_2) write_transformer("transformer_2", *layout.transformer_2, seed + 3);
+  if (layout.image_encoder) {
+    const auto config = vision::clip_vit_h14_config();
+    auto encoder = vision::ClipVisionModel(
+        vision::clip_vision_options(config, "image_encoder/config.json"), bf16);
+    omnidp::models::init_random_weights(*encoder, seed + 4);
+    write_json(root / "image_encoder" / "config.json", config);
+    // transformers' CLIPVisionModel names: under vision_model.
+    done("image_encoder",
+         save_sharded(*encoder, root / "image_encoder", "model", shard, "vision_model."));
+    write_json(root / "image_processor" / "preprocessor_config.json",
+               vision::clip_processor_config(224));
   }
   {
-    const auto o = wan::AutoencoderKLWanOptions::wan22_ti2v_5b();
-    const json vae_config{{"_class_name", "AutoencoderKLWan"},
-                          {"attn_scales", json::array()},
-                          {"base_dim", o.base_dim},
-                          {"decoder_base_dim", o.decoder_base_dim},
-                          {"dim_mult", o.dim_mult},
-                          {"dropout", 0.0},
-                          {"in_channels", o.in_channels},
-                          {"out_channels", o.out_channels},
-                          {"is_residual", o.is_residual},
-                          {"latents_mean", o.latents_mean},
-                          {"latents_std", o.latents_std},
-                          {"num_res_blocks", o.num_res_blocks},
-                          {"patch_size", o.patch_size},
-                          {"scale_factor_spatial", o.scale_factor_spatial},
-                          {"scale_factor_temporal", o.scale_factor_temporal},
-                          {"temperal_downsample", o.temperal_downsample},
-                          {"z_dim", o.z_dim}};
+    const auto& o = layout.vae;
+    const json vae_config{
+        {"_class_name", "AutoencoderKLWan"},
+        {"attn_scales", json::array()},
+        {"base_dim", o.base_dim},
+        {"decoder_base_dim", o.decoder_base_dim == o.base_dim ? json() : json(o.decoder_base_dim)},
+        {"dim_mult", o.dim_mult},
+        {"dropout", 0.0},
+        {"in_channels", o.in_channels},
+        {"out_channels", o.out_channels},
+        {"is_residual", o.is_residual},
+        {"latents_mean", o.latents_mean},
+        {"latents_std", o.latents_std},
+        {"num_res_blocks", o.num_res_blocks},
+        {"patch_size", o.patch_size == 1 ? json() : json(o.patch_size)},
+        {"scale_factor_spatial", o.scale_factor_spatial},
+        {"scale_factor_temporal", o.scale_factor_temporal},
+        {"temperal_downsample", o.temperal_downsample},
+        {"z_dim", o.z_dim}};
     write_json(root / "vae" / "config.json", vae_config);
     wan::AutoencoderKLWan vae(wan::AutoencoderKLWanOptions::from_file(root / "vae"));
     omnidp::models::init_random_weights(*vae, seed + 1);
@@ -216,7 +263,7 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
                   {"beta_start", 0.0001},
                   {"disable_corrector", json::array()},
                   {"final_sigmas_type", "zero"},
-                  {"flow_shift", 5.0},
+                  {"flow_shift", layout.vae.is_residual ? 5.0 : 3.0},
                   {"lower_order_final", true},
                   {"num_train_timesteps", 1000},
                   {"predict_x0", true},
@@ -225,13 +272,23 @@ void write_wan_snapshot(const fs::path& root, std::uint64_t seed, int layers, in
                   {"solver_type", "bh2"},
                   {"timestep_spacing", "linspace"},
                   {"use_flow_sigmas", true}});
-  json index{{"_class_name", "WanPipeline"},
-             {"boundary_ratio", nullptr},
-             {"expand_timesteps", true},
+  // TI2V-5B's snapshot names WanPipeline (it serves both tasks); the 36-channel checkpoints
+  // WanImageToVideoPipeline.
+  const bool i2v_class = layout.image_to_video && !layout.expand_timesteps;
+  json index{{"_class_name", i2v_class ? "WanImageToVideoPipeline" : "WanPipeline"},
+             {"boundary_ratio", layout.boundary_ratio ? json(*layout.boundary_ratio) : json()},
+             {"expand_timesteps", layout.expand_timesteps},
              {"scheduler", {"diffusers", "UniPCMultistepScheduler"}},
              {"transformer", {"diffusers", "WanTransformer3DModel"}},
-             {"transformer_2", {nullptr, nullptr}},
+             {"transformer_2", layout.transformer_2 ? json{"diffusers", "WanTransformer3DModel"}
+                                                    : json{nullptr, nullptr}},
              {"vae", {"diffusers", "AutoencoderKLWan"}}};
+  if (i2v_class) {
+    index["image_encoder"] =
+        layout.image_encoder ? json{"transformers", "CLIPVisionModel"} : json{nullptr, nullptr};
+    index["image_processor"] =
+        layout.image_encoder ? json{"transformers", "CLIPImageProcessor"} : json{nullptr, nullptr};
+  }
   if (!no_text) {
     index["text_encoder"] = {"transformers", "UMT5EncoderModel"};
     index["tokenizer"] = {"transformers", "T5TokenizerFast"};
@@ -259,8 +316,15 @@ int main(int argc, char** argv) {
   bool no_text = false;
   std::string spiece;
   app.add_option("--out", out, "snapshot folder to write (must not exist)")->required();
-  app.add_option("--model", model_name, "hv15 (HunyuanVideo-1.5) | wan (Wan2.2-TI2V-5B)")
+  app.add_option("--model", model_name, "hv15 (HunyuanVideo-1.5) | wan (the Wan family)")
       ->check(CLI::IsMember({"hv15", "wan"}))
+      ->capture_default_str();
+  std::string variant = "wan2.2-ti2v-5b";
+  app.add_option("--variant", variant,
+                 "wan: the released checkpoint (wan2.2-ti2v-5b, wan2.2-t2v-a14b, wan2.2-i2v-a14b, "
+                 "wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-i2v-14b)")
+      ->check(CLI::IsMember({"wan2.2-ti2v-5b", "wan2.2-t2v-a14b", "wan2.2-i2v-a14b",
+                             "wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.1-i2v-14b"}))
       ->capture_default_str();
   app.add_option("--task", task, "i2v (with image_encoder/ and feature_extractor/) | t2v")
       ->check(CLI::IsMember({"i2v", "t2v"}))
@@ -291,7 +355,7 @@ int main(int argc, char** argv) {
   };
   const torch::Device cpu(torch::kCPU);
   if (model_name == "wan") {
-    write_wan_snapshot(root, seed, layers, text_layers, shard, no_text, spiece, done);
+    write_wan_snapshot(root, variant, seed, layers, text_layers, shard, no_text, spiece, done);
     return 0;
   }
 

@@ -39,6 +39,14 @@
 #              (nmt_nfkc; tests/models/text/data/sentencepiece): both tokenizers' ids of each
 #              prompt, then per video the largest uint8 difference and the PSNR. WAN_REF_STEPS (10),
 #              WAN_REF_FRAMES (17), WAN_REF_SIZE (480x320); needs $DIFFUSERS_SRC as hv15-diffusers does
+#   wan-family-diffusers  the Wan family at the released widths against diffusers' own pipeline from
+#              the same snapshot folder (omni-dp-bench-make-snapshot --variant, seeded random
+#              weights, WAN_FAMILY_LAYERS (4) blocks per transformer, UMT5-XXL with 2 layers, the
+#              32k Unigram tokenizer): Wan2.2-T2V-A14B (two experts, CFG 4 then 3), Wan2.2-I2V-A14B
+#              (CFG 3.5) and Wan2.1-I2V-14B (CLIP ViT-H/14, CFG 5), prompt (and image) to video
+#              through omni-dp-batch, fp32 with TF32 off, shift 3 (the snapshots'); per video the
+#              largest uint8 difference and the PSNR. WAN_FAMILY (the variants), WAN_REF_STEPS (10),
+#              WAN_REF_FRAMES (17), WAN_REF_SIZE (480x320); needs $DIFFUSERS_SRC as hv15-diffusers
 #   strict     the cost of determinism.strict on the Wan recipe (forward batch 2, request): strict off; strict;
 #              strict as it was before (libtorch's NaN fill of new tensors on, flash attention: libtorch
 #              refuses cuDNN attention under deterministic algorithms)
@@ -48,6 +56,9 @@
 #              one in model.quantization fp8 through omni-dp-batch, compared by omni-dp-compare --min-psnr 35
 #   vae-chunk  the Wan VAE decode at 832x480x33 and 1280x704x121 with 1, 2, 3 and 5 latent frames per causal
 #              step (VAE_CHUNKS), time, peak GPU memory and the largest difference from the first chunking
+#   a14b       Wan2.2-T2V-A14B's recipe through omni-dp-batch: 832x480x81, A14B_STEPS (40) steps, CFG 4 then
+#              3, both experts at full size with seeded random weights (bf16, strict, cuDNN attention),
+#              one request; the peak GPU memory nvidia-smi saw
 #   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
 #              request, random weights, HV15_QUANT (default none) quantization
 #   key-padding  the joint attention's keys padded to a multiple of 128 for cuDNN (layers/attention.hpp)
@@ -103,6 +114,17 @@ for part in $parts; do
       run "$bin/omni-dp-compare" "$out/hv15-fp8-none" "$out/hv15-fp8-fp8" --min-psnr 35 ;;
     vae-chunk) run "${wan[@]}" --what decode --size 832x480x33,1280x704x121 --decode-chunk "${VAE_CHUNKS:-1,2,3,5}" \
                  --repeat 3 ;;
+    a14b)  # Wan2.2-T2V-A14B at the released size: 832x480x81, A14B_STEPS (40) steps, CFG 4 / 3, shift 12
+      printf '{"id": "a14b", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/a14b.jsonl"
+      rm -rf "$out/a14b"
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$out/a14b-memory.txt" &
+      smi=$!
+      run "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" --set model.weights=random \
+        --set 'model.path=""' --set generation.num_inference_steps="${A14B_STEPS:-40}" \
+        --set input.manifest="$out/a14b.jsonl" --set output.dir="$out/a14b" --no-resume
+      kill "$smi"
+      echo "peak GPU memory used: $(sort -n "$out/a14b-memory.txt" | tail -1) MiB (nvidia-smi every 0.5 s)"
+      ;;
     hv15-121)
       printf '{"id": "hv15-121", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/hv15-121.jsonl"
       rm -rf "$out/hv15-121"
@@ -259,6 +281,44 @@ PY
         --seed 7 --frames $frames --steps $steps --height $h --width $w --dtype fp32 --out "$dir/diffusers.npy"
       for i in "${!prompts[@]}"; do
         run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.$i.npy" --ours "$dir/png/p$i"
+      done
+      ;;
+    wan-family-diffusers)
+      steps=${WAN_REF_STEPS:-10}; frames=${WAN_REF_FRAMES:-17}; size=${WAN_REF_SIZE:-480x320}
+      w=${size%x*}; h=${size#*x}
+      prompt="A red fox running through fresh snow under the northern lights"
+      export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
+      image=$out/wan-family-image.png
+      python3 -c "import numpy as np, PIL.Image; y, x = np.mgrid[0:300, 0:400]; \
+PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 700], -1).astype(np.uint8)).save('$image')"
+      for variant in ${WAN_FAMILY:-wan2.2-t2v-a14b wan2.2-i2v-a14b wan2.1-i2v-14b}; do
+        snap=$out/snap-$variant; dir=$out/ref-$variant
+        if [ ! -f "$snap/model_index.json" ]; then
+          rm -rf "$snap"
+          run "$bin/omni-dp-bench-make-snapshot" --model wan --variant "$variant" --out "$snap" --seed 3 \
+            --layers "${WAN_FAMILY_LAYERS:-4}" --text-layers 2 \
+            --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || continue
+        fi
+        rm -rf "$dir"; mkdir -p "$dir"
+        line="{\"id\": \"v\", \"prompt\": \"$prompt\", \"seed\": 7"
+        ref=(--guidance-scale 5)
+        case $variant in
+          wan2.2-t2v-a14b) config=wan22-t2v-a14b.yaml; ref=(--guidance-scale 4 --guidance-scale-2 3) ;;
+          wan2.2-i2v-a14b) config=wan22-i2v-a14b.yaml; ref=(--guidance-scale 3.5 --image "$image")
+            line+=", \"image\": \"image.png\"" ;;
+          wan2.1-i2v-14b) config=wan21-i2v.yaml; ref=(--guidance-scale 5 --image "$image")
+            line+=", \"image\": \"image.png\"" ;;
+        esac
+        cp "$image" "$dir/image.png"  # a manifest's images lie in its folder
+        echo "$line}" > "$dir/m.jsonl"
+        run "$bin/omni-dp-batch" --config "$root/configs/$config" --set model.path="$snap" --set model.dtype=fp32 \
+          --set model.attention=auto --set generation.num_inference_steps=$steps --set generation.flow_shift=3 \
+          --set generation.num_frames=$frames --set generation.height=$h --set generation.width=$w \
+          --set input.manifest="$dir/m.jsonl" --set output.dir="$dir/out" --no-resume
+        run "$bin/omni-dp-export" "$dir/out/results.h5" --format png --out "$dir/png"
+        run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" --prompt "$prompt" "${ref[@]}" \
+          --seed 7 --frames $frames --steps $steps --height $h --width $w --dtype fp32 --out "$dir/diffusers.npy"
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/v"
       done
       ;;
     hv15-diffusers)

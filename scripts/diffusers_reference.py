@@ -9,7 +9,8 @@ text against diffusers").
       float32 CPU outputs: the size of the error a faithful implementation makes in that dtype.
   snapshot --snapshot DIR --image PNG --prompt TEXT --seed N --frames F --steps S --out OUT.npy
       one request through the pipeline class that model_index.json names (WanPipeline,
-      HunyuanVideo15Pipeline, HunyuanVideo15ImageToVideoPipeline) from a Diffusers snapshot
+      WanImageToVideoPipeline, HunyuanVideo15Pipeline, HunyuanVideo15ImageToVideoPipeline;
+      --guidance-scale-2 for Wan2.2-A14B's second expert) from a Diffusers snapshot
       folder; writes the uint8 video [F,H,W,3] = round(255 * output_type="np"). --print-ids
       prints the ids the pipeline's tokenizer gives the prompt (Wan: after its prompt_clean).
   compare --ref OUT.npy --ours FRAMES_DIR
@@ -95,16 +96,31 @@ def run_fixtures(args):
               f"{100 * share:.2f} % of values differ")
 
 
+def without_ftfy():
+    """diffusers' WanImageToVideoPipeline calls ftfy.fix_text whether or not ftfy is installed
+    (WanPipeline skips it without ftfy): without the package, its fix_text is the identity there
+    too, as omni-dp's prompt cleaning is (docs/models.md, "The UMT5 tokenizer")."""
+    try:
+        import ftfy  # noqa: F401
+    except ImportError:
+        import types
+        sys.modules["ftfy"] = types.SimpleNamespace(fix_text=lambda text: text)
+        import diffusers.pipelines.wan.pipeline_wan_i2v as wan_i2v
+        wan_i2v.ftfy = sys.modules["ftfy"]
+
+
 def run_snapshot(args):
     torch, dtype = setup_torch(args.dtype)
     import diffusers
     import PIL.Image
     import time
 
+    without_ftfy()
     index = json.load(open(os.path.join(args.snapshot, "model_index.json")))
     cls = getattr(diffusers, index["_class_name"])
     i2v = index["_class_name"] == "HunyuanVideo15ImageToVideoPipeline"
     wan = index["_class_name"].startswith("Wan")
+    wan_i2v = index["_class_name"] == "WanImageToVideoPipeline"
     t0 = time.time()
     pipe = cls.from_pretrained(args.snapshot, torch_dtype=dtype).to(args.device)
     print(f"diffusers load {time.time() - t0:.1f} s", flush=True)
@@ -112,9 +128,13 @@ def run_snapshot(args):
     call = dict(num_frames=args.frames, num_inference_steps=args.steps, output_type="np")
     if args.guidance_scale is not None:
         call["guidance_scale"] = args.guidance_scale
-    if i2v:
+    if args.guidance_scale_2 is not None:
+        call["guidance_scale_2"] = args.guidance_scale_2
+    if i2v or wan_i2v:
         call["image"] = PIL.Image.open(args.image).convert("RGB")
-    else:
+    if args.last_image:
+        call["last_image"] = PIL.Image.open(args.last_image).convert("RGB")
+    if not i2v:  # Wan's image-to-video takes the size as given (the image is resized to it)
         call.update(height=args.height, width=args.width)
     if args.print_ids:
         for text in prompts:
@@ -189,6 +209,8 @@ def main():
     s.add_argument("--dtype", choices=["bf16", "fp32"], default="fp32")
     s.add_argument("--out", required=True)
     s.add_argument("--guidance-scale", type=float, help="the pipeline's default when left out")
+    s.add_argument("--guidance-scale-2", type=float, help="Wan2.2-A14B: the low-noise expert's")
+    s.add_argument("--last-image", help="WanImageToVideoPipeline: first-last-frame to video")
     s.add_argument("--print-ids", action="store_true", help="print the tokenizer's ids of the prompt")
     s.add_argument("--dump-embeds", help="(HunyuanVideo-1.5) also write the encoders' outputs (omni-dp's prompt_embeds layout)")
     s.add_argument("--embeds-only", action="store_true", help="with --dump-embeds: stop after the encoders")

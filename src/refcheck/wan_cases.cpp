@@ -1,6 +1,7 @@
 #include "omnidp/refcheck/wan_cases.hpp"
 
 #include <cmath>
+#include <optional>
 #include <regex>
 
 #include "omnidp/common/error.hpp"
@@ -55,6 +56,11 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
       required<std::string>(j, "pipeline", case_dir).find("expand_timesteps=True") !=
       std::string::npos;
   parts.vae = models::wan::load_autoencoder_kl_wan(rel("vae"), options.dtype, options.device);
+  // Wan2.1 I2V: CLIPVisionModel and CLIPImageProcessor, saved into one folder.
+  if (j.contains("image_encoder")) {
+    parts.image_encoder = models::vision::load_clip_image_encoder(
+        rel("image_encoder"), rel("image_encoder"), options.dtype, options.device);
+  }
   parts.model_name = "refcheck";
   parts.device_name = options.device.str();
   models::wan::WanPipeline pipeline(std::move(parts), options.device);
@@ -71,18 +77,26 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   in.prompt_embeds = io.tensor("prompt_embeds");
   if (io.contains("negative_prompt_embeds"))
     in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
-  const auto image_of = [&](const char* key) {
+  const auto rgb_of = [&](const char* key) {
     const auto pixels = io.tensor(key).round().clamp(0, 255).to(torch::kUInt8).contiguous();
     RgbImage image;
     image.height = static_cast<int>(pixels.size(0));
     image.width = static_cast<int>(pixels.size(1));
     image.data.assign(pixels.data_ptr<std::uint8_t>(),
                       pixels.data_ptr<std::uint8_t>() + pixels.numel());
-    return models::wan::preprocess_image(image, in.height, in.width);
+    return image;
   };
   if (i2v) {
-    in.image = image_of("image_rgb_uint8");
-    if (io.contains("last_image_rgb_uint8")) in.last_image = image_of("last_image_rgb_uint8");
+    const auto first = rgb_of("image_rgb_uint8");
+    in.image = models::wan::preprocess_image(first, in.height, in.width);
+    std::optional<RgbImage> last;
+    if (io.contains("last_image_rgb_uint8")) {
+      last = rgb_of("last_image_rgb_uint8");
+      in.last_image = models::wan::preprocess_image(*last, in.height, in.width);
+    }
+    if (j.contains("image_encoder")) {
+      in.image_embeds = pipeline.encode_image(first, last ? &*last : nullptr);
+    }
   }
 
   std::vector<CaseResult> results;

@@ -254,12 +254,15 @@ void write_wan_snapshot(const fs::path& snap) {
 
 // The Wan family's layouts (models/wan/family.hpp) from the repository's tiny fixtures
 // (scripts/wan_family_fixtures.py): Wan2.1 text-to-video, Wan2.2-A14B text-to-video (two
-// experts, boundary 0.875) and image-to-video (two 36-channel experts, boundary 0.9).
-enum class WanFamilySnapshot { wan21_t2v, a14b_t2v, a14b_i2v };
+// experts, boundary 0.875) and image-to-video (two 36-channel experts, boundary 0.9), and
+// Wan2.1 image-to-video (one 36-channel transformer with image_dim, CLIP image_encoder/ and
+// image_processor/).
+enum class WanFamilySnapshot { wan21_t2v, a14b_t2v, a14b_i2v, wan21_i2v };
 
 void write_wan_family_snapshot(const fs::path& snap, WanFamilySnapshot kind) {
-  const bool two = kind != WanFamilySnapshot::wan21_t2v;
-  const bool i2v = kind == WanFamilySnapshot::a14b_i2v;
+  const bool clip = kind == WanFamilySnapshot::wan21_i2v;
+  const bool two = kind != WanFamilySnapshot::wan21_t2v && !clip;
+  const bool i2v = kind == WanFamilySnapshot::a14b_i2v || clip;
   json index = {
       {"_class_name", i2v ? "WanImageToVideoPipeline" : "WanPipeline"},
       {"_diffusers_version", "0.35.0.dev0"},
@@ -272,12 +275,22 @@ void write_wan_family_snapshot(const fs::path& snap, WanFamilySnapshot kind) {
       {"transformer_2", two ? json{"diffusers", "WanTransformer3DModel"} : json{nullptr, nullptr}},
       {"vae", {"diffusers", "AutoencoderKLWan"}}};
   if (i2v) {
-    index["image_encoder"] = {nullptr, nullptr};
-    index["image_processor"] = {nullptr, nullptr};
+    index["image_encoder"] = clip ? json{"transformers", "CLIPVisionModel"} : json{nullptr, nullptr};
+    index["image_processor"] =
+        clip ? json{"transformers", "CLIPImageProcessor"} : json{nullptr, nullptr};
+  }
+  if (clip) {
+    for (const char* f : {"config.json", "model.safetensors"}) {
+      link(ref("clip_vision") / f, snap / "image_encoder" / f);
+    }
+    link(ref("clip_vision") / "preprocessor_config.json",
+         snap / "image_processor" / "preprocessor_config.json");
   }
   write_text(snap / "model_index.json", index.dump(2));
   // UMT5 of the fixture is 64 wide, the family's tiny transformers 32.
-  const std::string t1 = i2v ? "wan_i2v_transformer" : "wan21_transformer";
+  const std::string t1 = clip  ? "wan21_i2v_transformer"
+                         : i2v ? "wan_i2v_transformer"
+                               : "wan21_transformer";
   const json text_width = {{"text_dim", 64}};
   const std::map<std::string, std::int64_t> widen{
       {"condition_embedder.text_embedder.linear_1.weight", 64}};
@@ -599,6 +612,47 @@ TEST_F(SnapshotE2e, A14bImageToVideoFromAnImage) {
   ASSERT_EQ(rows.size(), 2U);
   expect_shape(rows.at("i"), 5, 32, 48);
   EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
+}
+
+// Wan2.1 I2V: the CLIP tokens of the request's image in every block's cross-attention.
+TEST_F(SnapshotE2e, Wan21ImageToVideoTakesTheImagesClipTokens) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
+  write_png(dir_ / "img" / "a.png", 60, 40);
+  write_png(dir_ / "img" / "b.png", 40, 60);  // another image: other tokens, other latents
+  ASSERT_FALSE(HasFatalFailure());
+  const auto rows = generate(
+      "wan2.1-i2v-14b", 32, 48,
+      {R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+       R"({"id": "j", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+       R"({"id": "k", "prompt": "the cat walks on the grass", "image": "img/b.png", "seed": 1})"});
+  ASSERT_EQ(rows.size(), 3U);
+  expect_shape(rows.at("i"), 5, 32, 48);
+  EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
+  EXPECT_NE(sha(rows, "i"), sha(rows, "k"));
+}
+
+TEST_F(SnapshotE2e, ATransformerWithImageDimNeedsItsImageEncoder) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
+  fs::remove_all(dir_ / "snap" / "image_encoder");
+  fs::remove_all(dir_ / "snap" / "image_processor");
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"snap/transformer/config.json: image_dim 32 is set, but the snapshot has no "
+       "image_encoder/ (CLIP)"});
+}
+
+TEST_F(SnapshotE2e, AnImageEncoderOfAnotherWidthIsNamed) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
+  fs::remove(dir_ / "snap" / "image_encoder" / "config.json");
+  auto config = json::parse(read_text(ref("clip_vision") / "config.json"));
+  config["hidden_size"] = 48;
+  write_text(dir_ / "snap" / "image_encoder" / "config.json", config.dump());
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused(
+      {"snap/image_encoder/config.json: hidden_size 48 does not match image_dim 32 of "
+       "@DIR@/snap/transformer/config.json"});
 }
 
 TEST_F(SnapshotE2e, AnA14bSnapshotIsNotTheNameItIsGiven) {

@@ -26,7 +26,8 @@ const std::vector<ModelChoice> kModels{{"synthetic", false, {}, false},
                                        {"wan", true, heads_of, false},
                                        {"wan2.2-t2v-a14b", true, heads_of, false},
                                        {"wan2.2-i2v-a14b", true, heads_of, false},
-                                       {"hunyuanvideo-1.5", true, heads_of, false}};
+                                       {"hunyuanvideo-1.5", true, heads_of, false},
+                                       {"wan2.1-i2v-14b", true, heads_of, false}};
 
 // The ConfigError message (what()) of parsing `yaml`, or "" when it parses.
 std::string parse_error(const std::string& yaml) {
@@ -110,8 +111,9 @@ TEST(ConfigDefaults, EmbeddedDefaultIsTinyYamlAndValidates) {
 }
 
 TEST(ConfigDefaults, ShippedConfigsValidate) {
-  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml",
-                           "wan22-t2v-a14b.yaml", "wan22-i2v-a14b.yaml", "wan21-t2v.yaml"}) {
+  for (const char* name :
+       {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml", "wan22-t2v-a14b.yaml",
+        "wan22-i2v-a14b.yaml", "wan21-t2v.yaml", "wan21-i2v.yaml"}) {
     SCOPED_TRACE(name);
     Config config = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     EXPECT_NO_THROW(validate_and_resolve(config, kModels));
@@ -381,7 +383,8 @@ TEST(ConfigValidate, ModelRules) {
   EXPECT_EQ(
       validate_error("model: {name: tiny-wna}\n"),
       "model.name: unknown model 'tiny-wna' (expected synthetic | tiny-wan | wan2.2-ti2v-5b | "
-      "wan | wan2.2-t2v-a14b | wan2.2-i2v-a14b | hunyuanvideo-1.5; did you mean 'tiny-wan'?)");
+      "wan | wan2.2-t2v-a14b | wan2.2-i2v-a14b | hunyuanvideo-1.5 | wan2.1-i2v-14b; did you "
+      "mean 'tiny-wan'?)");
   EXPECT_EQ(validate_error("model: {name: wan2.2-ti2v-5b, weights: pretrained}\n"),
             "model.path: required when model.weights is 'pretrained' (got '')");
   EXPECT_EQ(validate_error("model: {name: synthetic, weights: pretrained, path: /m}\n"),
@@ -709,8 +712,9 @@ void expect_round_trip(const Config& config) {
 TEST(ConfigToYaml, RoundTripsExactly) {
   expect_round_trip(Config{});
   expect_round_trip(default_config());
-  for (const char* name : {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml",
-                           "wan22-t2v-a14b.yaml", "wan22-i2v-a14b.yaml", "wan21-t2v.yaml"}) {
+  for (const char* name :
+       {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml", "wan22-t2v-a14b.yaml",
+        "wan22-i2v-a14b.yaml", "wan21-t2v.yaml", "wan21-i2v.yaml"}) {
     SCOPED_TRACE(name);
     Config c = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     expect_round_trip(c);

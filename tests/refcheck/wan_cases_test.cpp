@@ -113,5 +113,18 @@ TEST(WanFamilyCases, A14bFirstLastFrameToVideo) {
   expect_all_pass(run_case(dir, "wan_pipeline_a14b_flf2v", RefcheckOptions{}), kPipelineChecks);
 }
 
+// Wan2.1 I2V: CLIPVisionModel's hidden_states[-2] of the image through the image embedder
+// into every block's added K/V cross-attention, beside the 36-channel concatenation.
+TEST(WanFamilyCases, Wan21ImageToVideoAttendsToTheClipTokens) {
+  const auto dir = family_case("wan_pipeline_21_i2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_21_i2v", RefcheckOptions{}), kPipelineChecks);
+}
+
+// ... and first-last-frame: both images' tokens, with the image embedder's pos_embed.
+TEST(WanFamilyCases, Wan21FirstLastFrameToVideoTakesBothImagesTokens) {
+  const auto dir = family_case("wan_pipeline_21_flf2v");
+  expect_all_pass(run_case(dir, "wan_pipeline_21_flf2v", RefcheckOptions{}), kPipelineChecks);
+}
+
 }  // namespace
 }  // namespace omnidp::refcheck

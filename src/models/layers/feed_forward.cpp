@@ -7,23 +7,27 @@ namespace omnidp::models {
 
 FeedForwardActivation feed_forward_activation(const std::string& name) {
   if (name == "gelu-approximate") return FeedForwardActivation::gelu_tanh;
+  if (name == "gelu") return FeedForwardActivation::gelu;
   if (name == "linear-silu") return FeedForwardActivation::silu;
   throw ModelError("unknown feed-forward activation '" + name + "'");
 }
 
 FeedForwardImpl::FeedForwardImpl(std::int64_t dim, std::int64_t inner_dim,
                                  FeedForwardActivation activation, TensorShard shard,
-                                 const ParamSpec& spec, const std::string& owner)
+                                 const ParamSpec& spec, const std::string& owner,
+                                 std::int64_t out_dim)
     : activation_(activation) {
   (void)shard_part(inner_dim, shard, owner, "FFN columns");
   auto net = register_module("net", std::make_shared<torch::nn::Module>("net"));
   auto act = net->register_module("0", std::make_shared<torch::nn::Module>("0"));
   proj = act->register_module("proj", ColumnParallelLinear(dim, inner_dim, true, shard, spec, owner));
-  out = net->register_module("2", RowParallelLinear(inner_dim, dim, true, shard, spec, owner));
+  out = net->register_module(
+      "2", RowParallelLinear(inner_dim, out_dim > 0 ? out_dim : dim, true, shard, spec, owner));
 }
 
 torch::Tensor FeedForwardImpl::up(const torch::Tensor& x) const {
   if (activation_ == FeedForwardActivation::silu) return torch::silu(proj->forward(x));
+  if (activation_ == FeedForwardActivation::gelu) return torch::gelu(proj->forward(x));
   // The FP8 GEMM has no GELU epilogue: its bias is in the epilogue, GELU a pass of its own.
   if (proj->method().quantized()) return torch::gelu(proj->forward(x), "tanh");
   return linear_gelu_tanh(x, proj->weight, proj->bias);

@@ -5,6 +5,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/vision/flops.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 
@@ -200,6 +201,72 @@ torch::Tensor clip_preprocess(const RgbImage& image, const ClipImageProcessorOpt
     x = std::move(crop);
   }
   return siglip_preprocess(x, o.normalize);
+}
+
+ClipImageEncoder::ClipImageEncoder(ClipVisionModel model, ClipImageProcessorOptions processor)
+    : model_(std::move(model)), processor_(std::move(processor)) {}
+
+torch::Tensor ClipImageEncoder::encode(const RgbImage& image) {
+  torch::NoGradGuard no_grad;
+  return model_->penultimate_hidden_state(clip_preprocess(image, processor_));
+}
+
+double ClipImageEncoder::encode_flops() const { return clip_vision_flops(model_->options()); }
+
+std::int64_t ClipImageEncoder::tokens() const { return model_->options().num_patches() + 1; }
+
+std::unique_ptr<ClipImageEncoder> load_clip_image_encoder(const fs::path& encoder_dir,
+                                                          const fs::path& processor_dir,
+                                                          torch::ScalarType dtype,
+                                                          torch::Device device) {
+  const auto file = processor_dir / "preprocessor_config.json";
+  if (!fs::is_regular_file(file)) {
+    throw WeightsError(file.string(), "missing: the CLIP image processor's configuration");
+  }
+  auto processor = ClipImageProcessorOptions::from_json(read_json(file), file.string());
+  return std::make_unique<ClipImageEncoder>(load_clip_vision(encoder_dir, dtype, device),
+                                            std::move(processor));
+}
+
+json clip_vit_h14_config() {
+  return json{{"architectures", {"CLIPVisionModel"}},
+              {"model_type", "clip_vision_model"},
+              {"hidden_size", 1280},
+              {"intermediate_size", 5120},
+              {"num_hidden_layers", 32},
+              {"num_attention_heads", 16},
+              {"num_channels", 3},
+              {"image_size", 224},
+              {"patch_size", 14},
+              {"hidden_act", "gelu"},
+              {"layer_norm_eps", 1e-5},
+              {"projection_dim", 1024}};
+}
+
+json clip_processor_config(int size) {
+  return json{{"image_processor_type", "CLIPImageProcessor"},
+              {"size", {{"shortest_edge", size}}},
+              {"crop_size", {{"height", size}, {"width", size}}},
+              {"do_resize", true},
+              {"do_center_crop", true},
+              {"do_rescale", true},
+              {"rescale_factor", 1.0 / 255.0},
+              {"do_normalize", true},
+              {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
+              {"image_std", {0.26862954, 0.26130258, 0.27577711}},
+              {"resample", 3}};
+}
+
+std::unique_ptr<ClipImageEncoder> random_clip_image_encoder(const json& config,
+                                                            const json& processor, std::uint64_t seed,
+                                                            torch::ScalarType dtype,
+                                                            torch::Device device) {
+  ClipVisionModel model(clip_vision_options(config, "random CLIP config"), ParamSpec{dtype, device});
+  init_random_weights(*model, seed);
+  freeze(*model);
+  model->eval();
+  return std::make_unique<ClipImageEncoder>(
+      std::move(model), ClipImageProcessorOptions::from_json(processor, "random CLIP processor"));
 }
 
 }  // namespace omnidp::models::vision

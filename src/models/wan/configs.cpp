@@ -38,12 +38,29 @@ WanTransformerOptions WanTransformerOptions::from_json_text(const std::string& t
     throw WeightsError(origin, "unsupported qk_norm " + j.at("qk_norm").dump() +
                                    " (only \"rms_norm_across_heads\")");
   }
-  for (const char* key : {"image_dim", "added_kv_proj_dim", "pos_embed_seq_len"}) {
-    if (j.contains(key) && !j.at(key).is_null()) {
-      throw WeightsError(origin,
-                         std::string("unsupported: '") + key +
-                             "' is set (the Wan2.1 image-embedding variant is not implemented)");
-    }
+  const auto optional_width = [&](const char* key) -> std::int64_t {
+    if (!j.contains(key) || j.at(key).is_null()) return 0;
+    const auto v = config_value<std::int64_t>(j, key, 0, origin);
+    if (v <= 0) throw WeightsError(origin, std::string(key) + " must be > 0 or null");
+    return v;
+  };
+  o.image_dim = optional_width("image_dim");
+  o.added_kv_proj_dim = optional_width("added_kv_proj_dim");
+  o.pos_embed_seq_len = optional_width("pos_embed_seq_len");
+  if ((o.image_dim > 0) != (o.added_kv_proj_dim > 0)) {
+    throw WeightsError(origin,
+                       "image_dim and added_kv_proj_dim go together (Wan2.1 image-to-video: the "
+                       "CLIP image tokens and the cross-attention's added K/V projections)");
+  }
+  if (o.added_kv_proj_dim > 0 && o.added_kv_proj_dim != o.inner_dim()) {
+    throw WeightsError(origin, "added_kv_proj_dim " + std::to_string(o.added_kv_proj_dim) +
+                                   " must equal num_attention_heads x attention_head_dim " +
+                                   std::to_string(o.inner_dim()) +
+                                   " (the embedded image tokens are that wide)");
+  }
+  if (o.pos_embed_seq_len > 0 && o.image_dim == 0) {
+    throw WeightsError(origin,
+                       "pos_embed_seq_len needs image_dim (the image embedder's positions)");
   }
   if (o.num_attention_heads <= 0 || o.attention_head_dim <= 0 || o.attention_head_dim % 2 != 0 ||
       o.num_layers < 0 || o.in_channels <= 0 || o.out_channels <= 0 || o.freq_dim % 2 != 0 ||

@@ -13,6 +13,7 @@
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
+#include "omnidp/models/vision/clip.hpp"
 #include "omnidp/models/wan/family.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -121,10 +122,14 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
       parts.transformer_2 = load_wan_transformer(root / "transformer_2", dtype, device, shard);
     }
     parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
+    if (layout.image_encoder) {
+      parts.image_encoder = vision::load_clip_image_encoder(
+          root / "image_encoder", root / "image_processor", dtype, device);
+    }
     parts.scheduler =
         unipc_options_from_config(read_json(root / "scheduler" / "scheduler_config.json"));
   } else {
-    // Seeds: transformer weights_seed, VAE + 1, text + 2, the low-noise expert + 3.
+    // Seeds: transformer weights_seed, VAE + 1, text + 2, the low-noise expert + 3, CLIP + 4.
     const ParamSpec spec{dtype, device};
     parts.transformer = random_transformer(layout.transformer, m.weights_seed, spec, shard);
     if (layout.transformer_2) {
@@ -138,6 +143,21 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     freeze(*vae);
     log_debug("wan: random VAE: " + since(t));
     parts.vae = vae;
+    // The image encoder (seed + 4): the released CLIP ViT-H/14, or the fixtures' tiny one.
+    if (layout.image_encoder) {
+      const bool released = layout.transformer.image_dim == 1280;
+      auto clip = released ? vision::clip_vit_h14_config()
+                           : nlohmann::json{{"hidden_size", layout.transformer.image_dim},
+                                            {"intermediate_size", 2 * layout.transformer.image_dim},
+                                            {"num_hidden_layers", 3},
+                                            {"num_attention_heads", 2},
+                                            {"image_size", 32},
+                                            {"patch_size", 8},
+                                            {"hidden_act", "gelu"}};
+      parts.image_encoder = vision::random_clip_image_encoder(
+          clip, vision::clip_processor_config(clip.at("image_size").get<int>()), m.weights_seed + 4,
+          dtype, device);
+    }
   }
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
@@ -194,8 +214,7 @@ void register_wan_models(ModelTable& table) {
     r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
     r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
     r.facts.default_guidance_scale = 5.0;  // diffusers' WanPipeline default
-    if (name != "wan" && name != "wan2.1-i2v-14b")
-      describe_layout(*builtin_wan_layout(name), r.facts);
+    if (name != "wan") describe_layout(*builtin_wan_layout(name), r.facts);
     // A snapshot's configs (read, and checked against a released name), else the built-in ones.
     r.describe = [name](const ModelConfig& model, ModelInfo& info) {
       const fs::path root(model.path);

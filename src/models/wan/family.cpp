@@ -41,6 +41,13 @@ WanTransformerOptions tiny(std::int64_t in) {
   return o;
 }
 
+// Wan2.1 I2V's CLIP image tokens: image_dim (the image encoder's width) and the added K/V.
+WanTransformerOptions with_image_tokens(WanTransformerOptions o, std::int64_t image_dim) {
+  o.image_dim = image_dim;
+  o.added_kv_proj_dim = o.inner_dim();
+  return o;
+}
+
 AutoencoderKLWanOptions tiny_wan21_vae() {
   auto o = AutoencoderKLWanOptions::wan21();
   o.base_dim = o.decoder_base_dim = 8;
@@ -82,7 +89,8 @@ const std::vector<std::string>& wan_model_names() {
                                               "tiny-wan",
                                               "tiny-wan2.1-t2v",
                                               "tiny-wan2.2-t2v-a14b",
-                                              "tiny-wan2.2-i2v-a14b"};
+                                              "tiny-wan2.2-i2v-a14b",
+                                              "tiny-wan2.1-i2v"};
   return names;
 }
 
@@ -113,9 +121,12 @@ std::optional<WanLayout> builtin_wan_layout(std::string_view name) {
   } else if (name == "tiny-wan2.2-i2v-a14b") {
     l = layout(tiny(36), tiny_wan21_vae(), true, kI2vBoundary);
   } else if (name == "wan2.1-i2v-14b") {
-    throw ConfigError("model.name",
-                      "wan2.1-i2v-14b is not served yet: its CLIP image path (image_dim, added "
-                      "K/V projections) is not implemented (docs/models.md, \"The Wan family\")");
+    l = layout(with_image_tokens(released(40, 40, 13824, 36, 16), 1280),
+               AutoencoderKLWanOptions::wan21(), true);
+    l->image_encoder = true;
+  } else if (name == "tiny-wan2.1-i2v") {
+    l = layout(with_image_tokens(tiny(36), 32), tiny_wan21_vae(), true);
+    l->image_encoder = true;
   }
   if (l) l->origin = "built-in " + std::string(name);
   return l;
@@ -134,7 +145,9 @@ std::string wan_variant_name(const WanLayout& l) {
     if (t.in_channels == 36 && l.image_to_video && !l.image_encoder) return "wan2.2-i2v-a14b";
     return "";
   }
-  if (t.in_channels == 36 && l.image_to_video && l.image_encoder) return "wan2.1-i2v-14b";
+  if (t.in_channels == 36 && l.image_to_video && l.image_encoder && t.image_tokens()) {
+    return "wan2.1-i2v-14b";
+  }
   if (t.in_channels == 16 && !l.image_to_video) {
     if (dim == 1536) return "wan2.1-t2v-1.3b";
     if (dim == 5120) return "wan2.1-t2v-14b";
@@ -215,6 +228,31 @@ WanLayout read_wan_snapshot(const fs::path& root) {
                        "(CLIPImageProcessor: preprocessor_config.json)");
   }
   l.image_encoder = encoder;
+  if (encoder != l.transformer.image_tokens()) {
+    throw WeightsError(encoder ? (root / "image_encoder").string() : transformer_file.string(),
+                       encoder
+                           ? "the snapshot has an image encoder, but " + transformer_file.string() +
+                                 " has no image_dim (no transformer here takes image tokens)"
+                           : "image_dim " + std::to_string(l.transformer.image_dim) +
+                                 " is set, but the snapshot has no image_encoder/ (CLIP)");
+  }
+  if (encoder) {
+    const auto clip_file =
+        component_config("image_encoder", "CLIPVisionModel: config.json + safetensors");
+    const auto clip = read_json_object(clip_file);
+    const auto& vision = clip.contains("vision_config") ? clip.at("vision_config") : clip;
+    const auto width = vision.is_object() && vision.contains("hidden_size") &&
+                               vision.at("hidden_size").is_number_integer()
+                           ? vision.at("hidden_size").get<std::int64_t>()
+                           : std::int64_t{768};  // CLIPVisionConfig's default
+    if (width != l.transformer.image_dim) {
+      throw WeightsError(clip_file.string(),
+                         "hidden_size " + std::to_string(width) + " does not match image_dim " +
+                             std::to_string(l.transformer.image_dim) + " of " +
+                             transformer_file.string() +
+                             " (the encoder's tokens are the transformer's image input)");
+    }
+  }
   const auto z = l.vae.z_dim;
   const auto& t = l.transformer;
   if (t.out_channels != z) {
@@ -260,7 +298,7 @@ WanLayout resolve_wan_layout(const std::string& name, const std::string& path, b
       throw ConfigError("model.path",
                         "model.name 'wan' reads its variant from a Diffusers snapshot: set "
                         "model.path, or name the variant (wan2.1-t2v-1.3b, wan2.1-t2v-14b, "
-                        "wan2.2-t2v-a14b, wan2.2-i2v-a14b, wan2.2-ti2v-5b)");
+                        "wan2.1-i2v-14b, wan2.2-t2v-a14b, wan2.2-i2v-a14b, wan2.2-ti2v-5b)");
     }
     if (pretrained) {
       throw ConfigError("model.path", name + " with pretrained weights needs model.path");

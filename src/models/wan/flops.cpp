@@ -110,8 +110,10 @@ RequestFlops wan_request_flops(const WanTransformerOptions& t, const Autoencoder
       (latent_frames / t.patch_size[0]) * (h / t.patch_size[1]) * (w / t.patch_size[2]);
   RequestFlops f;
   const double steps = static_cast<double>(in.num_inference_steps);
-  f.transformer = steps * wan_forward_flops(t, tokens, in.text_tokens);
-  if (in.cfg) f.transformer += steps * wan_forward_flops(t, tokens, in.negative_text_tokens);
+  f.transformer = steps * wan_forward_flops(t, tokens, in.text_tokens, in.image_tokens);
+  if (in.cfg) {
+    f.transformer += steps * wan_forward_flops(t, tokens, in.negative_text_tokens, in.image_tokens);
+  }
   f.vae = wan_vae_decode_flops(v, latent_frames, h, w);
   // I2V: the image alone (expand_timesteps), or the whole conditioning video (the image, zero
   // frames, an optional last image: the 36-channel transformers).
@@ -120,6 +122,7 @@ RequestFlops wan_request_flops(const WanTransformerOptions& t, const Autoencoder
                                       : wan_vae_encode_flops(v, in.num_frames, in.height, in.width);
   }
   f.text = in.text_flops;
+  f.image = in.image_flops;
   return f;
 }
 

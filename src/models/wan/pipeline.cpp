@@ -62,6 +62,19 @@ WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
       parts_.transformer_2->options().in_channels != parts_.transformer->options().in_channels) {
     throw ModelError("the two transformers take different input channels");
   }
+  if (parts_.transformer->options().image_tokens() != static_cast<bool>(parts_.image_encoder)) {
+    throw ModelError(parts_.image_encoder
+                         ? "an image encoder needs a transformer with image_dim"
+                         : "a transformer with image_dim needs an image encoder (image_encoder/)");
+  }
+}
+
+torch::Tensor WanPipeline::encode_image(const RgbImage& image, const RgbImage* last_image) {
+  if (!parts_.image_encoder) throw ModelError("this Wan pipeline has no image encoder");
+  auto tokens = parts_.image_encoder->encode(image);
+  if (last_image != nullptr)
+    tokens = torch::cat({tokens, parts_.image_encoder->encode(*last_image)}, 1);
+  return tokens;
 }
 
 std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, int width) const {
@@ -122,6 +135,19 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const bool batch_cfg =
       cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
+  // CLIP image tokens (Wan2.1 I2V): the same for both branches, in the transformer's dtype.
+  if (to.image_tokens() != in.image_embeds.defined()) {
+    throw ModelError(to.image_tokens()
+                         ? "this transformer (image_dim) needs the image's CLIP tokens"
+                         : "image tokens given to a transformer without image_dim");
+  }
+  if (to.image_tokens() && in.last_image.defined() && to.pos_embed_seq_len == 0) {
+    throw ModelError(
+        "last_image needs a first-last-frame transformer (pos_embed_seq_len): this one "
+        "takes the first image's CLIP tokens only");
+  }
+  const auto image_tokens =
+      in.image_embeds.defined() ? in.image_embeds.to(device_, tdtype) : torch::Tensor();
 
   UniPCOptions so = parts_.scheduler;
   so.flow_shift = in.flow_shift;
@@ -196,9 +222,11 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
              experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale),
              {},
              {}};
-    if (branch == 0) e.text = (*m)->prepare_context(context);
+    // The image tokens belong to the transformer that has image_dim (one expert only).
+    const auto image = (*m)->options().image_tokens() ? image_tokens : torch::Tensor();
+    if (branch == 0) e.text = (*m)->prepare_context(context, image);
     if (do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)) {
-      e.negative_text = (*m)->prepare_context(negative);
+      e.negative_text = (*m)->prepare_context(negative, image);
     }
     experts.push_back(std::move(e));
   }
@@ -303,6 +331,10 @@ std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
   in.i2v = request.task == Task::i2v;
   in.text_tokens = kWanTextTokens;
   in.negative_text_tokens = kWanTextTokens;
+  if (parts_.image_encoder && in.i2v) {
+    in.image_tokens = parts_.image_encoder->tokens();
+    in.image_flops = parts_.image_encoder->encode_flops();
+  }
   bool prompt_from_file = false;
   bool negative_from_file = false;
   if (!request.prompt_embeds.empty()) {
@@ -336,6 +368,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
     const RgbImage image =
         decode_image_rgb(request.image, parts_.max_image_pixels, request.image_sha256);
     in.image = preprocess_image(image, request.height, request.width);
+    if (parts_.image_encoder) in.image_embeds = encode_image(image);
   }
   // The rounded size decides the latent shape (sample() rounds the same way).
   const auto& vo = parts_.vae->options();

@@ -25,7 +25,7 @@ Rope3dOptions wan_rope_options(const WanTransformerOptions& o) {
 // Layers
 
 WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                                   TensorShard shard, const ParamSpec& spec)
+                                   TensorShard shard, const ParamSpec& spec, std::int64_t added_kv)
     : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), cross_(cross) {
   const std::string owner = "WanTransformer3DModel";
   // One GEMM for q, k and v (self) or k and v (cross, whose q reads x, not the context).
@@ -40,13 +40,21 @@ WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double 
   to_out->push_back(out_);
   norm_q = register_module("norm_q", HeadNorm(dim, eps, shard, spec, owner));
   norm_k = register_module("norm_k", HeadNorm(dim, eps, shard, spec, owner));
+  if (added_kv > 0) {
+    if (!cross) throw ModelError("added K/V projections belong to a cross-attention");
+    add_k_proj =
+        register_module("add_k_proj", ColumnParallelLinear(added_kv, dim, true, shard, spec, owner));
+    add_v_proj =
+        register_module("add_v_proj", ColumnParallelLinear(added_kv, dim, true, shard, spec, owner));
+    norm_added_k = register_module("norm_added_k", HeadNorm(dim, eps, shard, spec, owner));
+  }
 }
 
 void WanAttentionImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
   in_.to(device, dtype);
 }
 
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch::Tensor& context) {
+WanKeyValues WanAttentionImpl::context_kv(const torch::Tensor& context) {
   if (!cross_) throw ModelError("context_kv: not a cross-attention");
   const auto kv = in_.forward(context);
   const std::int64_t head_dim = kv[0].size(2) / heads_;
@@ -54,9 +62,29 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::context_kv(const torch
   return {k, kv[1].unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
 }
 
-torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x,
-                                       const std::pair<torch::Tensor, torch::Tensor>& kv) {
-  return out_->forward(attention(to_q->forward(x), {}, kv.first, kv.second, {}));
+WanKeyValues WanAttentionImpl::image_kv(const torch::Tensor& image) {
+  if (!add_k_proj) throw ModelError("image_kv: this attention has no added K/V projections");
+  const auto k = add_k_proj->forward(image);
+  const std::int64_t head_dim = k.size(2) / heads_;
+  return {norm_added_k->forward(k, {}, head_dim).unflatten(2, {heads_, -1}),
+          add_v_proj->forward(image).unflatten(2, {heads_, -1})};
+}
+
+torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const WanKeyValues& kv,
+                                       const WanKeyValues& image_kv) {
+  return out_->forward(cross_attention(to_q->forward(x), {}, kv, image_kv));
+}
+
+torch::Tensor WanAttentionImpl::cross_attention(const torch::Tensor& q, const torch::Tensor& q_bias,
+                                                const WanKeyValues& kv, const WanKeyValues& image_kv) {
+  if (!image_kv.first.defined()) return attention(q, q_bias, kv.first, kv.second, {});
+  if (!add_k_proj) throw ModelError("image keys given to an attention without added K/V");
+  // One normalised query for both: the image part first, as the reference computes it; the
+  // sum is the same either way.
+  const std::int64_t head_dim = q.size(2) / heads_;
+  const auto qn = norm_q->forward(q, {}, head_dim, q_bias).unflatten(2, {heads_, -1});
+  const auto image = models::attend({}, qn, image_kv.first, image_kv.second).first;
+  return models::attend({}, qn, kv.first, kv.second).first + image;
 }
 
 torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias,
@@ -106,10 +134,10 @@ std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
 }
 
 std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
-    const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv) {
-  if (!defers_biases() || !cross_) return {attend(x, kv), {}};
+    const torch::Tensor& x, const WanKeyValues& kv, const WanKeyValues& image_kv) {
+  if (!defers_biases() || !cross_) return {attend(x, kv, image_kv), {}};
   const auto [q, q_bias] = to_q->forward_skip_bias(x);
-  return out_->forward_skip_bias(attention(q, q_bias, kv.first, kv.second, {}));
+  return out_->forward_skip_bias(cross_attention(q, q_bias, kv, image_kv));
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
@@ -117,8 +145,8 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
     : dim_(o.inner_dim()), eps_(o.eps) {
   attn1 =
       register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false, shard, spec));
-  attn2 =
-      register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard, spec));
+  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard,
+                                                spec, o.added_kv_proj_dim));
   if (o.cross_attn_norm) {
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(
@@ -140,9 +168,11 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x, const tor
   return forward(x, prepare(context), temb_proj, rope_freqs, sequence);
 }
 
-WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context) {
+WanPreparedBlock WanTransformerBlockImpl::prepare(const torch::Tensor& context,
+                                                  const torch::Tensor& image) {
   WanPreparedBlock prepared;
   prepared.context_kv = attn2->context_kv(context);
+  if (image.defined()) prepared.image_kv = attn2->image_kv(image);
   if (attn1->defers_biases()) prepared.self_out_bias = attn1->folded_out_bias();
   return prepared;
 }
@@ -179,7 +209,8 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   // 2. Cross-attention (norm2 keeps float32 weights), plain residual.
   const auto hf = flat(h);
   norm_x = norm2 ? fp32_affine_layer_norm(hf, norm2->weight, norm2->bias, eps_) : hf;
-  const auto [cross, cross_bias] = attn2->attend_deferred(norm_x, prepared.context_kv);
+  const auto [cross, cross_bias] =
+      attn2->attend_deferred(norm_x, prepared.context_kv, prepared.image_kv);
   h = gated_residual(h, grouped(cross), {}, dtype, cross_bias);
 
   // 3. Feed-forward with c_shift/c_scale, residual with c_gate.
@@ -199,6 +230,40 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
   time_proj = register_module("time_proj", Linear(o.inner_dim(), 6 * o.inner_dim(), true, spec));
   text_embedder = register_module(
       "text_embedder", EmbeddingMlp(o.text_dim, o.inner_dim(), EmbeddingActivation::gelu_tanh, spec));
+  if (o.image_tokens()) {
+    image_embedder = register_module("image_embedder", WanImageEmbedding(o, spec));
+  }
+}
+
+WanImageEmbeddingImpl::WanImageEmbeddingImpl(const WanTransformerOptions& o, const ParamSpec& spec) {
+  const auto fp32_norm = [&](std::int64_t width) {
+    torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({width}).eps(1e-5).elementwise_affine(true));
+    norm->to(spec.device);  // float32, as the reference keeps norm1 / norm2
+    return norm;
+  };
+  norm1 = register_module("norm1", fp32_norm(o.image_dim));
+  ff = register_module(
+      "ff", FeedForward(o.image_dim, o.image_dim, FeedForwardActivation::gelu, TensorShard{}, spec,
+                        "WanTransformer3DModel", o.inner_dim()));
+  norm2 = register_module("norm2", fp32_norm(o.inner_dim()));
+  if (o.pos_embed_seq_len > 0) {
+    pos_embed = register_parameter(
+        "pos_embed", torch::zeros({1, o.pos_embed_seq_len, o.image_dim},
+                                  torch::TensorOptions().dtype(spec.dtype).device(spec.device)));
+  }
+}
+
+torch::Tensor WanImageEmbeddingImpl::forward(const torch::Tensor& image) const {
+  const auto width = norm1->weight.size(0);
+  if (image.dim() != 3 || image.size(2) != width ||
+      (pos_embed.defined() && image.size(1) != pos_embed.size(1))) {
+    throw ModelError("image tokens must be [B, " +
+                     (pos_embed.defined() ? std::to_string(pos_embed.size(1)) : std::string("L")) +
+                     ", " + std::to_string(width) + "], got " + c10::str(image.sizes()));
+  }
+  const auto x = pos_embed.defined() ? image + pos_embed : image;
+  const auto h = ff->forward(fp32_affine_layer_norm(x, norm1->weight, norm1->bias, 1e-5));
+  return fp32_affine_layer_norm(h, norm2->weight, norm2->bias, 1e-5);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,27 +315,44 @@ std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& 
   return {timestep, timestep.size(1)};
 }
 
-WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tensor& context) {
+WanPreparedContext WanTransformer3DModelImpl::prepare_context(const torch::Tensor& context,
+                                                              const torch::Tensor& image) {
   torch::NoGradGuard no_grad;
   if (context.dim() != 3 || context.size(2) != options_.text_dim) {
     throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
+  }
+  if (options_.image_tokens() != image.defined()) {
+    throw ModelError(options_.image_tokens()
+                         ? "this transformer (image_dim " + std::to_string(options_.image_dim) +
+                               ") needs the CLIP image tokens of the request's image"
+                         : std::string("image tokens given to a transformer without image_dim"));
   }
   WanPreparedContext prepared;
   prepared.batch = context.size(0);
   prepared.dtype = context.scalar_type();
   const auto ctx = condition_embedder->text_embedder->forward(context);
+  torch::Tensor image_ctx;
+  if (image.defined()) {
+    if (image.dim() != 3 || (image.size(0) != 1 && image.size(0) != context.size(0))) {
+      throw ModelError("image tokens must be [1 or B, L, " + std::to_string(options_.image_dim) +
+                       "], got " + c10::str(image.sizes()));
+    }
+    image_ctx = condition_embedder->image_embedder->forward(image.to(context.scalar_type()));
+    image_ctx = image_ctx.expand({context.size(0), -1, -1});
+  }
   for (const auto& block : *blocks)
-    prepared.blocks.push_back(block->as<WanTransformerBlock>()->prepare(ctx));
+    prepared.blocks.push_back(block->as<WanTransformerBlock>()->prepare(ctx, image_ctx));
   return prepared;
 }
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const torch::Tensor& context) {
+                                                 const torch::Tensor& context,
+                                                 const torch::Tensor& image) {
   if (context.dim() != 3 || (hidden.dim() > 0 && context.size(0) != hidden.size(0))) {
     throw ModelError("text context must be [B, L, " + std::to_string(options_.text_dim) + "]");
   }
-  return forward(hidden, timestep, prepare_context(context));
+  return forward(hidden, timestep, prepare_context(context, image));
 }
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
@@ -371,16 +453,20 @@ void WanTransformer3DModelImpl::quantize_fp8() {
 }
 
 Fp8Plan WanTransformer3DModelImpl::fp8_plan() {
-  // Every GEMM of the blocks but the text keys and values (computed once per request).
-  return {Fp8Accumulation::fast, "blocks", 0, {"attn2.to_k", "attn2.to_v"}};
+  // Every GEMM of the blocks but the text (and image) keys and values, computed once per request.
+  return {Fp8Accumulation::fast,
+          "blocks",
+          0,
+          {"attn2.to_k", "attn2.to_v", "attn2.add_k_proj", "attn2.add_v_proj"}};
 }
 
 double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,
-                         std::int64_t text_tokens) {
+                         std::int64_t text_tokens, std::int64_t image_tokens) {
   const double n = static_cast<double>(tokens);
   const double d = static_cast<double>(o.inner_dim());
   const double ff = static_cast<double>(o.ffn_dim);
-  const double lc = static_cast<double>(text_tokens);
+  // The image's added K/V attention is one more cross-attention context, over Li tokens.
+  const double lc = static_cast<double>(text_tokens + image_tokens);
   const double per_layer =
       2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d + 4.0 * n * lc * d + 4.0 * lc * d * d;
   return static_cast<double>(o.num_layers) * per_layer;

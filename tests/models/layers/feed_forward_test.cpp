@@ -31,14 +31,16 @@ TEST(FeedForward, CheckpointNamesAreDiffusers) {
                                              "net.2.weight [8, 24]", "net.2.bias [8]"}));
 }
 
-TEST(FeedForward, BothActivationsFollowTheirDefinitions) {
+TEST(FeedForward, EachActivationFollowsItsDefinition) {
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({2, 5, 8});
-  for (const auto activation : {FeedForwardActivation::gelu_tanh, FeedForwardActivation::silu}) {
+  for (const auto activation : {FeedForwardActivation::gelu_tanh, FeedForwardActivation::gelu,
+                                FeedForwardActivation::silu}) {
     const auto ffn = random_ffn(activation);
     const auto pre = torch::nn::functional::linear(x, ffn->proj->weight, ffn->proj->bias);
-    const auto up =
-        activation == FeedForwardActivation::silu ? torch::silu(pre) : torch::gelu(pre, "tanh");
+    const auto up = activation == FeedForwardActivation::silu   ? torch::silu(pre)
+                    : activation == FeedForwardActivation::gelu ? torch::gelu(pre)
+                                                                : torch::gelu(pre, "tanh");
     const auto want = torch::nn::functional::linear(up, ffn->out->weight, ffn->out->bias);
     EXPECT_LT(max_diff(ffn->forward(x), want), 1e-6);
     const auto [value, bias] = ffn->forward_skip_bias(x);
@@ -46,8 +48,22 @@ TEST(FeedForward, BothActivationsFollowTheirDefinitions) {
     EXPECT_TRUE(torch::equal(value + bias, ffn->forward(x)));
   }
   EXPECT_EQ(feed_forward_activation("gelu-approximate"), FeedForwardActivation::gelu_tanh);
+  EXPECT_EQ(feed_forward_activation("gelu"), FeedForwardActivation::gelu);
   EXPECT_EQ(feed_forward_activation("linear-silu"), FeedForwardActivation::silu);
   EXPECT_THROW((void)feed_forward_activation("geglu"), ModelError);
+}
+
+// Diffusers' dim_out (Wan's image embedder: 1280 -> 1280 -> 5120): net.2 widens the output.
+TEST(FeedForward, AnOutputWidthOfItsOwn) {
+  torch::NoGradGuard no_grad;
+  FeedForward ffn(8, 8, FeedForwardActivation::gelu, TensorShard{}, ParamSpec{}, "tiny", 12);
+  init_random_weights(*ffn, 4);
+  EXPECT_EQ(ffn->out->weight.sizes(), (std::vector<std::int64_t>{12, 8}));
+  const auto x = torch::randn({3, 8});
+  const auto want = torch::nn::functional::linear(
+      torch::gelu(torch::nn::functional::linear(x, ffn->proj->weight, ffn->proj->bias)),
+      ffn->out->weight, ffn->out->bias);
+  EXPECT_LT(max_diff(ffn->forward(x), want), 1e-6);
 }
 
 TEST(FeedForward, TensorParallelShardsEqualTheWholeLayer) {

@@ -55,6 +55,24 @@ TEST(ClipVision, ProcessorAndPenultimateHiddenStateAreTransformers) {
   EXPECT_THROW((void)model->penultimate_hidden_state(torch::zeros({1, 3, 16, 16})), ModelError);
 }
 
+// The ImageEncoder Wan2.1 I2V runs: the processor, then hidden_states[-2], from the two folders.
+TEST(ClipVision, TheImageEncoderIsTheProcessorThenThePenultimateHiddenState) {
+  const SafetensorsFile io(kCase / "io.safetensors");
+  const auto encoder = load_clip_image_encoder(kCase, kCase, torch::kFloat32, torch::kCPU);
+  EXPECT_EQ(encoder->tokens(), 17);
+  c10::InferenceMode inference;
+  const auto tokens = encoder->encode(fixture_image(io));
+  const auto expected = io.tensor("penultimate_hidden_state");
+  ASSERT_EQ(tokens.sizes(), expected.sizes());
+  EXPECT_LE(max_rel_error(tokens, expected), 1e-4);
+  const auto missing = fs::path(::testing::TempDir()) / "no_processor";
+  fs::create_directories(missing);
+  EXPECT_NE(omnidp::test::error_of<WeightsError>([&] {
+              (void)load_clip_image_encoder(kCase, missing, torch::kFloat32, torch::kCPU);
+            }).find("no_processor/preprocessor_config.json"),
+            std::string::npos);
+}
+
 TEST(ClipVision, ConfigDefaultsAreClipsAndBadKeysAreNamed) {
   const auto o = clip_vision_options({{"hidden_size", 64},
                                       {"intermediate_size", 128},

@@ -11,7 +11,7 @@ namespace {
 using omnidp::test::error_of;
 
 TEST(WanFamily, EachReleasedLayoutIsNamedByItsStructure) {
-  for (const char* name : {"wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.2-t2v-a14b",
+  for (const char* name : {"wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.1-i2v-14b", "wan2.2-t2v-a14b",
                            "wan2.2-i2v-a14b", "wan2.2-ti2v-5b"}) {
     SCOPED_TRACE(name);
     const auto layout = builtin_wan_layout(name);
@@ -47,21 +47,28 @@ TEST(WanFamily, TheReleasedLayoutsHaveTheReleasedShapes) {
   EXPECT_EQ(describe_wan_layout(*builtin_wan_layout("wan2.2-t2v-a14b")),
             "two experts, 40 blocks of 5120, 16 input channels, Wan2.1 VAE, text-to-video");
   EXPECT_FALSE(builtin_wan_layout("hunyuanvideo-1.5").has_value());
+  const auto clip = *builtin_wan_layout("wan2.1-i2v-14b");
+  EXPECT_EQ(clip.transformer.image_dim, 1280);
+  EXPECT_EQ(clip.transformer.added_kv_proj_dim, 5120);
+  EXPECT_EQ(clip.transformer.in_channels, 36);
+  EXPECT_TRUE(clip.image_encoder);
+  EXPECT_FALSE(clip.transformer_2.has_value());
+  // A 36-channel single transformer without image tokens is no released checkpoint.
+  auto no_tokens = clip;
+  no_tokens.transformer.image_dim = no_tokens.transformer.added_kv_proj_dim = 0;
+  EXPECT_EQ(wan_variant_name(no_tokens), "");
 }
 
 TEST(WanFamily, WhatCannotBeResolvedIsAConfigError) {
   EXPECT_EQ(error_of<ConfigError>([] { (void)resolve_wan_layout("wan", "", false); }),
             "model.path: model.name 'wan' reads its variant from a Diffusers snapshot: set "
-            "model.path, or name the variant (wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.2-t2v-a14b, "
-            "wan2.2-i2v-a14b, wan2.2-ti2v-5b)");
+            "model.path, or name the variant (wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-i2v-14b, "
+            "wan2.2-t2v-a14b, wan2.2-i2v-a14b, wan2.2-ti2v-5b)");
   EXPECT_EQ(error_of<ConfigError>([] { (void)resolve_wan_layout("tiny-wan2.2-t2v-a14b", "", true); }),
             "model.weights: tiny-wan2.2-t2v-a14b has seeded random weights only (weights: random)");
   EXPECT_EQ(error_of<ConfigError>([] { (void)resolve_wan_layout("wan2.2-t2v-a14b", "", true); }),
             "model.path: wan2.2-t2v-a14b with pretrained weights needs model.path");
-  EXPECT_NE(error_of<ConfigError>([] {
-              (void)resolve_wan_layout("wan2.1-i2v-14b", "", false);
-            }).find("wan2.1-i2v-14b is not served yet"),
-            std::string::npos);
+  EXPECT_TRUE(resolve_wan_layout("wan2.1-i2v-14b", "", false).image_encoder);
   EXPECT_TRUE(resolve_wan_layout("tiny-wan2.2-i2v-a14b", "", false).transformer_2.has_value());
 }
 

@@ -77,6 +77,39 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
   }
 }
 
+// Wan2.1 I2V's image path shards as the text path: add_k_proj / add_v_proj and norm_added_k
+// column-split, the image embedder replicated; 2 shards equal the whole model.
+TEST(WanTensorParallel, TheImageTokensShardAsTheText) {
+  torch::NoGradGuard no_grad;
+  auto o = four_heads();
+  o.in_channels = 36;
+  o.out_channels = 16;
+  o.image_dim = 24;
+  o.added_kv_proj_dim = o.inner_dim();
+  o.pos_embed_seq_len = 6;
+  torch::manual_seed(4);
+  const auto x = torch::randn({1, 36, 2, 4, 6});
+  const auto context = torch::randn({1, 5, 32});
+  const auto image = torch::randn({1, 6, 24});
+  const auto t = torch::tensor({500.0F});
+  WanTransformer3DModel whole(o);
+  init_random_weights(*whole, 9);
+  const auto want = whole->forward(x, t, context, image);
+  std::vector<torch::Tensor> got(2);
+  on_group(2, [&](int r, runtime::Collective& c) {
+    torch::NoGradGuard guard;
+    WanTransformer3DModel model(o, TensorShard{r, 2});
+    const auto plan = model->shard_plan();
+    EXPECT_TRUE(plan("blocks.0.attn2.add_k_proj.weight").has_value());
+    EXPECT_TRUE(plan("blocks.0.attn2.norm_added_k.weight").has_value());
+    EXPECT_FALSE(plan("condition_embedder.image_embedder.ff.net.2.weight").has_value());
+    init_random_weights(*model, 9, plan);
+    model->bind_parallel({&c, nullptr});
+    got[static_cast<std::size_t>(r)] = model->forward(x, t, context, image);
+  });
+  for (const auto& g : got) EXPECT_LT(max_diff(g, want), 2e-5);
+}
+
 // The loader reads only this shard's slices: every parameter of shard r is the checkpoint
 // tensor's part r along the plan's dim (or the whole tensor where the plan has none).
 TEST(WanTensorParallel, TheLoaderReadsExactlyTheShardsSlices) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,14 +65,32 @@ TEST(WanTransformerOptions, TheRealConfigIsTheSpecs) {
   EXPECT_EQ(o.text_dim, 4096);
 }
 
-TEST(WanTransformerOptions, RejectsTheImageEmbeddingVariant) {
-  try {
-    (void)WanTransformerOptions::from_json_text(R"({"image_dim": 1280})", "cfg.json");
-    FAIL() << "no error";
-  } catch (const WeightsError& e) {
-    EXPECT_NE(std::string(e.what()).find("image_dim"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("cfg.json"), std::string::npos) << e.what();
-  }
+// Wan2.1 I2V's keys: image_dim and added_kv_proj_dim together, the latter the inner width,
+// pos_embed_seq_len only with them; every other combination is no released checkpoint.
+TEST(WanTransformerOptions, TheImageTokenKeysAreReadAndCheckedTogether) {
+  const auto o = WanTransformerOptions::from_json_text(
+      R"({"num_attention_heads": 2, "attention_head_dim": 32, "image_dim": 48,
+          "added_kv_proj_dim": 64, "pos_embed_seq_len": 34})",
+      "cfg.json");
+  EXPECT_TRUE(o.image_tokens());
+  EXPECT_EQ(o.image_dim, 48);
+  EXPECT_EQ(o.added_kv_proj_dim, 64);
+  EXPECT_EQ(o.pos_embed_seq_len, 34);
+  EXPECT_FALSE(WanTransformerOptions::from_json_text(R"({"image_dim": null})", "x").image_tokens());
+  const auto error = [](const char* text) {
+    return test::error_of<WeightsError>(
+        [&] { (void)WanTransformerOptions::from_json_text(text, "cfg.json"); });
+  };
+  EXPECT_EQ(error(R"({"image_dim": 1280})"),
+            "cfg.json: image_dim and added_kv_proj_dim go together (Wan2.1 image-to-video: the "
+            "CLIP image tokens and the cross-attention's added K/V projections)");
+  EXPECT_EQ(error(R"({"image_dim": 1280, "added_kv_proj_dim": 4096})"),
+            "cfg.json: added_kv_proj_dim 4096 must equal num_attention_heads x attention_head_dim "
+            "5120 (the embedded image tokens are that wide)");
+  EXPECT_EQ(error(R"({"pos_embed_seq_len": 514})"),
+            "cfg.json: pos_embed_seq_len needs image_dim (the image embedder's positions)");
+  EXPECT_EQ(error(R"({"image_dim": 0, "added_kv_proj_dim": 5120})"),
+            "cfg.json: image_dim must be > 0 or null");
   EXPECT_THROW((void)WanTransformerOptions::from_json_text(R"({"qk_norm": "rms_norm"})", "x"),
                WeightsError);
   EXPECT_THROW((void)WanTransformerOptions::from_json_text("{not json", "x"), WeightsError);
@@ -388,6 +407,109 @@ TEST(WanTransformer, Fp8PlanTakesEveryBlockGemmButTheTextKeysAndValues) {
   EXPECT_EQ(got, want);
 }
 
+// The CLIP image path (Wan2.1 I2V): Diffusers' parameter names and shapes, the image embedder's
+// norms kept float32 in a bf16 model, the image tokens required exactly when image_dim is set
+// and of the pos_embed length where there is one, and changing the output.
+WanTransformerOptions image_token_options(std::int64_t pos_embed = 0) {
+  auto o = tiny_options();
+  o.in_channels = 36;
+  o.out_channels = 16;
+  o.image_dim = 24;
+  o.added_kv_proj_dim = o.inner_dim();
+  o.pos_embed_seq_len = pos_embed;
+  return o;
+}
+
+TEST(WanTransformer, ImageTokensTakeTheDiffusersNamesAndAreRequired) {
+  WanTransformer3DModel model(image_token_options(10));
+  init_random_weights(*model, 5);
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (const auto& p : model->named_parameters(true)) shapes[p.key()] = p.value().sizes().vec();
+  const std::map<std::string, std::vector<std::int64_t>> want{
+      {"condition_embedder.image_embedder.norm1.weight", {24}},
+      {"condition_embedder.image_embedder.ff.net.0.proj.weight", {24, 24}},
+      {"condition_embedder.image_embedder.ff.net.2.weight", {128, 24}},
+      {"condition_embedder.image_embedder.norm2.bias", {128}},
+      {"condition_embedder.image_embedder.pos_embed", {1, 10, 24}},
+      {"blocks.1.attn2.add_k_proj.weight", {128, 128}},
+      {"blocks.1.attn2.add_v_proj.bias", {128}},
+      {"blocks.1.attn2.norm_added_k.weight", {128}}};
+  for (const auto& [name, shape] : want) {
+    ASSERT_EQ(shapes.count(name), 1U) << name;
+    EXPECT_EQ(shapes[name], shape) << name;
+  }
+  EXPECT_EQ(shapes.count("blocks.0.attn1.add_k_proj.weight"), 0U);
+
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({1, 36, 2, 4, 6});
+  const auto t = torch::tensor({600.0F});
+  const auto ctx = torch::randn({1, 5, 32});
+  const auto image = torch::randn({1, 10, 24});
+  const auto out = model->forward(x, t, ctx, image);
+  EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{1, 16, 2, 4, 6}));
+  EXPECT_GT((out - model->forward(x, t, ctx, image * 2)).abs().max().item<double>(), 1e-4);
+  // A batch of 2 (CFG) takes one image for both.
+  const auto two = model->forward(torch::cat({x, x}), t.expand({2}), torch::cat({ctx, ctx}), image);
+  EXPECT_LT((two[0] - out[0]).abs().max().item<double>(), 1e-5);
+  EXPECT_NE(test::error_of<ModelError>([&] {
+              (void)model->forward(x, t, ctx);
+            }).find("needs the CLIP image tokens"),
+            std::string::npos);
+  EXPECT_NE(test::error_of<ModelError>([&] {
+              (void)model->forward(x, t, ctx, torch::randn({1, 9, 24}));
+            }).find("image tokens must be [B, 10, 24]"),
+            std::string::npos);
+  auto plain = random_tiny();
+  EXPECT_NE(test::error_of<ModelError>([&] {
+              (void)plain->prepare_context(ctx, image);
+            }).find("without image_dim"),
+            std::string::npos);
+
+  model->to_dtype(torch::kCPU, torch::kBFloat16);
+  const auto& embedder = model->condition_embedder->image_embedder;
+  EXPECT_EQ(embedder->norm1->weight.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(embedder->norm2->bias.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(embedder->ff->proj->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(embedder->pos_embed.scalar_type(), torch::kBFloat16);
+}
+
+// The image's keys and values: the same normalised queries attend to the text and to the image,
+// and the two are summed before to_out, with the deferred biases as without.
+TEST(WanAttention, AddedKeysAndValuesAddTheImageAttention) {
+  torch::manual_seed(22);
+  torch::NoGradGuard no_grad;
+  const std::int64_t dim = 32, heads = 2;
+  WanAttention cross(dim, heads, 1e-6, true, TensorShard{}, ParamSpec{}, dim);
+  for (auto& p : cross->parameters()) p.copy_(torch::randn_like(p) * 0.3);
+  const auto x = torch::randn({2, 6, dim});
+  const auto text = cross->context_kv(torch::randn({2, 4, dim}));
+  const auto image = cross->image_kv(torch::randn({2, 3, dim}));
+  torch::Tensor want;
+  {
+    const testing::FusedSwitch eager(false);
+    const auto q = cross->norm_q->forward(cross->to_q->forward(x), {}, dim / heads)
+                       .unflatten(2, {heads, -1})
+                       .transpose(1, 2);
+    const auto attend = [&](const WanKeyValues& kv) {
+      return torch::softmax(torch::matmul(q, kv.first.transpose(1, 2).transpose(2, 3)) /
+                                std::sqrt(static_cast<double>(dim / heads)),
+                            -1)
+          .matmul(kv.second.transpose(1, 2))
+          .transpose(1, 2)
+          .flatten(2);
+    };
+    const auto& out = cross->to_out[0]->as<omnidp::models::RowParallelLinear>();
+    want = torch::nn::functional::linear(attend(text) + attend(image), out->weight, out->bias);
+    EXPECT_LT((cross->attend(x, text, image) - want).abs().max().item<double>(), 1e-5);
+  }
+  const auto [value, bias] = cross->attend_deferred(x, text, image);
+  EXPECT_LT((value + bias - want).abs().max().item<double>(), 1e-5);
+  EXPECT_GT((cross->attend(x, text) - want).abs().max().item<double>(), 1e-3);
+  WanAttention plain(dim, heads, 1e-6, true);
+  EXPECT_THROW((void)plain->image_kv(torch::randn({2, 3, dim})), ModelError);
+  EXPECT_THROW(WanAttention(dim, heads, 1e-6, false, TensorShard{}, ParamSpec{}, dim), ModelError);
+}
+
 TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
   const double n = 3510, d = 3072, f = 14336;
@@ -397,6 +519,8 @@ TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
   // The goals' table: 0.1039 s <-> 349 TFLOP/s, 1.183 s at 27280 tokens <-> 437 TFLOP/s.
   EXPECT_NEAR(wan_forward_flops(o, 3510, 512) / 0.1039 / 1e12, 349.0, 1.0);
   EXPECT_NEAR(wan_forward_flops(o, 27280, 512) / 1.183 / 1e12, 437.0, 1.0);
+  // Image tokens are one more cross-attention context: 257 CLIP tokens beside the 512.
+  EXPECT_DOUBLE_EQ(wan_forward_flops(o, 3510, 512, 257), wan_forward_flops(o, 3510, 769));
 }
 
 }  // namespace

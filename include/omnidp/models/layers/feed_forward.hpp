@@ -19,18 +19,21 @@
 
 namespace omnidp::models {
 
-// FeedForward's activation_fn: "gelu-approximate" (GELU, tanh form) or "linear-silu" (SiLU).
-enum class FeedForwardActivation { gelu_tanh, silu };
+// FeedForward's activation_fn: "gelu-approximate" (GELU, tanh form), "gelu" (exact GELU: Wan's
+// image embedder) or "linear-silu" (SiLU).
+enum class FeedForwardActivation { gelu_tanh, gelu, silu };
 
 // activation_fn text -> FeedForwardActivation; ModelError for any other.
 [[nodiscard]] FeedForwardActivation feed_forward_activation(const std::string& name);
 
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  // ConfigError (naming `owner`) where shard.size does not divide inner_dim.
+  // ConfigError (naming `owner`) where shard.size does not divide inner_dim. out_dim: net.2's
+  // output width (Diffusers' dim_out; <= 0: dim).
   FeedForwardImpl(std::int64_t dim, std::int64_t inner_dim, FeedForwardActivation activation,
-                  TensorShard shard, const ParamSpec& spec, const std::string& owner);
-  // x [..., dim] -> [..., dim]: net.2(act(net.0.proj(x))), reduced over the tensor group. The
+                  TensorShard shard, const ParamSpec& spec, const std::string& owner,
+                  std::int64_t out_dim = 0);
+  // x [..., dim] -> [..., out_dim]: net.2(act(net.0.proj(x))), reduced over the tensor group. The
   // unquantized GELU(tanh) runs in the projection's epilogue (layers/fused.hpp linear_gelu_tanh).
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x) const;
   // forward(x) as {value without net.2's bias, that bias} for the caller's residual to add.

@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "omnidp/models/layers/image_encoder.hpp"
 #include "omnidp/models/vision/siglip.hpp"
 #include "omnidp/models/vision/siglip_processor.hpp"
 
@@ -87,5 +89,42 @@ struct ClipImageProcessorOptions {
 // pixel_values [1, 3, crop_height, crop_width] float32 on the CPU.
 [[nodiscard]] torch::Tensor clip_preprocess(const RgbImage& image,
                                             const ClipImageProcessorOptions& options);
+
+// The ImageEncoder of Wan2.1 image-to-video: CLIPImageProcessor, then CLIPVisionModel's
+// hidden_states[-2] ([1, 257, 1280] for ViT-H/14), as WanImageToVideoPipeline.encode_image.
+// Owns both; encode() from one thread.
+class ClipImageEncoder final : public ImageEncoder {
+ public:
+  ClipImageEncoder(ClipVisionModel model, ClipImageProcessorOptions processor);
+  // penultimate_hidden_state of the processed image, in the model's dtype on its device.
+  [[nodiscard]] torch::Tensor encode(const RgbImage& image) override;
+  // clip_vision_flops of the model (vision/flops.hpp): one encode()'s FLOPs.
+  [[nodiscard]] double encode_flops() const;
+  // The tokens encode() returns: the class token and the patches.
+  [[nodiscard]] std::int64_t tokens() const;
+
+ private:
+  ClipVisionModel model_;
+  ClipImageProcessorOptions processor_;
+};
+
+// The released CLIP ViT-H/14 of Wan2.1 I2V (image_encoder/config.json: 1280 wide, 32 layers of
+// 16 heads, MLP 5120, 224 px, patch 14, GELU) and a CLIPImageProcessor configuration
+// (preprocessor_config.json: shortest edge and center crop `size`, CLIP's mean and std,
+// bicubic), for built-in layouts and benchmark snapshots.
+[[nodiscard]] nlohmann::json clip_vit_h14_config();
+[[nodiscard]] nlohmann::json clip_processor_config(int size);
+
+// An encoder of CLIP vision `config` (config.json's keys) with seeded random weights
+// (init_random_weights) in `dtype` on `device`, with the processor of `processor`.
+[[nodiscard]] std::unique_ptr<ClipImageEncoder> random_clip_image_encoder(
+    const nlohmann::json& config, const nlohmann::json& processor, std::uint64_t seed,
+    torch::ScalarType dtype, torch::Device device);
+
+// A snapshot's image_encoder/ (config.json + safetensors) and image_processor/
+// (preprocessor_config.json). Throws WeightsError naming the folder or the file.
+[[nodiscard]] std::unique_ptr<ClipImageEncoder> load_clip_image_encoder(
+    const std::filesystem::path& encoder_dir, const std::filesystem::path& processor_dir,
+    torch::ScalarType dtype, torch::Device device);
 
 }  // namespace omnidp::models::vision

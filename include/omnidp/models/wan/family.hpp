@@ -47,15 +47,16 @@ struct WanLayout {
 // Reads a Diffusers snapshot folder's model_index.json, transformer/config.json (and
 // transformer_2/), vae/config.json and whether image_encoder/ + image_processor/ are there, and
 // checks that they fit together. A missing file, a transformer_2 without boundary_ratio (or the
-// reverse), an image_encoder/ without image_processor/, a 36-channel transformer under the
+// reverse), an image_encoder/ without image_processor/ (or without a transformer with
+// image_dim, or the reverse, or of another width), a 36-channel transformer under the
 // text-to-video class (or the reverse), a VAE whose z_dim is not the transformer's latent width
 // (the other layout), or two experts that disagree are WeightsErrors naming the file.
 [[nodiscard]] WanLayout read_wan_snapshot(const std::filesystem::path& root);
 
 // The built-in layout of a registered name with `weights: random` and no model.path: the
 // released configurations (wan2.1-t2v-1.3b ... wan2.2-ti2v-5b) and the tiny ones (tiny-wan,
-// tiny-wan2.1-t2v, tiny-wan2.2-t2v-a14b, tiny-wan2.2-i2v-a14b: the repository's fixtures'
-// configurations). nullopt for another name.
+// tiny-wan2.1-t2v, tiny-wan2.2-t2v-a14b, tiny-wan2.2-i2v-a14b, tiny-wan2.1-i2v: the
+// repository's fixtures' configurations). nullopt for another name.
 [[nodiscard]] std::optional<WanLayout> builtin_wan_layout(std::string_view name);
 
 // Every registered Wan name: "wan" (the variant read from the snapshot), the released names

@@ -40,11 +40,13 @@ struct WanFlopsInputs {
   std::int64_t text_tokens = 512;           // the transformer's context length (prompt)
   std::int64_t negative_text_tokens = 512;  // ... and the negative prompt's (with CFG)
   double text_flops = 0.0;                  // the text encoder's (text/flops.hpp), precomputed
+  std::int64_t image_tokens = 0;  // CLIP tokens in every cross-attention (Wan2.1 I2V), or 0
+  double image_flops = 0.0;       // the image encoder's (vision/flops.hpp), precomputed
 };
 
-// transformer = steps x (wan_forward_flops(N, text_tokens) + cfg x wan_forward_flops(N,
-// negative_text_tokens)) with N the patchified latent tokens; vae = decode (+ the image encode
-// for i2v); text = text_flops.
+// transformer = steps x (wan_forward_flops(N, text_tokens, image_tokens) + cfg x
+// wan_forward_flops(N, negative_text_tokens, image_tokens)) with N the patchified latent
+// tokens; vae = decode (+ the image encode for i2v); text = text_flops; image = image_flops.
 [[nodiscard]] RequestFlops wan_request_flops(const WanTransformerOptions& transformer,
                                              const AutoencoderKLWanOptions& vae,
                                              const WanFlopsInputs& in);

@@ -6,6 +6,9 @@
 //   - otherwise (Wan2.1, Wan2.2-A14B) one timestep per sample; in I2V the transformer takes
 //     36 channels: the noisy latents, a 4-channel first-frame mask (the first frame's mask
 //     repeated 4x in time) and the VAE latents of the image followed by zero frames;
+//   - CLIP image tokens (Wan2.1 I2V, a transformer with image_dim): the image encoder's
+//     hidden_states[-2] of the image (and of the last image after it: first-last-frame) go to
+//     every block's added K/V cross-attention, for both CFG branches;
 //   - two experts (Wan2.2-A14B): steps with t >= boundary_ratio x num_train_timesteps run
 //     `transformer` (high noise) with guidance_scale, the rest `transformer_2` with
 //     guidance_scale_2 (unset: guidance_scale).
@@ -31,6 +34,7 @@
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/schedulers/unipc.hpp"
 #include "omnidp/models/text/encoder.hpp"
+#include "omnidp/models/vision/clip.hpp"
 #include "omnidp/models/wan/transformer.hpp"
 #include "omnidp/models/wan/vae.hpp"
 
@@ -43,7 +47,10 @@ struct WanPipelineParts {
   bool expand_timesteps = false;                 // model_index.json (Wan2.2-TI2V-5B: true)
   AutoencoderKLWan vae{nullptr};
   std::unique_ptr<TextEncoder> text_encoder;  // may be null: requests then need prompt_embeds
-  UniPCOptions scheduler;                     // flow_shift is replaced per request
+  // image_encoder/ + image_processor/ (Wan2.1 I2V); set exactly when the transformer has
+  // image_dim.
+  std::unique_ptr<vision::ClipImageEncoder> image_encoder;
+  UniPCOptions scheduler;  // flow_shift is replaced per request
   std::string model_name;
   std::string device_name;
   bool cfg_batch = true;  // cond + uncond as one forward of batch 2 (when the shapes allow)
@@ -64,6 +71,8 @@ struct WanSampleInputs {
   torch::Tensor negative_prompt_embeds;  // [1, L', text_dim]; needed when guidance > 1
   torch::Tensor image;                   // [1, 3, H, W] in [-1, 1] (I2V); undefined for T2V
   torch::Tensor last_image;  // [1, 3, H, W]: first-last-frame to video (not expand_timesteps)
+  // [1, Li, image_dim]: the CLIP tokens (encode_image) for a transformer with image_dim.
+  torch::Tensor image_embeds;
 };
 
 struct WanSampleOutputs {
@@ -87,6 +96,12 @@ class WanPipeline final : public Pipeline {
   // The denoising loop and decode. `ctx` may be null. Throws ModelError on bad shapes and
   // when abandoned.
   [[nodiscard]] WanSampleOutputs sample(const WanSampleInputs& in, const GenerateContext* ctx);
+
+  // The image encoder's tokens of `image`, followed by those of `last_image` where given
+  // (first-last-frame: the transformer's pos_embed covers both), [1, Li, image_dim]; ModelError
+  // without an image encoder.
+  [[nodiscard]] torch::Tensor encode_image(const RgbImage& image,
+                                           const RgbImage* last_image = nullptr);
 
   // The latent shape [1, z, T, h, w] of a request size (after the reference's rounding); z is
   // the VAE's z_dim.

@@ -1,6 +1,7 @@
 #pragma once
 // WanTransformer3DModel: the Wan2.1 / Wan2.2 video DiT as Diffusers implements it
-// (models/transformers/transformer_wan.py), text-to-video layout (no image embedder).
+// (models/transformers/transformer_wan.py), with Wan2.1 image-to-video's CLIP image tokens
+// (image_dim: an image embedder, and added K/V projections in every cross-attention).
 //
 // Parameter names equal the Diffusers checkpoint names (`patch_embedding.weight`,
 // `condition_embedder.time_embedder.linear_1.weight`, `blocks.N.attn1.to_out.0.weight`,
@@ -57,14 +58,22 @@ struct WanTransformerOptions {
   double eps = 1e-6;
   std::int64_t rope_max_seq_len = 1024;
   double rope_theta = 10000.0;  // fixed in the reference, not a config field
+  // Wan2.1 image-to-video (CLIP image tokens, 0 = none): the image embedder's input width
+  // (1280), the cross-attention's added K/V projections' input width (the inner dim), and the
+  // image embedder's learned positions (first-last-frame: 2 x 257 tokens).
+  std::int64_t image_dim = 0;
+  std::int64_t added_kv_proj_dim = 0;
+  std::int64_t pos_embed_seq_len = 0;
 
   [[nodiscard]] std::int64_t inner_dim() const noexcept {
     return num_attention_heads * attention_head_dim;
   }
+  [[nodiscard]] bool image_tokens() const noexcept { return image_dim > 0; }
 
-  // Parses config.json text. Unsupported variants (image_dim / added_kv_proj_dim set: the
-  // Wan2.1 I2V model; qk_norm other than rms_norm_across_heads), bad JSON and inconsistent
-  // dimensions are WeightsErrors naming `origin` (models/config_json.hpp).
+  // Parses config.json text. Unsupported variants (qk_norm other than rms_norm_across_heads;
+  // image_dim without added_kv_proj_dim or the reverse, added_kv_proj_dim other than the inner
+  // dim, pos_embed_seq_len without image_dim: no released checkpoint), bad JSON and
+  // inconsistent dimensions are WeightsErrors naming `origin` (models/config_json.hpp).
   [[nodiscard]] static WanTransformerOptions from_json_text(const std::string& text,
                                                             const std::string& origin);
   [[nodiscard]] static WanTransformerOptions from_file(const std::filesystem::path& config_json);
@@ -84,15 +93,24 @@ struct WanTransformerOptions {
 [[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& timestep,
                                                                          std::int64_t frames);
 
+// Keys [B, Lc, H, Dh] (normalised) and values [B, Lc, H, Dh] of a cross-attention context.
+using WanKeyValues = std::pair<torch::Tensor, torch::Tensor>;
+
 // One block's request-invariant tensors (WanTransformerBlock::prepare), reused at every step.
 struct WanPreparedBlock {
-  std::pair<torch::Tensor, torch::Tensor> context_kv;  // attn2's keys (after norm_k) and values
+  WanKeyValues context_kv;      // attn2's keys (after norm_k) and values of the text
+  WanKeyValues image_kv;        // attn2's added keys (after norm_added_k) and values of the
+                                // image tokens; undefined without image tokens
   torch::Tensor self_out_bias;  // attn1->folded_out_bias() where attn1 defers its biases
 };
 
 // WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
 // on q and k (norm_q/norm_k), optional rotary embedding (self-attention). q, k and v (self) or
 // k and v (cross) are one QKVParallelLinear: one GEMM, the checkpoint's names on its parts.
+// A cross-attention with added K/V (Wan2.1 I2V: add_k_proj, add_v_proj, norm_added_k over all
+// heads) also attends to the image tokens with the same normalised queries; the two results
+// are summed before to_out (Diffusers splits one context at length - 512; here the text and
+// the image come separately).
 // Built for a tensor shard it holds heads/n heads: the projections (ColumnParallelLinear) and
 // norm_q/k (HeadNorm) column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The
 // tensor group (bind_tensor_groups) completes the norms' sums of squares, the output
@@ -101,8 +119,9 @@ class WanAttentionImpl : public torch::nn::Module,
                          public TensorParallelLayer,
                          public FusedLinearOwner {
  public:
+  // added_kv: the added K/V projections' input width (cross-attention only; 0: none).
   WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                   TensorShard shard = {}, const ParamSpec& spec = {});
+                   TensorShard shard = {}, const ParamSpec& spec = {}, std::int64_t added_kv = 0);
   // Its layers declare their own slices; the attention keeps the group for the folded bias.
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
     return {};
@@ -118,9 +137,13 @@ class WanAttentionImpl : public torch::nn::Module,
   // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
   // each [B, Lc, heads, head_dim], then the attention of x to them. forward(x, context, {}) is
   // attend(x, context_kv(context)) with the same operations.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> context_kv(const torch::Tensor& context);
-  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x,
-                                     const std::pair<torch::Tensor, torch::Tensor>& kv);
+  [[nodiscard]] WanKeyValues context_kv(const torch::Tensor& context);
+  // The added keys (after norm_added_k) and values of embedded image tokens [B, Li, dim];
+  // ModelError without added K/V projections.
+  [[nodiscard]] WanKeyValues image_kv(const torch::Tensor& image);
+  // image_kv undefined: the text only. ModelError for image keys without added projections.
+  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x, const WanKeyValues& kv,
+                                     const WanKeyValues& image_kv = {});
 
   // Deferred biases (the blocks' hot path; defers_biases()): the projections run as plain
   // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k
@@ -141,7 +164,7 @@ class WanAttentionImpl : public torch::nn::Module,
   // Cross-attention (as attend()) without its output bias: {value, to_out.bias}; without
   // defers_biases(): {attend(x, kv), undefined}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
-      const torch::Tensor& x, const std::pair<torch::Tensor, torch::Tensor>& kv);
+      const torch::Tensor& x, const WanKeyValues& kv, const WanKeyValues& image_kv = {});
   // Converts the fused projection (the model's to_dtype: before its other parameters).
   void to_dtype(torch::Device device, torch::ScalarType dtype);
   // The fused q/k/v (self) or k/v (cross) projection, for the model-wide walks.
@@ -150,6 +173,9 @@ class WanAttentionImpl : public torch::nn::Module,
   ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};  // to_k, to_v: in_'s parts
   torch::nn::ModuleList to_out{nullptr};  // [0] = RowParallelLinear (the reference's [1] is Dropout)
   HeadNorm norm_q{nullptr}, norm_k{nullptr};
+  // Wan2.1 I2V's added K/V (column-split like to_k/to_v), or null.
+  ColumnParallelLinear add_k_proj{nullptr}, add_v_proj{nullptr};
+  HeadNorm norm_added_k{nullptr};
 
  private:
   // Attention of q [B, L, dim] (projected without q_bias, not yet normalised) to k, v
@@ -160,6 +186,9 @@ class WanAttentionImpl : public torch::nn::Module,
                                         const torch::Tensor& k, const torch::Tensor& v,
                                         const torch::Tensor& rope_freqs,
                                         const SequenceShard& sequence = {});
+  // Cross-attention of q (as attention()) to the text and, where defined, the image tokens.
+  [[nodiscard]] torch::Tensor cross_attention(const torch::Tensor& q, const torch::Tensor& q_bias,
+                                              const WanKeyValues& kv, const WanKeyValues& image_kv);
 
   std::int64_t heads_;  // this shard's
   bool cross_;
@@ -186,9 +215,11 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const WanPreparedBlock& prepared,
                                       const torch::Tensor& temb_proj, const torch::Tensor& rope_freqs,
                                       const SequenceShard& sequence = {});
-  // The cross-attention's keys and values of context [B, L, dim], and the folded
-  // self-attention output bias where attn1 defers its biases.
-  [[nodiscard]] WanPreparedBlock prepare(const torch::Tensor& context);
+  // The cross-attention's keys and values of context [B, L, dim] (and of the embedded image
+  // tokens [B, Li, dim] where defined), and the folded self-attention output bias where attn1
+  // defers its biases.
+  [[nodiscard]] WanPreparedBlock prepare(const torch::Tensor& context,
+                                         const torch::Tensor& image = {});
 
   WanAttention attn1{nullptr}, attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
@@ -201,14 +232,30 @@ class WanTransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WanTransformerBlock);
 
-// WanTimeTextImageEmbedding without the image branch.
+// WanImageEmbedding: CLIP image tokens [B, Li, image_dim] (+ pos_embed where the checkpoint has
+// it: first-last-frame, Li = pos_embed_seq_len) -> norm1 -> ff (exact GELU, image_dim ->
+// image_dim -> dim) -> norm2 -> [B, Li, dim]. The norms are Diffusers' FP32LayerNorm (eps 1e-5,
+// float32 weights and math, the result in the input's dtype).
+class WanImageEmbeddingImpl : public torch::nn::Module {
+ public:
+  WanImageEmbeddingImpl(const WanTransformerOptions& options, const ParamSpec& spec = {});
+  // ModelError for another width, or a token count other than pos_embed_seq_len.
+  [[nodiscard]] torch::Tensor forward(const torch::Tensor& image) const;
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  FeedForward ff{nullptr};
+  torch::Tensor pos_embed;  // [1, pos_embed_seq_len, image_dim], or undefined
+};
+TORCH_MODULE(WanImageEmbedding);
+
+// WanTimeTextImageEmbedding: the time, text and (image_dim) image embeddings.
 class WanConditionEmbedderImpl : public torch::nn::Module {
  public:
   // time_embedder stays float32 on spec's device.
   explicit WanConditionEmbedderImpl(const WanTransformerOptions& options, const ParamSpec& spec = {});
   EmbeddingMlp time_embedder{nullptr};  // Diffusers' TimestepEmbedding (SiLU)
   Linear time_proj{nullptr};
-  EmbeddingMlp text_embedder{nullptr};  // PixArtAlphaTextProjection (GELU tanh)
+  EmbeddingMlp text_embedder{nullptr};        // PixArtAlphaTextProjection (GELU tanh)
+  WanImageEmbedding image_embedder{nullptr};  // with image_dim only
 
  private:
   std::int64_t freq_dim_;
@@ -253,11 +300,14 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
 
   // hidden [B, in_channels, F, H, W] (F, H, W multiples of the patch size), timestep [B]
   // (one per sample) or [B, N] (one per token, N = F*H*W / patch volume: Wan2.2 TI2V),
-  // context [B, L, text_dim]. Returns [B, out_channels, F, H, W] in hidden's dtype.
+  // context [B, L, text_dim], image [B or 1, Li, image_dim] (the CLIP tokens: needed exactly
+  // when options().image_tokens()). Returns [B, out_channels, F, H, W] in hidden's dtype.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const torch::Tensor& context);
-  // context [B, L, text_dim] -> its WanPreparedContext; ModelError for another shape.
-  [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context);
+                                      const torch::Tensor& context, const torch::Tensor& image = {});
+  // context [B, L, text_dim] (and image as for forward) -> its WanPreparedContext; ModelError
+  // for another shape, or an image missing or given where options().image_tokens() says not.
+  [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context,
+                                                   const torch::Tensor& image = {});
   // forward() with a prepared context of the same batch: the same operations in the same
   // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
@@ -305,8 +355,9 @@ TORCH_MODULE(WanTransformer3DModel);
 // FLOPs of one forward as docs/performance.md counts them, generalised to the options:
 // L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
 // tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
-// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2).
+// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2);
+// with Li image tokens, + L x (4N*Li*D + 4*Li*D^2) for the added K/V attention.
 [[nodiscard]] double wan_forward_flops(const WanTransformerOptions& options, std::int64_t tokens,
-                                       std::int64_t text_tokens);
+                                       std::int64_t text_tokens, std::int64_t image_tokens = 0);
 
 }  // namespace omnidp::models::wan
