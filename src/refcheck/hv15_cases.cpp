@@ -12,6 +12,8 @@
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/pipelines/guided_step.hpp"
+#include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/size_buckets.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -117,6 +119,30 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   if (io.contains("negative_prompt_embeds")) in.negative = conditioning(io, "negative_");
 
   std::vector<CaseResult> results;
+  // What the reference's transformer received on each call (scripts/hv15_variant_fixtures.py
+  // records it): one or two calls per step as the guider has one or two conditions, the step's
+  // timestep, and timestep_r (-1: none) = the next timestep for a MeanFlow transformer on I2V.
+  if (io.contains("call_timestep") && io.contains("call_timestep_r")) {
+    models::FlowMatchEulerOptions so = parts.scheduler;
+    so.shift = in.flow_shift;
+    models::FlowMatchEulerScheduler scheduler(so);
+    scheduler.set_timesteps(in.num_inference_steps);
+    const auto& timesteps = scheduler.timesteps();
+    const bool with_r = hv::meanflow_timestep_r(to, i2v);
+    std::vector<float> calls;
+    for (int i = 0; i < in.num_inference_steps; ++i) {
+      const int branches =
+          models::cfg_enabled(in.guidance_scale, parts.guidance, i, in.num_inference_steps) ? 2 : 1;
+      const float t = timesteps[i].item<float>();
+      const float r = with_r ? hv::next_timestep(timesteps, i).item<float>() : -1.0F;
+      for (int b = 0; b < branches; ++b) calls.insert(calls.end(), {t, r});
+    }
+    const auto ours = torch::tensor(calls).view({static_cast<std::int64_t>(calls.size() / 2), 2});
+    const auto ref = torch::stack({io.tensor("call_timestep"), io.tensor("call_timestep_r")}, 1);
+    results.push_back(compare("transformer_calls", ours, ref,
+                              tolerance(ToleranceClass::scheduler, options),
+                              fmt::format("{} calls (timestep, timestep_r)", ours.size(0))));
+  }
   std::unique_ptr<models::ImageEncoder> encoder;
   RgbImage resized;
   if (i2v) {

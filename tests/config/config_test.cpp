@@ -110,10 +110,26 @@ TEST(ConfigDefaults, EmbeddedDefaultIsTinyYamlAndValidates) {
   EXPECT_EQ(embedded.input.manifest, (fs::current_path() / "prompts/demo.jsonl").string());
 }
 
+// Every configs/*.yaml (the HunyuanVideo-1.5 variants: docs/models.md, "HunyuanVideo-1.5's
+// released variants").
+constexpr const char* kShippedConfigs[] = {"tiny.yaml",
+                                           "synthetic.yaml",
+                                           "hv15.yaml",
+                                           "wan22-ti2v-5b.yaml",
+                                           "wan22-t2v-a14b.yaml",
+                                           "wan22-i2v-a14b.yaml",
+                                           "wan21-t2v.yaml",
+                                           "wan21-i2v.yaml",
+                                           "hv15-720p-t2v.yaml",
+                                           "hv15-720p-i2v.yaml",
+                                           "hv15-480p-t2v-distilled.yaml",
+                                           "hv15-480p-i2v-distilled.yaml",
+                                           "hv15-720p-t2v-distilled.yaml",
+                                           "hv15-720p-i2v-distilled.yaml",
+                                           "hv15-480p-i2v-step-distilled.yaml"};
+
 TEST(ConfigDefaults, ShippedConfigsValidate) {
-  for (const char* name :
-       {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml", "wan22-t2v-a14b.yaml",
-        "wan22-i2v-a14b.yaml", "wan21-t2v.yaml", "wan21-i2v.yaml"}) {
+  for (const char* name : kShippedConfigs) {
     SCOPED_TRACE(name);
     Config config = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     EXPECT_NO_THROW(validate_and_resolve(config, kModels));
@@ -155,6 +171,36 @@ TEST(ConfigDefaults, RealModelConfigsCarrySpecDefaults) {
   // Both GPU configs take cuDNN attention first (docs/performance.md).
   EXPECT_EQ(hv.model.attention, AttentionKernel::cudnn);
   EXPECT_EQ(wan.model.attention, AttentionKernel::cudnn);
+}
+
+// The HunyuanVideo-1.5 variants state their size, steps and task; guidance and shift are the
+// snapshot's (guider 6 or 1, shift 5 / 9 / 7), so the YAML leaves them unset.
+TEST(ConfigDefaults, Hv15VariantConfigsCarryTheirRecipe) {
+  const fs::path dir = fs::path(OMNIDP_SOURCE_DIR) / "configs";
+  struct Want {
+    const char* file;
+    int width, height, steps;
+    const char* task;
+  };
+  for (const Want& w : {Want{"hv15-720p-t2v.yaml", 1280, 720, 50, "t2v"},
+                        Want{"hv15-720p-i2v.yaml", 1280, 720, 50, "i2v"},
+                        Want{"hv15-480p-t2v-distilled.yaml", 848, 480, 50, "t2v"},
+                        Want{"hv15-480p-i2v-distilled.yaml", 848, 480, 50, "i2v"},
+                        Want{"hv15-720p-t2v-distilled.yaml", 1280, 720, 50, "t2v"},
+                        Want{"hv15-720p-i2v-distilled.yaml", 1280, 720, 50, "i2v"},
+                        Want{"hv15-480p-i2v-step-distilled.yaml", 848, 480, 8, "i2v"}}) {
+    SCOPED_TRACE(w.file);
+    const Config c = load_config_file(dir / w.file);
+    EXPECT_EQ(c.model.name, "hunyuanvideo-1.5");
+    EXPECT_EQ(c.model.weights, WeightsSource::pretrained);
+    EXPECT_EQ(c.generation.width, w.width);
+    EXPECT_EQ(c.generation.height, w.height);
+    EXPECT_EQ(c.generation.num_frames, 121);
+    EXPECT_EQ(c.generation.num_inference_steps, w.steps);
+    EXPECT_EQ(c.generation.guidance_scale, std::nullopt);
+    EXPECT_EQ(c.generation.flow_shift, std::nullopt);
+    EXPECT_EQ(c.input.tasks, (std::vector<std::string>{w.task}));
+  }
 }
 
 // --- parsing ---------------------------------------------------------------------------------
@@ -712,9 +758,7 @@ void expect_round_trip(const Config& config) {
 TEST(ConfigToYaml, RoundTripsExactly) {
   expect_round_trip(Config{});
   expect_round_trip(default_config());
-  for (const char* name :
-       {"tiny.yaml", "synthetic.yaml", "hv15.yaml", "wan22-ti2v-5b.yaml", "wan22-t2v-a14b.yaml",
-        "wan22-i2v-a14b.yaml", "wan21-t2v.yaml", "wan21-i2v.yaml"}) {
+  for (const char* name : kShippedConfigs) {
     SCOPED_TRACE(name);
     Config c = load_config_file(fs::path(OMNIDP_SOURCE_DIR) / "configs" / name);
     expect_round_trip(c);

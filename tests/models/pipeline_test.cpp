@@ -116,6 +116,88 @@ TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
   fs::remove_all(dir);
 }
 
+// HunyuanVideo-1.5's released variants are read from their snapshots, not assumed: the 720p
+// I2V (target_size 960, shift 7) sizes its requests at 720p and takes the snapshot's shift; a
+// cfg-distilled guider's scale 1 is the request's default; the sparse-attention and
+// super-resolution checkpoints are refused before anything loads, naming the file
+// (docs/models.md, "HunyuanVideo-1.5's released variants").
+TEST(JobManifestOptions, HunyuanVideoVariantsComeFromTheSnapshot) {
+  namespace fs = std::filesystem;
+  const auto dir =
+      fs::temp_directory_path() / ("omnidp-model-api-hv15-variants-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const char* sub : {"transformer", "guider", "scheduler"}) fs::create_directories(dir / sub);
+  const auto transformer = dir / "transformer" / "config.json";
+  const auto write = [](const fs::path& file, const std::string& text) {
+    std::ofstream(file) << text;
+  };
+  write(transformer, R"({"_class_name": "HunyuanVideo15Transformer3DModel", "target_size": 960,
+                         "task_type": "i2v", "use_meanflow": false})");
+  write(dir / "guider" / "guider_config.json",
+        R"({"_class_name": "ClassifierFreeGuidance", "guidance_scale": 1.0})");
+  write(dir / "scheduler" / "scheduler_config.json",
+        R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 7.0})");
+  Config config;
+  config.model.name = "hunyuanvideo-1.5";
+  config.model.path = dir.string();
+  config.model.weights = WeightsSource::pretrained;
+  config.input.manifest = "/m.jsonl";
+  const auto info = describe_model(config.model);
+  EXPECT_EQ(info.image_size_target, 960);
+  EXPECT_EQ(info.snapshot_task, Task::i2v);
+  const ManifestOptions o = job_manifest_options(config);
+  ASSERT_TRUE(o.size_from_image);
+  EXPECT_EQ(o.size_from_image(720, 1280), (std::pair{720, 1280}));  // a 16:9 image at 720p
+  // A portrait image: the target-960 bucket (its own rule, SizeBuckets.*), not the 480p one.
+  const auto portrait = models::hv15_bucket_size(1280, 720, 960, 16);
+  EXPECT_EQ(o.size_from_image(1280, 720), (std::pair{portrait.height, portrait.width}));
+  EXPECT_NE(portrait, models::hv15_bucket_size(1280, 720, 640, 16));
+  EXPECT_EQ(o.defaults.guidance_scale, 1.0);  // cfg-distilled: one forward per step
+  EXPECT_EQ(o.defaults.flow_shift, 7.0);
+  write(dir / "scheduler" / "scheduler_config.json",
+        R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "shift": 9.0})");  // 720p T2V
+  EXPECT_EQ(job_manifest_options(config).defaults.flow_shift, 9.0);
+
+  const auto refused = [&](const std::string& what) {
+    try {
+      (void)describe_model(config.model);
+    } catch (const WeightsError& e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted: " << what;
+    return std::string();
+  };
+  write(transformer, R"({"target_size": 960, "attn_mode": "flex-block-attn",
+                         "attn_param": {"attn_sparse_type": "ssta"}})");
+  EXPECT_EQ(refused("sparse"),
+            transformer.string() +
+                ": attn_mode 'flex-block-attn': a sparse-attention (SSTA) checkpoint of "
+                "HunyuanVideo-1.5 (720p *_sparse) is not served (Diffusers has no pipeline for it "
+                "either); use the dense 720p checkpoint (720p_t2v, 720p_i2v or their "
+                "cfg-distilled *_distilled)");
+  write(transformer, R"({"attn_param": {"attn_sparse_type": "ssta"}})");
+  EXPECT_NE(refused("sparse attn_param").find(": attn_param.attn_sparse_type: a sparse-attention"),
+            std::string::npos);
+  write(transformer, R"({"in_channels": 98, "out_channels": 32, "target_size": 1440})");
+  EXPECT_EQ(refused("super-resolution"),
+            transformer.string() +
+                ": in_channels 98 = 3 x out_channels + 2 (latents, image condition + mask, "
+                "low-resolution latents + mask): a super-resolution checkpoint of "
+                "HunyuanVideo-1.5 (720p_sr_distilled, 1080p_sr_distilled) is not served "
+                "(Diffusers has no pipeline for it either)");
+  write(transformer, R"({"heads_num": 16, "mm_double_blocks_depth": 54, "hidden_size": 2048})");
+  EXPECT_NE(refused("original layout")
+                .find(": Tencent's original transformer config (heads_num, "
+                      "mm_double_blocks_depth), not a Diffusers one"),
+            std::string::npos);
+  write(transformer, R"({"target_size": 960})");
+  EXPECT_EQ(describe_model(config.model).image_size_target, 960);  // served again
+  fs::create_directories(dir / "upsampler");
+  EXPECT_EQ(refused("upsampler/").rfind((dir / "upsampler").string() + ": a latent upsampler", 0),
+            0U);
+  fs::remove_all(dir);
+}
+
 // Generation defaults: YAML > snapshot (guider/, scheduler/) > the model's default; each value
 // says where it came from.
 class GenerationDefaultsTest : public ::testing::Test {

@@ -9,7 +9,9 @@
 
 #include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "temp_dir.hpp"
 
 namespace omnidp::refcheck {
 namespace {
@@ -204,6 +206,138 @@ TEST(Hv15Cases, MissingWeightsAreAnError) {
   fs::copy_file(kRef / "hv15_vae" / "config.json", dir / "config.json");
   EXPECT_THROW((void)run_hv15_vae(dir, nlohmann::json::object(), RefcheckOptions{}), Error);
   fs::remove_all(dir);
+}
+
+// --- the released variants: cases of scripts/hv15_variant_fixtures.py -----------------------
+//
+// They live in the repository (tests/fixtures/diffusers-ref) and name the shared set's models as
+// "../NAME"; a case is assembled in a temporary diffusers-ref/ folder: the case copied, each
+// model it names linked from wherever fixture() finds it, and the MeanFlow transformer's shard 1
+// (its case.json's transformer_shard_1) linked to the shared hv15_transformer_i2v file.
+
+constexpr const char* kGenerator =
+    "PYTHONPATH=<diffusers>/src python3 scripts/hv15_variant_fixtures.py --out "
+    "tests/fixtures/diffusers-ref";
+
+// Empty when the case folder exists; else the skip message naming the generator.
+std::string missing_variant_case(const std::string& name) {
+  std::error_code ec;
+  if (fs::is_directory(omnidp::test::fixture("diffusers-ref/" + name), ec)) return {};
+  return "diffusers-ref/" + name + " not generated yet: run " + kGenerator +
+         " (scripts/hv15_variant_fixtures.py, on a machine with torch and diffusers)";
+}
+
+#define OMNIDP_REQUIRE_VARIANT_CASE(name)                                                  \
+  do {                                                                                     \
+    OMNIDP_REQUIRE_FIXTURES();                                                             \
+    if (const auto omnidp_missing_ = missing_variant_case(name); !omnidp_missing_.empty()) \
+      GTEST_SKIP() << omnidp_missing_;                                                     \
+  } while (false)
+
+// The MeanFlow transformer: its repository folder copied, the shard its index names but the
+// folder lacks linked to the shared file transformer_shard_1 names.
+void assemble_meanflow_transformer(const fs::path& ref, const std::string& name) {
+  const auto src = omnidp::test::fixture("diffusers-ref/" + name);
+  fs::copy(src, ref / name, fs::copy_options::recursive);
+  const auto shard_1 = case_json(src).at("transformer_shard_1").get<std::string>();
+  const auto index =
+      models::read_json(ref / name / "diffusion_pytorch_model.safetensors.index.json");
+  for (const auto& item : index.at("weight_map").items()) {
+    const auto shard = ref / name / item.value().get<std::string>();
+    if (fs::exists(shard)) continue;
+    // "../hv15_transformer_i2v/diffusion_pytorch_model.safetensors" in the shared set.
+    const auto target = omnidp::test::fixture(
+        "diffusers-ref/" + fs::path(shard_1).lexically_relative("..").generic_string());
+    fs::create_symlink(target, shard);
+  }
+}
+
+void link_model(const fs::path& ref, const std::string& name) {
+  if (fs::exists(ref / name)) return;
+  if (name == "hv15_transformer_meanflow_i2v") {
+    assemble_meanflow_transformer(ref, name);
+  } else {
+    fs::create_directory_symlink(omnidp::test::fixture("diffusers-ref/" + name), ref / name);
+  }
+}
+
+// tmp/diffusers-ref/<name> ready to run: the case and every model it names.
+fs::path assemble_variant_case(const fs::path& tmp, const std::string& name) {
+  const auto ref = tmp / "diffusers-ref";
+  fs::create_directories(ref);
+  if (name == "hv15_transformer_meanflow_i2v") {
+    assemble_meanflow_transformer(ref, name);
+    return ref / name;
+  }
+  const auto src = omnidp::test::fixture("diffusers-ref/" + name);
+  fs::copy(src, ref / name, fs::copy_options::recursive);
+  const auto j = case_json(src);
+  for (const char* key : {"transformer", "vae", "image_encoder", "feature_extractor"}) {
+    if (j.contains(key))
+      link_model(ref, fs::path(j.at(key).get<std::string>()).filename().string());
+  }
+  return ref / name;
+}
+
+void expect_all_pass(const std::vector<CaseResult>& results) {
+  for (const auto& r : results) {
+    EXPECT_EQ(r.status, CaseResult::Status::pass)
+        << r.check << " err " << r.max_rel_error << " " << r.note;
+  }
+}
+
+// cfg-distilled (guider guidance_scale 1): the reference ran one transformer call per step and
+// encoded no negative prompt (the case has none); ours matches call for call and output for output.
+TEST(Hv15VariantCases, CfgDistilledTextToVideoMatchesDiffusers) {
+  OMNIDP_REQUIRE_VARIANT_CASE("hv15_pipeline_cfg_distilled");
+  omnidp::test::TempDir tmp;
+  const auto dir = assemble_variant_case(tmp.path(), "hv15_pipeline_cfg_distilled");
+  const auto j = case_json(dir);
+  EXPECT_EQ(j.at("guidance_scale").get<double>(), 1.0);
+  EXPECT_EQ(j.at("transformer_calls").get<int>(), j.at("steps").get<int>());
+  EXPECT_FALSE(models::SafetensorsFile(dir / "io.safetensors").contains("negative_prompt_embeds"));
+  const auto results = run_case(dir, "hv15_pipeline_cfg_distilled", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"transformer_calls", "noise_from_seed",
+                                                          "final_latents", "video", "video_uint8"}));
+  expect_all_pass(results);
+}
+
+// The MeanFlow transformer: one forward with timestep_r matches; without it, it does not.
+TEST(Hv15VariantCases, MeanflowTransformerTakesTimestepR) {
+  OMNIDP_REQUIRE_VARIANT_CASE("hv15_transformer_meanflow_i2v");
+  omnidp::test::TempDir tmp;
+  const auto dir = assemble_variant_case(tmp.path(), "hv15_transformer_meanflow_i2v");
+  const auto results = run_case(dir, "hv15_transformer_meanflow_i2v", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results), (std::vector<std::string>{"out", "out_drop_padding"}));
+  expect_all_pass(results);
+  const models::SafetensorsFile io(dir / "io.safetensors");
+  ASSERT_TRUE(io.contains("timestep_r"));
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const auto& name : io.names()) {
+    if (name != "timestep_r") tensors.emplace_back(name, io.tensor(name));
+  }
+  fs::remove(dir / "io.safetensors");
+  models::save_safetensors(dir / "io.safetensors", tensors);
+  for (const auto& r : run_hv15_transformer(dir, case_json(dir), RefcheckOptions{}))
+    EXPECT_EQ(r.status, CaseResult::Status::fail) << r.check << " " << r.max_rel_error;
+}
+
+// The step-distilled I2V: the reference's calls carry timestep_r = the next timestep (0 at the
+// last step), in both CFG branches; ours matches them and the outputs (SigLIP from case.json's
+// folders).
+TEST(Hv15VariantCases, MeanflowImageToVideoMatchesDiffusers) {
+  OMNIDP_REQUIRE_VARIANT_CASE("hv15_pipeline_meanflow_i2v");
+  omnidp::test::TempDir tmp;
+  const auto dir = assemble_variant_case(tmp.path(), "hv15_pipeline_meanflow_i2v");
+  const auto results = run_case(dir, "hv15_pipeline_meanflow_i2v", RefcheckOptions{});
+  EXPECT_EQ(checks_of(results),
+            (std::vector<std::string>{"transformer_calls", "size_from_image", "noise_from_seed",
+                                      "final_latents", "video", "video_uint8"}));
+  expect_all_pass(results);
+  const models::SafetensorsFile io(dir / "io.safetensors");
+  const auto r = io.tensor("call_timestep_r");
+  ASSERT_GE(r.size(0), 2);
+  EXPECT_EQ(r[r.size(0) - 1].item<float>(), 0.0F);  // the last step's
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
+#include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/model_table.hpp"
@@ -54,8 +55,16 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   if (model.path.empty()) return;
   std::error_code ec;
   const auto config = fs::path(model.path) / "transformer" / "config.json";
+  // Tencent's original layout ships the super-resolution checkpoints' latent upsamplers here.
+  if (const auto upsampler = fs::path(model.path) / "upsampler"; fs::is_directory(upsampler, ec)) {
+    throw WeightsError(upsampler.string(),
+                       "a latent upsampler: the super-resolution checkpoints of HunyuanVideo-1.5 "
+                       "(720p_sr_distilled, 1080p_sr_distilled) are not served (Diffusers has no "
+                       "pipeline for them either)");
+  }
   if (fs::is_regular_file(config, ec)) {
     const auto j = read_json_object(config);
+    check_served_variant(j, config.string());  // sparse-attention, super-resolution: exit 2 here
     try {
       info.image_size_target = j.value("target_size", kReleased);
       info.attention_heads = j.value("num_attention_heads", info.attention_heads);

@@ -51,6 +51,19 @@ torch::Tensor valid_prefix_mask(std::int64_t length, std::int64_t valid) {
 
 // ---------------------------------------------------------------------------------------------
 
+bool meanflow_timestep_r(const TransformerOptions& options, bool image_to_video) noexcept {
+  return options.use_meanflow && image_to_video;
+}
+
+torch::Tensor next_timestep(const torch::Tensor& timesteps, int index) {
+  if (timesteps.dim() != 1 || index < 0 || index >= timesteps.size(0)) {
+    throw ModelError("next_timestep: index " + std::to_string(index) + " outside the " +
+                     std::to_string(timesteps.dim() == 1 ? timesteps.size(0) : 0) + " timesteps");
+  }
+  if (index + 1 == timesteps.size(0)) return torch::zeros({}, timesteps.options());
+  return timesteps[index + 1];
+}
+
 RgbImage resize_and_crop(const RgbImage& image, int width, int height) {
   const double ratio = static_cast<double>(width) / height;
   const double src_ratio = static_cast<double>(image.width) / image.height;
@@ -285,9 +298,15 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
 
   auto latents = in.noise.to(device_, dtype);
   const auto timesteps = scheduler.timesteps();
+  // MeanFlow (use_meanflow, the step-distilled I2V checkpoint): Diffusers' image-to-video
+  // pipeline passes timestep_r = the next timestep (0 after the last), in the latents' dtype, to
+  // every branch; its text-to-video pipeline passes none, and neither does this one.
+  const bool with_timestep_r = meanflow_timestep_r(to, in.image.defined());
   run_denoising_steps(steps, ctx, device_, [&](int i) {
     const auto model_input = torch::cat({latents, condition, mask}, 1);
     const auto t = timesteps[i].to(device_).expand({1}).to(dtype);
+    const auto r = with_timestep_r ? next_timestep(timesteps, i).to(device_).expand({1}).to(dtype)
+                                   : torch::Tensor();
     const auto forward = [&](CfgBranch branch) {
       auto& inputs = branch == CfgBranch::both          ? both_in
                      : branch == CfgBranch::conditional ? cond_in
@@ -295,6 +314,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       const bool both = branch == CfgBranch::both;
       inputs.hidden_states = both ? torch::cat({model_input, model_input}, 0) : model_input;
       inputs.timestep = both ? t.expand({2}) : t;
+      inputs.timestep_r = r.defined() && both ? r.expand({2}) : r;
       return transformer->forward(inputs);
     };
     const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);

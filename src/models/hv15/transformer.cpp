@@ -54,8 +54,48 @@ torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
 
 // --- options ------------------------------------------------------------------------------
 
+void check_served_variant(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) return;  // from_json reports it
+  const auto has = [&j](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
+  const bool sparse_mode = has("attn_mode") && j.at("attn_mode").is_string() &&
+                           j.at("attn_mode").get<std::string>() == "flex-block-attn";
+  const bool sparse_param = has("attn_param") && j.at("attn_param").is_object() &&
+                            j.at("attn_param").contains("attn_sparse_type");
+  if (sparse_mode || sparse_param) {
+    throw WeightsError(origin, std::string(sparse_mode ? "attn_mode 'flex-block-attn'"
+                                                       : "attn_param.attn_sparse_type") +
+                                   ": a sparse-attention (SSTA) checkpoint of HunyuanVideo-1.5 "
+                                   "(720p *_sparse) is not served (Diffusers has no pipeline for "
+                                   "it either); use the dense 720p checkpoint (720p_t2v, 720p_i2v "
+                                   "or their cfg-distilled *_distilled)");
+  }
+  if (has("in_channels") && has("out_channels") && j.at("in_channels").is_number_integer() &&
+      j.at("out_channels").is_number_integer()) {
+    const auto in = j.at("in_channels").get<std::int64_t>();
+    const auto out = j.at("out_channels").get<std::int64_t>();
+    if (out > 0 && in == 3 * out + 2) {
+      throw WeightsError(
+          origin,
+          "in_channels " + std::to_string(in) +
+              " = 3 x out_channels + 2 (latents, image "
+              "condition + mask, low-resolution latents + mask): a super-resolution "
+              "checkpoint of HunyuanVideo-1.5 (720p_sr_distilled, 1080p_sr_distilled) is not "
+              "served (Diffusers has no pipeline for it either)");
+    }
+  }
+  if (has("heads_num") || has("mm_double_blocks_depth")) {
+    throw WeightsError(origin,
+                       "Tencent's original transformer config (heads_num, "
+                       "mm_double_blocks_depth), not a Diffusers one: convert the checkpoint with "
+                       "diffusers' scripts/convert_hunyuan_video1_5_to_diffusers.py or use a "
+                       "hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-* snapshot (the "
+                       "sparse-attention and super-resolution checkpoints are not served at all)");
+  }
+}
+
 TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw WeightsError(origin, "transformer config is not a JSON object");
+  check_served_variant(j, origin);
   TransformerOptions o;
   o.in_channels = config_value(j, "in_channels", o.in_channels, origin);
   o.out_channels = config_value(j, "out_channels", o.out_channels, origin);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -559,4 +560,198 @@ TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
   decoded.data = omnidp::test::gradient_rgb(50, 40);  // i2v_request's image
   EXPECT_EQ(seen[0].data, hv::resize_and_crop(decoded, 96, 64).data);
   EXPECT_NE(encoded.data, random_tokens.data);  // the encoder's tokens, not the seeded ones
+}
+
+// --- the released variants (docs/models.md, "HunyuanVideo-1.5's released variants") ---------
+
+namespace {
+
+// A tiny transformer of the fixture's widths (Qwen 48, byT5 40, image 24) with random weights,
+// use_meanflow as asked, and a small random VAE that encodes (for i2v); no fixtures needed.
+std::unique_ptr<hv::HunyuanVideo15Pipeline> variant_pipeline(
+    bool meanflow, omnidp::models::GuidanceOptions guidance = {}) {
+  hv::TransformerOptions to;
+  to.num_attention_heads = 2;
+  to.attention_head_dim = 32;
+  to.rope_axes_dim = {8, 12, 12};
+  to.num_layers = 1;
+  to.num_refiner_layers = 1;
+  to.text_embed_dim = 48;
+  to.text_embed_2_dim = 40;
+  to.image_embed_dim = 24;
+  to.use_meanflow = meanflow;
+  hv::VaeOptions vo;
+  vo.block_out_channels = {8, 16, 16, 64, 64};
+  vo.layers_per_block = 1;
+  hv::PipelineParts parts;
+  parts.transformer = hv::random_transformer(to, 21, torch::kFloat32, torch::kCPU);
+  parts.vae = hv::random_vae(vo, 22, torch::kFloat32, torch::kCPU);
+  parts.random_conditioning = true;
+  parts.guidance = guidance;
+  return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
+}
+
+// Image-to-video inputs of 5 x 32 x 32 (2 x 2 x 2 latents), `steps` steps at `guidance`.
+hv::SampleInputs meanflow_inputs(const hv::HunyuanVideo15Pipeline& pipe, int steps, double guidance) {
+  hv::SampleInputs in = sample_inputs(pipe, 5, 32, 32, steps, guidance, 11);
+  in.prompt = conditioning(1, 6, 4);
+  in.negative = conditioning(2, 5, 5);
+  in.image = omnidp::models::randn_cpu({1, 3, 32, 32}, 12).clamp(-1.0, 1.0);
+  in.image_embeds = omnidp::models::randn_cpu({1, 9, 24}, 8);
+  return in;
+}
+
+// The denoising loop written out with one forward per branch: timestep_r as given per step
+// (`with_r`: the next timestep, 0 at the last; otherwise none), Euler steps of the scheduler.
+torch::Tensor meanflow_by_hand(hv::HunyuanVideo15Pipeline& pipe, const hv::SampleInputs& in,
+                               bool with_r) {
+  omnidp::models::FlowMatchEulerOptions so;
+  so.shift = in.flow_shift;
+  omnidp::models::FlowMatchEulerScheduler scheduler(so);
+  scheduler.set_timesteps(in.num_inference_steps);
+  const auto& timesteps = scheduler.timesteps();
+  auto condition = torch::zeros_like(in.noise);
+  auto mask = torch::zeros({1, 1, in.noise.size(2), in.noise.size(3), in.noise.size(4)});
+  if (in.image.defined()) {
+    condition.select(2, 0).copy_(pipe.vae()->encode_mean(in.image.unsqueeze(2)).select(2, 0) *
+                                 pipe.vae()->options().scaling_factor);
+    mask.select(2, 0).fill_(1.0);
+  }
+  auto x = in.noise.clone();
+  for (int i = 0; i < in.num_inference_steps; ++i) {
+    const auto forward = [&](const hv::TextConditioning& c) {
+      hv::TransformerInputs t;
+      t.hidden_states = torch::cat({x, condition, mask}, 1);
+      t.timestep = timesteps[i].expand({1});
+      if (with_r) {
+        t.timestep_r =
+            i + 1 < in.num_inference_steps ? timesteps[i + 1].expand({1}) : torch::zeros({1});
+      }
+      t.encoder_hidden_states = c.embeds;
+      t.encoder_attention_mask = c.mask;
+      t.encoder_hidden_states_2 = c.embeds_2;
+      t.encoder_attention_mask_2 = c.mask_2;
+      if (in.image_embeds.defined()) t.image_embeds = in.image_embeds;
+      return pipe.transformer()->forward(t);
+    };
+    auto pred = forward(in.prompt);
+    if (std::abs(in.guidance_scale - 1.0) > 1e-12) {
+      const auto uncond = forward(in.negative);
+      pred = uncond + in.guidance_scale * (pred - uncond);
+    }
+    x = scheduler.step(pred, i, x);
+  }
+  return x;
+}
+
+double rel_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>() / std::max(1.0, b.abs().max().item<double>());
+}
+
+}  // namespace
+
+TEST(Hv15Variants, NextTimestepIsTheFollowingOneAndZeroAtTheEnd) {
+  const auto ts = torch::tensor({1000.0F, 937.5F, 833.3F});
+  EXPECT_FLOAT_EQ(hv::next_timestep(ts, 0).item<float>(), 937.5F);
+  EXPECT_FLOAT_EQ(hv::next_timestep(ts, 1).item<float>(), 833.3F);
+  EXPECT_FLOAT_EQ(hv::next_timestep(ts, 2).item<float>(), 0.0F);
+  EXPECT_EQ(hv::next_timestep(ts, 2).scalar_type(), torch::kFloat32);
+  EXPECT_THROW((void)hv::next_timestep(ts, 3), omnidp::ModelError);
+  EXPECT_THROW((void)hv::next_timestep(ts, -1), omnidp::ModelError);
+  hv::TransformerOptions o;
+  EXPECT_FALSE(hv::meanflow_timestep_r(o, true));
+  o.use_meanflow = true;
+  EXPECT_TRUE(hv::meanflow_timestep_r(o, true));
+  EXPECT_FALSE(hv::meanflow_timestep_r(o, false));  // Diffusers' T2V pipeline passes none
+}
+
+// The step-distilled I2V (use_meanflow): each step's transformer call gets timestep_r = the
+// next timestep and the last one 0, as HunyuanVideo15ImageToVideoPipeline passes it; the loop
+// written out with that timestep_r is what denoise() computes, and without it the result differs.
+TEST(Hv15Variants, MeanflowImageToVideoPassesTheNextTimestepAsTimestepR) {
+  auto pipe = variant_pipeline(true);
+  torch::NoGradGuard no_grad;
+  const auto in = meanflow_inputs(*pipe, 3, 1.0);
+  const auto latents = pipe->denoise(in, nullptr);
+  const auto want = meanflow_by_hand(*pipe, in, true);
+  EXPECT_LT(rel_diff(latents, want), 1e-5);
+  EXPECT_GT(rel_diff(latents, meanflow_by_hand(*pipe, in, false)), 1e-4);
+}
+
+// Diffusers' text-to-video pipeline never passes timestep_r, whatever the transformer: so
+// neither does ours (the result is the loop without it, and differs from the one with it).
+TEST(Hv15Variants, MeanflowTextToVideoPassesNoTimestepRAsDiffusers) {
+  auto pipe = variant_pipeline(true);
+  torch::NoGradGuard no_grad;
+  auto in = meanflow_inputs(*pipe, 2, 1.0);
+  in.image = torch::Tensor();
+  in.image_embeds = torch::Tensor();
+  const auto latents = pipe->denoise(in, nullptr);
+  EXPECT_LT(rel_diff(latents, meanflow_by_hand(*pipe, in, false)), 1e-5);
+  EXPECT_GT(rel_diff(latents, meanflow_by_hand(*pipe, in, true)), 1e-4);
+}
+
+// With CFG the timestep_r reaches every branch in every layout: CFG as one batch of 2 (the
+// single run), a CFG-parallel group of 2 and a sequence-parallel (Ulysses) group of 2 all give
+// the loop written out with two forwards per step, each with timestep_r.
+TEST(Hv15Variants, MeanflowTimestepRUnderCfgBatchedCfgParallelAndSequenceParallel) {
+  auto single = variant_pipeline(true);
+  torch::NoGradGuard no_grad;
+  const auto in = meanflow_inputs(*single, 2, 6.0);
+  const auto want = single->denoise(in, nullptr);
+  EXPECT_LT(rel_diff(want, meanflow_by_hand(*single, in, true)), 1e-5);
+  EXPECT_GT(rel_diff(want, meanflow_by_hand(*single, in, false)), 1e-4);
+  for (const bool cfg_group : {true, false}) {
+    SCOPED_TRACE(cfg_group ? "cfg-parallel" : "sequence-parallel");
+    std::vector<torch::Tensor> got(2);
+    omnidp::models::testing::on_group(
+        2,
+        [&](int r, omnidp::runtime::Collective& c) {
+          const auto pipeline = variant_pipeline(true);
+          omnidp::GenerateContext ctx;
+          (cfg_group ? ctx.cfg : ctx.sequence) = &c;
+          got[static_cast<std::size_t>(r)] = pipeline->denoise(in, &ctx);
+        },
+        omnidp::runtime::replica_group_name(0, {0, 1}));
+    EXPECT_TRUE(torch::equal(got[0], got[1]));
+    EXPECT_LT(rel_diff(got[0], want), 1e-5);
+  }
+}
+
+// The cfg-distilled checkpoints (guider guidance_scale 1, which the request takes as its
+// default): one forward per step, and the negative prompt is never encoded; the FLOPs count one
+// branch. With CFG the same pipeline encodes it and counts both.
+TEST(Hv15Variants, CfgDistilledEncodesNoNegativePromptAndCountsOneForward) {
+  omnidp::models::GuidanceOptions guider;
+  guider.guidance_scale = 1.0;
+  auto random = variant_pipeline(false, guider);
+  int calls = 0;
+  hv::PipelineParts parts;
+  parts.transformer = random->transformer();
+  parts.vae = random->vae();
+  parts.guidance = guider;
+  parts.text_encoder = std::make_unique<CountingEncoder>(&calls);
+  hv::HunyuanVideo15Pipeline pipe(std::move(parts), torch::kCPU);
+  auto r = omnidp::test::sized_request(5, 32, 32, 2, 1.0, 5.0);
+  r.id = "d";
+  r.prompt = "a red kite over the sea";
+  r.negative_prompt = "blurry";
+  r.seed = 4;
+  const auto& to = pipe.transformer()->options();
+  const std::int64_t n = 2 * 2 * 2;
+  auto f = pipe.flops(r);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 2.0 * hv::hv15_forward_flops(to, n, 4));
+  EXPECT_EQ(f->text, 100.0 * static_cast<double>(r.prompt.size()));  // the prompt's alone
+  const auto distilled = pipe.generate(r, {});
+  EXPECT_EQ(calls, 1);  // the prompt only
+  (void)pipe.generate(r, {});
+  EXPECT_EQ(calls, 2);
+  r.guidance_scale = 6.0;  // CFG on: the negative prompt is encoded and counted
+  f = pipe.flops(r);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->transformer, 4.0 * hv::hv15_forward_flops(to, n, 4));
+  const auto guided = pipe.generate(r, {});
+  EXPECT_EQ(calls, 4);
+  EXPECT_NE(guided.data, distilled.data);
 }

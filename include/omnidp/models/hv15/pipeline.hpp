@@ -5,7 +5,10 @@
 //   noise = randn_cpu([1, 32, (F-1)/4+1, H/16, W/16], seed) -> device, transformer dtype;
 //   flow-match Euler (sigmas linspace(1, 0, n+1)[:-1], shift = request.flow_shift);
 //   per step: transformer(cat[latents, condition latent, mask]) for the prompt and, when
-//   guidance_scale != 1, for the negative prompt; CFG uncond + g (cond - uncond);
+//   guidance_scale != 1, for the negative prompt (never encoded otherwise: the cfg-distilled
+//   checkpoints' guider says 1, so one forward per step); CFG uncond + g (cond - uncond); a
+//   `use_meanflow` transformer (the step-distilled I2V) also gets timestep_r = the next
+//   timestep, 0 at the last step, on image-to-video only (meanflow_timestep_r);
 //   latents / scaling_factor -> VAE decode -> (x/2 + 0.5).clamp(0, 1) -> uint8 round(255 x).
 //   I2V: the image (resized to cover the request size with PIL's Lanczos, centre-cropped) is
 //   VAE-encoded (posterior mean x scaling_factor) into the first condition frame, the mask
@@ -162,6 +165,17 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   };
   mutable EmbeddingsFile embeddings_;  // embeddings_file()'s one-entry cache
 };
+
+// Whether a denoising step passes `timestep_r` (TransformerInputs::timestep_r): only a
+// `use_meanflow` transformer, and only for image-to-video, as Diffusers'
+// HunyuanVideo15ImageToVideoPipeline does (its HunyuanVideo15Pipeline, text-to-video, never
+// passes it; docs/models.md, "HunyuanVideo-1.5's released variants").
+[[nodiscard]] bool meanflow_timestep_r(const TransformerOptions& options,
+                                       bool image_to_video) noexcept;
+
+// The MeanFlow `timestep_r` of step `index`: timesteps[index + 1], or 0 at the last step (a 0-d
+// tensor of the schedule's dtype). Throws ModelError for an index outside the schedule.
+[[nodiscard]] torch::Tensor next_timestep(const torch::Tensor& timesteps, int index);
 
 // VaeImageProcessor.resize(image, height, width, resize_mode="crop"): PIL Lanczos resize so the
 // image covers width x height keeping its aspect ratio (the other side image.w * height //

@@ -61,10 +61,20 @@ struct TransformerOptions {
   }
   // Reads a Diffusers config.json; absent keys keep the defaults above. Throws WeightsError
   // naming `origin` for wrong types or inconsistent values (rope dims not summing to the head
-  // dim, qk_norm other than rms_norm, ...).
+  // dim, qk_norm other than rms_norm, ...) and for a checkpoint that is not served
+  // (check_served_variant).
   [[nodiscard]] static TransformerOptions from_json(const nlohmann::json& config,
                                                     const std::string& origin);
 };
+
+// HunyuanVideo-1.5 checkpoints this port does not serve, recognised by their transformer config
+// (docs/models.md, "HunyuanVideo-1.5's released variants"): a sparse-attention checkpoint
+// (`attn_mode` "flex-block-attn", or an `attn_param` with `attn_sparse_type`), a super-resolution
+// one (`in_channels` = 3 x `out_channels` + 2: latents, image condition + mask, low-resolution
+// latents + mask) and any config in Tencent's original layout (`heads_num` or
+// `mm_double_blocks_depth`). Throws WeightsError naming `origin` and what to use instead;
+// returns for everything else (a non-object included: from_json reports that).
+void check_served_variant(const nlohmann::json& config, const std::string& origin);
 
 // The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
 struct TransformerInputs {
