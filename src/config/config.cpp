@@ -75,6 +75,11 @@ struct EnumTable<Quantization> {
       {{Quantization::none, "none"}, {Quantization::fp8, "fp8"}}};
 };
 template <>
+struct EnumTable<ExpertResidency> {
+  static constexpr std::array<EnumName<ExpertResidency>, 2> names{
+      {{ExpertResidency::resident, "resident"}, {ExpertResidency::swap, "swap"}}};
+};
+template <>
 struct EnumTable<SchedulerPolicy> {
   static constexpr std::array<EnumName<SchedulerPolicy>, 2> names{
       {{SchedulerPolicy::dynamic, "dynamic"}, {SchedulerPolicy::round_robin, "round_robin"}}};
@@ -570,7 +575,8 @@ const std::vector<SectionSpec>& schema() {
                   field("offload_text_encoder", &C::model, &ModelConfig::offload_text_encoder),
                   field("attention", &C::model, &ModelConfig::attention),
                   field("fused_kernels", &C::model, &ModelConfig::fused_kernels),
-                  field("quantization", &C::model, &ModelConfig::quantization)}});
+                  field("quantization", &C::model, &ModelConfig::quantization),
+                  field("expert_residency", &C::model, &ModelConfig::expert_residency)}});
     s.push_back(
         {"parallel",
          {data_parallel_field(),
@@ -944,6 +950,15 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
                 to_string(model.device) + ", " + to_string(model.dtype) + ")");
   }
 
+  if (model.expert_residency == ExpertResidency::swap) {
+    require(model.device == DeviceKind::cuda, "model.expert_residency",
+            "swap keeps the idle expert in host memory: it needs model.device cuda (on the CPU "
+            "both experts are in host memory already)");
+    require(model.quantization == Quantization::none, "model.expert_residency",
+            "swap with model.quantization fp8 is not supported (the experts move as bf16 "
+            "weights)");
+  }
+
   // Paths: the file's own paths against its folder, the output against the current directory.
   const std::filesystem::path cwd = std::filesystem::current_path();
   const std::filesystem::path base =
@@ -1000,6 +1015,7 @@ const char* to_string(DeviceKind v) noexcept { return enum_name(v); }
 const char* to_string(WeightsSource v) noexcept { return enum_name(v); }
 const char* to_string(AttentionKernel v) noexcept { return enum_name(v); }
 const char* to_string(Quantization v) noexcept { return enum_name(v); }
+const char* to_string(ExpertResidency v) noexcept { return enum_name(v); }
 const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }

@@ -80,6 +80,12 @@ ManifestOptions job_manifest_options(const Config& config) {
                           "' has one transformer: guidance_scale_2 is the low-noise expert's "
                           "guidance of a two-expert model (Wan2.2-A14B)");
   }
+  if (!info.two_experts && config.model.expert_residency == ExpertResidency::swap) {
+    throw ConfigError("model.expert_residency",
+                      "model '" + config.model.name +
+                          "' has one transformer: swap moves the idle expert of a two-expert "
+                          "model (Wan2.2-A14B) between host and GPU memory");
+  }
   options.guidance_scale_2 = info.two_experts;
   options.size_multiple = info.size_multiple();
   options.only_task = info.snapshot_task;

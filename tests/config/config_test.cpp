@@ -549,6 +549,33 @@ TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
   EXPECT_NE(to_yaml(config).find("  quantization: fp8\n"), std::string::npos);
 }
 
+// model.expert_residency (docs/models.md, "Two experts"): swap is for the GPU, with bf16 experts.
+TEST(ConfigValidate, ExpertSwapNeedsTheGpuAndNoFp8) {
+  EXPECT_EQ(parse_error("model: {expert_residency: offload}\n"),
+            "model.expert_residency: invalid value 'offload' (expected resident | swap)");
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, expert_residency: swap}\n"),
+            "model.expert_residency: swap keeps the idle expert in host memory: it needs "
+            "model.device cuda (on the CPU both experts are in host memory already)");
+  std::vector<ModelChoice> models = kModels;
+  models[1].fp8 = true;
+  Config config = parse_config_yaml(
+      "model: {name: tiny-wan, expert_residency: swap, device: cuda, dtype: bf16, quantization: "
+      "fp8}\ninput: {manifest: m.jsonl}\n",
+      "t.yaml");
+  try {
+    validate_and_resolve(config, models);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model.expert_residency: swap with model.quantization fp8 is not supported (the "
+              "experts move as bf16 weights)");
+  }
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, expert_residency: resident}\n"), "");
+  Config swap = default_config();
+  swap.model.expert_residency = ExpertResidency::swap;
+  EXPECT_NE(to_yaml(swap).find("  expert_residency: swap\n"), std::string::npos);
+}
+
 TEST(ConfigValidate, SchedulerRules) {
   EXPECT_EQ(validate_error("scheduler: {prefetch: -1}\n"),
             "scheduler.prefetch: -1 is out of range [0, 1024]");

@@ -71,6 +71,25 @@ TEST(JobManifestOptions, OnlyHunyuanVideoPicksI2vSizesFromTheImage) {
   std::filesystem::remove_all(dir);
 }
 
+// model.expert_residency swap moves the idle expert of a two-expert model: a model with one
+// transformer refuses it, naming the key.
+TEST(JobManifestOptions, SwapNeedsTwoExperts) {
+  Config config;
+  config.model.weights = WeightsSource::random;
+  config.model.expert_residency = ExpertResidency::swap;
+  config.model.name = "tiny-wan2.2-t2v-a14b";
+  EXPECT_NO_THROW((void)job_manifest_options(config));
+  config.model.name = "tiny-wan2.1-t2v";
+  try {
+    (void)job_manifest_options(config);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "model.expert_residency: model 'tiny-wan2.1-t2v' has one transformer: swap moves "
+              "the idle expert of a two-expert model (Wan2.2-A14B) between host and GPU memory");
+  }
+}
+
 TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / "omnidp-model-api-task";

@@ -33,6 +33,9 @@ enum class FileLocking { automatic, on, off };  // YAML: auto | on | off
 enum class AttentionKernel { automatic, flash, cudnn, efficient, math };
 // Weight/activation quantization of the transformer's linear layers (docs/models.md, "FP8").
 enum class Quantization { none, fp8 };
+// Where a two-expert model's idle expert lives (docs/models.md, "Two experts"): resident (both on
+// the GPU) or swap (the idle one in host memory, moved in where the schedule reaches it).
+enum class ExpertResidency { resident, swap };
 // The replica groups' collectives (docs/runtime.md, "Collectives"). YAML: auto | mpi | nccl.
 enum class CollectiveBackend { automatic, mpi, nccl };
 
@@ -55,6 +58,7 @@ struct ModelConfig {
   // fp8: W8A8 FP8 GEMMs in the transformer blocks (per-channel weight scales, per-token
   // activation scales; attention stays bf16). Part of the numerics profile.
   Quantization quantization = Quantization::none;
+  ExpertResidency expert_residency = ExpertResidency::resident;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -245,6 +249,7 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
 [[nodiscard]] const char* to_string(WeightsSource v) noexcept;
 [[nodiscard]] const char* to_string(AttentionKernel v) noexcept;
 [[nodiscard]] const char* to_string(Quantization v) noexcept;
+[[nodiscard]] const char* to_string(ExpertResidency v) noexcept;
 [[nodiscard]] const char* to_string(SchedulerPolicy v) noexcept;
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;

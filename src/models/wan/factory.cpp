@@ -105,6 +105,9 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   parts.device_name = setup.device_name;
   parts.expand_timesteps = layout.expand_timesteps;
   parts.boundary_ratio = layout.boundary_ratio;
+  // model.expert_residency swap: the low-noise expert is built in host memory and waits there.
+  parts.swap_experts = m.expert_residency == ExpertResidency::swap && layout.transformer_2;
+  const torch::Device expert_2_device = parts.swap_experts ? torch::Device(torch::kCPU) : device;
   const text::EncoderPlacement placement{device, m.offload_text_encoder};
   std::future<std::unique_ptr<text::T5PromptEncoder>> text_load;
   const fs::path root(m.path);
@@ -119,7 +122,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         });
     parts.transformer = load_wan_transformer(root / "transformer", dtype, device, shard);
     if (layout.transformer_2) {
-      parts.transformer_2 = load_wan_transformer(root / "transformer_2", dtype, device, shard);
+      parts.transformer_2 =
+          load_wan_transformer(root / "transformer_2", dtype, expert_2_device, shard);
     }
     parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
     if (layout.image_encoder) {
@@ -133,8 +137,8 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     const ParamSpec spec{dtype, device};
     parts.transformer = random_transformer(layout.transformer, m.weights_seed, spec, shard);
     if (layout.transformer_2) {
-      parts.transformer_2 =
-          random_transformer(*layout.transformer_2, m.weights_seed + 3, spec, shard);
+      parts.transformer_2 = random_transformer(*layout.transformer_2, m.weights_seed + 3,
+                                               ParamSpec{dtype, expert_2_device}, shard);
     }
     const auto t = Clock::now();
     AutoencoderKLWan vae(layout.vae);

@@ -1,10 +1,12 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/layers/placement.hpp"
@@ -62,6 +64,11 @@ WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
       parts_.transformer_2->options().in_channels != parts_.transformer->options().in_channels) {
     throw ModelError("the two transformers take different input channels");
   }
+  if (parts_.swap_experts) {
+    if (!parts_.transformer_2) throw ModelError("swapping experts needs a second transformer");
+    // The low-noise expert waits in host memory (a no-op where it was loaded there).
+    parts_.transformer_2->to_dtype(torch::kCPU, parts_.transformer_2->dtype());
+  }
   if (parts_.transformer->options().image_tokens() != static_cast<bool>(parts_.image_encoder)) {
     throw ModelError(parts_.image_encoder
                          ? "an image encoder needs a transformer with image_dim"
@@ -75,6 +82,22 @@ torch::Tensor WanPipeline::encode_image(const RgbImage& image, const RgbImage* l
   if (last_image != nullptr)
     tokens = torch::cat({tokens, parts_.image_encoder->encode(*last_image)}, 1);
   return tokens;
+}
+
+void WanPipeline::make_resident(int index) {
+  if (!parts_.swap_experts || index == resident_) return;
+  auto& out = resident_ == 0 ? parts_.transformer : parts_.transformer_2;
+  auto& in = index == 0 ? parts_.transformer : parts_.transformer_2;
+  const auto start = std::chrono::steady_clock::now();
+  // Out first, so that the device never holds both; the weights are unchanged either way.
+  out->to_dtype(torch::kCPU, out->dtype());
+  in->to_dtype(device_, in->dtype());  // copies from pageable host memory: synchronous
+  resident_ = index;
+  ++expert_swaps_;
+  log_info("wan: expert swap: " + std::string(index == 0 ? "transformer" : "transformer_2") +
+           " in, the other out, in " +
+           fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2) +
+           " s");
 }
 
 std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, int width) const {
@@ -212,32 +235,40 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   struct Expert {
     WanTransformer3DModel* model;
     double guidance;
+    bool prepared = false;
     WanPreparedContext text, negative_text;
   };
   std::vector<Expert> experts;
   for (auto* m : {&parts_.transformer, &parts_.transformer_2}) {
     if (!*m) continue;
     (*m)->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
-    Expert e{m,
-             experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale),
-             {},
-             {}};
-    // The image tokens belong to the transformer that has image_dim (one expert only).
-    const auto image = (*m)->options().image_tokens() ? image_tokens : torch::Tensor();
-    if (branch == 0) e.text = (*m)->prepare_context(context, image);
-    if (do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)) {
-      e.negative_text = (*m)->prepare_context(negative, image);
-    }
-    experts.push_back(std::move(e));
+    experts.push_back(
+        {m, experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale)});
   }
+  // An expert's context is prepared where it first runs: on the device, also when it was swapped
+  // in (model.expert_residency swap).
+  const auto use_expert = [&](int index) -> Expert& {
+    make_resident(index);
+    auto& e = experts[static_cast<std::size_t>(index)];
+    if (e.prepared) return e;
+    auto& m = *e.model;
+    // The image tokens belong to the transformer that has image_dim (one expert only).
+    const auto image = m->options().image_tokens() ? image_tokens : torch::Tensor();
+    if (branch == 0) e.text = m->prepare_context(context, image);
+    if (do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)) {
+      e.negative_text = m->prepare_context(negative, image);
+    }
+    e.prepared = true;
+    return e;
+  };
   const double boundary = parts_.boundary_ratio.value_or(0.0) * so.num_train_timesteps;
 
   const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
   const auto timesteps = scheduler.timesteps().to(device_);
   const CfgLayout layout{cfg, batch_cfg};
   run_denoising_steps(steps, ctx, device_, [&](int i) {
-    const auto& expert =
-        experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? experts[1] : experts[0];
+    const Expert& expert =
+        use_expert(experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0);
     auto& model = *expert.model;
     auto model_input = blend(latents);
     if (concat.defined()) model_input = torch::cat({model_input, concat}, 1);

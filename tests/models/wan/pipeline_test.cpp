@@ -145,6 +145,30 @@ TEST_F(WanPipelineTest, TwoExpertsTakeTheSecondGuidanceAfterTheBoundary) {
   EXPECT_EQ(v.width, 64);
 }
 
+// model.expert_residency swap: one expert resident at a time, moved where the schedule reaches
+// it (the boundary, and the next request's first step), with the same videos as resident.
+TEST_F(WanPipelineTest, SwappedExpertsGiveTheResidentVideos) {
+  Config c = tiny_config();
+  c.model.name = "tiny-wan2.2-t2v-a14b";
+  const auto resident = create_wan_pipeline(c, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  c.model.expert_residency = ExpertResidency::swap;
+  const auto swapped = create_wan_pipeline(c, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  auto* wan = dynamic_cast<WanPipeline*>(swapped.get());
+  ASSERT_NE(wan, nullptr);
+  EXPECT_EQ(wan->expert_swaps(), 0);
+  auto r = testing::tiny_request();
+  r.num_inference_steps = 4;  // the boundary (.875) after the first step
+  r.guidance_scale_2 = 2.0;
+  EXPECT_EQ(video_sha256(swapped->generate(r, {})), video_sha256(resident->generate(r, {})));
+  EXPECT_EQ(wan->expert_swaps(), 1);  // to transformer_2 at the boundary
+  r.seed += 1;
+  EXPECT_EQ(video_sha256(swapped->generate(r, {})), video_sha256(resident->generate(r, {})));
+  EXPECT_EQ(wan->expert_swaps(), 3);  // back for the first step, out again at the boundary
+  auto* plain = dynamic_cast<WanPipeline*>(resident.get());
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->expert_swaps(), 0);
+}
+
 TEST_F(WanPipelineTest, SizesAreRoundedAsTheReference) {
   WanPipeline pipeline(tiny_parts(true), torch::kCPU);
   EXPECT_EQ(pipeline.latent_shape(5, 32, 64), (std::vector<std::int64_t>{1, 48, 2, 2, 4}));

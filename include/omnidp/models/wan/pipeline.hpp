@@ -44,7 +44,10 @@ struct WanPipelineParts {
   WanTransformer3DModel transformer{nullptr};
   WanTransformer3DModel transformer_2{nullptr};  // the low-noise expert (Wan2.2-A14B), or none
   std::optional<double> boundary_ratio;          // model_index.json; set exactly with transformer_2
-  bool expand_timesteps = false;                 // model_index.json (Wan2.2-TI2V-5B: true)
+  // model.expert_residency swap: one expert on the device at a time, the other in host memory
+  // (the pipeline moves transformer_2 there at construction); needs transformer_2.
+  bool swap_experts = false;
+  bool expand_timesteps = false;  // model_index.json (Wan2.2-TI2V-5B: true)
   AutoencoderKLWan vae{nullptr};
   std::unique_ptr<TextEncoder> text_encoder;  // may be null: requests then need prompt_embeds
   // image_encoder/ + image_processor/ (Wan2.1 I2V); set exactly when the transformer has
@@ -107,6 +110,10 @@ class WanPipeline final : public Pipeline {
   // the VAE's z_dim.
   [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;
 
+  // Expert moves so far (swap_experts): one at the boundary of each request that crosses it,
+  // one at the start of each request after the first.
+  [[nodiscard]] std::int64_t expert_swaps() const noexcept { return expert_swaps_; }
+
   [[nodiscard]] WanTransformer3DModel& transformer() noexcept { return parts_.transformer; }
   [[nodiscard]] AutoencoderKLWan& vae() noexcept { return parts_.vae; }
   [[nodiscard]] torch::Device device() const noexcept { return device_; }
@@ -118,8 +125,14 @@ class WanPipeline final : public Pipeline {
 
   WanPipelineParts parts_;
   torch::Device device_;
+  // swap_experts: makes expert `index` (0: transformer, 1: transformer_2) the one on the device,
+  // moving the other to host memory first; logs the seconds.
+  void make_resident(int index);
+
   std::string cached_negative_text_;
   torch::Tensor cached_negative_;
+  int resident_ = 0;  // swap_experts: the expert on the device
+  std::int64_t expert_swaps_ = 0;
 };
 
 }  // namespace omnidp::models::wan
