@@ -642,6 +642,22 @@ TEST_F(SnapshotE2e, ATransformerWithImageDimNeedsItsImageEncoder) {
        "image_encoder/ (CLIP)"});
 }
 
+// A first-last-frame checkpoint needs a last image per request, which a line cannot give yet:
+// refused before any weights are read, not at every request's first step.
+TEST_F(SnapshotE2e, AFirstLastFrameCheckpointIsRefusedByName) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
+  const auto config = dir_ / "snap" / "transformer" / "config.json";
+  auto j = json::parse(read_text(config));
+  j["pos_embed_seq_len"] = 34;
+  fs::remove(config);
+  write_text(config, j.dump());
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  expect_refused({"snap/transformer/config.json: pos_embed_seq_len 34 is a first-last-frame "
+                  "checkpoint (Wan2.1-FLF2V): every request needs a last image, which a manifest "
+                  "line cannot give yet"});
+}
+
 TEST_F(SnapshotE2e, AnImageEncoderOfAnotherWidthIsNamed) {
   write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
   fs::remove(dir_ / "snap" / "image_encoder" / "config.json");

@@ -127,8 +127,10 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
     }
     parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
     if (layout.image_encoder) {
+      // In float32 whatever the transformer's dtype, as diffusers' Wan2.1 I2V example loads it
+      // (0.6 B parameters, one forward per request); its tokens are cast to the transformer's.
       parts.image_encoder = vision::load_clip_image_encoder(
-          root / "image_encoder", root / "image_processor", dtype, device);
+          root / "image_encoder", root / "image_processor", torch::kFloat32, device);
     }
     parts.scheduler =
         unipc_options_from_config(read_json(root / "scheduler" / "scheduler_config.json"));
@@ -160,7 +162,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
                                             {"hidden_act", "gelu"}};
       parts.image_encoder = vision::random_clip_image_encoder(
           clip, vision::clip_processor_config(clip.at("image_size").get<int>()), m.weights_seed + 4,
-          dtype, device);
+          torch::kFloat32, device);  // float32, as loaded from a snapshot
     }
   }
   if (m.quantization == Quantization::fp8) {

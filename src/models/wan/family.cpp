@@ -211,9 +211,12 @@ WanLayout read_wan_snapshot(const fs::path& root) {
     if (l.transformer_2->in_channels != l.transformer.in_channels ||
         l.transformer_2->out_channels != l.transformer.out_channels ||
         l.transformer_2->text_dim != l.transformer.text_dim ||
-        l.transformer_2->patch_size != l.transformer.patch_size) {
+        l.transformer_2->patch_size != l.transformer.patch_size ||
+        l.transformer_2->image_dim != l.transformer.image_dim ||
+        l.transformer_2->added_kv_proj_dim != l.transformer.added_kv_proj_dim ||
+        l.transformer_2->pos_embed_seq_len != l.transformer.pos_embed_seq_len) {
       throw WeightsError(file.string(),
-                         "the low-noise expert's channels, text width or patch "
+                         "the low-noise expert's channels, text width, patch or image tokens "
                          "differ from transformer/config.json");
     }
   } else if (l.boundary_ratio) {
@@ -228,6 +231,16 @@ WanLayout read_wan_snapshot(const fs::path& root) {
                        "(CLIPImageProcessor: preprocessor_config.json)");
   }
   l.image_encoder = encoder;
+  if (encoder && !fs::is_regular_file(root / "image_processor" / "preprocessor_config.json")) {
+    throw WeightsError((root / "image_processor" / "preprocessor_config.json").string(),
+                       "missing: the CLIP image processor's configuration");
+  }
+  if (l.transformer.pos_embed_seq_len > 0) {
+    throw WeightsError(transformer_file.string(),
+                       "pos_embed_seq_len " + std::to_string(l.transformer.pos_embed_seq_len) +
+                           " is a first-last-frame checkpoint (Wan2.1-FLF2V): every request "
+                           "needs a last image, which a manifest line cannot give yet");
+  }
   if (encoder != l.transformer.image_tokens()) {
     throw WeightsError(encoder ? (root / "image_encoder").string() : transformer_file.string(),
                        encoder

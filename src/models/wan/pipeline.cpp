@@ -89,8 +89,18 @@ void WanPipeline::make_resident(int index) {
   auto& out = resident_ == 0 ? parts_.transformer : parts_.transformer_2;
   auto& in = index == 0 ? parts_.transformer : parts_.transformer_2;
   const auto start = std::chrono::steady_clock::now();
-  // Out first, so that the device never holds both; the weights are unchanged either way.
-  out->to_dtype(torch::kCPU, out->dtype());
+  // Out first, so that the device never holds both; the weights are unchanged either way. A
+  // move that throws (out of memory) leaves resident_ unknown (-1): the next call moves every
+  // other expert out before moving its own in.
+  const int before = resident_;
+  resident_ = -1;
+  if (before >= 0) {
+    out->to_dtype(torch::kCPU, out->dtype());
+  } else {
+    for (auto* e : {&parts_.transformer, &parts_.transformer_2}) {
+      if (e != &in) (*e)->to_dtype(torch::kCPU, (*e)->dtype());
+    }
+  }
   in->to_dtype(device_, in->dtype());  // copies from pageable host memory: synchronous
   resident_ = index;
   ++expert_swaps_;

@@ -439,6 +439,10 @@ TEST(WanTransformer, ImageTokensTakeTheDiffusersNamesAndAreRequired) {
     EXPECT_EQ(shapes[name], shape) << name;
   }
   EXPECT_EQ(shapes.count("blocks.0.attn1.add_k_proj.weight"), 0U);
+  // The image keys and values, computed once per request, keep their dtype under FP8 as the
+  // text's do: the same layers are planned as without image tokens.
+  EXPECT_EQ(fp8_plan_layers(*model, WanTransformer3DModelImpl::fp8_plan()),
+            fp8_plan_layers(*random_tiny(), WanTransformer3DModelImpl::fp8_plan()));
 
   torch::NoGradGuard no_grad;
   const auto x = torch::randn({1, 36, 2, 4, 6});

@@ -1,5 +1,5 @@
 #pragma once
-// FLOPs of the SigLIP and CLIP vision towers's forward (docs/performance.md, "MFU"): 2 per
+// FLOPs of the SigLIP and CLIP vision towers' forwards (docs/performance.md, "MFU"): 2 per
 // multiply-add of the patch embedding and of every matrix multiplication (projections, MLP,
 // attention over all n x n pairs); norms, activations and the pooling head (unused for
 // last_hidden_state) are not counted. A plain function, thread-safe.
