@@ -653,9 +653,10 @@ TEST_F(SnapshotE2e, AFirstLastFrameCheckpointIsRefusedByName) {
   write_text(config, j.dump());
   write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
   write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
-  expect_refused({"snap/transformer/config.json: pos_embed_seq_len 34 is a first-last-frame "
-                  "checkpoint (Wan2.1-FLF2V): every request needs a last image, which a manifest "
-                  "line cannot give yet"});
+  expect_refused(
+      {"snap/transformer/config.json: pos_embed_seq_len 34 is a first-last-frame "
+       "checkpoint (Wan2.1-FLF2V): every request needs a last image, which a manifest "
+       "line cannot give yet"});
 }
 
 TEST_F(SnapshotE2e, AnImageEncoderOfAnotherWidthIsNamed) {
