@@ -121,6 +121,13 @@ struct GenerationDefaults {
 // Throws as those do.
 [[nodiscard]] ManifestOptions job_manifest_options(const Config& config);
 
+// The transformer forwards of one request (GenerateContext::on_forwards).
+struct ForwardCounts {
+  int forwards = 0;  // forwards the denoising loop asked for
+  int computed = 0;  // of them, those whose whole block stack ran (the others: cache hits)
+  friend bool operator==(const ForwardCounts&, const ForwardCounts&) = default;
+};
+
 // Passed to generate(): lets a long generation stop early when the job abandons work.
 struct GenerateContext {
   std::function<bool()> abandoned;                   // polled between denoising steps; may be empty
@@ -140,6 +147,12 @@ struct GenerateContext {
   // Tensor parallel: the group's ranks that share this rank's cfg branch and sequence shard, in
   // tensor-shard order; null when parallel.tensor_parallel_size is 1.
   runtime::Collective* tensor = nullptr;
+  // Called once per successful generate(), before it returns, on every rank of the group, with
+  // the whole request's transformer forwards (every CFG branch of the group counted: a guided
+  // step asks for 2, an unguided one 1) and how many of them ran their whole block stack; they
+  // differ only under a step cache (generation.cache, docs/models.md "Step caching"). May be
+  // empty.
+  std::function<void(const ForwardCounts&)> on_forwards;
 };
 
 // The model FLOPs of one request (docs/performance.md, "MFU"): analytic counts of the matrix
