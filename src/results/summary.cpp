@@ -135,10 +135,12 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, const RankLayou
   double last_end = 0.0;
   std::map<int, double> busy;  // per rank: its group's rows
   std::vector<FlopsSample> flops;
+  ForwardTotals forwards;
   for (const auto& r : rows) {
     if (r.status == RequestStatus::ok) {
       ++s.completed;
       latencies.push_back(r.seconds);
+      forwards.add(r.forwards, r.forwards_computed);
       if (r.model_tflop > 0.0) {
         flops.push_back({r.model_tflop, r.seconds, group, resolve_peak(layout.runtime, r.device)});
       }
@@ -173,6 +175,7 @@ RunSummary recompute_summary(std::span<const ResultRecord> rows, const RankLayou
   s.scheduling_efficiency =
       s.makespan_s > 0.0 ? busy_total / (static_cast<double>(working) * s.makespan_s) : 0.0;
   set_flops_figures(s, flops, working);
+  set_forwards_figures(s, forwards);
   return s;
 }
 
@@ -227,6 +230,35 @@ std::string describe_flops(const RunSummary& s) {
                      *s.peak_tflops, s.peak_source);
   out += s.makespan_mfu ? fmt::format("{:.2f}%", 100.0 * *s.makespan_mfu) : std::string("n/a");
   return out;
+}
+
+void ForwardTotals::add(int request_forwards, int request_computed) noexcept {
+  if (request_forwards <= 0) return;
+  forwards += static_cast<std::size_t>(request_forwards);
+  computed += static_cast<std::size_t>(std::clamp(request_computed, 0, request_forwards));
+}
+
+void set_forwards_figures(RunSummary& s, const ForwardTotals& totals) {
+  s.forwards = totals.forwards;
+  s.forwards_computed = totals.computed;
+  s.cache_skip_rate.reset();
+  if (totals.forwards > 0) {
+    s.cache_skip_rate =
+        1.0 - static_cast<double>(totals.computed) / static_cast<double>(totals.forwards);
+  }
+}
+
+bool forwards_skipped(const RunSummary& s) noexcept {
+  return s.forwards > 0 && s.forwards_computed < s.forwards;
+}
+
+std::string describe_forwards(const RunSummary& s) {
+  if (s.forwards == 0 || !s.cache_skip_rate) {
+    return "not recorded (no ok request with a forward count)";
+  }
+  const std::size_t skipped = s.forwards - std::min(s.forwards_computed, s.forwards);
+  return fmt::format("skip rate {:.2f}% ({} of {} transformer forwards skipped, {} computed)",
+                     100.0 * *s.cache_skip_rate, skipped, s.forwards, s.forwards_computed);
 }
 
 }  // namespace omnidp::results

@@ -37,7 +37,10 @@ struct RowBuffer {
   std::int32_t steps;
   std::int32_t attempt;
   char* numerics;      // files written before it lack it (read as "")
-  double model_tflop;  // the last column: files written before it lack it (read as 0)
+  double model_tflop;  // files written before it lack it (read as 0)
+  // The last two columns: files written before them lack them (read as 0, not recorded).
+  std::int32_t forwards;
+  std::int32_t forwards_computed;
 };
 
 h5::Datatype status_type() {
@@ -76,8 +79,8 @@ struct Column {
 };
 
 // The columns of /requests, in file order: the one list that drives the HDF5 compound type and
-// both copies between a ResultRecord and a row (numerics and model_tflop, the last two, are
-// missing in files written before them).
+// both copies between a ResultRecord and a row (numerics, model_tflop, forwards and
+// forwards_computed, the last four, are missing in files written before them).
 constexpr auto kColumns = std::make_tuple(
     Column<char*, std::string>{"id", &RowBuffer::id, &ResultRecord::id},
     Column<char[kHashChars], std::string>{"input_key", &RowBuffer::input_key,
@@ -99,15 +102,22 @@ constexpr auto kColumns = std::make_tuple(
     Column<std::int32_t, int>{"steps", &RowBuffer::steps, &ResultRecord::steps},
     Column<std::int32_t, int>{"attempt", &RowBuffer::attempt, &ResultRecord::attempt},
     Column<char*, std::string>{"numerics", &RowBuffer::numerics, &ResultRecord::numerics},
-    Column<double, double>{"model_tflop", &RowBuffer::model_tflop, &ResultRecord::model_tflop});
+    Column<double, double>{"model_tflop", &RowBuffer::model_tflop, &ResultRecord::model_tflop},
+    Column<std::int32_t, int>{"forwards", &RowBuffer::forwards, &ResultRecord::forwards},
+    Column<std::int32_t, int>{"forwards_computed", &RowBuffer::forwards_computed,
+                              &ResultRecord::forwards_computed});
 
 // The columns files written by earlier versions may lack (docs/results.md).
 struct OptionalColumns {
   bool numerics = true;
   bool model_tflop = true;
+  bool forwards = true;
+  bool forwards_computed = true;
   [[nodiscard]] bool has(const char* name) const {
     if (std::strcmp(name, "numerics") == 0) return numerics;
     if (std::strcmp(name, "model_tflop") == 0) return model_tflop;
+    if (std::strcmp(name, "forwards") == 0) return forwards;
+    if (std::strcmp(name, "forwards_computed") == 0) return forwards_computed;
     return true;
   }
 };
@@ -122,7 +132,8 @@ bool has_member(const h5::Dataset& table, const char* name) {
 }
 
 OptionalColumns columns_of(const h5::Dataset& table) {
-  return {has_member(table, "numerics"), has_member(table, "model_tflop")};
+  return {has_member(table, "numerics"), has_member(table, "model_tflop"),
+          has_member(table, "forwards"), has_member(table, "forwards_computed")};
 }
 
 template <class F>
@@ -285,8 +296,9 @@ std::string video_path(std::string_view id) {
 // ---- /requests --------------------------------------------------------------------------------
 
 h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_numerics,
-                                  bool with_model_tflop) {
-  const h5::Datatype type = row_file_type({with_numerics, with_model_tflop});
+                                  bool with_model_tflop, bool with_forwards) {
+  const h5::Datatype type =
+      row_file_type({with_numerics, with_model_tflop, with_forwards, with_forwards});
   const hsize_t zero = 0;
   const hsize_t unlimited = H5S_UNLIMITED;
   const h5::Dataspace space(
@@ -302,6 +314,10 @@ h5::Dataset create_requests_table(hid_t loc, const std::string& name, bool with_
 bool has_numerics_column(const h5::Dataset& table) { return has_member(table, "numerics"); }
 
 bool has_model_tflop_column(const h5::Dataset& table) { return has_member(table, "model_tflop"); }
+
+bool has_forwards_columns(const h5::Dataset& table) {
+  return has_member(table, "forwards") && has_member(table, "forwards_computed");
+}
 
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows) {
   if (rows.size() > kReadBlockRows) {  // in blocks: the packed rows stay one block in memory

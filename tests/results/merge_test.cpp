@@ -315,6 +315,60 @@ TEST(Merge, FiguresThatDoNotDescribeTheRowsAreRecomputedFromThem) {
   EXPECT_EQ(merge_directory(dir.path()).summary_source, "recomputed");
 }
 
+// The rows' forwards and forwards_computed survive the merge into results.h5 (the duplicate
+// rule's choice keeps its own), and the recomputed figures hold the step cache's skip rate over
+// the ok rows that recorded them: 60/20 and 60/60 -> 1 - 80/120.
+TEST(Merge, KeepsTheRowsForwardsAndRecomputesTheSkipRate) {
+  ScratchDir dir("mergeforwards");
+  {
+    RankWriter writer(dir.path(), testing::rank_info(0, 2), OutputConfig{});
+    const Video a = testing::video_for("a");
+    ResultRecord cached = testing::ok_record("a", a, 0);
+    cached.forwards = 60;
+    cached.forwards_computed = 20;
+    writer.write(cached, &a);
+    const Video b = testing::video_for("b");
+    ResultRecord whole = testing::ok_record("b", b, 0);
+    whole.forwards = 60;
+    whole.forwards_computed = 60;
+    writer.write(whole, &b);
+    ResultRecord failed = testing::failed_record("c", "boom", 0);
+    failed.forwards = 50;  // a failed row does not count (the worker records none)
+    failed.forwards_computed = 10;
+    writer.write(failed, nullptr);
+  }
+  {
+    RankWriter writer(dir.path(), testing::rank_info(1, 2), OutputConfig{});
+    const Video d = testing::video_for("d");
+    writer.write(testing::ok_record("d", d, 1), &d);  // not recorded: 0, 0
+    ResultRecord retried = testing::failed_record("a", "transient: out of memory", 1);
+    retried.end_time = 1600000000.0;
+    retried.forwards = 7;
+    writer.write(retried, nullptr);
+  }
+  const MergeResult merged = merge_directory(dir.path(), nullptr, {});
+  EXPECT_EQ(merged.summary_source, "recomputed");
+  EXPECT_EQ(merged.duplicates_dropped, 1U);
+  const auto rows = read_stored_rows(merged.path);
+  ASSERT_EQ(rows.size(), 4U);
+  EXPECT_EQ(rows[0].record.id, "a");
+  EXPECT_EQ(rows[0].record.forwards, 60);
+  EXPECT_EQ(rows[0].record.forwards_computed, 20);
+  EXPECT_EQ(rows[1].record.forwards, 60);
+  EXPECT_EQ(rows[1].record.forwards_computed, 60);
+  EXPECT_EQ(rows[2].record.forwards, 50);
+  EXPECT_EQ(rows[2].record.forwards_computed, 10);
+  EXPECT_EQ(rows[3].record.forwards, 0);
+  EXPECT_EQ(rows[3].record.forwards_computed, 0);
+
+  const h5::File file = h5::open_file(merged.path.string());
+  EXPECT_TRUE(has_forwards_columns(h5::open_dataset(file.id(), kRequestsPath)));
+  const h5::Group g = h5::open_group(file.id(), "summary");
+  EXPECT_EQ(h5::read_int_attribute(g.id(), "forwards"), 120);
+  EXPECT_EQ(h5::read_int_attribute(g.id(), "forwards_computed"), 80);
+  EXPECT_EQ(h5::read_double_attribute(g.id(), "cache_skip_rate"), 1.0 - 80.0 / 120.0);
+}
+
 TEST(Merge, StoreVideoOffHasNoVideosGroup) {
   ScratchDir dir("mergenovideo");
   OutputConfig output;

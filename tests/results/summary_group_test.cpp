@@ -51,6 +51,9 @@ TEST(SummaryGroup, AFieldAnOlderFileLacksKeepsItsDefault) {
   EXPECT_FALSE(b.peak_tflops.has_value());
   EXPECT_FALSE(b.mfu.has_value());
   EXPECT_EQ(b.peak_source, "");
+  EXPECT_EQ(b.forwards, 0U);  // merged before the step cache fields: not recorded
+  EXPECT_EQ(b.forwards_computed, 0U);
+  EXPECT_FALSE(b.cache_skip_rate.has_value());
 }
 
 // An unknown peak (CPU, an unknown GPU) is no attribute at all, and reads back unknown.

@@ -258,5 +258,63 @@ TEST(Summary, RankLayoutReadsThePeakOverride) {
   EXPECT_FALSE(rank_layout("runtime: {}\n", 2).runtime.peak_tflops.has_value());
 }
 
+// The step cache's skip rate from rows (docs/results.md, "Figures"): over the ok rows that
+// recorded their forwards, 60/20 and 60/60 -> 1 - 80/120; a failed row and a row without a
+// count are left out.
+TEST(Summary, SkipRateRecomputedFromRows) {
+  std::vector<ResultRecord> rows(4);
+  const auto set = [](ResultRecord& r, double start, int forwards, int computed, bool ok) {
+    r.start_time = 1000.0 + start;
+    r.seconds = 10.0;
+    r.end_time = r.start_time + r.seconds;
+    r.forwards = forwards;
+    r.forwards_computed = computed;
+    r.status = ok ? RequestStatus::ok : RequestStatus::failed;
+  };
+  set(rows[0], 0.0, 60, 20, true);
+  set(rows[1], 10.0, 60, 60, true);
+  set(rows[2], 20.0, 0, 0, true);     // not recorded
+  set(rows[3], 30.0, 50, 10, false);  // failed: not counted
+  const RunSummary s = recompute_summary(rows, ranks(1));
+  EXPECT_EQ(s.forwards, 120U);
+  EXPECT_EQ(s.forwards_computed, 80U);
+  ASSERT_TRUE(s.cache_skip_rate.has_value());
+  EXPECT_EQ(*s.cache_skip_rate, 1.0 - 80.0 / 120.0);
+  EXPECT_TRUE(forwards_skipped(s));
+  EXPECT_EQ(describe_forwards(s),
+            "skip rate 33.33% (40 of 120 transformer forwards skipped, 80 computed)");
+  // Through summary.json and back.
+  const RunSummary back = summary_from_json(summary_to_json(s), "s");
+  EXPECT_EQ(back.forwards, 120U);
+  EXPECT_EQ(back.forwards_computed, 80U);
+  EXPECT_EQ(back.cache_skip_rate, s.cache_skip_rate);
+}
+
+// Rows without a step cache: every forward computed, skip rate 0, nothing skipped; rows that
+// recorded none: no skip rate (null in summary.json).
+TEST(Summary, SkipRateWithoutACacheAndWithoutCounts) {
+  RunSummary s;
+  ForwardTotals totals;
+  totals.add(60, 60);
+  totals.add(30, 30);
+  totals.add(0, 0);
+  totals.add(10, 12);  // more computed than asked for: taken as all of them
+  set_forwards_figures(s, totals);
+  EXPECT_EQ(s.forwards, 100U);
+  EXPECT_EQ(s.forwards_computed, 100U);
+  EXPECT_EQ(s.cache_skip_rate, 0.0);
+  EXPECT_FALSE(forwards_skipped(s));
+  EXPECT_EQ(describe_forwards(s),
+            "skip rate 0.00% (0 of 100 transformer forwards skipped, 100 computed)");
+
+  set_forwards_figures(s, ForwardTotals{});
+  EXPECT_EQ(s.forwards, 0U);
+  EXPECT_FALSE(s.cache_skip_rate.has_value());
+  EXPECT_FALSE(forwards_skipped(s));
+  EXPECT_EQ(describe_forwards(s), "not recorded (no ok request with a forward count)");
+  EXPECT_NE(summary_to_json(s).find("\"cache_skip_rate\": null"), std::string::npos);
+  EXPECT_FALSE(summary_from_json("{}", "old").cache_skip_rate.has_value());  // an older file
+}
+
 }  // namespace
 }  // namespace omnidp::results

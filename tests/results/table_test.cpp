@@ -51,6 +51,10 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
     rows.back().start_time = 1e9 + i * 0.125;
     if (i % 11 == 0) rows.back().numerics = "dtype=bf16;software=v" + std::to_string(i);
     if (i % 13 == 0) rows.back().numerics.clear();
+    if (i % 3 != 0) {  // the ok rows: 2 x steps forwards, some of them skipped
+      rows.back().forwards = 2 * i;
+      rows.back().forwards_computed = 2 * i - i % 7;
+    }
   }
   {
     h5::File file = h5::create_file(path);
@@ -72,6 +76,10 @@ TEST(RequestsTable, RoundTripsEveryColumnAcrossChunks) {
   }
   EXPECT_TRUE(has_numerics_column(table));
   EXPECT_TRUE(has_model_tflop_column(table));
+  EXPECT_TRUE(has_forwards_columns(table));
+  EXPECT_EQ(back[2].forwards, 4);
+  EXPECT_EQ(back[2].forwards_computed, 2);
+  EXPECT_EQ(back[3].forwards, 0);  // a failed row: not recorded
 }
 
 // A table of the layout before the numerics column (omni-dp files written before it) reads
@@ -109,7 +117,7 @@ TEST(RequestsTable, TableWithoutTheModelTflopColumnReadsAsNotCounted) {
   ASSERT_GT(rows[0].model_tflop, 0.0);
   {
     h5::File file = h5::create_file(path);
-    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, true, false);
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, true, false, false);
     append_requests(table, rows);
   }
   const h5::File file = h5::open_file(path);
@@ -121,6 +129,35 @@ TEST(RequestsTable, TableWithoutTheModelTflopColumnReadsAsNotCounted) {
   EXPECT_EQ(back[0].numerics, rows[0].numerics);
   EXPECT_EQ(back[0].seconds, rows[0].seconds);
   EXPECT_EQ(back[0].model_tflop, 0.0);
+}
+
+// A table of the layout before the forwards and forwards_computed columns reads back with both
+// 0 (not recorded) and every other column, and appending to it drops the values.
+TEST(RequestsTable, TableWithoutTheForwardsColumnsReadsAsNotRecorded) {
+  ScratchDir dir("legacy-forwards-table");
+  const auto path = (dir.path() / "t.h5").string();
+  std::vector<ResultRecord> rows = {testing::ok_record("a", testing::video_for("a")),
+                                    testing::failed_record("b", "boom")};
+  rows[0].forwards = 60;
+  rows[0].forwards_computed = 20;
+  {
+    h5::File file = h5::create_file(path);
+    h5::Dataset table = create_requests_table(file.id(), kRequestsPath, true, true, false);
+    append_requests(table, rows);
+  }
+  const h5::File file = h5::open_file(path);
+  const h5::Dataset table = h5::open_dataset(file.id(), kRequestsPath);
+  EXPECT_TRUE(has_numerics_column(table));
+  EXPECT_TRUE(has_model_tflop_column(table));
+  EXPECT_FALSE(has_forwards_columns(table));
+  const auto back = read_requests(table);
+  ASSERT_EQ(back.size(), 2U);
+  EXPECT_EQ(back[0].numerics, rows[0].numerics);
+  EXPECT_EQ(back[0].model_tflop, rows[0].model_tflop);
+  EXPECT_EQ(back[0].forwards, 0);
+  EXPECT_EQ(back[0].forwards_computed, 0);
+  EXPECT_EQ(back[1].error, "boom");
+  EXPECT_EQ(back[1].forwards, 0);
 }
 
 TEST(Videos, HashOfStoredBytesEqualsVideoSha256) {

@@ -61,6 +61,9 @@ inline RunSummary filled_summary() {
   s.peak_source = "device table (NVIDIA H200)";
   s.mfu = 0.125;
   s.makespan_mfu = 0.0625;
+  s.forwards = 120;
+  s.forwards_computed = 80;
+  s.cache_skip_rate = 1.0 - 80.0 / 120.0;
   return s;
 }
 inline void expect_same_summary(const RunSummary& b, const RunSummary& s) {
@@ -92,6 +95,9 @@ inline void expect_same_summary(const RunSummary& b, const RunSummary& s) {
   EXPECT_EQ(b.peak_source, s.peak_source);
   EXPECT_EQ(b.mfu, s.mfu);
   EXPECT_EQ(b.makespan_mfu, s.makespan_mfu);
+  EXPECT_EQ(b.forwards, s.forwards);
+  EXPECT_EQ(b.forwards_computed, s.forwards_computed);
+  EXPECT_EQ(b.cache_skip_rate, s.cache_skip_rate);
 }
 
 // The results tests' name for the shared scratch folder (tests/temp_dir.hpp).
@@ -185,6 +191,8 @@ inline void expect_same_row_columns(const ResultRecord& got, const ResultRecord&
   EXPECT_EQ(got.steps, want.steps);
   EXPECT_EQ(got.attempt, want.attempt);
   EXPECT_EQ(got.model_tflop, want.model_tflop);
+  EXPECT_EQ(got.forwards, want.forwards);
+  EXPECT_EQ(got.forwards_computed, want.forwards_computed);
 }
 
 inline RankFileInfo rank_info(int rank, int world_size) {

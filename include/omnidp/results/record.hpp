@@ -41,6 +41,12 @@ struct ResultRecord {
   // transformer, VAE and text encoder; 0 = not counted (a model without a count, a failed
   // request, a file written before the column existed).
   double model_tflop = 0.0;
+  // The request's transformer forwards (every CFG branch counted) and how many of them ran
+  // their whole block stack; fewer only under a step cache (generation.cache, docs/models.md
+  // "Step caching"). 0 = not recorded (a failed request, a model that does not report them, a
+  // file written before the columns existed).
+  int forwards = 0;
+  int forwards_computed = 0;
   // video attributes
   std::string prompt;
   std::uint64_t seed = 0;
@@ -81,6 +87,12 @@ struct RunSummary {
   std::string peak_source;               // where the peak came from; "" when unknown
   std::optional<double> mfu;             // achieved_tflops_per_gpu / peak_tflops
   std::optional<double> makespan_mfu;    // sum TFLOP / (makespan x working GPUs x peak)
+  // The step cache (docs/results.md, "Figures"), over the ok requests that recorded their
+  // transformer forwards (forwards > 0): the sums of their forwards and forwards_computed, and
+  // cache_skip_rate = 1 - forwards_computed / forwards (nullopt when none recorded them).
+  std::size_t forwards = 0;
+  std::size_t forwards_computed = 0;
+  std::optional<double> cache_skip_rate;
 };
 
 // Every RunSummary field with the name it is stored under (summary.json keys, /summary
@@ -117,6 +129,9 @@ void for_each_summary_field(Summary& s, F&& f) {
   f("peak_source", s.peak_source);
   f("mfu", s.mfu);
   f("makespan_mfu", s.makespan_mfu);
+  f("forwards", s.forwards);
+  f("forwards_computed", s.forwards_computed);
+  f("cache_skip_rate", s.cache_skip_rate);
 }
 
 // Where a rank's writer puts finished requests. write() returns only when the record (and the

@@ -51,7 +51,8 @@ struct RankLayout {
 // group computes each request together; replicas = working ranks / group size. The world size
 // grows to cover every rank named in a row. Scheduler settings are left empty. The MFU fields
 // come from the ok rows with model_tflop > 0 (set_flops_figures), each row's peak from
-// resolve_peak(layout.runtime, row.device).
+// resolve_peak(layout.runtime, row.device); the step cache's from the ok rows with forwards > 0
+// (set_forwards_figures).
 [[nodiscard]] RunSummary recompute_summary(std::span<const ResultRecord> rows,
                                            const RankLayout& layout);
 
@@ -86,6 +87,25 @@ void set_flops_figures(RunSummary& s, std::span<const FlopsSample> samples, int 
 // counted), 150.000 TFLOP/s per GPU, MFU 15.16% of 989.4 TFLOP/s (device table (NVIDIA
 // H200)), makespan MFU 12.00%"; "MFU n/a (...)" without a peak; "not counted" without samples.
 [[nodiscard]] std::string describe_flops(const RunSummary& s);
+
+// The transformer forwards of the ok requests that recorded them (docs/results.md, "Figures").
+struct ForwardTotals {
+  std::size_t forwards = 0;
+  std::size_t computed = 0;
+  // Adds one ok request's counts (computed taken within 0..forwards); a request with
+  // forwards <= 0 (not recorded) adds nothing.
+  void add(int forwards, int computed) noexcept;
+};
+// Sets forwards, forwards_computed and cache_skip_rate of `s`: the sums, and 1 - computed /
+// forwards (nullopt when no request recorded its forwards).
+void set_forwards_figures(RunSummary& s, const ForwardTotals& totals);
+// Whether a step cache skipped a forward in the requests of `s` (forwards_computed < forwards):
+// the job's summary prints its step cache line only then.
+[[nodiscard]] bool forwards_skipped(const RunSummary& s) noexcept;
+// The step cache figures in one line (omni-dp-inspect, the HTML report, the run's summary):
+// "skip rate 33.33% (40 of 120 transformer forwards skipped, 80 computed)"; "not recorded (no
+// ok request with a forward count)" when none recorded them.
+[[nodiscard]] std::string describe_forwards(const RunSummary& s);
 
 // Linear-interpolation percentile (q in [0,1]) of unsorted values; 0 for an empty input.
 [[nodiscard]] double percentile(std::span<const double> values, double q);

@@ -33,17 +33,19 @@ inline constexpr std::size_t kHashChars = 64;  // hex SHA-256
 
 // ---- /requests --------------------------------------------------------------------------------
 // Creates an empty extendible (chunked, unlimited) table at `loc`/`name`. `with_numerics` /
-// `with_model_tflop` false: the layout of files written before those columns (tests of
-// reading them).
+// `with_model_tflop` / `with_forwards` (forwards and forwards_computed) false: the layout of
+// files written before those columns (tests of reading them).
 [[nodiscard]] h5::Dataset create_requests_table(hid_t loc, const std::string& name,
                                                 bool with_numerics = true,
-                                                bool with_model_tflop = true);
-// Appends rows (extends the dataset, writes the new rows; the numerics / model_tflop values
-// are dropped when the table has no such column).
+                                                bool with_model_tflop = true,
+                                                bool with_forwards = true);
+// Appends rows (extends the dataset, writes the new rows; the numerics / model_tflop /
+// forwards values are dropped when the table has no such column).
 void append_requests(const h5::Dataset& table, std::span<const ResultRecord> rows);
 // Every row, in stored order. Video attributes (prompt, seed, fps) are not in the table. A
 // table written before the numerics column existed reads with numerics "" (unknown), one
-// without model_tflop with model_tflop 0 (not counted).
+// without model_tflop with model_tflop 0 (not counted), one without forwards and
+// forwards_computed with both 0 (not recorded).
 [[nodiscard]] std::vector<ResultRecord> read_requests(const h5::Dataset& table);
 // The same rows handed to `fn` one by one, read in blocks of 65536: memory stays one block.
 void for_each_request(const h5::Dataset& table, const std::function<void(ResultRecord&&)>& fn);
@@ -51,6 +53,8 @@ void for_each_request(const h5::Dataset& table, const std::function<void(ResultR
 [[nodiscard]] bool has_numerics_column(const h5::Dataset& table);
 // Whether the table has the model_tflop column (docs/results.md).
 [[nodiscard]] bool has_model_tflop_column(const h5::Dataset& table);
+// Whether the table has the forwards and forwards_computed columns (docs/results.md).
+[[nodiscard]] bool has_forwards_columns(const h5::Dataset& table);
 
 // ---- /videos/<id> -----------------------------------------------------------------------------
 struct VideoStorage {
