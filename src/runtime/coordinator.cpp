@@ -216,6 +216,7 @@ void Coordinator::on(int from, const DoneMsg& m) {
       flops_.push_back({m.model_tflop, m.seconds, options_.topology.group_size,
                         resolve_peak(options_.config.runtime, r.device)});
     }
+    forwards_.add(m.forwards, m.forwards_computed);  // the step cache's skip rate
     if (a->item.features.quadratic > 0.0) {
       cost_.observe(a->item.features, m.seconds);
       if (cost_.observations() <= 32 || cost_.observations() % 32 == 0) work_.rekey();
@@ -433,6 +434,7 @@ void Coordinator::begin_shutdown() {
   in.makespan_s = std::max(0.0, last_completion_ - go_time_);
   in.latencies_s = latencies_;
   in.flops = flops_;
+  in.forwards = forwards_;
   in.busy_s_per_rank.assign(static_cast<std::size_t>(options_.topology.world_size), 0.0);
   in.working_ranks = 0;
   for (int r = 0; r < options_.topology.world_size; ++r) {

@@ -101,6 +101,7 @@ RunSummary make_summary(const SummaryInputs& in) {
   s.order = in.order;
   s.interrupted = in.interrupted;
   results::set_flops_figures(s, in.flops, in.working_ranks);
+  results::set_forwards_figures(s, in.forwards);
   return s;
 }
 
@@ -126,6 +127,9 @@ std::string format_summary(const RunSummary& s) {
   }
   fmt::format_to(out, "\n  scheduling efficiency {:.2f}%\n", 100.0 * s.scheduling_efficiency);
   fmt::format_to(out, "  model flops {}\n", results::describe_flops(s));
+  if (results::forwards_skipped(s)) {  // a run without a step cache: no line
+    fmt::format_to(out, "  step cache {}\n", results::describe_forwards(s));
+  }
   return o;
 }
 

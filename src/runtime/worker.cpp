@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -61,11 +62,11 @@ void Worker::run() {
 
 namespace {
 
-// The request's model FLOPs in TFLOP (0: not counted). A count that fails is logged, never
-// the request's failure.
-double model_tflop(const Pipeline& pipeline, const Request& request) {
+// The request's model FLOPs in TFLOP, of the forwards it computed (0: not counted). A count
+// that fails is logged, never the request's failure.
+double model_tflop(const Pipeline& pipeline, const Request& request, const ForwardCounts& counts) {
   try {
-    if (const auto flops = pipeline.flops(request)) return flops->total() / 1e12;
+    if (const auto flops = pipeline.flops(request)) return computed_model_tflop(*flops, counts);
   } catch (const std::exception& e) {
     log_warn("request '" + request.id + "': no model FLOP count: " + e.what());
   }
@@ -73,6 +74,17 @@ double model_tflop(const Pipeline& pipeline, const Request& request) {
 }
 
 }  // namespace
+
+double computed_model_tflop(const RequestFlops& flops, const ForwardCounts& counts) noexcept {
+  RequestFlops done = flops;
+  if (counts.forwards > 0) {
+    const int computed = std::clamp(counts.computed, 0, counts.forwards);
+    // Skipped forwards do no transformer GEMMs; the first block a first-block cache runs on
+    // a skipped step (to decide that it may skip) is not counted either.
+    done.transformer *= static_cast<double>(computed) / static_cast<double>(counts.forwards);
+  }
+  return done.total() / 1e12;
+}
 
 void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   double busy = 0.0;
@@ -136,6 +148,9 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     ctx.cfg = s_.axes.cfg;
     ctx.sequence = s_.axes.sequence;
     ctx.tensor = s_.axes.tensor;
+    // The request's transformer forwards, reported once by a successful generate().
+    ForwardCounts forwards;
+    ctx.on_forwards = [&forwards](const ForwardCounts& counts) { forwards = counts; };
     // After the second-to-last step the request is nearly done: ask for the prefetch now.
     ctx.on_step = [this, &req, pulled = false](int step, int total) mutable {
       if (!pulled && step >= total - 1) {
@@ -171,7 +186,11 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     c_.events.push(WorkerIdle{req.id, busy});
     if (ok) {
       rec.status = RequestStatus::ok;
-      rec.model_tflop = model_tflop(pipeline, req);
+      if (forwards.forwards > 0) {  // else not recorded (0, 0)
+        rec.forwards = forwards.forwards;
+        rec.forwards_computed = std::clamp(forwards.computed, 0, forwards.forwards);
+      }
+      rec.model_tflop = model_tflop(pipeline, req, forwards);
       c_.post(0, GeneratedMsg{req.id});
       c_.writes.push(WriteJob{std::move(rec), std::move(video)});
     } else if (c_.abandon.load()) {

@@ -51,7 +51,8 @@ void Writer::run() {
       continue;
     }
     c_.post(0, DoneMsg{rec.id, rec.status, rec.error, rec.rank, rec.replica, rec.attempt,
-                       rec.start_time, rec.end_time, rec.seconds, rec.model_tflop});
+                       rec.start_time, rec.end_time, rec.seconds, rec.model_tflop, rec.forwards,
+                       rec.forwards_computed});
   }
   if (sink && !broken) {
     try {

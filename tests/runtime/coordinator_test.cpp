@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "omnidp/runtime/progress.hpp"
 #include "omnidp/runtime/transport.hpp"
 #include "runtime/small_request.hpp"
 
@@ -75,9 +76,9 @@ class Harness {
     for (int r = 0; r < net_.size(); ++r) reply(r, ReadyMsg{r, slots, "cpu", true, {}});
   }
   void done(int rank, const std::string& id, double seconds,
-            RequestStatus status = RequestStatus::ok) {
+            RequestStatus status = RequestStatus::ok, int forwards = 0, int computed = 0) {
     reply(rank, DoneMsg{id, status, status == RequestStatus::ok ? "" : "boom", rank, rank, 1, 0, 0,
-                        seconds});
+                        seconds, 0.0, forwards, computed});
   }
   // Every rank's Closed, with the busy seconds it measured (0 where not listed).
   void close_all(const std::vector<double>& busy = {}) {
@@ -313,6 +314,33 @@ TEST(Coordinator, DrainAfterHandsOutExactlyNAndSummaryFigures) {
   EXPECT_EQ(sum.policy, "dynamic");
   EXPECT_EQ(sum.order, "manifest");
   EXPECT_EQ(h.coordinator().exit_code(), 75);
+}
+
+// The run's summary holds the step cache's skip rate of the Done messages: ok rows 60/20 and
+// 60/60 -> 1 - 80/120; a failed row's counts and a row without them are left out. The printed
+// summary has its step cache line only then.
+TEST(Coordinator, SummaryHasTheSkipRateOfTheDoneRequests) {
+  Harness h(2, {5, 5, 5, 5}, testing::manifest_order(0));
+  h.coordinator().start();
+  h.ready_all(1);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r0#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r1#1"}));
+  h.done(0, "r0", 1.0, RequestStatus::ok, 60, 20);
+  h.done(1, "r1", 1.0, RequestStatus::ok, 60, 60);
+  EXPECT_EQ(h.assigned(0), (std::vector<std::string>{"r2#1"}));
+  EXPECT_EQ(h.assigned(1), (std::vector<std::string>{"r3#1"}));
+  h.done(0, "r2", 1.0, RequestStatus::failed, 50, 10);
+  h.done(1, "r3", 1.0);
+  h.close_all();
+  ASSERT_EQ(h.finalized_.size(), 1U);
+  const RunSummary& sum = h.finalized_[0];
+  EXPECT_EQ(sum.forwards, 120U);
+  EXPECT_EQ(sum.forwards_computed, 80U);
+  EXPECT_EQ(sum.cache_skip_rate, 1.0 - 80.0 / 120.0);
+  EXPECT_NE(format_summary(sum).find("\n  step cache skip rate 33.33% (40 of 120 transformer "
+                                     "forwards skipped, 80 computed)\n"),
+            std::string::npos)
+      << format_summary(sum);
 }
 
 // Deadline-aware dispatch with an injected clock: deadline 130, margin 5 -> every request

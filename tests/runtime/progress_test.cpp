@@ -84,5 +84,36 @@ TEST(Progress, InPlaceBarOnATerminal) {
                             " 2/2 done (100.0%), 1 failed, 10.0 videos/min, ETA 0s\n");
 }
 
+// The end-of-run summary's step cache line: only when a forward was skipped; a run without a
+// cache (every forward computed) or without counts prints none.
+TEST(Progress, SummaryShowsTheStepCacheOnlyWhenAForwardWasSkipped) {
+  SummaryInputs in;
+  in.completed = 3;
+  in.makespan_s = 10.0;
+  in.latencies_s = {1.0, 2.0, 3.0};
+  in.busy_s_per_rank = {6.0};
+  in.forwards.add(60, 20);
+  in.forwards.add(60, 60);
+  in.forwards.add(0, 0);
+  const RunSummary cached = make_summary(in);
+  EXPECT_EQ(cached.forwards, 120U);
+  EXPECT_EQ(cached.forwards_computed, 80U);
+  EXPECT_EQ(cached.cache_skip_rate, 1.0 - 80.0 / 120.0);
+  const std::string text = format_summary(cached);
+  EXPECT_NE(text.find("  model flops not counted (no ok request with a model FLOP count)\n"
+                      "  step cache skip rate 33.33% (40 of 120 transformer forwards skipped, 80 "
+                      "computed)\n"),
+            std::string::npos)
+      << text;
+
+  in.forwards = {};
+  in.forwards.add(60, 60);
+  const RunSummary whole = make_summary(in);
+  EXPECT_EQ(whole.cache_skip_rate, 0.0);
+  EXPECT_EQ(format_summary(whole).find("step cache"), std::string::npos) << format_summary(whole);
+  in.forwards = {};
+  EXPECT_EQ(format_summary(make_summary(in)).find("step cache"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace omnidp::runtime

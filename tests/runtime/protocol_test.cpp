@@ -46,6 +46,11 @@ TEST(Protocol, EveryMessageRoundTrips) {
   EXPECT_EQ(round_trip(ready), ready);
   const DoneMsg done{"id-1", RequestStatus::failed, "boom", 5, 2, 3, 1.7e9, 1.7e9 + 3.25, 3.25};
   EXPECT_EQ(round_trip(done), done);
+  const DoneMsg cached{"id-3", RequestStatus::ok, "",  1,    1,  1,
+                       1.7e9,  1.7e9 + 2.5,       2.5, 1.25, 60, 20};
+  EXPECT_EQ(round_trip(cached), cached);
+  EXPECT_EQ(round_trip(cached).forwards, 60);
+  EXPECT_EQ(round_trip(cached).forwards_computed, 20);
   const RetryMsg retry{"id-2", 1, 1, "CUDA out of memory", 0.5};
   EXPECT_EQ(round_trip(retry), retry);
   const ReturnedMsg returned{4, {"a", "", "c/d"}};

@@ -225,6 +225,75 @@ TEST(Worker, AFailedLoadIsReportedOnce) {
   EXPECT_EQ(h.context->work.take_all().size(), 1U);
 }
 
+// Reports its transformer forwards by request id (GenerateContext::on_forwards, as a pipeline
+// with a step cache does) and a FLOP count of 4 TFLOP transformer, 0.5 VAE, 0.25 text.
+class CountingPipeline final : public Pipeline {
+ public:
+  Video generate(const Request& request, const GenerateContext& ctx) override {
+    if (ctx.on_forwards) {
+      if (request.id == "cached" || request.id == "late-failure") ctx.on_forwards({40, 10});
+      if (request.id == "whole") ctx.on_forwards({40, 40});
+    }
+    if (request.id == "late-failure") throw ModelError("failed after its forwards");
+    Video v;
+    v.frames = request.num_frames;
+    v.height = request.height;
+    v.width = request.width;
+    v.data.assign(v.byte_size(), 1);
+    return v;
+  }
+  std::optional<RequestFlops> flops(const Request&) const override {
+    return RequestFlops{4e12, 0.5e12, 0.25e12, 0.0};
+  }
+  std::string model_name() const override { return "counting"; }
+  std::string device_name() const override { return "cpu-test"; }
+};
+
+// The row records the forwards the pipeline reported, and its model_tflop counts only the
+// transformer forwards computed: 4 x 10/40 + 0.5 + 0.25 = 1.75 TFLOP; without a skip, or
+// without a report (0, 0: not recorded), the whole 4.75; a failed request records none.
+TEST(Worker, TheRowRecordsTheForwardsAndTheFlopsOfTheComputedOnes) {
+  JobOptions o = scripted_job();
+  o.make_pipeline = [](const DeviceBinding&) { return std::make_unique<CountingPipeline>(); };
+  ActorHarness h(o);
+  for (const char* id : {"cached", "whole", "silent", "late-failure"})
+    h.context->work.push(assign(id));
+  h.context->work.close();
+  Worker(*h.context).run();
+
+  const auto rows = writes(h);
+  ASSERT_EQ(rows.size(), 4U);
+  const ResultRecord& cached = rows[0].record;
+  EXPECT_EQ(cached.id, "cached");
+  EXPECT_EQ(cached.forwards, 40);
+  EXPECT_EQ(cached.forwards_computed, 10);
+  EXPECT_EQ(cached.model_tflop, 1.75);
+  const ResultRecord& whole = rows[1].record;
+  EXPECT_EQ(whole.forwards, 40);
+  EXPECT_EQ(whole.forwards_computed, 40);
+  EXPECT_EQ(whole.model_tflop, 4.75);
+  const ResultRecord& silent = rows[2].record;
+  EXPECT_EQ(silent.forwards, 0);
+  EXPECT_EQ(silent.forwards_computed, 0);
+  EXPECT_EQ(silent.model_tflop, 4.75);
+  const ResultRecord& failed = rows[3].record;
+  EXPECT_EQ(failed.status, RequestStatus::failed);
+  EXPECT_EQ(failed.forwards, 0);
+  EXPECT_EQ(failed.forwards_computed, 0);
+  EXPECT_EQ(failed.model_tflop, 0.0);
+}
+
+// The transformer part scaled by computed / forwards; the VAE, text and image parts whole.
+TEST(Worker, ComputedModelTflopScalesOnlyTheTransformer) {
+  const RequestFlops flops{4e12, 0.5e12, 0.25e12, 0.125e12};
+  EXPECT_EQ(computed_model_tflop(flops, {40, 10}), 1.875);
+  EXPECT_EQ(computed_model_tflop(flops, {40, 40}), 4.875);
+  EXPECT_EQ(computed_model_tflop(flops, {0, 0}), 4.875);    // not recorded: as counted
+  EXPECT_EQ(computed_model_tflop(flops, {40, 50}), 4.875);  // more than asked for: all of them
+  EXPECT_EQ(computed_model_tflop(flops, {40, 0}), 0.875);
+  EXPECT_EQ(computed_model_tflop(flops, {-1, 3}), 4.875);
+}
+
 TEST(Worker, LooksTransientOnLibraryOutOfMemoryReports) {
   EXPECT_TRUE(looks_transient("CUDA out of memory. Tried to allocate 2.00 GiB"));
   EXPECT_TRUE(looks_transient("CUDA error: an illegal memory access was encountered"));

@@ -60,11 +60,15 @@ std::vector<LocalEvent> write_all(ActorHarness& h, std::vector<WriteJob> jobs) {
 TEST(Writer, WritesEachHashedRowBeforeItsDone) {
   auto results = std::make_shared<MemoryResults>();
   ActorHarness h(memory_job(results));
-  const auto events = write_all(h, {job("a", RequestStatus::ok), job("b", RequestStatus::failed)});
+  WriteJob a = job("a", RequestStatus::ok);
+  a.record.model_tflop = 1.75;  // the Done carries the row's MFU and step cache counts
+  a.record.forwards = 40;
+  a.record.forwards_computed = 10;
+  const auto events = write_all(h, {std::move(a), job("b", RequestStatus::failed)});
   ASSERT_EQ(events.size(), 4U);
   EXPECT_EQ(std::get<Opened>(events[0]).error, nullptr);
   EXPECT_EQ(std::get<DoneMsg>(std::get<OutMsg>(events[1]).message),
-            (DoneMsg{"a", RequestStatus::ok, "", 0, 0, 2, 10.0, 12.5, 2.5}));
+            (DoneMsg{"a", RequestStatus::ok, "", 0, 0, 2, 10.0, 12.5, 2.5, 1.75, 40, 10}));
   EXPECT_EQ(std::get<DoneMsg>(std::get<OutMsg>(events[2]).message),
             (DoneMsg{"b", RequestStatus::failed, "it failed", 0, 0, 2, 10.0, 12.5, 2.5}));
   EXPECT_TRUE(std::holds_alternative<WriterClosed>(events[3]));

@@ -150,6 +150,7 @@ class Coordinator {
   std::size_t failed_ = 0;
   std::vector<double> latencies_;
   std::vector<results::FlopsSample> flops_;  // the ok requests with a model FLOP count
+  results::ForwardTotals forwards_;          // the ok requests' transformer forwards
   CostFeatures done_features_;
   double go_time_ = 0.0;
   double last_completion_ = 0.0;

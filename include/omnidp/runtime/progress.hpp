@@ -66,6 +66,7 @@ struct SummaryInputs {
   std::string order;
   bool interrupted = false;
   std::vector<results::FlopsSample> flops;  // the ok requests with a model FLOP count
+  results::ForwardTotals forwards;          // the ok requests' transformer forwards
 };
 
 // Latency percentiles interpolate linearly between order statistics (results::percentile).
@@ -73,7 +74,8 @@ struct SummaryInputs {
 // scheduling efficiency is sum(busy) / (working ranks x makespan): it counts GPUs, not
 // replicas. (results/summary.hpp writes the result to <dir>/summary.json.)
 [[nodiscard]] RunSummary make_summary(const SummaryInputs& in);
-// The multi-line summary printed at the end of a job.
+// The multi-line summary printed at the end of a job; its step cache line only when a forward
+// was skipped (results::forwards_skipped).
 [[nodiscard]] std::string format_summary(const RunSummary& s);
 
 }  // namespace omnidp::runtime

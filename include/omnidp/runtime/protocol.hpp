@@ -163,9 +163,13 @@ struct DoneMsg {
   double end_time = 0.0;
   double seconds = 0.0;      // generation time (busy time of the replica)
   double model_tflop = 0.0;  // the row's model_tflop (0 = not counted)
+  // The row's transformer forwards and forwards_computed (0 = not recorded): the step cache's
+  // skip rate in the run's summary.
+  std::int32_t forwards = 0;
+  std::int32_t forwards_computed = 0;
   static auto fields(auto& m) {
     return std::tie(m.id, m.status, m.error, m.rank, m.replica, m.attempt, m.start_time, m.end_time,
-                    m.seconds, m.model_tflop);
+                    m.seconds, m.model_tflop, m.forwards, m.forwards_computed);
   }
   bool operator==(const DoneMsg&) const = default;
 };

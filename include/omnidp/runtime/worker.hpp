@@ -28,6 +28,15 @@ class Worker {
   const RankSetup& s_;
 };
 
+// The model TFLOP of the work a request did (its row's model_tflop; docs/performance.md,
+// "MFU"): flops.total() / 10^12, its transformer part scaled by counts.computed /
+// counts.forwards when a step cache skipped forwards (a skipped forward does no transformer
+// GEMMs). The first block that a first-block cache still runs on a skipped step is not counted.
+// Counts with forwards <= 0 (not recorded) leave the count as the pipeline gave it; computed is
+// taken within 0..forwards.
+[[nodiscard]] double computed_model_tflop(const RequestFlops& flops,
+                                          const ForwardCounts& counts) noexcept;
+
 // Whether a pipeline failure may go away on another attempt: an out-of-memory report from a
 // library (e.g. a c10::Error "CUDA out of memory") or an illegal CUDA memory access.
 [[nodiscard]] bool looks_transient(const std::string& what);
