@@ -124,6 +124,7 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << s.sequence_parallel_size << ", cfg " << s.cfg_parallel_size << ", policy "
     << (s.policy.empty() ? "-" : s.policy) << ", order " << (s.order.empty() ? "-" : s.order) << "\n"
     << "model flops:  " << results::describe_flops(s) << "\n"
+    << "step cache:   " << results::describe_forwards(s) << "\n"
     << "figures from: " << run.summary_source << "\n";
 
   o << "\nper rank:\n  rank  requests     ok  failed     busy_s   busy\n";
@@ -205,7 +206,9 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
                             {"status", to_string(r.status)},
                             {"frames", r.frames},
                             {"height", r.height},
-                            {"width", r.width}});
+                            {"width", r.width},
+                            {"forwards", r.forwards},
+                            {"forwards_computed", r.forwards_computed}});
   }
   return j.dump(2) + "\n";
 }

@@ -51,6 +51,12 @@ std::string escape(std::string_view text) {
   return out;
 }
 
+// ", 20 of 60 transformer forwards computed" for a row that recorded its forwards, else "".
+std::string forwards_note(const ResultRecord& r) {
+  if (r.forwards <= 0) return "";
+  return fmt::format(", {} of {} transformer forwards computed", r.forwards_computed, r.forwards);
+}
+
 // A human time span: "12.3 s", "4 min 05 s", "2 h 03 min".
 std::string span(double s) {
   if (s < 120.0) return fixed(s, s < 10.0 ? 2 : 1) + " s";
@@ -221,7 +227,8 @@ void timeline(std::ostringstream& o, const StoredRun& run, const Extent& e, cons
         << fixed(bar_h, 1) << "\" fill=\"" << (ok ? kOkColour : kFailedColour)
         << "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << escape(r.id) << " (rank " << r.rank
         << ", " << to_string(r.status) << ", " << fixed(r.seconds, 2) << " s, " << r.frames << "x"
-        << r.width << "x" << r.height << (ok ? "" : ": " + escape(r.error)) << ")</title></rect>";
+        << r.width << "x" << r.height << forwards_note(r) << (ok ? "" : ": " + escape(r.error))
+        << ")</title></rect>";
     }
     const double seconds_per_px = 1.0 / px_per_s;
     draw_bins(o, bins.ok, bins.ok_count, true, y, bar_h, seconds_per_px);
@@ -327,7 +334,8 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   row("latency", "p50 " + fixed(s.latency_p50_s, 3) + " s, p90 " + fixed(s.latency_p90_s, 3) +
                      " s, max " + fixed(s.latency_max_s, 3) + " s");
   row("scheduling efficiency", fixed(s.scheduling_efficiency, 3));
-  row("model flops", results::describe_flops(s));  // docs/performance.md, "MFU"
+  row("model flops", results::describe_flops(s));    // docs/performance.md, "MFU"
+  row("step cache", results::describe_forwards(s));  // the rows' transformer forwards
   row("layout",
       fmt::format("world size {}, replicas {}, tp {}, sp {}, cfg {}", s.world_size, s.replicas,
                   s.tensor_parallel_size, s.sequence_parallel_size, s.cfg_parallel_size));

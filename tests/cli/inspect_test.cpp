@@ -91,6 +91,7 @@ TEST_F(InspectCli, TableOfAKnownFile) {
       "scheduling:   efficiency 0.500, world size 2, replicas 2, tp 1, sp 1, cfg 1, policy lpt, "
       "order cost\n"
       "model flops:  not counted (no ok request with a model FLOP count)\n"
+      "step cache:   not recorded (no ok request with a forward count)\n"
       "figures from: runtime\n"
       "\n"
       "per rank:\n"
@@ -218,6 +219,44 @@ TEST(InspectCliMfu, ConfiguredPeakGivesTheMfu) {
   EXPECT_EQ(j["summary"]["peak_source"], "runtime.peak_tflops");
   EXPECT_DOUBLE_EQ(j["summary"]["mfu"].get<double>(), 0.625 / 1.5 / 2.0);
   EXPECT_DOUBLE_EQ(j["summary"]["makespan_mfu"].get<double>(), 0.625 / (1.5 * 1.0 * 2.0));
+}
+
+// Rows of a step-cached run: the skip rate over the ok rows that recorded their forwards (60/20
+// and 60/60 -> 1 - 80/120), recomputed from the rank file, in the text and the JSON.
+TEST(InspectCliStepCache, TheSkipRateOfTheRows) {
+  rt::ScratchDir dir("inspect-cache");
+  {
+    results::RankWriter w(dir.path(), rt::rank_info(0, 1), OutputConfig{});
+    const Video a = rt::video_for("a");
+    ResultRecord r = rt::ok_record("a", a, 0);
+    r.forwards = 60;
+    r.forwards_computed = 20;
+    w.write(r, &a);
+    const Video bb = rt::video_for("bb");
+    r = rt::ok_record("bb", bb, 0);
+    r.seconds = 4.0;
+    r.forwards = 60;
+    r.forwards_computed = 60;
+    w.write(r, &bb);
+    w.write(rt::failed_record("c", "boom", 0), nullptr);
+    w.close();
+  }
+  Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("step cache:   skip rate 33.33% (40 of 120 transformer forwards skipped, 80 "
+                       "computed)\nfigures from: recomputed\n"),
+            std::string::npos)
+      << o.out;
+  o = run_inspect({dir.path().string(), "--json", "--slowest", "1"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["summary"]["forwards"], 120);
+  EXPECT_EQ(j["summary"]["forwards_computed"], 80);
+  EXPECT_EQ(j["summary"]["cache_skip_rate"].get<double>(), 1.0 - 80.0 / 120.0);
+  ASSERT_EQ(j["slowest"].size(), 1U);
+  EXPECT_EQ(j["slowest"][0]["id"], "bb");
+  EXPECT_EQ(j["slowest"][0]["forwards"], 60);
+  EXPECT_EQ(j["slowest"][0]["forwards_computed"], 60);
 }
 
 // A folder resumed with --resume-mixed: every profile with its rows, most rows first.

@@ -144,6 +144,44 @@ TEST(HtmlReport, SummaryShowsTheModelFlopsAndMfu) {
   EXPECT_NE(html.find("400.000 TFLOP/s per GPU, MFU n/a (no known peak"), std::string::npos);
 }
 
+// The step cache's skip rate in the summary table (the line omni-dp-inspect prints), from the
+// rows: 60/20 and 60/60 -> 1 - 80/120; each bar's hover gives its row's forwards.
+TEST(HtmlReport, SummaryAndBarsShowTheStepCache) {
+  ScratchDir dir("report-cache");
+  {
+    results::RankWriter w(dir.path(), results::testing::rank_info(0, 1), OutputConfig{});
+    const auto write = [&](const std::string& id, int forwards, int computed) {
+      const Video v = results::testing::video_for(id);
+      ResultRecord r = results::testing::ok_record(id, v, 0);
+      r.forwards = forwards;
+      r.forwards_computed = computed;
+      w.write(r, &v);
+    };
+    write("a", 60, 20);
+    write("bb", 60, 60);
+    write("ccc", 0, 0);  // not recorded
+    w.close();
+  }
+  const StoredRun run = read_stored_run(dir.path());
+  const std::string html = render_html_report(run, ReportOptions{});
+  EXPECT_NE(html.find("<tr><th>step cache</th><td>skip rate 33.33% (40 of 120 transformer "
+                      "forwards skipped, 80 computed)</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<title>a (rank 0, ok, 1.50 s, 2x6x4, 20 of 60 transformer forwards "
+                      "computed)</title>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<title>ccc (rank 0, ok, 1.50 s, 2x6x4)</title>"), std::string::npos);
+
+  StoredRun plain;  // no row recorded its forwards
+  plain.source = "plain";
+  EXPECT_NE(render_html_report(plain, ReportOptions{})
+                .find("<tr><th>step cache</th><td>not recorded (no ok request with a forward "
+                      "count)</td></tr>"),
+            std::string::npos);
+}
+
 TEST(HtmlReport, ThumbnailsAreTheStoredFramesAsPngDataUris) {
   ScratchDir dir("report");
   results::testing::write_rank(dir.path(), 0, 1, {"a", "b", "c"});
