@@ -15,6 +15,10 @@
 #   e2e-strict the same with determinism.strict: true, 8 requests
 #   e2e-offload the e2e part with model.offload_text_encoder: true (the encoder moved per request)
 #   e2e-fp8    the e2e part with model.quantization: fp8, 8 requests
+#   cache      step caching (generation.cache): the strict Wan recipe (8 requests) and one
+#              HunyuanVideo-1.5 848x480x121 50-step request per policy (off, taylorseer, magcache with
+#              fixed ratios, first_block at 0.05/0.1/0.2): median seconds, forwards computed, and
+#              omni-dp-compare against the uncached videos (PSNR, largest uint8 difference)
 #   wan-snapshot  omni-dp-bench-make-snapshot --model wan: the released Wan2.2-TI2V-5B architecture with UMT5-XXL,
 #              seeded random weights in the Diffusers layout, into $BENCH_WAN_SNAPSHOT (once; about 21 GB)
 #   wan-load   the model load from that snapshot (load_seconds, peak host memory): one process, then
@@ -232,6 +236,55 @@ if len(rows) > 1:
           f"{60 * (len(rows) - 1) / (ends[-1] - ends[0]):.2f} videos/min; "
           f"median request {secs[len(secs) // 2]:.3f} s")
 PY
+      ;;
+    cache)  # step caching (generation.cache; docs/models.md "Step caching"): both recipes, strict
+      # Wan: 8 requests of 832x480x33, 30 steps, CFG 5, per policy; HunyuanVideo-1.5: one request of
+      # 848x480x121, 50 steps, CFG 6 (CACHE_HV15=0 skips it). Each cached folder is compared with the
+      # uncached one (omni-dp-compare --min-psnr 1: every video's PSNR and largest uint8 difference).
+      # Random weights: the fixed schedules (taylorseer, magcache with given ratios) are the speed
+      # figures; first_block's skip fraction at several thresholds is no quality result.
+      ratios="[1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]"
+      policies=("off" "taylorseer" "{policy: magcache, mag_ratios: $ratios}"
+                "{policy: first_block, threshold: 0.05}" "{policy: first_block, threshold: 0.1}"
+                "{policy: first_block, threshold: 0.2}")
+      manifest=$out/cache.jsonl; : > "$manifest"
+      for i in $(seq 1 8); do
+        echo "{\"id\": \"recipe-$i\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$manifest"
+      done
+      for model in wan hv15; do
+        [ "$model" = hv15 ] && [ "${CACHE_HV15:-1}" = 0 ] && continue
+        if [ "$model" = wan ]; then
+          conf=(--config "$root/configs/wan22-ti2v-5b.yaml" --set generation.width=832 --set generation.height=480
+                --set generation.num_frames=33 --set generation.num_inference_steps=30 --set generation.guidance_scale=5
+                --set input.manifest="$manifest")
+        else
+          head -1 "$manifest" > "$out/cache-hv15.jsonl"
+          conf=(--config "$root/configs/hv15.yaml" --set generation.width=848 --set generation.height=480
+                --set generation.num_frames=121 --set generation.num_inference_steps=50 --set generation.guidance_scale=6
+                --set input.manifest="$out/cache-hv15.jsonl")
+        fi
+        for k in "${!policies[@]}"; do
+          dir=$out/cache-$model-$k; rm -rf "$dir"
+          echo "== $model generation.cache=${policies[$k]}"
+          run "$bin/omni-dp-batch" "${conf[@]}" --set model.weights=random --set 'model.path=""' \
+            --set model.attention=cudnn --set determinism.strict=true \
+            --set "generation.cache=${policies[$k]}" --set output.dir="$dir" | grep -E "step cache|summary|videos/min|forwards" | tail -4
+          python3 - "$dir/results.h5" <<'PY'
+import sys, h5py
+rows = h5py.File(sys.argv[1], "r")["requests"][:]
+names = rows.dtype.names
+secs = sorted(float(r["seconds"]) for r in rows)
+line = f"requests {len(rows)}  median request {secs[len(secs) // 2]:.2f} s"
+if "forwards" in names:
+    f, c = sum(int(r["forwards"]) for r in rows), sum(int(r["forwards_computed"]) for r in rows)
+    line += f"  forwards computed {c}/{f} (skip rate {1 - c / max(f, 1):.3f})"
+print(line)
+PY
+          if [ "$k" != 0 ]; then
+            "$bin/omni-dp-compare" "$out/cache-$model-0" "$dir" --min-psnr 1 | tail -6
+          fi
+        done
+      done
       ;;
     hv15-i2v)
       snap=${BENCH_SNAPSHOT:-$out/hv15-i2v-snapshot}

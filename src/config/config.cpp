@@ -21,6 +21,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/format.hpp"
+#include "omnidp/common/sha256.hpp"
 #include "omnidp/config/head_split.hpp"
 #include "omnidp/config/suggest.hpp"
 
@@ -68,6 +69,14 @@ struct EnumTable<AttentionKernel> {
        {AttentionKernel::cudnn, "cudnn"},
        {AttentionKernel::efficient, "efficient"},
        {AttentionKernel::math, "math"}}};
+};
+template <>
+struct EnumTable<CachePolicy> {
+  static constexpr std::array<EnumName<CachePolicy>, 4> names{
+      {{CachePolicy::off, "off"},
+       {CachePolicy::first_block, "first_block"},
+       {CachePolicy::taylorseer, "taylorseer"},
+       {CachePolicy::magcache, "magcache"}}};
 };
 template <>
 struct EnumTable<Quantization> {
@@ -555,6 +564,147 @@ FieldSpec compression_field() {
       }};
 }
 
+// generation.cache: a policy name, or a map {policy: ..., the policy's own keys}; a key of
+// another policy is an error, not ignored.
+const std::vector<std::string>& cache_keys(CachePolicy policy) {
+  static const std::vector<std::string> none;
+  static const std::vector<std::string> first_block{"threshold"};
+  static const std::vector<std::string> taylorseer{"cache_interval", "disable_cache_before_step",
+                                                   "max_order"};
+  static const std::vector<std::string> magcache{"threshold", "max_skip_steps", "retention_ratio",
+                                                 "mag_ratios", "calibrate"};
+  switch (policy) {
+    case CachePolicy::first_block: return first_block;
+    case CachePolicy::taylorseer: return taylorseer;
+    case CachePolicy::magcache: return magcache;
+    case CachePolicy::off: break;
+  }
+  return none;
+}
+
+void read_cache_key(StepCacheConfig& c, const std::string& key, const Node& node,
+                    const std::string& path) {
+  if (key == "threshold") {
+    double v = 0.0;
+    read_into(node, path, v);
+    c.threshold = v;
+  } else if (key == "cache_interval") {
+    read_into(node, path, c.cache_interval);
+  } else if (key == "disable_cache_before_step") {
+    read_into(node, path, c.disable_cache_before_step);
+  } else if (key == "max_order") {
+    read_into(node, path, c.max_order);
+  } else if (key == "max_skip_steps") {
+    read_into(node, path, c.max_skip_steps);
+  } else if (key == "retention_ratio") {
+    read_into(node, path, c.retention_ratio);
+  } else if (key == "calibrate") {
+    read_into(node, path, c.calibrate);
+  } else if (key == "mag_ratios") {
+    if (!node.IsSequence()) type_error(path, "a list of numbers", node);
+    c.mag_ratios.clear();
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      double v = 0.0;
+      read_into(node[i], fmt::format("{}[{}]", path, i), v);
+      c.mag_ratios.push_back(v);
+    }
+  }
+}
+
+FieldSpec cache_field() {
+  return FieldSpec{
+      "cache",
+      [](Config& config, const Node& node, const std::string& path) {
+        StepCacheConfig c;
+        if (node.IsScalar()) {
+          read_into(node, path, c.policy);
+        } else if (node.IsMap()) {
+          const Node policy = node["policy"];
+          if (!policy) {
+            throw ConfigError(path + ".policy",
+                              "required in a cache map (expected off | first_block | "
+                              "taylorseer | magcache)");
+          }
+          read_into(policy, path + ".policy", c.policy);
+          const auto& keys = cache_keys(c.policy);
+          for (const auto& item : node) {
+            const std::string key = item.first.as<std::string>();
+            if (key == "policy") continue;
+            const std::string at = path + "." + key;
+            if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+              throw ConfigError(
+                  at, fmt::format("not a key of the {} cache (its keys: {})", enum_name(c.policy),
+                                  keys.empty() ? std::string("none") : join(keys, ", ")));
+            }
+            read_cache_key(c, key, item.second, at);
+          }
+        } else {
+          type_error(path, "off | first_block | taylorseer | magcache, or a map with a policy", node);
+        }
+        config.generation.cache = std::move(c);
+      },
+      [](const Config& config, YAML::Emitter& out) {
+        const StepCacheConfig& c = config.generation.cache;
+        if (c.policy == CachePolicy::off) {
+          out << "off";
+          return;
+        }
+        out << YAML::BeginMap << YAML::Key << "policy" << YAML::Value << enum_name(c.policy);
+        for (const auto& key : cache_keys(c.policy)) {
+          out << YAML::Key << key << YAML::Value;
+          if (key == "threshold") {
+            write_value(out, c.resolved_threshold());
+          } else if (key == "cache_interval") {
+            write_value(out, c.cache_interval);
+          } else if (key == "disable_cache_before_step") {
+            write_value(out, c.disable_cache_before_step);
+          } else if (key == "max_order") {
+            write_value(out, c.max_order);
+          } else if (key == "max_skip_steps") {
+            write_value(out, c.max_skip_steps);
+          } else if (key == "retention_ratio") {
+            write_value(out, c.retention_ratio);
+          } else if (key == "calibrate") {
+            write_value(out, c.calibrate);
+          } else if (key == "mag_ratios") {
+            out << YAML::Flow << YAML::BeginSeq;
+            for (const double v : c.mag_ratios) write_value(out, v);
+            out << YAML::EndSeq;
+          }
+        }
+        out << YAML::EndMap;
+      },
+      [](const Config& config) { return config.generation.cache.policy != CachePolicy::off; },
+      [](const Config& config, const std::string& path) {
+        const StepCacheConfig& c = config.generation.cache;
+        const double t = c.resolved_threshold();
+        if (c.policy == CachePolicy::first_block || c.policy == CachePolicy::magcache) {
+          require(std::isfinite(t) && t > 0.0 && t <= 10.0, path + ".threshold",
+                  format_double(t) + " is out of range (expected a number in (0, 10])");
+        }
+        check_int(c.cache_interval, 1, 1000, path + ".cache_interval");
+        check_int(c.disable_cache_before_step, 0, 10000, path + ".disable_cache_before_step");
+        check_int(c.max_order, 0, 8, path + ".max_order");
+        check_int(c.max_skip_steps, 1, 1000, path + ".max_skip_steps");
+        require(
+            c.retention_ratio >= 0.0 && c.retention_ratio <= 1.0, path + ".retention_ratio",
+            format_double(c.retention_ratio) + " is out of range (expected a number in [0, 1])");
+        for (std::size_t i = 0; i < c.mag_ratios.size(); ++i) {
+          const double r = c.mag_ratios[i];
+          require(std::isfinite(r) && r > 0.0 && r <= 100.0,
+                  fmt::format("{}.mag_ratios[{}]", path, i),
+                  format_double(r) + " is out of range (expected a number in (0, 100])");
+        }
+        require(!(c.calibrate && !c.mag_ratios.empty()), path + ".calibrate",
+                "calibrate measures the ratios: leave mag_ratios out");
+        require(c.policy != CachePolicy::magcache || c.calibrate || !c.mag_ratios.empty(),
+                path + ".mag_ratios",
+                "required by the magcache policy (one ratio per step, calibrated for the "
+                "checkpoint): measure them with calibrate: true (docs/models.md, \"Step "
+                "caching\")");
+      }};
+}
+
 // Checks across the keys of `parallel` (docs/runtime.md, "Replica groups").
 void check_parallel(const Config& config) { check_devices(config); }
 
@@ -605,8 +755,18 @@ const std::vector<SectionSpec>& schema() {
           field("lookahead", &C::scheduler, &SchedulerConfig::lookahead,
                 in_range<std::size_t>(1, 100'000'000)),
           field("heartbeat_s", &C::scheduler, &SchedulerConfig::heartbeat_s, non_negative(false)),
+          field("silent_timeout_s", &C::scheduler, &SchedulerConfig::silent_timeout_s,
+                non_negative(true)),
           field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s,
-                non_negative(true))}});
+                non_negative(true))},
+         [](const Config& config) {
+           const auto& s = config.scheduler;
+           require(s.silent_timeout_s == 0.0 || s.silent_timeout_s >= 2.0 * s.heartbeat_s,
+                   "scheduler.silent_timeout_s",
+                   fmt::format("{} is shorter than two heartbeats (scheduler.heartbeat_s {}): a "
+                               "live replica would be taken for lost (0 turns the watch off)",
+                               format_double(s.silent_timeout_s), format_double(s.heartbeat_s)));
+         }});
     s.push_back(
         {"generation",
          {field("num_frames", &C::generation, &GenerationConfig::num_frames,
@@ -627,7 +787,8 @@ const std::vector<SectionSpec>& schema() {
                           path, fmt::format("{} is out of range [0, 2^63-1]", v));
                 })),
           field("fps", &C::generation, &GenerationConfig::fps, rule<int>(&check_fps)),
-          field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt)}});
+          field("negative_prompt", &C::generation, &GenerationConfig::negative_prompt),
+          cache_field()}});
     s.push_back(
         {"input",
          {field("manifest", &C::input, &InputConfig::manifest, required()),
@@ -681,6 +842,7 @@ const std::vector<SectionSpec>& schema() {
           field("kill_rank", &C::faults, &FaultConfig::kill_rank, at_least(-1, "-1 = off")),
           field("kill_after", &C::faults, &FaultConfig::kill_after, at_least(0, "0 = off")),
           field("kill_in_write", &C::faults, &FaultConfig::kill_in_write),
+          field("stop_not_kill", &C::faults, &FaultConfig::stop_not_kill),
           field("hang_ids", &C::faults, &FaultConfig::hang_ids, ids()),
           field("signal_at_start", &C::faults, &FaultConfig::signal_at_start)}});
     return s;
@@ -1016,6 +1178,44 @@ const char* to_string(WeightsSource v) noexcept { return enum_name(v); }
 const char* to_string(AttentionKernel v) noexcept { return enum_name(v); }
 const char* to_string(Quantization v) noexcept { return enum_name(v); }
 const char* to_string(ExpertResidency v) noexcept { return enum_name(v); }
+const char* to_string(CachePolicy v) noexcept { return enum_name(v); }
+
+double StepCacheConfig::default_threshold() const noexcept {
+  switch (policy) {
+    case CachePolicy::first_block: return 0.05;
+    case CachePolicy::magcache: return 0.06;
+    case CachePolicy::off:
+    case CachePolicy::taylorseer: break;
+  }
+  return 0.0;
+}
+
+std::string describe_cache(const StepCacheConfig& c) {
+  switch (c.policy) {
+    case CachePolicy::off: return "off";
+    case CachePolicy::first_block:
+      return fmt::format("first_block(threshold {})", format_double(c.resolved_threshold()));
+    case CachePolicy::taylorseer:
+      return fmt::format(
+          "taylorseer(cache_interval {}, disable_cache_before_step {}, max_order {})",
+          c.cache_interval, c.disable_cache_before_step, c.max_order);
+    case CachePolicy::magcache: {
+      std::string ratios = "model";
+      if (c.calibrate) {
+        ratios = "calibrate";
+      } else if (!c.mag_ratios.empty()) {
+        std::string text;
+        for (const double r : c.mag_ratios) text += format_double(r) + ",";
+        ratios = fmt::format("{}:{}", c.mag_ratios.size(), sha256_hex(text).substr(0, 12));
+      }
+      return fmt::format(
+          "magcache(threshold {}, max_skip_steps {}, retention_ratio {}, mag_ratios {})",
+          format_double(c.resolved_threshold()), c.max_skip_steps, format_double(c.retention_ratio),
+          ratios);
+    }
+  }
+  return "off";
+}
 const char* to_string(SchedulerPolicy v) noexcept { return enum_name(v); }
 const char* to_string(WorkOrder v) noexcept { return enum_name(v); }
 const char* to_string(WaitMode v) noexcept { return enum_name(v); }

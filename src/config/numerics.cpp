@@ -10,13 +10,18 @@ namespace omnidp {
 namespace {
 
 // Canonical key order; also the order describe_difference lists keys in.
-constexpr std::array<std::string_view, 8> kKeys = {"dtype",   "device",       "strict", "attention",
-                                                   "kernels", "quantization", "layout", "software"};
+constexpr std::array<std::string_view, 9> kKeys = {"dtype",     "device",  "strict",
+                                                   "attention", "kernels", "quantization",
+                                                   "layout",    "cache",   "software"};
 
 // A key that rows written before it existed lack reads as its value then: every group was one
 // rank (the layouts came with their key).
 constexpr std::string_view kLayoutKey = "layout";
 constexpr std::string_view kSingleRankLayout = "tp1,sp1,cfg1";
+// The step cache (generation.cache) is written only when one is on: a profile without the key,
+// the rows before it existed included, computed every forward.
+constexpr std::string_view kCacheKey = "cache";
+constexpr std::string_view kNoCache = "off";
 
 std::string clean(std::string_view value) {
   std::string out(value);
@@ -49,7 +54,8 @@ std::vector<std::string> all_keys(const std::map<std::string, std::string>& a,
 std::string value_of(const std::map<std::string, std::string>& m, const std::string& key) {
   const auto it = m.find(key);
   if (it != m.end()) return it->second;
-  return key == kLayoutKey ? std::string(kSingleRankLayout) : std::string();
+  if (key == kLayoutKey) return std::string(kSingleRankLayout);
+  return key == kCacheKey ? std::string(kNoCache) : std::string();
 }
 
 }  // namespace
@@ -78,6 +84,11 @@ std::string numerics_profile(const Config& config, std::string_view software) {
   const auto& p = config.parallel;
   out += fmt::format(";layout=tp{},sp{},cfg{}", p.tensor_parallel_size, p.sequence_parallel_size,
                      p.cfg_parallel_size);
+  // A step cache skips forwards and so changes the bytes (docs/models.md, "Step caching").
+  if (config.generation.cache.policy != CachePolicy::off) {
+    out += ";cache=";
+    out += clean(describe_cache(config.generation.cache));
+  }
   out += ";software=";
   out += clean(software);
   return out;

@@ -730,5 +730,36 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// A step cache changes the bytes (issue 37): the same folder rerun without the cache it was made
+// with is refused like another dtype, naming the cache key with both values.
+TEST(ResumeProfile, AnotherStepCacheIsRefused) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-resume-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Case c;
+  c.build = config_edit("", "");
+  c.build(dir);
+  const BatchRun first = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(rows.size(), 3U);
+  EXPECT_NE(rows[0].record.numerics.find(
+                ";cache=taylorseer(cache_interval 5, disable_cache_before_step 3, max_order 1);"
+                "software="),
+            std::string::npos)
+      << rows[0].record.numerics;
+  const BatchRun refused = run_batch(dir, c, {});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("(differing: cache (taylorseer(cache_interval 5, "
+                             "disable_cache_before_step 3, max_order 1) -> off))"),
+            std::string::npos)
+      << refused.err;
+  const BatchRun same = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.err.find("3 already done, skipped"), std::string::npos) << same.err;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace omnidp

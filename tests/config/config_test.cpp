@@ -927,5 +927,72 @@ TEST(ConfigChecks, EnumNames) {
   EXPECT_STREQ(to_string(AttentionKernel::automatic), "auto");
 }
 
+// --- generation.cache (step caching) -------------------------------------------------------
+
+TEST(ConfigCache, APolicyNameTakesItsDefaultsAndAMapSetsItsOwnKeys) {
+  EXPECT_EQ(Config{}.generation.cache.policy, CachePolicy::off);
+  const Config named = parse_config_yaml("generation:\n  cache: taylorseer\n", "c.yaml");
+  EXPECT_EQ(named.generation.cache.policy, CachePolicy::taylorseer);
+  EXPECT_EQ(named.generation.cache.cache_interval, 5);
+  EXPECT_EQ(named.generation.cache.disable_cache_before_step, 3);
+  EXPECT_EQ(named.generation.cache.max_order, 1);
+  const Config fbc = parse_config_yaml("generation:\n  cache: first_block\n", "c.yaml");
+  EXPECT_DOUBLE_EQ(fbc.generation.cache.resolved_threshold(), 0.05);
+  const Config mag = parse_config_yaml(
+      "generation:\n  cache: {policy: magcache, threshold: 0.1, max_skip_steps: 2,\n"
+      "          retention_ratio: 0.25, mag_ratios: [1.0, 1.02, 0.99]}\n",
+      "c.yaml");
+  const auto& m = mag.generation.cache;
+  EXPECT_EQ(m.policy, CachePolicy::magcache);
+  EXPECT_DOUBLE_EQ(m.resolved_threshold(), 0.1);
+  EXPECT_EQ(m.max_skip_steps, 2);
+  EXPECT_DOUBLE_EQ(m.retention_ratio, 0.25);
+  EXPECT_EQ(m.mag_ratios, (std::vector<double>{1.0, 1.02, 0.99}));
+  // Written back and read again: the same configuration (the default threshold made explicit).
+  for (const Config* c : {&named, &fbc, &mag}) {
+    EXPECT_EQ(parse_config_yaml(to_yaml(*c), "to_yaml").generation.cache.policy,
+              c->generation.cache.policy);
+    EXPECT_EQ(describe_cache(parse_config_yaml(to_yaml(*c), "to_yaml").generation.cache),
+              describe_cache(c->generation.cache));
+  }
+  EXPECT_EQ(to_yaml(default_config()).find("cache"), std::string::npos);  // off: not written
+  EXPECT_NE(to_yaml(named).find("policy: taylorseer"), std::string::npos);
+}
+
+TEST(ConfigCache, KeysOfAnotherPolicyAndBadValuesAreErrors) {
+  EXPECT_EQ(parse_error("generation:\n  cache: {policy: taylorseer, threshold: 0.1}\n"),
+            "generation.cache.threshold: not a key of the taylorseer cache (its keys: "
+            "cache_interval, disable_cache_before_step, max_order)");
+  EXPECT_EQ(parse_error("generation:\n  cache: {threshold: 0.1}\n"),
+            "generation.cache.policy: required in a cache map (expected off | "
+            "first_block | taylorseer | magcache)");
+  EXPECT_NE(parse_error("generation:\n  cache: teacache\n").find("invalid value 'teacache'"),
+            std::string::npos);
+  EXPECT_EQ(validate_error("generation:\n  cache: {policy: first_block, threshold: 0}\n"),
+            "generation.cache.threshold: 0.0 is out of range (expected a number in (0, 10])");
+  EXPECT_EQ(validate_error("generation:\n  cache: {policy: taylorseer, cache_interval: 0}\n"),
+            "generation.cache.cache_interval: 0 is out of range [1, 1000]");
+  EXPECT_NE(validate_error("generation:\n  cache: magcache\n")
+                .find("generation.cache.mag_ratios: required by the magcache policy"),
+            std::string::npos);
+  EXPECT_EQ(validate_error("generation:\n  cache: {policy: magcache, calibrate: true}\n"), "");
+  EXPECT_EQ(validate_error("generation:\n  cache: {policy: magcache, mag_ratios: [1, -1]}\n"),
+            "generation.cache.mag_ratios[1]: -1.0 is out of range (expected a number in (0, 100])");
+  Config config = default_config();
+  apply_overrides(config, {"generation.cache={policy: first_block, threshold: 0.2}"});
+  EXPECT_DOUBLE_EQ(config.generation.cache.resolved_threshold(), 0.2);
+  apply_overrides(config, {"generation.cache=off"});
+  EXPECT_EQ(config.generation.cache, StepCacheConfig{});
+}
+
+TEST(ConfigScheduler, TheSilentTimeoutOutlastsTwoHeartbeats) {
+  EXPECT_EQ(Config{}.scheduler.silent_timeout_s, 300.0);
+  EXPECT_EQ(validate_error("scheduler: {heartbeat_s: 5, silent_timeout_s: 9}\n"),
+            "scheduler.silent_timeout_s: 9.0 is shorter than two heartbeats (scheduler.heartbeat_s "
+            "5.0): a live replica would be taken for lost (0 turns the watch off)");
+  EXPECT_EQ(validate_error("scheduler: {heartbeat_s: 5, silent_timeout_s: 0}\n"), "");
+  EXPECT_EQ(validate_error("scheduler: {heartbeat_s: 5, silent_timeout_s: 10}\n"), "");
+}
+
 }  // namespace
 }  // namespace omnidp

@@ -110,3 +110,38 @@ TEST(NumericsProfile, DifferencesNameTheKeysAndSeparateTheSoftwareVersion) {
 
 }  // namespace
 }  // namespace omnidp
+
+namespace omnidp {
+namespace {
+
+// A step cache changes the bytes: the profile names it with its parameters; a profile without
+// the key (the rows before it, or no cache) reads as cache=off.
+TEST(NumericsProfile, AStepCacheIsAKeyWithItsParameters) {
+  Config off;
+  Config ts;
+  ts.generation.cache.policy = CachePolicy::taylorseer;
+  const auto a = numerics_profile(off, "v");
+  const auto b = numerics_profile(ts, "v");
+  EXPECT_EQ(a.find("cache="), std::string::npos);
+  EXPECT_NE(b.find(";cache=taylorseer(cache_interval 5, disable_cache_before_step 3, max_order "
+                   "1);software=v"),
+            std::string::npos);
+  EXPECT_EQ(compare_numerics(a, b).keys, (std::vector<std::string>{"cache"}));
+  Config ts2 = ts;
+  ts2.generation.cache.cache_interval = 4;
+  EXPECT_EQ(compare_numerics(b, numerics_profile(ts2, "v")).keys,
+            (std::vector<std::string>{"cache"}));
+  Config mag;
+  mag.generation.cache.policy = CachePolicy::magcache;
+  mag.generation.cache.mag_ratios = {1.0, 0.98};
+  EXPECT_NE(numerics_profile(mag, "v").find("cache=magcache(threshold 0.06, max_skip_steps 3, "
+                                            "retention_ratio 0.2, mag_ratios 2:"),
+            std::string::npos);
+  Config other = mag;
+  other.generation.cache.mag_ratios = {1.0, 0.97};
+  EXPECT_NE(numerics_profile(mag, "v"), numerics_profile(other, "v"));
+  EXPECT_FALSE(compare_numerics(a, a + ";cache=off").any());
+}
+
+}  // namespace
+}  // namespace omnidp

@@ -86,12 +86,55 @@ struct SchedulerConfig {
   double request_timeout_s = 0.0;  // 0 = off; hung request -> MPI_Abort
   std::size_t lookahead = 4096;    // cost_desc: requests read ahead and ordered
   double heartbeat_s = 5.0;        // worker heartbeat period
+  // A replica that sent nothing (no heartbeat, no message) for this long is taken for lost (a
+  // stopped or hung process, an unreachable node): rank 0 aborts the job with exit 75 so that
+  // a rerun finishes it. 0 = off; needs heartbeat_s > 0.
+  double silent_timeout_s = 300.0;
   // Deadline-aware dispatch (docs/slurm.md): a request is handed out only when it is expected
   // to finish this many seconds before the job's end (--deadline or Slurm's end time).
   double deadline_margin_s = 60.0;
 
   friend bool operator==(const SchedulerConfig&, const SchedulerConfig&) = default;
 };
+
+// Step caching (docs/models.md, "Step caching"): which transformer forwards of a request are
+// computed and which are served from a cache. YAML `generation.cache`: a policy name (its
+// parameters at their defaults) or a map {policy: ..., <the policy's keys>}.
+enum class CachePolicy { off, first_block, taylorseer, magcache };
+
+struct StepCacheConfig {
+  CachePolicy policy = CachePolicy::off;
+  // first_block: the largest relative mean change of the first block's residual that still
+  // skips the other blocks; magcache: the largest accumulated error that skips a step. Unset:
+  // the policy's default (default_threshold()).
+  std::optional<double> threshold;
+  // taylorseer: full forwards on steps < disable_cache_before_step and every cache_interval-th
+  // step after it; the others extrapolate the output from divided differences of order
+  // <= max_order.
+  int cache_interval = 5;
+  int disable_cache_before_step = 3;
+  int max_order = 1;
+  // magcache: at most max_skip_steps skipped in a row; none in the first retention_ratio of
+  // the steps; mag_ratios per step (empty: the model's published ratios, where it has them);
+  // calibrate: skip nothing and log the ratios of each request.
+  int max_skip_steps = 3;
+  double retention_ratio = 0.2;
+  std::vector<double> mag_ratios;
+  bool calibrate = false;
+
+  // 0.05 for first_block, 0.06 for magcache, 0 otherwise.
+  [[nodiscard]] double default_threshold() const noexcept;
+  [[nodiscard]] double resolved_threshold() const noexcept {
+    return threshold.value_or(default_threshold());
+  }
+  friend bool operator==(const StepCacheConfig&, const StepCacheConfig&) = default;
+};
+
+// "off", "first_block(threshold 0.05)", "taylorseer(cache_interval 5, disable_cache_before_step
+// 3, max_order 1)", "magcache(threshold 0.06, max_skip_steps 3, retention_ratio 0.2,
+// mag_ratios <count>:<first 12 hex of their SHA-256> | model | calibrate)": the numerics
+// profile's `cache` value and the text --dry-run prints. Never holds ';' or '='.
+[[nodiscard]] std::string describe_cache(const StepCacheConfig& cache);
 
 struct GenerationConfig {  // defaults; each manifest line may override them
   int num_frames = 121;
@@ -110,6 +153,7 @@ struct GenerationConfig {  // defaults; each manifest line may override them
   std::uint64_t seed = 42;
   int fps = 24;
   std::string negative_prompt;
+  StepCacheConfig cache;  // off by default; job-wide (a manifest line does not set it)
 
   friend bool operator==(const GenerationConfig&, const GenerationConfig&) = default;
 };
@@ -172,6 +216,7 @@ struct FaultConfig {
   int kill_rank = -1;          // this rank SIGKILLs itself ...
   int kill_after = 0;          // ... after this many of its own completions (0 = off)
   bool kill_in_write = false;  // ... between the dataset write and the flush instead
+  bool stop_not_kill = false;  // ... with SIGSTOP instead (a silent rank: silent_timeout_s)
   std::vector<std::string> hang_ids;  // these requests never finish (request_timeout tests)
   bool signal_at_start = false;       // every rank raises SIGUSR1 at itself before MPI_Init
 
@@ -250,6 +295,7 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
 [[nodiscard]] const char* to_string(AttentionKernel v) noexcept;
 [[nodiscard]] const char* to_string(Quantization v) noexcept;
 [[nodiscard]] const char* to_string(ExpertResidency v) noexcept;
+[[nodiscard]] const char* to_string(CachePolicy v) noexcept;
 [[nodiscard]] const char* to_string(SchedulerPolicy v) noexcept;
 [[nodiscard]] const char* to_string(WorkOrder v) noexcept;
 [[nodiscard]] const char* to_string(WaitMode v) noexcept;

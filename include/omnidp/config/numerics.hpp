@@ -6,10 +6,12 @@
 //   dtype=bf16;device=cuda;strict=true;attention=cudnn;kernels=fused;quantization=none;
 //   layout=tp1,sp1,cfg1;software=0.1.0 (git abc1234)
 //
-// (one line, no spaces around '=' or ';'), keys always in this order. Values never hold ';'
+// (one line, no spaces around '=' or ';'), keys always in this order; `cache=<describe_cache()>`
+// stands before `software` when generation.cache is on. Values never hold ';'
 // or '='. An empty string is the unknown profile (rows of files written before the column).
 // `layout` is the replica group's tensor x sequence x CFG parallel sizes (they change the
-// bytes; the replica count does not); a row written before that key reads as tp1,sp1,cfg1.
+// bytes; the replica count does not); a row written before that key reads as tp1,sp1,cfg1, and a
+// profile without `cache` as cache=off.
 // Plain value functions, thread-safe.
 
 #include <map>

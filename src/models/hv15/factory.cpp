@@ -131,6 +131,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
   parts.model_name = m.name;
   parts.device_name = setup.device_name;
   parts.max_image_pixels = config.input.max_image_pixels;
+  parts.cache = config.generation.cache;
   const fs::path root(m.path);
   if (!m.path.empty()) {
     if (const auto guider = component_config(root / "guider", "guider_config.json")) {

@@ -199,7 +199,8 @@ std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, i
           height / vo.spatial_compression_ratio, width / vo.spatial_compression_ratio};
 }
 
-torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const GenerateContext* ctx) {
+torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const GenerateContext* ctx,
+                                              CacheReport* report) {
   c10::InferenceMode inference;
   auto& transformer = parts_.transformer;
   auto& vae = parts_.vae;
@@ -282,7 +283,10 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // CFG as one batch of 2 (the transformer's ragged text layout: each branch attends over its
   // own valid text); with a sequence group the branches stay two forwards (the Ulysses
   // exchange would need their text masked).
-  const CfgLayout layout{cfg, any_cfg && cfg == nullptr && sequence == nullptr};
+  // With a step cache each branch keeps its own cache: two forwards, never one batch.
+  const CfgLayout layout{cfg, any_cfg && cfg == nullptr && sequence == nullptr &&
+                                  parts_.cache.policy == CachePolicy::off};
+  RequestCaches caches(parts_.cache, steps, sequence);
   TransformerInputs both_in;
   if (layout.batched) {
     both_in.encoder_hidden_states =
@@ -315,20 +319,22 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       inputs.hidden_states = both ? torch::cat({model_input, model_input}, 0) : model_input;
       inputs.timestep = both ? t.expand({2}) : t;
       inputs.timestep_r = r.defined() && both ? r.expand({2}) : r;
-      return transformer->forward(inputs);
+      return caches.forward(0, branch, i,
+                            [&](StepCache* cache) { return transformer->forward(inputs, cache); });
     };
     const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);
     const auto noise_pred =
         guided_prediction(layout, guided, in.guidance_scale, parts_.guidance, forward, latents);
     latents = scheduler.step(noise_pred, i, latents);
   });
+  if (report != nullptr) *report = caches.report(cfg, device_);
   return latents;
 }
 
 SampleOutputs HunyuanVideo15Pipeline::sample(const SampleInputs& in, const GenerateContext* ctx) {
   c10::InferenceMode inference;
   SampleOutputs out;
-  out.final_latents = denoise(in, ctx);
+  out.final_latents = denoise(in, ctx, &out.cache);
   if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
   require_finite_latents(out.final_latents);
   auto& vae = parts_.vae;
@@ -539,6 +545,7 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   }
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
   const auto out = sample(in, &ctx);
+  report_forwards(request, ctx, out.cache, parts_.cache);
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);

@@ -13,6 +13,7 @@
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
+#include "omnidp/models/pipelines/step_cache.hpp"
 
 namespace omnidp::models::hv15 {
 namespace {
@@ -508,7 +509,8 @@ TextTokens HunyuanVideo15Transformer3DModelImpl::ragged_context(const Transforme
   return pad_entries(std::move(tokens));
 }
 
-torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in) {
+torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in,
+                                                            StepCache* cache) {
   check_inputs(in);
   const auto& o = options_;
   const auto dtype = proj_out_->weight.scalar_type();
@@ -547,10 +549,11 @@ torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInp
   }
 
   // 3. Double-stream blocks.
-  for (const auto& block : *blocks_) {
-    std::tie(x, context) =
-        block->as<DoubleStreamBlock>()->forward(x, context, temb, keys, freqs, seq);
-  }
+  x = run_blocks(cache, {x, context}, blocks_->size(), [&](std::size_t i, BlockStreams s) {
+        std::tie(s.hidden, s.context) = blocks_[i]->as<DoubleStreamBlock>()->forward(
+            s.hidden, s.context, temb, keys, freqs, seq);
+        return s;
+      }).hidden;
 
   // 4. Output head (AdaLayerNormContinuous: scale first, then shift).
   const auto mod = norm_out_(torch::silu(temb).to(dtype)).unsqueeze(1).chunk(2, 2);

@@ -174,6 +174,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   // the CPU keeps the contiguous layout.
   if (device.is_cuda()) parts.vae->set_channels_last(true);
   parts.max_image_pixels = config.input.max_image_pixels;
+  parts.cache = config.generation.cache;
   // Text (a request's prompt_embeds file still wins): UMT5 from the snapshot, or for seeded
   // weights the tiny byte-level T5 of width text_dim (seed weights_seed + 2; docs/models.md).
   if (text_load.valid()) {

@@ -165,8 +165,10 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
   check_cfg_group(cfg);
   const int branch = cfg != nullptr ? cfg->rank() : 0;
-  const bool batch_cfg =
-      cfg == nullptr && do_cfg && parts_.cfg_batch && prompt.sizes() == negative.sizes();
+  // With a step cache each branch keeps its own cache: two forwards, never one batch.
+  const bool batch_cfg = cfg == nullptr && do_cfg && parts_.cfg_batch &&
+                         parts_.cache.policy == CachePolicy::off &&
+                         prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
   // CLIP image tokens (Wan2.1 I2V): the same for both branches, in the transformer's dtype.
   if (to.image_tokens() != in.image_embeds.defined()) {
@@ -276,9 +278,10 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
   const auto timesteps = scheduler.timesteps().to(device_);
   const CfgLayout layout{cfg, batch_cfg};
+  RequestCaches caches(parts_.cache, steps, sequence);
   run_denoising_steps(steps, ctx, device_, [&](int i) {
-    const Expert& expert =
-        use_expert(experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0);
+    const int expert_index = experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0;
+    const Expert& expert = use_expert(expert_index);
     auto& model = *expert.model;
     auto model_input = blend(latents);
     if (concat.defined()) model_input = torch::cat({model_input, concat}, 1);
@@ -287,13 +290,15 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     const auto ts = parts_.expand_timesteps ? (token_mask * timesteps[i]).unsqueeze(0)
                                             : timesteps[i].reshape({1});
     const auto forward = [&](CfgBranch b) {
-      if (b == CfgBranch::both) {
-        return model->forward(torch::cat({model_input, model_input}, 0),
-                              parts_.expand_timesteps ? ts.expand({2, -1}) : ts.expand({2}),
-                              expert.text);
-      }
-      return model->forward(model_input, ts,
-                            b == CfgBranch::conditional ? expert.text : expert.negative_text);
+      return caches.forward(expert_index, b, i, [&](StepCache* cache) {
+        if (b == CfgBranch::both) {
+          return model->forward(torch::cat({model_input, model_input}, 0),
+                                parts_.expand_timesteps ? ts.expand({2, -1}) : ts.expand({2}),
+                                expert.text);
+        }
+        return model->forward(
+            model_input, ts, b == CfgBranch::conditional ? expert.text : expert.negative_text, cache);
+      });
     };
     const auto noise_pred = guided_prediction(layout, do_cfg, expert.guidance, {}, forward,
                                               model_input.narrow(1, 0, vo.z_dim));
@@ -303,6 +308,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
 
   WanSampleOutputs out;
   out.final_latents = latents;
+  out.cache = caches.report(cfg, device_);
   if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
   require_finite_latents(latents);
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
@@ -422,6 +428,7 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
   const auto out = sample(in, &ctx);
+  report_forwards(request, ctx, out.cache, parts_.cache);
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);

@@ -7,6 +7,7 @@
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
+#include "omnidp/models/pipelines/step_cache.hpp"
 
 namespace omnidp::models::wan {
 
@@ -357,7 +358,7 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
 
 torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
                                                  const torch::Tensor& timestep,
-                                                 const WanPreparedContext& context) {
+                                                 const WanPreparedContext& context, StepCache* cache) {
   torch::NoGradGuard no_grad;
   const auto& o = options_;
   if (hidden.dim() != 5 || hidden.size(1) != o.in_channels) {
@@ -410,10 +411,11 @@ torch::Tensor WanTransformer3DModelImpl::forward(const torch::Tensor& hidden,
       groups = seq.local;
     }
   }
-  for (std::size_t i = 0; i < blocks->size(); ++i) {
-    x = blocks[i]->as<WanTransformerBlock>()->forward(x, context.blocks[i], temb_proj, rope_freqs,
-                                                      seq);
-  }
+  x = run_blocks(cache, {x, {}}, blocks->size(), [&](std::size_t i, BlockStreams s) {
+        s.hidden = blocks[i]->as<WanTransformerBlock>()->forward(s.hidden, context.blocks[i],
+                                                                 temb_proj, rope_freqs, seq);
+        return s;
+      }).hidden;
 
   // Output head: shift/scale = table + temb (no SiLU, no projection), per group.
   const auto ss =

@@ -227,6 +227,57 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
   EXPECT_FALSE(torch::equal(single->denoise(in, nullptr), want));
 }
 
+// Step caching (pipelines/step_cache.hpp) on the double-stream blocks, with guidance on the
+// first half of the steps only: each branch keeps its own cache over the forwards it runs (the
+// unconditional one 4 of 8), and a cache whose schedule computes every forward gives the
+// uncached latents (its CFG as one ragged batch) up to float rounding.
+TEST_F(Hv15Pipeline, StepCachesKeepOneStatePerBranchOverTheDoubleStreamBlocks) {
+  const auto make = [](const omnidp::StepCacheConfig& cache) {
+    hv::PipelineParts parts;
+    parts.transformer = hv::random_transformer(
+        hv::TransformerOptions::from_json(
+            omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
+        5, torch::kFloat32, torch::kCPU);
+    hv::VaeOptions vo;
+    vo.block_out_channels = {8, 16, 16, 64, 64};
+    vo.layers_per_block = 1;
+    parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
+    parts.random_conditioning = true;
+    parts.guidance.stop = 0.5;
+    parts.cache = cache;
+    return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
+  };
+  omnidp::StepCacheConfig off;
+  const auto plain = make(off);
+  hv::SampleInputs in = sample_inputs(*plain, 5, 32, 32, 8, 6.0, 42);
+  in.prompt = conditioning(1, 6, 4);
+  in.negative = conditioning(2, 5, 5);
+  omnidp::models::CacheReport report;
+  const auto want = plain->denoise(in, nullptr, &report);
+  EXPECT_EQ(report.forwards, (omnidp::ForwardCounts{12, 12}));  // 4 guided steps batched: 2 each
+
+  omnidp::StepCacheConfig warm;
+  warm.policy = omnidp::CachePolicy::taylorseer;
+  warm.disable_cache_before_step = 8;
+  const auto all = make(warm)->denoise(in, nullptr, &report);
+  EXPECT_LT((all - want).abs().max().item<double>(),
+            1e-5 * std::max(1.0, want.abs().max().item<double>()));
+  EXPECT_EQ(report.decisions, "transformer 0 cond CCCCCCCC, transformer 0 uncond CCCC");
+
+  omnidp::StepCacheConfig taylor;
+  taylor.policy = omnidp::CachePolicy::taylorseer;
+  const auto cached = make(taylor)->denoise(in, nullptr, &report);
+  EXPECT_EQ(report.decisions, "transformer 0 cond CCCSCSSS, transformer 0 uncond CCCS");
+  EXPECT_EQ(report.forwards, (omnidp::ForwardCounts{12, 7}));
+  EXPECT_GT((cached - want).abs().max().item<double>(), 1e-6);
+
+  omnidp::StepCacheConfig loose;
+  loose.policy = omnidp::CachePolicy::first_block;
+  loose.threshold = 10.0;
+  (void)make(loose)->denoise(in, nullptr, &report);
+  EXPECT_EQ(report.decisions, "transformer 0 cond CSSSSSSS, transformer 0 uncond CSSS");
+}
+
 TEST_F(Hv15Pipeline, ImageToVideoConditionsTheFirstLatentFrame) {
   auto p = i2v_pipeline();
   auto& pipe = *p;

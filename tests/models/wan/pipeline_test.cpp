@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -375,6 +376,108 @@ TEST_F(WanPipelineTest, FlopsOfWhatGenerateRuns) {
 // A tiny-wan job through the in-process runtime (worker, writer, coordinator): each row records
 // the request's model TFLOP, and the run's summary reports them; on the CPU without
 // runtime.peak_tflops there is no MFU, with it there is.
+// Step caching (pipelines/step_cache.hpp) through the whole pipeline: a cache whose schedule
+// computes every forward gives the uncached video bit for bit (the cache path changes no
+// operation); the policies skip where their schedules say, per branch, and the report counts
+// every branch's forwards.
+WanPipelineParts with_cache(WanPipelineParts parts, const StepCacheConfig& cache) {
+  parts.cache = cache;
+  return parts;
+}
+
+StepCacheConfig cache_of(CachePolicy policy) {
+  StepCacheConfig c;
+  c.policy = policy;
+  return c;
+}
+
+TEST_F(WanPipelineTest, AStepCacheThatComputesEveryForwardChangesNoByte) {
+  const WanSampleInputs in = embedded_inputs(4, 4.0, 3.0);
+  const auto want = WanPipeline(tiny_parts(false), torch::kCPU).sample(in, nullptr);
+  EXPECT_EQ(want.cache.forwards, (ForwardCounts{8, 8}));
+  EXPECT_EQ(want.cache.decisions, "");
+  auto warm = cache_of(CachePolicy::taylorseer);
+  warm.disable_cache_before_step = 4;  // every forward warms up
+  auto strict = cache_of(CachePolicy::first_block);
+  strict.threshold = 1e-9;  // every change of the first block's residual exceeds it
+  auto retained = cache_of(CachePolicy::magcache);
+  retained.mag_ratios = {1.0};
+  retained.retention_ratio = 1.0;  // no step after the retained ones
+  for (const auto& cache : {warm, strict, retained}) {
+    SCOPED_TRACE(describe_cache(cache));
+    // cfg_batch is on: a cache runs the branches as two forwards all the same.
+    const auto got =
+        WanPipeline(with_cache(tiny_parts(true), cache), torch::kCPU).sample(in, nullptr);
+    EXPECT_TRUE(torch::equal(got.final_latents, want.final_latents));
+    EXPECT_TRUE(torch::equal(got.video, want.video));
+    EXPECT_EQ(got.cache.forwards, (ForwardCounts{8, 8}));
+    EXPECT_EQ(got.cache.decisions, "transformer 0 cond CCCC, transformer 0 uncond CCCC");
+  }
+}
+
+TEST_F(WanPipelineTest, StepCachesSkipOnTheirSchedulesPerBranch) {
+  const WanSampleInputs in = embedded_inputs(8, 4.0, 3.0);
+  const auto plain = WanPipeline(tiny_parts(false), torch::kCPU).sample(in, nullptr);
+  auto mag = cache_of(CachePolicy::magcache);
+  mag.mag_ratios = {1.0};  // no error accumulates: skips end only at max_skip_steps
+  auto loose = cache_of(CachePolicy::first_block);
+  loose.threshold = 10.0;  // no change of a random network's first block is that large
+  const std::vector<std::pair<StepCacheConfig, std::string>> cases{
+      // warm-up 0-2, then every 5th from step 4: 4 of 8 forwards per branch
+      {cache_of(CachePolicy::taylorseer), "CCCSCSSS"},
+      // int(0.2 x 8 + 0.5) = 2 retained steps, then at most 3 skips in a row
+      {mag, "CCSSSCSS"},
+      {loose, "CSSSSSSS"}};
+  for (const auto& [cache, schedule] : cases) {
+    SCOPED_TRACE(describe_cache(cache));
+    WanPipeline pipeline(with_cache(tiny_parts(false), cache), torch::kCPU);
+    const auto got = pipeline.sample(in, nullptr);
+    EXPECT_EQ(got.cache.decisions,
+              "transformer 0 cond " + schedule + ", transformer 0 uncond " + schedule);
+    const auto computed = static_cast<int>(std::count(schedule.begin(), schedule.end(), 'C'));
+    EXPECT_EQ(got.cache.forwards, (ForwardCounts{16, 2 * computed}));
+    EXPECT_TRUE(torch::isfinite(got.video).all().item<bool>());
+    EXPECT_GT((got.final_latents - plain.final_latents).abs().max().item<double>(), 1e-6);
+  }
+}
+
+// generate() reports the request's forwards through GenerateContext::on_forwards; a
+// CFG-parallel group runs one branch per rank with its own cache and both ranks report the
+// whole request (each counted its branch), with the single rank's latents bit for bit.
+TEST_F(WanPipelineTest, StepCacheCountsReachTheWorkerAndACfgGroupDecidesAsOneRank) {
+  const auto cache = cache_of(CachePolicy::taylorseer);
+  WanPipeline single(with_cache(tiny_parts(false), cache), torch::kCPU);
+  ForwardCounts reported;
+  GenerateContext ctx;
+  ctx.on_forwards = [&](const ForwardCounts& c) { reported = c; };
+  Request r = t2v();
+  r.num_inference_steps = 6;
+  r.guidance_scale = 4.0;
+  (void)single.generate(r, ctx);
+  EXPECT_EQ(reported, (ForwardCounts{12, 8}));  // CCCSCS per branch
+
+  const WanSampleInputs in = embedded_inputs(6, 4.0, 3.0);
+  const auto want = single.sample(in, nullptr);
+  auto group = runtime::make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
+  std::vector<WanSampleOutputs> out(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      WanPipeline pipeline(with_cache(tiny_parts(false), cache), torch::kCPU);
+      GenerateContext c;
+      c.cfg = group[static_cast<std::size_t>(rank)].get();
+      out[static_cast<std::size_t>(rank)] = pipeline.sample(in, &c);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(torch::equal(out[0].final_latents, want.final_latents));
+  EXPECT_TRUE(torch::equal(out[1].final_latents, want.final_latents));
+  EXPECT_EQ(out[0].cache.decisions, "transformer 0 cond CCCSCS");
+  EXPECT_EQ(out[1].cache.decisions, "transformer 0 uncond CCCSCS");
+  EXPECT_EQ(out[0].cache.forwards, (ForwardCounts{12, 8}));
+  EXPECT_EQ(out[1].cache.forwards, (ForwardCounts{12, 8}));
+}
+
 TEST(WanPipelineJob, RowsRecordTheModelTflopAndTheSummaryItsMfu) {
   if (model_table().find("tiny-wan") == nullptr) register_wan_models(model_table());
   for (const bool with_peak : {false, true}) {

@@ -41,6 +41,7 @@
 #include "omnidp/models/layers/image_encoder.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
+#include "omnidp/models/pipelines/step_cache.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -84,6 +85,9 @@ struct PipelineParts {
   bool random_conditioning = false;  // weights: random -> seeded embeddings when missing
   RandomTextShape random_shape;
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
+  // generation.cache: the step cache of every request (pipelines/step_cache.hpp); with one the
+  // branches run as two forwards.
+  StepCacheConfig cache;
 };
 
 // One sampling run with everything explicit (tests and benchmarks call it directly).
@@ -103,6 +107,7 @@ struct SampleInputs {
 
 struct SampleOutputs {
   torch::Tensor final_latents;  // [1, latent, T, h, w] (before / scaling_factor)
+  CacheReport cache;            // the transformer forwards and the step cache's decisions
   torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the pipeline's device
 };
 
@@ -124,7 +129,8 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   // when abandoned.
   [[nodiscard]] SampleOutputs sample(const SampleInputs& in, const GenerateContext* ctx);
   // Only the latents (no decode), for benchmarks.
-  [[nodiscard]] torch::Tensor denoise(const SampleInputs& in, const GenerateContext* ctx);
+  [[nodiscard]] torch::Tensor denoise(const SampleInputs& in, const GenerateContext* ctx,
+                                      CacheReport* report = nullptr);
 
   // [1, latent, (F-1)/4+1, H/16, W/16] as the reference's prepare_latents.
   [[nodiscard]] std::vector<std::int64_t> latent_shape(int num_frames, int height, int width) const;

@@ -33,6 +33,10 @@
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
 
+namespace omnidp::models {
+class StepCache;  // pipelines/step_cache.hpp
+}  // namespace omnidp::models
+
 namespace omnidp::models::hv15 {
 
 // config.json of the `transformer/` folder. Defaults are the released 8.3B model (docs/models.md).
@@ -219,8 +223,10 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] ShardPlan shard_plan();
 
   // Returns the velocity prediction [B, out_channels, F, H, W] in the weights' dtype.
-  // Throws ModelError for inconsistent shapes (naming the input).
-  [[nodiscard]] torch::Tensor forward(const TransformerInputs& inputs);
+  // Throws ModelError for inconsistent shapes (naming the input). `cache`: the request
+  // branch's step cache the double-stream blocks run through (pipelines/step_cache.hpp), or
+  // null.
+  [[nodiscard]] torch::Tensor forward(const TransformerInputs& inputs, StepCache* cache = nullptr);
 
   [[nodiscard]] const TransformerOptions& options() const noexcept { return options_; }
   // model.quantization fp8 (docs/models.md, "FP8"), the plan of layers/quantization.hpp over

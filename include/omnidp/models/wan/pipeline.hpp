@@ -32,6 +32,7 @@
 #include <string>
 
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/pipelines/step_cache.hpp"
 #include "omnidp/models/schedulers/unipc.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/vision/clip.hpp"
@@ -57,6 +58,9 @@ struct WanPipelineParts {
   std::string model_name;
   std::string device_name;
   bool cfg_batch = true;  // cond + uncond as one forward of batch 2 (when the shapes allow)
+  // generation.cache: the step cache of every request (pipelines/step_cache.hpp); with one
+  // the branches run as two forwards.
+  StepCacheConfig cache;
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // I2V images larger are refused
 };
 
@@ -80,6 +84,7 @@ struct WanSampleInputs {
 
 struct WanSampleOutputs {
   torch::Tensor final_latents;  // [1, z, T, h, w] float32 (before de-normalisation)
+  CacheReport cache;            // the transformer forwards and the step cache's decisions
   torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the pipeline's device
 };
 

@@ -41,6 +41,10 @@
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/runtime/collective.hpp"
 
+namespace omnidp::models {
+class StepCache;  // pipelines/step_cache.hpp
+}  // namespace omnidp::models
+
 namespace omnidp::models::wan {
 
 // The fields of a Diffusers `transformer/config.json` for WanTransformer3DModel.
@@ -309,9 +313,11 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] WanPreparedContext prepare_context(const torch::Tensor& context,
                                                    const torch::Tensor& image = {});
   // forward() with a prepared context of the same batch: the same operations in the same
-  // order, so the result is bitwise the one forward(hidden, timestep, context) gives.
+  // order, so the result is bitwise the one forward(hidden, timestep, context) gives. `cache`:
+  // the request branch's step cache the block stack runs through (pipelines/step_cache.hpp),
+  // or null.
   [[nodiscard]] torch::Tensor forward(const torch::Tensor& hidden, const torch::Tensor& timestep,
-                                      const WanPreparedContext& context);
+                                      const WanPreparedContext& context, StepCache* cache = nullptr);
 
   // The reference's _keep_in_fp32_modules: built in float32, kept so by to_dtype (norm1 and
   // norm3 have no parameters here).

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Reference fixtures for step caching (generation.cache) from diffusers' own cache hooks.
+
+  PYTHONPATH=<diffusers>/src python3 scripts/step_cache_fixtures.py --out tests/fixtures/diffusers-ref
+
+Each case runs a diffusers pipeline with `pipe.transformer.enable_cache(...)` in float32 on the
+CPU (TF32 off) at a tiny configuration and records, besides the final latents and the video,
+which transformer forwards ran their blocks: a forward hook on the last block's feed-forward
+fires only when the whole stack ran (all three policies leave it out on a cached forward).
+case.json's `cache` holds the policy as generation.cache spells it, `cache_decisions` the
+decisions per CFG branch ("C" computed, "S" served from the cache), in call order.
+
+  wan_cache_first_block   WanPipeline (the Wan2.1 T2V tiny models of wan_family_fixtures.py),
+                          FirstBlockCacheConfig(threshold): a threshold chosen from the
+                          measured first-block changes so that both decisions occur, at least
+                          10 % away from every measured change.
+  wan_cache_taylorseer    TaylorSeerCacheConfig(use_lite_mode=True, taylor_factors_dtype=float32)
+                          at its defaults: the blocks skipped, proj_out's output extrapolated.
+  wan_cache_magcache      MagCacheConfig with 8 ratios for 12 steps (diffusers resamples them).
+  hv15_cache_first_block, hv15_cache_taylorseer, hv15_cache_magcache
+                          the same for HunyuanVideo15Pipeline with the shared set's tiny models.
+                          diffusers' TransformerBlockRegistry does not list
+                          HunyuanVideo15TransformerBlock, so FirstBlockCache and MagCache do not
+                          run on it as shipped: this script registers it (it returns
+                          (hidden_states, encoder_hidden_states), as HunyuanVideoTransformerBlock)
+                          and the hooks are otherwise diffusers' own.
+
+Needs torch, safetensors, numpy and a diffusers source tree (58eb52c or later); the HunyuanVideo
+cases need the shared fixtures (--shared, default $OMNIDP_FIXTURES_DIR, else
+<checkout>/shared/fixtures, else <checkout>/../shared/fixtures) and are skipped without them.
+"""
+import argparse
+import json
+import os
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT = os.path.dirname(HERE)
+NOTE = ("diffusers float32 on the CPU, TF32 off, its cache hooks (scripts/step_cache_fixtures.py); "
+        "video is output_type='np' [1,F,H,W,3] in [0,1]")
+STEPS = 12
+
+
+def save_case(folder, case, tensors):
+    from safetensors.torch import save_file
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "case.json"), "w") as f:
+        json.dump(case, f, indent=2, sort_keys=True)
+        f.write("\n")
+    save_file({k: v.detach().to(torch.float32).contiguous() for k, v in tensors.items()},
+              os.path.join(folder, "io.safetensors"))
+
+
+def find_shared(explicit):
+    candidates = [explicit] if explicit else [
+        os.environ.get("OMNIDP_FIXTURES_DIR") or None,
+        os.path.join(CHECKOUT, "shared", "fixtures"),
+        os.path.join(CHECKOUT, "..", "shared", "fixtures"),
+    ]
+    for c in candidates:
+        if c and os.path.isdir(os.path.join(c, "diffusers-ref", "hv15_transformer")):
+            return os.path.join(os.path.abspath(c), "diffusers-ref")
+    return None
+
+
+class Decisions:
+    """One letter per transformer call: C when the last block's feed-forward ran."""
+
+    def __init__(self, transformer, last_ff):
+        self.calls = []
+        self._ran = False
+        transformer.register_forward_pre_hook(self._start)
+        transformer.register_forward_hook(self._end)
+        last_ff.register_forward_hook(self._ff)
+
+    def _start(self, *_):
+        self._ran = False
+
+    def _ff(self, *_):
+        self._ran = True
+
+    def _end(self, *_):
+        self.calls.append("C" if self._ran else "S")
+
+    def per_branch(self):
+        # Both pipelines run the conditional branch first, then the unconditional one, per step.
+        text = "".join(self.calls)
+        return {"cond": text[0::2], "uncond": text[1::2]}
+
+
+def cache_config(spec):
+    from diffusers import FirstBlockCacheConfig, MagCacheConfig, TaylorSeerCacheConfig
+    policy = spec["policy"]
+    if policy == "first_block":
+        return FirstBlockCacheConfig(threshold=spec["threshold"])
+    if policy == "taylorseer":
+        return TaylorSeerCacheConfig(cache_interval=spec["cache_interval"],
+                                     disable_cache_before_step=spec["disable_cache_before_step"],
+                                     max_order=spec["max_order"], use_lite_mode=True,
+                                     taylor_factors_dtype=torch.float32)
+    return MagCacheConfig(threshold=spec["threshold"], max_skip_steps=spec["max_skip_steps"],
+                          retention_ratio=spec["retention_ratio"], num_inference_steps=STEPS,
+                          mag_ratios=np.array(spec["mag_ratios"]))
+
+
+def measured_changes(pipe, run):
+    """The first-block relative changes diffusers computes on an uncached run's forwards."""
+    from diffusers.hooks import first_block_cache as fbc
+    changes = []
+    original = fbc.FBCHeadBlockHook._should_compute_remaining_blocks
+
+    def spy(self, residual):
+        state = self.state_manager.get_state()
+        if state.head_block_residual is not None:
+            prev = state.head_block_residual
+            changes.append(float(((residual - prev).abs().mean() / prev.abs().mean()).item()))
+        return True  # compute everything: the changes of a run without skips
+
+    fbc.FBCHeadBlockHook._should_compute_remaining_blocks = spy
+    try:
+        pipe.transformer.enable_cache(cache_config({"policy": "first_block", "threshold": 1.0}))
+        run()
+        pipe.transformer.disable_cache()
+    finally:
+        fbc.FBCHeadBlockHook._should_compute_remaining_blocks = original
+    return changes
+
+
+def pick_threshold(changes):
+    """A threshold between the measured changes, 10 % or more from each, near their median."""
+    values = sorted(changes)
+    best = None
+    for a, b in zip(values, values[1:]):
+        t = (a * b) ** 0.5
+        if t > 1.1 * a and t < b / 1.1:
+            score = abs(np.log(t / float(np.median(values))))
+            if best is None or score < best[0]:
+                best = (score, t)
+    assert best is not None, values
+    return float(f"{best[1]:.4g}")
+
+
+POLICIES = {
+    "first_block": None,  # threshold measured per model
+    "taylorseer": {"policy": "taylorseer", "cache_interval": 5, "disable_cache_before_step": 3,
+                   "max_order": 1},
+    "magcache": {"policy": "magcache", "threshold": 0.06, "max_skip_steps": 3, "retention_ratio": 0.2,
+                 "mag_ratios": [1.0, 1.01, 1.005, 1.0, 0.995, 0.99, 0.98, 0.95]},
+}
+
+
+def run_cases(prefix, pipe, run, last_ff, description, tensors, out):
+    changes = measured_changes(pipe, run)
+    for name, spec in POLICIES.items():
+        if spec is None:
+            spec = {"policy": "first_block", "threshold": pick_threshold(changes)}
+        pipe.transformer.enable_cache(cache_config(spec))
+        decisions = Decisions(pipe.transformer, last_ff)
+        final, video = run()
+        pipe.transformer.disable_cache()
+        # The latents run and the video run take the same decisions (each pipeline call starts
+        # with fresh cache states); the video run's are kept.
+        half = len(decisions.calls) // 2
+        assert decisions.calls[:half] == decisions.calls[half:], decisions.calls
+        decisions.calls = decisions.calls[half:]
+        branches = decisions.per_branch()
+        case = dict(description, cache=spec, cache_decisions=branches, note=NOTE)
+        if name == "first_block":
+            case["first_block_changes"] = changes
+        save_case(os.path.join(out, f"{prefix}_cache_{name}"), case,
+                  dict(tensors, final_latents=final, video=video))
+        print(f"{prefix}_cache_{name}: {spec} -> {branches}")
+
+
+def wan_cases(out):
+    from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanPipeline, WanTransformer3DModel
+    from safetensors.torch import load_file
+    ref = os.path.join(CHECKOUT, "tests", "fixtures", "diffusers-ref")
+    transformer = WanTransformer3DModel.from_pretrained(os.path.join(ref, "wan21_transformer"),
+                                                        torch_dtype=torch.float32).eval()
+    vae = AutoencoderKLWan.from_pretrained(os.path.join(ref, "wan21_vae"), torch_dtype=torch.float32).eval()
+    scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True,
+                                        flow_shift=3.0)
+    pipe = WanPipeline(tokenizer=None, text_encoder=None, vae=vae, scheduler=scheduler,
+                       transformer=transformer, expand_timesteps=False)
+    pipe.set_progress_bar_config(disable=True)
+    io = load_file(os.path.join(ref, "wan_pipeline_21_t2v", "io.safetensors"))
+    frames, height, width, seed, guidance = 9, 32, 48, 1401, 5.0
+    noise = torch.randn(1, 16, (frames - 1) // 4 + 1, height // 8, width // 8,
+                        generator=torch.Generator().manual_seed(seed))
+    call = dict(prompt_embeds=io["prompt_embeds"], negative_prompt_embeds=io["negative_prompt_embeds"],
+                height=height, width=width, num_frames=frames, num_inference_steps=STEPS,
+                guidance_scale=guidance)
+
+    def run():
+        with torch.no_grad():
+            final = pipe(latents=noise.clone(), output_type="latent", **call).frames
+            video = pipe(latents=noise.clone(), output_type="np", **call).frames
+        return final.float(), torch.from_numpy(np.asarray(video)).float()
+
+    description = {"pipeline": "WanPipeline(expand_timesteps=False)", "guidance_scale": guidance,
+                   "height": height, "width": width, "num_frames": frames, "steps": STEPS,
+                   "flow_shift": 3.0, "latents_seed": seed, "transformer": "../wan21_transformer",
+                   "vae": "../wan21_vae",
+                   "scheduler": "UniPCMultistepScheduler(flow_prediction, use_flow_sigmas, flow_shift=3.0)"}
+    tensors = {"latents": noise, "prompt_embeds": io["prompt_embeds"],
+               "negative_prompt_embeds": io["negative_prompt_embeds"]}
+    run_cases("wan", pipe, run, transformer.blocks[-1].ffn, description, tensors, out)
+
+
+def hv15_cases(out, shared):
+    from diffusers import (AutoencoderKLHunyuanVideo15, FlowMatchEulerDiscreteScheduler,
+                           HunyuanVideo15Pipeline, HunyuanVideo15Transformer3DModel)
+    from diffusers.guiders import ClassifierFreeGuidance
+    from diffusers.hooks._helpers import TransformerBlockMetadata, TransformerBlockRegistry
+    from diffusers.models.transformers.transformer_hunyuan_video15 import HunyuanVideo15TransformerBlock
+    TransformerBlockRegistry.register(
+        model_class=HunyuanVideo15TransformerBlock,
+        metadata=TransformerBlockMetadata(return_hidden_states_index=0, return_encoder_hidden_states_index=1))
+    transformer = HunyuanVideo15Transformer3DModel.from_pretrained(
+        os.path.join(shared, "hv15_transformer"), torch_dtype=torch.float32).to(torch.float32).eval()
+    vae = AutoencoderKLHunyuanVideo15.from_pretrained(
+        os.path.join(shared, "hv15_vae_encode"), torch_dtype=torch.float32).to(torch.float32).eval()
+    shift, seed, height, width, frames, guidance = 5.0, 1402, 64, 96, 9, 6.0
+    guider = ClassifierFreeGuidance(guidance_scale=guidance)
+    scheduler = FlowMatchEulerDiscreteScheduler(shift=shift)
+    pipe = HunyuanVideo15Pipeline(transformer=transformer, vae=vae, scheduler=scheduler, guider=guider,
+                                  text_encoder=None, tokenizer=None, text_encoder_2=None, tokenizer_2=None)
+    pipe.set_progress_bar_config(disable=True)
+    g = torch.Generator().manual_seed(2101)
+
+    def text(prefix=""):
+        embeds = torch.randn(1, 16, 48, generator=g)
+        embeds_2 = torch.randn(1, 6, 40, generator=g)
+        mask = torch.ones(1, 16)
+        mask[:, 13:] = 0
+        mask_2 = torch.ones(1, 6)
+        mask_2[:, 4:] = 0
+        return {prefix + "prompt_embeds": embeds, prefix + "prompt_embeds_mask": mask,
+                prefix + "prompt_embeds_2": embeds_2, prefix + "prompt_embeds_mask_2": mask_2}
+
+    inputs = dict(text(), **text("negative_"))
+    noise = torch.randn(1, 32, (frames - 1) // 4 + 1, height // 16, width // 16,
+                        generator=torch.Generator().manual_seed(seed))
+    call = dict(height=height, width=width, num_frames=frames, num_inference_steps=STEPS, **inputs)
+
+    def run():
+        with torch.no_grad():
+            final = pipe(latents=noise.clone(), output_type="latent", **call).frames
+            video = pipe(latents=noise.clone(), output_type="np", **call).frames
+        return final.float(), torch.from_numpy(np.asarray(video)).float()
+
+    description = {"pipeline": "HunyuanVideo15Pipeline (text-to-video)", "guidance_scale": guidance,
+                   "flow_shift": shift, "height": height, "width": width, "num_frames": frames,
+                   "steps": STEPS, "latents_seed": seed, "transformer": "../hv15_transformer",
+                   "vae": "../hv15_vae_encode"}
+    run_cases("hv15", pipe, run, transformer.transformer_blocks[-1].ff, description,
+              dict(latents=noise, **inputs), out)
+    for name in POLICIES:
+        folder = os.path.join(out, f"hv15_cache_{name}")
+        guider.save_pretrained(os.path.join(folder, "guider"))
+        scheduler.save_pretrained(os.path.join(folder, "scheduler"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--shared", help="the shared fixtures folder (holding diffusers-ref/)")
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    out = os.path.abspath(args.out)
+    wan_cases(out)
+    shared = find_shared(args.shared)
+    if shared is None:
+        print("no shared fixtures: the HunyuanVideo-1.5 cases are skipped")
+    else:
+        hv15_cases(out, shared)
+
+
+if __name__ == "__main__":
+    main()
