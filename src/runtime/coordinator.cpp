@@ -61,6 +61,21 @@ ProgressSnapshot Coordinator::progress() const {
                             options_.plan.total_features.linear - done_features_.linear};
     s.eta_s = std::max(0.0, cost_.estimate(left)) / options_.topology.replicas;
   }
+  // A silent replica may hold the work left: no ETA then, and the progress line says why.
+  const double period = options_.config.scheduler.heartbeat_s;
+  if (period > 0.0 && (phase_ == Phase::running || phase_ == Phase::draining)) {
+    for (int k = 0; k < options_.topology.replicas; ++k) {
+      const auto& r = replicas_[static_cast<std::size_t>(k)];
+      const double silent = t - r.last_heartbeat;
+      if (load_[static_cast<std::size_t>(k)].ready && options_.topology.leader(k) != 0 &&
+          silent > 3.0 * period + 5.0) {
+        s.stalled = fmt::format("replica {} (rank {}) silent for {} s", k,
+                                options_.topology.leader(k), static_cast<long long>(silent));
+        s.eta_s = -1.0;
+        break;
+      }
+    }
+  }
   return s;
 }
 
@@ -523,11 +538,21 @@ void Coordinator::tick() {
   if (period <= 0.0) return;
   for (int k = 0; k < options_.topology.replicas; ++k) {
     auto& r = replicas_[static_cast<std::size_t>(k)];
-    if (load_[static_cast<std::size_t>(k)].ready && !r.warned_silent &&
-        t - r.last_heartbeat > 3.0 * period + 5.0) {
+    if (!load_[static_cast<std::size_t>(k)].ready) continue;
+    const double silent = t - r.last_heartbeat;
+    if (!r.warned_silent && silent > 3.0 * period + 5.0) {
       r.warned_silent = true;
       log_warn(fmt::format("coordinator: replica {} (rank {}) silent for {} s", k,
-                           options_.topology.leader(k), static_cast<int>(t - r.last_heartbeat)));
+                           options_.topology.leader(k), static_cast<int>(silent)));
+    }
+    // Rank 0's own replica shares this process: its comm thread cannot be silent while this runs.
+    const double limit = options_.config.scheduler.silent_timeout_s;
+    if (limit > 0.0 && silent > limit && abort_reason_.empty() && options_.topology.leader(k) != 0) {
+      abort_reason_ = fmt::format(
+          "coordinator: replica {} (rank {}) sent nothing for {} s (scheduler.silent_timeout_s = "
+          "{:g}): the process is stopped, hung outside a request or unreachable; aborting the job "
+          "(exit 75) so that a rerun finishes it (the replica's requests are generated again)",
+          k, options_.topology.leader(k), static_cast<long long>(silent), limit);
     }
   }
 }

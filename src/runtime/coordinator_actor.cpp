@@ -93,6 +93,11 @@ void CoordinatorActor::coordinate() {
       return;
     }
     coordinator.tick();
+    if (!coordinator.abort_reason().empty()) {
+      // The silent rank would never take a Finish, and MPI_Finalize would wait for it.
+      log_error(coordinator.abort_reason());
+      c_.setup.world->abort_job(static_cast<int>(ExitCode::interrupted), coordinator.abort_reason());
+    }
     // Saved into the output folder once the job has created it (its writers open their files
     // after Start), so a job that stops before leaves no output.
     if (coordinator.phase() != Coordinator::Phase::setup) inputs.save_hash_cache();

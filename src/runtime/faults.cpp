@@ -12,14 +12,14 @@ namespace {
 
 class KillAfterWrites final : public ResultSink {
  public:
-  KillAfterWrites(std::unique_ptr<ResultSink> inner, int limit, int rank)
-      : inner_(std::move(inner)), limit_(limit), rank_(rank) {}
+  KillAfterWrites(std::unique_ptr<ResultSink> inner, int limit, int rank, bool stop)
+      : inner_(std::move(inner)), limit_(limit), rank_(rank), stop_(stop) {}
   void write(const ResultRecord& record, const Video* video) override {
     inner_->write(record, video);
     if (++writes_ == limit_) {
-      log_warn(fmt::format("faults.kill_rank: rank {} kills itself after {} completions", rank_,
-                           writes_));
-      std::raise(SIGKILL);
+      log_warn(fmt::format("faults.kill_rank: rank {} {} itself after {} completions", rank_,
+                           stop_ ? "stops" : "kills", writes_));
+      std::raise(stop_ ? SIGSTOP : SIGKILL);
     }
   }
   void close() override { inner_->close(); }
@@ -28,6 +28,7 @@ class KillAfterWrites final : public ResultSink {
   std::unique_ptr<ResultSink> inner_;
   int limit_;
   int rank_;
+  bool stop_;
   int writes_ = 0;
 };
 
@@ -38,7 +39,8 @@ std::unique_ptr<ResultSink> with_kill_after_writes(std::unique_ptr<ResultSink> s
   if (!sink || faults.kill_rank != rank || faults.kill_after <= 0 || faults.kill_in_write) {
     return sink;
   }
-  return std::make_unique<KillAfterWrites>(std::move(sink), faults.kill_after, rank);
+  return std::make_unique<KillAfterWrites>(std::move(sink), faults.kill_after, rank,
+                                           faults.stop_not_kill);
 }
 
 std::function<void()> kill_in_write_hook(const FaultConfig& faults, int rank) {

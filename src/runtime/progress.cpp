@@ -21,6 +21,10 @@ std::string format_progress(const ProgressSnapshot& s) {
   const double pct =
       s.total == 0 ? 100.0 : 100.0 * static_cast<double>(s.done) / static_cast<double>(s.total);
   const double vpm = s.elapsed_s > 0.0 ? 60.0 * static_cast<double>(s.done) / s.elapsed_s : 0.0;
+  if (!s.stalled.empty()) {
+    return fmt::format("{}/{} done ({:.1f}%), {} failed, {:.1f} videos/min, ETA --, {}", s.done,
+                       s.total, pct, s.failed, vpm, s.stalled);
+  }
   return fmt::format("{}/{} done ({:.1f}%), {} failed, {:.1f} videos/min, ETA {}", s.done, s.total,
                      pct, s.failed, vpm, format_duration(s.eta_s));
 }

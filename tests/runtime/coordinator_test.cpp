@@ -485,5 +485,61 @@ TEST(Coordinator, AWriterFailureDrainsAndEndsWithItsError) {
   EXPECT_EQ(fin.error.message, "disk full");
 }
 
+// A replica that sends nothing (a stopped process: `kill -STOP`) made the job wait forever while
+// the progress line said "ETA 1s". From three missed heartbeats on the progress line says which
+// replica is silent and gives no ETA; past scheduler.silent_timeout_s the coordinator asks for
+// the job's abort (exit 75: a rerun finishes it). Rank 0's own replica is never judged: it
+// shares the coordinator's process.
+TEST(Coordinator, ASilentReplicaStallsTheEtaThenAbortsTheJob) {
+  SchedulerConfig s = testing::manifest_order(0);
+  s.heartbeat_s = 5.0;
+  s.silent_timeout_s = 60.0;
+  Harness h(3, {5, 5, 5, 5, 5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(1);  // every replica heard at t = 100
+  (void)h.assigned(1);
+  h.clock_ = 119.0;  // 19 s <= 3 heartbeats + 5 s: not yet silent
+  h.reply(1, HeartbeatMsg{1, "r1", 19.0, 19.0});
+  h.coordinator().tick();
+  EXPECT_EQ(h.coordinator().progress().stalled, "");
+  h.clock_ = 141.0;  // replica 1 heard at 119, replica 2 last at 100: silent for 41 s
+  h.reply(1, HeartbeatMsg{1, "r1", 41.0, 41.0});
+  h.coordinator().tick();
+  const ProgressSnapshot p = h.coordinator().progress();
+  EXPECT_EQ(p.stalled, "replica 2 (rank 2) silent for 41 s");
+  EXPECT_LT(p.eta_s, 0.0);
+  EXPECT_NE(format_progress(p).find(", ETA --, replica 2 (rank 2) silent for 41 s"),
+            std::string::npos);
+  EXPECT_EQ(h.coordinator().abort_reason(), "");
+  h.clock_ = 161.0;  // 61 s > 60
+  h.reply(1, HeartbeatMsg{1, "r1", 61.0, 61.0});
+  h.coordinator().tick();
+  EXPECT_EQ(h.coordinator().abort_reason(),
+            "coordinator: replica 2 (rank 2) sent nothing for 61 s (scheduler.silent_timeout_s = "
+            "60): the process is stopped, hung outside a request or unreachable; aborting the job "
+            "(exit 75) so that a rerun finishes it (the replica's requests are generated again)");
+  // Rank 0 (the coordinator's own process) silent as long: no verdict on it.
+  Harness alone(1, {5}, s);
+  alone.coordinator().start();
+  alone.ready_all(1);
+  alone.clock_ = 1000.0;
+  alone.coordinator().tick();
+  EXPECT_EQ(alone.coordinator().abort_reason(), "");
+  EXPECT_EQ(alone.coordinator().progress().stalled, "");
+}
+
+// silent_timeout_s 0 turns the watch off.
+TEST(Coordinator, NoSilentTimeoutNoAbort) {
+  SchedulerConfig s = testing::manifest_order(0);
+  s.silent_timeout_s = 0.0;
+  Harness h(2, {5, 5}, s);
+  h.coordinator().start();
+  h.ready_all(1);
+  h.clock_ = 10000.0;
+  h.coordinator().tick();
+  EXPECT_EQ(h.coordinator().abort_reason(), "");
+  EXPECT_EQ(h.coordinator().progress().stalled, "replica 1 (rank 1) silent for 9900 s");
+}
+
 }  // namespace
 }  // namespace omnidp::runtime

@@ -606,5 +606,28 @@ TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
 }
 
+// A rank that stops (SIGSTOP after its second completion: the process stays but sends nothing)
+// made the job wait forever. Rank 0 takes it for lost after scheduler.silent_timeout_s and
+// aborts the job (exit 75 for a requeue); the rerun finishes every request exactly once.
+TEST(MpiJobReliability, AStoppedRankAbortsTheJobThenResume) {
+  TempDir dir("mpi-stop");
+  const auto config = write_config(dir.path(), write_manifest(dir.path(), 12));
+  const auto first =
+      mpirun(2, config,
+             {"faults.kill_rank=1", "faults.kill_after=2", "faults.stop_not_kill=true",
+              "scheduler.policy=round_robin", "scheduler.silent_timeout_s=5"});
+  EXPECT_NE(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("faults.kill_rank: rank 1 stops itself after 2 completions"),
+            std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("coordinator: replica 1 (rank 1) sent nothing for "), std::string::npos)
+      << first.output;
+  EXPECT_NE(first.output.find("(scheduler.silent_timeout_s = 5): the process is stopped"),
+            std::string::npos)
+      << first.output;
+  std::vector<results::StoredRow> resumed;
+  expect_resume_does_each_once(dir.path(), config, resumed);
+}
+
 }  // namespace
 }  // namespace omnidp::runtime

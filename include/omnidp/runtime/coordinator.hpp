@@ -74,6 +74,10 @@ class Coordinator {
   void start();  // Start to every rank
   void handle(const Envelope& envelope);
   void tick();  // progress output and the heartbeat watch
+  // Set by tick() when a replica sent nothing for scheduler.silent_timeout_s: why the job must be
+  // aborted (the caller aborts it with exit 75: the silent rank would never take a Finish); ""
+  // otherwise.
+  [[nodiscard]] const std::string& abort_reason() const noexcept { return abort_reason_; }
   // Ends the job at once with `error` (Finish{error} to every rank).
   void fail(const ErrorInfo& error);
 
@@ -162,6 +166,7 @@ class Coordinator {
   ErrorInfo fatal_;
   int closed_ = 0;
   int exit_code_ = 0;
+  std::string abort_reason_;
   RunSummary summary_;
   SummaryInputs summary_inputs_;  // from begin_shutdown; busy seconds from each rank's Closed
   ProgressReporter progress_;

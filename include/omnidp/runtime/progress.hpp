@@ -18,9 +18,13 @@ struct ProgressSnapshot {
   std::size_t total = 0;  // to run this run
   double elapsed_s = 0.0;
   double eta_s = -1.0;  // < 0: unknown yet
+  // Non-empty while a replica is silent (three heartbeats missed): "replica 1 (rank 1) silent
+  // for 42 s". The ETA is then unknown: the work left may wait on that replica.
+  std::string stalled;
 };
 
-// "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s"
+// "37/120 done (30.8%), 1 failed, 12.5 videos/min, ETA 6m40s"; while stalled: "..., ETA --,
+// replica 1 (rank 1) silent for 42 s"
 [[nodiscard]] std::string format_progress(const ProgressSnapshot& s);
 // "[#####.....]": `width` cells, filled in proportion to done/total (full when total is 0).
 [[nodiscard]] std::string progress_bar(const ProgressSnapshot& s, int width);
