@@ -98,6 +98,12 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
   std::ostringstream o;
   o << "run:          " << run.source << "\n"
     << "files:        " << run.files.size() << " (" << file_names(run) << ")\n";
+  if (!run.shards.empty()) {
+    o << "shards:       " << run.shards.size() << " (";
+    for (std::size_t i = 0; i < run.shards.size(); ++i)
+      o << (i > 0 ? ", " : "") << run.shards[i].filename().string();
+    o << ")\n";
+  }
   for (const auto& f : run.unreadable_files) {
     o << "unreadable:   " << f.filename().string() << " (skipped: its rows are not shown)\n";
   }
@@ -162,6 +168,8 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   for (const auto& f : run.files) j["files"].push_back(f.string());
   j["unreadable_files"] = Json::array();
   for (const auto& f : run.unreadable_files) j["unreadable_files"].push_back(f.string());
+  j["shards"] = Json::array();
+  for (const auto& f : run.shards) j["shards"].push_back(f.string());
   j["model"] = run.info.model;
   j["software_version"] = run.info.software_version;
   j["git_revision"] = run.info.git_revision;

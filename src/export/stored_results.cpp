@@ -27,20 +27,10 @@ std::vector<ResultRecord> records_of(const std::vector<results::StoredRow>& rows
 StoredRun read_stored_run(const fs::path& path) {
   StoredRun run;
   run.source = path.string();
-  std::error_code ec;
-  bool folder_of_rank_files = false;
-  if (fs::is_directory(path, ec)) {
-    run.files = results::list_rank_files(path);
-    folder_of_rank_files = !run.files.empty();
-    if (run.files.empty() && fs::exists(path / "results.h5", ec))
-      run.files.push_back(path / "results.h5");
-    if (run.files.empty())
-      throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
-  } else if (fs::is_regular_file(path, ec)) {
-    run.files.push_back(path);
-  } else {
-    throw IoError(path.string(), "no such file or folder");
-  }
+  results::ResultPaths paths = results::result_paths(path);
+  const bool folder_of_rank_files = paths.folder;
+  run.files = std::move(paths.files);
+  run.shards = std::move(paths.shards);
 
   results::FilesRows read = results::read_rows_skipping_unreadable(run.files, "read");
   run.files = std::move(read.read);
@@ -53,7 +43,8 @@ StoredRun read_stored_run(const fs::path& path) {
   }
   run.rows = results::select_rows(std::move(read.rows), &run.duplicates_dropped);
 
-  const bool merged = run.info.format == results::kResultsFormat;
+  // One merged results.h5 carries its figures; several shards' are recomputed from their rows.
+  const bool merged = run.info.format == results::kResultsFormat && run.files.size() == 1;
   if (merged) {
     const h5::File f = h5::open_file(run.files.front().string());
     if (h5::link_exists(f.id(), "summary")) {

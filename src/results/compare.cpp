@@ -123,20 +123,7 @@ std::string describe(const LevelDifference& d) {
 ResultSet read_results(const std::filesystem::path& path, const ReadOptions& options) {
   ResultSet set;
   set.source = path.string();
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    files = list_rank_files(path);
-    if (files.empty() && std::filesystem::exists(path / "results.h5", ec)) {
-      files.push_back(path / "results.h5");
-    }
-    if (files.empty()) throw IoError(path.string(), "holds neither rank-*.h5 files nor results.h5");
-  } else if (std::filesystem::is_regular_file(path, ec)) {
-    files.push_back(path);
-  } else {
-    throw IoError(path.string(), "no such file or folder");
-  }
-
+  const std::vector<std::filesystem::path> files = result_paths(path).files;
   FilesRows read = read_rows_skipping_unreadable(files, "compare");
   for (const auto& file : read.read) set.files.push_back(file.string());
   for (const auto& file : read.unreadable) set.unreadable_files.push_back(file.string());

@@ -69,6 +69,43 @@ std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& 
   return paths;
 }
 
+ResultPaths result_paths(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  ResultPaths out;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    out.files.push_back(path);
+    return out;
+  }
+  if (!fs::is_directory(path, ec)) throw IoError(path.string(), "no such file or folder");
+  const auto of_folder = [&ec](const fs::path& dir) {
+    auto files = list_rank_files(dir);
+    if (files.empty() && fs::is_regular_file(dir / "results.h5", ec))
+      files.push_back(dir / "results.h5");
+    return files;
+  };
+  out.files = list_rank_files(path);
+  out.folder = !out.files.empty();
+  if (out.files.empty()) out.files = of_folder(path);
+  if (!out.files.empty()) return out;
+  std::vector<fs::path> subfolders;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.is_directory(ec)) subfolders.push_back(entry.path());
+  }
+  std::sort(subfolders.begin(), subfolders.end());
+  for (const auto& dir : subfolders) {
+    const auto files = of_folder(dir);
+    if (files.empty()) continue;
+    out.shards.push_back(dir);
+    out.files.insert(out.files.end(), files.begin(), files.end());
+  }
+  if (out.files.empty()) {
+    throw IoError(path.string(),
+                  "holds neither rank-*.h5 files nor results.h5, nor folders that do (shards)");
+  }
+  return out;
+}
+
 ResultsFileInfo read_file_info(const std::filesystem::path& file) {
   const h5::File f = h5::open_file(file.string());
   const hid_t root = f.id();

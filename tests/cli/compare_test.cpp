@@ -233,6 +233,33 @@ TEST_F(CompareCli, AnUnreadableRankFileIsSkippedWithOneWarning) {
   EXPECT_EQ(run_compare({b(), a()}).code, 0);
 }
 
+// Issue 39: a job array leaves one folder per shard (results/<name>/shard-NN). Their parent is a
+// result set of its own: every shard's rows, one per id, against a run of the whole manifest.
+TEST_F(CompareCli, AFolderOfShardFoldersIsTheUnionOfItsShards) {
+  results::testing::write_rank(a_.path(), 0, 1, {"w", "x", "y", "z"});
+  for (const char* shard : {"shard-00", "shard-01", "logs"})
+    std::filesystem::create_directories(b_.path() / shard);
+  results::testing::write_rank(b_.path() / "shard-00", 0, 1, {"w", "y"});
+  results::testing::write_rank(b_.path() / "shard-01", 0, 1,
+                               {"x", "z"});  // a folder without results is no shard
+  Outcome o = run_compare({a(), b()});
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("matched:     4\n"), std::string::npos) << o.out;
+  o = run_compare({b(), a()});
+  EXPECT_EQ(o.code, 0) << o.out << o.err;
+  // A shard alone misses the other shard's requests.
+  o = run_compare({a(), (b_.path() / "shard-01").string()});
+  EXPECT_EQ(o.code, 1) << o.out;
+  std::filesystem::remove_all(b_.path() / "shard-00");
+  std::filesystem::remove_all(b_.path() / "shard-01");
+  o = run_compare({a(), b()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(
+      o.err.find("holds neither rank-*.h5 files nor results.h5, nor folders that do (shards)"),
+      std::string::npos)
+      << o.err;
+}
+
 // Issue 39, class 8: every ok row whose stored video cannot be read back is reported by id,
 // file and reason, fails the comparison, and the other requests are still compared.
 TEST_F(CompareCli, EveryUnreadableVideoIsReportedAndTheOthersCompared) {

@@ -366,5 +366,26 @@ TEST(InspectRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
   EXPECT_EQ(j["unreadable_files"][0], (dir.path() / "rank-00001.h5").string());
 }
 
+// Issue 39: the folders of a job array's shards, inspected at once through their parent: every
+// shard's rows, the shards named, the figures recomputed from the rows.
+TEST(InspectShards, AFolderOfShardFoldersShowsAllTheirRows) {
+  rt::ScratchDir dir("inspect-shards");
+  for (const char* shard : {"shard-00", "shard-01"})
+    std::filesystem::create_directories(dir.path() / shard);
+  rt::write_rank(dir.path() / "shard-00", 0, 1, {"a", "c"});
+  rt::write_rank(dir.path() / "shard-01", 0, 1, {"b"});
+  const Outcome o = run_inspect({dir.path().string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("shards:       2 (shard-00, shard-01)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("rows:         3 "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("requests:     3 total, 3 completed, 0 failed"), std::string::npos) << o.out;
+  const Outcome json = run_inspect({"--json", dir.path().string()});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["rows"], 3);
+  ASSERT_EQ(j["shards"].size(), 2U);
+  EXPECT_EQ(j["shards"][1], (dir.path() / "shard-01").string());
+}
+
 }  // namespace
 }  // namespace omnidp::cli

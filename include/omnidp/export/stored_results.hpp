@@ -19,6 +19,8 @@ namespace omnidp::video_export {
 struct StoredRun {
   std::string source;                        // the path given
   std::vector<std::filesystem::path> files;  // the HDF5 files read
+  // A folder of shard folders (a job array's results/<name>): the shards read, in name order.
+  std::vector<std::filesystem::path> shards;
   // Rank files of a folder that could not be read: skipped with one warning each (as the merge
   // does); their rows are not in `rows`.
   std::vector<std::filesystem::path> unreadable_files;
@@ -33,7 +35,9 @@ struct StoredRun {
 
 // `path`: a results.h5 (its rows and /summary), a rank file (its rows; figures recomputed), or
 // a folder: its rank-*.h5 files when it has any (figures from <dir>/summary.json, else
-// recomputed), else its results.h5. An unreadable rank file of a folder is skipped with one
+// recomputed), else its results.h5; or a folder of such folders (a job array's shards: the
+// rows of all of them, one per id; figures recomputed; results::result_paths). An unreadable
+// rank file of a folder is skipped with one
 // warning. Throws IoError (nothing there, nothing readable, not an omni-dp file) or Hdf5Error
 // (a single file that cannot be read).
 [[nodiscard]] StoredRun read_stored_run(const std::filesystem::path& path);

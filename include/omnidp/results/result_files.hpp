@@ -16,6 +16,17 @@ namespace omnidp::results {
 // <dir>/rank-*.h5, sorted by (rank, segment). Empty when the folder is missing.
 [[nodiscard]] std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& dir);
 
+// The files a reader of results (compare, inspect, export) takes for `path`: a results.h5 or
+// rank file itself; an output folder's rank-*.h5, else its results.h5; or, for a folder that
+// holds neither, its subfolders that do (a job array's results/<name>/shard-NN, in name order),
+// each one's rank files, else its results.h5. IoError naming the path when there are none.
+struct ResultPaths {
+  std::vector<std::filesystem::path> files;
+  bool folder = false;  // `path` is a folder of rank files (its summary.json describes them)
+  std::vector<std::filesystem::path> shards;  // the shard folders read (empty: not shards)
+};
+[[nodiscard]] ResultPaths result_paths(const std::filesystem::path& path);
+
 // True when another process holds the HDF5 write lock (flock) of `file`: a live writer.
 [[nodiscard]] bool is_locked_by_writer(const std::filesystem::path& file);
 
