@@ -1,6 +1,12 @@
 #include "omnidp/export/stored_results.hpp"
 
+#include <fmt/format.h>
+
 #include <iterator>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
@@ -36,10 +42,19 @@ StoredRun read_stored_run(const fs::path& path) {
   run.files = std::move(read.read);
   run.unreadable_files = std::move(read.unreadable);
   run.info = results::read_file_info(run.files.front());
+  // One warning per file and reason (a results.h5 copied alone: every video, one reason).
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> unreadable;
   for (const auto& row : read.rows) {
     if (row.video_error.empty()) continue;
-    log_warn("read: " + row.file.string() + ": not using the row of request '" + row.record.id +
-             "': its video cannot be read back (" + row.video_error + ")");
+    unreadable[{row.file.string(), row.video_error}].push_back(row.record.id);
+  }
+  for (const auto& [where, ids] : unreadable) {
+    const std::string named = ids.size() == 1
+                                  ? "request '" + ids.front() + "'"
+                                  : fmt::format("{} requests ('{}', ...)", ids.size(), ids.front());
+    log_warn(fmt::format("read: {}: not using the row{} of {}: {} cannot be read back ({})",
+                         where.first, ids.size() == 1 ? "" : "s", named,
+                         ids.size() == 1 ? "its video" : "their videos", where.second));
   }
   run.rows = results::select_rows(std::move(read.rows), &run.duplicates_dropped);
 

@@ -164,7 +164,7 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
         }
         e.actual_sha256 = hash_stored_video(it->second.id(), e.id);
       } catch (const Error& err) {  // reported by compare_results; the others go on
-        e.video_error = err.what();
+        e.video_error = video_read_error(row.file, err.what());
       }
     }
     set.entries.push_back(std::move(e));

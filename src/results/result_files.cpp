@@ -172,7 +172,7 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
         }
       } catch (const Error& e) {
         row.video_present = false;
-        row.video_error = e.what();
+        row.video_error = video_read_error(file, e.what());
       }
     }
     row.record = std::move(record);
@@ -181,6 +181,22 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
 }
 
 }  // namespace
+
+std::string video_read_error(const std::filesystem::path& file, const std::string& what) {
+  static constexpr std::string_view kMarker = "external link file name = '";
+  const auto at = what.find(kMarker);
+  if (at == std::string::npos) return what;
+  const auto start = at + kMarker.size();
+  const auto end = what.find('\'', start);
+  if (end == std::string::npos) return what;
+  const auto target = file.parent_path() / what.substr(start, end - start);
+  std::error_code ec;
+  if (std::filesystem::exists(target, ec)) return what;
+  return fmt::format(
+      "{} is missing: {} keeps its videos in the rank files beside it (copy them with it, or "
+      "read the output folder)",
+      target.string(), file.filename().string());
+}
 
 std::string stored_hash_mismatch(const std::string& recorded, const std::string& actual) {
   return "the stored video does not match its recorded video_sha256 " + recorded +

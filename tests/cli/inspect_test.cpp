@@ -387,5 +387,27 @@ TEST(InspectShards, AFolderOfShardFoldersShowsAllTheirRows) {
   EXPECT_EQ(j["shards"][1], (dir.path() / "shard-01").string());
 }
 
+// Issue 39, class 13: a results.h5 copied without the rank files its videos link into gave one
+// HDF5 link-traversal stack per video. Now one warning names the missing file.
+TEST(InspectRecovered, AResultsFileCopiedWithoutItsRankFilesNamesTheMissingFile) {
+  rt::ScratchDir dir("inspect-copied");
+  rt::write_rank(dir.path(), 0, 1, {"a", "b", "c"});
+  (void)results::merge_directory(dir.path(), nullptr);
+  const auto copy = dir.path() / "copy";
+  std::filesystem::create_directories(copy);
+  std::filesystem::copy_file(dir.path() / "results.h5", copy / "results.h5");
+  const Outcome o = run_inspect({(copy / "results.h5").string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  const std::string warning = "read: " + (copy / "results.h5").string() +
+                              ": not using the rows of 3 requests ('a', ...): their videos cannot "
+                              "be read back (" +
+                              (copy / "rank-00000.h5").string() +
+                              " is missing: results.h5 keeps its videos in the rank files beside "
+                              "it (copy them with it, or read the output folder))";
+  EXPECT_NE(o.err.find(warning), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("H5Dopen2"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("not using the row"), o.err.rfind("not using the row")) << o.err;
+}
+
 }  // namespace
 }  // namespace omnidp::cli

@@ -79,7 +79,8 @@ TEST(StoredRun, MissingPathIsAnIoError) {
     (void)read_stored_run(dir.path());
     FAIL() << "no error";
   } catch (const IoError& e) {
-    EXPECT_EQ(e.message(), "holds neither rank-*.h5 files nor results.h5");
+    EXPECT_EQ(e.message(),
+              "holds neither rank-*.h5 files nor results.h5, nor folders that do (shards)");
   }
 }
 

@@ -73,6 +73,13 @@ void for_each_stored_row(const std::filesystem::path& file, std::size_t file_ord
 
 // "the stored video does not match its recorded video_sha256 <recorded> (its frames hash to
 // <actual>)": a damaged stored video, as every reader that re-hashes one reports it.
+// Why a stored video of `file` cannot be read, from the library's error `what`: a results.h5
+// copied without the rank files its videos link into gets one line naming the missing file
+// ("<dir>/rank-00000.h5 is missing: results.h5 keeps its videos in the rank files beside it
+// ...") instead of HDF5's link traversal stack (issue 39, class 13); other errors unchanged.
+[[nodiscard]] std::string video_read_error(const std::filesystem::path& file,
+                                           const std::string& what);
+
 [[nodiscard]] std::string stored_hash_mismatch(const std::string& recorded,
                                                const std::string& actual);
 
