@@ -88,6 +88,34 @@ TEST(SequenceParallel, TinyWanSequenceTimesCfgGroupOfFour) {
                 {1, 2, 3});
 }
 
+// A step cache in a group of 4 (Ulysses 2 x CFG 2; issue 37): every rank of a branch takes its
+// branch's decisions (taylorseer every 2nd forward from the 2nd: CSCSCS), the video is the
+// single rank's with the same cache within 1 level, and the row and the summary count the whole
+// request's forwards (both branches: 6 of 12 computed).
+TEST(SequenceParallel, TinyWanStepCacheInASequenceTimesCfgGroupOfFour) {
+  auto sets = kTinyWan;
+  sets.push_back("generation.num_inference_steps=6");
+  sets.push_back(
+      "generation.cache={policy: taylorseer, cache_interval: 2, disable_cache_before_step: 1}");
+  CmdRun par;
+  RunSummary s;
+  if (!cli::testing::run_layout(
+          kSuite, work_dir("wan-2x2-cache"), sets, 1, 4,
+          {"parallel.sequence_parallel_size=2", "parallel.cfg_parallel_size=2"}, {0}, par, s))
+    return;
+  EXPECT_EQ(s.forwards, 12U);
+  EXPECT_EQ(s.forwards_computed, 6U);
+  const auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = par.output.find(text); at != std::string::npos; at = par.output.find(text, at + 1))
+      ++n;
+    return n;
+  };
+  // Two sequence shards run each branch; each logs its branch's decisions.
+  EXPECT_EQ(count("transformer 0 cond CSCSCS (6 of 12 forwards computed)"), 2U) << par.output;
+  EXPECT_EQ(count("transformer 0 uncond CSCSCS (6 of 12 forwards computed)"), 2U) << par.output;
+}
+
 TEST(SequenceParallel, TinyWanTwoReplicasOfAGroupAndACoordinatorThatOnlyCoordinates) {
   expect_layout(work_dir("wan-5"), kTinyWan, 2, 5,
                 {"parallel.sequence_parallel_size=2", "parallel.coordinator_runs_work=false",
