@@ -106,8 +106,11 @@ class Hv15Pipeline : public ::testing::Test {
 };
 
 // The fixture transformer with random weights and a small random VAE whose encoder works (the
-// fixture VAE's block_out_channels[-1] = 32 < 2 x 32 latent channels cannot encode).
-std::unique_ptr<hv::HunyuanVideo15Pipeline> i2v_pipeline() {
+// fixture VAE's block_out_channels[-1] = 32 < 2 x 32 latent channels cannot encode); guidance
+// on the steps before `guidance_stop` of them (the guider's stop) and `cache` as the requests'
+// step cache.
+std::unique_ptr<hv::HunyuanVideo15Pipeline> random_pipeline(double guidance_stop = 1.0,
+                                                            const omnidp::StepCacheConfig& cache = {}) {
   hv::VaeOptions vo;
   vo.block_out_channels = {8, 16, 16, 64, 64};
   vo.layers_per_block = 1;
@@ -118,8 +121,12 @@ std::unique_ptr<hv::HunyuanVideo15Pipeline> i2v_pipeline() {
       5, torch::kFloat32, torch::kCPU);
   parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
   parts.random_conditioning = true;
+  parts.guidance.stop = guidance_stop;
+  parts.cache = cache;
   return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
 }
+
+std::unique_ptr<hv::HunyuanVideo15Pipeline> i2v_pipeline() { return random_pipeline(); }
 
 hv::TextConditioning conditioning(std::uint64_t seed, std::int64_t len, std::int64_t valid) {
   hv::TextConditioning c;
@@ -188,20 +195,7 @@ TEST_F(Hv15Pipeline, OneStepIsEulerOverClassifierFreeGuidance) {
 // rank 0 and are broadcast; both ranks end on the same latents, bit for bit, and on the single
 // run's (its CFG as one batch of 2) up to float rounding.
 TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
-  const auto make = [] {
-    hv::PipelineParts parts;
-    parts.transformer = hv::random_transformer(
-        hv::TransformerOptions::from_json(
-            omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
-        5, torch::kFloat32, torch::kCPU);
-    hv::VaeOptions vo;
-    vo.block_out_channels = {8, 16, 16, 64, 64};
-    vo.layers_per_block = 1;
-    parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
-    parts.random_conditioning = true;
-    parts.guidance.stop = 0.5;
-    return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
-  };
+  const auto make = [] { return random_pipeline(0.5); };
   const auto single = make();
   hv::SampleInputs in = sample_inputs(*single, 5, 32, 32, 4, 6.0, 42);
   in.prompt = conditioning(1, 6, 4);
@@ -232,21 +226,7 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
 // unconditional one 4 of 8), and a cache whose schedule computes every forward gives the
 // uncached latents (its CFG as one ragged batch) up to float rounding.
 TEST_F(Hv15Pipeline, StepCachesKeepOneStatePerBranchOverTheDoubleStreamBlocks) {
-  const auto make = [](const omnidp::StepCacheConfig& cache) {
-    hv::PipelineParts parts;
-    parts.transformer = hv::random_transformer(
-        hv::TransformerOptions::from_json(
-            omnidp::models::read_json(kRef / "hv15_transformer" / "config.json"), "t"),
-        5, torch::kFloat32, torch::kCPU);
-    hv::VaeOptions vo;
-    vo.block_out_channels = {8, 16, 16, 64, 64};
-    vo.layers_per_block = 1;
-    parts.vae = hv::random_vae(vo, 6, torch::kFloat32, torch::kCPU);
-    parts.random_conditioning = true;
-    parts.guidance.stop = 0.5;
-    parts.cache = cache;
-    return std::make_unique<hv::HunyuanVideo15Pipeline>(std::move(parts), torch::kCPU);
-  };
+  const auto make = [](const omnidp::StepCacheConfig& cache) { return random_pipeline(0.5, cache); };
   omnidp::StepCacheConfig off;
   const auto plain = make(off);
   hv::SampleInputs in = sample_inputs(*plain, 5, 32, 32, 8, 6.0, 42);
