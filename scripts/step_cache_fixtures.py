@@ -30,27 +30,18 @@ cases need the shared fixtures (--shared, default $OMNIDP_FIXTURES_DIR, else
 <checkout>/shared/fixtures, else <checkout>/../shared/fixtures) and are skipped without them.
 """
 import argparse
-import json
 import os
 
 import numpy as np
 import torch
+
+from wan_family_fixtures import save_case  # the fixture layout (case.json, io.safetensors)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 NOTE = ("diffusers float32 on the CPU, TF32 off, its cache hooks (scripts/step_cache_fixtures.py); "
         "video is output_type='np' [1,F,H,W,3] in [0,1]")
 STEPS = 12
-
-
-def save_case(folder, case, tensors):
-    from safetensors.torch import save_file
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "case.json"), "w") as f:
-        json.dump(case, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save_file({k: v.detach().to(torch.float32).contiguous() for k, v in tensors.items()},
-              os.path.join(folder, "io.safetensors"))
 
 
 def find_shared(explicit):
