@@ -133,6 +133,16 @@ def pick_threshold(changes):
     return float(f"{best[1]:.4g}")
 
 
+def sampler(pipe, noise, call):
+    """The pipeline twice from the same noise: to the final latents, then to the video."""
+    def run():
+        with torch.no_grad():
+            final = pipe(latents=noise.clone(), output_type="latent", **call).frames
+            video = pipe(latents=noise.clone(), output_type="np", **call).frames
+        return final.float(), torch.from_numpy(np.asarray(video)).float()
+    return run
+
+
 POLICIES = {
     "first_block": None,  # threshold measured per model
     "taylorseer": {"policy": "taylorseer", "cache_interval": 5, "disable_cache_before_step": 3,
@@ -185,11 +195,7 @@ def wan_cases(out):
                 height=height, width=width, num_frames=frames, num_inference_steps=STEPS,
                 guidance_scale=guidance)
 
-    def run():
-        with torch.no_grad():
-            final = pipe(latents=noise.clone(), output_type="latent", **call).frames
-            video = pipe(latents=noise.clone(), output_type="np", **call).frames
-        return final.float(), torch.from_numpy(np.asarray(video)).float()
+    run = sampler(pipe, noise, call)
 
     description = {"pipeline": "WanPipeline(expand_timesteps=False)", "guidance_scale": guidance,
                    "height": height, "width": width, "num_frames": frames, "steps": STEPS,
@@ -237,11 +243,7 @@ def hv15_cases(out, shared):
                         generator=torch.Generator().manual_seed(seed))
     call = dict(height=height, width=width, num_frames=frames, num_inference_steps=STEPS, **inputs)
 
-    def run():
-        with torch.no_grad():
-            final = pipe(latents=noise.clone(), output_type="latent", **call).frames
-            video = pipe(latents=noise.clone(), output_type="np", **call).frames
-        return final.float(), torch.from_numpy(np.asarray(video)).float()
+    run = sampler(pipe, noise, call)
 
     description = {"pipeline": "HunyuanVideo15Pipeline (text-to-video)", "guidance_scale": guidance,
                    "flow_shift": shift, "height": height, "width": width, "num_frames": frames,

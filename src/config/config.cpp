@@ -565,14 +565,57 @@ FieldSpec compression_field() {
 }
 
 // generation.cache: a policy name, or a map {policy: ..., the policy's own keys}; a key of
-// another policy is an error, not ignored.
-const std::vector<std::string>& cache_keys(CachePolicy policy) {
-  static const std::vector<std::string> none;
-  static const std::vector<std::string> first_block{"threshold"};
-  static const std::vector<std::string> taylorseer{"cache_interval", "disable_cache_before_step",
-                                                   "max_order"};
-  static const std::vector<std::string> magcache{"threshold", "max_skip_steps", "retention_ratio",
-                                                 "mag_ratios", "calibrate"};
+// another policy is an error, not ignored. One entry per key: how it is read and written.
+struct CacheKey {
+  std::string name;
+  std::function<void(StepCacheConfig&, const Node&, const std::string& path)> read;
+  std::function<void(const StepCacheConfig&, YAML::Emitter&)> write;
+};
+
+template <class T>
+CacheKey cache_key(std::string name, T StepCacheConfig::*member) {
+  return {std::move(name),
+          [member](StepCacheConfig& c, const Node& node, const std::string& path) {
+            read_into(node, path, c.*member);
+          },
+          [member](const StepCacheConfig& c, YAML::Emitter& out) { write_value(out, c.*member); }};
+}
+
+// The keys of each policy's map, in the order they are written.
+const std::vector<CacheKey>& cache_keys(CachePolicy policy) {
+  using C = StepCacheConfig;
+  static const CacheKey threshold{
+      "threshold",
+      [](C& c, const Node& node, const std::string& path) {
+        double v = 0.0;
+        read_into(node, path, v);
+        c.threshold = v;
+      },
+      [](const C& c, YAML::Emitter& out) { write_value(out, c.resolved_threshold()); }};
+  static const CacheKey mag_ratios{"mag_ratios",
+                                   [](C& c, const Node& node, const std::string& path) {
+                                     if (!node.IsSequence())
+                                       type_error(path, "a list of numbers", node);
+                                     c.mag_ratios.assign(node.size(), 0.0);
+                                     for (std::size_t i = 0; i < node.size(); ++i)
+                                       read_into(node[i], fmt::format("{}[{}]", path, i),
+                                                 c.mag_ratios[i]);
+                                   },
+                                   [](const C& c, YAML::Emitter& out) {
+                                     out << YAML::Flow << YAML::BeginSeq;
+                                     for (const double v : c.mag_ratios) write_value(out, v);
+                                     out << YAML::EndSeq;
+                                   }};
+  static const std::vector<CacheKey> none;
+  static const std::vector<CacheKey> first_block{threshold};
+  static const std::vector<CacheKey> taylorseer{
+      cache_key("cache_interval", &C::cache_interval),
+      cache_key("disable_cache_before_step", &C::disable_cache_before_step),
+      cache_key("max_order", &C::max_order)};
+  static const std::vector<CacheKey> magcache{threshold,
+                                              cache_key("max_skip_steps", &C::max_skip_steps),
+                                              cache_key("retention_ratio", &C::retention_ratio),
+                                              mag_ratios, cache_key("calibrate", &C::calibrate)};
   switch (policy) {
     case CachePolicy::first_block: return first_block;
     case CachePolicy::taylorseer: return taylorseer;
@@ -580,35 +623,6 @@ const std::vector<std::string>& cache_keys(CachePolicy policy) {
     case CachePolicy::off: break;
   }
   return none;
-}
-
-void read_cache_key(StepCacheConfig& c, const std::string& key, const Node& node,
-                    const std::string& path) {
-  if (key == "threshold") {
-    double v = 0.0;
-    read_into(node, path, v);
-    c.threshold = v;
-  } else if (key == "cache_interval") {
-    read_into(node, path, c.cache_interval);
-  } else if (key == "disable_cache_before_step") {
-    read_into(node, path, c.disable_cache_before_step);
-  } else if (key == "max_order") {
-    read_into(node, path, c.max_order);
-  } else if (key == "max_skip_steps") {
-    read_into(node, path, c.max_skip_steps);
-  } else if (key == "retention_ratio") {
-    read_into(node, path, c.retention_ratio);
-  } else if (key == "calibrate") {
-    read_into(node, path, c.calibrate);
-  } else if (key == "mag_ratios") {
-    if (!node.IsSequence()) type_error(path, "a list of numbers", node);
-    c.mag_ratios.clear();
-    for (std::size_t i = 0; i < node.size(); ++i) {
-      double v = 0.0;
-      read_into(node[i], fmt::format("{}[{}]", path, i), v);
-      c.mag_ratios.push_back(v);
-    }
-  }
 }
 
 FieldSpec cache_field() {
@@ -631,12 +645,16 @@ FieldSpec cache_field() {
             const std::string key = item.first.as<std::string>();
             if (key == "policy") continue;
             const std::string at = path + "." + key;
-            if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+            const auto spec = std::find_if(keys.begin(), keys.end(),
+                                           [&](const CacheKey& k) { return k.name == key; });
+            if (spec == keys.end()) {
+              std::vector<std::string> names;
+              for (const auto& k : keys) names.push_back(k.name);
               throw ConfigError(
                   at, fmt::format("not a key of the {} cache (its keys: {})", enum_name(c.policy),
-                                  keys.empty() ? std::string("none") : join(keys, ", ")));
+                                  names.empty() ? std::string("none") : join(names, ", ")));
             }
-            read_cache_key(c, key, item.second, at);
+            spec->read(c, item.second, at);
           }
         } else {
           type_error(path, "off | first_block | taylorseer | magcache, or a map with a policy", node);
@@ -651,26 +669,8 @@ FieldSpec cache_field() {
         }
         out << YAML::BeginMap << YAML::Key << "policy" << YAML::Value << enum_name(c.policy);
         for (const auto& key : cache_keys(c.policy)) {
-          out << YAML::Key << key << YAML::Value;
-          if (key == "threshold") {
-            write_value(out, c.resolved_threshold());
-          } else if (key == "cache_interval") {
-            write_value(out, c.cache_interval);
-          } else if (key == "disable_cache_before_step") {
-            write_value(out, c.disable_cache_before_step);
-          } else if (key == "max_order") {
-            write_value(out, c.max_order);
-          } else if (key == "max_skip_steps") {
-            write_value(out, c.max_skip_steps);
-          } else if (key == "retention_ratio") {
-            write_value(out, c.retention_ratio);
-          } else if (key == "calibrate") {
-            write_value(out, c.calibrate);
-          } else if (key == "mag_ratios") {
-            out << YAML::Flow << YAML::BeginSeq;
-            for (const double v : c.mag_ratios) write_value(out, v);
-            out << YAML::EndSeq;
-          }
+          out << YAML::Key << key.name << YAML::Value;
+          key.write(c, out);
         }
         out << YAML::EndMap;
       },

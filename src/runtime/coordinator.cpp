@@ -21,6 +21,10 @@ std::string shortest_seconds(double v) {
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// A replica heard from last this many seconds ago counts as silent (warned, no ETA): three
+// missed heartbeats and a margin for a busy comm thread.
+constexpr double silence_after(double heartbeat_s) noexcept { return 3.0 * heartbeat_s + 5.0; }
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorOptions options, RequestSource& source, Send send)
@@ -68,7 +72,7 @@ ProgressSnapshot Coordinator::progress() const {
       const auto& r = replicas_[static_cast<std::size_t>(k)];
       const double silent = t - r.last_heartbeat;
       if (load_[static_cast<std::size_t>(k)].ready && options_.topology.leader(k) != 0 &&
-          silent > 3.0 * period + 5.0) {
+          silent > silence_after(period)) {
         s.stalled = fmt::format("replica {} (rank {}) silent for {} s", k,
                                 options_.topology.leader(k), static_cast<long long>(silent));
         s.eta_s = -1.0;
@@ -540,7 +544,7 @@ void Coordinator::tick() {
     auto& r = replicas_[static_cast<std::size_t>(k)];
     if (!load_[static_cast<std::size_t>(k)].ready) continue;
     const double silent = t - r.last_heartbeat;
-    if (!r.warned_silent && silent > 3.0 * period + 5.0) {
+    if (!r.warned_silent && silent > silence_after(period)) {
       r.warned_silent = true;
       log_warn(fmt::format("coordinator: replica {} (rank {}) silent for {} s", k,
                            options_.topology.leader(k), static_cast<int>(silent)));

@@ -34,6 +34,14 @@ std::vector<double> group_sums(runtime::Collective& group, const std::vector<dou
   return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
 }
 
+// The key of a (transformer, branch) state, and its name in the logs: "transformer 0 cond".
+std::pair<int, int> state_key(int expert, CfgBranch branch) {
+  return {expert, branch == CfgBranch::conditional ? 0 : 1};
+}
+std::string state_name(const std::pair<int, int>& key) {
+  return fmt::format("transformer {} {}", key.first, key.second == 0 ? "cond" : "uncond");
+}
+
 }  // namespace
 
 std::vector<double> nearest_interp(const std::vector<double>& ratios, int length) {
@@ -226,7 +234,7 @@ torch::Tensor RequestCaches::forward(int expert, CfgBranch branch, int step,
     counts_.computed += 1;
     return run(nullptr);
   }
-  const std::pair key{expert, branch == CfgBranch::conditional ? 0 : 1};
+  const auto key = state_key(expert, branch);
   auto it = caches_.find(key);
   if (it == caches_.end()) {
     const auto& ratios = config_.mag_ratios.empty() ? model_ratios_ : config_.mag_ratios;
@@ -241,15 +249,14 @@ torch::Tensor RequestCaches::forward(int expert, CfgBranch branch, int step,
 }
 
 const StepCache* RequestCaches::find(int expert, CfgBranch branch) const {
-  const auto it = caches_.find({expert, branch == CfgBranch::conditional ? 0 : 1});
+  const auto it = caches_.find(state_key(expert, branch));
   return it == caches_.end() ? nullptr : &it->second;
 }
 
 std::string RequestCaches::describe() const {
   std::vector<std::string> parts;
   for (const auto& [key, cache] : caches_) {
-    parts.push_back(fmt::format("transformer {} {} {}", key.first,
-                                key.second == 0 ? "cond" : "uncond", cache.decisions()));
+    parts.push_back(state_name(key) + " " + cache.decisions());
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -260,8 +267,7 @@ std::string RequestCaches::calibration() const {
     if (cache.calibration().empty()) continue;
     std::vector<std::string> values;
     for (const double r : cache.calibration()) values.push_back(fmt::format("{:.5f}", r));
-    parts.push_back(fmt::format("transformer {} {} [{}]", key.first,
-                                key.second == 0 ? "cond" : "uncond", fmt::join(values, ", ")));
+    parts.push_back(fmt::format("{} [{}]", state_name(key), fmt::join(values, ", ")));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }
