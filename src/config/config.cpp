@@ -760,12 +760,13 @@ const std::vector<SectionSpec>& schema() {
           field("deadline_margin_s", &C::scheduler, &SchedulerConfig::deadline_margin_s,
                 non_negative(true))},
          [](const Config& config) {
-           const auto& s = config.scheduler;
-           require(s.silent_timeout_s == 0.0 || s.silent_timeout_s >= 2.0 * s.heartbeat_s,
-                   "scheduler.silent_timeout_s",
-                   fmt::format("{} is shorter than two heartbeats (scheduler.heartbeat_s {}): a "
-                               "live replica would be taken for lost (0 turns the watch off)",
-                               format_double(s.silent_timeout_s), format_double(s.heartbeat_s)));
+           const auto& sched = config.scheduler;
+           require(
+               sched.silent_timeout_s == 0.0 || sched.silent_timeout_s >= 2.0 * sched.heartbeat_s,
+               "scheduler.silent_timeout_s",
+               fmt::format("{} is shorter than two heartbeats (scheduler.heartbeat_s {}): a "
+                           "live replica would be taken for lost (0 turns the watch off)",
+                           format_double(sched.silent_timeout_s), format_double(sched.heartbeat_s)));
          }});
     s.push_back(
         {"generation",

@@ -125,9 +125,9 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   if (io.contains("call_timestep") && io.contains("call_timestep_r")) {
     models::FlowMatchEulerOptions so = parts.scheduler;
     so.shift = in.flow_shift;
-    models::FlowMatchEulerScheduler scheduler(so);
-    scheduler.set_timesteps(in.num_inference_steps);
-    const auto& timesteps = scheduler.timesteps();
+    models::FlowMatchEulerScheduler call_scheduler(so);
+    call_scheduler.set_timesteps(in.num_inference_steps);
+    const auto& timesteps = call_scheduler.timesteps();
     const bool with_r = hv::meanflow_timestep_r(to, i2v);
     std::vector<float> calls;
     for (int i = 0; i < in.num_inference_steps; ++i) {

@@ -28,10 +28,6 @@ const cli::testing::LayoutSuite kSuite{"sequence_parallel", "s", "a harbour in t
 
 fs::path work_dir(const std::string& name) { return kSuite.dir(name); }
 
-fs::path write_manifest(const fs::path& dir, int requests) {
-  return kSuite.manifest(dir, requests);
-}
-
 // The layout's run against the single-rank one: videos, rows and per-rank busy seconds (each
 // member's against every leader's).
 // `axis`: an axis the layout has ("sequence", "tensor"), whose collectives the run logs.
@@ -77,6 +73,10 @@ TEST(ParallelGpu, TensorParallelTwoRanksOfAGroupOnOneGpu) {
                 {0}, {1}, "tensor");
 }
 #else
+
+fs::path write_manifest(const fs::path& dir, int requests) {
+  return kSuite.manifest(dir, requests);
+}
 
 TEST(SequenceParallel, TinyWanOneGroupOfTwoThroughTheUlyssesDegreeKey) {
   expect_layout(work_dir("wan-2"), kTinyWan, 1, 2, {"parallel.ulysses_degree=2"}, {0}, {1});
