@@ -18,7 +18,8 @@
 #   cache      step caching (generation.cache): the strict Wan recipe (8 requests) and one
 #              HunyuanVideo-1.5 848x480x121 50-step request per policy (off, taylorseer, magcache with
 #              fixed ratios, first_block at 0.05/0.1/0.2): median seconds, forwards computed, and
-#              omni-dp-compare against the uncached videos (PSNR, largest uint8 difference)
+#              omni-dp-compare against the uncached videos (PSNR, largest uint8 difference);
+#              CACHE_WAN_POLICIES / CACHE_HV15_POLICIES pick policies by index (0 = off, first)
 #   wan-snapshot  omni-dp-bench-make-snapshot --model wan: the released Wan2.2-TI2V-5B architecture with UMT5-XXL,
 #              seeded random weights in the Diffusers layout, into $BENCH_WAN_SNAPSHOT (once; about 21 GB)
 #   wan-load   the model load from that snapshot (load_seconds, peak host memory): one process, then
@@ -263,7 +264,9 @@ PY
                 --set generation.num_frames=121 --set generation.num_inference_steps=50 --set generation.guidance_scale=6
                 --set input.manifest="$out/cache-hv15.jsonl")
         fi
-        for k in "${!policies[@]}"; do
+        picks=${CACHE_WAN_POLICIES:-${!policies[*]}}
+        [ "$model" = hv15 ] && picks=${CACHE_HV15_POLICIES:-${!policies[*]}}
+        for k in $picks; do
           dir=$out/cache-$model-$k; rm -rf "$dir"
           echo "== $model generation.cache=${policies[$k]}"
           run "$bin/omni-dp-batch" "${conf[@]}" --set model.weights=random --set 'model.path=""' \

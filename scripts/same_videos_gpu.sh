@@ -11,7 +11,8 @@
 # backend). Weights: SAME_SNAPSHOT_WAN / SAME_SNAPSHOT_HV15, Diffusers snapshot folders
 # (omni-dp-bench-make-snapshot), run from the prompt text as a user runs them; unset: seeded
 # random weights. SAME_CONCURRENT_GROUPS=1 runs the before and after runs of a two-rank
-# layout at the same time (their hashes stand, their seconds are then no timing).
+# layout at the same time (their hashes stand, their seconds are then no timing). SAME_TAGS
+# (default "before after") picks the builds that run; a layout is compared when both ran.
 # Then omni-dp-compare BEFORE AFTER: exit 0 when every hash is equal; where one differs it
 # reports the largest uint8 difference (--max-level-diff 1 passes within one level). Per run:
 # each request's seconds (results.h5).
@@ -86,11 +87,12 @@ for layout in $layouts; do
       wait
       cat "$out/run-before-$model-$layout.txt" "$out/run-after-$model-$layout.txt"
     else
-      for tag in before after; do
+      for tag in ${SAME_TAGS:-before after}; do
         build=$before; [ "$tag" = after ] && build=$after
         run_one "$build" "$tag" "$model" "$layout"
       done
     fi
+    [ -d "$out/before/$model-$layout" ] && [ -d "$out/after/$model-$layout" ] || continue
     echo "-- compare $model $layout:"
     "$after/bin/omni-dp-compare" "$out/before/$model-$layout" "$out/after/$model-$layout" \
       --max-level-diff 1 2>&1 | tail -4

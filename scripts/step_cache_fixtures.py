@@ -11,9 +11,10 @@ case.json's `cache` holds the policy as generation.cache spells it, `cache_decis
 decisions per CFG branch ("C" computed, "S" served from the cache), in call order.
 
   wan_cache_first_block   WanPipeline (the Wan2.1 T2V tiny models of wan_family_fixtures.py),
-                          FirstBlockCacheConfig(threshold): a threshold chosen from the
-                          measured first-block changes so that both decisions occur, at least
-                          10 % away from every measured change.
+                          FirstBlockCacheConfig(threshold): a threshold between two of the
+                          uncached run's first-block changes such that the cached run both
+                          computes and skips and every change it compares with the threshold
+                          is 2 % or more away from it (rounding cannot flip a decision).
   wan_cache_taylorseer    TaylorSeerCacheConfig(use_lite_mode=True, taylor_factors_dtype=float32)
                           at its defaults: the blocks skipped, proj_out's output extrapolated.
   wan_cache_magcache      MagCacheConfig with 8 ratios for 12 steps (diffusers resamples them).
@@ -96,41 +97,68 @@ def cache_config(spec):
                           mag_ratios=np.array(spec["mag_ratios"]))
 
 
+MARGIN = 1.02  # a first_block threshold stays 2 % or more from every change compared with it
+
+
+class ChangeSpy:
+    """Records the first-block relative changes diffusers compares with the threshold.
+
+    With `compute_all`, every forward computes (the changes of a run without skips); otherwise
+    diffusers' own decision is kept and only observed.
+    """
+
+    def __init__(self, compute_all):
+        from diffusers.hooks import first_block_cache as fbc
+        self.fbc, self.compute_all, self.changes = fbc, compute_all, []
+        self.original = fbc.FBCHeadBlockHook._should_compute_remaining_blocks
+
+    def __enter__(self):
+        spy = self
+
+        def should_compute(hook, residual):
+            prev = hook.state_manager.get_state().head_block_residual
+            if prev is not None:
+                spy.changes.append(float(((residual - prev).abs().mean() / prev.abs().mean()).item()))
+            return True if spy.compute_all else spy.original(hook, residual)
+
+        self.fbc.FBCHeadBlockHook._should_compute_remaining_blocks = should_compute
+        return self
+
+    def __exit__(self, *_):
+        self.fbc.FBCHeadBlockHook._should_compute_remaining_blocks = self.original
+
+
 def measured_changes(pipe, run):
     """The first-block relative changes diffusers computes on an uncached run's forwards."""
-    from diffusers.hooks import first_block_cache as fbc
-    changes = []
-    original = fbc.FBCHeadBlockHook._should_compute_remaining_blocks
-
-    def spy(self, residual):
-        state = self.state_manager.get_state()
-        if state.head_block_residual is not None:
-            prev = state.head_block_residual
-            changes.append(float(((residual - prev).abs().mean() / prev.abs().mean()).item()))
-        return True  # compute everything: the changes of a run without skips
-
-    fbc.FBCHeadBlockHook._should_compute_remaining_blocks = spy
-    try:
+    with ChangeSpy(compute_all=True) as spy:
         pipe.transformer.enable_cache(cache_config({"policy": "first_block", "threshold": 1.0}))
         run()
         pipe.transformer.disable_cache()
-    finally:
-        fbc.FBCHeadBlockHook._should_compute_remaining_blocks = original
-    return changes
+    return spy.changes
 
 
-def pick_threshold(changes):
-    """A threshold between the measured changes, 10 % or more from each, near their median."""
-    values = sorted(changes)
-    best = None
-    for a, b in zip(values, values[1:]):
-        t = (a * b) ** 0.5
-        if t > 1.1 * a and t < b / 1.1:
-            score = abs(np.log(t / float(np.median(values))))
-            if best is None or score < best[0]:
-                best = (score, t)
-    assert best is not None, values
-    return float(f"{best[1]:.4g}")
+def candidate_thresholds(changes):
+    """Thresholds between the measured changes with room on both sides, nearest the median first."""
+    values = sorted(set(changes))
+    median = float(np.median(values))
+    candidates = [float(f"{(a * b) ** 0.5:.4g}") for a, b in zip(values, values[1:]) if b > a * MARGIN**2]
+    return sorted(candidates, key=lambda t: abs(np.log(t / median)))
+
+
+def first_block_threshold(pipe, run, changes, last_ff):
+    """The first candidate whose cached run both computes and skips, every change it compares
+    with the threshold at least MARGIN away from it (skips move the later changes: each one is
+    measured against the last computed step), so that float32 rounding cannot flip a decision."""
+    for t in candidate_thresholds(changes):
+        with ChangeSpy(compute_all=False) as spy:
+            pipe.transformer.enable_cache(cache_config({"policy": "first_block", "threshold": t}))
+            decisions = Decisions(pipe.transformer, last_ff)
+            run()
+            pipe.transformer.disable_cache()
+        clear = all(c > t * MARGIN or c < t / MARGIN for c in spy.changes)
+        if clear and "S" in decisions.calls and decisions.calls.count("C") > 2:
+            return t, spy.changes
+    raise SystemExit(f"no first_block threshold clear of the measured changes {sorted(changes)}")
 
 
 def sampler(pipe, noise, call):
@@ -154,9 +182,10 @@ POLICIES = {
 
 def run_cases(prefix, pipe, run, last_ff, description, tensors, out):
     changes = measured_changes(pipe, run)
+    threshold, cached_changes = first_block_threshold(pipe, run, changes, last_ff)
     for name, spec in POLICIES.items():
         if spec is None:
-            spec = {"policy": "first_block", "threshold": pick_threshold(changes)}
+            spec = {"policy": "first_block", "threshold": threshold}
         pipe.transformer.enable_cache(cache_config(spec))
         decisions = Decisions(pipe.transformer, last_ff)
         final, video = run()
@@ -169,7 +198,8 @@ def run_cases(prefix, pipe, run, last_ff, description, tensors, out):
         branches = decisions.per_branch()
         case = dict(description, cache=spec, cache_decisions=branches, note=NOTE)
         if name == "first_block":
-            case["first_block_changes"] = changes
+            case["first_block_changes"] = changes  # uncached: every forward computed
+            case["first_block_changes_cached"] = cached_changes  # those the cached run compared
         save_case(os.path.join(out, f"{prefix}_cache_{name}"), case,
                   dict(tensors, final_latents=final, video=video))
         print(f"{prefix}_cache_{name}: {spec} -> {branches}")
