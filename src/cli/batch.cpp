@@ -29,6 +29,7 @@
 #include "omnidp/models/plugin.hpp"
 #include "omnidp/models/registry/registry.hpp"
 #include "omnidp/results/merge.hpp"
+#include "omnidp/results/result_files.hpp"
 #include "omnidp/runtime/deadline.hpp"
 #include "omnidp/runtime/job.hpp"
 
@@ -276,15 +277,29 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
     throw UsageError("--merge-only: '" + dir.string() + "' is not a folder");
   }
   if (!console.speaks()) return static_cast<int>(ExitCode::ok);  // one writer of results.h5
-  const results::MergeResult merged = results::merge_directory(dir);
-  for (const auto& file : merged.unreadable_files) {
-    console.warning(file + ": unreadable rank file, skipped");
+  // A job array's folder of shard folders (results/<name>/shard-NN, docs/slurm.md): each shard
+  // that holds rank files is merged on its own, in name order.
+  std::vector<std::filesystem::path> folders{dir};
+  if (results::list_rank_files(dir).empty()) {
+    std::vector<std::filesystem::path> shards;
+    for (const auto& shard : results::result_paths(dir).shards) {
+      if (!results::list_rank_files(shard).empty()) shards.push_back(shard);
+    }
+    if (!shards.empty()) folders = std::move(shards);
   }
-  std::ostringstream out;
-  out << merged.path.string() << ": " << merged.rows << " requests from "
-      << merged.rank_files.size() << " rank file" << (merged.rank_files.size() == 1 ? "" : "s")
-      << " (summary: " << merged.summary_source << ")\n";
-  console.out(out.str());
+  for (const auto& folder : folders) {
+    const results::MergeResult merged = results::merge_directory(folder);
+    for (const auto& file : merged.unreadable_files) {
+      console.warning(file + ": unreadable rank file, skipped");
+    }
+    console.out(fmt::format("{}: {} requests from {} rank file{} (summary: {})\n",
+                            merged.path.string(), merged.rows, merged.rank_files.size(),
+                            merged.rank_files.size() == 1 ? "" : "s", merged.summary_source));
+  }
+  if (folders.size() > 1 || folders.front() != dir) {
+    console.out(fmt::format("{}: {} shard folder{} merged\n", dir.string(), folders.size(),
+                            folders.size() == 1 ? "" : "s"));
+  }
   return static_cast<int>(ExitCode::ok);
 }
 

@@ -72,4 +72,17 @@ FrameSize hv15_bucket_size(int image_height, int image_width, int target_size, i
   return *best;
 }
 
+FrameSize area_size(int image_height, int image_width, double area, int multiple) {
+  if (image_height <= 0 || image_width <= 0 || !(area > 0.0) || multiple <= 0) {
+    throw std::invalid_argument("area_size: sizes, area and multiple must be > 0");
+  }
+  const double ratio = static_cast<double>(image_height) / static_cast<double>(image_width);
+  // std::nearbyint rounds halves to even under the default rounding mode, as Python's round.
+  const auto side = [multiple](double exact) {
+    const auto rounded = static_cast<std::int64_t>(std::nearbyint(exact));
+    return static_cast<int>(std::max<std::int64_t>(rounded / multiple, 1) * multiple);
+  };
+  return {side(std::sqrt(area * ratio)), side(std::sqrt(area / ratio))};
+}
+
 }  // namespace omnidp::models

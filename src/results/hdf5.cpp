@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
@@ -125,6 +127,25 @@ std::string take_error_stack() {
 
 void throw_error(std::string_view call_name, std::string_view context) {
   throw Hdf5Error(std::string(call_name), std::string(context), take_error_stack());
+}
+
+std::string disk_full_summary(std::string_view text) {
+  std::vector<std::string_view> entries;
+  for (std::size_t at = 0;;) {
+    const std::size_t end = text.find("; ", at);
+    entries.push_back(text.substr(at, end == std::string_view::npos ? end : end - at));
+    if (end == std::string_view::npos) break;
+    at = end + 2;
+  }
+  if (entries.size() <= 2) return std::string(text);
+  std::string out(entries.front());
+  for (const auto entry : entries) {
+    if (disk_full_errno(entry) != 0) {
+      if (entry != entries.front()) out += fmt::format("; ...; {}", entry);
+      break;
+    }
+  }
+  return out + fmt::format(" ({} HDF5 error stack entries in the rank's log)", entries.size());
 }
 
 int disk_full_errno(std::string_view text) noexcept {

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
@@ -123,6 +125,12 @@ void check_filter(const OutputConfig& output) {
   std::string cause = e.what();
   const std::string prefix = file.string() + ": ";  // named once, first
   if (cause.rfind(prefix, 0) == 0) cause.erase(0, prefix.size());
+  // HDF5's stack runs to tens of entries: the message keeps the one naming the errno, the
+  // rank's log all of them.
+  if (std::string summary = h5::disk_full_summary(cause); summary != cause) {
+    log_error("results: " + file.string() + ": " + what + ": " + cause);
+    cause = std::move(summary);
+  }
   throw DiskFullError(
       file.string(), fmt::format("({}, errno {}): {}: {}", std::strerror(code), code, what, cause));
 }

@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "omnidp/common/version.hpp"
+#include "omnidp/results/result_files.hpp"
+#include "results/test_util.hpp"
 #include "temp_dir.hpp"
 
 namespace omnidp::cli {
@@ -521,6 +523,28 @@ TEST(BatchCli, MergeOnlyNeedsAFolder) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err, "omni-dp-batch: error: --merge-only: '" + (dir.path() / "absent").string() +
                        "' is not a folder\n");
+}
+
+// Issue 39 (job-array shards): a folder of shard folders merges each shard that holds rank
+// files into its own results.h5; a subfolder without rank files is left alone.
+TEST(BatchCli, MergeOnlyMergesEveryShardOfAJobArrayFolder) {
+  TempDir dir;
+  for (const char* sub : {"shard-00", "shard-01", "logs"}) {
+    std::filesystem::create_directories(dir.path() / sub);
+  }
+  results::testing::write_rank(dir.path() / "shard-00", 0, 1, {"w", "y"});
+  results::testing::write_rank(dir.path() / "shard-01", 0, 1, {"x"});
+  const Outcome r = run_batch({"--merge-only", dir.path().string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string a = (dir.path() / "shard-00" / "results.h5").string();
+  const std::string b = (dir.path() / "shard-01" / "results.h5").string();
+  EXPECT_EQ(r.out, a + ": 2 requests from 1 rank file (summary: recomputed)\n" + b +
+                       ": 1 requests from 1 rank file (summary: recomputed)\n" +
+                       dir.path().string() + ": 2 shard folders merged\n");
+  EXPECT_EQ(results::read_stored_rows(a).size(), 2U);
+  EXPECT_EQ(results::read_stored_rows(b).size(), 1U);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "logs" / "results.h5"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "results.h5"));
 }
 
 }  // namespace

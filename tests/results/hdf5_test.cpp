@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "omnidp/common/error.hpp"
@@ -26,6 +28,27 @@ TEST(Hdf5, ErrorCarriesCallContextAndStackWithoutPrinting) {
     EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
   }
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+// Issue 39, class 13: a full disk under HDF5's write gave its whole stack; the message keeps
+// the failing call and the entry that names the errno.
+TEST(Hdf5, ADiskFullStackIsSummedUpByTheEntryNamingTheErrno) {
+  const std::string stack =
+      "H5Dclose(): can't decrement count on dataset ID [Dataset: Unable to decrement ref "
+      "count]; H5I_dec_app_ref_always_close(): can't decrement ID ref count [ID: Unable to "
+      "decrement ref count]; H5FD_sec2_write(): file write failed: time = Fri Dec  4, filename = "
+      "'r.h5', errno = 28, error message = 'No space left on device' [Low-level I/O: Write "
+      "failed]; H5FD_write(): driver write request failed [Virtual File Layer: Write failed]";
+  EXPECT_EQ(h5::disk_full_summary(stack),
+            "H5Dclose(): can't decrement count on dataset ID [Dataset: Unable to decrement ref "
+            "count]; ...; H5FD_sec2_write(): file write failed: time = Fri Dec  4, filename = "
+            "'r.h5', errno = 28, error message = 'No space left on device' [Low-level I/O: "
+            "Write failed] (4 HDF5 error stack entries in the rank's log)");
+  EXPECT_EQ(h5::disk_full_errno(h5::disk_full_summary(stack)), ENOSPC);
+  // Short texts (the OS's own message, one or two entries) stay as they are.
+  EXPECT_EQ(h5::disk_full_summary("fsync failed: No space left on device"),
+            "fsync failed: No space left on device");
+  EXPECT_EQ(h5::disk_full_summary("a(): x; b(): errno = 28"), "a(): x; b(): errno = 28");
 }
 
 TEST(Hdf5, ErrorsAreSilentOnOtherThreadsToo) {

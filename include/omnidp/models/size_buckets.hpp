@@ -28,4 +28,11 @@ struct FrameSize {
 [[nodiscard]] FrameSize hv15_bucket_size(int image_height, int image_width, int target_size,
                                          int patch);
 
+// The Wan image-to-video size (diffusers' max_area recipe for WanImageToVideoPipeline): the
+// image's aspect ratio r = height / width at `area` pixels, height round(sqrt(area * r)) and
+// width round(sqrt(area / r)) (halves to even, as Python's round), each rounded down to a
+// multiple of `multiple` and at least one multiple. Throws std::invalid_argument unless every
+// input is > 0.
+[[nodiscard]] FrameSize area_size(int image_height, int image_width, double area, int multiple);
+
 }  // namespace omnidp::models

@@ -30,6 +30,11 @@ void silence_errors() noexcept;
 // EFBIG (a file-size limit) or EDQUOT, as HDF5's "errno = N" or as its strerror text; 0 when
 // it reports none of them.
 [[nodiscard]] int disk_full_errno(std::string_view text) noexcept;
+// A full-disk error text in a line worth reading: a text of more than two "; "-separated
+// entries (HDF5's stack runs to tens) becomes its first entry (the call that failed), "...",
+// the first entry that names the errno (the file driver's write) and the count of entries;
+// a shorter text is returned as it is.
+[[nodiscard]] std::string disk_full_summary(std::string_view text);
 
 // Runs fn() (an HDF5 call) with printing off; a negative result throws Hdf5Error.
 template <class Fn>
