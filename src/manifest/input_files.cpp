@@ -26,38 +26,44 @@ void read_input_files(Request& r, bool size_given, const ManifestOptions& option
 
   // With a hash cache, an unchanged file is not opened at all.
   FileHashCache* cache = options.hash_cache.get();
-  if (!r.image.empty()) {
-    ImageInfo info;
+  // An image's header (its size) and SHA-256; false (input_error set) when it is refused.
+  const auto read_image = [&](const std::string& path, ManifestField field, ImageInfo& info,
+                              std::string& sha256) {
     try {
-      const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(r.image) : std::nullopt;
-      const FileHashCache::Entry* cached = stamp ? cache->find(r.image, *stamp) : nullptr;
+      const std::optional<FileStamp> stamp = cache != nullptr ? file_stamp(path) : std::nullopt;
+      const FileHashCache::Entry* cached = stamp ? cache->find(path, *stamp) : nullptr;
       const bool probed = cached == nullptr || cached->width == 0;
       if (probed) {
-        info = probe_image(r.image);
+        info = probe_image(path);
       } else {
         info.width = cached->width;
         info.height = cached->height;
       }
-      r.image_height = info.height;
-      r.image_width = info.width;
       const auto pixels =
           static_cast<std::uint64_t>(info.width) * static_cast<std::uint64_t>(info.height);
       if (pixels > options.max_image_pixels) {
         r.input_error = input_error(
-            ManifestField::image,
+            field,
             fmt::format(
                 "{}: image is {}x{} = {} pixels, over the limit of {} (input.max_image_pixels)",
-                r.image, info.width, info.height, pixels, options.max_image_pixels));
-        return;
+                path, info.width, info.height, pixels, options.max_image_pixels));
+        return false;
       }
-      r.image_sha256 = hash_input(r.image, stamp);
+      sha256 = hash_input(path, stamp);
       if (stamp && probed) {
-        cache->put(r.image, *stamp, FileHashCache::Entry{r.image_sha256, info.width, info.height});
+        cache->put(path, *stamp, FileHashCache::Entry{sha256, info.width, info.height});
       }
     } catch (const Error& e) {  // InputError from probing, IoError from hashing
-      r.input_error = input_error(ManifestField::image, e.what());
-      return;
+      r.input_error = input_error(field, e.what());
+      return false;
     }
+    return true;
+  };
+  if (!r.image.empty()) {
+    ImageInfo info;
+    if (!read_image(r.image, ManifestField::image, info, r.image_sha256)) return;
+    r.image_height = info.height;
+    r.image_width = info.width;
     if (r.task == Task::i2v && !size_given && options.size_from_image) {
       try {
         std::tie(r.height, r.width) = options.size_from_image(info.height, info.width);
@@ -67,6 +73,10 @@ void read_input_files(Request& r, bool size_given, const ManifestOptions& option
         return;
       }
     }
+  }
+  if (!r.last_image.empty()) {
+    ImageInfo info;
+    if (!read_image(r.last_image, ManifestField::last_image, info, r.last_image_sha256)) return;
   }
   if (!r.prompt_embeds.empty()) {
     if (const auto problem = regular_file_problem(r.prompt_embeds); !problem.empty()) {

@@ -86,6 +86,10 @@ std::string canonical_encoding(const Request& request, const std::string& model_
     next_string("guidance_scale_2");
     next_double(*request.guidance_scale_2);
   }
+  if (!request.last_image_sha256.empty()) {
+    next_string("last_image");
+    next_string(request.last_image_sha256);
+  }
   out += ']';
   return out;
 }

@@ -80,6 +80,7 @@ struct ManifestReader::State {
       }
       Request r = parsed.request(std::move(id), options.defaults, options.size_multiple);
       for (auto [path, field] : {std::pair{&r.image, ManifestField::image},
+                                 std::pair{&r.last_image, ManifestField::last_image},
                                  std::pair{&r.prompt_embeds, ManifestField::prompt_embeds}}) {
         if (!path->empty()) *path = resolve_input_path(*path, root, file, line, field_name(field));
       }
@@ -97,6 +98,16 @@ struct ManifestReader::State {
         parsed.fail(ManifestField::guidance_scale_2,
                     "the model has one transformer (guidance_scale_2 is the low-noise expert's "
                     "guidance of a two-expert model, Wan2.2-A14B)");
+      }
+      if (!options.last_image && !r.last_image.empty()) {
+        parsed.fail(ManifestField::last_image,
+                    "the model takes no last image (first-last-frame to video: Wan2.2-I2V-A14B "
+                    "and the Wan2.1-FLF2V checkpoints)");
+      }
+      if (options.requires_last_image && r.task == Task::i2v && r.last_image.empty()) {
+        parsed.fail(ManifestField::task,
+                    "the snapshot is first-last-frame to video (its transformer's "
+                    "pos_embed_seq_len): an i2v line needs \"last_image\"");
       }
       if (options.read_inputs) read_input_files(r, r.line_sets_size, options, file);
       last = ManifestOptions::Position{lines.line_offset(), line - 1, requests};

@@ -27,7 +27,7 @@ const std::vector<std::string>& field_names() {
       "id",         "prompt", "negative_prompt",     "seed",
       "task",       "image",  "prompt_embeds",       "num_frames",
       "height",     "width",  "num_inference_steps", "guidance_scale",
-      "flow_shift", "fps",    "guidance_scale_2"};
+      "flow_shift", "fps",    "guidance_scale_2",    "last_image"};
   return names;
 }
 
@@ -375,6 +375,7 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
     return value.value_or(std::string());
   };
   r.image = path_field(ManifestField::image);
+  r.last_image = path_field(ManifestField::last_image);
   r.prompt_embeds = path_field(ManifestField::prompt_embeds);
 
   const auto task = in.string(ManifestField::task);
@@ -394,6 +395,10 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
   }
   if (r.task == Task::t2v && !r.image.empty()) {
     in.fail(ManifestField::image, "given for a t2v request (drop it, or use \"task\": \"i2v\")");
+  }
+  if (!r.last_image.empty() && r.image.empty()) {
+    in.fail(ManifestField::last_image,
+            "needs an \"image\" (first-last-frame to video: image is the first frame)");
   }
   return r;
 }

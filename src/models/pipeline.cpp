@@ -87,6 +87,8 @@ ManifestOptions job_manifest_options(const Config& config) {
                           "model (Wan2.2-A14B) between host and GPU memory");
   }
   options.guidance_scale_2 = info.two_experts;
+  options.last_image = info.last_image;
+  options.requires_last_image = info.requires_last_image;
   options.size_multiple = info.size_multiple();
   options.only_task = info.snapshot_task;
   options.only_task_origin = info.snapshot_task_origin;
@@ -96,6 +98,19 @@ ManifestOptions job_manifest_options(const Config& config) {
       const auto size = models::hv15_bucket_size(h, w, target, patch);
       return std::pair{size.height, size.width};
     };
+  } else if (info.image_size_from_area) {
+    options.size_from_image = [area = static_cast<double>(config.generation.height) *
+                                      config.generation.width,
+                               multiple = info.size_multiple()](int h, int w) {
+      const auto size = models::area_size(h, w, area, multiple);
+      return std::pair{size.height, size.width};
+    };
+  }
+  if (config.generation.cache.policy != CachePolicy::off && !info.step_cache) {
+    throw ConfigError("generation.cache",
+                      "model '" + config.model.name +
+                          "' has no transformer block stack to cache: a step cache applies to the "
+                          "Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step caching\")");
   }
   return options;
 }

@@ -239,6 +239,9 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     } else if (q.task == Task::i2v && info.image_size_target > 0) {
       l << "bucket of the " << q.image_width << "x" << q.image_height << " image at target_size "
         << info.image_size_target;
+    } else if (q.task == Task::i2v && info.image_size_from_area) {
+      l << "the " << q.image_width << "x" << q.image_height
+        << " image's aspect at the area of generation.height x width";
     } else {
       l << "generation.height/width";
     }
@@ -315,6 +318,10 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
   if (info.image_size_target > 0) {
     out << "i2v size: each image's aspect-ratio bucket at target_size "
         << info.image_size_target << " (the model's choice) unless its line sets height/width; the sizes below are resolved\n";
+  } else if (info.image_size_from_area) {
+    out << "i2v size: each image's aspect ratio at the area of generation.height x width, sides "
+           "multiples of "
+        << info.size_multiple() << " (diffusers' max_area) unless its line sets height/width; the sizes below are resolved\n";
   }
   out << "generation defaults: " << describe_generation_defaults(defaults) << "\n";
   const double lower = std::max(plan.total_cost / t.replicas, plan.max_cost);

@@ -84,9 +84,9 @@ std::size_t request_bytes(const Request& r) noexcept {
   constexpr std::size_t kInline = 15;    // libstdc++'s short-string buffer
   constexpr std::size_t kOverhead = 16;  // an allocation's bookkeeping
   std::size_t n = sizeof(Request);
-  for (const std::string* s :
-       {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256, &r.prompt_embeds,
-        &r.prompt_embeds_sha256, &r.input_key, &r.input_error, &r.refused}) {
+  for (const std::string* s : {&r.id, &r.prompt, &r.negative_prompt, &r.image, &r.image_sha256,
+                               &r.last_image, &r.last_image_sha256, &r.prompt_embeds,
+                               &r.prompt_embeds_sha256, &r.input_key, &r.input_error, &r.refused}) {
     if (s->capacity() > kInline) n += s->capacity() + 1 + kOverhead;
   }
   return n;

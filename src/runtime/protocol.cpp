@@ -74,9 +74,10 @@ namespace {
 // The wire fields of a Request, in order (the manifest's Request has no list of its own).
 auto request_fields(auto& r) {
   return std::tie(r.id, r.prompt, r.negative_prompt, r.seed, r.task, r.image, r.image_sha256,
-                  r.prompt_embeds, r.prompt_embeds_sha256, r.num_frames, r.height, r.width,
-                  r.num_inference_steps, r.guidance_scale, r.flow_shift, r.guidance_scale_2, r.fps,
-                  r.line, r.index, r.input_key, r.input_error, r.refused);
+                  r.last_image, r.last_image_sha256, r.prompt_embeds, r.prompt_embeds_sha256,
+                  r.num_frames, r.height, r.width, r.num_inference_steps, r.guidance_scale,
+                  r.flow_shift, r.guidance_scale_2, r.fps, r.line, r.index, r.input_key,
+                  r.input_error, r.refused);
 }
 
 // One put/get pair per wire type; a struct with a field list is its fields in order.

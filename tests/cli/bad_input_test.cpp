@@ -236,6 +236,11 @@ std::vector<Case> cases() {
                         {"c.yaml:3:11: invalid YAML: end of sequence flow not found"}));
   c.push_back(malformed("config_unknown_model", config_edit("name: synthetic", "name: synthetik"),
                         {"model.name: unknown model 'synthetik'", "did you mean 'synthetic'?"}));
+  // A model without a transformer block stack never runs a step cache: refused, not recorded.
+  c.push_back(malformed("config_step_cache_on_a_model_without_blocks", config_edit("", ""),
+                        {"generation.cache: model 'synthetic' has no transformer block stack to "
+                         "cache"},
+                        {"--set", "generation.cache=taylorseer"}));
   c.push_back(malformed("config_missing_file", manifest_text(""),
                         {"nope.yaml: cannot read the config file"}, {"--config", "nope.yaml"}));
   // Issue 39, class 10: a second YAML document was read as nothing.
@@ -738,7 +743,14 @@ TEST(ResumeProfile, AnotherStepCacheIsRefused) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   Case c;
-  c.build = config_edit("", "");
+  // A model with a block stack (the synthetic model refuses a cache): tiny-wan, 32 x 32.
+  c.build = inputs(
+      [](std::string text) {
+        return replaced(replaced(std::move(text), "name: synthetic",
+                                 "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
+                        "width: 48", "width: 32");
+      },
+      {R"({"id": "b", "prompt": "second", "seed": 2})"});
   c.build(dir);
   const BatchRun first = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
   ASSERT_EQ(first.exit_code, 0) << first.err;

@@ -257,10 +257,11 @@ void write_wan_snapshot(const fs::path& snap) {
 // experts, boundary 0.875) and image-to-video (two 36-channel experts, boundary 0.9), and
 // Wan2.1 image-to-video (one 36-channel transformer with image_dim, CLIP image_encoder/ and
 // image_processor/).
-enum class WanFamilySnapshot { wan21_t2v, a14b_t2v, a14b_i2v, wan21_i2v };
+enum class WanFamilySnapshot { wan21_t2v, a14b_t2v, a14b_i2v, wan21_i2v, wan21_flf2v };
 
 void write_wan_family_snapshot(const fs::path& snap, WanFamilySnapshot kind) {
-  const bool clip = kind == WanFamilySnapshot::wan21_i2v;
+  const bool flf2v = kind == WanFamilySnapshot::wan21_flf2v;
+  const bool clip = kind == WanFamilySnapshot::wan21_i2v || flf2v;
   const bool two = kind != WanFamilySnapshot::wan21_t2v && !clip;
   const bool i2v = kind == WanFamilySnapshot::a14b_i2v || clip;
   json index = {
@@ -288,9 +289,10 @@ void write_wan_family_snapshot(const fs::path& snap, WanFamilySnapshot kind) {
   }
   write_text(snap / "model_index.json", index.dump(2));
   // UMT5 of the fixture is 64 wide, the family's tiny transformers 32.
-  const std::string t1 = clip  ? "wan21_i2v_transformer"
-                         : i2v ? "wan_i2v_transformer"
-                               : "wan21_transformer";
+  const std::string t1 = flf2v  ? "wan21_flf2v_transformer"
+                         : clip ? "wan21_i2v_transformer"
+                         : i2v  ? "wan_i2v_transformer"
+                                : "wan21_transformer";
   const json text_width = {{"text_dim", 64}};
   const std::map<std::string, std::int64_t> widen{
       {"condition_embedder.text_embedder.linear_1.weight", 64}};
@@ -601,17 +603,28 @@ TEST_F(SnapshotE2e, A14bTextToVideoRunsBothExpertsUnderEitherName) {
   EXPECT_EQ(sha(by_alias, "t"), sha(by_family, "t"));
 }
 
+// A line without height/width keeps its image's aspect ratio at the area of generation.height x
+// width (diffusers' max_area recipe), each side a multiple of 16; a line's own size wins.
 TEST_F(SnapshotE2e, A14bImageToVideoFromAnImage) {
   write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::a14b_i2v);
-  write_png(dir_ / "img" / "a.png", 60, 40);  // stretched to the request's 48 x 32
+  write_png(dir_ / "img" / "a.png", 60, 40);  // 3:2 at 32 x 48's area: 32 x 48
+  write_png(dir_ / "img" / "b.png", 40, 60);  // 2:3: 48 x 32
   ASSERT_FALSE(HasFatalFailure());
   const auto rows = generate(
       "wan2.2-i2v-a14b", 32, 48,
       {R"({"id": "i", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
-       R"({"id": "j", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})"});
-  ASSERT_EQ(rows.size(), 2U);
+       R"({"id": "j", "prompt": "the cat walks on the grass", "image": "img/a.png", "seed": 1})",
+       R"({"id": "k", "prompt": "the cat walks on the grass", "image": "img/b.png", "seed": 1})",
+       R"({"id": "l", "prompt": "a dog", "image": "img/b.png", "height": 32, "width": 32})",
+       R"({"id": "m", "prompt": "the cat walks on the grass", "image": "img/a.png", )"
+       R"("last_image": "img/b.png", "seed": 1})"});
+  ASSERT_EQ(rows.size(), 5U);
   expect_shape(rows.at("i"), 5, 32, 48);
+  expect_shape(rows.at("k"), 5, 48, 32);
+  expect_shape(rows.at("l"), 5, 32, 32);
+  expect_shape(rows.at("m"), 5, 32, 48);  // the first image's size
   EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
+  EXPECT_NE(sha(rows, "i"), sha(rows, "m"));  // first-last-frame: the last frame conditions it
 }
 
 // Wan2.1 I2V: the CLIP tokens of the request's image in every block's cross-attention.
@@ -627,6 +640,7 @@ TEST_F(SnapshotE2e, Wan21ImageToVideoTakesTheImagesClipTokens) {
        R"({"id": "k", "prompt": "the cat walks on the grass", "image": "img/b.png", "seed": 1})"});
   ASSERT_EQ(rows.size(), 3U);
   expect_shape(rows.at("i"), 5, 32, 48);
+  expect_shape(rows.at("k"), 5, 48, 32);  // the portrait image's aspect (max_area)
   EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
   EXPECT_NE(sha(rows, "i"), sha(rows, "k"));
 }
@@ -642,21 +656,44 @@ TEST_F(SnapshotE2e, ATransformerWithImageDimNeedsItsImageEncoder) {
        "image_encoder/ (CLIP)"});
 }
 
-// A first-last-frame checkpoint needs a last image per request, which a line cannot give yet:
-// refused before any weights are read, not at every request's first step.
-TEST_F(SnapshotE2e, AFirstLastFrameCheckpointIsRefusedByName) {
-  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
-  const auto config = dir_ / "snap" / "transformer" / "config.json";
-  auto j = json::parse(read_text(config));
-  j["pos_embed_seq_len"] = 34;
-  fs::remove(config);
-  write_text(config, j.dump());
+// A first-last-frame checkpoint (Wan2.1-FLF2V: pos_embed_seq_len covers two images' CLIP
+// tokens): every i2v line needs last_image, refused by line before any weights are read; with
+// it, prompt and both images to video through omni-dp-batch.
+TEST_F(SnapshotE2e, AFirstLastFrameCheckpointTakesEachLinesLastImage) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_flf2v);
+  write_png(dir_ / "img" / "a.png", 60, 40);
+  write_png(dir_ / "img" / "b.png", 40, 60);
+  ASSERT_FALSE(HasFatalFailure());
   write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
-  write_text(dir_ / "m.jsonl", std::string(kTextLine) + "\n");
+  write_text(dir_ / "m.jsonl",
+             std::string(R"({"id": "i", "prompt": "the cat", "image": "img/a.png"})") + "\n");
   expect_refused(
-      {"snap/transformer/config.json: pos_embed_seq_len 34 is a first-last-frame "
-       "checkpoint (Wan2.1-FLF2V): every request needs a last image, which a manifest "
-       "line cannot give yet"});
+      {"@DIR@/m.jsonl:1:task: the snapshot is first-last-frame to video (its "
+       "transformer's pos_embed_seq_len): an i2v line needs \"last_image\""});
+  fs::remove_all(dir_ / "out");
+  const auto rows = generate(
+      "wan", 32, 48,
+      {R"({"id": "i", "prompt": "the cat", "image": "img/a.png", "last_image": "img/b.png", "seed": 1})",
+       R"({"id": "j", "prompt": "the cat", "image": "img/a.png", "last_image": "img/b.png", "seed": 1})",
+       R"({"id": "k", "prompt": "the cat", "image": "img/a.png", "last_image": "img/a.png", "seed": 1})"});
+  ASSERT_EQ(rows.size(), 3U);
+  expect_shape(rows.at("i"), 5, 32, 48);
+  EXPECT_EQ(sha(rows, "i"), sha(rows, "j"));
+  EXPECT_NE(sha(rows, "i"), sha(rows, "k"));  // another last frame, another video
+}
+
+// Wan2.1 I2V without a first-last-frame transformer takes no last image: refused by line.
+TEST_F(SnapshotE2e, ALastImageOnAModelWithoutFirstLastFrameIsRefused) {
+  write_wan_family_snapshot(dir_ / "snap", WanFamilySnapshot::wan21_i2v);
+  write_png(dir_ / "img" / "a.png", 60, 40);
+  ASSERT_FALSE(HasFatalFailure());
+  write_text(dir_ / "c.yaml", config_yaml("wan", 32, 48));
+  write_text(dir_ / "m.jsonl",
+             std::string(R"({"id": "i", "prompt": "the cat", "image": "img/a.png", )") +
+                 R"("last_image": "img/a.png"})" + "\n");
+  expect_refused(
+      {"@DIR@/m.jsonl:1:last_image: the model takes no last image (first-last-frame "
+       "to video: Wan2.2-I2V-A14B and the Wan2.1-FLF2V checkpoints)"});
 }
 
 TEST_F(SnapshotE2e, AnImageEncoderOfAnotherWidthIsNamed) {

@@ -37,6 +37,22 @@ TEST(InputKey, CanonicalEncodingIsPinned) {
             "\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\",\"\"]");
 }
 
+// A last image (first-last-frame) appends its hash after every other field, only when given.
+TEST(InputKey, ALastImageIsAppendedOnlyWhenGiven) {
+  Request r = fixed_request();
+  r.last_image = "/data/fox-end.png";
+  r.last_image_sha256 = "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752";
+  EXPECT_EQ(canonical_encoding(r, "tiny-wan", "random:0"),
+            "[\"omnidp-input-key-v1\",\"tiny-wan\",\"random:0\",\"i2v\","
+            "\"a \\\"red\\\" fox \xE2\x80\x94 snow\",\"blurry\",7,9,64,96,4,5.5,3,"
+            "\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\",\"\","
+            "\"last_image\","
+            "\"60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752\"]");
+  r.last_image_sha256.clear();  // the path alone is not part of the key
+  EXPECT_EQ(compute_input_key(r, "tiny-wan", "random:0"),
+            compute_input_key(fixed_request(), "tiny-wan", "random:0"));
+}
+
 TEST(InputKey, KeyIsPinned) {
   // Computed independently:
   //   printf '%s' '["omnidp-input-key-v1","tiny-wan","random:0","i2v","a \"red\" fox — snow",
@@ -89,6 +105,7 @@ TEST(InputKey, EveryDeterminingFieldChangesTheKey) {
       [](Request& r, std::string&, std::string&) { r.flow_shift = 3.5; },
       [](Request& r, std::string&, std::string&) { r.image_sha256[0] = 'a'; },
       [](Request& r, std::string&, std::string&) { r.prompt_embeds_sha256 = "00"; },
+      [](Request& r, std::string&, std::string&) { r.last_image_sha256 = "00"; },
       // Moving text between neighbouring fields must not collide.
       [](Request& r, std::string&, std::string&) {
         r.prompt = "a \"red\" fox \xE2\x80\x94 snowblurry";

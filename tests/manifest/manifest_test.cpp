@@ -184,6 +184,72 @@ TEST_F(ManifestTest, GuidanceScale2IsTheLowNoiseExpertsAndOnlyTwoExpertModelsTak
       std::string::npos);
 }
 
+// last_image (first-last-frame to video): a path as image's, hashed into the input key only
+// when given; it needs an image; refused where the model takes none, required where its
+// transformer is first-last-frame.
+TEST_F(ManifestTest, ALastImageIsTheLastFrameOfAnImageToVideoLine) {
+  write_png(dir_ / "img" / "first.png", 7);
+  write_png(dir_ / "img" / "last.png", 9);
+  write_png(dir_ / "img" / "other.png", 11);
+  write_file(manifest_,
+             R"({"id":"a","prompt":"p","image":"img/first.png","last_image":"img/last.png"})"
+             "\n"
+             R"({"id":"b","prompt":"p","image":"img/first.png"})"
+             "\n"
+             R"({"id":"c","prompt":"p","image":"img/first.png","last_image":"img/other.png"})"
+             "\n");
+  auto o = options();
+  const auto requests = read_all(o);
+  ASSERT_EQ(requests.size(), 3U);
+  EXPECT_EQ(requests[0].last_image, (dir_ / "img" / "last.png").string());
+  EXPECT_EQ(requests[0].last_image_sha256, sha256_file_hex(dir_ / "img" / "last.png"));
+  EXPECT_TRUE(requests[1].last_image.empty());
+  EXPECT_TRUE(requests[1].last_image_sha256.empty());
+  EXPECT_NE(requests[0].input_key, requests[2].input_key);
+  // Without it, the key is the one of a line that never had the field.
+  Request without = requests[0];
+  without.last_image.clear();
+  without.last_image_sha256.clear();
+  EXPECT_NE(requests[0].input_key, compute_input_key(without, "tiny-wan", "random:0"));
+  without.id = "b";
+  EXPECT_EQ(requests[1].input_key, compute_input_key(without, "tiny-wan", "random:0"));
+
+  o.last_image = false;
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ +
+                ":1:last_image: the model takes no last image (first-last-frame to video: "
+                "Wan2.2-I2V-A14B and the Wan2.1-FLF2V checkpoints)");
+  o.last_image = true;
+  o.requires_last_image = true;
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ +
+                ":2:task: the snapshot is first-last-frame to video (its transformer's "
+                "pos_embed_seq_len): an i2v line needs \"last_image\"");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","last_image":"img/last.png"})"),
+            file_ +
+                ":1:last_image: needs an \"image\" (first-last-frame to video: image is "
+                "the first frame)");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","image":"img/first.png","last_image":""})"),
+            file_ + ":1:last_image: must not be empty");
+  EXPECT_NE(line_error(R"({"id":"a","prompt":"p","image":"img/first.png","last_image":"../x.png"})")
+                .find(":1:last_image: "),
+            std::string::npos);
+}
+
+// A last image that cannot be read fails its request alone, naming the field.
+TEST_F(ManifestTest, AnUnreadableLastImageFailsItsRequest) {
+  write_png(dir_ / "img" / "first.png", 7);
+  write_file(dir_ / "img" / "broken.png", "not a png");
+  write_file(manifest_,
+             R"({"id":"a","prompt":"p","image":"img/first.png","last_image":"img/broken.png"})"
+             "\n");
+  const auto requests = read_all();
+  ASSERT_EQ(requests.size(), 1U);
+  EXPECT_EQ(requests[0].input_error.rfind(file_ + ":1:last_image: ", 0), 0U)
+      << requests[0].input_error;
+  EXPECT_TRUE(requests[0].input_key.empty());
+}
+
 TEST_F(ManifestTest, TaskRules) {
   write_png(dir_ / "img" / "cat.png", 7);
   write_file(manifest_, R"({"id":"a","prompt":"p","image":"img/cat.png"})"
@@ -653,7 +719,7 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
             file_ +
                 ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
                 "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
-                "guidance_scale, flow_shift, fps, guidance_scale_2)");
+                "guidance_scale, flow_shift, fps, guidance_scale_2, last_image)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }

@@ -45,13 +45,14 @@ TEST(JobManifestOptions, CarryTheWeightsIdentityAndTheModelsSizeMultiple) {
   EXPECT_THROW((void)job_manifest_options(config), ConfigError);
 }
 
-TEST(JobManifestOptions, OnlyHunyuanVideoPicksI2vSizesFromTheImage) {
+TEST(JobManifestOptions, HunyuanVideoPicksI2vSizesFromItsBuckets) {
   Config config;
   config.model.weights = WeightsSource::random;
-  for (const std::string name : {"tiny-wan", "wan2.2-ti2v-5b", "synthetic"}) {
+  for (const std::string name : {"tiny-wan", "wan2.2-ti2v-5b", "wan2.2-t2v-a14b", "synthetic"}) {
     config.model.name = name;
     EXPECT_FALSE(job_manifest_options(config).size_from_image) << name;
     EXPECT_EQ(describe_model(config.model).image_size_target, 0) << name;
+    EXPECT_FALSE(describe_model(config.model).image_size_from_area) << name;
   }
   config.model.name = "hunyuanvideo-1.5";
   const ManifestOptions o = job_manifest_options(config);
@@ -69,6 +70,50 @@ TEST(JobManifestOptions, OnlyHunyuanVideoPicksI2vSizesFromTheImage) {
   { std::ofstream(dir / "transformer" / "config.json") << R"({"target_size": "big"})"; }
   EXPECT_THROW((void)describe_model(config.model), WeightsError);
   std::filesystem::remove_all(dir);
+}
+
+// The 36-channel Wan image-to-video checkpoints: an i2v line without height/width keeps its
+// image's aspect ratio at the area of generation.height x width (diffusers' max_area recipe:
+// round(sqrt(area * h / w)) // 16 * 16 for a VAE stride of 8 and patch 2).
+TEST(JobManifestOptions, WanImageToVideoKeepsTheImagesAspectAtTheConfiguredArea) {
+  Config config;
+  config.model.weights = WeightsSource::random;
+  config.generation.height = 480;
+  config.generation.width = 832;
+  for (const std::string name : {"wan2.2-i2v-a14b", "wan2.1-i2v-14b", "tiny-wan2.2-i2v-a14b"}) {
+    config.model.name = name;
+    EXPECT_TRUE(describe_model(config.model).image_size_from_area) << name;
+    const ManifestOptions o = job_manifest_options(config);
+    ASSERT_TRUE(o.size_from_image) << name;
+    EXPECT_EQ(o.size_from_image(720, 1280), (std::pair{464, 832})) << name;
+    EXPECT_EQ(o.size_from_image(1280, 720), (std::pair{832, 464})) << name;
+    EXPECT_EQ(o.size_from_image(1024, 1024), (std::pair{624, 624})) << name;
+    EXPECT_EQ(o.size_from_image(480, 832), (std::pair{480, 832})) << name;
+  }
+}
+
+// A step cache needs a transformer block stack that runs through RequestCaches: a model
+// without one refuses generation.cache instead of recording a cache it never ran.
+TEST(JobManifestOptions, AModelWithoutABlockStackRefusesAStepCache) {
+  Config config;
+  config.model.weights = WeightsSource::random;
+  config.generation.cache.policy = CachePolicy::taylorseer;
+  for (const std::string name : {"tiny-wan", "tiny-wan2.2-t2v-a14b", "hunyuanvideo-1.5"}) {
+    config.model.name = name;
+    EXPECT_NO_THROW((void)job_manifest_options(config)) << name;
+  }
+  config.model.name = "synthetic";
+  try {
+    (void)job_manifest_options(config);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "generation.cache: model 'synthetic' has no transformer block stack to cache: a "
+              "step cache applies to the Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step "
+              "caching\")");
+  }
+  config.generation.cache.policy = CachePolicy::off;
+  EXPECT_NO_THROW((void)job_manifest_options(config));
 }
 
 // model.expert_residency swap moves the idle expert of a two-expert model: a model with one
@@ -351,6 +396,21 @@ TEST(SizeBuckets, ClosestRatioOnTheImagesSide) {
   EXPECT_EQ(hv15_bucket_size(512, 512, 640, 16), (FrameSize{640, 640}));
   EXPECT_EQ(hv15_bucket_size(1080, 1920, 960, 16), (FrameSize{720, 1280}));
   EXPECT_THROW((void)hv15_bucket_size(0, 10, 64, 16), std::invalid_argument);
+}
+
+TEST(SizeBuckets, AreaSizeKeepsTheAspectRatioRoundingAsPython) {
+  using models::area_size;
+  using models::FrameSize;
+  EXPECT_EQ(area_size(720, 1280, 480.0 * 832.0, 16), (FrameSize{464, 832}));
+  EXPECT_EQ(area_size(40, 60, 32.0 * 48.0, 16), (FrameSize{32, 48}));
+  // Halves round to even, as Python's round: sqrt(1056.25) = 32.5 -> 32, sqrt(1122.25) = 33.5 -> 34.
+  EXPECT_EQ(area_size(10, 10, 1056.25, 1), (FrameSize{32, 32}));
+  EXPECT_EQ(area_size(10, 10, 1122.25, 1), (FrameSize{34, 34}));
+  // A side never falls below one multiple.
+  EXPECT_EQ(area_size(1, 1000, 1024.0, 16), (FrameSize{16, 1008}));
+  EXPECT_THROW((void)area_size(0, 10, 1024.0, 16), std::invalid_argument);
+  EXPECT_THROW((void)area_size(10, 10, 0.0, 16), std::invalid_argument);
+  EXPECT_THROW((void)area_size(10, 10, 1024.0, 0), std::invalid_argument);
 }
 
 }  // namespace

@@ -47,6 +47,10 @@ struct ManifestOptions {
   int size_multiple = 16;
   // false: a line's guidance_scale_2 is refused (the model has one transformer).
   bool guidance_scale_2 = true;
+  // A line's last_image (first-last-frame to video): refused unless `last_image`; with
+  // `requires_last_image` (a first-last-frame checkpoint), every line must give one.
+  bool last_image = true;
+  bool requires_last_image = false;
   // true: open, probe (header only) and hash each image / embeddings file, and compute
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.

@@ -31,6 +31,7 @@ enum class ManifestField : std::size_t {
   flow_shift,
   fps,
   guidance_scale_2,
+  last_image,
   count
 };
 

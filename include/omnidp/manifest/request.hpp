@@ -18,8 +18,11 @@ struct Request {
   std::string negative_prompt;
   std::uint64_t seed = 0;  // 0 .. 2^63-1
   Task task = Task::t2v;
-  std::string image;                 // absolute path, empty for t2v
-  std::string image_sha256;          // hex SHA-256 of the image bytes, empty for t2v
+  std::string image;         // absolute path, empty for t2v
+  std::string image_sha256;  // hex SHA-256 of the image bytes, empty for t2v
+  // The video's last frame (first-last-frame to video, i2v only): absolute path, empty without.
+  std::string last_image;
+  std::string last_image_sha256;     // hex SHA-256 of its bytes, empty without one
   std::string prompt_embeds;         // absolute path of precomputed embeddings, may be empty
   std::string prompt_embeds_sha256;  // hex SHA-256 of that file's bytes, empty without one
   int num_frames = 0;

@@ -64,6 +64,16 @@ struct ModelInfo {
   // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets
   // height/width; 0: every request takes generation.height x width.
   int image_size_target = 0;
+  // The Wan image-to-video checkpoints (A14B I2V, Wan2.1 I2V): an i2v request without
+  // height/width keeps its image's aspect ratio at the area of generation.height x width,
+  // each side rounded down to size_multiple() (diffusers' max_area recipe), instead of taking
+  // generation.height x width. Exclusive with image_size_target.
+  bool image_size_from_area = false;
+  // An i2v line may give last_image (first-last-frame to video: the Wan image-to-video
+  // checkpoints without CLIP tokens, or with a first-last-frame transformer); a first-last-frame
+  // transformer (pos_embed_seq_len) needs it on every line.
+  bool last_image = false;
+  bool requires_last_image = false;
   // The one task a loaded snapshot serves (HunyuanVideo-1.5 pretrained: model_index.json's
   // pipeline class, else transformer/config.json task_type) and where that was read; empty:
   // both (Wan TI2V, random weights).
@@ -76,6 +86,9 @@ struct ModelInfo {
   // Two experts (Wan2.2-A14B): generation.guidance_scale_2 / a line's guidance_scale_2 apply;
   // other models refuse them.
   bool two_experts = false;
+  // The pipeline routes its forwards through RequestCaches (generation.cache applies); a
+  // model without it refuses a cache rather than record one it never ran.
+  bool step_cache = false;
   // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept {
     return vae_spatial * (patch_h > patch_w ? patch_h : patch_w);

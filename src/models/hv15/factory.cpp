@@ -232,6 +232,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.attention_heads = 16;          // a snapshot's transformer/config.json may say otherwise
   r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
   r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
+  r.facts.step_cache = true;             // generation.cache over run_blocks()
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;

@@ -210,6 +210,14 @@ void describe_layout(const WanLayout& layout, ModelInfo& info) {
   }
   info.default_flow_shift = layout.vae.is_residual ? 5.0 : 3.0;
   info.two_experts = layout.transformer_2.has_value();
+  // The 36-channel image-to-video checkpoints size a request from its image (max_area); the
+  // TI2V-5B takes generation.height x width for both tasks.
+  info.image_size_from_area = layout.image_to_video && !layout.expand_timesteps;
+  // First-last-frame: the 36-channel conditioning with a last frame; CLIP tokens of two images
+  // need a transformer whose pos_embed_seq_len covers both (Wan2.1-FLF2V), which then needs it.
+  const bool flf2v = t.pos_embed_seq_len > 0;
+  info.last_image = info.image_size_from_area && (!t.image_tokens() || flf2v);
+  info.requires_last_image = flf2v;
 }
 
 }  // namespace
@@ -220,6 +228,7 @@ void register_wan_models(ModelTable& table) {
     r.name = name;
     r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
     r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
+    r.facts.step_cache = true;             // generation.cache over run_blocks()
     r.facts.default_guidance_scale = 5.0;  // diffusers' WanPipeline default
     if (name != "wan") describe_layout(*builtin_wan_layout(name), r.facts);
     // A snapshot's configs (read, and checked against a released name), else the built-in ones.

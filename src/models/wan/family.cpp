@@ -235,12 +235,6 @@ WanLayout read_wan_snapshot(const fs::path& root) {
     throw WeightsError((root / "image_processor" / "preprocessor_config.json").string(),
                        "missing: the CLIP image processor's configuration");
   }
-  if (l.transformer.pos_embed_seq_len > 0) {
-    throw WeightsError(transformer_file.string(),
-                       "pos_embed_seq_len " + std::to_string(l.transformer.pos_embed_seq_len) +
-                           " is a first-last-frame checkpoint (Wan2.1-FLF2V): every request "
-                           "needs a last image, which a manifest line cannot give yet");
-  }
   if (encoder != l.transformer.image_tokens()) {
     throw WeightsError(encoder ? (root / "image_encoder").string() : transformer_file.string(),
                        encoder

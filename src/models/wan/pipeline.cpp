@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
@@ -255,7 +256,11 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     if (!*m) continue;
     (*m)->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
     experts.push_back(
-        {m, experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale)});
+        {m,
+         experts.empty() ? in.guidance_scale : in.guidance_scale_2.value_or(in.guidance_scale),
+         false,
+         {},
+         {}});
   }
   // An expert's context is prepared where it first runs: on the device, also when it was swapped
   // in (model.expert_residency swap).
@@ -379,8 +384,9 @@ std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
   in.text_tokens = kWanTextTokens;
   in.negative_text_tokens = kWanTextTokens;
   if (parts_.image_encoder && in.i2v) {
-    in.image_tokens = parts_.image_encoder->tokens();
-    in.image_flops = parts_.image_encoder->encode_flops();
+    const int images = request.last_image.empty() ? 1 : 2;  // first-last-frame: both encoded
+    in.image_tokens = images * parts_.image_encoder->tokens();
+    in.image_flops = images * parts_.image_encoder->encode_flops();
   }
   bool prompt_from_file = false;
   bool negative_from_file = false;
@@ -415,7 +421,12 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
     const RgbImage image =
         decode_image_rgb(request.image, parts_.max_image_pixels, request.image_sha256);
     in.image = preprocess_image(image, request.height, request.width);
-    if (parts_.image_encoder) in.image_embeds = encode_image(image);
+    std::optional<RgbImage> last;
+    if (!request.last_image.empty()) {
+      last = decode_image_rgb(request.last_image, parts_.max_image_pixels, request.last_image_sha256);
+      in.last_image = preprocess_image(*last, request.height, request.width);
+    }
+    if (parts_.image_encoder) in.image_embeds = encode_image(image, last ? &*last : nullptr);
   }
   // The rounded size decides the latent shape (sample() rounds the same way).
   const auto& vo = parts_.vae->options();
