@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -282,10 +283,13 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   std::vector<std::filesystem::path> folders{dir};
   if (results::list_rank_files(dir).empty()) {
     std::vector<std::filesystem::path> shards;
-    for (const auto& shard : results::result_paths(dir).shards) {
-      if (!results::list_rank_files(shard).empty()) shards.push_back(shard);
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_directory() && !results::list_rank_files(entry.path()).empty()) {
+        shards.push_back(entry.path());
+      }
     }
-    if (!shards.empty()) folders = std::move(shards);
+    std::sort(shards.begin(), shards.end());
+    if (!shards.empty()) folders = std::move(shards);  // else merge_directory names the problem
   }
   for (const auto& folder : folders) {
     const results::MergeResult merged = results::merge_directory(folder);

@@ -5,6 +5,8 @@
 #include <array>
 #include <charconv>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -103,6 +105,14 @@ ManifestOptions job_manifest_options(const Config& config) {
                                       config.generation.width,
                                multiple = info.size_multiple()](int h, int w) {
       const auto size = models::area_size(h, w, area, multiple);
+      for (const int side : {size.height, size.width}) {
+        // An extreme aspect ratio: the side a line could not set either.
+        if (std::string reason = check_frame_size(side); !reason.empty()) {
+          throw std::invalid_argument(
+              fmt::format("{} x {} at the area of generation.height x width: {}", size.height,
+                          size.width, reason));
+        }
+      }
       return std::pair{size.height, size.width};
     };
   }

@@ -545,6 +545,10 @@ TEST(BatchCli, MergeOnlyMergesEveryShardOfAJobArrayFolder) {
   EXPECT_EQ(results::read_stored_rows(b).size(), 1U);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "logs" / "results.h5"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "results.h5"));
+  // A folder with neither rank files nor shards that have them: the merge's own error, exit 2.
+  const Outcome empty = run_batch({"--merge-only", (dir.path() / "logs").string()});
+  EXPECT_EQ(empty.code, 2) << empty.err;
+  EXPECT_NE(empty.err.find("omni-dp-batch: error: "), std::string::npos) << empty.err;
 }
 
 }  // namespace

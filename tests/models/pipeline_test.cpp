@@ -89,6 +89,8 @@ TEST(JobManifestOptions, WanImageToVideoKeepsTheImagesAspectAtTheConfiguredArea)
     EXPECT_EQ(o.size_from_image(1280, 720), (std::pair{832, 464})) << name;
     EXPECT_EQ(o.size_from_image(1024, 1024), (std::pair{624, 624})) << name;
     EXPECT_EQ(o.size_from_image(480, 832), (std::pair{480, 832})) << name;
+    // 1:50 at this area would be 80 x 4464: over the 4096 a line could not set either.
+    EXPECT_THROW((void)o.size_from_image(100, 5000), std::invalid_argument) << name;
   }
 }
 

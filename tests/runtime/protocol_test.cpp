@@ -16,6 +16,8 @@ Request sample_request() {
   r.task = Task::i2v;
   r.image = "/data/img/cat.png";
   r.image_sha256 = std::string(64, 'a');
+  r.last_image = "/data/img/cat-end.png";
+  r.last_image_sha256 = std::string(64, 'd');
   r.prompt_embeds = "/data/emb.safetensors";
   r.prompt_embeds_sha256 = std::string(64, 'b');
   r.num_frames = 121;
@@ -93,6 +95,8 @@ TEST(Protocol, AssignCarriesEveryRequestField) {
   EXPECT_EQ(b.task, r.task);
   EXPECT_EQ(b.image, r.image);
   EXPECT_EQ(b.image_sha256, r.image_sha256);
+  EXPECT_EQ(b.last_image, r.last_image);
+  EXPECT_EQ(b.last_image_sha256, r.last_image_sha256);
   EXPECT_EQ(b.prompt_embeds, r.prompt_embeds);
   EXPECT_EQ(b.prompt_embeds_sha256, r.prompt_embeds_sha256);
   EXPECT_EQ(b.num_frames, r.num_frames);

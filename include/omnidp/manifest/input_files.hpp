@@ -13,9 +13,9 @@ namespace omnidp {
 
 struct ManifestOptions;
 
-// Fills r.image_height/width, image_sha256, prompt_embeds_sha256 and input_key, or
-// r.input_error. `file` names the manifest in errors; `size_given`: the line sets its height or
-// width (then options.size_from_image is not applied).
+// Fills r.image_height/width, image_sha256, last_image_sha256, prompt_embeds_sha256 and
+// input_key, or r.input_error. `file` names the manifest in errors; `size_given`: the line sets its
+// height or width (then options.size_from_image is not applied).
 void read_input_files(Request& r, bool size_given, const ManifestOptions& options,
                       const std::string& file);
 

@@ -161,6 +161,7 @@ std::string describe_wan_layout(const WanLayout& l) {
       << " blocks of " << l.transformer.inner_dim() << ", " << l.transformer.in_channels
       << " input channels, " << (l.vae.is_residual ? "Wan2.2" : "Wan2.1") << " VAE"
       << (l.image_to_video ? ", image-to-video" : ", text-to-video")
+      << (l.transformer.pos_embed_seq_len > 0 ? " (first-last-frame)" : "")
       << (l.expand_timesteps ? " (expand_timesteps)" : "");
   return out.str();
 }
