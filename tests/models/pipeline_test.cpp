@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "error_of.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/registry/registry.hpp"
 #include "omnidp/models/size_buckets.hpp"
@@ -105,15 +106,10 @@ TEST(JobManifestOptions, AModelWithoutABlockStackRefusesAStepCache) {
     EXPECT_NO_THROW((void)job_manifest_options(config)) << name;
   }
   config.model.name = "synthetic";
-  try {
-    (void)job_manifest_options(config);
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "generation.cache: model 'synthetic' has no transformer block stack to cache: a "
-              "step cache applies to the Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step "
-              "caching\")");
-  }
+  EXPECT_EQ(test::error_of<ConfigError>([&] { (void)job_manifest_options(config); }),
+            "generation.cache: model 'synthetic' has no transformer block stack to cache: a "
+            "step cache applies to the Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step "
+            "caching\")");
   config.generation.cache.policy = CachePolicy::off;
   EXPECT_NO_THROW((void)job_manifest_options(config));
 }
@@ -127,14 +123,9 @@ TEST(JobManifestOptions, SwapNeedsTwoExperts) {
   config.model.name = "tiny-wan2.2-t2v-a14b";
   EXPECT_NO_THROW((void)job_manifest_options(config));
   config.model.name = "tiny-wan2.1-t2v";
-  try {
-    (void)job_manifest_options(config);
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "model.expert_residency: model 'tiny-wan2.1-t2v' has one transformer: swap moves "
-              "the idle expert of a two-expert model (Wan2.2-A14B) between host and GPU memory");
-  }
+  EXPECT_EQ(test::error_of<ConfigError>([&] { (void)job_manifest_options(config); }),
+            "model.expert_residency: model 'tiny-wan2.1-t2v' has one transformer: swap moves "
+            "the idle expert of a two-expert model (Wan2.2-A14B) between host and GPU memory");
 }
 
 TEST(JobManifestOptions, AHunyuanVideoSnapshotServesOneTask) {
