@@ -1,10 +1,14 @@
 #include "omnidp/refcheck/hv15_cases.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
@@ -25,13 +29,6 @@ namespace hv = omnidp::models::hv15;
 
 namespace {
 
-template <typename T>
-T required(const nlohmann::json& j, const char* key, const fs::path& case_dir) {
-  if (!j.contains(key))
-    throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
-  return j.at(key).get<T>();
-}
-
 // A value given both in case.json and in a component config must agree.
 void check_agrees(const nlohmann::json& j, const char* key, double config_value,
                   const std::string& config, const fs::path& case_dir) {
@@ -43,6 +40,42 @@ void check_agrees(const nlohmann::json& j, const char* key, double config_value,
         {case_dir.string()});
   }
 }
+
+// A transformer folder whose index names a shard the folder lacks (a MeanFlow fixture: shard 1
+// is another fixture's file, which its case.json's transformer_shard_1 names): a temporary
+// folder of links to its files and to that shard, removed with this object; otherwise the
+// folder itself.
+class StagedTransformer {
+ public:
+  explicit StagedTransformer(const fs::path& dir) : path_(dir) {
+    const MissingShards missing = missing_shards(dir);
+    if (missing.names.empty() || missing.shard_1.empty()) return;
+    const fs::path shard_1 = (dir / missing.shard_1).lexically_normal();
+    static int serial = 0;
+    staged_ = fs::temp_directory_path() / fmt::format("omnidp-refcheck-{}-{}-{}", ::getpid(),
+                                                      ++serial, dir.filename().string());
+    fs::remove_all(staged_);
+    fs::create_directories(staged_);
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      fs::create_symlink(fs::absolute(entry.path()), staged_ / entry.path().filename());
+    }
+    for (const auto& shard : missing.names) {
+      fs::create_symlink(fs::absolute(shard_1), staged_ / shard);
+    }
+    path_ = staged_;
+  }
+  ~StagedTransformer() {
+    std::error_code ignored;
+    if (!staged_.empty()) fs::remove_all(staged_, ignored);
+  }
+  StagedTransformer(const StagedTransformer&) = delete;
+  StagedTransformer& operator=(const StagedTransformer&) = delete;
+  [[nodiscard]] const fs::path& path() const noexcept { return path_; }
+
+ private:
+  fs::path path_;
+  fs::path staged_;
+};
 
 hv::TextConditioning conditioning(const models::SafetensorsFile& io, const std::string& prefix) {
   hv::TextConditioning c;
@@ -87,7 +120,8 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   };
 
   hv::PipelineParts parts;
-  parts.transformer = hv::load_transformer(rel("transformer"), options.dtype, options.device);
+  const StagedTransformer transformer(rel("transformer"));
+  parts.transformer = hv::load_transformer(transformer.path(), options.dtype, options.device);
   parts.vae = hv::load_vae(rel("vae"), options.dtype, options.device);
   const auto guider = hv::component_config(case_dir / "guider", "guider_config.json");
   const auto scheduler = hv::component_config(case_dir / "scheduler", "scheduler_config.json");
@@ -205,7 +239,9 @@ std::vector<CaseResult> run_hv15_transformer(const fs::path& case_dir,
   const auto config = models::read_json(case_dir / "config.json");
   hv::HunyuanVideo15Transformer3DModel model(
       hv::TransformerOptions::from_json(config, (case_dir / "config.json").string()));
-  models::load_state_dict(*model, models::Checkpoint::open(case_dir), options.dtype, options.device);
+  const StagedTransformer weights(case_dir);
+  models::load_state_dict(*model, models::Checkpoint::open(weights.path()), options.dtype,
+                          options.device);
   model->eval();
 
   const models::SafetensorsFile io(case_dir / "io.safetensors");

@@ -18,14 +18,6 @@ namespace {
 
 torch::Tensor cpu_float(const torch::Tensor& t) { return t.to(torch::kCPU, torch::kFloat32); }
 
-template <typename T>
-T required(const nlohmann::json& j, const char* key, const fs::path& case_dir) {
-  if (!j.contains(key)) {
-    throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
-  }
-  return j.at(key).get<T>();
-}
-
 double flow_shift_of(const nlohmann::json& j) {
   if (j.contains("flow_shift")) return j.at("flow_shift").get<double>();
   if (j.contains("scheduler") && j.at("scheduler").is_string()) {

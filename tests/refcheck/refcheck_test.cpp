@@ -237,6 +237,40 @@ TEST(Dispatcher, UnknownKindSkipsAndBrokenCaseFails) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
 }
 
+// tests/fixtures' cases name files of the shared set ("../hv15_transformer_i2v/..."): without
+// them beside the case it is skipped with what it needs, not failed by a loader.
+TEST(Dispatcher, ACaseNamingFilesOfAnotherRootSkipsWithWhatItNeeds) {
+  const auto root = fresh_dir("split");
+  fs::create_directories(root / "direct");
+  write_text(root / "direct" / "case.json",
+             R"j({"what": "torch.randn(...)", "vae": "../elsewhere_vae"})j");
+  fs::create_directories(root / "nested");
+  write_text(root / "nested" / "case.json",
+             R"j({"what": "torch.randn(...)", "transformer": "../two_shards"})j");
+  fs::create_directories(root / "two_shards");
+  write_text(root / "two_shards" / "case.json",
+             R"j({"transformer_shard_1": "../gone/diffusion_pytorch_model.safetensors"})j");
+  write_text(root / "two_shards" / "diffusion_pytorch_model.safetensors.index.json",
+             R"j({"weight_map": {"w": "diffusion_pytorch_model-00001-of-00002.safetensors"}})j");
+
+  std::ostringstream out;
+  const auto summary = run_refcheck(root, RefcheckOptions{}, out);
+  const auto text = out.str();
+  EXPECT_EQ(summary.fail, 0) << text;
+  EXPECT_EQ(summary.skip, 3) << text;  // two_shards itself is of no known kind
+  // Where the shard is, the case runs (and fails here: it has no io.safetensors).
+  fs::create_directories(root / "gone");
+  write_text(root / "gone" / "diffusion_pytorch_model.safetensors", "");
+  std::ostringstream again;
+  EXPECT_EQ(run_refcheck(root / "nested", RefcheckOptions{}, again).fail, 1) << again.str();
+  EXPECT_NE(text.find("needs ../elsewhere_vae, which this fixture root lacks"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("needs ../two_shards's ../gone/diffusion_pytorch_model.safetensors, which "
+                      "this fixture root lacks"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Dispatcher, NotAFolderIsIoError) {
   EXPECT_THROW((void)run_refcheck(kFixtures / "does-not-exist", RefcheckOptions{}, std::cout),
                IoError);

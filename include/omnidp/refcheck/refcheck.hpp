@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "omnidp/common/error.hpp"
+
 namespace omnidp::refcheck {
 
 struct RefcheckOptions {
@@ -59,6 +61,25 @@ enum class ToleranceClass { exact, scheduler, forward, pipeline };
 [[nodiscard]] CaseResult compare(const std::string& check, const torch::Tensor& ours,
                                  const torch::Tensor& ref, double tol, std::string note = {});
 [[nodiscard]] CaseResult skip(const std::string& check, std::string note);
+
+// The shards a folder's safetensors index names that the folder lacks (each once), and where
+// its case.json's transformer_shard_1 says they are, as written there ("" without one): a
+// MeanFlow fixture's shard 1 is another fixture's file.
+struct MissingShards {
+  std::vector<std::string> names;
+  std::string shard_1;
+};
+[[nodiscard]] MissingShards missing_shards(const std::filesystem::path& folder);
+
+// case.json's value of `key` as a T; a missing key is a ModelError naming the case folder.
+template <typename T>
+[[nodiscard]] T required(const nlohmann::json& case_json, const char* key,
+                         const std::filesystem::path& case_dir) {
+  if (!case_json.contains(key)) {
+    throw ModelError(std::string("case.json lacks '") + key + "'", {case_dir.string()});
+  }
+  return case_json.at(key).get<T>();
+}
 
 // The bounds of a whole pipeline's three checks. float32: the fixture README's 1e-3 on the
 // final latents and the video, and 1 uint8 level. bf16: the pipeline class (5e-2, 13 levels),
