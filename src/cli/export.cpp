@@ -39,6 +39,10 @@ std::size_t select(const vx::StoredRun& run, const std::vector<std::string>& ids
       why = "no such request in " + run.source;
     } else if (it->second->record.status != RequestStatus::ok) {
       why = "the request failed: " + it->second->record.error;
+    } else if (it->second->live) {
+      why =
+          "its rank file is being written by a running job: the video can be read once that "
+          "job has ended";
     } else if (!it->second->video_present) {
       why = "no stored video (output.store_video was off)";
     } else {

@@ -107,6 +107,10 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
   for (const auto& f : run.unreadable_files) {
     o << "unreadable:   " << f.filename().string() << " (skipped: its rows are not shown)\n";
   }
+  for (const auto& f : run.live_files) {
+    o << "live:         " << f.filename().string()
+      << " (a running job writes it: its rows so far, from its live table)\n";
+  }
   o << "model:        " << (run.info.model.empty() ? "?" : run.info.model) << " (omni-dp "
     << run.info.software_version << ", git " << run.info.git_revision << ")\n"
     << "requests:     " << s.total << " total, " << s.completed << " completed, " << s.failed
@@ -168,6 +172,8 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   for (const auto& f : run.files) j["files"].push_back(f.string());
   j["unreadable_files"] = Json::array();
   for (const auto& f : run.unreadable_files) j["unreadable_files"].push_back(f.string());
+  j["live_files"] = Json::array();
+  for (const auto& f : run.live_files) j["live_files"].push_back(f.string());
   j["shards"] = Json::array();
   for (const auto& f : run.shards) j["shards"].push_back(f.string());
   j["model"] = run.info.model;

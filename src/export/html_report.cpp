@@ -343,6 +343,11 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   row("interrupted", s.interrupted ? "yes" : "no");
   row("time span of the rows", span(e.t1 - e.t0));
   row("figures from", run.summary_source);
+  if (!run.live_files.empty()) {  // a running job: its rows so far, no thumbnails of them yet
+    row("live", fmt::format("{} file(s) a running job writes: their rows so far, from their live "
+                            "tables; their videos once the job has ended",
+                            run.live_files.size()));
+  }
   o << "</table>\n";
 }
 

@@ -41,6 +41,12 @@ StoredRun read_stored_run(const fs::path& path) {
   results::FilesRows read = results::read_rows_skipping_unreadable(run.files, "read");
   run.files = std::move(read.read);
   run.unreadable_files = std::move(read.unreadable);
+  run.live_files = std::move(read.live);
+  for (const auto& file : run.live_files) {
+    log_warn("read: " + file.string() +
+             " is being written by a running job: its rows so far come from its live table, "
+             "its videos can be read once the job has ended");
+  }
   run.info = results::read_file_info(run.files.front());
   // One warning per file and reason (a results.h5 copied alone: every video, one reason).
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> unreadable;

@@ -127,6 +127,7 @@ ResultSet read_results(const std::filesystem::path& path, const ReadOptions& opt
   FilesRows read = read_rows_skipping_unreadable(files, "compare");
   for (const auto& file : read.read) set.files.push_back(file.string());
   for (const auto& file : read.unreadable) set.unreadable_files.push_back(file.string());
+  for (const auto& file : read.live) set.live_files.push_back(file.string());
   std::vector<std::pair<std::string, std::string>> broken;  // id, "<id> (<file>): <why>"
   for (const auto& row : read.rows) {
     if (row.video_error.empty()) continue;
@@ -191,6 +192,8 @@ CompareReport compare_results(const ResultSet& a, const ResultSet& b, const Tole
   r.requests_b = b.entries.size();
   r.unreadable_files_a = a.unreadable_files;
   r.unreadable_files_b = b.unreadable_files;
+  r.live_files_a = a.live_files;
+  r.live_files_b = b.live_files;
   for (const auto& what : a.unreadable_videos) r.unreadable_videos.push_back("A:" + what);
   for (const auto& what : b.unreadable_videos) r.unreadable_videos.push_back("B:" + what);
 
@@ -303,6 +306,13 @@ std::string format_report(const CompareReport& r, std::size_t max_list, bool all
           << " (its rows are not compared)\n";
     }
   }
+  for (const auto& [side, files] :
+       {std::pair{"A", &r.live_files_a}, std::pair{"B", &r.live_files_b}}) {
+    for (const auto& file : *files) {
+      out << "live file of " << side << ": " << file
+          << " (a running job writes it: its rows so far are compared by hash)\n";
+    }
+  }
   if (!r.level_differences.empty() && max_list > 0) {
     out << "level differences (" << std::min(max_list, r.level_differences.size()) << " of "
         << r.level_differences.size() << "):\n";
@@ -399,6 +409,7 @@ std::string report_to_json(const CompareReport& r, std::size_t max_list, bool al
       {"unreadable", r.unreadable_videos.size()},
       {"unreadable_videos", first_n(r.unreadable_videos, max_list)},
       {"unreadable_files", {{"a", r.unreadable_files_a}, {"b", r.unreadable_files_b}}},
+      {"live_files", {{"a", r.live_files_a}, {"b", r.live_files_b}}},
       {"max_list", max_list},
       {"allow_missing", allow_missing},
       {"passed", r.passed(allow_missing)},

@@ -17,12 +17,12 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/live_table.hpp"
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::results {
 namespace {
 
-constexpr H5Z_filter_t kLzfFilter = 32000;
 constexpr int kMaxSegments = 100000;
 // Room for what a write adds besides the video's bytes: its object header and attributes, a
 // new /requests chunk (1024 rows), global heap collections, B-tree nodes.
@@ -161,9 +161,14 @@ struct RankWriter::Impl {
   // The file is declared before its objects, so it is destroyed after them.
   h5::File file;
   h5::Dataset table;
+  // The live view's copy of the rows (live_table.hpp); null without one.
+  std::unique_ptr<LiveTable> live;
 
   void check_record(const ResultRecord& r, const Video* video) const;
+  void write_attributes(hid_t root, int segment) const;
   void write_header(int segment);  // root attributes, /requests, /videos; flushed
+  void open_live_view(int segment);
+  void end_live_view();  // deletes the live table: its rows are read from the rank file now
 };
 
 void RankWriter::Impl::check_record(const ResultRecord& r, const Video* video) const {
@@ -234,11 +239,46 @@ RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& inf
     rethrow_write_error(e, impl_->path, "creating the rank file");
   }
   log_debug("results: writing " + impl_->path.string());
+  impl_->open_live_view(segment);
+}
+
+void RankWriter::Impl::open_live_view(int segment) {
+  // Where no lock marks a live writer (output.file_locking off: Lustre, NFS, ...) the readers
+  // read the rank file itself, and SWMR's write ordering is not assured there either.
+  if (!file_locking_enabled()) return;
+  // The live tables of this rank's earlier segments outlived a writer that did not close.
+  for (int s = 0; s < segment; ++s) {
+    std::error_code ignored;
+    std::filesystem::remove(live_table_path(path.parent_path() / rank_file_name(info.rank, s)),
+                            ignored);
+  }
+  try {
+    live = std::make_unique<LiveTable>(path, [&](hid_t root) { write_attributes(root, segment); });
+  } catch (const Error& e) {
+    log_warn("results: no live view of " + path.string() + " (" + e.what() +
+             "): the companion tools read it once the job has ended");
+  }
+}
+
+void RankWriter::Impl::end_live_view() {
+  if (!live) return;
+  try {
+    live->remove();
+  } catch (const Error& e) {
+    log_warn(std::string("results: ") + e.what());
+  }
+  live.reset();
 }
 
 void RankWriter::Impl::write_header(int segment) {
   h5::reserve_space(file, kMetadataReserve, path.string());
-  const hid_t root = file.id();
+  write_attributes(file.id(), segment);
+  table = create_requests_table(file.id(), kRequestsPath);
+  if (output.store_video) h5::create_group(file.id(), kVideosPath).close(kVideosPath);
+  h5::flush_durable(file, path.string());
+}
+
+void RankWriter::Impl::write_attributes(hid_t root, int segment) const {
   h5::write_attribute(root, "format", std::string_view(kRankFormat));
   h5::write_attribute(root, "software_version", std::string_view(version()));
   h5::write_attribute(root, "git_revision", std::string_view(git_revision()));
@@ -254,9 +294,6 @@ void RankWriter::Impl::write_header(int segment) {
   h5::write_attribute(root, "compression", compression_label(output));
   h5::write_attribute(root, "created", now_seconds());
   h5::write_attribute(root, "state", std::string_view("open"));
-  table = create_requests_table(root, kRequestsPath);
-  if (output.store_video) h5::create_group(root, kVideosPath).close(kVideosPath);
-  h5::flush_durable(file, path.string());
 }
 
 RankWriter::~RankWriter() {
@@ -306,12 +343,21 @@ void RankWriter::write(const ResultRecord& record, const Video* video) {
     rethrow_write_error(e, impl_->path, "writing request '" + record.id + "'");
   }
   ++impl_->rows;
+  if (impl_->live) {  // durable above: now the live view shows it
+    try {
+      impl_->live->append(record);
+    } catch (const Error& e) {
+      log_warn("results: the live view of " + impl_->path.string() + " stops here: " + e.what());
+      impl_->live.reset();
+    }
+  }
 }
 
 void RankWriter::close() {
   if (impl_->closed) return;
   impl_->closed = true;
   if (impl_->failed) {
+    impl_->end_live_view();
     // A write failed (a full disk, an I/O error). Closing flushes HDF5's metadata, whose
     // superblock would then claim space the disk never got: HDF5 refuses such a "truncated"
     // file whole, the rows flushed before included. Leave the file as of its last successful
@@ -328,6 +374,7 @@ void RankWriter::close() {
     impl_->table.close(kRequestsPath);
     h5::flush_durable(impl_->file, impl_->path.string());
     impl_->file.close(impl_->path.string());
+    impl_->end_live_view();
   } catch (const Hdf5Error& e) {
     rethrow_write_error(e, impl_->path, "closing the rank file");
   } catch (const IoError& e) {

@@ -14,6 +14,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/results/hdf5.hpp"
+#include "omnidp/results/live_table.hpp"
 #include "omnidp/results/resume.hpp"
 #include "omnidp/results/table.hpp"
 
@@ -38,6 +39,15 @@ std::optional<std::pair<int, int>> parse_rank_file_name(const std::string& name)
   };
   if (!all_digits(rank_part) || !all_digits(segment_part)) return std::nullopt;
   return std::pair{std::stoi(rank_part), std::stoi(segment_part)};
+}
+
+// The live table of `file` when a live writer holds `file` locked and the table exists.
+std::optional<std::filesystem::path> live_view_of(const std::filesystem::path& file) {
+  if (!is_locked_by_writer(file)) return std::nullopt;
+  auto live = live_table_path(file);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(live, ec)) return std::nullopt;
+  return live;
 }
 
 int status_order(const StoredRow& row) { return row.record.status == RequestStatus::ok ? 0 : 1; }
@@ -107,7 +117,9 @@ ResultPaths result_paths(const std::filesystem::path& path) {
 }
 
 ResultsFileInfo read_file_info(const std::filesystem::path& file) {
-  const h5::File f = h5::open_file(file.string());
+  // A live writer's file: its attributes from the live table, which carries them too.
+  const auto live = live_view_of(file);
+  const h5::File f = live ? open_live_table(*live) : h5::open_file(file.string());
   const hid_t root = f.id();
   ResultsFileInfo info;
   const auto text = [&](const char* name) {
@@ -222,6 +234,32 @@ FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>
   FilesRows out;
   for (std::size_t i = 0; i < files.size(); ++i) {
     const auto& file = files[i];
+    // A live job's file: its rows so far from the live table (SWMR), videos not yet.
+    if (is_locked_by_writer(file)) {
+      const auto live = live_table_path(file);
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(live, ec)) {
+        throw InputError(file.string(), live_file_message(file));
+      }
+      std::vector<ResultRecord> records;
+      try {
+        records = read_live_table(live);
+      } catch (const Hdf5Error& e) {
+        throw InputError(file.string(),
+                         live_file_message(file) + " (its live table: " + e.message() + ")");
+      }
+      for (auto& record : records) {
+        StoredRow row;
+        row.record = std::move(record);
+        row.file = file;
+        row.file_order = i;
+        row.live = true;
+        out.rows.push_back(std::move(row));
+      }
+      out.read.push_back(file);
+      out.live.push_back(file);
+      continue;
+    }
     if (files.size() == 1) {
       out.rows = read_stored_rows(file, i);
       out.read.push_back(file);
@@ -233,7 +271,7 @@ FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>
                       std::make_move_iterator(part.end()));
       out.read.push_back(file);
     } catch (const Error& e) {
-      if (is_locked_by_writer(file)) throw InputError(file.string(), locked_file_message(file));
+      if (is_locked_by_writer(file)) throw InputError(file.string(), live_file_message(file));
       log_warn(who + ": skipping unreadable " + file.string() + ": " + e.what());
       out.unreadable.push_back(file);
     }

@@ -9,6 +9,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
+#include "omnidp/results/live_table.hpp"
 #include "omnidp/results/result_files.hpp"
 
 namespace omnidp::results {
@@ -18,6 +19,14 @@ std::string locked_file_message(const std::filesystem::path& file) {
   return "is locked by another process (HDF5 file lock: 'unable to lock the file, errno = 11'): "
          "is an earlier run still running on this folder, or are its ranks still exiting? Let "
          "it end (or use another output folder), then run again";
+}
+
+std::string live_file_message(const std::filesystem::path& file) {
+  return "is being written by a running job (HDF5 file lock) that keeps no live table of its "
+         "rows beside it (" +
+         live_table_path(file).filename().string() +
+         ": an older omni-dp, or its live view failed; see the job's log): it can be read once "
+         "that job has ended";
 }
 
 ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, bool verify) {
@@ -171,7 +180,10 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
   std::vector<std::string> warnings;
   std::vector<const ProfileCount*> refused;
   for (const auto& p : scan.profiles) {
-    const NumericsDifference d = compare_numerics(p.profile, current);
+    NumericsDifference d = compare_numerics(p.profile, current);
+    // A cache its manifest line set is pinned by the row's input key (a changed line's cache
+    // is a changed request), whatever generation.cache is now.
+    if (cache_from_line(p.profile)) std::erase(d.keys, std::string("cache"));
     if (!d.any()) continue;
     const std::string count = fmt::format("{} request(s) done in {}", p.requests, dir.string());
     if (!d.numerics()) {

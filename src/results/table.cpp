@@ -15,7 +15,6 @@ namespace {
 
 constexpr hsize_t kTableChunkRows = 1024;
 constexpr hsize_t kReadBlockRows = 65536;
-constexpr H5Z_filter_t kLzfFilter = 32000;
 
 // One /requests row in memory. Variable-length strings are char* (HDF5 allocates them on read).
 struct RowBuffer {

@@ -233,6 +233,26 @@ TEST_F(CompareCli, AnUnreadableRankFileIsSkippedWithOneWarning) {
   EXPECT_EQ(run_compare({b(), a()}).code, 0);
 }
 
+// Issue 39: a folder a running job writes is compared by the hashes of its rows so far (its live
+// table); a request it has not written yet is missing.
+TEST_F(CompareCli, AFolderARunningJobWritesIsComparedByItsRowsSoFar) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y", "z"});
+  results::testing::LiveRank live(b_.path(), 0, 1, {"x", "y"});
+  const std::string live_file = (b_.path() / "rank-00000.h5").string();
+  const Outcome partial = run_compare({"--allow-missing", a(), b()});
+  EXPECT_EQ(partial.code, 0) << partial.out << partial.err;
+  EXPECT_NE(partial.out.find("matched:     2\n"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.out.find("live file of B: " + live_file +
+                             " (a running job writes it: its rows so far are compared by hash)"),
+            std::string::npos)
+      << partial.out;
+  live.write("z");
+  const Outcome whole = run_compare({a(), b()});
+  EXPECT_EQ(whole.code, 0) << whole.out << whole.err;
+  EXPECT_NE(whole.out.find("matched:     3\n"), std::string::npos) << whole.out;
+  EXPECT_EQ(live.finish(), 0);
+}
+
 // Issue 39: a job array leaves one folder per shard (results/<name>/shard-NN). Their parent is a
 // result set of its own: every shard's rows, one per id, against a run of the whole manifest.
 TEST_F(CompareCli, AFolderOfShardFoldersIsTheUnionOfItsShards) {

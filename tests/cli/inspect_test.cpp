@@ -366,6 +366,45 @@ TEST(InspectRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
   EXPECT_EQ(j["unreadable_files"][0], (dir.path() / "rank-00001.h5").string());
 }
 
+// Issue 39: a folder a running job writes. Its live rank file's rows so far come from the live
+// table (SWMR), and each row written since shows up on the next look; its videos wait for the
+// job's end (no thumbnails); once the job has closed the file, it is read as any other.
+TEST(InspectLive, AFolderARunningJobWritesShowsItsRowsSoFar) {
+  rt::ScratchDir dir("inspect-live");
+  rt::write_rank(dir.path(), 1, 2, {"c"});
+  rt::LiveRank live(dir.path(), 0, 2, {"a", "b"});
+  const Outcome first = run_inspect({dir.path().string()});
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("live:         rank-00000.h5 (a running job writes it: its rows so far, "
+                           "from its live table)"),
+            std::string::npos)
+      << first.out;
+  EXPECT_NE(first.out.find("rows:         3 "), std::string::npos) << first.out;
+  EXPECT_NE(first.err.find("read: " + (dir.path() / "rank-00000.h5").string() +
+                           " is being written by a running job"),
+            std::string::npos)
+      << first.err;
+  live.write("d");
+  const Outcome json = run_inspect({"--json", dir.path().string()});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["rows"], 4);
+  ASSERT_EQ(j["live_files"].size(), 1U);
+  EXPECT_EQ(j["live_files"][0], (dir.path() / "rank-00000.h5").string());
+  const fs::path html = dir.path() / "report.html";
+  const Outcome report = run_inspect({dir.path().string(), "--html", html.string()});
+  ASSERT_EQ(report.code, 0) << report.err;
+  std::ifstream in(html);
+  std::ostringstream page;
+  page << in.rdbuf();
+  EXPECT_NE(page.str().find("1 file(s) a running job writes: their rows so far"), std::string::npos);
+  ASSERT_EQ(live.finish(), 0);
+  const Outcome after = run_inspect({dir.path().string()});
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(after.out.find("live:"), std::string::npos) << after.out;
+  EXPECT_NE(after.out.find("rows:         4 "), std::string::npos) << after.out;
+}
+
 // Issue 39: the folders of a job array's shards, inspected at once through their parent: every
 // shard's rows, the shards named, the figures recomputed from the rows.
 TEST(InspectShards, AFolderOfShardFoldersShowsAllTheirRows) {

@@ -264,6 +264,35 @@ TEST(Resume, AFileLockedByALiveRunIsAClearErrorInTheScanAndTheMerge) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.what(), expected);
   }
+  // The companion tools' reader (compare, inspect, export), alone or with other files: the
+  // live file's rows so far from its live table (SWMR), flagged live, its video not yet.
+  ASSERT_TRUE(std::filesystem::is_regular_file(dir.path() / "rank-00000.h5.live"));
+  const FilesRows alone = read_rows_skipping_unreadable({locked}, "compare");
+  ASSERT_EQ(alone.rows.size(), 1U);
+  EXPECT_EQ(alone.rows[0].record.id, "live");
+  EXPECT_EQ(alone.rows[0].record.video_sha256,
+            testing::ok_record("live", testing::video_for("live")).video_sha256);
+  EXPECT_TRUE(alone.rows[0].live);
+  EXPECT_FALSE(alone.rows[0].video_present);
+  EXPECT_EQ(alone.live, std::vector<std::filesystem::path>{locked});
+  EXPECT_EQ(read_file_info(locked).rank, 0);  // the rank file's attributes, from the table
+  const FilesRows both =
+      read_rows_skipping_unreadable({dir.path() / "rank-00001.h5", locked}, "compare");
+  ASSERT_EQ(both.rows.size(), 2U);
+  EXPECT_FALSE(both.rows[0].live);
+  EXPECT_TRUE(both.rows[1].live);
+  // Without its live table (an older writer): one line that says a job is writing it.
+  std::filesystem::remove(dir.path() / "rank-00000.h5.live");
+  try {
+    (void)read_rows_skipping_unreadable({locked}, "compare");
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.what(), locked.string() +
+                            ": is being written by a running job (HDF5 file lock) that keeps no "
+                            "live table of its rows beside it (rank-00000.h5.live: an older "
+                            "omni-dp, or its live view failed; see the job's log): it can be read "
+                            "once that job has ended");
+  }
   (void)!::write(to_child[1], &c, 1);
   int status = 0;
   ::waitpid(pid, &status, 0);

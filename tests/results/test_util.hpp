@@ -2,9 +2,14 @@
 // Helpers shared by the results tests and the compare CLI test: scratch folders, records and
 // videos with known bytes, whole result folders written through RankWriter.
 
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -231,6 +236,92 @@ inline void write_rank_videos(const std::filesystem::path& dir,
   for (const auto& [id, v] : videos) writer.write(ok_record(id, v), &v);
   writer.close();
 }
+
+// A rank that a running job writes, in a child process (the live view's tests): it writes
+// ok records of its ids in steps, holding its rank file open (and locked) in between, without
+// sleeps: each step is one round trip over a pipe. The child never returns to the test.
+class LiveRank {
+ public:
+  // Forks; the child creates rank `rank`'s file in `dir` and writes `first`.
+  LiveRank(const std::filesystem::path& dir, int rank, int world_size,
+           const std::vector<std::string>& first) {
+    if (::pipe(to_child_) != 0 || ::pipe(to_parent_) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork");
+    if (pid_ == 0) run_child(dir, rank, world_size, first);
+    ::close(to_child_[0]);
+    ::close(to_parent_[1]);
+    wait_for_child();
+  }
+  ~LiveRank() {
+    if (pid_ > 0) finish();
+  }
+  LiveRank(const LiveRank&) = delete;
+  LiveRank& operator=(const LiveRank&) = delete;
+
+  // The child writes one more ok record; returns once it is durable.
+  void write(const std::string& id) {
+    send('w' + id);
+    wait_for_child();
+  }
+  // The child closes its file and exits 0; returns its exit status.
+  int finish() {
+    send("c");
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    ::close(to_child_[1]);
+    ::close(to_parent_[0]);
+    return status;
+  }
+
+ private:
+  [[noreturn]] void run_child(const std::filesystem::path& dir, int rank, int world_size,
+                              const std::vector<std::string>& first) {
+    ::close(to_child_[1]);
+    ::close(to_parent_[0]);
+    int code = 0;
+    try {
+      RankWriter writer(dir, rank_info(rank, world_size), OutputConfig{});
+      const auto put = [&](const std::string& id) {
+        const Video v = video_for(id);
+        writer.write(ok_record(id, v, rank), &v);
+      };
+      for (const auto& id : first) put(id);
+      for (;;) {
+        (void)!::write(to_parent_[1], "r", 1);  // ready
+        std::string command = read_command();
+        if (command == "c" || command.empty()) break;
+        put(command.substr(1));
+      }
+      writer.close();
+    } catch (...) {
+      code = 1;
+    }
+    ::_exit(code);
+  }
+  std::string read_command() {
+    std::uint32_t size = 0;
+    if (::read(to_child_[0], &size, sizeof size) != sizeof size) return {};
+    std::string text(size, '\0');
+    if (size > 0 && ::read(to_child_[0], text.data(), size) != static_cast<ssize_t>(size))
+      return {};
+    return text;
+  }
+  void send(const std::string& command) {
+    const auto size = static_cast<std::uint32_t>(command.size());
+    (void)!::write(to_child_[1], &size, sizeof size);
+    (void)!::write(to_child_[1], command.data(), command.size());
+  }
+  void wait_for_child() {
+    char c = 0;
+    if (::read(to_parent_[0], &c, 1) != 1) throw std::runtime_error("the live rank died");
+  }
+
+  pid_t pid_ = -1;
+  int to_child_[2] = {-1, -1};
+  int to_parent_[2] = {-1, -1};
+};
 
 // `v` with every value moved by one level (up, or down where it is 255).
 inline Video off_by_one(Video v) {

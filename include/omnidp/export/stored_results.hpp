@@ -24,6 +24,9 @@ struct StoredRun {
   // Rank files of a folder that could not be read: skipped with one warning each (as the merge
   // does); their rows are not in `rows`.
   std::vector<std::filesystem::path> unreadable_files;
+  // Rank files a running job writes: their rows so far come from their live tables (docs/
+  // results.md, "Live view"), their videos are not read (one warning each).
+  std::vector<std::filesystem::path> live_files;
   results::ResultsFileInfo info;         // root attributes of the first file read
   std::vector<results::StoredRow> rows;  // one per id, sorted by id (results::select_rows)
   std::size_t duplicates_dropped = 0;

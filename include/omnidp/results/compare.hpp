@@ -33,6 +33,8 @@ struct ResultSet {
   std::vector<ResultEntry> entries;  // sorted by id
   // Rank files skipped with a warning (not HDF5, truncated): their rows are not in `entries`.
   std::vector<std::string> unreadable_files;
+  // Rank files a running job writes: their rows so far, from their live tables (hashes only).
+  std::vector<std::string> live_files;
   // "<id> (<file>): <why>" for each ok row whose video cannot be read back and whose id has no
   // other ok row: its id is not in `entries` (as in the merge), and the comparison fails.
   std::vector<std::string> unreadable_videos;
@@ -111,6 +113,8 @@ struct CompareReport {
   std::vector<std::string> unreadable_videos;
   std::vector<std::string> unreadable_files_a;  // rank files skipped (ResultSet)
   std::vector<std::string> unreadable_files_b;
+  std::vector<std::string> live_files_a;  // read from their live tables (ResultSet)
+  std::vector<std::string> live_files_b;
   Tolerance tolerance;
   // With a tolerance: every request whose hashes differ (neither video corrupt), sorted by id
   // of A. Those outside the bounds are also in `mismatches`.

@@ -47,6 +47,7 @@ struct ResultsFileInfo {
   std::string state;        // "open" (written to, or its writer died) | "closed"
   double created = 0.0;     // seconds since the epoch
 };
+// A rank file a running job writes (its writer holds the lock): read from its live table.
 [[nodiscard]] ResultsFileInfo read_file_info(const std::filesystem::path& file);
 
 struct StoredRow {
@@ -58,6 +59,9 @@ struct StoredRow {
   // the link exists.
   bool video_present = false;
   std::string video_error;  // why an ok row's existing video does not read back ("" otherwise)
+  // Read from the live table of a rank file a running job writes (live_table.hpp): the row is
+  // durable, its video not readable until the job has ended (video_present false).
+  bool live = false;
 };
 // Rows of one file with their video presence. `ignore_lock`: read without taking HDF5's file
 // lock (for a file whose writer is exiting; see scan_done). `rehash`: every ok row's video is
@@ -86,12 +90,15 @@ void for_each_stored_row(const std::filesystem::path& file, std::size_t file_ord
 // The rows of every file of `files` (file_order = its position), read as the resume scan and
 // the merge read a folder: a file that cannot be read (not HDF5, truncated, not an omni-dp
 // file) is skipped with one warning "<who>: skipping unreadable <file>: <why>" and listed in
-// `unreadable`; a file locked by a live writer is an InputError (locked_file_message). A single
-// file is not skipped: its error is thrown. Throws IoError when no file of several is readable.
+// `unreadable`. A file a running job writes (locked by its writer) gives the rows of its live
+// table (StoredRow::live; listed in `live`), or, without a readable one, an InputError
+// (live_file_message). A single file is not skipped: its error is thrown. Throws IoError when no
+// file of several is readable.
 struct FilesRows {
   std::vector<StoredRow> rows;
   std::vector<std::filesystem::path> read;        // the files whose rows were read
   std::vector<std::filesystem::path> unreadable;  // skipped with a warning
+  std::vector<std::filesystem::path> live;        // of `read`: read from their live tables
 };
 [[nodiscard]] FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>& files,
                                                       const std::string& who);

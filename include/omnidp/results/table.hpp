@@ -20,7 +20,8 @@ inline constexpr const char* kRankFormat = "omni-dp-rank/1";  // root attribute 
 inline constexpr const char* kResultsFormat = "omni-dp-results/1";
 inline constexpr const char* kRequestsPath = "/requests";
 inline constexpr const char* kVideosPath = "/videos";
-inline constexpr std::size_t kHashChars = 64;  // hex SHA-256
+inline constexpr std::size_t kHashChars = 64;      // hex SHA-256
+inline constexpr H5Z_filter_t kLzfFilter = 32000;  // h5py's LZF filter (output.compression lzf)
 
 // Reversible link name for an id: '%' , '/', control bytes, DEL, leading and trailing spaces
 // and every '.' of an all-dots id become %XX (uppercase hex); everything else (UTF-8 too) is
