@@ -1,6 +1,7 @@
 #include "omnidp/models/model_table.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/synthetic.hpp"
@@ -61,5 +62,13 @@ ModelTable& model_table() {
 }
 
 void validate_config(Config& config) { validate_and_resolve(config, model_table().choices()); }
+
+void set_process_environment(const Config& config) {
+  // Only when unset: a set value is the user's, and leaving it makes a later call (from
+  // apply_torch_settings, beside other threads) change nothing.
+  if (config.determinism.strict && std::getenv("CUBLAS_WORKSPACE_CONFIG") == nullptr) {
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+  }
+}
 
 }  // namespace omnidp::models

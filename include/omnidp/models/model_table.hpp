@@ -68,4 +68,12 @@ class ModelTable {
 // validate_and_resolve(config, model_table().choices()).
 void validate_config(Config& config);
 
+// The process environment a configuration needs, set before any thread of the job starts:
+// CUBLAS_WORKSPACE_CONFIG=:4096:8 under determinism.strict (cuBLAS's deterministic workspace),
+// unless already set. Main thread only: glibc's setenv may move the environment under a
+// concurrent getenv (rank 0's coordinator probes images with libjpeg, which reads it, while its
+// worker loads the model: a segfault). apply_torch_settings (layers/torch_settings.hpp) calls it
+// too, for the programs that call nothing earlier; after the main thread's call it changes nothing.
+void set_process_environment(const Config& config);
+
 }  // namespace omnidp::models

@@ -4,17 +4,17 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <cstdlib>
-
 #include "omnidp/models/layers/attention.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/model_table.hpp"
 
 namespace omnidp::models {
 
 void apply_torch_settings(const Config& config) {
   if (config.determinism.strict) {
-    // cuBLAS needs a fixed workspace for deterministic results; set before its first use.
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+    // cuBLAS needs a fixed workspace for deterministic results, set before its first use. The
+    // executables set it on their main thread first: then this changes nothing.
+    set_process_environment(config);
     at::globalContext().setDeterministicAlgorithms(true, false);
     at::globalContext().setDeterministicCuDNN(true);
     at::globalContext().setBenchmarkCuDNN(false);
