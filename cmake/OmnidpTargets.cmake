@@ -37,6 +37,12 @@ function(omnidp_warnings target)
   endif()
 endfunction()
 
+# Unity builds of the libraries (not the tests): a library's sources compiled in batches of 8
+# per translation unit, so the libtorch templates each source instantiates are compiled once per
+# batch. Measured on the 2-core machine (docs/architecture.md, "Build time"). A source whose
+# file-local names clash with another's is marked SKIP_UNITY_BUILD_INCLUSION where it is listed.
+option(OMNIDP_UNITY_BUILD "Unity-build the omni-dp libraries" ON)
+
 # omnidp_library(NAME area SOURCES ... DEPS ...): static library omnidp_<area>, alias omnidp::<area>.
 function(omnidp_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
@@ -44,7 +50,8 @@ function(omnidp_library name)
   add_library(omnidp::${name} ALIAS omnidp_${name})
   target_include_directories(omnidp_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include)
   target_link_libraries(omnidp_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
-  set_target_properties(omnidp_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  set_target_properties(omnidp_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                        UNITY_BUILD ${OMNIDP_UNITY_BUILD} UNITY_BUILD_BATCH_SIZE 16)
   omnidp_warnings(omnidp_${name})
   install(TARGETS omnidp_${name} ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()

@@ -196,6 +196,7 @@ Config effective_config(const BatchOptions& o) {
   models::register_builtin_models();
   if (const auto plugin = plugin_path(config); !plugin.empty()) models::load_model_plugin(plugin);
   models::validate_config(config);
+  models::set_process_environment(config);  // before the job's threads (model_table.hpp)
   return config;
 }
 

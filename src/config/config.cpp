@@ -625,41 +625,72 @@ const std::vector<CacheKey>& cache_keys(CachePolicy policy) {
   return none;
 }
 
+StepCacheConfig read_step_cache(const Node& node, const std::string& path) {
+  StepCacheConfig c;
+  if (node.IsScalar()) {
+    read_into(node, path, c.policy);
+    return c;
+  }
+  if (!node.IsMap()) {
+    type_error(path, "off | first_block | taylorseer | magcache, or a map with a policy", node);
+  }
+  const Node policy = node["policy"];
+  if (!policy) {
+    throw ConfigError(path + ".policy",
+                      "required in a cache map (expected off | first_block | "
+                      "taylorseer | magcache)");
+  }
+  read_into(policy, path + ".policy", c.policy);
+  const auto& keys = cache_keys(c.policy);
+  for (const auto& item : node) {
+    const std::string key = item.first.as<std::string>();
+    if (key == "policy") continue;
+    const std::string at = path + "." + key;
+    const auto spec =
+        std::find_if(keys.begin(), keys.end(), [&](const CacheKey& k) { return k.name == key; });
+    if (spec == keys.end()) {
+      std::vector<std::string> names;
+      for (const auto& k : keys) names.push_back(k.name);
+      throw ConfigError(at,
+                        fmt::format("not a key of the {} cache (its keys: {})", enum_name(c.policy),
+                                    names.empty() ? std::string("none") : join(names, ", ")));
+    }
+    spec->read(c, item.second, at);
+  }
+  return c;
+}
+
+void check_step_cache(const StepCacheConfig& c, const std::string& path) {
+  const double t = c.resolved_threshold();
+  if (c.policy == CachePolicy::first_block || c.policy == CachePolicy::magcache) {
+    require(std::isfinite(t) && t > 0.0 && t <= 10.0, path + ".threshold",
+            format_double(t) + " is out of range (expected a number in (0, 10])");
+  }
+  check_int(c.cache_interval, 1, 1000, path + ".cache_interval");
+  check_int(c.disable_cache_before_step, 0, 10000, path + ".disable_cache_before_step");
+  check_int(c.max_order, 0, 8, path + ".max_order");
+  check_int(c.max_skip_steps, 1, 1000, path + ".max_skip_steps");
+  require(c.retention_ratio >= 0.0 && c.retention_ratio <= 1.0, path + ".retention_ratio",
+          format_double(c.retention_ratio) + " is out of range (expected a number in [0, 1])");
+  for (std::size_t i = 0; i < c.mag_ratios.size(); ++i) {
+    const double r = c.mag_ratios[i];
+    require(std::isfinite(r) && r > 0.0 && r <= 100.0, fmt::format("{}.mag_ratios[{}]", path, i),
+            format_double(r) + " is out of range (expected a number in (0, 100])");
+  }
+  require(!(c.calibrate && !c.mag_ratios.empty()), path + ".calibrate",
+          "calibrate measures the ratios: leave mag_ratios out");
+  require(c.policy != CachePolicy::magcache || c.calibrate || !c.mag_ratios.empty(),
+          path + ".mag_ratios",
+          "required by the magcache policy (one ratio per step, calibrated for the "
+          "checkpoint): measure them with calibrate: true (docs/models.md, \"Step "
+          "caching\")");
+}
+
 FieldSpec cache_field() {
   return FieldSpec{
       "cache",
       [](Config& config, const Node& node, const std::string& path) {
-        StepCacheConfig c;
-        if (node.IsScalar()) {
-          read_into(node, path, c.policy);
-        } else if (node.IsMap()) {
-          const Node policy = node["policy"];
-          if (!policy) {
-            throw ConfigError(path + ".policy",
-                              "required in a cache map (expected off | first_block | "
-                              "taylorseer | magcache)");
-          }
-          read_into(policy, path + ".policy", c.policy);
-          const auto& keys = cache_keys(c.policy);
-          for (const auto& item : node) {
-            const std::string key = item.first.as<std::string>();
-            if (key == "policy") continue;
-            const std::string at = path + "." + key;
-            const auto spec = std::find_if(keys.begin(), keys.end(),
-                                           [&](const CacheKey& k) { return k.name == key; });
-            if (spec == keys.end()) {
-              std::vector<std::string> names;
-              for (const auto& k : keys) names.push_back(k.name);
-              throw ConfigError(
-                  at, fmt::format("not a key of the {} cache (its keys: {})", enum_name(c.policy),
-                                  names.empty() ? std::string("none") : join(names, ", ")));
-            }
-            spec->read(c, item.second, at);
-          }
-        } else {
-          type_error(path, "off | first_block | taylorseer | magcache, or a map with a policy", node);
-        }
-        config.generation.cache = std::move(c);
+        config.generation.cache = read_step_cache(node, path);
       },
       [](const Config& config, YAML::Emitter& out) {
         const StepCacheConfig& c = config.generation.cache;
@@ -676,32 +707,7 @@ FieldSpec cache_field() {
       },
       [](const Config& config) { return config.generation.cache.policy != CachePolicy::off; },
       [](const Config& config, const std::string& path) {
-        const StepCacheConfig& c = config.generation.cache;
-        const double t = c.resolved_threshold();
-        if (c.policy == CachePolicy::first_block || c.policy == CachePolicy::magcache) {
-          require(std::isfinite(t) && t > 0.0 && t <= 10.0, path + ".threshold",
-                  format_double(t) + " is out of range (expected a number in (0, 10])");
-        }
-        check_int(c.cache_interval, 1, 1000, path + ".cache_interval");
-        check_int(c.disable_cache_before_step, 0, 10000, path + ".disable_cache_before_step");
-        check_int(c.max_order, 0, 8, path + ".max_order");
-        check_int(c.max_skip_steps, 1, 1000, path + ".max_skip_steps");
-        require(
-            c.retention_ratio >= 0.0 && c.retention_ratio <= 1.0, path + ".retention_ratio",
-            format_double(c.retention_ratio) + " is out of range (expected a number in [0, 1])");
-        for (std::size_t i = 0; i < c.mag_ratios.size(); ++i) {
-          const double r = c.mag_ratios[i];
-          require(std::isfinite(r) && r > 0.0 && r <= 100.0,
-                  fmt::format("{}.mag_ratios[{}]", path, i),
-                  format_double(r) + " is out of range (expected a number in (0, 100])");
-        }
-        require(!(c.calibrate && !c.mag_ratios.empty()), path + ".calibrate",
-                "calibrate measures the ratios: leave mag_ratios out");
-        require(c.policy != CachePolicy::magcache || c.calibrate || !c.mag_ratios.empty(),
-                path + ".mag_ratios",
-                "required by the magcache policy (one ratio per step, calibrated for the "
-                "checkpoint): measure them with calibrate: true (docs/models.md, \"Step "
-                "caching\")");
+        check_step_cache(config.generation.cache, path);
       }};
 }
 
@@ -1009,6 +1015,12 @@ Config parse_config_yaml(const std::string& yaml_text, const std::string& origin
   Config config;
   apply_document(config, load_yaml(yaml_text, origin));
   return config;
+}
+
+StepCacheConfig parse_step_cache(const std::string& text, const std::string& path) {
+  StepCacheConfig c = read_step_cache(load_yaml(text, path), path);
+  check_step_cache(c, path);
+  return c;
 }
 
 Config load_config_file(const std::filesystem::path& path) {

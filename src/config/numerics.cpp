@@ -22,6 +22,8 @@ constexpr std::string_view kSingleRankLayout = "tp1,sp1,cfg1";
 // the rows before it existed included, computed every forward.
 constexpr std::string_view kCacheKey = "cache";
 constexpr std::string_view kNoCache = "off";
+// A cache set by the request's manifest line.
+constexpr std::string_view kLinePrefix = "line:";
 
 std::string clean(std::string_view value) {
   std::string out(value);
@@ -53,18 +55,25 @@ std::vector<std::string> all_keys(const std::map<std::string, std::string>& a,
 
 std::string value_of(const std::map<std::string, std::string>& m, const std::string& key) {
   const auto it = m.find(key);
-  if (it != m.end()) return it->second;
+  if (it != m.end()) {
+    if (key == kCacheKey && it->second.starts_with(kLinePrefix)) {
+      return it->second.substr(kLinePrefix.size());
+    }
+    return it->second;
+  }
   if (key == kLayoutKey) return std::string(kSingleRankLayout);
   return key == kCacheKey ? std::string(kNoCache) : std::string();
 }
 
 }  // namespace
 
-std::string numerics_profile(const Config& config) {
-  return numerics_profile(config, std::string(version()) + " (git " + git_revision() + ")");
+std::string numerics_profile(const Config& config, const std::optional<StepCacheConfig>& line_cache) {
+  return numerics_profile(config, std::string(version()) + " (git " + git_revision() + ")",
+                          line_cache);
 }
 
-std::string numerics_profile(const Config& config, std::string_view software) {
+std::string numerics_profile(const Config& config, std::string_view software,
+                             const std::optional<StepCacheConfig>& line_cache) {
   const ModelConfig& m = config.model;
   std::string out;
   out += "dtype=";
@@ -85,7 +94,11 @@ std::string numerics_profile(const Config& config, std::string_view software) {
   out += fmt::format(";layout=tp{},sp{},cfg{}", p.tensor_parallel_size, p.sequence_parallel_size,
                      p.cfg_parallel_size);
   // A step cache skips forwards and so changes the bytes (docs/models.md, "Step caching").
-  if (config.generation.cache.policy != CachePolicy::off) {
+  if (line_cache) {
+    out += ";cache=";
+    out += kLinePrefix;
+    out += clean(describe_cache(*line_cache));
+  } else if (config.generation.cache.policy != CachePolicy::off) {
     out += ";cache=";
     out += clean(describe_cache(config.generation.cache));
   }
@@ -108,6 +121,12 @@ std::map<std::string, std::string> parse_numerics(std::string_view profile) {
     profile.remove_prefix(end + 1);
   }
   return out;
+}
+
+bool cache_from_line(std::string_view profile) {
+  const auto m = parse_numerics(profile);
+  const auto it = m.find(std::string(kCacheKey));
+  return it != m.end() && it->second.starts_with(kLinePrefix);
 }
 
 NumericsDifference compare_numerics(std::string_view a, std::string_view b) {

@@ -90,6 +90,10 @@ std::string canonical_encoding(const Request& request, const std::string& model_
     next_string("last_image");
     next_string(request.last_image_sha256);
   }
+  if (request.cache) {
+    next_string("cache");
+    next_string(describe_cache(*request.cache));
+  }
   out += ']';
   return out;
 }

@@ -109,6 +109,11 @@ struct ManifestReader::State {
                     "the snapshot is first-last-frame to video (its transformer's "
                     "pos_embed_seq_len): an i2v line needs \"last_image\"");
       }
+      if (!options.step_cache && r.cache && r.cache->policy != CachePolicy::off) {
+        parsed.fail(ManifestField::cache,
+                    "the model has no transformer block stack to cache: a step cache applies to "
+                    "the Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step caching\")");
+      }
       if (options.read_inputs) read_input_files(r, r.line_sets_size, options, file);
       last = ManifestOptions::Position{lines.line_offset(), line - 1, requests};
       r.index = requests++;

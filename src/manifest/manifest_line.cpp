@@ -27,7 +27,8 @@ const std::vector<std::string>& field_names() {
       "id",         "prompt", "negative_prompt",     "seed",
       "task",       "image",  "prompt_embeds",       "num_frames",
       "height",     "width",  "num_inference_steps", "guidance_scale",
-      "flow_shift", "fps",    "guidance_scale_2",    "last_image"};
+      "flow_shift", "fps",    "guidance_scale_2",    "last_image",
+      "cache"};
   return names;
 }
 
@@ -267,6 +268,25 @@ class LineReader {
     if (!reason.empty()) fail(field, reason);
   }
 
+  // "cache": a policy name or an object {"policy": ..., <its keys>}, by generation.cache's
+  // rules (a fault names the key: "cache.threshold").
+  [[nodiscard]] std::optional<StepCacheConfig> cache() const {
+    if (!has(ManifestField::cache)) return std::nullopt;
+    const Value& v = get(ManifestField::cache);
+    if (v.kind != Value::Kind::string && v.kind != Value::Kind::object) {
+      fail(ManifestField::cache,
+           "must be a policy name (off | first_block | taylorseer | magcache) or an object "
+           "{\"policy\": ..., <its keys>}, got " +
+               describe(v));
+    }
+    try {
+      return parse_step_cache(v.kind == Value::Kind::string ? Json(v.text).dump() : v.text,
+                              field_name(ManifestField::cache));
+    } catch (const ConfigError& e) {
+      throw ManifestError(file_, line_, e.path(), e.message());
+    }
+  }
+
  private:
   const FieldValues& fields_;
   const std::string& file_;
@@ -285,6 +305,12 @@ FieldValues parse_fields(std::string_view text, const std::string& file, std::si
   const bool ok = Json::sax_parse(text.begin(), text.end(), &sax, Json::input_format_t::json,
                                   /*strict=*/true);
   if (!ok) throw ManifestError(file, line, sax.error_field, sax.error_reason);
+  // The one nested field: "cache" keeps its JSON text (the SAX pass records only its kind),
+  // which generation.cache's reader takes as YAML flow syntax.
+  auto& cache = sax.fields[static_cast<std::size_t>(ManifestField::cache)];
+  if (cache && cache->kind == Value::Kind::object) {
+    cache->text = Json::parse(text.begin(), text.end())["cache"].dump(1);
+  }
   return std::move(sax.fields);
 }
 
@@ -365,6 +391,7 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
   } else {
     r.guidance_scale_2 = defaults.guidance_scale_2;
   }
+  r.cache = in.cache();
   r.line_sets_size = in.has(ManifestField::height) || in.has(ManifestField::width);
   r.line_sets_guidance_scale = in.has(ManifestField::guidance_scale);
   r.line_sets_flow_shift = in.has(ManifestField::flow_shift);

@@ -91,6 +91,7 @@ ManifestOptions job_manifest_options(const Config& config) {
   options.guidance_scale_2 = info.two_experts;
   options.last_image = info.last_image;
   options.requires_last_image = info.requires_last_image;
+  options.step_cache = info.step_cache;
   options.size_multiple = info.size_multiple();
   options.only_task = info.snapshot_task;
   options.only_task_origin = info.snapshot_task_origin;

@@ -249,6 +249,7 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
       << (q.line_sets_guidance_scale ? here : defaults.guidance_scale.origin) << "), flow_shift "
       << shortest(q.flow_shift) << " ("
       << (q.line_sets_flow_shift ? here : defaults.flow_shift.origin) << ")";
+    if (q.cache) l << ", cache " << describe_cache(*q.cache) << " (" << here << ")";
     listed.push_back(l.str());
   };
   // The coordinator's plan (nothing to do stops the run, exit 2, the same way); the file hash

@@ -76,8 +76,14 @@ auto request_fields(auto& r) {
   return std::tie(r.id, r.prompt, r.negative_prompt, r.seed, r.task, r.image, r.image_sha256,
                   r.last_image, r.last_image_sha256, r.prompt_embeds, r.prompt_embeds_sha256,
                   r.num_frames, r.height, r.width, r.num_inference_steps, r.guidance_scale,
-                  r.flow_shift, r.guidance_scale_2, r.fps, r.line, r.index, r.input_key,
+                  r.flow_shift, r.guidance_scale_2, r.fps, r.cache, r.line, r.index, r.input_key,
                   r.input_error, r.refused);
+}
+
+// A request's step cache (a manifest line's "cache").
+auto cache_fields(auto& c) {
+  return std::tie(c.policy, c.threshold, c.cache_interval, c.disable_cache_before_step, c.max_order,
+                  c.max_skip_steps, c.retention_ratio, c.mag_ratios, c.calibrate);
 }
 
 // One put/get pair per wire type; a struct with a field list is its fields in order.
@@ -101,6 +107,17 @@ void put(Encoder& out, ErrorKind v) { out.u8(static_cast<std::uint8_t>(v)); }
 void put(Encoder& out, const std::vector<std::string>& list) {
   out.u32(static_cast<std::uint32_t>(list.size()));
   for (const auto& s : list) out.str(s);
+}
+void put(Encoder& out, const std::vector<double>& list) {
+  out.u32(static_cast<std::uint32_t>(list.size()));
+  for (const double v : list) out.f64(v);
+}
+void put(Encoder& out, CachePolicy v) { out.u8(static_cast<std::uint8_t>(v)); }
+template <class Tuple>
+void put_all(Encoder& out, const Tuple& fields);
+void put(Encoder& out, const std::optional<StepCacheConfig>& v) {
+  out.boolean(v.has_value());
+  if (v) put_all(out, cache_fields(*v));
 }
 void put(Encoder& out, const Request& r);
 template <HasFields T>
@@ -146,6 +163,27 @@ void get(Decoder& in, std::vector<std::string>& list) {
   const std::uint32_t n = in.u32();
   list.clear();
   for (std::uint32_t i = 0; i < n; ++i) list.push_back(in.str());
+}
+void get(Decoder& in, std::vector<double>& list) {
+  const std::uint32_t n = in.u32();
+  list.clear();
+  for (std::uint32_t i = 0; i < n; ++i) list.push_back(in.f64());
+}
+void get(Decoder& in, CachePolicy& v) {
+  const std::uint8_t policy = in.u8();
+  if (policy > static_cast<std::uint8_t>(CachePolicy::magcache)) {
+    protocol_error(fmt::format("unknown cache policy {}", policy));
+  }
+  v = static_cast<CachePolicy>(policy);
+}
+template <class Tuple>
+void get_all(Decoder& in, const Tuple& fields);
+void get(Decoder& in, std::optional<StepCacheConfig>& v) {
+  v.reset();
+  if (!in.boolean()) return;
+  StepCacheConfig c;
+  get_all(in, cache_fields(c));
+  v = std::move(c);
 }
 void get(Decoder& in, Request& r);
 template <HasFields T>

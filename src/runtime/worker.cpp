@@ -88,7 +88,7 @@ double computed_model_tflop(const RequestFlops& flops, const ForwardCounts& coun
 
 void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   double busy = 0.0;
-  const std::string numerics = numerics_profile(c_.config);
+  const std::string numerics = numerics_profile(c_.config);  // the rows without a line cache
   // The attempt log (JobOptions::count_attempts), opened at the first attempt: the output
   // folder exists once work is handed out. A log that cannot be written is one warning; the
   // count is a safety net, the request goes on.
@@ -123,7 +123,7 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     rec.width = req.width;
     rec.steps = req.num_inference_steps;
     rec.attempt = assignment->attempt;
-    rec.numerics = numerics;
+    rec.numerics = req.cache ? numerics_profile(c_.config, req.cache) : numerics;
     rec.prompt = req.prompt;
     rec.seed = req.seed;
     rec.fps = req.fps;

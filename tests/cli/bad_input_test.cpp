@@ -295,6 +295,32 @@ std::vector<Case> cases() {
   c.push_back(malformed("manifest_seed_negative",
                         manifest_line(R"({"id": "b", "prompt": "p", "seed": -1})"),
                         {seed, "got -1"}));
+  // A line's step cache: by generation.cache's rules, a fault named by its key.
+  c.push_back(malformed(
+      "manifest_cache_key_of_another_policy",
+      manifest_line(
+          R"({"id": "b", "prompt": "p", "cache": {"policy": "first_block", "max_order": 2}})"),
+      {"@DIR@/m.jsonl:2:cache.max_order: not a key of the first_block cache (its keys: "
+       "threshold)"}));
+  c.push_back(malformed(
+      "manifest_cache_threshold_out_of_range",
+      manifest_line(
+          R"({"id": "b", "prompt": "p", "cache": {"policy": "first_block", "threshold": 11}})"),
+      {"@DIR@/m.jsonl:2:cache.threshold: 11.0 is out of range (expected a number in (0, 10])"}));
+  c.push_back(malformed("manifest_cache_unknown_policy",
+                        manifest_line(R"({"id": "b", "prompt": "p", "cache": "teacache"})"),
+                        {"@DIR@/m.jsonl:2:cache: invalid value 'teacache' (expected off | "
+                         "first_block | taylorseer | magcache"}));
+  c.push_back(malformed("manifest_cache_number",
+                        manifest_line(R"({"id": "b", "prompt": "p", "cache": 0.05})"),
+                        {"@DIR@/m.jsonl:2:cache: must be a policy name (off | first_block | "
+                         "taylorseer | magcache) or an object {\"policy\": ..., <its keys>}, got "
+                         "0.05"}));
+  // The synthetic model has no block stack: a line's cache is refused as generation.cache is.
+  c.push_back(malformed("manifest_cache_on_a_model_without_blocks",
+                        manifest_line(R"({"id": "b", "prompt": "p", "cache": "taylorseer"})"),
+                        {"@DIR@/m.jsonl:2:cache: the model has no transformer block stack to "
+                         "cache"}));
   c.push_back(malformed("manifest_unknown_field",
                         manifest_line(R"({"id": "b", "prompt": "p", "frames": 5})"),
                         {"@DIR@/m.jsonl:2:frames: unknown field (did you mean 'num_frames'?)"}));
@@ -770,6 +796,61 @@ TEST(ResumeProfile, AnotherStepCacheIsRefused) {
   const BatchRun same = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
   EXPECT_EQ(same.exit_code, 0) << same.err;
   EXPECT_NE(same.err.find("3 already done, skipped"), std::string::npos) << same.err;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A manifest line's own cache: the row says what ran, the line's input key pins it, and
+// generation.cache no longer decides for that line.
+TEST(ResumeProfile, ALinesOwnCacheIsPinnedByItsInputKey) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("omnidp-line-cache-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Case c;
+  const auto manifest = [&dir](const std::string& b_cache) {
+    write_text(dir / "m.jsonl",
+               std::string(R"({"id": "a", "prompt": "first", "seed": 1, "cache": "off"})") + "\n" +
+                   R"({"id": "b", "prompt": "second", "seed": 2, "cache": )" + b_cache + "}\n");
+  };
+  write_text(dir / "c.yaml",
+             replaced(replaced(kConfig, "name: synthetic",
+                               "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
+                      "width: 48", "width: 32"));
+  manifest(R"({"policy": "first_block", "threshold": 10})");
+  const BatchRun first = run_batch(dir, c, {"--dry-run"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string plan = read_text(dir / "stdout.txt");
+  EXPECT_NE(plan.find("cache first_block(threshold 10.0) (manifest line 2)"), std::string::npos)
+      << plan;
+  const BatchRun run = run_batch(dir, c, {});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(rows.size(), 2U);
+  for (const auto& row : rows) {
+    const auto& r = row.record;
+    // CFG (tiny-wan's guidance 5): two branches x two steps.
+    EXPECT_EQ(r.forwards, 4) << r.id;
+    if (r.id == "a") {
+      EXPECT_NE(r.numerics.find(";cache=line:off;software="), std::string::npos) << r.numerics;
+      EXPECT_EQ(r.forwards_computed, 4);
+    } else {
+      EXPECT_NE(r.numerics.find(";cache=line:first_block(threshold 10.0);software="), std::string::npos)
+          << r.numerics;
+      // Each branch computes its first step and reuses the cached residual on the second.
+      EXPECT_EQ(r.forwards_computed, 2);
+    }
+  }
+  // Another generation.cache does not touch lines that set their own.
+  const BatchRun other_default = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
+  EXPECT_EQ(other_default.exit_code, 0) << other_default.err;
+  EXPECT_NE(other_default.err.find("2 already done, skipped"), std::string::npos)
+      << other_default.err;
+  // A line's changed cache is a changed request.
+  manifest(R"({"policy": "first_block", "threshold": 5})");
+  const BatchRun changed = run_batch(dir, c, {});
+  EXPECT_EQ(changed.exit_code, 2) << changed.err;
+  EXPECT_NE(changed.err.find("m.jsonl:2:id: request 'b' is already done in"), std::string::npos)
+      << changed.err;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

@@ -143,5 +143,32 @@ TEST(NumericsProfile, AStepCacheIsAKeyWithItsParameters) {
   EXPECT_FALSE(compare_numerics(a, a + ";cache=off").any());
 }
 
+TEST(NumericsProfile, ALinesOwnCacheIsMarkedAndComparedByItsValue) {
+  Config ts;
+  ts.generation.cache.policy = CachePolicy::taylorseer;
+  StepCacheConfig fb;
+  fb.policy = CachePolicy::first_block;
+  const auto line_fb = numerics_profile(ts, "v", fb);
+  EXPECT_NE(line_fb.find(";cache=line:first_block(threshold 0.05);software=v"), std::string::npos)
+      << line_fb;
+  // A line that sets the cache off says so, even where the job's is off too.
+  const auto line_off = numerics_profile(Config{}, "v", StepCacheConfig{});
+  EXPECT_NE(line_off.find(";cache=line:off;software=v"), std::string::npos) << line_off;
+  EXPECT_TRUE(cache_from_line(line_fb));
+  EXPECT_TRUE(cache_from_line(line_off));
+  EXPECT_FALSE(cache_from_line(numerics_profile(ts, "v")));
+  EXPECT_FALSE(cache_from_line(""));
+  // Compared by what ran, wherever it was set: the same computation is no difference.
+  Config job_fb;
+  job_fb.generation.cache = fb;
+  EXPECT_FALSE(compare_numerics(line_fb, numerics_profile(job_fb, "v")).any());
+  EXPECT_FALSE(compare_numerics(line_off, numerics_profile(Config{}, "v")).any());
+  EXPECT_EQ(compare_numerics(line_fb, numerics_profile(ts, "v")).keys,
+            (std::vector<std::string>{"cache"}));
+  EXPECT_EQ(
+      describe_difference(line_off, numerics_profile(ts, "v")),
+      "cache (off -> taylorseer(cache_interval 5, disable_cache_before_step 3, max_order 1))");
+}
+
 }  // namespace
 }  // namespace omnidp

@@ -53,6 +53,25 @@ TEST(InputKey, ALastImageIsAppendedOnlyWhenGiven) {
             compute_input_key(fixed_request(), "tiny-wan", "random:0"));
 }
 
+TEST(InputKey, ALinesStepCacheIsAppendedOnlyWhenGiven) {
+  Request r = fixed_request();
+  StepCacheConfig cache;
+  cache.policy = CachePolicy::first_block;
+  cache.threshold = 0.1;
+  r.cache = cache;
+  EXPECT_EQ(canonical_encoding(r, "tiny-wan", "random:0"),
+            "[\"omnidp-input-key-v1\",\"tiny-wan\",\"random:0\",\"i2v\","
+            "\"a \\\"red\\\" fox \xE2\x80\x94 snow\",\"blurry\",7,9,64,96,4,5.5,3,"
+            "\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\",\"\","
+            "\"cache\",\"first_block(threshold 0.1)\"]");
+  // A line that sets the cache off is another request than one that leaves it to the job.
+  r.cache = StepCacheConfig{};
+  const std::string off = compute_input_key(r, "tiny-wan", "random:0");
+  EXPECT_NE(off, compute_input_key(fixed_request(), "tiny-wan", "random:0"));
+  r.cache->policy = CachePolicy::taylorseer;
+  EXPECT_NE(compute_input_key(r, "tiny-wan", "random:0"), off);
+}
+
 TEST(InputKey, KeyIsPinned) {
   // Computed independently:
   //   printf '%s' '["omnidp-input-key-v1","tiny-wan","random:0","i2v","a \"red\" fox — snow",

@@ -55,5 +55,45 @@ TEST(ManifestLine, TheModelsSizeMultiple) {
       "needs (e.g. 64 or 128)");
 }
 
+TEST(ManifestLine, ALinesStepCacheReadsAsGenerationCache) {
+  const auto cache_of = [](const std::string& text) {
+    return parse_manifest_line(text, test_defaults(), "m.jsonl", 2).cache;
+  };
+  EXPECT_FALSE(cache_of(R"({"id":"a","prompt":"p"})").has_value());
+  const auto name = cache_of(R"({"id":"a","prompt":"p","cache":"taylorseer"})");
+  ASSERT_TRUE(name.has_value());
+  EXPECT_EQ(name->policy, CachePolicy::taylorseer);
+  EXPECT_EQ(name->cache_interval, 5);
+  const auto off = cache_of(R"({"id":"a","prompt":"p","cache":"off"})");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(off->policy, CachePolicy::off);
+  const auto map = cache_of(
+      R"({"id":"a","prompt":"p","cache":{"policy":"magcache","threshold":0.1,"max_skip_steps":2,)"
+      R"("retention_ratio":0.5,"mag_ratios":[1,0.99,0.875]}})");
+  ASSERT_TRUE(map.has_value());
+  EXPECT_EQ(map->policy, CachePolicy::magcache);
+  EXPECT_EQ(map->threshold, 0.1);
+  EXPECT_EQ(map->max_skip_steps, 2);
+  EXPECT_EQ(map->retention_ratio, 0.5);
+  EXPECT_EQ(map->mag_ratios, (std::vector<double>{1.0, 0.99, 0.875}));
+  // The faults of generation.cache, named by the line's key.
+  EXPECT_EQ(manifest_error_of(
+                [&] { (void)cache_of(R"({"id":"a","prompt":"p","cache":{"threshold":0.1}})"); }),
+            "m.jsonl:2:cache.policy: required in a cache map (expected off | first_block | "
+            "taylorseer | magcache)");
+  EXPECT_EQ(manifest_error_of([&] {
+              (void)cache_of(R"({"id":"a","prompt":"p","cache":{"policy":"magcache"}})");
+            }).rfind("m.jsonl:2:cache.mag_ratios: required by the magcache policy", 0),
+            0U);
+  EXPECT_EQ(manifest_error_of([&] {
+              (void)cache_of(R"({"id":"a","prompt":"p","cache":{"policy":"taylorseer",)"
+                             R"("cache_interval":"five"}})");
+            }).rfind("m.jsonl:2:cache.cache_interval: ", 0),
+            0U);
+  EXPECT_EQ(manifest_error_of([&] { (void)cache_of(R"({"id":"a","prompt":"p","cache":[1]})"); }),
+            "m.jsonl:2:cache: must be a policy name (off | first_block | taylorseer | magcache) "
+            "or an object {\"policy\": ..., <its keys>}, got an array");
+}
+
 }  // namespace
 }  // namespace omnidp

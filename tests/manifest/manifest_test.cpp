@@ -719,7 +719,7 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
             file_ +
                 ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
                 "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
-                "guidance_scale, flow_shift, fps, guidance_scale_2, last_image)");
+                "guidance_scale, flow_shift, fps, guidance_scale_2, last_image, cache)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }

@@ -606,6 +606,42 @@ TEST(MpiJobReliability, HungRequestAbortsWithAClearMessage) {
   for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
 }
 
+// Issue 39, class 6 end to end: a request that hangs on every attempt aborted the job with
+// exit 75 on every run, so a requeue loop never ended. Its interrupted attempts are counted
+// across runs: once they pass scheduler.max_retries it is recorded failed without running, and
+// the run ends with exit 1.
+TEST(MpiJobReliability, ARequestThatAlwaysHangsIsRecordedFailedAfterMaxRetries) {
+  TempDir dir("mpi-poison");
+  const auto config = write_config(dir.path(), write_manifest(dir.path(), 4));
+  const std::vector<std::string> poison = {
+      "faults.hang_ids=[r002]", "scheduler.request_timeout_s=1", "scheduler.max_retries=1"};
+  for (int run = 1; run <= 2; ++run) {
+    const auto aborted = mpirun(2, config, poison);
+    EXPECT_EQ(aborted.exit_code, 75) << "run " << run << "\n" << aborted.output;
+    EXPECT_NE(
+        aborted.output.find("longer than scheduler.request_timeout_s = 1 s; aborting the job"),
+        std::string::npos)
+        << aborted.output;
+  }
+  const auto last = mpirun(2, config, poison);
+  EXPECT_EQ(last.exit_code, 1) << last.output;
+  const auto rows = all_rows(dir.path() / "out");
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 4U) << last.output;
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " recorded twice";
+  for (const auto& row : rows) {
+    if (row.record.id != "r002") {
+      EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+      continue;
+    }
+    EXPECT_EQ(row.record.status, RequestStatus::failed);
+    EXPECT_NE(row.record.error.find("not run again: 2 attempt(s) of this request (counted across "
+                                    "runs) were interrupted before they ended"),
+              std::string::npos)
+        << row.record.error;
+  }
+}
+
 // A rank that stops (SIGSTOP after its second completion: the process stays but sends nothing)
 // made the job wait forever. Rank 0 takes it for lost after scheduler.silent_timeout_s and
 // aborts the job (exit 75 for a requeue); the rerun finishes every request exactly once.

@@ -27,6 +27,13 @@ Request sample_request() {
   r.guidance_scale = 6.5;
   r.flow_shift = -0.0;
   r.fps = 24;
+  StepCacheConfig cache;
+  cache.policy = CachePolicy::magcache;
+  cache.threshold = 0.125;
+  cache.max_skip_steps = 4;
+  cache.retention_ratio = 0.25;
+  cache.mag_ratios = {1.0, 0.99, 0.875};
+  r.cache = cache;
   r.line = 12345;
   r.index = 9876543210ULL;
   r.input_key = std::string(64, 'c');
@@ -106,6 +113,8 @@ TEST(Protocol, AssignCarriesEveryRequestField) {
   EXPECT_EQ(b.guidance_scale, r.guidance_scale);
   EXPECT_TRUE(std::signbit(b.flow_shift));
   EXPECT_EQ(b.fps, r.fps);
+  EXPECT_EQ(b.cache, r.cache);  // every StepCacheConfig field (defaulted ==)
+  EXPECT_FALSE(round_trip(AssignMsg{Request{}, 1}).request.cache.has_value());
   EXPECT_EQ(b.line, r.line);
   EXPECT_EQ(b.index, r.index);
   EXPECT_EQ(b.input_key, r.input_key);

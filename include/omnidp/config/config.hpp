@@ -153,7 +153,7 @@ struct GenerationConfig {  // defaults; each manifest line may override them
   std::uint64_t seed = 42;
   int fps = 24;
   std::string negative_prompt;
-  StepCacheConfig cache;  // off by default; job-wide (a manifest line does not set it)
+  StepCacheConfig cache;  // off by default; a manifest line's "cache" overrides it
 
   friend bool operator==(const GenerationConfig&, const GenerationConfig&) = default;
 };
@@ -277,6 +277,11 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
 // Serializes every key (not `source_file`) to YAML that parse_config_yaml() reads back to an
 // equal Config; doubles are written in shortest round-trip form.
 [[nodiscard]] std::string to_yaml(const Config& config);
+
+// A step cache written as YAML or JSON text (a policy name, or a map {policy: ..., <its
+// keys>}: a manifest line's "cache"), read and checked by generation.cache's rules. Faults
+// are ConfigErrors whose path starts with `path` ("cache.threshold").
+[[nodiscard]] StepCacheConfig parse_step_cache(const std::string& text, const std::string& path);
 
 // Range rules of the generation values, shared with the manifest reader so that a manifest
 // line and the config accept the same values. Each returns "" when the value is valid, else

@@ -7,14 +7,16 @@
 //   layout=tp1,sp1,cfg1;software=0.1.0 (git abc1234)
 //
 // (one line, no spaces around '=' or ';'), keys always in this order; `cache=<describe_cache()>`
-// stands before `software` when generation.cache is on. Values never hold ';'
-// or '='. An empty string is the unknown profile (rows of files written before the column).
-// `layout` is the replica group's tensor x sequence x CFG parallel sizes (they change the
-// bytes; the replica count does not); a row written before that key reads as tp1,sp1,cfg1, and a
-// profile without `cache` as cache=off.
+// stands before `software` when generation.cache is on, `cache=line:<describe_cache()>` when
+// the request's manifest line set its own (even off). Values never hold ';' or '='. An empty
+// string is the unknown profile (rows of files written before the column). `layout` is the
+// replica group's tensor x sequence x CFG parallel sizes (they change the bytes; the replica
+// count does not); a row written before that key reads as tp1,sp1,cfg1, and a profile without
+// `cache` as cache=off.
 // Plain value functions, thread-safe.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,11 +29,19 @@ namespace omnidp {
 inline constexpr std::string_view kSoftwareKey = "software";
 
 // The canonical profile of `config` with this build's software version (`quantization` is
-// model.quantization: none | fp8).
-[[nodiscard]] std::string numerics_profile(const Config& config);
+// model.quantization: none | fp8); with `line_cache`, that of a request whose manifest line sets
+// its own step cache (Request::cache).
+[[nodiscard]] std::string numerics_profile(const Config& config,
+                                           const std::optional<StepCacheConfig>& line_cache = {});
 // The same from explicit values: `software` is e.g. "0.1.0 (git abc1234)"; ';' and '=' in it
 // become ','.
-[[nodiscard]] std::string numerics_profile(const Config& config, std::string_view software);
+[[nodiscard]] std::string numerics_profile(const Config& config, std::string_view software,
+                                           const std::optional<StepCacheConfig>& line_cache = {});
+
+// Whether the profile's step cache came from the request's manifest line (cache=line:...):
+// the input key then pins it, so the resume check leaves it to the key. compare_numerics and
+// describe_difference compare the cache itself, wherever it was set.
+[[nodiscard]] bool cache_from_line(std::string_view profile);
 
 // key -> value of a canonical (or any "k=v;k=v") string; "" gives an empty map. Items without
 // '=' are kept as a key with an empty value.

@@ -14,8 +14,9 @@ namespace omnidp {
 //   ["omnidp-input-key-v1", model_name, weights_identity, task, prompt, negative_prompt, seed,
 //    num_frames, height, width, num_inference_steps, guidance_scale, flow_shift,
 //    image_sha256, prompt_embeds_sha256]
-// then, only when set, "guidance_scale_2", value and "last_image", last_image_sha256 before the
-// closing bracket (so that the keys of the requests without them are unchanged).
+// then, only when set, "guidance_scale_2", value, "last_image", last_image_sha256 and "cache",
+// describe_cache(line's cache) before the closing bracket (so that the keys of the requests
+// without them are unchanged).
 // Strings escaped as JSON (\" \\ \b \f \n \r \t, other bytes < 0x20 as \u00xx, the rest as
 // UTF-8 bytes), integers in decimal, doubles as the shortest round-trip std::to_chars form
 // (-0 written as 0). The id, fps, paths, line and index are not part of it.

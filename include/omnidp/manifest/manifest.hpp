@@ -51,6 +51,9 @@ struct ManifestOptions {
   // `requires_last_image` (a first-last-frame checkpoint), every line must give one.
   bool last_image = true;
   bool requires_last_image = false;
+  // false: a line's "cache" other than off is refused (the model has no block stack that
+  // step caching runs over: ModelInfo::step_cache).
+  bool step_cache = true;
   // true: open, probe (header only) and hash each image / embeddings file, and compute
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.

@@ -32,6 +32,7 @@ enum class ManifestField : std::size_t {
   fps,
   guidance_scale_2,
   last_image,
+  cache,
   count
 };
 

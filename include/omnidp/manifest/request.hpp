@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "omnidp/config/config.hpp"
+
 namespace omnidp {
 
 enum class Task { t2v, i2v };
@@ -34,6 +36,9 @@ struct Request {
   // The low-noise expert's guidance (two-expert models only); unset: guidance_scale.
   std::optional<double> guidance_scale_2;
   int fps = 0;
+  // The line's step cache ("cache"): overrides generation.cache for this request; unset: the
+  // job's. Part of the input key when set; the row's numerics profile names it (cache=line:...).
+  std::optional<StepCacheConfig> cache;
   // Where the values came from (rank 0 only, for --dry-run; not sent to workers): whether the
   // line itself set height or width, guidance_scale, flow_shift (else the defaults or, for
   // the size of an i2v request, the model's choice from the image), and the probed image's

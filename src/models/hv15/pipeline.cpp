@@ -202,6 +202,7 @@ std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, i
 torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const GenerateContext* ctx,
                                               CacheReport* report) {
   c10::InferenceMode inference;
+  const StepCacheConfig& cache_config = in.cache ? *in.cache : parts_.cache;
   auto& transformer = parts_.transformer;
   auto& vae = parts_.vae;
   const auto& to = transformer->options();
@@ -285,8 +286,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // exchange would need their text masked).
   // With a step cache each branch keeps its own cache: two forwards, never one batch.
   const CfgLayout layout{cfg, any_cfg && cfg == nullptr && sequence == nullptr &&
-                                  parts_.cache.policy == CachePolicy::off};
-  RequestCaches caches(parts_.cache, steps, sequence);
+                                  cache_config.policy == CachePolicy::off};
+  RequestCaches caches(cache_config, steps, sequence);
   TransformerInputs both_in;
   if (layout.batched) {
     both_in.encoder_hidden_states =
@@ -543,9 +544,10 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
     in.image = image_to_tensor(resized);
     in.image_embeds = image_embeds_for(request, resized);
   }
+  in.cache = request.cache;
   in.noise = randn_cpu(latent_shape(request.num_frames, request.height, request.width), request.seed);
   const auto out = sample(in, &ctx);
-  report_forwards(request, ctx, out.cache, parts_.cache);
+  report_forwards(request, ctx, out.cache, request.cache.value_or(parts_.cache));
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);

@@ -15,8 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kPrefix = "vision_model.";
-
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
   throw WeightsError(origin, "CLIP: key '" + key + "' " + what);
 }
@@ -107,10 +105,11 @@ ClipVisionModel load_clip_vision(const fs::path& dir, torch::ScalarType dtype, t
   const auto checkpoint = Checkpoint::open(dir);
   ClipVisionModel model(options, ParamSpec{dtype, torch::kCPU});
   const auto names = checkpoint.names();
-  const bool prefixed = std::any_of(names.begin(), names.end(),
-                                    [](const std::string& n) { return n.rfind(kPrefix, 0) == 0; });
-  text::load_state_dict_under(prefixed ? std::string(kPrefix) : std::string(), model.ptr(),
-                              checkpoint, dtype, device);
+  const bool prefixed = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.rfind(kVisionModelPrefix, 0) == 0;
+  });
+  text::load_state_dict_under(prefixed ? std::string(kVisionModelPrefix) : std::string(),
+                              model.ptr(), checkpoint, dtype, device);
   freeze(*model);
   model->eval();
   return model;

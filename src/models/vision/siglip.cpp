@@ -18,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kPrefix = "vision_model.";
 constexpr const char* kWhat = "SigLIP vision config: ";
 
 bool supported_activation(const std::string& a) {
@@ -288,12 +287,13 @@ SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtyp
   const auto checkpoint = Checkpoint::open(dir);
   SiglipVisionModel model(options, ParamSpec{dtype, torch::kCPU});
   const auto names = checkpoint.names();
-  const bool prefixed = std::any_of(names.begin(), names.end(),
-                                    [](const std::string& n) { return n.rfind(kPrefix, 0) == 0; });
+  const bool prefixed = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.rfind(kVisionModelPrefix, 0) == 0;
+  });
   // Nested under `vision_model` where prefixed, so that the strict loader sees the checkpoint's
   // names (a mix of prefixed and bare names is reported as unexpected and missing tensors).
-  text::load_state_dict_under(prefixed ? std::string(kPrefix) : std::string(), model.ptr(),
-                              checkpoint, dtype, device);
+  text::load_state_dict_under(prefixed ? std::string(kVisionModelPrefix) : std::string(),
+                              model.ptr(), checkpoint, dtype, device);
   freeze(*model);
   model->eval();
   return model;

@@ -118,6 +118,7 @@ std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, 
 }
 
 WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateContext* ctx) {
+  const StepCacheConfig& cache_config = in.cache ? *in.cache : parts_.cache;
   c10::InferenceMode inference;
   auto& transformer = parts_.transformer;
   auto& vae = parts_.vae;
@@ -168,7 +169,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const int branch = cfg != nullptr ? cfg->rank() : 0;
   // With a step cache each branch keeps its own cache: two forwards, never one batch.
   const bool batch_cfg = cfg == nullptr && do_cfg && parts_.cfg_batch &&
-                         parts_.cache.policy == CachePolicy::off &&
+                         cache_config.policy == CachePolicy::off &&
                          prompt.sizes() == negative.sizes();
   const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
   // CLIP image tokens (Wan2.1 I2V): the same for both branches, in the transformer's dtype.
@@ -283,7 +284,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
   const auto timesteps = scheduler.timesteps().to(device_);
   const CfgLayout layout{cfg, batch_cfg};
-  RequestCaches caches(parts_.cache, steps, sequence);
+  RequestCaches caches(cache_config, steps, sequence);
   run_denoising_steps(steps, ctx, device_, [&](int i) {
     const int expert_index = experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0;
     const Expert& expert = use_expert(expert_index);
@@ -436,10 +437,11 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
   const auto& to = parts_.transformer->options();
   const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
   const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
+  in.cache = request.cache;
   in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
                        request.seed);
   const auto out = sample(in, &ctx);
-  report_forwards(request, ctx, out.cache, parts_.cache);
+  report_forwards(request, ctx, out.cache, request.cache.value_or(parts_.cache));
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);

@@ -10,10 +10,6 @@ namespace omnidp::models {
 namespace fs = std::filesystem;
 namespace {
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string join_names(const std::vector<fs::path>& paths) {
   std::string out;
   for (const auto& p : paths) {
@@ -56,8 +52,8 @@ Checkpoint Checkpoint::open(const fs::path& path) {
   for (const auto& entry : fs::directory_iterator(path, ec)) {
     const auto name = entry.path().filename().string();
     if (!entry.is_regular_file()) continue;
-    if (ends_with(name, ".safetensors.index.json")) indexes.push_back(entry.path());
-    if (ends_with(name, ".safetensors")) singles.push_back(entry.path());
+    if (name.ends_with(".safetensors.index.json")) indexes.push_back(entry.path());
+    if (name.ends_with(".safetensors")) singles.push_back(entry.path());
   }
   if (ec) throw WeightsError(path.string(), "cannot list folder: " + ec.message());
 

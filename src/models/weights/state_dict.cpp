@@ -25,10 +25,6 @@ void append_list(std::string& msg, const std::string& what, const std::vector<st
   if (items.size() > kListed) msg += fmt::format(" ... (+{} more)", items.size() - kListed);
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // splitmix64 over (seed, FNV-1a of the name): an independent stream per parameter.
 std::uint64_t parameter_seed(std::uint64_t seed, const std::string& name) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -171,8 +167,8 @@ void init_random_weights(torch::nn::Module& module, std::uint64_t seed, const Sh
             auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));
             const double fan_in = static_cast<double>(numel) / static_cast<double>(sizes[0]);
             value = torch::randn(sizes, gen, torch::kFloat32) / std::sqrt(std::max(1.0, fan_in));
-          } else if (sizes.size() == 1 && (ends_with(name, "weight") || ends_with(name, "scale") ||
-                                           ends_with(name, "gamma"))) {
+          } else if (sizes.size() == 1 && (name.ends_with("weight") || name.ends_with("scale") ||
+                                           name.ends_with("gamma"))) {
             value = torch::ones(sizes, torch::kFloat32);
           } else {
             auto gen = at::detail::createCPUGenerator(parameter_seed(seed, name));

@@ -102,7 +102,9 @@ struct SampleInputs {
   TextConditioning prompt;
   TextConditioning negative;   // needed when CFG runs
   torch::Tensor image;         // I2V: [1, 3, H, W] in [-1, 1]; undefined for T2V
-  torch::Tensor image_embeds;  // I2V: [1, Li, image_embed_dim]; undefined for T2V
+  torch::Tensor image_embeds;  // I2V: [1, Li, image_embed_dim]; undefined for T2V  // This request's
+                               // step cache (a manifest line's "cache"); unset: the parts' generation.cache.
+  std::optional<StepCacheConfig> cache;
 };
 
 struct SampleOutputs {

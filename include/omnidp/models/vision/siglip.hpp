@@ -28,6 +28,9 @@
 
 namespace omnidp::models::vision {
 
+// The prefix of a vision tower's weights in a full CLIP/SigLIP checkpoint ("vision_model.").
+inline constexpr const char* kVisionModelPrefix = "vision_model.";
+
 struct SiglipVisionOptions {
   std::int64_t hidden_size = 768;
   std::int64_t intermediate_size = 3072;

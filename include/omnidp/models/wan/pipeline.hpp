@@ -79,7 +79,8 @@ struct WanSampleInputs {
   torch::Tensor image;                   // [1, 3, H, W] in [-1, 1] (I2V); undefined for T2V
   torch::Tensor last_image;  // [1, 3, H, W]: first-last-frame to video (not expand_timesteps)
   // [1, Li, image_dim]: the CLIP tokens (encode_image) for a transformer with image_dim.
-  torch::Tensor image_embeds;
+  torch::Tensor image_embeds;  // This request's step cache (a manifest line's "cache"); unset: the parts' generation.cache.
+  std::optional<StepCacheConfig> cache;
 };
 
 struct WanSampleOutputs {
