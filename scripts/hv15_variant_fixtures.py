@@ -39,6 +39,8 @@ import sys
 import numpy as np
 import torch
 
+from wan_family_fixtures import save_case  # the fixture layout (case.json, io.safetensors)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.dirname(HERE)
 NOTE = ("diffusers float32 on the CPU, TF32 off; weights bf16-exact "
@@ -75,16 +77,6 @@ def bf16_exact_(params, seed):
                 bound = 1.0 / max(1, p.shape[1]) ** 0.5
                 p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * bound)
             p.copy_(p.to(torch.bfloat16).to(torch.float32))
-
-
-def save_case(folder, case, tensors):
-    from safetensors.torch import save_file
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "case.json"), "w") as f:
-        json.dump(case, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save_file({k: v.detach().to(torch.float32).contiguous() for k, v in tensors.items()},
-              os.path.join(folder, "io.safetensors"))
 
 
 def load_diffusers(cls, folder):

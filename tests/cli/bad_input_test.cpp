@@ -491,6 +491,22 @@ std::vector<Case> cases() {
   return c;
 }
 
+// A fresh folder `name`-<pid> under the temp directory (what was there is removed).
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Requests a, b and c with the synthetic model, built in `dir`.
+Case synthetic_abc(const fs::path& dir) {
+  Case c;
+  c.build = config_edit("", "");
+  c.build(dir);
+  return c;
+}
+
 struct BatchRun {
   int exit_code = -1;
   int signal = 0;
@@ -528,10 +544,7 @@ class BadInput : public ::testing::TestWithParam<Case> {};
 TEST_P(BadInput, ClearErrorRightExitCodeNoCrashNoPartialOutput) {
   const Case& c = GetParam();
   if (c.needs_fixtures) OMNIDP_REQUIRE_FIXTURES();
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-bad-input-" + c.name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("omnidp-bad-input-" + c.name);
   c.build(dir);
   ASSERT_FALSE(::testing::Test::HasFatalFailure());
 
@@ -587,10 +600,7 @@ INSTANTIATE_TEST_SUITE_P(Matrix, BadInput, ::testing::ValuesIn(cases()),
 TEST(BadInputRecovery, FullDiskThenResume) {
   Case c = cases().back();
   ASSERT_EQ(c.name, "output_full_disk");
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-bad-input-resume-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("omnidp-bad-input-resume");
   c.build(dir);
   const BatchRun full = run_batch(dir, c, c.args);
   ASSERT_EQ(full.exit_code, 1) << full.err;
@@ -612,13 +622,8 @@ TEST(BadInputRecovery, FullDiskThenResume) {
 // later plain rerun (alone, and under mpirun as a Slurm requeue would run it) skips all three,
 // exit 0, where it used to stop with "the folder mixes two manifests".
 TEST(BadInputRecovery, EditedPromptThenNoResumeThenPlainReruns) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-bad-input-edited-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  Case c;
-  c.build = config_edit("", "");  // a, b, c with the synthetic model
-  c.build(dir);
+  const fs::path dir = fresh_dir("omnidp-bad-input-edited");
+  Case c = synthetic_abc(dir);
   ASSERT_EQ(run_batch(dir, c, {}).exit_code, 0);
   write_text(dir / "m.jsonl", replaced(read_text(dir / "m.jsonl"), "\"second\"", "\"edited\""));
   const BatchRun refused = run_batch(dir, c, {});
@@ -653,13 +658,8 @@ TEST(BadInputRecovery, EditedPromptThenNoResumeThenPlainReruns) {
 // the stored videos, names the damaged one and generates it again: results.h5 then holds three
 // videos that match their hashes, b's from the new row.
 TEST(BadInputRecovery, VerifyGeneratesADamagedStoredVideoAgain) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-bad-input-verify-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  Case c;
-  c.build = config_edit("", "");  // a, b, c with the synthetic model
-  c.build(dir);
+  const fs::path dir = fresh_dir("omnidp-bad-input-verify");
+  const Case c = synthetic_abc(dir);
   ASSERT_EQ(run_batch(dir, c, {}).exit_code, 0);
   const fs::path rank_file = dir / "out" / "rank-00000.h5";
   results::testing::flip_stored_byte(rank_file, "b");
@@ -697,13 +697,8 @@ TEST(BadInputRecovery, VerifyGeneratesADamagedStoredVideoAgain) {
 // dtype is refused (exit 2, one line naming both profiles and the key), nothing is added to it;
 // with --resume-mixed the done requests are kept and the new one records the new profile.
 TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-resume-profile-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  Case c;
-  c.build = config_edit("", "");  // a, b, c with the synthetic model
-  c.build(dir);
+  const fs::path dir = fresh_dir("omnidp-resume-profile");
+  const Case c = synthetic_abc(dir);
   const BatchRun first = run_batch(dir, c, {});
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const auto profile_of = [](const results::StoredRow& row) { return row.record.numerics; };
@@ -764,10 +759,7 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
 // A step cache changes the bytes (issue 37): the same folder rerun without the cache it was made
 // with is refused like another dtype, naming the cache key with both values.
 TEST(ResumeProfile, AnotherStepCacheIsRefused) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-resume-cache-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("omnidp-resume-cache");
   Case c;
   // A model with a block stack (the synthetic model refuses a cache): tiny-wan, 32 x 32.
   c.build = inputs(
@@ -802,10 +794,7 @@ TEST(ResumeProfile, AnotherStepCacheIsRefused) {
 // A manifest line's own cache: the row says what ran, the line's input key pins it, and
 // generation.cache no longer decides for that line.
 TEST(ResumeProfile, ALinesOwnCacheIsPinnedByItsInputKey) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("omnidp-line-cache-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = fresh_dir("omnidp-line-cache");
   Case c;
   const auto manifest = [&dir](const std::string& b_cache) {
     write_text(dir / "m.jsonl",

@@ -185,26 +185,6 @@ std::size_t occurrences(const std::string& text, const std::string& part) {
   return n;
 }
 
-// Overwrites the first bytes of the object header of /videos/<id> in `file`: its row stays ok,
-// its video no longer opens (a damaged disk block).
-void overwrite_video_header(const std::filesystem::path& file, const std::string& id) {
-  haddr_t address = HADDR_UNDEF;
-  {
-    const results::h5::File f = results::h5::open_file(file.string());
-    H5O_info_t info{};
-    ASSERT_GE(H5Oget_info_by_name2(f.id(), results::video_path(id).c_str(), &info, H5O_INFO_BASIC,
-                                   H5P_DEFAULT),
-              0);
-    address = info.addr;
-  }
-  const int fd = ::open(file.c_str(), O_WRONLY);
-  ASSERT_GE(fd, 0);
-  const char garbage[8] = {'X', 'X', 'X', 'X', 'X', 'X', 'X', 'X'};
-  ASSERT_EQ(::pwrite(fd, garbage, sizeof(garbage), static_cast<off_t>(address)),
-            static_cast<ssize_t>(sizeof(garbage)));
-  ::close(fd);
-}
-
 // A rank file that is not HDF5 (what a crash mid-create or a damaged disk leaves).
 void write_unreadable_rank_file(const std::filesystem::path& file) {
   std::ofstream(file, std::ios::binary) << "this is not an HDF5 file";
@@ -285,7 +265,8 @@ TEST_F(CompareCli, AFolderOfShardFoldersIsTheUnionOfItsShards) {
 TEST_F(CompareCli, EveryUnreadableVideoIsReportedAndTheOthersCompared) {
   results::testing::write_rank(a_.path(), 0, 1, {"w", "x", "y", "z"});
   results::testing::write_rank(b_.path(), 0, 1, {"w", "x", "y", "z"});
-  for (const char* id : {"x", "z"}) overwrite_video_header(b_.path() / "rank-00000.h5", id);
+  for (const char* id : {"x", "z"})
+    results::testing::overwrite_video_header(b_.path() / "rank-00000.h5", id);
   if (HasFatalFailure()) return;
   const Outcome o = run_compare({a(), b()});
   EXPECT_EQ(o.code, 1) << o.out << o.err;

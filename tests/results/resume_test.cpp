@@ -371,21 +371,7 @@ void add_broken_video(const std::filesystem::path& file, const std::string& id, 
     table.close();
     ASSERT_GE(H5Fflush(f.id(), H5F_SCOPE_LOCAL), 0);
   }
-  if (how != BrokenVideo::header_overwritten) return;
-  haddr_t address = HADDR_UNDEF;
-  {
-    const h5::File f = h5::open_file(file.string());
-    H5O_info_t info{};
-    ASSERT_GE(
-        H5Oget_info_by_name2(f.id(), video_path(id).c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), 0);
-    address = info.addr;
-  }
-  const int fd = ::open(file.c_str(), O_WRONLY);
-  ASSERT_GE(fd, 0);
-  const char garbage[8] = {'X', 'X', 'X', 'X', 'X', 'X', 'X', 'X'};
-  ASSERT_EQ(::pwrite(fd, garbage, sizeof(garbage), static_cast<off_t>(address)),
-            static_cast<ssize_t>(sizeof(garbage)));
-  ::close(fd);
+  if (how == BrokenVideo::header_overwritten) testing::overwrite_video_header(file, id);
 }
 
 // An ok row is done only when its video can be opened and read back (docs/results.md,

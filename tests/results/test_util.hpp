@@ -2,6 +2,7 @@
 // Helpers shared by the results tests and the compare CLI test: scratch folders, records and
 // videos with known bytes, whole result folders written through RankWriter.
 
+#include <fcntl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -354,6 +355,25 @@ inline void flip_stored_byte(const std::filesystem::path& file, const std::strin
   h5::call("H5Dwrite", id, [&] {
     return H5Dwrite(dataset.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, video.data.data());
   });
+}
+
+// Overwrites the first bytes of the object header of /videos/<id> in `file`: its row stays ok,
+// its video no longer opens (a damaged disk block). A gtest failure where that cannot be done.
+inline void overwrite_video_header(const std::filesystem::path& file, const std::string& id) {
+  haddr_t address = HADDR_UNDEF;
+  {
+    const h5::File f = h5::open_file(file.string());
+    H5O_info_t info{};
+    ASSERT_GE(
+        H5Oget_info_by_name2(f.id(), video_path(id).c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT), 0);
+    address = info.addr;
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char garbage[8] = {'X', 'X', 'X', 'X', 'X', 'X', 'X', 'X'};
+  ASSERT_EQ(::pwrite(fd, garbage, sizeof(garbage), static_cast<off_t>(address)),
+            static_cast<ssize_t>(sizeof(garbage)));
+  ::close(fd);
 }
 
 }  // namespace omnidp::results::testing

@@ -23,4 +23,14 @@ Video video_from_frames(const torch::Tensor& frames) {
   return video;
 }
 
+RgbImage image_from_pixels(const torch::Tensor& pixels) {
+  if (pixels.dim() != 3 || pixels.size(2) != 3) throw ModelError("image pixels must be [H, W, 3]");
+  const auto bytes = pixels.round().clamp(0, 255).to(torch::kUInt8).contiguous().cpu();
+  RgbImage image;
+  image.height = static_cast<int>(bytes.size(0));
+  image.width = static_cast<int>(bytes.size(1));
+  image.data.assign(bytes.data_ptr<std::uint8_t>(), bytes.data_ptr<std::uint8_t>() + bytes.numel());
+  return image;
+}
+
 }  // namespace omnidp::models

@@ -102,16 +102,8 @@ torch::Tensor ClipVisionModelImpl::penultimate_hidden_state(const torch::Tensor&
 ClipVisionModel load_clip_vision(const fs::path& dir, torch::ScalarType dtype, torch::Device device) {
   const auto file = dir / "config.json";
   const auto options = clip_vision_options(read_json(file), file.string());
-  const auto checkpoint = Checkpoint::open(dir);
   ClipVisionModel model(options, ParamSpec{dtype, torch::kCPU});
-  const auto names = checkpoint.names();
-  const bool prefixed = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-    return n.rfind(kVisionModelPrefix, 0) == 0;
-  });
-  text::load_state_dict_under(prefixed ? std::string(kVisionModelPrefix) : std::string(),
-                              model.ptr(), checkpoint, dtype, device);
-  freeze(*model);
-  model->eval();
+  load_vision_tower(dir, model.ptr(), dtype, device);
   return model;
 }
 

@@ -284,19 +284,22 @@ torch::Tensor SiglipVisionModelImpl::pool(const torch::Tensor& last_hidden_state
 SiglipVisionModel load_siglip_vision(const fs::path& dir, torch::ScalarType dtype,
                                      torch::Device device) {
   const auto options = text::options_from_folder<SiglipVisionOptions>(dir);
-  const auto checkpoint = Checkpoint::open(dir);
   SiglipVisionModel model(options, ParamSpec{dtype, torch::kCPU});
+  load_vision_tower(dir, model.ptr(), dtype, device);
+  return model;
+}
+
+void load_vision_tower(const fs::path& dir, const std::shared_ptr<torch::nn::Module>& model,
+                       torch::ScalarType dtype, torch::Device device) {
+  const auto checkpoint = Checkpoint::open(dir);
   const auto names = checkpoint.names();
   const bool prefixed = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return n.rfind(kVisionModelPrefix, 0) == 0;
   });
-  // Nested under `vision_model` where prefixed, so that the strict loader sees the checkpoint's
-  // names (a mix of prefixed and bare names is reported as unexpected and missing tensors).
-  text::load_state_dict_under(prefixed ? std::string(kVisionModelPrefix) : std::string(),
-                              model.ptr(), checkpoint, dtype, device);
+  text::load_state_dict_under(prefixed ? std::string(kVisionModelPrefix) : std::string(), model,
+                              checkpoint, dtype, device);
   freeze(*model);
   model->eval();
-  return model;
 }
 
 SiglipVisionModel random_siglip_vision(const SiglipVisionOptions& options, std::uint64_t seed,

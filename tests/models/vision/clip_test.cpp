@@ -8,6 +8,7 @@
 #include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::models::vision {
@@ -25,13 +26,7 @@ double max_rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
 }
 
 RgbImage fixture_image(const SafetensorsFile& io) {
-  const auto pixels = io.tensor("image_rgb_uint8").round().to(torch::kUInt8).contiguous();
-  RgbImage image;
-  image.height = static_cast<int>(pixels.size(0));
-  image.width = static_cast<int>(pixels.size(1));
-  image.data.assign(pixels.data_ptr<std::uint8_t>(),
-                    pixels.data_ptr<std::uint8_t>() + pixels.numel());
-  return image;
+  return image_from_pixels(io.tensor("image_rgb_uint8"));
 }
 
 TEST(ClipVision, ProcessorAndPenultimateHiddenStateAreTransformers) {

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "omnidp/common/image.hpp"
 #include "omnidp/common/video.hpp"
 
 namespace omnidp::models {
@@ -13,5 +14,9 @@ namespace omnidp::models {
 // Video{round(255 x) as uint8} (round half to even, as torch.round). Throws ModelError for
 // another shape or dtype, and for a NaN or infinity (which no uint8 level stands for).
 [[nodiscard]] Video video_from_frames(const torch::Tensor& frames);
+
+// pixels [H, W, 3] holding 0..255 in any dtype (a fixture's image_rgb_uint8) -> RgbImage,
+// rounded and clamped to uint8. Throws ModelError for another shape.
+[[nodiscard]] RgbImage image_from_pixels(const torch::Tensor& pixels);
 
 }  // namespace omnidp::models

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "omnidp/models/text/linear.hpp"
@@ -30,6 +31,14 @@ namespace omnidp::models::vision {
 
 // The prefix of a vision tower's weights in a full CLIP/SigLIP checkpoint ("vision_model.").
 inline constexpr const char* kVisionModelPrefix = "vision_model.";
+
+// Loads a vision tower from the checkpoint in `dir` in place, nested under kVisionModelPrefix
+// where the checkpoint's names are (a full CLIPVisionModel/SiglipVisionModel save), else bare,
+// so that the strict loader sees the checkpoint's names (a mix is reported as unexpected and
+// missing tensors); then frozen and in eval mode. WeightsError as load_state_dict.
+void load_vision_tower(const std::filesystem::path& dir,
+                       const std::shared_ptr<torch::nn::Module>& model, torch::ScalarType dtype,
+                       torch::Device device);
 
 struct SiglipVisionOptions {
   std::int64_t hidden_size = 768;
