@@ -16,6 +16,7 @@
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/size_buckets.hpp"
@@ -88,18 +89,6 @@ hv::TextConditioning conditioning(const models::SafetensorsFile& io, const std::
   return c;
 }
 
-RgbImage image_of(const torch::Tensor& hwc) {
-  const auto pixels = hwc.round().clamp(0, 255).to(torch::kUInt8).contiguous();
-  if (pixels.dim() != 3 || pixels.size(2) != 3)
-    throw ModelError("image_rgb_uint8 must be [H, W, 3]");
-  RgbImage image;
-  image.height = static_cast<int>(pixels.size(0));
-  image.width = static_cast<int>(pixels.size(1));
-  image.data.assign(pixels.data_ptr<std::uint8_t>(),
-                    pixels.data_ptr<std::uint8_t>() + pixels.numel());
-  return image;
-}
-
 CaseResult exact_size(const std::string& check, int ours_h, int ours_w, int ref_h, int ref_w) {
   CaseResult r;
   r.check = check;
@@ -142,6 +131,7 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   hv::SampleInputs in;
   in.num_frames = required<int>(j, "num_frames", case_dir);
   in.num_inference_steps = required<int>(j, "steps", case_dir);
+  in.cache = case_step_cache(j, case_dir);
   // The guider's and scheduler's configs are what the reference ran with; case.json repeats them.
   in.guidance_scale = parts.guidance.guidance_scale
                           ? *parts.guidance.guidance_scale
@@ -180,7 +170,7 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   std::unique_ptr<models::ImageEncoder> encoder;
   RgbImage resized;
   if (i2v) {
-    const RgbImage image = image_of(io.tensor("image_rgb_uint8"));
+    const RgbImage image = models::image_from_pixels(io.tensor("image_rgb_uint8"));
     // The pipeline's own size choice from the image and the transformer's target_size.
     const auto size = models::hv15_bucket_size(image.height, image.width,
                                                static_cast<int>(to.target_size), spatial);
@@ -227,6 +217,7 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   const auto out = pipeline.sample(in, nullptr);
   compare_pipeline(results, pipeline_bounds(i2v ? "hv15_pipeline_i2v" : "hv15_pipeline_t2v", options),
                    out.final_latents, io.tensor("final_latents"), out.video, io.tensor("video"));
+  compare_cache_decisions(results, j, out.cache.decisions);
   return results;
 }
 

@@ -244,6 +244,33 @@ CaseResult skip(const std::string& check, std::string note) {
   return r;
 }
 
+std::optional<StepCacheConfig> case_step_cache(const nlohmann::json& case_json,
+                                               const fs::path& case_dir) {
+  if (!case_json.contains("cache")) return std::nullopt;
+  return parse_step_cache(case_json.at("cache").dump(),
+                          (case_dir / "case.json").string() + ":cache");
+}
+
+void compare_cache_decisions(std::vector<CaseResult>& results, const nlohmann::json& case_json,
+                             const std::string& decisions) {
+  if (!case_json.contains("cache_decisions")) return;
+  for (const auto& [branch, want] : case_json.at("cache_decisions").items()) {
+    const std::string label = "transformer 0 " + branch + " ";
+    std::string ours;
+    if (const auto at = decisions.find(label); at != std::string::npos) {
+      const auto start = at + label.size();
+      ours = decisions.substr(start, decisions.find(',', start) - start);
+    }
+    CaseResult r;
+    r.check = "cache_decisions_" + branch;
+    const auto reference = want.get<std::string>();
+    r.status = ours == reference ? CaseResult::Status::pass : CaseResult::Status::fail;
+    r.max_rel_error = ours == reference ? 0.0 : 1.0;
+    r.note = "ours " + (ours.empty() ? std::string("(none)") : ours) + ", reference " + reference;
+    results.push_back(std::move(r));
+  }
+}
+
 std::string identify_case(const fs::path& case_dir, const nlohmann::json& case_json) {
   if (case_json.is_object()) {
     for (const auto& k : kKinds) {

@@ -6,6 +6,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -65,19 +66,12 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   in.guidance_scale = required<double>(j, "guidance_scale", case_dir);
   if (j.contains("guidance_scale_2")) in.guidance_scale_2 = j.at("guidance_scale_2").get<double>();
   in.flow_shift = flow_shift_of(j);
+  in.cache = case_step_cache(j, case_dir);
   in.noise = io.tensor("latents");
   in.prompt_embeds = io.tensor("prompt_embeds");
   if (io.contains("negative_prompt_embeds"))
     in.negative_prompt_embeds = io.tensor("negative_prompt_embeds");
-  const auto rgb_of = [&](const char* key) {
-    const auto pixels = io.tensor(key).round().clamp(0, 255).to(torch::kUInt8).contiguous();
-    RgbImage image;
-    image.height = static_cast<int>(pixels.size(0));
-    image.width = static_cast<int>(pixels.size(1));
-    image.data.assign(pixels.data_ptr<std::uint8_t>(),
-                      pixels.data_ptr<std::uint8_t>() + pixels.numel());
-    return image;
-  };
+  const auto rgb_of = [&](const char* key) { return models::image_from_pixels(io.tensor(key)); };
   if (i2v) {
     const auto first = rgb_of("image_rgb_uint8");
     in.image = models::wan::preprocess_image(first, in.height, in.width);
@@ -102,6 +96,7 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
                    out.final_latents,
                    io.contains("final_latents") ? io.tensor("final_latents") : torch::Tensor(),
                    out.video, io.tensor("video"));
+  compare_cache_decisions(results, j, out.cache.decisions);
   return results;
 }
 

@@ -104,6 +104,56 @@ TEST(Tolerance, ComparePipelineChecksLatentsVideoAndLevels) {
   EXPECT_EQ(results[1].status, CaseResult::Status::pass);
 }
 
+// Step-cache cases (scripts/step_cache_fixtures.py): the policy read from case.json as
+// generation.cache reads it, and the decisions compared letter by letter per CFG branch.
+TEST(StepCacheCase, PolicyFromCaseJson) {
+  const auto none = case_step_cache(nlohmann::json::parse(R"({"steps": 12})"), "/c");
+  EXPECT_FALSE(none.has_value());
+  const auto taylor = case_step_cache(
+      nlohmann::json::parse(R"({"cache": {"policy": "taylorseer", "cache_interval": 4,
+                                          "disable_cache_before_step": 2, "max_order": 2}})"),
+      "/c");
+  ASSERT_TRUE(taylor.has_value());
+  EXPECT_EQ(taylor->policy, CachePolicy::taylorseer);
+  EXPECT_EQ(taylor->cache_interval, 4);
+  EXPECT_EQ(taylor->disable_cache_before_step, 2);
+  EXPECT_EQ(taylor->max_order, 2);
+  const auto mag = case_step_cache(
+      nlohmann::json::parse(R"({"cache": {"policy": "magcache", "threshold": 0.06, "max_skip_steps": 3,
+                                          "retention_ratio": 0.2, "mag_ratios": [1.0, 0.99, 0.98]}})"),
+      "/c");
+  ASSERT_TRUE(mag.has_value());
+  EXPECT_EQ(mag->mag_ratios, (std::vector<double>{1.0, 0.99, 0.98}));
+  try {
+    (void)case_step_cache(
+        nlohmann::json::parse(R"({"cache": {"policy": "first_block", "threshold": -1}})"), "/c");
+    FAIL() << "a negative threshold was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/c/case.json:cache.threshold"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(StepCacheCase, DecisionsComparedPerBranch) {
+  const auto j = nlohmann::json::parse(R"({"cache_decisions": {"cond": "CCS", "uncond": "CSS"}})");
+  std::vector<CaseResult> results;
+  compare_cache_decisions(results, j, "transformer 0 cond CCS, transformer 0 uncond CCS");
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].check, "cache_decisions_cond");
+  EXPECT_EQ(results[0].status, CaseResult::Status::pass);
+  EXPECT_EQ(results[1].check, "cache_decisions_uncond");
+  EXPECT_EQ(results[1].status, CaseResult::Status::fail);
+  EXPECT_EQ(results[1].note, "ours CCS, reference CSS");
+  results.clear();
+  compare_cache_decisions(results, j, "");  // a pipeline that ran no cache
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].status, CaseResult::Status::fail);
+  EXPECT_EQ(results[0].note, "ours (none), reference CCS");
+  results.clear();
+  compare_cache_decisions(results, nlohmann::json::object(), "transformer 0 cond CCS");
+  EXPECT_TRUE(results.empty());
+}
+
 TEST(Identify, ByCaseJsonThenFolderName) {
   const auto id = [](const char* folder, const char* json) {
     return identify_case(folder, nlohmann::json::parse(json));

@@ -20,11 +20,13 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/config/config.hpp"
 
 namespace omnidp::refcheck {
 
@@ -97,6 +99,18 @@ struct PipelineBounds {
 void compare_pipeline(std::vector<CaseResult>& results, const PipelineBounds& bounds,
                       const torch::Tensor& final_latents, const torch::Tensor& ref_latents,
                       const torch::Tensor& video, const torch::Tensor& ref_video);
+
+// Step-cache cases (scripts/step_cache_fixtures.py): case.json's "cache" as generation.cache
+// reads it (a ConfigError whose path names the case's case.json where it does not), or nullopt
+// for a case without one.
+[[nodiscard]] std::optional<StepCacheConfig> case_step_cache(const nlohmann::json& case_json,
+                                                             const std::filesystem::path& case_dir);
+// Appends one exact check per CFG branch of case.json's "cache_decisions" ({"cond": "CCS...",
+// "uncond": ...}: one letter per forward, C computed, S served from the cache) against the
+// decisions the pipeline reports for transformer 0 (CacheReport::decisions: "transformer 0
+// cond CCS..., transformer 0 uncond ..."); nothing for a case without them.
+void compare_cache_decisions(std::vector<CaseResult>& results, const nlohmann::json& case_json,
+                             const std::string& decisions);
 
 using Runner = std::function<std::vector<CaseResult>(const std::filesystem::path& case_dir,
                                                      const nlohmann::json& case_json,
