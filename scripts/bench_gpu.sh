@@ -64,6 +64,10 @@
 #   a14b       Wan2.2-T2V-A14B's recipe through omni-dp-batch: 832x480x81, A14B_STEPS (40) steps, CFG 4 then
 #              3, both experts at full size with seeded random weights (bf16, strict, cuDNN attention),
 #              one request; the peak GPU memory nvidia-smi saw
+#   a14b-swap  model.expert_residency resident against swap: a Wan2.2-T2V-A14B snapshot at the released width
+#              with SWAP_LAYERS (10) blocks per expert (omni-dp-bench-make-snapshot, once, into
+#              $BENCH_SWAP_SNAPSHOT), two requests of 832x480x81, 6 steps, shift 3, each way: request seconds,
+#              each move's seconds from the log, peak GPU memory, and omni-dp-compare of the two runs
 #   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
 #              request, random weights, HV15_QUANT (default none) quantization
 #   key-padding  the joint attention's keys padded to a multiple of 128 for cuDNN (layers/attention.hpp)
@@ -129,6 +133,33 @@ for part in $parts; do
         --set input.manifest="$out/a14b.jsonl" --set output.dir="$out/a14b" --no-resume
       kill "$smi"
       echo "peak GPU memory used: $(sort -n "$out/a14b-memory.txt" | tail -1) MiB (nvidia-smi every 0.5 s)"
+      ;;
+    a14b-swap)
+      snap=${BENCH_SWAP_SNAPSHOT:-$out/a14b-swap-snapshot}
+      if [ ! -f "$snap/model_index.json" ]; then
+        rm -rf "$snap"
+        run "$bin/omni-dp-bench-make-snapshot" --model wan --variant wan2.2-t2v-a14b --layers "${SWAP_LAYERS:-10}" \
+          --text-layers 1 --seed 3 --out "$snap" || exit 1
+      fi
+      du -sh "$snap/transformer" "$snap/transformer_2"
+      : > "$out/a14b-swap.jsonl"
+      for i in 1 2; do
+        echo "{\"id\": \"swap-$i\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$out/a14b-swap.jsonl"
+      done
+      for residency in resident swap; do
+        dir=$out/a14b-$residency; rm -rf "$dir"; mkdir -p "$dir"
+        nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$dir/mem.csv" &
+        smi=$!
+        run "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" --set model.path="$snap" \
+          --set model.expert_residency=$residency --set generation.num_inference_steps=6 \
+          --set generation.flow_shift=3 --set input.manifest="$out/a14b-swap.jsonl" --set output.dir="$dir/out" \
+          --no-resume > "$dir/log.txt" 2>&1
+        kill "$smi"
+        echo "== $residency: peak GPU memory $(sort -n "$dir/mem.csv" | tail -1) MiB (nvidia-smi every 0.2 s)"
+        grep -E "expert swap|load" "$dir/log.txt" | tail -8
+        python3 -c 'import sys, h5py; print("request seconds", [round(float(r["seconds"]), 2) for r in h5py.File(sys.argv[1], "r")["requests"][:]])' "$dir/out/results.h5"
+      done
+      run "$bin/omni-dp-compare" "$out/a14b-resident/out" "$out/a14b-swap/out"
       ;;
     hv15-121)
       printf '{"id": "hv15-121", "prompt": "A red fox running through fresh snow", "seed": 7}\n' > "$out/hv15-121.jsonl"

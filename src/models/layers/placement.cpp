@@ -52,6 +52,10 @@ void to_dtype_keeping_float32(torch::nn::Module& root, torch::Device device,
   for (auto& item : root.named_buffers(true)) item.value().set_data(item.value().to(device));
 }
 
+void synchronize(torch::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
 void freeze(torch::nn::Module& module) {
   for (auto& p : module.parameters(true)) p.set_requires_grad(false);
 }

@@ -105,9 +105,11 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
   parts.device_name = setup.device_name;
   parts.expand_timesteps = layout.expand_timesteps;
   parts.boundary_ratio = layout.boundary_ratio;
-  // model.expert_residency swap: the low-noise expert is built in host memory and waits there.
+  // model.expert_residency swap: both experts are built in host memory; the pipeline keeps their
+  // page-locked copies and moves one at a time into its one device buffer, so that the device
+  // never holds both.
   parts.swap_experts = m.expert_residency == ExpertResidency::swap && layout.transformer_2;
-  const torch::Device expert_2_device = parts.swap_experts ? torch::Device(torch::kCPU) : device;
+  const torch::Device expert_device = parts.swap_experts ? torch::Device(torch::kCPU) : device;
   const text::EncoderPlacement placement{device, m.offload_text_encoder};
   std::future<std::unique_ptr<text::T5PromptEncoder>> text_load;
   const fs::path root(m.path);
@@ -120,10 +122,9 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
           at::set_num_threads(threads);  // a new thread starts from OpenMP's default
           return text::load_wan_text_encoder(root, dtype, placement);
         });
-    parts.transformer = load_wan_transformer(root / "transformer", dtype, device, shard);
+    parts.transformer = load_wan_transformer(root / "transformer", dtype, expert_device, shard);
     if (layout.transformer_2) {
-      parts.transformer_2 =
-          load_wan_transformer(root / "transformer_2", dtype, expert_2_device, shard);
+      parts.transformer_2 = load_wan_transformer(root / "transformer_2", dtype, expert_device, shard);
     }
     parts.vae = load_autoencoder_kl_wan(root / "vae", dtype, device);
     if (layout.image_encoder) {
@@ -136,11 +137,11 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
         unipc_options_from_config(read_json(root / "scheduler" / "scheduler_config.json"));
   } else {
     // Seeds: transformer weights_seed, VAE + 1, text + 2, the low-noise expert + 3, CLIP + 4.
-    const ParamSpec spec{dtype, device};
+    const ParamSpec spec{dtype, expert_device};
     parts.transformer = random_transformer(layout.transformer, m.weights_seed, spec, shard);
     if (layout.transformer_2) {
-      parts.transformer_2 = random_transformer(*layout.transformer_2, m.weights_seed + 3,
-                                               ParamSpec{dtype, expert_2_device}, shard);
+      parts.transformer_2 =
+          random_transformer(*layout.transformer_2, m.weights_seed + 3, spec, shard);
     }
     const auto t = Clock::now();
     AutoencoderKLWan vae(layout.vae);

@@ -1,5 +1,6 @@
 #include "omnidp/models/wan/pipeline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -39,6 +40,10 @@ torch::Tensor wan_text_context(const PromptEmbedding& e) {
   return x;
 }
 
+std::string seconds_since(std::chrono::steady_clock::time_point start) {
+  return fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2);
+}
+
 }  // namespace
 
 WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
@@ -67,8 +72,23 @@ WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
   }
   if (parts_.swap_experts) {
     if (!parts_.transformer_2) throw ModelError("swapping experts needs a second transformer");
-    // The low-noise expert waits in host memory (a no-op where it was loaded there).
-    parts_.transformer_2->to_dtype(torch::kCPU, parts_.transformer_2->dtype());
+    // Both experts (built in host memory) get their page-locked host copy once, which releases
+    // their pageable load; one device buffer then takes the expert the schedule needs.
+    const auto start = std::chrono::steady_clock::now();
+    std::int64_t largest = 0;
+    for (auto* t : {&parts_.transformer, &parts_.transformer_2}) {
+      host_copies_.push_back(std::make_unique<HostWeightCopy>(**t));
+      host_copies_.back()->to_host();
+      largest = std::max(largest, host_copies_.back()->bytes());
+    }
+    expert_buffer_ =
+        torch::empty({largest}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
+    host_copies_[0]->to_device(expert_buffer_);
+    synchronize(device_);
+    log_info("wan: expert swap: both experts copied to " +
+             std::string(host_copies_[0]->pinned() ? "page-locked" : "pageable") + " host memory (" +
+             fixed(static_cast<double>(host_copies_[0]->bytes() + host_copies_[1]->bytes()) / 1e9, 2) +
+             " GB) in " + seconds_since(start) + " s");
   }
   if (parts_.transformer->options().image_tokens() != static_cast<bool>(parts_.image_encoder)) {
     throw ModelError(parts_.image_encoder
@@ -87,28 +107,18 @@ torch::Tensor WanPipeline::encode_image(const RgbImage& image, const RgbImage* l
 
 void WanPipeline::make_resident(int index) {
   if (!parts_.swap_experts || index == resident_) return;
-  auto& out = resident_ == 0 ? parts_.transformer : parts_.transformer_2;
-  auto& in = index == 0 ? parts_.transformer : parts_.transformer_2;
   const auto start = std::chrono::steady_clock::now();
-  // Out first, so that the device never holds both; the weights are unchanged either way. A
-  // move that throws (out of memory) leaves resident_ unknown (-1): the next call moves every
-  // other expert out before moving its own in.
-  const int before = resident_;
+  // Out (the tensors point into the host copy again, no copy), then one host-to-device copy
+  // into the buffer the other expert left, ordered after its queued work. A move that throws
+  // leaves resident_ unknown (-1): the next call moves every expert out before its own in.
   resident_ = -1;
-  if (before >= 0) {
-    out->to_dtype(torch::kCPU, out->dtype());
-  } else {
-    for (auto* e : {&parts_.transformer, &parts_.transformer_2}) {
-      if (e != &in) (*e)->to_dtype(torch::kCPU, (*e)->dtype());
-    }
-  }
-  in->to_dtype(device_, in->dtype());  // copies from pageable host memory: synchronous
+  for (auto& copy : host_copies_) copy->to_host();
+  host_copies_.at(static_cast<std::size_t>(index))->to_device(expert_buffer_);
+  synchronize(device_);
   resident_ = index;
   ++expert_swaps_;
   log_info("wan: expert swap: " + std::string(index == 0 ? "transformer" : "transformer_2") +
-           " in, the other out, in " +
-           fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2) +
-           " s");
+           " in, the other out, in " + seconds_since(start) + " s");
 }
 
 std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, int width) const {

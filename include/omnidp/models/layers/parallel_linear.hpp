@@ -162,6 +162,9 @@ class QKVParallelLinear {
   // The fused storage on `device` in `dtype`, the parts views into it again (quantization is
   // dropped: set_fp8 after a conversion).
   void to(torch::Device device, torch::ScalarType dtype);
+  // The fused weight and bias (undefined without biases): handles that share their
+  // implementations, for walks that move storage in place (layers/host_weights.hpp).
+  [[nodiscard]] std::vector<torch::Tensor> fused_tensors() const { return {weight_, bias_}; }
 
  private:
   void bind_views();

@@ -42,6 +42,9 @@ using Float32Modules = std::vector<std::string>;
 void to_dtype_keeping_float32(torch::nn::Module& root, torch::Device device,
                               torch::ScalarType dtype, const Float32Modules& modules);
 
+// Waits for the work queued on `device` (CUDA: every stream of its index; CPU: returns).
+void synchronize(torch::Device device);
+
 // Sets requires_grad false on every parameter (the models are inference-only).
 void freeze(torch::nn::Module& module);
 

@@ -30,7 +30,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "omnidp/models/layers/host_weights.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/pipelines/step_cache.hpp"
 #include "omnidp/models/schedulers/unipc.hpp"
@@ -45,8 +47,9 @@ struct WanPipelineParts {
   WanTransformer3DModel transformer{nullptr};
   WanTransformer3DModel transformer_2{nullptr};  // the low-noise expert (Wan2.2-A14B), or none
   std::optional<double> boundary_ratio;          // model_index.json; set exactly with transformer_2
-  // model.expert_residency swap: one expert on the device at a time, the other in host memory
-  // (the pipeline moves transformer_2 there at construction); needs transformer_2.
+  // model.expert_residency swap: one expert on the device at a time; both are given in host
+  // memory, keep a page-locked host copy made at construction, and take turns in one device
+  // buffer, so a move is one host-to-device copy; needs transformer_2.
   bool swap_experts = false;
   bool expand_timesteps = false;  // model_index.json (Wan2.2-TI2V-5B: true)
   AutoencoderKLWan vae{nullptr};
@@ -137,7 +140,10 @@ class WanPipeline final : public Pipeline {
 
   std::string cached_negative_text_;
   torch::Tensor cached_negative_;
-  int resident_ = 0;  // swap_experts: the expert on the device
+  // swap_experts: each expert's page-locked host copy (layers/host_weights.hpp), by index.
+  std::vector<std::unique_ptr<HostWeightCopy>> host_copies_;
+  torch::Tensor expert_buffer_;  // swap_experts: the device buffer of the resident expert
+  int resident_ = 0;             // swap_experts: the expert on the device
   std::int64_t expert_swaps_ = 0;
 };
 
