@@ -19,25 +19,23 @@ namespace {
 // (1, 2, 2).
 WanTransformerOptions released(std::int64_t heads, std::int64_t layers, std::int64_t ffn,
                                std::int64_t in, std::int64_t out) {
-  WanTransformerOptions o;
-  o.num_attention_heads = heads;
-  o.num_layers = layers;
-  o.ffn_dim = ffn;
-  o.in_channels = in;
-  o.out_channels = out;
+  WanTransformerOptions o{.num_attention_heads = heads,
+                          .in_channels = in,
+                          .out_channels = out,
+                          .ffn_dim = ffn,
+                          .num_layers = layers};
   return o;
 }
 
 // The tiny configuration of the repository's fixtures (scripts/wan_family_fixtures.py).
 WanTransformerOptions tiny(std::int64_t in) {
-  WanTransformerOptions o;
-  o.num_attention_heads = 2;
-  o.attention_head_dim = 32;
-  o.num_layers = 2;
-  o.ffn_dim = 128;
-  o.text_dim = 32;
-  o.in_channels = in;
-  o.out_channels = 16;
+  WanTransformerOptions o{.num_attention_heads = 2,
+                          .attention_head_dim = 32,
+                          .in_channels = in,
+                          .out_channels = 16,
+                          .text_dim = 32,
+                          .ffn_dim = 128,
+                          .num_layers = 2};
   return o;
 }
 

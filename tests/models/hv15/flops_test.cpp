@@ -31,15 +31,14 @@ TEST(Hv15Flops, VaeOfTheRealModelAt848x480x121) {
 
 // t2v at 848x480x121, 50 steps, CFG on every step, 256 valid text tokens per branch.
 TEST(Hv15Flops, RequestOfTheRealModel) {
-  Hv15FlopsInputs in;
-  in.num_frames = 121;
-  in.height = 480;
-  in.width = 848;
-  in.num_inference_steps = 50;
-  in.cfg_steps = 50;
-  in.text_tokens = 256;
-  in.negative_text_tokens = 256;
-  in.text_flops = 1.0e12;
+  Hv15FlopsInputs in{.num_frames = 121,
+                     .height = 480,
+                     .width = 848,
+                     .num_inference_steps = 50,
+                     .cfg_steps = 50,
+                     .text_tokens = 256,
+                     .negative_text_tokens = 256,
+                     .text_flops = 1.0e12};
   const RequestFlops f = hv15_request_flops(TransformerOptions{}, VaeOptions{}, in);
   EXPECT_EQ(f.transformer, 50 * 1355250709757952.0 + 50 * 1355250709757952.0);
   EXPECT_EQ(f.vae, 1235217521049600.0);

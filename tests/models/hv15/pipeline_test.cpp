@@ -111,9 +111,7 @@ class Hv15Pipeline : public ::testing::Test {
 // step cache.
 std::unique_ptr<hv::HunyuanVideo15Pipeline> random_pipeline(double guidance_stop = 1.0,
                                                             const omnidp::StepCacheConfig& cache = {}) {
-  hv::VaeOptions vo;
-  vo.block_out_channels = {8, 16, 16, 64, 64};
-  vo.layers_per_block = 1;
+  hv::VaeOptions vo{.block_out_channels = {8, 16, 16, 64, 64}, .layers_per_block = 1};
   hv::PipelineParts parts;
   parts.transformer = hv::random_transformer(
       hv::TransformerOptions::from_json(
@@ -601,19 +599,16 @@ namespace {
 // use_meanflow as asked, and a small random VAE that encodes (for i2v); no fixtures needed.
 std::unique_ptr<hv::HunyuanVideo15Pipeline> variant_pipeline(
     bool meanflow, omnidp::models::GuidanceOptions guidance = {}) {
-  hv::TransformerOptions to;
-  to.num_attention_heads = 2;
-  to.attention_head_dim = 32;
-  to.rope_axes_dim = {8, 12, 12};
-  to.num_layers = 1;
-  to.num_refiner_layers = 1;
-  to.text_embed_dim = 48;
-  to.text_embed_2_dim = 40;
-  to.image_embed_dim = 24;
-  to.use_meanflow = meanflow;
-  hv::VaeOptions vo;
-  vo.block_out_channels = {8, 16, 16, 64, 64};
-  vo.layers_per_block = 1;
+  hv::TransformerOptions to{.num_attention_heads = 2,
+                            .attention_head_dim = 32,
+                            .num_layers = 1,
+                            .num_refiner_layers = 1,
+                            .text_embed_dim = 48,
+                            .text_embed_2_dim = 40,
+                            .image_embed_dim = 24,
+                            .rope_axes_dim = {8, 12, 12},
+                            .use_meanflow = meanflow};
+  hv::VaeOptions vo{.block_out_channels = {8, 16, 16, 64, 64}, .layers_per_block = 1};
   hv::PipelineParts parts;
   parts.transformer = hv::random_transformer(to, 21, torch::kFloat32, torch::kCPU);
   parts.vae = hv::random_vae(vo, 22, torch::kFloat32, torch::kCPU);

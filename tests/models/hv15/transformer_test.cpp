@@ -194,9 +194,7 @@ TEST(Hv15Transformer, RejectsWrongInputShapes) {
 
 TEST(Hv15Transformer, RopeRotatesEachPairByItsAxisAngleInBothFormulations) {
   // axes (2, 2, 4), theta 256 over a 2 x 3 x 4 grid (layers/rope_test.cpp checks the tables).
-  hv::TransformerOptions o;
-  o.rope_axes_dim = {2, 2, 4};
-  o.rope_theta = 256.0;
+  hv::TransformerOptions o{.rope_theta = 256.0, .rope_axes_dim = {2, 2, 4}};
   omnidp::models::Rope3d rope(hv::hv15_rope_options(o));
   const auto freqs = rope.freqs(2, 3, 4, torch::kCPU);
   // Rotating the pair (1, 0) of token 12 (f = 1, h = 0, w = 0) by angle 1 gives (cos 1, sin 1);
@@ -242,16 +240,15 @@ namespace {
 
 // A small config with 4 heads of 16 (no fixture needed).
 hv::TransformerOptions four_head_options() {
-  hv::TransformerOptions o;
-  o.num_attention_heads = 4;
-  o.attention_head_dim = 16;
-  o.rope_axes_dim = {4, 6, 6};
-  o.num_layers = 2;
-  o.num_refiner_layers = 1;
-  o.text_embed_dim = 24;
-  o.text_embed_2_dim = 20;
-  o.image_embed_dim = 12;
-  o.task_type = "t2v";
+  hv::TransformerOptions o{.num_attention_heads = 4,
+                           .attention_head_dim = 16,
+                           .num_layers = 2,
+                           .num_refiner_layers = 1,
+                           .text_embed_dim = 24,
+                           .text_embed_2_dim = 20,
+                           .image_embed_dim = 12,
+                           .rope_axes_dim = {4, 6, 6},
+                           .task_type = "t2v"};
   return o;
 }
 

@@ -11,13 +11,12 @@ namespace {
 // UMT5-XXL (Wan2.2's text_encoder/config.json): 24 layers, 4096 = 64 x 64, FFN 10240 gated:
 // 24 x [2n(4 x 4096 x 4096 + 3 x 4096 x 10240) + 4 n^2 x 4096].
 TEST(TextFlops, Umt5XxlEncoder) {
-  T5Options o;
-  o.d_model = 4096;
-  o.d_kv = 64;
-  o.num_heads = 64;
-  o.d_ff = 10240;
-  o.num_layers = 24;
-  o.is_gated_act = true;
+  T5Options o{.d_model = 4096,
+              .d_kv = 64,
+              .d_ff = 10240,
+              .num_layers = 24,
+              .num_heads = 64,
+              .is_gated_act = true};
   EXPECT_EQ(t5_encoder_flops(o, 512), 4844723109888.0);
   EXPECT_EQ(t5_encoder_flops(o, 7), 64846430208.0);
   o.is_gated_act = false;  // wi, wo only

@@ -119,14 +119,13 @@ TEST_F(Qwen25VLTextLoaded, PrefixedCheckpointsLoadAndSkipOtherParts) {
 }
 
 TEST(Qwen25VLText, RandomWeightsAreSeeded) {
-  Qwen25VLTextOptions o;
-  o.vocab_size = 32;
-  o.hidden_size = 16;
-  o.intermediate_size = 24;
-  o.num_hidden_layers = 2;
-  o.num_attention_heads = 4;
-  o.num_key_value_heads = 2;
-  o.head_dim = 4;
+  Qwen25VLTextOptions o{.vocab_size = 32,
+                        .hidden_size = 16,
+                        .intermediate_size = 24,
+                        .num_hidden_layers = 2,
+                        .num_attention_heads = 4,
+                        .num_key_value_heads = 2,
+                        .head_dim = 4};
   const auto a = random_qwen25vl_text(o, 3, torch::kFloat32, torch::kCPU);
   const auto b = random_qwen25vl_text(o, 3, torch::kFloat32, torch::kCPU);
   c10::InferenceMode guard;

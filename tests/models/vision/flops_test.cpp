@@ -9,13 +9,12 @@ namespace {
 // siglip-so400m-patch14-384 (HunyuanVideo-1.5's image_encoder/): 729 patches of 14 x 14 x 3,
 // 27 layers of 1152, MLP 4304: 2 x 729 x 588 x 1152 + 27 x [2n(4d^2 + 2dI) + 4n^2 d].
 TEST(VisionFlops, SiglipSo400m) {
-  SiglipVisionOptions o;
-  o.hidden_size = 1152;
-  o.intermediate_size = 4304;
-  o.num_hidden_layers = 27;
-  o.num_attention_heads = 16;
-  o.image_size = 384;
-  o.patch_size = 14;
+  SiglipVisionOptions o{.hidden_size = 1152,
+                        .intermediate_size = 4304,
+                        .num_hidden_layers = 27,
+                        .num_attention_heads = 16,
+                        .image_size = 384,
+                        .patch_size = 14};
   EXPECT_EQ(o.num_patches(), 729);
   EXPECT_EQ(siglip_vision_flops(o), 666448114176.0);
 }
@@ -24,13 +23,12 @@ TEST(VisionFlops, SiglipSo400m) {
 // into 1280, then 31 of the 32 layers (MLP 5120) over 257 tokens (the class token):
 // 2 x 256 x 588 x 1280 + 31 x [2 x 257 (4d^2 + 2dI) + 4 x 257^2 d].
 TEST(VisionFlops, ClipVitH14Penultimate) {
-  SiglipVisionOptions o;
-  o.hidden_size = 1280;
-  o.intermediate_size = 5120;
-  o.num_hidden_layers = 32;
-  o.num_attention_heads = 16;
-  o.image_size = 224;
-  o.patch_size = 14;
+  SiglipVisionOptions o{.hidden_size = 1280,
+                        .intermediate_size = 5120,
+                        .num_hidden_layers = 32,
+                        .num_attention_heads = 16,
+                        .image_size = 224,
+                        .patch_size = 14};
   EXPECT_EQ(clip_vision_flops(o), 324143836160.0);
 }
 

@@ -24,13 +24,12 @@ AutoencoderKLWanOptions tiny_vae() {
 
 // UMT5-XXL (Wan2.2's text_encoder/config.json): 24 layers, 4096 = 64 x 64, FFN 10240 gated.
 text::T5Options umt5_xxl() {
-  text::T5Options o;
-  o.d_model = 4096;
-  o.d_kv = 64;
-  o.num_heads = 64;
-  o.d_ff = 10240;
-  o.num_layers = 24;
-  o.is_gated_act = true;
+  text::T5Options o{.d_model = 4096,
+                    .d_kv = 64,
+                    .d_ff = 10240,
+                    .num_layers = 24,
+                    .num_heads = 64,
+                    .is_gated_act = true};
   return o;
 }
 
@@ -68,13 +67,13 @@ TEST(WanFlops, VaeEncodeOfAConditioningVideo) {
 // Wan2.2-TI2V-5B t2v at 832x480x33, 30 steps, CFG: the transformer part is exactly
 // wan_forward_flops(3510 tokens, 512 text tokens) x 30 steps x 2 branches.
 TEST(WanFlops, RequestOfTheRealModelAt832x480x33) {
-  WanFlopsInputs in;
-  in.num_frames = 33;
-  in.height = 480;
-  in.width = 832;
-  in.num_inference_steps = 30;
-  in.cfg = true;
-  in.text_flops = text::t5_encoder_flops(umt5_xxl(), 7) + text::t5_encoder_flops(umt5_xxl(), 1);
+  WanFlopsInputs in{
+      .num_frames = 33,
+      .height = 480,
+      .width = 832,
+      .num_inference_steps = 30,
+      .cfg = true,
+      .text_flops = text::t5_encoder_flops(umt5_xxl(), 7) + text::t5_encoder_flops(umt5_xxl(), 1)};
   const auto vae = AutoencoderKLWanOptions::wan22_ti2v_5b();
   const RequestFlops f = wan_request_flops(five_b(), vae, in);
   EXPECT_EQ(wan_forward_flops(five_b(), 3510, 512), 36258547138560.0);
@@ -94,12 +93,8 @@ TEST(WanFlops, RequestOfTheRealModelAt832x480x33) {
 
 // tiny-wan's test request (5 frames of 32 x 64, 3 steps, CFG): 4 video tokens.
 TEST(WanFlops, RequestOfTinyWan) {
-  WanFlopsInputs in;
-  in.num_frames = 5;
-  in.height = 32;
-  in.width = 64;
-  in.num_inference_steps = 3;
-  in.cfg = true;
+  WanFlopsInputs in{
+      .num_frames = 5, .height = 32, .width = 64, .num_inference_steps = 3, .cfg = true};
   const RequestFlops f = wan_request_flops(tiny(), tiny_vae(), in);
   EXPECT_EQ(f.transformer, 3.0 * 2.0 * wan_forward_flops(tiny(), 4, 512));
   EXPECT_EQ(f.transformer, 427917312.0);

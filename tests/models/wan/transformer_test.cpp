@@ -99,8 +99,7 @@ TEST(WanTransformerOptions, TheImageTokenKeysAreReadAndCheckedTogether) {
 TEST(WanRope, IsTheSharedRopeWithTheReferenceSplit) {
   // head_dim 64 (the fixture): tables t = 24, h = w = 20 columns, read split as [22, 21, 21]
   // (layers/rope_test.cpp checks what that split does), float64 on the CPU, up to 1024.
-  WanTransformerOptions o;
-  o.attention_head_dim = 64;
+  WanTransformerOptions o{.attention_head_dim = 64};
   const auto rope = wan_rope_options(o);
   EXPECT_EQ(rope.axes_dim, (std::array<std::int64_t, 3>{24, 20, 20}));
   EXPECT_EQ(rope.split_dim, (std::array<std::int64_t, 3>{22, 21, 21}));
