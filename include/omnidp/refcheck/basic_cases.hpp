@@ -7,16 +7,12 @@ namespace omnidp::refcheck {
 
 // rng_cpu_randn: every io tensor named `randn_seed<S>_<anything>` must equal
 // randn_cpu(its shape, S) exactly.
-[[nodiscard]] std::vector<CaseResult> run_rng(const std::filesystem::path& case_dir,
-                                              const nlohmann::json& case_json,
-                                              const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_rng;
 
 // schedulers: io tensors named `<euler|unipc>_shift<S>_n<N>_<what>` (S may be written 5, 5.0
 // or 2p5): `sigmas` and `timesteps` of each (scheduler, shift, N) group, and for UniPC, when
 // `x0` and `model_out<i>` are present, the whole closed-loop trajectory
 // x_{i+1} = step(model_out_i, i, x_i) against every `x<i>` (one line, worst step in the note).
-[[nodiscard]] std::vector<CaseResult> run_schedulers(const std::filesystem::path& case_dir,
-                                                     const nlohmann::json& case_json,
-                                                     const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_schedulers;
 
 }  // namespace omnidp::refcheck

@@ -16,16 +16,12 @@ namespace omnidp::refcheck {
 // encoder_attention_mask, encoder_hidden_states_2, encoder_attention_mask_2, image_embeds)
 // against `out`, with padded text tokens masked ("out") and, for batch 1, dropped
 // ("out_drop_padding"). Tolerance: forward.
-[[nodiscard]] std::vector<CaseResult> run_hv15_transformer(const std::filesystem::path& case_dir,
-                                                           const nlohmann::json& case_json,
-                                                           const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_hv15_transformer;
 
 // hv15_vae: decode(latents) against `decoded`; when the folder also holds `image` (or `video`)
 // [B, 3, F, H, W] and `encoded_mean` (optionally `encoded_logvar`), the posterior of
 // encode(image) against them (the wan22_vae case's names). Tolerance: forward.
-[[nodiscard]] std::vector<CaseResult> run_hv15_vae(const std::filesystem::path& case_dir,
-                                                   const nlohmann::json& case_json,
-                                                   const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_hv15_vae;
 
 // hv15_pipeline_t2v: HunyuanVideo15Pipeline from given embeddings. case.json: num_frames,
 // height, width, steps, latents_seed, `transformer` / `vae` folders (relative to the case),
@@ -35,9 +31,7 @@ namespace omnidp::refcheck {
 // prompt_embeds(_mask)(_2) and the negative_ ones, expected `final_latents` and `video`.
 // Checks: noise_from_seed (randn_cpu(shape, latents_seed) == latents, exact; the run uses the
 // seeded noise), final_latents and video (pipeline tolerance), video_uint8 (+-1 level).
-[[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_t2v(const std::filesystem::path& case_dir,
-                                                            const nlohmann::json& case_json,
-                                                            const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_hv15_pipeline_t2v;
 
 // Loads the image encoder + processor of an I2V case (folders `image_encoder` and
 // `feature_extractor` of case.json, relative to the case).
@@ -54,8 +48,6 @@ using Hv15ImageEncoderLoader = std::function<std::unique_ptr<models::ImageEncode
 [[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_i2v(
     const std::filesystem::path& case_dir, const nlohmann::json& case_json,
     const RefcheckOptions& options, const Hv15ImageEncoderLoader& load_image_encoder);
-[[nodiscard]] std::vector<CaseResult> run_hv15_pipeline_i2v(const std::filesystem::path& case_dir,
-                                                            const nlohmann::json& case_json,
-                                                            const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_hv15_pipeline_i2v;
 
 }  // namespace omnidp::refcheck

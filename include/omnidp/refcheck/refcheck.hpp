@@ -112,9 +112,12 @@ void compare_pipeline(std::vector<CaseResult>& results, const PipelineBounds& bo
 void compare_cache_decisions(std::vector<CaseResult>& results, const nlohmann::json& case_json,
                              const std::string& decisions);
 
-using Runner = std::function<std::vector<CaseResult>(const std::filesystem::path& case_dir,
-                                                     const nlohmann::json& case_json,
-                                                     const RefcheckOptions& options)>;
+// What every case runner is: the checks of one case folder, read from the folder and its
+// case.json. The *_cases.hpp headers declare their runners with it (`CaseRunner run_x;`).
+using CaseRunner = std::vector<CaseResult>(const std::filesystem::path& case_dir,
+                                           const nlohmann::json& case_json,
+                                           const RefcheckOptions& options);
+using Runner = std::function<CaseRunner>;
 
 // The kind of a case folder ("rng", "schedulers", "wan_transformer", ...) or "" if unknown.
 [[nodiscard]] std::string identify_case(const std::filesystem::path& case_dir,

@@ -10,20 +10,14 @@
 namespace omnidp::refcheck {
 
 // UMT5EncoderModel: `last_hidden_state`.
-[[nodiscard]] std::vector<CaseResult> run_umt5_encoder(const std::filesystem::path& case_dir,
-                                                       const nlohmann::json& case_json,
-                                                       const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_umt5_encoder;
 
 // T5EncoderModel (T5 v1.1 / ByT5): `last_hidden_state`, and for each case.json `texts[i]`
 // with a `text<i>_ids` tensor the ByT5 tokenizer's ids (exact).
-[[nodiscard]] std::vector<CaseResult> run_byt5_encoder(const std::filesystem::path& case_dir,
-                                                       const nlohmann::json& case_json,
-                                                       const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_byt5_encoder;
 
 // Qwen2_5_VLTextModel: `last_hidden_state` and every `hidden_states_minus<k>` (the reference's
 // hidden_states[-k]) or `hidden_states_<k>` present.
-[[nodiscard]] std::vector<CaseResult> run_qwen25vl_text(const std::filesystem::path& case_dir,
-                                                        const nlohmann::json& case_json,
-                                                        const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_qwen25vl_text;
 
 }  // namespace omnidp::refcheck

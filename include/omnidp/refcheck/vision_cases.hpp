@@ -11,8 +11,6 @@ namespace omnidp::refcheck {
 // (our processor on the image; exact) and `last_hidden_state` (the model on the reference
 // pixel_values, so that each check sees only its own error; forward tolerance). Every size
 // comes from the case files.
-[[nodiscard]] std::vector<CaseResult> run_siglip_vision(const std::filesystem::path& case_dir,
-                                                        const nlohmann::json& case_json,
-                                                        const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_siglip_vision;
 
 }  // namespace omnidp::refcheck

@@ -9,9 +9,7 @@ namespace omnidp::refcheck {
 // Folder with the transformer (config.json + safetensors) and io.safetensors holding
 // `hidden_states`, `encoder_hidden_states` and, each where present, `timestep` ->
 // `out_scalar_t` and `timestep_per_token` -> `out_per_token_t`. Forward tolerance.
-[[nodiscard]] std::vector<CaseResult> run_wan_transformer(const std::filesystem::path& case_dir,
-                                                          const nlohmann::json& case_json,
-                                                          const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_wan_transformer;
 
 // WanPipeline(expand_timesteps=True) text-to-video: case.json gives height, width, num_frames,
 // steps, guidance_scale, optional flow_shift (else the `flow_shift=` in its `scheduler` text,
@@ -21,14 +19,10 @@ namespace omnidp::refcheck {
 // (randn_cpu(shape, latents_seed) == latents, exact) when latents_seed is given,
 // `final_latents` and `video` (pipeline tolerance), `video_uint8` (round(255 x video) within
 // +-1 level everywhere; the error column is the largest difference in levels).
-[[nodiscard]] std::vector<CaseResult> run_wan_pipeline_t2v(const std::filesystem::path& case_dir,
-                                                           const nlohmann::json& case_json,
-                                                           const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_wan_pipeline_t2v;
 
 // WanImageToVideoPipeline(expand_timesteps=True): as t2v plus `image_rgb_uint8` [H, W, 3]
 // (0..255 as float32), preprocessed as the reference does.
-[[nodiscard]] std::vector<CaseResult> run_wan_pipeline_i2v(const std::filesystem::path& case_dir,
-                                                           const nlohmann::json& case_json,
-                                                           const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_wan_pipeline_i2v;
 
 }  // namespace omnidp::refcheck

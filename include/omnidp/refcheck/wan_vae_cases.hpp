@@ -11,8 +11,6 @@ namespace omnidp::refcheck {
 //   `decoded` = decode(`latents`) (raw latents);
 //   `encoded_mean` / `encoded_logvar` = encode(`image`) latent distribution.
 // Forward tolerance (1e-4 in float32). Shapes, sizes and frame counts come from the files.
-[[nodiscard]] std::vector<CaseResult> run_wan_vae(const std::filesystem::path& case_dir,
-                                                  const nlohmann::json& case_json,
-                                                  const RefcheckOptions& options);
+[[nodiscard]] CaseRunner run_wan_vae;
 
 }  // namespace omnidp::refcheck

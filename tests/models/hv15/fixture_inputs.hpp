@@ -22,6 +22,19 @@ inline TransformerInputs fixture_inputs(const SafetensorsFile& io) {
   return in;
 }
 
+// The hv15_transformer fixture's widths (Qwen 48, byT5 40, image 24; heads of 32 with rope axes
+// 8 + 12 + 12, one refiner layer) with `heads` heads and `layers` double-stream blocks.
+inline TransformerOptions fixture_width_options(std::int64_t heads, std::int64_t layers) {
+  return TransformerOptions{.num_attention_heads = heads,
+                            .attention_head_dim = 32,
+                            .num_layers = layers,
+                            .num_refiner_layers = 1,
+                            .text_embed_dim = 48,
+                            .text_embed_2_dim = 40,
+                            .image_embed_dim = 24,
+                            .rope_axes_dim = {8, 12, 12}};
+}
+
 // Random inputs with padding in the text (and the byT5 padding in the middle).
 inline TransformerInputs random_inputs(const TransformerOptions& o, std::int64_t batch,
                                        bool with_image, std::uint64_t seed) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fixture_inputs.hpp"
 #include "fixtures.hpp"
 #include "models/in_process_group.hpp"
 #include "omnidp/common/error.hpp"
@@ -599,15 +600,8 @@ namespace {
 // use_meanflow as asked, and a small random VAE that encodes (for i2v); no fixtures needed.
 std::unique_ptr<hv::HunyuanVideo15Pipeline> variant_pipeline(
     bool meanflow, omnidp::models::GuidanceOptions guidance = {}) {
-  hv::TransformerOptions to{.num_attention_heads = 2,
-                            .attention_head_dim = 32,
-                            .num_layers = 1,
-                            .num_refiner_layers = 1,
-                            .text_embed_dim = 48,
-                            .text_embed_2_dim = 40,
-                            .image_embed_dim = 24,
-                            .rope_axes_dim = {8, 12, 12},
-                            .use_meanflow = meanflow};
+  hv::TransformerOptions to = hv::testing::fixture_width_options(2, 1);
+  to.use_meanflow = meanflow;
   hv::VaeOptions vo{.block_out_channels = {8, 16, 16, 64, 64}, .layers_per_block = 1};
   hv::PipelineParts parts;
   parts.transformer = hv::random_transformer(to, 21, torch::kFloat32, torch::kCPU);

@@ -34,18 +34,8 @@ namespace {
 
 const fs::path kRef = omnidp::test::fixture("diffusers-ref");
 
-// The fixture's sizes with 4 heads of 32 (rope axes 8 + 12 + 12), so that 4 shards divide it.
-hv::TransformerOptions four_heads() {
-  hv::TransformerOptions o{.num_attention_heads = 4,
-                           .attention_head_dim = 32,
-                           .num_layers = 2,
-                           .num_refiner_layers = 1,
-                           .text_embed_dim = 48,
-                           .text_embed_2_dim = 40,
-                           .image_embed_dim = 24,
-                           .rope_axes_dim = {8, 12, 12}};
-  return o;
-}
+// The fixture's sizes with 4 heads of 32, so that 4 shards divide it.
+hv::TransformerOptions four_heads() { return hv::testing::fixture_width_options(4, 2); }
 
 // Seeded random inputs, the image embeddings included.
 hv::TransformerInputs inputs(const hv::TransformerOptions& o, std::int64_t batch) {
