@@ -77,13 +77,25 @@ function(omnidp_torch_pch target)
   target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU,Clang>:-fPIC -Winvalid-pch>)
 endfunction()
 
-# The git revision at configure time, "unknown" outside a checkout.
+# The git revision at configure time, "unknown" outside a checkout. Only a checkout whose top
+# is the source folder counts: a tree exported into a folder of another checkout (git archive)
+# must not report that checkout's revision.
 function(omnidp_git_revision out)
-  execute_process(COMMAND git rev-parse --short=12 HEAD
+  set(rev "unknown")
+  execute_process(COMMAND git rev-parse --show-toplevel
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0 OR rev STREQUAL "")
-    set(rev "unknown")
+    OUTPUT_VARIABLE top OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(rc EQUAL 0 AND NOT top STREQUAL "")
+    file(REAL_PATH "${top}" top)
+    file(REAL_PATH "${PROJECT_SOURCE_DIR}" source)
+    if(top STREQUAL source)
+      execute_process(COMMAND git rev-parse --short=12 HEAD
+        WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+        OUTPUT_VARIABLE head OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+      if(rc EQUAL 0 AND NOT head STREQUAL "")
+        set(rev "${head}")
+      endif()
+    endif()
   endif()
   set(${out} ${rev} PARENT_SCOPE)
 endfunction()

@@ -107,10 +107,13 @@ torch::Tensor WanPipeline::encode_image(const RgbImage& image, const RgbImage* l
 
 void WanPipeline::make_resident(int index) {
   if (!parts_.swap_experts || index == resident_) return;
+  // The leaving expert's queued forwards finish first, so that the seconds logged are the
+  // move's own (the copy would wait for them in any case).
+  synchronize(device_);
   const auto start = std::chrono::steady_clock::now();
   // Out (the tensors point into the host copy again, no copy), then one host-to-device copy
-  // into the buffer the other expert left, ordered after its queued work. A move that throws
-  // leaves resident_ unknown (-1): the next call moves every expert out before its own in.
+  // into the buffer the other expert left. A move that throws leaves resident_ unknown (-1):
+  // the next call moves every expert out before its own in.
   resident_ = -1;
   for (auto& copy : host_copies_) copy->to_host();
   host_copies_.at(static_cast<std::size_t>(index))->to_device(expert_buffer_);
