@@ -71,9 +71,15 @@ WanKeyValues WanAttentionImpl::image_kv(const torch::Tensor& image) {
           add_v_proj->forward(image).unflatten(2, {heads_, -1})};
 }
 
-torch::Tensor WanAttentionImpl::attend(const torch::Tensor& x, const WanKeyValues& kv,
-                                       const WanKeyValues& image_kv) {
-  return out_->forward(cross_attention(to_q->forward(x), {}, kv, image_kv));
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend(const torch::Tensor& x,
+                                                                 const WanKeyValues& kv,
+                                                                 const WanKeyValues& image_kv) {
+  if (!cross_) throw ModelError("attend: not a cross-attention");
+  if (!defers_biases()) {
+    return {out_->forward(cross_attention(to_q->forward(x), {}, kv, image_kv)), {}};
+  }
+  const auto [q, q_bias] = to_q->forward_skip_bias(x);
+  return out_->forward_skip_bias(cross_attention(q, q_bias, kv, image_kv));
 }
 
 torch::Tensor WanAttentionImpl::cross_attention(const torch::Tensor& q, const torch::Tensor& q_bias,
@@ -98,15 +104,23 @@ torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::T
   return models::attend(sequence, qn, k, v).first;
 }
 
-torch::Tensor WanAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& context,
-                                        const torch::Tensor& rope_freqs,
-                                        const SequenceShard& sequence) {
-  if (cross_) return attend(x, context_kv(context));
-  const auto qkv = in_.forward(x);
+std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward(const torch::Tensor& x,
+                                                                  const torch::Tensor& rope_freqs,
+                                                                  const torch::Tensor& out_bias,
+                                                                  const SequenceShard& sequence) {
+  if (cross_) throw ModelError("forward: a cross-attention attends to prepared keys (attend)");
+  const bool deferred = defers_biases();
+  if (deferred && !out_bias.defined()) throw ModelError("no folded self-attention output bias");
+  // Deferred: plain GEMMs, the q and k biases go into their norms, the output's to the caller.
+  const auto qkv = deferred ? in_.forward_skip_bias(x) : in_.forward(x);
   const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim).unflatten(2, {heads_, -1});
-  return out_->forward(
-      attention(qkv[0], {}, k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence));
+  const auto k =
+      norm_k->forward(qkv[1], rope_freqs, head_dim, deferred ? to_k->bias : torch::Tensor())
+          .unflatten(2, {heads_, -1});
+  const auto o = attention(qkv[0], deferred ? to_q->bias : torch::Tensor(), k,
+                           qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
+  if (!deferred) return {out_->forward(o), {}};
+  return {out_->forward_skip_bias(o).first, out_bias};
 }
 
 bool WanAttentionImpl::defers_biases() const { return fused_elementwise(); }
@@ -119,26 +133,6 @@ torch::Tensor WanAttentionImpl::folded_out_bias() {
   const auto folded =
       reduce_partial(tensor_group_, torch::mv(out_->weight.to(f32), to_v->bias.to(f32)));
   return (out_->bias.to(f32) + folded).to(out_->bias.scalar_type());
-}
-
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward_deferred(
-    const torch::Tensor& x, const torch::Tensor& rope_freqs, const torch::Tensor& out_bias,
-    const SequenceShard& sequence) {
-  if (!defers_biases() || cross_) return {forward(x, {}, rope_freqs, sequence), {}};
-  if (!out_bias.defined()) throw ModelError("no folded self-attention output bias");
-  const auto qkv = in_.forward_skip_bias(x);
-  const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k = norm_k->forward(qkv[1], rope_freqs, head_dim, to_k->bias).unflatten(2, {heads_, -1});
-  const auto o =
-      attention(qkv[0], to_q->bias, k, qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  return {out_->forward_skip_bias(o).first, out_bias};
-}
-
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend_deferred(
-    const torch::Tensor& x, const WanKeyValues& kv, const WanKeyValues& image_kv) {
-  if (!defers_biases() || !cross_) return {attend(x, kv, image_kv), {}};
-  const auto [q, q_bias] = to_q->forward_skip_bias(x);
-  return out_->forward_skip_bias(cross_attention(q, q_bias, kv, image_kv));
 }
 
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
@@ -204,14 +198,13 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   const auto xg = grouped(x);
   auto norm_x = modulated_layer_norm(xg, shift_msa, scale_msa, eps_, dtype);
   const auto [attn, attn_bias] =
-      attn1->forward_deferred(flat(norm_x), rope_freqs, prepared.self_out_bias, sequence);
+      attn1->forward(flat(norm_x), rope_freqs, prepared.self_out_bias, sequence);
   auto h = gated_residual(xg, grouped(attn), gate_msa, dtype, attn_bias);
 
   // 2. Cross-attention (norm2 keeps float32 weights), plain residual.
   const auto hf = flat(h);
   norm_x = norm2 ? fp32_affine_layer_norm(hf, norm2->weight, norm2->bias, eps_) : hf;
-  const auto [cross, cross_bias] =
-      attn2->attend_deferred(norm_x, prepared.context_kv, prepared.image_kv);
+  const auto [cross, cross_bias] = attn2->attend(norm_x, prepared.context_kv, prepared.image_kv);
   h = gated_residual(h, grouped(cross), {}, dtype, cross_bias);
 
   // 3. Feed-forward with c_shift/c_scale, residual with c_gate.

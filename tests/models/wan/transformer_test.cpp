@@ -268,9 +268,13 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   torch::Tensor self_ref, cross_ref;
   {
     const testing::FusedSwitch eager(false);
-    self_ref = self_attn->forward(x, {}, freqs);
-    cross_ref = cross_attn->attend(x, cross_attn->context_kv(ctx));
+    const auto [self_whole, self_none] = self_attn->forward(x, freqs);
+    const auto [cross_whole, cross_none] = cross_attn->attend(x, cross_attn->context_kv(ctx));
     EXPECT_FALSE(self_attn->defers_biases());
+    EXPECT_FALSE(self_none.defined());
+    EXPECT_FALSE(cross_none.defined());
+    self_ref = self_whole;
+    cross_ref = cross_whole;
   }
   ASSERT_TRUE(self_attn->defers_biases());
   // q, k and v are one weight (self), k and v (cross); to_q reads x there.
@@ -282,17 +286,20 @@ TEST(WanAttention, DeferredBiasesGiveTheForwardResult) {
   EXPECT_LT(
       (folded - (out->bias + torch::mv(out->weight, self_attn->to_v->bias))).abs().max().item<double>(),
       1e-6);
-  const auto [value, bias] = self_attn->forward_deferred(x, freqs, folded);
+  EXPECT_THROW((void)self_attn->forward(x, freqs), ModelError);  // no folded bias given
+  const auto [value, bias] = self_attn->forward(x, freqs, folded);
   EXPECT_TRUE(bias.is_same(folded));
   EXPECT_LT((value + bias - self_ref).abs().max().item<double>(), 1e-5);
-  const auto [cross_value, cross_bias] = cross_attn->attend_deferred(x, cross_attn->context_kv(ctx));
+  const auto [cross_value, cross_bias] = cross_attn->attend(x, cross_attn->context_kv(ctx));
   EXPECT_TRUE(
       cross_bias.is_same(cross_attn->to_out[0]->as<omnidp::models::RowParallelLinear>()->bias));
   EXPECT_LT((cross_value + cross_bias - cross_ref).abs().max().item<double>(), 1e-5);
   EXPECT_THROW((void)cross_attn->folded_out_bias(), ModelError);
+  EXPECT_THROW((void)cross_attn->forward(x, freqs, folded), ModelError);
+  EXPECT_THROW((void)self_attn->attend(x, cross_attn->context_kv(ctx)), ModelError);
 
   const testing::FusedSwitch eager_path(false);  // every bias in its projection
-  const auto [eager, no_bias] = self_attn->forward_deferred(x, freqs, folded);
+  const auto [eager, no_bias] = self_attn->forward(x, freqs, folded);
   EXPECT_FALSE(no_bias.defined());
   EXPECT_LT((eager - self_ref).abs().max().item<double>(), 1e-5);
 }
@@ -503,11 +510,12 @@ TEST(WanAttention, AddedKeysAndValuesAddTheImageAttention) {
     };
     const auto& out = cross->to_out[0]->as<omnidp::models::RowParallelLinear>();
     want = torch::nn::functional::linear(attend(text) + attend(image), out->weight, out->bias);
-    EXPECT_LT((cross->attend(x, text, image) - want).abs().max().item<double>(), 1e-5);
+    EXPECT_LT((cross->attend(x, text, image).first - want).abs().max().item<double>(), 1e-5);
   }
-  const auto [value, bias] = cross->attend_deferred(x, text, image);
+  const auto [value, bias] = cross->attend(x, text, image);
   EXPECT_LT((value + bias - want).abs().max().item<double>(), 1e-5);
-  EXPECT_GT((cross->attend(x, text) - want).abs().max().item<double>(), 1e-3);
+  const auto [text_only, text_bias] = cross->attend(x, text);
+  EXPECT_GT((text_only + text_bias - want).abs().max().item<double>(), 1e-3);
   WanAttention plain(dim, heads, 1e-6, true);
   EXPECT_THROW((void)plain->image_kv(torch::randn({2, 3, dim})), ModelError);
   EXPECT_THROW(WanAttention(dim, heads, 1e-6, false, TensorShard{}, ParamSpec{}, dim), ModelError);

@@ -131,44 +131,37 @@ class WanAttentionImpl : public torch::nn::Module,
     return {};
   }
   void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
-  // x [B, L, dim]; context [B, Lc, dim] for cross-attention (undefined for self-attention);
-  // rope_freqs (Rope3d::freqs) for self-attention, undefined to skip. With an active
-  // `sequence` shard (self-attention only), x holds this rank's tokens and rope_freqs their rows;
-  // the attention runs over every token of this rank's head shard (layers/ulysses.hpp).
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context,
-                                      const torch::Tensor& rope_freqs,
-                                      const SequenceShard& sequence = {});
+  // Both attentions return {output, bias}. With defers_biases() the projections run as plain
+  // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k biases
+  // into their RMSNorm, the output bias returned unapplied for the caller's residual to add.
+  // The value bias is folded into the output bias (attention rows sum to one: attn(V + b) =
+  // attn(V) + b), so self-attention's output bias is to_out.bias + to_out.weight @ to_v.bias,
+  // computed once per request by folded_out_bias(). Without it (the eager baseline) every bias
+  // is added in its projection and the returned bias is undefined. The two equal up to rounding.
+  [[nodiscard]] bool defers_biases() const;  // whenever fused_elementwise() is
+
+  // Self-attention of x [B, L, dim] with rope_freqs (Rope3d::freqs; undefined to skip); the
+  // deferred output bias is `out_bias` (folded_out_bias(); ModelError if undefined then, not
+  // read otherwise). With an active `sequence` shard, x holds this rank's tokens and rope_freqs
+  // their rows; the attention runs over every token of this rank's head shard
+  // (layers/ulysses.hpp). ModelError on a cross-attention.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                                const torch::Tensor& rope_freqs,
+                                                                const torch::Tensor& out_bias = {},
+                                                                const SequenceShard& sequence = {});
   // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
-  // each [B, Lc, heads, head_dim], then the attention of x to them. forward(x, context, {}) is
-  // attend(x, context_kv(context)) with the same operations.
+  // each [B, Lc, heads, head_dim], prepared once per request, then the attention of x to them
+  // (and, where image_kv is defined, to the image's; ModelError for image keys without added
+  // projections); the deferred bias is to_out.bias. ModelError on a self-attention.
   [[nodiscard]] WanKeyValues context_kv(const torch::Tensor& context);
   // The added keys (after norm_added_k) and values of embedded image tokens [B, Li, dim];
   // ModelError without added K/V projections.
   [[nodiscard]] WanKeyValues image_kv(const torch::Tensor& image);
-  // image_kv undefined: the text only. ModelError for image keys without added projections.
-  [[nodiscard]] torch::Tensor attend(const torch::Tensor& x, const WanKeyValues& kv,
-                                     const WanKeyValues& image_kv = {});
-
-  // Deferred biases (the blocks' hot path; defers_biases()): the projections run as plain
-  // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k
-  // biases into their RMSNorm, the output bias into the caller's residual. The value bias is
-  // folded into the output bias (attention rows sum to one: attn(V + b) = attn(V) + b), so
-  // self-attention's output bias is to_out.bias + to_out.weight @ to_v.bias, computed once per
-  // request by folded_out_bias(). Results equal forward()'s up to rounding.
-  // On whenever fused_elementwise() is (never in the eager baseline).
-  [[nodiscard]] bool defers_biases() const;
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend(const torch::Tensor& x,
+                                                               const WanKeyValues& kv,
+                                                               const WanKeyValues& image_kv = {});
   // Self-attention: to_out.bias + to_out.weight @ to_v.bias (float32 math, the weights' dtype).
   [[nodiscard]] torch::Tensor folded_out_bias();
-  // Self-attention of x (as forward(x, {}, rope_freqs)) without its output bias, which is
-  // `out_bias` (folded_out_bias()) and returned beside it for the residual to add; ModelError
-  // if out_bias is undefined. Without defers_biases(): {forward(x, {}, rope_freqs), undefined}.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_deferred(
-      const torch::Tensor& x, const torch::Tensor& rope_freqs, const torch::Tensor& out_bias,
-      const SequenceShard& sequence = {});
-  // Cross-attention (as attend()) without its output bias: {value, to_out.bias}; without
-  // defers_biases(): {attend(x, kv), undefined}.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend_deferred(
-      const torch::Tensor& x, const WanKeyValues& kv, const WanKeyValues& image_kv = {});
   // Converts the fused projection (the model's to_dtype: before its other parameters).
   void to_dtype(torch::Device device, torch::ScalarType dtype);
   // The fused q/k/v (self) or k/v (cross) projection, for the model-wide walks.
