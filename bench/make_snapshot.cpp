@@ -4,6 +4,8 @@
 //   omni-dp-bench-make-snapshot --out DIR [--model hv15|wan] [--task i2v|t2v] [--variant NAME]
 //                               [--seed N] [--layers N] [--text-layers N] [--no-text-encoder]
 //                               [--spiece FILE]
+// hv15 --variant: the released checkpoint's target_size, use_meanflow, scheduler shift and guider
+// scale (the step-distilled one adds time_embed.timestep_embedder_r).
 // Wan: the transformer, the VAE, UMT5-XXL (the released text encoder, 5.7 B parameters) and a
 // SentencePiece Unigram tokenizer: --spiece's model file, or a word model of a few words with
 // byte fallback.
@@ -17,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -297,6 +300,28 @@ void write_wan_snapshot(const fs::path& root, const std::string& variant, std::u
   done("snapshot", 0);
 }
 
+// The released HunyuanVideo-1.5 checkpoints that Diffusers converts (docs/models.md, "The
+// released variants"): one architecture, these values differ.
+struct Hv15Variant {
+  const char* name;
+  const char* task;
+  int target_size;
+  bool use_meanflow;
+  double shift;
+  double guidance_scale;
+};
+constexpr Hv15Variant kHv15Variants[] = {
+    {"480p_t2v", "t2v", 640, false, 5.0, 6.0},
+    {"480p_i2v", "i2v", 640, false, 5.0, 6.0},
+    {"720p_t2v", "t2v", 960, false, 9.0, 6.0},
+    {"720p_i2v", "i2v", 960, false, 7.0, 6.0},
+    {"480p_t2v_distilled", "t2v", 640, false, 5.0, 1.0},
+    {"480p_i2v_distilled", "i2v", 640, false, 5.0, 1.0},
+    {"720p_t2v_distilled", "t2v", 960, false, 9.0, 1.0},
+    {"720p_i2v_distilled", "i2v", 960, false, 7.0, 1.0},
+    {"480p_i2v_step_distilled", "i2v", 640, true, 7.0, 1.0},
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -304,7 +329,7 @@ int main(int argc, char** argv) {
   namespace text = omnidp::models::text;
   namespace vision = omnidp::models::vision;
   CLI::App app(
-      "omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 or Wan2.2-TI2V-5B Diffusers snapshot with "
+      "omni-dp-bench-make-snapshot: a HunyuanVideo-1.5 or Wan family Diffusers snapshot with "
       "seeded random weights");
   std::string out;
   std::string model_name = "hv15";
@@ -319,13 +344,17 @@ int main(int argc, char** argv) {
   app.add_option("--model", model_name, "hv15 (HunyuanVideo-1.5) | wan (the Wan family)")
       ->check(CLI::IsMember({"hv15", "wan"}))
       ->capture_default_str();
-  std::string variant = "wan2.2-ti2v-5b";
+  std::string variant;
+  std::vector<std::string> variant_names = {"wan2.2-ti2v-5b",  "wan2.2-t2v-a14b", "wan2.2-i2v-a14b",
+                                            "wan2.1-t2v-1.3b", "wan2.1-t2v-14b",  "wan2.1-i2v-14b"};
+  for (const auto& v : kHv15Variants) variant_names.emplace_back(v.name);
   app.add_option("--variant", variant,
-                 "wan: the released checkpoint (wan2.2-ti2v-5b, wan2.2-t2v-a14b, wan2.2-i2v-a14b, "
-                 "wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-i2v-14b)")
-      ->check(CLI::IsMember({"wan2.2-ti2v-5b", "wan2.2-t2v-a14b", "wan2.2-i2v-a14b",
-                             "wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.1-i2v-14b"}))
-      ->capture_default_str();
+                 "the released checkpoint: wan (default wan2.2-ti2v-5b; wan2.2-t2v-a14b, "
+                 "wan2.2-i2v-a14b, wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-i2v-14b) or hv15 "
+                 "(default 480p_<task>; 720p_t2v, 720p_i2v, 480p_t2v_distilled, "
+                 "480p_i2v_distilled, 720p_t2v_distilled, 720p_i2v_distilled, "
+                 "480p_i2v_step_distilled)")
+      ->check(CLI::IsMember(variant_names));
   app.add_option("--task", task, "i2v (with image_encoder/ and feature_extractor/) | t2v")
       ->check(CLI::IsMember({"i2v", "t2v"}))
       ->capture_default_str();
@@ -355,11 +384,33 @@ int main(int argc, char** argv) {
   };
   const torch::Device cpu(torch::kCPU);
   if (model_name == "wan") {
+    if (variant.empty()) variant = "wan2.2-ti2v-5b";
+    if (!omnidp::models::wan::builtin_wan_layout(variant)) {
+      std::fprintf(stderr,
+                   "--variant %s is a HunyuanVideo-1.5 checkpoint; --model wan takes a Wan one\n",
+                   variant.c_str());
+      return 2;
+    }
     write_wan_snapshot(root, variant, seed, layers, text_layers, shard, no_text, spiece, done);
     return 0;
   }
+  if (variant.empty()) variant = "480p_" + task;
+  const auto* hv15 = std::find_if(std::begin(kHv15Variants), std::end(kHv15Variants),
+                                  [&](const Hv15Variant& v) { return variant == v.name; });
+  if (hv15 == std::end(kHv15Variants)) {
+    std::fprintf(stderr,
+                 "--variant %s is a Wan checkpoint; --model hv15 takes a HunyuanVideo-1.5 one\n",
+                 variant.c_str());
+    return 2;
+  }
+  if (app.count("--task") > 0 && task != hv15->task) {
+    std::fprintf(stderr, "--task %s disagrees with --variant %s (%s)\n", task.c_str(), hv15->name,
+                 hv15->task);
+    return 2;
+  }
+  task = hv15->task;
 
-  // The released HunyuanVideo-1.5 480p transformer (docs/models.md).
+  // The released HunyuanVideo-1.5 transformer (docs/models.md), with the variant's values.
   const json transformer_config{{"_class_name", "HunyuanVideo15Transformer3DModel"},
                                 {"in_channels", 65},
                                 {"out_channels", 32},
@@ -376,9 +427,9 @@ int main(int argc, char** argv) {
                                 {"image_embed_dim", 1152},
                                 {"rope_theta", 256.0},
                                 {"rope_axes_dim", {16, 56, 56}},
-                                {"target_size", 640},
+                                {"target_size", hv15->target_size},
                                 {"task_type", task},
-                                {"use_meanflow", false}};
+                                {"use_meanflow", hv15->use_meanflow}};
   {
     const auto opts =
         hv::TransformerOptions::from_json(transformer_config, "transformer/config.json");
@@ -470,10 +521,10 @@ int main(int argc, char** argv) {
   write_json(root / "scheduler" / "scheduler_config.json",
              json{{"_class_name", "FlowMatchEulerDiscreteScheduler"},
                   {"num_train_timesteps", 1000},
-                  {"shift", 5.0},
+                  {"shift", hv15->shift},
                   {"use_dynamic_shifting", false}});
   write_json(root / "guider" / "guider_config.json", json{{"_class_name", "ClassifierFreeGuidance"},
-                                                          {"guidance_scale", 6.0},
+                                                          {"guidance_scale", hv15->guidance_scale},
                                                           {"guidance_rescale", 0.0},
                                                           {"use_original_formulation", false},
                                                           {"enabled", true}});

@@ -50,7 +50,8 @@
 #              32k Unigram tokenizer): Wan2.2-T2V-A14B (two experts, CFG 4 then 3), Wan2.2-I2V-A14B
 #              (CFG 3.5) and Wan2.1-I2V-14B (CLIP ViT-H/14, CFG 5), prompt (and image) to video
 #              through omni-dp-batch, fp32 with TF32 off, shift 3 (the snapshots'); per video the
-#              largest uint8 difference and the PSNR. WAN_FAMILY (the variants), WAN_REF_STEPS (10),
+#              largest uint8 difference and the PSNR; wan2.2-i2v-a14b-flf2v is the I2V snapshot
+#              with a last_image (first-last-frame to video). WAN_FAMILY (the variants), WAN_REF_STEPS (10),
 #              WAN_REF_FRAMES (17), WAN_REF_SIZE (480x320); needs $DIFFUSERS_SRC as hv15-diffusers
 #   strict     the cost of determinism.strict on the Wan recipe (forward batch 2, request): strict off; strict;
 #              strict as it was before (libtorch's NaN fill of new tensors on, flash attention: libtorch
@@ -68,6 +69,22 @@
 #              with SWAP_LAYERS (10) blocks per expert (omni-dp-bench-make-snapshot, once, into
 #              $BENCH_SWAP_SNAPSHOT), two requests of 832x480x81, 6 steps, shift 3, each way: request seconds,
 #              each move's seconds from the log, peak GPU memory, and omni-dp-compare of the two runs
+#   a14b-layouts  Wan2.2-T2V-A14B at the released width (the wan-family-diffusers snapshot:
+#              WAN_FAMILY_LAYERS (4) blocks per expert, UMT5-XXL with 2 layers): one request
+#              (A14B_LAYOUT_SIZE 832x480x33, A14B_LAYOUT_STEPS 10, CFG 4 then 3, shift 12, strict,
+#              cuDNN attention) through omni-dp-batch in bf16 alone, then each of A14B_LAYOUTS
+#              (fp8 cfg2 sp2 tp2; the two-rank ones on this one GPU, parallel.devices [0,0], the
+#              MPI backend) compared with it by omni-dp-compare --min-psnr 35 (the largest uint8
+#              difference and the PSNR); then one expert's forward at 832x480x81, batch 2 (a CFG
+#              step), strict, cuDNN attention, bf16 against fp8: seconds per block
+#   hv15-variants-diffusers  the released HunyuanVideo-1.5 variants (omni-dp-bench-make-snapshot
+#              --variant, HV15_VARIANT_LAYERS (8) blocks at the released width, Qwen2.5-VL with 2
+#              layers, seeded random weights) through omni-dp-batch with the variant's YAML and
+#              through diffusers' own pipeline from the same folder, fp32 with TF32 off, the
+#              snapshot's guidance and shift: HV15_VARIANTS (480p_t2v_distilled: one forward a
+#              step, no negative prompt; 480p_i2v_step_distilled: MeanFlow's timestep_r, 8 steps;
+#              720p_i2v: the 960 bucket, 1280x720); HV15_REF_FRAMES (9) frames, HV15_REF_STEPS
+#              (10) steps where the recipe does not fix them; largest uint8 difference and PSNR
 #   hv15-121   the HunyuanVideo-1.5 recipe through omni-dp-batch: 848x480, 121 frames, 50 steps, CFG 6, one
 #              request, random weights, HV15_QUANT (default none) quantization
 #   key-padding  the joint attention's keys padded to a multiple of 128 for cuDNN (layers/attention.hpp)
@@ -378,8 +395,12 @@ PY
       image=$out/wan-family-image.png
       python3 -c "import numpy as np, PIL.Image; y, x = np.mgrid[0:300, 0:400]; \
 PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 700], -1).astype(np.uint8)).save('$image')"
-      for variant in ${WAN_FAMILY:-wan2.2-t2v-a14b wan2.2-i2v-a14b wan2.1-i2v-14b}; do
-        snap=$out/snap-$variant; dir=$out/ref-$variant
+      last=$out/wan-family-last.png  # the first image mirrored, darker: a different last frame
+      python3 -c "import numpy as np, PIL.Image; a = np.asarray(PIL.Image.open('$image')); \
+PIL.Image.fromarray((a[::-1, ::-1] * 0.6).astype(np.uint8)).save('$last')"
+      for entry in ${WAN_FAMILY:-wan2.2-t2v-a14b wan2.2-i2v-a14b wan2.1-i2v-14b wan2.2-i2v-a14b-flf2v}; do
+        variant=${entry%-flf2v}
+        snap=$out/snap-$variant; dir=$out/ref-$entry
         if [ ! -f "$snap/model_index.json" ]; then
           rm -rf "$snap"
           run "$bin/omni-dp-bench-make-snapshot" --model wan --variant "$variant" --out "$snap" --seed 3 \
@@ -387,7 +408,9 @@ PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 7
             --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || continue
         fi
         rm -rf "$dir"; mkdir -p "$dir"
-        line="{\"id\": \"v\", \"prompt\": \"$prompt\", \"seed\": 7"
+        # The line's own size: omni-dp takes it as given, as diffusers' pipeline does (without it an
+        # image-to-video request takes the image's aspect at the YAML's area, diffusers' max_area).
+        line="{\"id\": \"v\", \"prompt\": \"$prompt\", \"seed\": 7, \"height\": $h, \"width\": $w"
         ref=(--guidance-scale 5)
         case $variant in
           wan2.2-t2v-a14b) config=wan22-t2v-a14b.yaml; ref=(--guidance-scale 4 --guidance-scale-2 3) ;;
@@ -396,6 +419,9 @@ PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 7
           wan2.1-i2v-14b) config=wan21-i2v.yaml; ref=(--guidance-scale 5 --image "$image")
             line+=", \"image\": \"image.png\"" ;;
         esac
+        if [ "$entry" != "$variant" ]; then  # first-last-frame to video
+          cp "$last" "$dir/last.png"; ref+=(--last-image "$last"); line+=", \"last_image\": \"last.png\""
+        fi
         cp "$image" "$dir/image.png"  # a manifest's images lie in its folder
         echo "$line}" > "$dir/m.jsonl"
         run "$bin/omni-dp-batch" --config "$root/configs/$config" --set model.path="$snap" --set model.dtype=fp32 \
@@ -406,6 +432,89 @@ PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 7
         run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" --prompt "$prompt" "${ref[@]}" \
           --seed 7 --frames $frames --steps $steps --height $h --width $w --dtype fp32 --out "$dir/diffusers.npy"
         run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/v"
+      done
+      ;;
+    a14b-layouts)
+      snap=$out/snap-wan2.2-t2v-a14b  # the wan-family-diffusers snapshot
+      if [ ! -f "$snap/model_index.json" ]; then
+        rm -rf "$snap"
+        run "$bin/omni-dp-bench-make-snapshot" --model wan --variant wan2.2-t2v-a14b --out "$snap" --seed 3 \
+          --layers "${WAN_FAMILY_LAYERS:-4}" --text-layers 2 \
+          --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || exit 1
+      fi
+      size=${A14B_LAYOUT_SIZE:-832x480x33}; w=${size%%x*}; rest=${size#*x}; h=${rest%x*}; frames=${rest#*x}
+      echo '{"id": "a14b", "prompt": "A red fox running through fresh snow under the northern lights", "seed": 7}' \
+        > "$out/a14b-layouts.jsonl"
+      for layout in bf16 ${A14B_LAYOUTS:-fp8 cfg2 sp2 tp2}; do
+        dir=$out/a14b-layout-$layout; rm -rf "$dir"
+        sets=(--set model.path="$snap" --set model.attention=cudnn --set determinism.strict=true
+              --set generation.num_inference_steps="${A14B_LAYOUT_STEPS:-10}" --set generation.width="$w"
+              --set generation.height="$h" --set generation.num_frames="$frames"
+              --set input.manifest="$out/a14b-layouts.jsonl" --set output.dir="$dir" --no-resume)
+        n=1
+        case $layout in
+          fp8) sets+=(--set model.quantization=fp8) ;;
+          cfg2) n=2; sets+=(--set parallel.cfg_parallel_size=2) ;;
+          sp2) n=2; sets+=(--set parallel.sequence_parallel_size=2) ;;
+          tp2) n=2; sets+=(--set parallel.tensor_parallel_size=2) ;;
+        esac
+        launch=()
+        if ((n > 1)); then
+          sets+=(--set 'parallel.devices=[0,0]')
+          launch=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n")
+        fi
+        echo; echo "== a14b $layout ($size)"
+        start=$(date +%s)
+        run "${launch[@]}" "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" "${sets[@]}" | tail -3
+        echo "wall $(($(date +%s) - start)) s"
+        python3 - "$dir/results.h5" <<'PY'
+import sys, h5py
+text = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+for r in h5py.File(sys.argv[1], "r")["requests"][:]:
+    print(f"request {float(r['seconds']):.2f} s status {int(r['status'])} sha256 {text(r['video_sha256'])[:16]}")
+PY
+        [ "$layout" = bf16 ] || run "$bin/omni-dp-compare" "$out/a14b-layout-bf16" "$dir" --min-psnr 35
+      done
+      for q in none fp8; do
+        run "$bin/omni-dp-bench-model" --model wan --path "$snap" --device cuda --dtype bf16 --strict \
+          --quantization $q --what forward --size 832x480x81 --batch 2 --attention cudnn --repeat 5
+      done
+      ;;
+    hv15-variants-diffusers)
+      export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
+      prompt='A neon sign that reads "OPEN" above a door at sunset, waves rolling in'
+      for variant in ${HV15_VARIANTS:-480p_t2v_distilled 480p_i2v_step_distilled 720p_i2v}; do
+        snap=$out/snap-hv15-$variant; dir=$out/hv15-ref-$variant
+        if [ ! -f "$snap/model_index.json" ]; then
+          rm -rf "$snap"
+          run "$bin/omni-dp-bench-make-snapshot" --model hv15 --variant "$variant" --out "$snap" --seed 1 \
+            --layers "${HV15_VARIANT_LAYERS:-8}" --text-layers 2 || continue
+        fi
+        rm -rf "$dir"; mkdir -p "$dir"
+        frames=${HV15_REF_FRAMES:-9}; steps=${HV15_REF_STEPS:-10}
+        case $variant in
+          480p_t2v_distilled) config=hv15-480p-t2v-distilled.yaml ;;
+          480p_i2v_step_distilled) config=hv15-480p-i2v-step-distilled.yaml; steps=8 ;;
+          720p_i2v) config=hv15-720p-i2v.yaml; frames=5 ;;
+          *) config=hv15.yaml ;;
+        esac
+        if [[ $variant == *t2v* ]]; then
+          extra=(--height 480 --width 848); line="\"height\": 480, \"width\": 848"
+        else
+          cp "$root/configs/prompts/img/sunset.png" "$dir/"
+          extra=(--image "$dir/sunset.png"); line="\"image\": \"sunset.png\""
+        fi
+        echo "{\"id\": \"ref\", \"prompt\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$prompt"), $line, \"seed\": 7, \"num_frames\": $frames}" > "$dir/m.jsonl"
+        echo; echo "== hv15 $variant ($config, $steps steps, $frames frames)"
+        run "$bin/omni-dp-batch" --config "$root/configs/$config" --set model.path="$snap" --set model.dtype=fp32 \
+          --set model.attention=auto --set generation.num_inference_steps=$steps --set input.manifest="$dir/m.jsonl" \
+          --set output.dir="$dir/out" --no-resume | tail -3
+        "$bin/omni-dp-inspect" "$dir/out/results.h5" 2>&1 | grep -i -E 'guidance|shift|forwards|size|frames' | head -6
+        run "$bin/omni-dp-export" "$dir/out/results.h5" --format png --out "$dir/png"
+        run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" "${extra[@]}" --prompt "$prompt" \
+          --seed 7 --frames $frames --steps $steps --dtype fp32 --out "$dir/diffusers.npy"
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png/ref"
+        [ -n "${HV15_VARIANT_KEEP:-}" ] || rm -rf "$snap"
       done
       ;;
     hv15-diffusers)
@@ -480,7 +589,7 @@ PIL.Image.fromarray(np.stack([x * 255 // 400, y * 255 // 300, (x + y) * 127 // 7
               start=$(date +%s.%N)
               run mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
                 "$bin/omni-dp-batch" "${cfg[@]}" "${sets[@]}" --set output.dir="$dir"
-              echo "wall $(echo "$(date +%s.%N) - $start" | bc) s"
+              echo "wall $(awk "BEGIN { print $(date +%s.%N) - $start }") s"
               python3 - "$dir/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
