@@ -732,7 +732,8 @@ const std::vector<SectionSpec>& schema() {
                   field("attention", &C::model, &ModelConfig::attention),
                   field("fused_kernels", &C::model, &ModelConfig::fused_kernels),
                   field("quantization", &C::model, &ModelConfig::quantization),
-                  field("expert_residency", &C::model, &ModelConfig::expert_residency)}});
+                  field("expert_residency", &C::model, &ModelConfig::expert_residency),
+                  field("vae_tiling", &C::model, &ModelConfig::vae_tiling)}});
     s.push_back(
         {"parallel",
          {data_parallel_field(),
@@ -1124,6 +1125,10 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
             std::string("fp8 needs model.device cuda and model.dtype bf16 (got ") +
                 to_string(model.device) + ", " + to_string(model.dtype) + ")");
   }
+
+  require(!model.vae_tiling || chosen->vae_tiling, "model.vae_tiling",
+          "true: a tiled VAE decode is not implemented by model '" + model.name +
+              "' (expected false; HunyuanVideo-1.5 has it)");
 
   if (model.expert_residency == ExpertResidency::swap) {
     require(model.device == DeviceKind::cuda, "model.expert_residency",

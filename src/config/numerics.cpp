@@ -10,14 +10,18 @@ namespace omnidp {
 namespace {
 
 // Canonical key order; also the order describe_difference lists keys in.
-constexpr std::array<std::string_view, 9> kKeys = {"dtype",     "device",  "strict",
-                                                   "attention", "kernels", "quantization",
-                                                   "layout",    "cache",   "software"};
+constexpr std::array<std::string_view, 10> kKeys = {
+    "dtype",        "device", "strict", "attention", "kernels",
+    "quantization", "layout", "vae",    "cache",     "software"};
 
 // A key that rows written before it existed lack reads as its value then: every group was one
 // rank (the layouts came with their key).
 constexpr std::string_view kLayoutKey = "layout";
 constexpr std::string_view kSingleRankLayout = "tp1,sp1,cfg1";
+// The VAE's decode (model.vae_tiling) is written only when tiled: a profile without the key,
+// the rows before it existed included, decoded untiled.
+constexpr std::string_view kVaeKey = "vae";
+constexpr std::string_view kUntiledVae = "untiled";
 // The step cache (generation.cache) is written only when one is on: a profile without the key,
 // the rows before it existed included, computed every forward.
 constexpr std::string_view kCacheKey = "cache";
@@ -62,6 +66,7 @@ std::string value_of(const std::map<std::string, std::string>& m, const std::str
     return it->second;
   }
   if (key == kLayoutKey) return std::string(kSingleRankLayout);
+  if (key == kVaeKey) return std::string(kUntiledVae);
   return key == kCacheKey ? std::string(kNoCache) : std::string();
 }
 
@@ -93,6 +98,7 @@ std::string numerics_profile(const Config& config, std::string_view software,
   const auto& p = config.parallel;
   out += fmt::format(";layout=tp{},sp{},cfg{}", p.tensor_parallel_size, p.sequence_parallel_size,
                      p.cfg_parallel_size);
+  if (m.vae_tiling) out += ";vae=tiled";
   // A step cache skips forwards and so changes the bytes (docs/models.md, "Step caching").
   if (line_cache) {
     out += ";cache=";

@@ -519,6 +519,21 @@ TEST(ConfigValidate, TensorParallelNeedsAModelThatImplementsIt) {
   EXPECT_NO_THROW(validate_and_resolve(config, models));
 }
 
+TEST(ConfigValidate, VaeTilingNeedsAModelThatImplementsIt) {
+  EXPECT_EQ(parse_error("model: {vae_tiling: maybe}\n"),
+            "model.vae_tiling: expected true or false, got 'maybe'");
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, vae_tiling: true}\n"),
+            "model.vae_tiling: true: a tiled VAE decode is not implemented by model 'tiny-wan' "
+            "(expected false; HunyuanVideo-1.5 has it)");
+  std::vector<ModelChoice> models = kModels;
+  models[1].vae_tiling = true;
+  Config config = parse_config_yaml(
+      "model: {name: tiny-wan, vae_tiling: true}\ninput: {manifest: m.jsonl}\n", "t.yaml");
+  EXPECT_NO_THROW(validate_and_resolve(config, models));
+  EXPECT_TRUE(config.model.vae_tiling);
+  EXPECT_NE(to_yaml(config).find("vae_tiling: true"), std::string::npos);
+}
+
 TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
   EXPECT_EQ(parse_error("model: {quantization: int4}\n"),
             "model.quantization: invalid value 'int4' (expected none | fp8)");

@@ -58,6 +58,25 @@ TEST(NumericsProfile, TheGroupLayoutIsAKeyAndOlderRowsReadAsSingleRank) {
   EXPECT_EQ(compare_numerics(before_the_key, b).keys, (std::vector<std::string>{"layout"}));
 }
 
+// A tiled VAE decode (model.vae_tiling) gives other bytes: `vae=tiled` after the layout; rows
+// without the key were decoded untiled.
+TEST(NumericsProfile, ATiledVaeIsAKeyAndOlderRowsReadAsUntiled) {
+  Config untiled;
+  Config tiled;
+  tiled.model.vae_tiling = true;
+  const auto a = numerics_profile(untiled, "v");
+  const auto b = numerics_profile(tiled, "v");
+  EXPECT_EQ(b,
+            "dtype=fp32;device=cpu;strict=true;attention=auto;kernels=fused;quantization=none;"
+            "layout=tp1,sp1,cfg1;vae=tiled;software=v");
+  EXPECT_EQ(a.find("vae="), std::string::npos);
+  EXPECT_EQ(compare_numerics(a, b).keys, (std::vector<std::string>{"vae"}));
+  EXPECT_EQ(describe_difference(a, b), "vae (untiled -> tiled)");
+  tiled.generation.cache.policy = CachePolicy::taylorseer;
+  const auto c = numerics_profile(tiled, "v");
+  EXPECT_LT(c.find(";vae=tiled;"), c.find(";cache="));
+}
+
 TEST(NumericsProfile, ParsesItsOwnTextAndToleratesOddItems) {
   const auto m = parse_numerics("dtype=bf16;device=cuda;software=0.1 (git a)");
   ASSERT_EQ(m.size(), 3U);

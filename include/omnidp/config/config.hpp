@@ -59,6 +59,10 @@ struct ModelConfig {
   // activation scales; attention stays bf16). Part of the numerics profile.
   Quantization quantization = Quantization::none;
   ExpertResidency expert_residency = ExpertResidency::resident;
+  // Decode in spatial tiles, as Diffusers' vae.enable_tiling() (HunyuanVideo-1.5: 256-pixel
+  // tiles, 25 % overlap, linear blends): less GPU memory for large videos, other bytes than the
+  // untiled decode. Part of the numerics profile.
+  bool vae_tiling = false;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -269,6 +273,8 @@ struct ModelChoice {
   bool tensor_parallel = false;
   // false: model.quantization fp8 is a ConfigError ("not implemented by model X").
   bool fp8 = false;
+  // false: model.vae_tiling true is a ConfigError ("not implemented by model X").
+  bool vae_tiling = false;
 };
 void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models);
 // model.plugin resolved as validate_and_resolve() resolves it (against the config file's

@@ -6,7 +6,9 @@
 //   dtype=bf16;device=cuda;strict=true;attention=cudnn;kernels=fused;quantization=none;
 //   layout=tp1,sp1,cfg1;software=0.1.0 (git abc1234)
 //
-// (one line, no spaces around '=' or ';'), keys always in this order; `cache=<describe_cache()>`
+// (one line, no spaces around '=' or ';'), keys always in this order; `vae=tiled` follows
+// `layout` when model.vae_tiling is on (a profile without it reads as vae=untiled);
+// `cache=<describe_cache()>`
 // stands before `software` when generation.cache is on, `cache=line:<describe_cache()>` when
 // the request's manifest line set its own (even off). Values never hold ';' or '='. An empty
 // string is the unknown profile (rows of files written before the column). `layout` is the

@@ -220,6 +220,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
     require_fp8_config(device);
     parts.transformer->quantize_fp8();
   }
+  parts.vae->set_tiling(VaeTiling{.enabled = m.vae_tiling});
   return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
 }
 
@@ -232,6 +233,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.attention_heads = 16;          // a snapshot's transformer/config.json may say otherwise
   r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
   r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
+  r.facts.vae_tiling = true;             // Diffusers' enable_tiling() (hv15/vae.hpp, VaeTiling)
   r.facts.step_cache = true;             // generation.cache over run_blocks()
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;

@@ -303,6 +303,26 @@ TEST_F(Hv15Pipeline, GenerateIsDeterministicPerSeed) {
   EXPECT_NE(a.data, p->generate(other, {}).data);
 }
 
+// model.vae_tiling: Diffusers' enable_tiling() on the VAE. A video within one 256-pixel tile
+// decodes as untiled (the same bytes); a larger one in blended tiles (other bytes).
+TEST_F(Hv15Pipeline, VaeTilingTilesOnlyVideosLargerThanATile) {
+  auto untiled = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  auto c = config(omnidp::WeightsSource::random);
+  c.model.vae_tiling = true;
+  auto tiled = hv::create_hunyuanvideo15_pipeline(c, {});
+  EXPECT_FALSE(as_hv15(untiled).vae()->tiling().enabled);
+  EXPECT_TRUE(as_hv15(tiled).vae()->tiling().enabled);
+  EXPECT_EQ(untiled->generate(request("a", 7), {}).data, tiled->generate(request("a", 7), {}).data);
+  auto large = request("b", 7);
+  large.num_frames = 1;
+  large.height = 288;
+  large.width = 320;
+  const auto plain = untiled->generate(large, {});
+  const auto blended = tiled->generate(large, {});
+  ASSERT_EQ(blended.data.size(), 288U * 320U * 3U);
+  EXPECT_NE(plain.data, blended.data);
+}
+
 TEST_F(Hv15Pipeline, GenerateMatchesSampleOnTheEmbeddingsFile) {
   auto p = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::pretrained), {});
   auto& pipe = as_hv15(p);
