@@ -39,14 +39,14 @@ std::string parse_error(const std::string& yaml) {
   return "";
 }
 
-// The ConfigError message of validating `yaml` (which must parse), or "" when valid.
-// The struct defaults have no manifest, so one is added unless `yaml` has an input section.
-std::string validate_error(const std::string& yaml) {
+// The ConfigError message of validating `yaml` (which must parse) against `models`, or "" when
+// valid. The struct defaults have no manifest, so one is added unless `yaml` has an input section.
+std::string validate_error(const std::string& yaml, const std::vector<ModelChoice>& models = kModels) {
   const bool has_input = yaml.find("input:") != std::string::npos;
   Config config =
       parse_config_yaml(has_input ? yaml : yaml + "input: {manifest: m.jsonl}\n", "test.yaml");
   try {
-    validate_and_resolve(config, kModels);
+    validate_and_resolve(config, models);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -513,10 +513,8 @@ TEST(ConfigValidate, TensorParallelNeedsAModelThatImplementsIt) {
       "(expected 1)");
   std::vector<ModelChoice> models = kModels;
   models[1].tensor_parallel = true;
-  Config config = parse_config_yaml(
-      "model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\ninput: {manifest: m.jsonl}\n",
-      "t.yaml");
-  EXPECT_NO_THROW(validate_and_resolve(config, models));
+  EXPECT_EQ(
+      validate_error("model: {name: tiny-wan}\nparallel: {tensor_parallel_size: 2}\n", models), "");
 }
 
 TEST(ConfigValidate, VaeTilingNeedsAModelThatImplementsIt) {
@@ -527,11 +525,11 @@ TEST(ConfigValidate, VaeTilingNeedsAModelThatImplementsIt) {
             "(expected false; HunyuanVideo-1.5 has it)");
   std::vector<ModelChoice> models = kModels;
   models[1].vae_tiling = true;
-  Config config = parse_config_yaml(
-      "model: {name: tiny-wan, vae_tiling: true}\ninput: {manifest: m.jsonl}\n", "t.yaml");
-  EXPECT_NO_THROW(validate_and_resolve(config, models));
-  EXPECT_TRUE(config.model.vae_tiling);
-  EXPECT_NE(to_yaml(config).find("vae_tiling: true"), std::string::npos);
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, vae_tiling: true}\n", models), "");
+  // Written back into the effective configuration.
+  Config config = default_config();
+  config.model.vae_tiling = true;
+  EXPECT_NE(to_yaml(config).find("  vae_tiling: true\n"), std::string::npos);
 }
 
 TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
@@ -542,15 +540,7 @@ TEST(ConfigValidate, Fp8QuantizationNeedsAModelThatImplementsItOnTheGpuInBf16) {
             "(expected none)");
   std::vector<ModelChoice> models = kModels;
   models[1].fp8 = true;
-  const auto error = [&](const std::string& yaml) {
-    Config config = parse_config_yaml(yaml + "input: {manifest: m.jsonl}\n", "t.yaml");
-    try {
-      validate_and_resolve(config, models);
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto error = [&](const std::string& yaml) { return validate_error(yaml, models); };
   EXPECT_EQ(error("model: {name: tiny-wan, quantization: fp8}\n"),
             "model.quantization: fp8 needs model.device cuda and model.dtype bf16 (got cpu, fp32)");
   EXPECT_EQ(
@@ -573,18 +563,11 @@ TEST(ConfigValidate, ExpertSwapNeedsTheGpuAndNoFp8) {
             "model.device cuda (on the CPU both experts are in host memory already)");
   std::vector<ModelChoice> models = kModels;
   models[1].fp8 = true;
-  Config config = parse_config_yaml(
-      "model: {name: tiny-wan, expert_residency: swap, device: cuda, dtype: bf16, quantization: "
-      "fp8}\ninput: {manifest: m.jsonl}\n",
-      "t.yaml");
-  try {
-    validate_and_resolve(config, models);
-    FAIL() << "no error";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "model.expert_residency: swap with model.quantization fp8 is not supported (the "
-              "experts move as bf16 weights)");
-  }
+  EXPECT_EQ(validate_error("model: {name: tiny-wan, expert_residency: swap, device: cuda, dtype: "
+                           "bf16, quantization: fp8}\n",
+                           models),
+            "model.expert_residency: swap with model.quantization fp8 is not supported (the "
+            "experts move as bf16 weights)");
   EXPECT_EQ(validate_error("model: {name: tiny-wan, expert_residency: resident}\n"), "");
   Config swap = default_config();
   swap.model.expert_residency = ExpertResidency::swap;
