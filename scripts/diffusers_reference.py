@@ -124,6 +124,26 @@ def run_snapshot(args):
     t0 = time.time()
     pipe = cls.from_pretrained(args.snapshot, torch_dtype=dtype).to(args.device)
     print(f"diffusers load {time.time() - t0:.1f} s", flush=True)
+    # LoRA adapters as omni-dp's model.lora names them: FILE:SCALE:EXPERT (all | high_noise |
+    # low_noise); load_lora_weights, into transformer_2 for low_noise, then set_adapters.
+    names = {"transformer": [], "transformer_2": []}
+    weights = {"transformer": [], "transformer_2": []}
+    for k, spec in enumerate(args.lora or []):
+        path, scale, expert = spec.rsplit(":", 2)
+        targets = {"all": ["transformer", "transformer_2"], "high_noise": ["transformer"],
+                   "low_noise": ["transformer_2"]}[expert]
+        for component in targets:
+            if getattr(pipe, component, None) is None:
+                continue
+            adapter = f"a{k}_{component}"
+            pipe.load_lora_weights(os.path.dirname(os.path.abspath(path)), weight_name=os.path.basename(path),
+                                   adapter_name=adapter, load_into_transformer_2=component == "transformer_2")
+            names[component].append(adapter)
+            weights[component].append(float(scale))
+    for component, adapters in names.items():
+        if adapters:
+            getattr(pipe, component).set_adapters(adapters, weights=weights[component])
+            print(f"diffusers: {component} adapters {adapters} at {weights[component]}", flush=True)
     prompts = args.prompt
     call = dict(num_frames=args.frames, num_inference_steps=args.steps, output_type="np")
     if args.guidance_scale is not None:
@@ -211,6 +231,7 @@ def main():
     s.add_argument("--guidance-scale", type=float, help="the pipeline's default when left out")
     s.add_argument("--guidance-scale-2", type=float, help="Wan2.2-A14B: the low-noise expert's")
     s.add_argument("--last-image", help="WanImageToVideoPipeline: first-last-frame to video")
+    s.add_argument("--lora", action="append", help="FILE:SCALE:EXPERT (all | high_noise | low_noise); repeat")
     s.add_argument("--print-ids", action="store_true", help="print the tokenizer's ids of the prompt")
     s.add_argument("--dump-embeds", help="(HunyuanVideo-1.5) also write the encoders' outputs (omni-dp's prompt_embeds layout)")
     s.add_argument("--embeds-only", action="store_true", help="with --dump-embeds: stop after the encoders")

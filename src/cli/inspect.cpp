@@ -10,12 +10,14 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/export/html_report.hpp"
 #include "omnidp/results/summary.hpp"
 
@@ -68,10 +70,26 @@ std::vector<const Row*> slowest(const video_export::StoredRun& run, std::size_t 
   return out;
 }
 
-// Rows per numerics profile ("" = unknown), most rows first, ties by profile.
+// A profile without its `key=...` item ("" when it had only that).
+std::string without_item(const std::string& profile, std::string_view key) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= profile.size()) {
+    const auto end = std::min(profile.find(';', start), profile.size());
+    const std::string_view item(profile.data() + start, end - start);
+    if (!item.starts_with(std::string(key) + "=") && !item.empty()) {
+      out += (out.empty() ? "" : ";") + std::string(item);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// Rows per numerics profile ("" = unknown), most rows first, ties by profile. A request's own
+// adapters (lora_line) are the request's, not the run's numerics: listed under "adapters".
 std::vector<std::pair<std::string, std::size_t>> profiles(const video_export::StoredRun& run) {
   std::map<std::string, std::size_t> counts;
-  for (const auto& row : run.rows) ++counts[row.record.numerics];
+  for (const auto& row : run.rows) ++counts[without_item(row.record.numerics, "lora_line")];
   std::vector<std::pair<std::string, std::size_t>> out(counts.begin(), counts.end());
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -123,6 +141,22 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
   } else if (by_profile.size() > 1) {
     o << "numerics:     " << by_profile.size() << " profiles (mixed by --resume-mixed)\n";
     for (const auto& [profile, rows] : by_profile) o << "  " << profile_line(profile, rows) << "\n";
+  }
+  // The adapters of the run: the job's (model.lora) and each manifest line set with its rows.
+  std::map<std::string, std::size_t> job_sets, line_sets;
+  for (const auto& row : run.rows) {
+    const auto items = parse_numerics(row.record.numerics);
+    if (const auto it = items.find("lora"); it != items.end()) ++job_sets[it->second];
+    if (const auto it = items.find("lora_line"); it != items.end()) ++line_sets[it->second];
+  }
+  if (!job_sets.empty() || !line_sets.empty()) {
+    o << "adapters:     "
+      << (job_sets.empty() ? std::string("none for the job") : "job " + job_sets.begin()->first)
+      << (job_sets.size() > 1 ? fmt::format(" (and {} other job sets)", job_sets.size() - 1) : "")
+      << "; " << line_sets.size() << " manifest set(s)\n";
+    for (const auto& [set, rows] : line_sets) {
+      o << "  " << set << " (" << rows << (rows == 1 ? " row)" : " rows)") << "\n";
+    }
   }
   o << "interrupted:  " << (s.interrupted ? "yes" : "no") << "\n"
     << "makespan:     " << fixed(s.makespan_s, 3) << " s\n"

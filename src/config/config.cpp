@@ -711,6 +711,18 @@ FieldSpec cache_field() {
       }};
 }
 
+// model.lora: a list of adapters (config/lora.hpp's rules); to_yaml leaves an empty one out.
+FieldSpec lora_field() {
+  return FieldSpec{"lora",
+                   [](Config& config, const Node& node, const std::string& path) {
+                     config.model.lora = parse_lora_list(YAML::Dump(node), path);
+                   },
+                   [](const Config& config, YAML::Emitter& out) {
+                     out << YAML::Load(lora_list_yaml(config.model.lora));
+                   },
+                   [](const Config& config) { return !config.model.lora.empty(); }};
+}
+
 // Checks across the keys of `parallel` (docs/runtime.md, "Replica groups").
 void check_parallel(const Config& config) { check_devices(config); }
 
@@ -733,7 +745,7 @@ const std::vector<SectionSpec>& schema() {
                   field("fused_kernels", &C::model, &ModelConfig::fused_kernels),
                   field("quantization", &C::model, &ModelConfig::quantization),
                   field("expert_residency", &C::model, &ModelConfig::expert_residency),
-                  field("vae_tiling", &C::model, &ModelConfig::vae_tiling)}});
+                  field("vae_tiling", &C::model, &ModelConfig::vae_tiling), lora_field()}});
     s.push_back(
         {"parallel",
          {data_parallel_field(),
@@ -1130,6 +1142,10 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
           "true: a tiled VAE decode is not implemented by model '" + model.name +
               "' (expected false; HunyuanVideo-1.5 has it)");
 
+  require(model.lora.empty() || chosen->lora, "model.lora",
+          "LoRA adapters are not implemented by model '" + model.name +
+              "' (expected no adapters; the Wan family and HunyuanVideo-1.5 take them)");
+
   if (model.expert_residency == ExpertResidency::swap) {
     require(model.device == DeviceKind::cuda, "model.expert_residency",
             "swap keeps the idle expert in host memory: it needs model.device cuda (on the CPU "
@@ -1148,6 +1164,24 @@ void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models
     config.model.path = resolve_against(base, config.model.path).string();
   }
   config.model.plugin = plugin_path(config);
+  // Each adapter file is there and hashed now: its SHA-256 is part of every input key and row.
+  for (std::size_t i = 0; i < config.model.lora.size(); ++i) {
+    auto& adapter = config.model.lora[i];
+    adapter.path = resolve_against(base, adapter.path).string();
+    const std::string at = fmt::format("model.lora[{}].path", i);
+    std::error_code ec;
+    if (!std::filesystem::exists(adapter.path, ec)) {
+      throw ConfigError(at, adapter.path + ": no such file");
+    }
+    if (const std::string problem = regular_file_problem(adapter.path); !problem.empty()) {
+      throw ConfigError(at, adapter.path + ": " + problem);
+    }
+    try {
+      adapter.sha256 = sha256_file_hex(adapter.path);
+    } catch (const Error& e) {
+      throw ConfigError(at, e.what());
+    }
+  }
   config.output.dir = resolve_against(cwd, config.output.dir).string();
 
   // The heads split over the group (after the paths, which a snapshot's head count is read

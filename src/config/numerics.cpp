@@ -10,9 +10,9 @@ namespace omnidp {
 namespace {
 
 // Canonical key order; also the order describe_difference lists keys in.
-constexpr std::array<std::string_view, 10> kKeys = {
-    "dtype",        "device", "strict", "attention", "kernels",
-    "quantization", "layout", "vae",    "cache",     "software"};
+constexpr std::array<std::string_view, 12> kKeys = {
+    "dtype",  "device", "strict", "attention", "kernels",   "quantization",
+    "layout", "vae",    "cache",  "lora",      "lora_line", "software"};
 
 // A key that rows written before it existed lack reads as its value then: every group was one
 // rank (the layouts came with their key).
@@ -26,6 +26,11 @@ constexpr std::string_view kUntiledVae = "untiled";
 // the rows before it existed included, computed every forward.
 constexpr std::string_view kCacheKey = "cache";
 constexpr std::string_view kNoCache = "off";
+// LoRA adapters (model.lora: `lora`; a manifest line's: `lora_line`) are written only when
+// there are some: a profile without the key, the rows before it existed included, had none.
+constexpr std::string_view kLoraKey = "lora";
+constexpr std::string_view kLineLoraKey = "lora_line";
+constexpr std::string_view kNoLora = "none";
 // A cache set by the request's manifest line.
 constexpr std::string_view kLinePrefix = "line:";
 
@@ -67,18 +72,21 @@ std::string value_of(const std::map<std::string, std::string>& m, const std::str
   }
   if (key == kLayoutKey) return std::string(kSingleRankLayout);
   if (key == kVaeKey) return std::string(kUntiledVae);
+  if (key == kLoraKey || key == kLineLoraKey) return std::string(kNoLora);
   return key == kCacheKey ? std::string(kNoCache) : std::string();
 }
 
 }  // namespace
 
-std::string numerics_profile(const Config& config, const std::optional<StepCacheConfig>& line_cache) {
+std::string numerics_profile(const Config& config, const std::optional<StepCacheConfig>& line_cache,
+                             const std::vector<LoraAdapter>& line_lora) {
   return numerics_profile(config, std::string(version()) + " (git " + git_revision() + ")",
-                          line_cache);
+                          line_cache, line_lora);
 }
 
 std::string numerics_profile(const Config& config, std::string_view software,
-                             const std::optional<StepCacheConfig>& line_cache) {
+                             const std::optional<StepCacheConfig>& line_cache,
+                             const std::vector<LoraAdapter>& line_lora) {
   const ModelConfig& m = config.model;
   std::string out;
   out += "dtype=";
@@ -107,6 +115,15 @@ std::string numerics_profile(const Config& config, std::string_view software,
   } else if (config.generation.cache.policy != CachePolicy::off) {
     out += ";cache=";
     out += clean(describe_cache(config.generation.cache));
+  }
+  // Adapters change the weights and so the bytes (docs/models.md, "LoRA").
+  if (!m.lora.empty()) {
+    out += ";lora=";
+    out += clean(describe_lora(m.lora));
+  }
+  if (!line_lora.empty()) {
+    out += ";lora_line=";
+    out += clean(describe_lora(line_lora));
   }
   out += ";software=";
   out += clean(software);

@@ -94,6 +94,15 @@ std::string canonical_encoding(const Request& request, const std::string& model_
     next_string("cache");
     next_string(describe_cache(*request.cache));
   }
+  // Each adapter's bytes (SHA-256), strength and expert (as the file name or the line states it).
+  if (!request.lora.empty()) {
+    next_string("lora");
+    for (const auto& a : request.lora) {
+      next_string(a.sha256);
+      next_double(a.scale);
+      next_string(to_string(resolve_lora_expert(a, true)));
+    }
+  }
   out += ']';
   return out;
 }

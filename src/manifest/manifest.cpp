@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <map>
 #include <system_error>
 #include <utility>
 
+#include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/sha256.hpp"
 #include "omnidp/manifest/chunked_lines.hpp"
+#include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/id_set.hpp"
 #include "omnidp/manifest/input_files.hpp"
 #include "omnidp/manifest/input_paths.hpp"
@@ -54,10 +59,47 @@ struct ManifestReader::State {
   std::size_t filtered = 0;        // lines of tasks not in options.tasks
   ManifestOptions::Position last;  // of the request returned last
   IdSet ids;
+  std::map<std::string, std::string> lora_checked;  // sha256@expert -> lora_problem's answer
 
   [[nodiscard]] bool wanted(Task task) const {
     return options.tasks.empty() ||
            std::find(options.tasks.begin(), options.tasks.end(), task) != options.tasks.end();
+  }
+
+  // A line's adapters: the model takes them, each expert is one this model has, and (reading
+  // inputs) each file is a regular file whose hash and model check (options.lora_problem) are
+  // done once per file. Every fault is a ManifestError: no request runs with a bad adapter.
+  void check_lora(const ManifestLine& parsed, Request& r) {
+    if (!options.lora) {
+      parsed.fail(ManifestField::lora,
+                  "the model takes no LoRA adapters (the Wan family and hunyuanvideo-1.5 do)");
+    }
+    try {
+      check_lora_experts(r.lora, options.guidance_scale_2, field_name(ManifestField::lora));
+    } catch (const ConfigError& e) {
+      throw ManifestError(file, r.line, e.path(), e.message());
+    }
+    if (!options.read_inputs) return;
+    for (std::size_t i = 0; i < r.lora.size(); ++i) {
+      auto& a = r.lora[i];
+      const std::string at = fmt::format("lora[{}].path", i);
+      if (const auto problem = regular_file_problem(a.path); !problem.empty()) {
+        throw ManifestError(file, r.line, at, a.path + ": " + problem);
+      }
+      try {
+        const auto stamp = file_stamp(a.path);
+        a.sha256 = options.hash_cache && stamp ? options.hash_cache->hash(a.path, *stamp)
+                                               : sha256_file_hex(a.path);
+      } catch (const Error& e) {
+        throw ManifestError(file, r.line, at, e.what());
+      }
+      if (!options.lora_problem) continue;
+      const std::string key =
+          a.sha256 + "@" + to_string(resolve_lora_expert(a, options.guidance_scale_2));
+      auto [it, fresh] = lora_checked.try_emplace(key);
+      if (fresh) it->second = options.lora_problem(a);
+      if (!it->second.empty()) throw ManifestError(file, r.line, at, a.path + ": " + it->second);
+    }
   }
 
   std::optional<Request> next() {
@@ -83,6 +125,10 @@ struct ManifestReader::State {
                                  std::pair{&r.last_image, ManifestField::last_image},
                                  std::pair{&r.prompt_embeds, ManifestField::prompt_embeds}}) {
         if (!path->empty()) *path = resolve_input_path(*path, root, file, line, field_name(field));
+      }
+      for (std::size_t i = 0; i < r.lora.size(); ++i) {
+        r.lora[i].path =
+            resolve_input_path(r.lora[i].path, root, file, line, fmt::format("lora[{}].path", i));
       }
       if (!wanted(r.task)) {
         ++filtered;  // input.tasks: checked, but not this job's
@@ -114,6 +160,7 @@ struct ManifestReader::State {
                     "the model has no transformer block stack to cache: a step cache applies to "
                     "the Wan family and hunyuanvideo-1.5 (docs/models.md, \"Step caching\")");
       }
+      if (!r.lora.empty()) check_lora(parsed, r);
       if (options.read_inputs) read_input_files(r, r.line_sets_size, options, file);
       last = ManifestOptions::Position{lines.line_offset(), line - 1, requests};
       r.index = requests++;

@@ -28,7 +28,7 @@ const std::vector<std::string>& field_names() {
       "task",       "image",  "prompt_embeds",       "num_frames",
       "height",     "width",  "num_inference_steps", "guidance_scale",
       "flow_shift", "fps",    "guidance_scale_2",    "last_image",
-      "cache"};
+      "cache",      "lora"};
   return names;
 }
 
@@ -287,6 +287,25 @@ class LineReader {
     }
   }
 
+  // "lora": a list of adapters, each a path or {"path", "scale", "expert"}, by model.lora's
+  // rules (a fault names the item: "lora[1].scale"). Paths as written (the reader resolves
+  // them against the manifest's folder).
+  [[nodiscard]] std::vector<LoraAdapter> lora() const {
+    if (!has(ManifestField::lora)) return {};
+    const Value& v = get(ManifestField::lora);
+    if (v.kind != Value::Kind::array) {
+      fail(ManifestField::lora,
+           "must be a list of adapters, each a path or {\"path\": ..., \"scale\": ..., "
+           "\"expert\": ...}, got " +
+               describe(v));
+    }
+    try {
+      return parse_lora_list(v.text, field_name(ManifestField::lora));
+    } catch (const ConfigError& e) {
+      throw ManifestError(file_, line_, e.path(), e.message());
+    }
+  }
+
  private:
   const FieldValues& fields_;
   const std::string& file_;
@@ -310,6 +329,11 @@ FieldValues parse_fields(std::string_view text, const std::string& file, std::si
   auto& cache = sax.fields[static_cast<std::size_t>(ManifestField::cache)];
   if (cache && cache->kind == Value::Kind::object) {
     cache->text = Json::parse(text.begin(), text.end())["cache"].dump(1);
+  }
+  // ... and "lora", a list read by model.lora's rules.
+  auto& lora = sax.fields[static_cast<std::size_t>(ManifestField::lora)];
+  if (lora && lora->kind == Value::Kind::array) {
+    lora->text = Json::parse(text.begin(), text.end())["lora"].dump(1);
   }
   return std::move(sax.fields);
 }
@@ -392,6 +416,7 @@ Request build_request(const LineReader& in, std::string id, const GenerationConf
     r.guidance_scale_2 = defaults.guidance_scale_2;
   }
   r.cache = in.cache();
+  r.lora = in.lora();
   r.line_sets_size = in.has(ManifestField::height) || in.has(ManifestField::width);
   r.line_sets_guidance_scale = in.has(ManifestField::guidance_scale);
   r.line_sets_flow_shift = in.has(ManifestField::flow_shift);

@@ -42,7 +42,7 @@ std::vector<ModelChoice> ModelTable::choices() const {
                      if (r->describe) r->describe(model, info);
                      return info.attention_heads;
                    },
-                   r->facts.tensor_parallel, r->facts.fp8, r->facts.vae_tiling});
+                   r->facts.tensor_parallel, r->facts.fp8, r->facts.vae_tiling, r->facts.lora});
   }
   return out;
 }

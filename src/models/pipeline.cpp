@@ -39,8 +39,16 @@ ModelInfo describe_model(const ModelConfig& model) {
 std::string weights_identity(const ModelConfig& model) {
   const auto* registration = models::model_table().find(model.name);
   if (registration != nullptr && !registration->has_weights) return model.name;
-  if (model.weights == WeightsSource::random) return fmt::format("random:{}", model.weights_seed);
-  return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
+  std::string identity = model.weights == WeightsSource::random
+                             ? fmt::format("random:{}", model.weights_seed)
+                             : "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
+  // The job's adapters change every weight they touch (full hashes; nothing without adapters,
+  // so the keys of every other job stay as they were).
+  for (const auto& adapter : model.lora) {
+    identity += fmt::format("+lora:{}*{}@{}", adapter.sha256, shortest(adapter.scale),
+                            to_string(resolve_lora_expert(adapter, true)));
+  }
+  return identity;
 }
 
 GenerationDefaults resolve_generation_defaults(const Config& config) {
@@ -89,6 +97,21 @@ ManifestOptions job_manifest_options(const Config& config) {
                           "model (Wan2.2-A14B) between host and GPU memory");
   }
   options.guidance_scale_2 = info.two_experts;
+  options.lora = info.lora;
+  if (!config.model.lora.empty()) {
+    check_lora_experts(config.model.lora, info.two_experts, "model.lora");
+  }
+  if (const auto* registration = models::model_table().find(config.model.name);
+      registration != nullptr && registration->lora_problem) {
+    for (std::size_t i = 0; i < config.model.lora.size(); ++i) {
+      const auto& adapter = config.model.lora[i];
+      if (const auto problem = registration->lora_problem(config.model, adapter); !problem.empty()) {
+        throw ConfigError(fmt::format("model.lora[{}].path", i), adapter.path + ": " + problem);
+      }
+    }
+    options.lora_problem = [model = config.model, check = registration->lora_problem](
+                               const LoraAdapter& adapter) { return check(model, adapter); };
+  }
   options.last_image = info.last_image;
   options.requires_last_image = info.requires_last_image;
   options.step_cache = info.step_cache;

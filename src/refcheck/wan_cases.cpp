@@ -44,6 +44,24 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
         models::wan::load_wan_transformer(rel("transformer_2"), options.dtype, options.device);
     parts.boundary_ratio = required<double>(j, "boundary_ratio", case_dir);
   }
+  // LoRA adapters as diffusers' load_lora_weights took them (scripts/lora_fixtures.py):
+  // [{"file", "scale", "expert": all | high_noise | low_noise}], fused into the experts.
+  if (j.contains("lora")) {
+    std::vector<LoraAdapter> adapters;
+    for (const auto& entry : j.at("lora")) {
+      LoraAdapter a;
+      a.path = (case_dir / entry.at("file").get<std::string>()).string();
+      a.scale = entry.at("scale").get<double>();
+      a.expert = parse_lora_list(
+                     "[{path: x, expert: " + entry.at("expert").get<std::string>() + "}]", "lora")
+                     .front()
+                     .expert;
+      adapters.push_back(std::move(a));
+    }
+    std::vector<torch::nn::Module*> experts{parts.transformer.get()};
+    if (parts.transformer_2) experts.push_back(parts.transformer_2.get());
+    models::fuse_job_adapters(adapters, experts, models::wan_lora_names());
+  }
   // The pipeline's expand_timesteps, as its description states it (Wan2.2-TI2V-5B: True).
   parts.expand_timesteps =
       required<std::string>(j, "pipeline", case_dir).find("expand_timesteps=True") !=

@@ -184,6 +184,8 @@ std::vector<std::string> check_resume_profiles(const ResumeScan& scan,
     // A cache its manifest line set is pinned by the row's input key (a changed line's cache
     // is a changed request), whatever generation.cache is now.
     if (cache_from_line(p.profile)) std::erase(d.keys, std::string("cache"));
+    // So are a line's LoRA adapters (lora_line).
+    std::erase(d.keys, std::string("lora_line"));
     if (!d.any()) continue;
     const std::string count = fmt::format("{} request(s) done in {}", p.requests, dir.string());
     if (!d.numerics()) {

@@ -76,8 +76,8 @@ auto request_fields(auto& r) {
   return std::tie(r.id, r.prompt, r.negative_prompt, r.seed, r.task, r.image, r.image_sha256,
                   r.last_image, r.last_image_sha256, r.prompt_embeds, r.prompt_embeds_sha256,
                   r.num_frames, r.height, r.width, r.num_inference_steps, r.guidance_scale,
-                  r.flow_shift, r.guidance_scale_2, r.fps, r.cache, r.line, r.index, r.input_key,
-                  r.input_error, r.refused);
+                  r.flow_shift, r.guidance_scale_2, r.fps, r.cache, r.lora, r.line, r.index,
+                  r.input_key, r.input_error, r.refused);
 }
 
 // A request's step cache (a manifest line's "cache").
@@ -118,6 +118,15 @@ void put_all(Encoder& out, const Tuple& fields);
 void put(Encoder& out, const std::optional<StepCacheConfig>& v) {
   out.boolean(v.has_value());
   if (v) put_all(out, cache_fields(*v));
+}
+void put(Encoder& out, const std::vector<LoraAdapter>& list) {
+  out.u32(static_cast<std::uint32_t>(list.size()));
+  for (const auto& a : list) {
+    out.str(a.path);
+    out.f64(a.scale);
+    out.u8(a.expert ? static_cast<std::uint8_t>(*a.expert) + 1U : 0U);
+    out.str(a.sha256);
+  }
 }
 void put(Encoder& out, const Request& r);
 template <HasFields T>
@@ -184,6 +193,22 @@ void get(Decoder& in, std::optional<StepCacheConfig>& v) {
   StepCacheConfig c;
   get_all(in, cache_fields(c));
   v = std::move(c);
+}
+void get(Decoder& in, std::vector<LoraAdapter>& list) {
+  const std::uint32_t n = in.u32();
+  list.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    LoraAdapter a;
+    a.path = in.str();
+    a.scale = in.f64();
+    const std::uint8_t expert = in.u8();
+    if (expert > static_cast<std::uint8_t>(LoraExpert::low_noise) + 1U) {
+      protocol_error(fmt::format("unknown LoRA expert {}", expert));
+    }
+    if (expert != 0) a.expert = static_cast<LoraExpert>(expert - 1U);
+    a.sha256 = in.str();
+    list.push_back(std::move(a));
+  }
 }
 void get(Decoder& in, Request& r);
 template <HasFields T>

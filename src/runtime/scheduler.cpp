@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "omnidp/config/lora.hpp"
+
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::runtime {
@@ -21,6 +23,7 @@ WorkQueue::WorkQueue(const SchedulerConfig& config, int replicas, RequestSource&
     per_replica_.resize(static_cast<std::size_t>(replicas));
   }
   if (config_.lookahead < 1) config_.lookahead = 1;
+  replica_adapters_.resize(static_cast<std::size_t>(replicas));
 }
 
 WorkItem WorkQueue::make_item(Request request) const {
@@ -28,6 +31,7 @@ WorkItem WorkQueue::make_item(Request request) const {
   item.features = cost_.features(request);
   item.key = cost_.estimate(item.features);
   item.attempt = request.prior_attempts + 1;  // attempts continue across runs (AttemptRule)
+  item.adapters = describe_lora(request.lora);
   item.request = std::move(request);
   return item;
 }
@@ -40,6 +44,7 @@ bool WorkQueue::read_one() {
     return false;
   }
   WorkItem item = make_item(std::move(*request));
+  any_adapters_ = any_adapters_ || !item.adapters.empty();
   if (config_.policy == SchedulerPolicy::round_robin) {
     const auto r = item.request.index % static_cast<std::size_t>(replicas_);
     per_replica_[r].push_back(std::move(item));
@@ -83,9 +88,26 @@ std::optional<WorkItem> WorkQueue::next_for(int replica) {
   while (heap_.size() < config_.lookahead && read_one()) {
   }
   if (heap_.empty()) return std::nullopt;
-  std::pop_heap(heap_.begin(), heap_.end(), heap_less);
-  WorkItem item = std::move(heap_.back());
-  heap_.pop_back();
+  auto& held = replica_adapters_.at(static_cast<std::size_t>(replica));
+  // The most expensive request of the adapter set this replica holds, when the top is another's.
+  auto best = heap_.end();
+  if (any_adapters_ && heap_.front().adapters != held) {
+    for (auto it = heap_.begin(); it != heap_.end(); ++it) {
+      if (it->adapters == held && (best == heap_.end() || heap_less(*best, *it))) best = it;
+    }
+  }
+  WorkItem item;
+  if (best == heap_.end()) {
+    std::pop_heap(heap_.begin(), heap_.end(), heap_less);
+    item = std::move(heap_.back());
+    heap_.pop_back();
+  } else {
+    std::swap(*best, heap_.back());
+    item = std::move(heap_.back());
+    heap_.pop_back();
+    std::make_heap(heap_.begin(), heap_.end(), heap_less);
+  }
+  held = item.adapters;
   return item;
 }
 

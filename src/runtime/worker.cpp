@@ -123,7 +123,8 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
     rec.width = req.width;
     rec.steps = req.num_inference_steps;
     rec.attempt = assignment->attempt;
-    rec.numerics = req.cache ? numerics_profile(c_.config, req.cache) : numerics;
+    rec.numerics = req.cache || !req.lora.empty() ? numerics_profile(c_.config, req.cache, req.lora)
+                                                  : numerics;
     rec.prompt = req.prompt;
     rec.seed = req.seed;
     rec.fps = req.fps;

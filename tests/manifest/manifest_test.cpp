@@ -184,6 +184,80 @@ TEST_F(ManifestTest, GuidanceScale2IsTheLowNoiseExpertsAndOnlyTwoExpertModelsTak
       std::string::npos);
 }
 
+// "lora": paths against the manifest's folder, each file hashed into the input key with its
+// scale and expert; a line without one keeps its key; every bad adapter is a ManifestError
+// naming the line and item (no request runs with it).
+TEST_F(ManifestTest, ALinesLoraAdaptersAreResolvedHashedAndPartOfTheInputKey) {
+  write_file(dir_ / "style.safetensors", "style bytes");
+  write_file(dir_ / "fast_HIGH.safetensors", "high bytes");
+  write_file(manifest_,
+             R"({"id":"a","prompt":"p","lora":["style.safetensors"]})"
+             "\n"
+             R"({"id":"b","prompt":"p","lora":[{"path":"style.safetensors","scale":0.5}]})"
+             "\n"
+             R"({"id":"c","prompt":"p"})"
+             "\n"
+             R"({"id":"d","prompt":"p","lora":[{"path":"fast_HIGH.safetensors"},"style.safetensors"]})"
+             "\n");
+  auto o = options();
+  std::vector<std::string> checked;
+  o.lora_problem = [&](const LoraAdapter& a) {
+    checked.push_back(fs::path(a.path).filename().string());
+    return std::string();
+  };
+  const auto requests = read_all(o);
+  ASSERT_EQ(requests.size(), 4U);
+  ASSERT_EQ(requests[0].lora.size(), 1U);
+  EXPECT_EQ(requests[0].lora[0].path, (dir_ / "style.safetensors").string());
+  EXPECT_EQ(requests[0].lora[0].sha256, sha256_file_hex(dir_ / "style.safetensors"));
+  EXPECT_NE(requests[0].input_key, requests[1].input_key);  // another scale
+  Request plain = requests[0];
+  plain.lora.clear();
+  EXPECT_NE(requests[0].input_key, compute_input_key(plain, "tiny-wan", "random:0"));
+  plain.id = "c";
+  plain.line = requests[2].line;
+  plain.index = requests[2].index;
+  EXPECT_EQ(requests[2].input_key, compute_input_key(plain, "tiny-wan", "random:0"));
+  // Each distinct file is checked against the model once.
+  EXPECT_EQ(checked, (std::vector<std::string>{"style.safetensors", "fast_HIGH.safetensors"}));
+
+  // A file the model check refuses, a missing file, a folder, an expert of a one-expert model,
+  // a model that takes no adapters.
+  o.lora_problem = [](const LoraAdapter&) { return std::string("2 part(s) do not fit"); };
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ + ":1:lora[0].path: " + (dir_ / "style.safetensors").string() +
+                ": 2 part(s) do not fit");
+  o.lora_problem = {};
+  o.guidance_scale_2 = false;
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }), "");
+  write_file(manifest_,
+             R"({"id":"a","prompt":"p","lora":[{"path":"fast_HIGH.safetensors","expert":"high_noise"}]})"
+             "\n");
+  EXPECT_EQ(manifest_error_of([&] { (void)read_all(o); }),
+            file_ +
+                ":1:lora[0].expert: high_noise: this model has one transformer (an expert is "
+                "chosen only on "
+                "a two-expert model such as Wan2.2-A14B)");
+  o.lora = false;
+  EXPECT_EQ(
+      manifest_error_of([&] { (void)read_all(o); }),
+      file_ + ":1:lora: the model takes no LoRA adapters (the Wan family and hunyuanvideo-1.5 do)");
+  EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","lora":["gone.safetensors"]})"),
+            file_ + ":1:lora[0].path: " + (dir_ / "gone.safetensors").string() + ": file not found");
+  fs::create_directories(dir_ / "folder.safetensors");
+  EXPECT_NE(
+      line_error(R"({"id":"a","prompt":"p","lora":["folder.safetensors"]})").find(":1:lora[0].path: "),
+      std::string::npos);
+  EXPECT_EQ(
+      line_error(R"({"id":"a","prompt":"p","lora":"style.safetensors"})"),
+      file_ +
+          ":1:lora: must be a list of adapters, each a path or {\"path\": ..., \"scale\": ..., "
+          "\"expert\": ...}, got the string \"style.safetensors\"");
+  EXPECT_EQ(
+      line_error(R"({"id":"a","prompt":"p","lora":[{"path":"style.safetensors","scale":"x"}]})"),
+      file_ + ":1:lora[0].scale: 'x' is not a finite number");
+}
+
 // last_image (first-last-frame to video): a path as image's, hashed into the input key only
 // when given; it needs an image; refused where the model takes none, required where its
 // transformer is first-last-frame.
@@ -719,7 +793,7 @@ TEST_F(ManifestTest, UnknownAndRepeatedFields) {
             file_ +
                 ":1:x\\u0009y: unknown field (valid: id, prompt, negative_prompt, seed, task, "
                 "image, prompt_embeds, num_frames, height, width, num_inference_steps, "
-                "guidance_scale, flow_shift, fps, guidance_scale_2, last_image, cache)");
+                "guidance_scale, flow_shift, fps, guidance_scale_2, last_image, cache, lora)");
   EXPECT_EQ(line_error(R"({"id":"a","prompt":"p","seed":1,"seed":2})"),
             file_ + ":1:seed: given twice");
 }

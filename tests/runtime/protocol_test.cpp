@@ -34,6 +34,8 @@ Request sample_request() {
   cache.retention_ratio = 0.25;
   cache.mag_ratios = {1.0, 0.99, 0.875};
   r.cache = cache;
+  r.lora = {LoraAdapter{.path = "/l/a.safetensors", .scale = -0.5, .sha256 = std::string(64, 'd')},
+            LoraAdapter{.path = "/l/b_LOW.safetensors", .expert = LoraExpert::low_noise}};
   r.line = 12345;
   r.index = 9876543210ULL;
   r.input_key = std::string(64, 'c');
@@ -115,6 +117,8 @@ TEST(Protocol, AssignCarriesEveryRequestField) {
   EXPECT_EQ(b.fps, r.fps);
   EXPECT_EQ(b.cache, r.cache);  // every StepCacheConfig field (defaulted ==)
   EXPECT_FALSE(round_trip(AssignMsg{Request{}, 1}).request.cache.has_value());
+  EXPECT_EQ(b.lora, r.lora);  // path, scale, expert (set or not), sha256
+  EXPECT_TRUE(round_trip(AssignMsg{Request{}, 1}).request.lora.empty());
   EXPECT_EQ(b.line, r.line);
   EXPECT_EQ(b.index, r.index);
   EXPECT_EQ(b.input_key, r.input_key);

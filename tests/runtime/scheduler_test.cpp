@@ -101,6 +101,38 @@ TEST(WorkQueue, CostDescServesTheBiggestFirst) {
   EXPECT_TRUE(q.exhausted());
 }
 
+// Requests of 4 adapter sets interleaved in the manifest: each replica keeps the set it holds
+// while the window has one of it, so it switches sets at most once per set, not per request;
+// without adapters the order is cost_desc's.
+TEST(WorkQueue, ReplicasKeepTheirAdapterSetWhileTheWindowHasOne) {
+  const CostModel cost(synthetic_info());
+  SchedulerConfig cfg;
+  std::vector<Request> requests;
+  for (std::size_t i = 0; i < 32; ++i) {
+    Request r = req(i, i % 3 == 0 ? 33 : 9);
+    r.lora = {LoraAdapter{.path = "s", .sha256 = std::string(64, static_cast<char>('a' + i % 4))}};
+    requests.push_back(std::move(r));
+  }
+  VectorSource source(requests);
+  WorkQueue q(cfg, 2, source, cost);
+  std::vector<std::vector<std::string>> sets(2);
+  std::size_t served = 0;
+  for (int replica = 0;; replica = 1 - replica) {
+    auto item = q.next_for(replica);
+    if (!item) break;
+    ++served;
+    sets[static_cast<std::size_t>(replica)].push_back(item->adapters);
+  }
+  EXPECT_EQ(served, 32U);
+  for (const auto& seq : sets) {
+    int switches = 0;
+    for (std::size_t i = 1; i < seq.size(); ++i) switches += seq[i] != seq[i - 1] ? 1 : 0;
+    EXPECT_LE(switches, 4) << "a replica switched adapter sets " << switches << " times";
+  }
+  // The first request each replica gets is the most expensive one (cost_desc's first pick).
+  EXPECT_EQ(sets[0].front(), describe_lora(requests[0].lora));
+}
+
 TEST(WorkQueue, LookaheadBoundsTheWindow) {
   const CostModel cost(synthetic_info());
   SchedulerConfig cfg;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "omnidp/config/lora.hpp"
+
 namespace omnidp {
 
 enum class DType { fp32, bf16, fp16 };
@@ -63,6 +65,10 @@ struct ModelConfig {
   // tiles, 25 % overlap, linear blends): less GPU memory for large videos, other bytes than the
   // untiled decode. Part of the numerics profile.
   bool vae_tiling = false;
+  // LoRA adapters fused into the transformer(s) at load for every request (docs/models.md,
+  // "LoRA"); a manifest line's "lora" adds its own on top. Paths resolved against the config
+  // file's folder; part of the weights identity and the numerics profile.
+  std::vector<LoraAdapter> lora;
 
   friend bool operator==(const ModelConfig&, const ModelConfig&) = default;
 };
@@ -275,6 +281,8 @@ struct ModelChoice {
   bool fp8 = false;
   // false: model.vae_tiling true is a ConfigError ("not implemented by model X").
   bool vae_tiling = false;
+  // false: model.lora (and a manifest line's "lora") is a ConfigError.
+  bool lora = false;
 };
 void validate_and_resolve(Config& config, const std::vector<ModelChoice>& models);
 // model.plugin resolved as validate_and_resolve() resolves it (against the config file's

@@ -33,12 +33,15 @@ inline constexpr std::string_view kSoftwareKey = "software";
 // The canonical profile of `config` with this build's software version (`quantization` is
 // model.quantization: none | fp8); with `line_cache`, that of a request whose manifest line sets
 // its own step cache (Request::cache).
+// With `line_lora`, the adapters of the request's manifest line (Request::lora: lora_line=...).
 [[nodiscard]] std::string numerics_profile(const Config& config,
-                                           const std::optional<StepCacheConfig>& line_cache = {});
+                                           const std::optional<StepCacheConfig>& line_cache = {},
+                                           const std::vector<LoraAdapter>& line_lora = {});
 // The same from explicit values: `software` is e.g. "0.1.0 (git abc1234)"; ';' and '=' in it
 // become ','.
 [[nodiscard]] std::string numerics_profile(const Config& config, std::string_view software,
-                                           const std::optional<StepCacheConfig>& line_cache = {});
+                                           const std::optional<StepCacheConfig>& line_cache = {},
+                                           const std::vector<LoraAdapter>& line_lora = {});
 
 // Whether the profile's step cache came from the request's manifest line (cache=line:...):
 // the input key then pins it, so the resume check leaves it to the key. compare_numerics and

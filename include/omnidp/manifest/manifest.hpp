@@ -54,6 +54,13 @@ struct ManifestOptions {
   // false: a line's "cache" other than off is refused (the model has no block stack that
   // step caching runs over: ModelInfo::step_cache).
   bool step_cache = true;
+  // false: a line's "lora" is refused (the model takes no adapters: ModelInfo::lora).
+  bool lora = true;
+  // With read_inputs: the model's check of a line's adapter (its file read and matched against
+  // the transformer: models/weights/lora.hpp), "" when it fits, else the reason; a reason is a
+  // ManifestError (exit 2 before any video). Called once per distinct file and expert set.
+  // Empty: only the file itself is checked (a regular file, hashed).
+  std::function<std::string(const LoraAdapter& adapter)> lora_problem;
   // true: open, probe (header only) and hash each image / embeddings file, and compute
   // input_key. false: path rules only (no file is opened; image_sha256, prompt_embeds_sha256,
   // input_key stay empty, input_error is never set): a fast syntax/duplicate check.

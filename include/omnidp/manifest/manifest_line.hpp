@@ -33,6 +33,7 @@ enum class ManifestField : std::size_t {
   guidance_scale_2,
   last_image,
   cache,
+  lora,
   count
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "omnidp/config/config.hpp"
 
@@ -39,6 +40,10 @@ struct Request {
   // The line's step cache ("cache"): overrides generation.cache for this request; unset: the
   // job's. Part of the input key when set; the row's numerics profile names it (cache=line:...).
   std::optional<StepCacheConfig> cache;
+  // The line's LoRA adapters ("lora"), applied on top of the job's model.lora for this request:
+  // absolute paths, each sha256 filled by the reader (read_inputs). Part of the input key when
+  // not empty; the row's numerics profile names them (lora_line=...).
+  std::vector<LoraAdapter> lora;
   // Where the values came from (rank 0 only, for --dry-run; not sent to workers): whether the
   // line itself set height or width, guidance_scale, flow_shift (else the defaults or, for
   // the size of an i2v request, the model's choice from the image), and the probed image's

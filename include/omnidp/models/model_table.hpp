@@ -36,6 +36,11 @@ struct ModelRegistration {
   // The a-priori cost's coefficients from the facts (models/cost.hpp); empty: the generic
   // transformer prior (4 x layers x hidden, 24 x layers x hidden^2).
   std::function<CostCoefficients(const ModelInfo&)> cost;
+  // A LoRA adapter checked against the transformer(s) without loading weights (its file read
+  // and converted, every module and shape matched: models/weights/lora.hpp): "" when it fits,
+  // else the reason. Rank 0 calls it for model.lora and each distinct manifest adapter before
+  // any request runs. Empty: adapters are checked when they are fused (facts.lora needs it).
+  std::function<std::string(const ModelConfig&, const LoraAdapter&)> lora_problem;
   // Builds the pipeline on a worker's thread; empty in a build without the model's code.
   CreatePipeline create;
   std::string origin = "built in";  // or the plugin's path

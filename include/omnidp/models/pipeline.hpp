@@ -61,6 +61,8 @@ struct ModelInfo {
   bool fp8 = false;
   // The VAE implements model.vae_tiling (Diffusers' enable_tiling()).
   bool vae_tiling = false;
+  // The transformer takes LoRA adapters (model.lora, a manifest line's "lora").
+  bool lora = false;
   int num_layers = 0;
   // > 0: the model picks an i2v request's output size from its image (HunyuanVideo-1.5: the
   // transformer config's target_size, models/size_buckets.hpp) unless the manifest line sets

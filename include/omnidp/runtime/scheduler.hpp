@@ -10,11 +10,16 @@
 //    pending ones is served first (longest-processing-time first within a bounded window;
 //    exact LPT when the manifest fits the window). Memory: at most `lookahead` requests.
 // Retries (transient failures) are served before new work, to another replica than the one
-// that failed when there is more than one. Not thread-safe (coordinator thread).
+// that failed when there is more than one. With LoRA adapters on manifest lines (Request::lora),
+// dynamic + cost_desc keeps each replica on its adapter set: a replica gets the most expensive
+// request of the set it holds while the window has one, and switches sets only when none is
+// left (a switch costs a fuse pass over the weights; docs/scheduling.md). Not thread-safe
+// (coordinator thread).
 
 #include <cstddef>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "omnidp/config/config.hpp"
@@ -54,6 +59,7 @@ struct WorkItem {
   CostFeatures features;
   double key = 0.0;         // cost_desc ordering key (estimated cost)
   bool handed_out = false;  // assigned once already (a retry or a returned request)
+  std::string adapters;     // the request's adapter set (describe_lora), "" for none
 };
 
 class WorkQueue {
@@ -92,6 +98,8 @@ class WorkQueue {
   std::deque<WorkItem> fifo_;                      // dynamic + manifest
   std::vector<WorkItem> heap_;                     // dynamic + cost_desc (max-heap on key)
   std::vector<std::deque<WorkItem>> per_replica_;  // round_robin
+  std::vector<std::string> replica_adapters_;      // the adapter set each replica last got
+  bool any_adapters_ = false;                      // a request with adapters was read
   std::size_t peak_ = 0;
 };
 

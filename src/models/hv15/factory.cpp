@@ -11,10 +11,12 @@
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/vision/siglip_encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/lora.hpp"
 
 namespace omnidp::models::hv15 {
 namespace fs = std::filesystem;
@@ -216,13 +218,40 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
     parts.vae = random_vae(vopts, m.weights_seed + 1, dtype, device);
     parts.random_conditioning = true;
   }
+  // The job's LoRA adapters (Diffusers names: diffusers has no HunyuanVideo-1.5 converter of
+  // other formats), fused before FP8 quantizes the layers.
+  if (!m.lora.empty()) fuse_job_adapters(m.lora, {parts.transformer.get()}, LoraNameMap{});
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
     parts.transformer->quantize_fp8();
+    parts.fp8 = true;
   }
   parts.vae->set_tiling(VaeTiling{.enabled = m.vae_tiling});
   return std::make_unique<HunyuanVideo15Pipeline>(std::move(parts), device);
 }
+
+namespace {
+
+// A LoRA adapter against the transformer of a snapshot (its checkpoint headers). Seeded
+// weights are checked when the adapter is fused (the transformer is built in float32 first:
+// no shapes without memory).
+std::string hv15_lora_problem(const ModelConfig& model, const LoraAdapter& adapter) {
+  LoraFile file;
+  try {
+    file = read_lora_file(adapter.path, LoraNameMap{});
+  } catch (const WeightsError& e) {
+    return e.message();
+  }
+  if (model.weights != WeightsSource::pretrained) return {};
+  const auto problems =
+      lora_problems(parameter_shapes(Checkpoint::open(fs::path(model.path) / "transformer")), file);
+  if (problems.empty()) return {};
+  std::string text = std::to_string(problems.size()) + " part(s) do not fit the transformer: ";
+  for (std::size_t k = 0; k < problems.size() && k < 20; ++k) text += (k ? "; " : "") + problems[k];
+  return text;
+}
+
+}  // namespace
 
 void register_hunyuanvideo15(ModelTable& table) {
   ModelRegistration r;
@@ -235,10 +264,12 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
   r.facts.vae_tiling = true;             // Diffusers' enable_tiling() (hv15/vae.hpp, VaeTiling)
   r.facts.step_cache = true;             // generation.cache over run_blocks()
+  r.facts.lora = true;                   // model.lora, a line's "lora" (Diffusers names)
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;
   r.snapshot_defaults = snapshot_defaults;
+  r.lora_problem = hv15_lora_problem;
   r.create = create_hunyuanvideo15_pipeline;
   table.add(std::move(r));
 }

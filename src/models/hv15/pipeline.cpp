@@ -190,6 +190,8 @@ HunyuanVideo15Pipeline::HunyuanVideo15Pipeline(PipelineParts parts, torch::Devic
                      std::to_string(latent) + " (in = 2 x latent + 1, out = latent)");
   }
   if (parts_.device_name.empty()) parts_.device_name = device_.str();
+  adapters_ = std::make_unique<RequestAdapters>(
+      LoraNameMap{}, std::vector<torch::nn::Module*>{parts_.transformer.get()});
 }
 
 std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height,
@@ -526,6 +528,8 @@ std::optional<RequestFlops> HunyuanVideo15Pipeline::flops(const Request& request
 }
 
 Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateContext& ctx) {
+  // A line's adapters, before inference mode: the weights change in place.
+  if (adapters_->select(request.lora) && parts_.fp8) parts_.transformer->quantize_fp8();
   c10::InferenceMode inference;
   SampleInputs in;
   set_schedule(in, request);

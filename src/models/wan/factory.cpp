@@ -1,5 +1,7 @@
 #include "omnidp/models/wan/factory.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 #include "omnidp/models/wan/family.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
+#include "omnidp/models/weights/lora.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 
 namespace omnidp::models::wan {
@@ -166,10 +169,17 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
           torch::kFloat32, device);  // float32, as loaded from a snapshot
     }
   }
+  // The job's LoRA adapters: part of the weights from here on (FP8 quantizes the fused ones).
+  if (!m.lora.empty()) {
+    std::vector<torch::nn::Module*> experts{parts.transformer.get()};
+    if (parts.transformer_2) experts.push_back(parts.transformer_2.get());
+    fuse_job_adapters(m.lora, experts, wan_lora_names());
+  }
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
     parts.transformer->quantize_fp8();
     if (parts.transformer_2) parts.transformer_2->quantize_fp8();
+    parts.fp8 = true;
   }
   // cuDNN's channels-last convolutions are the fast ones on recent GPUs (docs/performance.md);
   // the CPU keeps the contiguous layout.
@@ -223,13 +233,55 @@ void describe_layout(const WanLayout& layout, ModelInfo& info) {
 
 }  // namespace
 
+namespace {
+
+// A LoRA adapter against the transformer(s) of the job: a snapshot's checkpoint headers, or for
+// seeded weights the layout's transformer built on the meta device (shapes without memory).
+std::string wan_lora_problem(const ModelConfig& model, const LoraAdapter& adapter) {
+  LoraFile file;
+  try {
+    file = read_lora_file(adapter.path, wan_lora_names());
+  } catch (const WeightsError& e) {
+    return e.message();
+  }
+  const bool pretrained = model.weights == WeightsSource::pretrained;
+  const auto layout = resolve_wan_layout(model.name, model.path, pretrained);
+  const std::size_t count = layout.transformer_2 ? 2 : 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!adapter_for_expert(adapter, i, count)) continue;
+    ParameterShapes shapes;
+    if (pretrained) {
+      shapes = parameter_shapes(
+          Checkpoint::open(fs::path(model.path) / (i == 0 ? "transformer" : "transformer_2")));
+    } else {
+      WanTransformer3DModel meta(i == 0 ? layout.transformer : *layout.transformer_2, TensorShard{},
+                                 ParamSpec{torch::kFloat32, torch::Device(torch::kMeta)});
+      shapes = parameter_shapes(*meta);
+    }
+    const auto problems = lora_problems(shapes, file);
+    if (problems.empty()) continue;
+    std::string text = fmt::format("{} part(s) do not fit the {}: ", problems.size(),
+                                   count == 1 ? "transformer"
+                                   : i == 0   ? "high-noise expert (transformer)"
+                                              : "low-noise expert (transformer_2)");
+    for (std::size_t k = 0; k < problems.size() && k < 20; ++k)
+      text += (k ? "; " : "") + problems[k];
+    return text;
+  }
+  return {};
+}
+
+}  // namespace
+
 void register_wan_models(ModelTable& table) {
   for (const auto& name : wan_model_names()) {
     ModelRegistration r;
     r.name = name;
-    r.facts.tensor_parallel = true;        // Megatron splits of attention and FFN (docs/models.md)
-    r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
-    r.facts.step_cache = true;             // generation.cache over run_blocks()
+    r.facts.tensor_parallel = true;  // Megatron splits of attention and FFN (docs/models.md)
+    r.facts.fp8 = true;              // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
+    r.facts.step_cache = true;       // generation.cache over run_blocks()
+    r.facts.lora = true;             // model.lora, a line's "lora" (weights/lora.hpp)
+    r.lora_problem = wan_lora_problem;
     r.facts.default_guidance_scale = 5.0;  // diffusers' WanPipeline default
     if (name != "wan") describe_layout(*builtin_wan_layout(name), r.facts);
     // A snapshot's configs (read, and checked against a released name), else the built-in ones.

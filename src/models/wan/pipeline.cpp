@@ -95,6 +95,21 @@ WanPipeline::WanPipeline(WanPipelineParts parts, torch::Device device)
                          ? "an image encoder needs a transformer with image_dim"
                          : "a transformer with image_dim needs an image encoder (image_encoder/)");
   }
+  std::vector<torch::nn::Module*> experts{parts_.transformer.get()};
+  if (parts_.transformer_2) experts.push_back(parts_.transformer_2.get());
+  adapters_ = std::make_unique<RequestAdapters>(wan_lora_names(), std::move(experts));
+}
+
+void WanPipeline::select_adapters(const Request& request) {
+  if (parts_.swap_experts && !request.lora.empty()) {
+    throw ModelError(
+        "a manifest line's \"lora\" with model.expert_residency swap is not supported (the "
+        "experts move as their page-locked copies; put the adapters in model.lora, which is fused "
+        "before the copies are made)");
+  }
+  if (!adapters_->select(request.lora) || !parts_.fp8) return;
+  parts_.transformer->quantize_fp8();
+  if (parts_.transformer_2) parts_.transformer_2->quantize_fp8();
 }
 
 torch::Tensor WanPipeline::encode_image(const RgbImage& image, const RgbImage* last_image) {
@@ -424,6 +439,7 @@ std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
 }
 
 Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) {
+  select_adapters(request);  // before inference mode: the weights change in place
   c10::InferenceMode inference;
   WanSampleInputs in;
   set_schedule(in, request);

@@ -11,6 +11,14 @@
 
 namespace omnidp::models::wan {
 
+namespace {
+// A model built on the meta device has its shapes and no memory (the LoRA check on rank 0:
+// models/weights/lora.hpp). libtorch cannot move a built module's parameters there, so the few
+// modules libtorch builds on the CPU (a convolution, float32 norms) stay where they are: their
+// shapes are the same.
+bool on_meta(const ParamSpec& spec) { return spec.device.type() == torch::kMeta; }
+}  // namespace
+
 Rope3dOptions wan_rope_options(const WanTransformerOptions& o) {
   const std::int64_t d = o.attention_head_dim;
   Rope3dOptions rope;
@@ -146,7 +154,7 @@ WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o,
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(
                      torch::nn::LayerNormOptions({dim_}).eps(o.eps).elementwise_affine(true)));
-    norm2->to(spec.device);
+    if (!on_meta(spec)) norm2->to(spec.device);
   }
   (void)shard_part(o.ffn_dim, shard, "WanTransformer3DModel", "FFN columns (ffn_dim)");
   ffn = register_module("ffn", FeedForward(dim_, o.ffn_dim, FeedForwardActivation::gelu_tanh, shard,
@@ -232,7 +240,7 @@ WanConditionEmbedderImpl::WanConditionEmbedderImpl(const WanTransformerOptions& 
 WanImageEmbeddingImpl::WanImageEmbeddingImpl(const WanTransformerOptions& o, const ParamSpec& spec) {
   const auto fp32_norm = [&](std::int64_t width) {
     torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({width}).eps(1e-5).elementwise_affine(true));
-    norm->to(spec.device);  // float32, as the reference keeps norm1 / norm2
+    if (!on_meta(spec)) norm->to(spec.device);  // float32, as the reference keeps norm1 / norm2
     return norm;
   };
   norm1 = register_module("norm1", fp32_norm(o.image_dim));
@@ -274,7 +282,7 @@ WanTransformer3DModelImpl::WanTransformer3DModelImpl(WanTransformerOptions optio
       torch::nn::Conv3d(torch::nn::Conv3dOptions(
                             o.in_channels, dim, {o.patch_size[0], o.patch_size[1], o.patch_size[2]})
                             .stride({o.patch_size[0], o.patch_size[1], o.patch_size[2]})));
-  patch_embedding->to(spec.device, spec.dtype);
+  if (!on_meta(spec)) patch_embedding->to(spec.device, spec.dtype);
   condition_embedder = register_module("condition_embedder", WanConditionEmbedder(o, spec));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < o.num_layers; ++i)

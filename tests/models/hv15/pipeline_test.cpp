@@ -303,6 +303,49 @@ TEST_F(Hv15Pipeline, GenerateIsDeterministicPerSeed) {
   EXPECT_NE(a.data, p->generate(other, {}).data);
 }
 
+// diffusers has no HunyuanVideo-1.5 LoRA loader: a Diffusers-named adapter (low rank on the
+// first block's attention, a lora_B.bias, a full .diff delta of its FFN output) gives the video
+// of weights merged by hand (W + scale * B A, b + scale * bias, W + scale * diff), whether
+// fused by model.lora or switched in by a request's "lora".
+TEST_F(Hv15Pipeline, ALoraGivesTheVideoOfWeightsMergedByHand) {
+  auto hand = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  auto params = as_hv15(hand).transformer()->named_parameters();
+  const std::string q = "transformer_blocks.0.attn.to_q";
+  const std::string out = "transformer_blocks.0.ff.net.2";
+  ASSERT_NE(params.find(q + ".weight"), nullptr);
+  ASSERT_NE(params.find(out + ".weight"), nullptr);
+  const auto wq = params[q + ".weight"];
+  const auto wo = params[out + ".weight"];
+  auto g = at::detail::createCPUGenerator(3);
+  const auto a = torch::randn({4, wq.size(1)}, g) * 0.2, b = torch::randn({wq.size(0), 4}, g) * 0.2;
+  const auto bias = torch::randn({wq.size(0)}, g) * 0.1, diff = torch::randn(wo.sizes(), g) * 0.05;
+  const auto file = dir_ / "hv15_lora.safetensors";
+  omnidp::models::save_safetensors(file, {{"transformer." + q + ".lora_A.weight", a},
+                                          {"transformer." + q + ".lora_B.weight", b},
+                                          {"transformer." + q + ".lora_B.bias", bias},
+                                          {"transformer." + out + ".diff", diff}});
+  const omnidp::LoraAdapter adapter{
+      .path = file.string(), .scale = 0.6, .sha256 = omnidp::sha256_file_hex(file)};
+  const auto base = hand->generate(request("a", 7), {});
+  {
+    torch::NoGradGuard no_grad;
+    wq.add_(torch::matmul(b, a) * 0.6);
+    params[q + ".bias"].add_(bias * 0.6);
+    wo.add_(diff * 0.6);
+  }
+  const auto merged = hand->generate(request("a", 7), {});
+  EXPECT_NE(merged.data, base.data);
+  auto c = config(omnidp::WeightsSource::random);
+  c.model.lora = {adapter};
+  auto fused = hv::create_hunyuanvideo15_pipeline(c, {});
+  EXPECT_EQ(fused->generate(request("a", 7), {}).data, merged.data);
+  auto per_request = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
+  auto r = request("a", 7);
+  r.lora = {adapter};
+  EXPECT_EQ(per_request->generate(r, {}).data, merged.data);
+  EXPECT_EQ(per_request->generate(request("a", 7), {}).data, base.data);
+}
+
 // model.vae_tiling: Diffusers' enable_tiling() on the VAE. A video within one 256-pixel tile
 // decodes as untiled (the same bytes); a larger one in blended tiles (other bytes).
 TEST_F(Hv15Pipeline, VaeTilingTilesOnlyVideosLargerThanATile) {

@@ -12,6 +12,7 @@
 
 #include "models/wan/tiny_config.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/sha256.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/text/flops.hpp"
@@ -119,6 +120,64 @@ TEST_F(WanPipelineTest, TextToVideoIsDeterministicAndSeeded) {
   // A second pipeline with the same weights seed gives the same video.
   const auto again = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
   EXPECT_EQ(video_sha256(again->generate(t2v(), {})), video_sha256(a));
+}
+
+// A Diffusers-named LoRA (rank 2, seeded) of every 2-D weight of `transformer`'s blocks.
+std::string write_tiny_lora(const fs::path& path, std::uint64_t seed, torch::nn::Module& transformer) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  auto g = at::detail::createCPUGenerator(seed);
+  for (const auto& item : transformer.named_parameters()) {
+    const auto& name = item.key();
+    if (!name.starts_with("blocks.") || !name.ends_with(".weight") || item.value().dim() != 2)
+      continue;
+    const auto module = name.substr(0, name.size() - std::string(".weight").size());
+    const auto& w = item.value();
+    tensors.emplace_back("transformer." + module + ".lora_A.weight",
+                         torch::randn({2, w.size(1)}, g) * 0.3);
+    tensors.emplace_back("transformer." + module + ".lora_B.weight",
+                         torch::randn({w.size(0), 2}, g) * 0.3);
+  }
+  save_safetensors(path, tensors);
+  return sha256_file_hex(path);
+}
+
+// The same adapter as model.lora (fused at load) or as a request's "lora" (switched in per
+// request) gives the same bytes; a request without one gets the base weights back exactly, and
+// a set switched back in gives its bytes again.
+TEST_F(WanPipelineTest, JobAndRequestAdaptersGiveTheSameBytesAndSwitchBackExactly) {
+  const auto plain = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  auto& wan = dynamic_cast<WanPipeline&>(*plain);
+  const auto base = video_sha256(plain->generate(t2v(), {}));
+  const LoraAdapter style{
+      .path = (dir_ / "style.safetensors").string(),
+      .scale = 0.7,
+      .sha256 = write_tiny_lora(dir_ / "style.safetensors", 1, *wan.transformer())};
+  const LoraAdapter other{
+      .path = (dir_ / "other.safetensors").string(),
+      .scale = 1.0,
+      .sha256 = write_tiny_lora(dir_ / "other.safetensors", 2, *wan.transformer())};
+  Config with = tiny_config();
+  with.model.lora = {style};
+  const auto fused = create_wan_pipeline(with, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
+  const auto job = video_sha256(fused->generate(t2v(), {}));
+  EXPECT_NE(job, base);
+  Request r = t2v();
+  r.lora = {style};
+  EXPECT_EQ(video_sha256(plain->generate(r, {})), job);
+  r.lora = {style, other};
+  const auto both = video_sha256(plain->generate(r, {}));
+  EXPECT_NE(both, job);
+  EXPECT_EQ(video_sha256(plain->generate(t2v(), {})), base);
+  r.lora = {style};
+  EXPECT_EQ(video_sha256(plain->generate(r, {})), job);
+  r.lora = {style, other};
+  EXPECT_EQ(video_sha256(plain->generate(r, {})), both);
+  // On top of the job's adapter: the job's, then the line's (the same fuses in the same order).
+  r.lora = {other};
+  EXPECT_EQ(video_sha256(fused->generate(r, {})), both);
+  // A file whose bytes changed after validation fails the request.
+  r.lora = {LoraAdapter{.path = style.path, .scale = 0.7, .sha256 = std::string(64, '0')}};
+  EXPECT_THROW((void)plain->generate(r, {}), InputError);
 }
 
 // tiny-wan2.2-t2v-a14b: two experts with their own seeds; the low-noise expert's guidance is

@@ -40,6 +40,7 @@
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/layers/image_encoder.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/pipelines/step_cache.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
@@ -88,6 +89,9 @@ struct PipelineParts {
   // generation.cache: the step cache of every request (pipelines/step_cache.hpp); with one the
   // branches run as two forwards.
   StepCacheConfig cache;
+  // The transformer's block GEMMs run in FP8: a request's adapters are fused, then quantized
+  // again.
+  bool fp8 = false;
 };
 
 // One sampling run with everything explicit (tests and benchmarks call it directly).
@@ -165,6 +169,8 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 
   PipelineParts parts_;
   torch::Device device_;
+  // A request's LoRA adapters (a manifest line's "lora").
+  std::unique_ptr<RequestAdapters> adapters_;
   std::string cached_negative_text_;
   TextConditioning cached_negative_;
   struct EmbeddingsFile {

@@ -34,6 +34,7 @@
 
 #include "omnidp/models/layers/host_weights.hpp"
 #include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/pipelines/step_cache.hpp"
 #include "omnidp/models/schedulers/unipc.hpp"
 #include "omnidp/models/text/encoder.hpp"
@@ -65,6 +66,9 @@ struct WanPipelineParts {
   // the branches run as two forwards.
   StepCacheConfig cache;
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // I2V images larger are refused
+  // The transformers' block GEMMs run in FP8 (quantize_fp8 was called): a request's LoRA
+  // adapters are fused into the weights, then quantized again.
+  bool fp8 = false;
 };
 
 // One sampling run, everything explicit (the refcheck runners call this directly).
@@ -137,6 +141,10 @@ class WanPipeline final : public Pipeline {
   // swap_experts: makes expert `index` (0: transformer, 1: transformer_2) the one on the device,
   // moving the other to host memory first; logs the seconds.
   void make_resident(int index);
+
+  // A request's LoRA adapters (a manifest line's "lora") over the experts.
+  std::unique_ptr<RequestAdapters> adapters_;
+  void select_adapters(const Request& request);
 
   std::string cached_negative_text_;
   torch::Tensor cached_negative_;

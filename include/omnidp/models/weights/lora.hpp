@@ -1,0 +1,111 @@
+#pragma once
+// LoRA adapter files (docs/models.md, "LoRA"): read in any of the shared formats, converted to
+// the Diffusers module names, and fused into a module's weights (W += scale * alpha/r * B A,
+// plus full deltas), each tensor-parallel shard taking its slice.
+//
+// Formats (detected from the keys; every key must be understood, none is dropped):
+//   - Diffusers / PEFT: `[transformer.|base_model.model.]<module>.lora_A.weight`,
+//     `.lora_B.weight`, `.lora_B.bias` (PEFT's lora_bias), optional `<module>.alpha`; the
+//     file's `lora_adapter_metadata` (lora_alpha, alpha_pattern) as diffusers reads it;
+//   - Kohya / ComfyUI / LightX2V: the checkpoint's original names under `diffusion_model.`
+//     (`blocks.N.self_attn.q`), `lora_down`/`lora_up` (or lora_A/lora_B) + `.alpha`, and
+//     full deltas `.diff` (weights) and `.diff_b` (biases);
+//   - musubi-tuner: `lora_unet_blocks_N_self_attn_q.lora_down.weight` + `.alpha`.
+// The original-name formats need the model's name map (LoraNameMap); the Wan family has one
+// (wan_lora_names()), HunyuanVideo-1.5 takes Diffusers-named files only.
+// Threading: a LoraFile is immutable after reading; fuse/LoraSwitch change a module (call from
+// the thread that owns it, before or between forwards).
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "omnidp/models/weights/checkpoint.hpp"
+
+namespace omnidp::models {
+
+// B A of one linear layer: down (A) [r, in] and up (B) [out, r] in float32 on the CPU.
+struct LowRankDelta {
+  torch::Tensor down;
+  torch::Tensor up;
+  double alpha_over_rank = 1.0;  // the file's alpha / r (1 without an alpha, as diffusers)
+};
+
+enum class LoraFormat { diffusers, original, musubi };
+[[nodiscard]] const char* to_string(LoraFormat format) noexcept;
+
+struct LoraFile {
+  std::filesystem::path path;
+  LoraFormat format = LoraFormat::diffusers;
+  // Diffusers module name (under the transformer) -> B A, applied to "<module>.weight".
+  std::map<std::string, LowRankDelta> low_rank;
+  // Full parameter name -> a delta of the parameter's whole shape (`.diff`, `.diff_b`,
+  // `lora_B.bias`), float32 on the CPU.
+  std::map<std::string, torch::Tensor> deltas;
+};
+
+// The original checkpoint names of a model's modules as the original-name formats write them:
+// original module name ("blocks.3.self_attn.q", "head.head") -> Diffusers module name
+// ("blocks.3.attn1.to_q", "proj_out"), or nullopt for a name the model does not have. A
+// parameter that is not a module's weight or bias (Wan's "blocks.3.modulation") maps by its
+// full name with `parameter`.
+struct LoraNameMap {
+  std::function<std::optional<std::string>(const std::string& original_module)> module;
+  std::function<std::optional<std::string>(const std::string& original_parameter)> parameter;
+};
+
+// The Wan family's map (diffusers' _convert_non_diffusers_wan_lora_to_diffusers and
+// _convert_musubi_wan_lora_to_diffusers, read as tables).
+[[nodiscard]] LoraNameMap wan_lora_names();
+
+// Reads and converts a file. `names`: the model's original-name map (empty functions: only
+// Diffusers-named files are taken). Throws WeightsError naming the file and listing every key
+// it cannot place (unknown names, a lora_A without its lora_B, a rank that differs between A
+// and B or an alpha that is not one number, DoRA's dora_scale).
+[[nodiscard]] LoraFile read_lora_file(const std::filesystem::path& path,
+                                      const LoraNameMap& names = {});
+
+// Parameter name -> its whole (unsliced) shape: a module's (a tensor-parallel shard's slices
+// scaled back by layer_shard_plan) or a checkpoint's header (no tensor is read).
+using ParameterShapes = std::map<std::string, std::vector<std::int64_t>>;
+[[nodiscard]] ParameterShapes parameter_shapes(torch::nn::Module& root);
+[[nodiscard]] ParameterShapes parameter_shapes(const Checkpoint& checkpoint);
+
+// Every problem of fusing `file` into a model of these parameters (empty: it fits): a module or
+// parameter the file names that the model does not have, a shape that does not match (naming
+// the key and both shapes).
+[[nodiscard]] std::vector<std::string> lora_problems(const ParameterShapes& shapes,
+                                                     const LoraFile& file);
+[[nodiscard]] std::vector<std::string> lora_problems(torch::nn::Module& root, const LoraFile& file);
+
+// root's parameters += scale * (alpha/r * B A, and the full deltas), computed in float32 and
+// rounded once to each parameter's dtype; a sharded parameter takes its slice. Throws
+// WeightsError with lora_problems() (the first 20, with the count) and changes nothing then.
+void fuse_lora(torch::nn::Module& root, const LoraFile& file, double scale);
+
+// The adapter set a module holds for the request at hand, on top of its loaded weights (and the
+// job's fused adapters): set() saves every parameter a set changes (once, in host memory) and
+// restores the saved values before it fuses the next set, so the weights of a set never depend
+// on the sets before it (same request, same bytes). The module must outlive the switch.
+class LoraSwitch {
+ public:
+  explicit LoraSwitch(torch::nn::Module& root) : root_(&root) {}
+  // Makes root's weights its base plus each (file, scale) of `adapters`; `key` names the set
+  // (the same key as the set held: nothing is done). Returns whether the weights changed.
+  // Throws WeightsError as fuse_lora (the base restored first).
+  bool set(const std::string& key, const std::vector<std::pair<const LoraFile*, double>>& adapters);
+  [[nodiscard]] const std::string& key() const noexcept { return key_; }
+
+ private:
+  void restore();
+  torch::nn::Module* root_;
+  std::map<std::string, torch::Tensor> saved_;  // parameter name -> its base value
+  std::vector<std::string> changed_;            // parameters the set held changed
+  std::string key_;
+};
+
+}  // namespace omnidp::models
