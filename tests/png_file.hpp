@@ -1,6 +1,6 @@
 #pragma once
-// Test images: a PNG written from its bytes, a PNG header without image data, and the
-// gradient most tests use. Link PNG::PNG.
+// Test images: a PNG written from its bytes, a PNG or JPEG header without image data, and
+// the gradient most tests use. Link PNG::PNG.
 
 #include <png.h>
 
@@ -52,12 +52,33 @@ inline std::vector<std::uint8_t> gradient_rgb(int width, int height, std::size_t
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png_create_info_struct(png);
   png_init_io(png, out.get());
+  png_set_user_limits(png, 0x7fffffff, 0x7fffffff);  // libpng's default: 1,000,000 a side
   png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   png_write_flush(png);
   png_destroy_write_struct(&png, &info);
   return true;
+}
+
+// Only a JPEG's markers up to its scan: SOI, a baseline SOF0 claiming an 8-bit 3-component
+// width x height (each at most 65535), SOS; no tables, no image data. Enough for a header
+// probe (jpeg_read_header); true when the file was written.
+[[nodiscard]] inline bool write_jpeg_header(const std::filesystem::path& file, unsigned width,
+                                            unsigned height) {
+  const auto hi = [](unsigned v) { return static_cast<std::uint8_t>((v >> 8) & 0xFF); };
+  const auto lo = [](unsigned v) { return static_cast<std::uint8_t>(v & 0xFF); };
+  const std::vector<std::uint8_t> bytes{
+      0xFF, 0xD8,                                                                        // SOI
+      0xFF, 0xC0, 0x00, 0x11, 0x08, hi(height), lo(height), hi(width), lo(width), 0x03,  // SOF0
+      0x01, 0x11, 0x00, 0x02, 0x11, 0x00,       0x03,       0x11,      0x00,  //  components
+      0xFF, 0xDA, 0x00, 0x0C, 0x03, 0x01,       0x00,       0x02,      0x11,      0x03,
+      0x11,  // SOS
+      0x00, 0x3F, 0x00};
+  std::FILE* out = std::fopen(file.c_str(), "wb");
+  if (out == nullptr) return false;
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size();
+  return std::fclose(out) == 0 && written;
 }
 
 }  // namespace omnidp::test

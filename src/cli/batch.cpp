@@ -16,6 +16,7 @@
 #include <system_error>
 #include <vector>
 
+#include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
@@ -128,11 +129,10 @@ void define_options(CLI::App& app, BatchOptions& o) {
                  "JSONL manifest; overrides input.manifest (relative to the current directory)")
       ->type_name("FILE");
   app.add_option("--output", o.output, "results folder; overrides output.dir")->type_name("DIR");
-  app.add_option("--num-replicas", o.num_replicas,
-                 "data-parallel replicas; overrides parallel.data_parallel_size (vLLM-Omni's "
-                 "--num-replicas)")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1 << 20));
+  add_integer_option(app, "--num-replicas", o.num_replicas,
+                     "data-parallel replicas; overrides parallel.data_parallel_size (vLLM-Omni's "
+                     "--num-replicas)",
+                     1, 1 << 20);
   app.add_option("--set", o.sets,
                  "override any key: section.key=value, value in YAML (e.g. [a, b]); repeatable")
       ->type_name("KEY=VALUE")
@@ -159,10 +159,9 @@ void define_options(CLI::App& app, BatchOptions& o) {
   auto* dry_run =
       app.add_flag("--dry-run", o.dry_run,
                    "print the plan (requests, replicas, groups, cost order), run nothing");
-  app.add_option("--world-size", o.world_size,
-                 "ranks the --dry-run plans for (default: the launcher's world size, else 1)")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1 << 20))
+  add_integer_option(app, "--world-size", o.world_size,
+                     "ranks the --dry-run plans for (default: the launcher's world size, else 1)",
+                     1, 1 << 20)
       ->needs(dry_run);
   auto* merge = app.add_option("--merge-only", o.merge_only,
                                "rebuild DIR/results.h5 from the rank files in DIR, then exit")

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/compare.hpp"
@@ -26,22 +27,24 @@ int compare_main(int argc, char** argv) {
   double min_psnr = -1.0;
   app.add_option("A", a, "baseline: a results.h5, a rank file, or an output folder")->required();
   app.add_option("B", b, "the run to check, same forms as A")->required();
-  app.add_option("--max-list", max_list, "list at most N ids per category")->capture_default_str();
+  add_integer_option(app, "--max-list", max_list, "list at most N ids per category", 0, kMaxCount)
+      ->capture_default_str();
   app.add_flag("--json", json, "print the report as JSON");
   app.add_flag("--allow-missing", allow_missing,
                "requests of A that are absent from B do not fail the comparison");
   app.add_flag("--no-verify", no_verify,
                "trust the stored video_sha256 columns instead of re-hashing the stored videos");
   auto* level_option =
-      app.add_option("--max-level-diff", max_level_diff,
-                     "requests whose hashes differ pass when no uint8 value differs by more than K")
-          ->type_name("K")
-          ->check(CLI::Range(0, 255));
+      add_integer_option(app, "--max-level-diff", max_level_diff,
+                         "requests whose hashes differ pass when no uint8 value differs by more "
+                         "than K",
+                         0, 255)
+          ->type_name("K");
   auto* psnr_option =
-      app.add_option("--min-psnr", min_psnr,
-                     "requests whose hashes differ pass when their PSNR is at least DB")
-          ->type_name("DB")
-          ->check(CLI::PositiveNumber);
+      add_number_option(app, "--min-psnr", min_psnr,
+                        "requests whose hashes differ pass when their PSNR is at least DB", 0.0,
+                        /*lo_open=*/true)
+          ->type_name("DB");
   app.set_version_flag("--version", version_line());
   try {
     app.parse(argc, argv);

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
@@ -272,16 +273,17 @@ int inspect_main(int argc, char** argv) {
   InspectOptions options;
   app.add_option("RESULTS", input, "a results.h5, a rank file, or an output folder")->required();
   app.add_flag("--json", json, "print one JSON object");
-  app.add_option("--slowest", options.slowest, "list the N slowest requests")->capture_default_str();
-  app.add_option("--max-list", options.max_list, "list at most N failures")->capture_default_str();
+  add_integer_option(app, "--slowest", options.slowest, "list the N slowest requests", 0, kMaxCount)
+      ->capture_default_str();
+  add_integer_option(app, "--max-list", options.max_list, "list at most N failures", 0, kMaxCount)
+      ->capture_default_str();
   std::string html;
   video_export::ReportOptions report;
   auto* html_option = app.add_option(
       "--html", html, "write a self-contained HTML report (timeline, plots, failures) to FILE");
   html_option->type_name("FILE");
-  app.add_option("--thumbnails", report.thumbnails,
-                 "with --html: a strip of N videos (first, middle and last frame)")
-      ->type_name("N")
+  add_integer_option(app, "--thumbnails", report.thumbnails,
+                     "with --html: a strip of N videos (first, middle and last frame)", 0, kMaxCount)
       ->needs(html_option);
   app.set_version_flag("--version", version_line());
   try {

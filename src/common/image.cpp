@@ -11,6 +11,7 @@
 #include <jerror.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csetjmp>
@@ -24,6 +25,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/sha256.hpp"
 
 namespace omnidp {
@@ -73,6 +75,21 @@ void check_pixels(const fs::path& path, const ImageInfo& info, std::uint64_t max
                            info.width, info.height, pixels, max_pixels));
   }
 }
+
+}  // namespace
+
+std::string image_aspect_problem(const ImageInfo& info, double max_aspect) {
+  const auto longer = static_cast<double>(std::max(info.width, info.height));
+  const auto shorter = static_cast<double>(std::min(info.width, info.height));
+  if (shorter <= 0.0 || longer <= max_aspect * shorter) return {};
+  std::string ratio = fmt::format("{:.1f}", longer / shorter);
+  if (ratio.ends_with(".0")) ratio.resize(ratio.size() - 2);
+  return fmt::format(
+      "image is {}x{}, an aspect ratio of {}:1, over the limit of {}:1 (input.max_image_aspect)",
+      info.width, info.height, ratio, shortest(max_aspect));
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------- PNG ---
 

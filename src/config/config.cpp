@@ -1,6 +1,7 @@
 #include "omnidp/config/config.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -169,13 +170,158 @@ std::string describe(const Node& node) {
 
 bool is_plain_scalar(const Node& node) { return node.IsScalar() && node.Tag() != "!"; }
 
+// ---------------------------------------------------------------------------------------------
+// Tags (issue 52, class 11). An untagged value is read by its key's type; a quoted scalar has
+// the non-specific tag "!" (a string); a standard tag of the YAML core schema is read when it
+// agrees with the key's type (`!!int 9` on an integer key) and is an error when it contradicts
+// it (`!!float 9`); any other tag (`!foo`, `!!binary`) is an error.
+
+enum class Tag { none, quoted, str, integer, floating, boolean, null, seq, map, unknown };
+
+constexpr std::string_view kCoreTagPrefix = "tag:yaml.org,2002:";
+
+Tag tag_of(const Node& node) {
+  const std::string& tag = node.Tag();
+  if (tag.empty() || tag == "?") return Tag::none;
+  if (tag == "!") return Tag::quoted;
+  if (!tag.starts_with(kCoreTagPrefix)) return Tag::unknown;
+  const std::string_view name = std::string_view(tag).substr(kCoreTagPrefix.size());
+  static constexpr std::array<std::pair<std::string_view, Tag>, 7> kCore{{{"str", Tag::str},
+                                                                          {"int", Tag::integer},
+                                                                          {"float", Tag::floating},
+                                                                          {"bool", Tag::boolean},
+                                                                          {"null", Tag::null},
+                                                                          {"seq", Tag::seq},
+                                                                          {"map", Tag::map}}};
+  for (const auto& [core, kind] : kCore) {
+    if (name == core) return kind;
+  }
+  return Tag::unknown;
+}
+
+// "!!float" for the core schema's tags, the tag as written otherwise ("!foo").
+std::string tag_text(const Node& node) {
+  const std::string& tag = node.Tag();
+  if (tag.starts_with(kCoreTagPrefix)) return "!!" + tag.substr(kCoreTagPrefix.size());
+  return tag;
+}
+
+// A key's value whose tag contradicts the key's type. Thrown where the key is read, which does
+// not know the document; read_document() adds its location ("c.yaml:3") from `mark`.
+class TagError : public ConfigError {
+ public:
+  TagError(const std::string& path, const std::string& message, const YAML::Mark& mark)
+      : ConfigError(path, message), mark_(mark) {}
+  [[nodiscard]] const YAML::Mark& mark() const noexcept { return mark_; }
+
+ private:
+  YAML::Mark mark_;
+};
+
+// Throws TagError unless `node` is untagged, quoted (the readers decide about a quoted value)
+// or carries one of the standard tags in `agree`.
+void require_tag(const Node& node, const std::string& path, std::initializer_list<Tag> agree,
+                 std::string_view expected) {
+  const Tag tag = tag_of(node);
+  if (tag == Tag::none || tag == Tag::quoted) return;
+  if (std::find(agree.begin(), agree.end(), tag) != agree.end()) return;
+  throw TagError(path,
+                 "the tag " + tag_text(node) + " contradicts the key's type (expected " +
+                     std::string(expected) + ")",
+                 node.Mark());
+}
+
+// Null: nothing (`key:`, `~`, `null`) or `!!null` on an empty or null-named scalar.
+bool is_null(const Node& node) {
+  if (node.IsNull()) return true;
+  if (!node.IsScalar() || tag_of(node) != Tag::null) return false;
+  const std::string& text = node.Scalar();
+  return text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shape of a parsed document, checked once before any key is read: lists and maps nest at
+// most kMaxValueNesting levels (issue 52, class 4), no map holds a key twice at any depth
+// (class 10), every tag is a standard one that fits its node (class 11). Each fault names
+// "<origin>:<line>" and the YAML path.
+
+// At most this many nodes are visited: an alias (*a) repeats its anchor's nodes, so nested
+// aliases could make a small text a walk of billions.
+constexpr std::size_t kMaxDocumentNodes = 1'000'000;
+
+// "c.yaml:3"; "--set" for a --set value (one line, named by the option); the origin alone
+// where the node has no position.
+std::string location_of(const std::string& origin, const YAML::Mark& mark) {
+  if (origin.starts_with("--set")) return "--set";
+  if (mark.is_null() || mark.line < 0) return origin;
+  return fmt::format("{}:{}", origin, mark.line + 1);
+}
+
+class ShapeCheck {
+ public:
+  explicit ShapeCheck(const std::string& origin) : origin_(origin) {}
+
+  // `node` at `path` ("" for the document) and nesting level `depth` (1 for the document).
+  void check(const Node& node, const std::string& path, int depth) {
+    if (++visited_ > kMaxDocumentNodes) {
+      fail(node, path,
+           fmt::format("more than {} values (aliases repeating large anchors?)", kMaxDocumentNodes));
+    }
+    check_tag(node, path);
+    if (!node.IsMap() && !node.IsSequence()) return;
+    if (depth > kMaxValueNesting) {
+      fail(node, path,
+           fmt::format("nested deeper than {} levels of lists and maps", kMaxValueNesting));
+    }
+    if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        check(node[i], fmt::format("{}[{}]", path, i), depth + 1);
+      }
+      return;
+    }
+    std::set<std::string> keys;
+    for (const auto& item : node) {
+      check_tag(item.first, path);
+      if (!item.first.IsScalar()) continue;  // the reader refuses it: "keys must be names"
+      const std::string child = path.empty() ? item.first.Scalar() : path + "." + item.first.Scalar();
+      if (!keys.insert(item.first.Scalar()).second) fail(item.first, child, "duplicate key");
+      check(item.second, child, depth + 1);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const Node& node, const std::string& path, const std::string& reason) {
+    throw ConfigError(location_of(origin_, node.Mark()), path.empty() ? "<top level>" : path, reason);
+  }
+
+  void check_tag(const Node& node, const std::string& path) {
+    const Tag tag = tag_of(node);
+    if (tag == Tag::unknown) {
+      fail(node, path,
+           "unknown tag " + tag_text(node) +
+               " (the standard tags !!str, !!int, !!float, !!bool, !!null, !!seq and !!map are "
+               "read where they agree with the key's type)");
+    }
+    const bool fits = node.IsMap()        ? (tag == Tag::none || tag == Tag::map)
+                      : node.IsSequence() ? (tag == Tag::none || tag == Tag::seq)
+                      : tag == Tag::null  ? is_null(node)
+                                          : (tag != Tag::seq && tag != Tag::map);
+    if (!fits) fail(node, path, "the tag " + tag_text(node) + " does not fit " + describe(node));
+  }
+
+  const std::string& origin_;
+  std::size_t visited_ = 0;
+};
+
 void read_into(const Node& node, const std::string& path, std::string& out) {
   if (!node.IsScalar()) type_error(path, "a string", node);
+  require_tag(node, path, {Tag::str}, "a string");
   out = node.Scalar();
 }
 
 void read_into(const Node& node, const std::string& path, bool& out) {
   if (!is_plain_scalar(node)) type_error(path, "true or false", node);
+  require_tag(node, path, {Tag::boolean}, "true or false");
   const std::string& text = node.Scalar();
   if (text == "true" || text == "True" || text == "TRUE") {
     out = true;
@@ -191,6 +337,7 @@ requires std::is_integral_v<T>
 void read_into(const Node& node, const std::string& path, T& out) {
   constexpr std::string_view expected = std::is_signed_v<T> ? "an integer" : "a non-negative integer";
   if (!is_plain_scalar(node)) type_error(path, expected, node);
+  require_tag(node, path, {Tag::integer}, expected);
   const std::string& text = node.Scalar();
   T value{};
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -203,6 +350,7 @@ void read_into(const Node& node, const std::string& path, T& out) {
 
 void read_into(const Node& node, const std::string& path, double& out) {
   if (!is_plain_scalar(node)) type_error(path, "a number", node);
+  require_tag(node, path, {Tag::integer, Tag::floating}, "a number");
   const std::string& text = node.Scalar();
   double value = 0.0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -214,11 +362,13 @@ void read_into(const Node& node, const std::string& path, double& out) {
 
 void read_into(const Node& node, const std::string& path, std::vector<std::string>& out) {
   if (!node.IsSequence()) type_error(path, "a list of strings", node);
+  require_tag(node, path, {Tag::seq}, "a list of strings");
   std::vector<std::string> values;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const Node item = node[i];
-    if (!item.IsScalar()) type_error(fmt::format("{}[{}]", path, i), "a string", item);
-    values.push_back(item.Scalar());
+    std::string value;
+    read_into(item, fmt::format("{}[{}]", path, i), value);
+    values.push_back(std::move(value));
   }
   out = std::move(values);
 }
@@ -228,6 +378,7 @@ requires std::is_enum_v<E>
 void read_into(const Node& node, const std::string& path, E& out) {
   const std::vector<std::string> names = enum_names<E>();
   if (!node.IsScalar()) type_error(path, "one of " + join(names, " | "), node);
+  require_tag(node, path, {Tag::str}, "one of " + join(names, " | "));
   const std::string& text = node.Scalar();
   for (const auto& entry : EnumTable<E>::names) {
     if (entry.name == text) {
@@ -450,7 +601,7 @@ FieldSpec optional_field(std::string key, S Config::*section, std::optional<doub
   return FieldSpec{
       std::move(key),
       [section, member](Config& config, const Node& node, const std::string& path) {
-        if (node.IsNull()) {
+        if (is_null(node)) {
           ((config.*section).*member).reset();
           return;
         }
@@ -473,6 +624,7 @@ FieldSpec data_parallel_field() {
       "data_parallel_size",
       [](Config& config, const Node& node, const std::string& path) {
         if (node.IsScalar() && node.Scalar() == "auto") {
+          require_tag(node, path, {Tag::str}, "'auto' or an integer >= 1");
           config.parallel.data_parallel_size = 0;
           return;
         }
@@ -512,6 +664,7 @@ FieldSpec devices_field() {
   return FieldSpec{"devices",
                    [](Config& config, const Node& node, const std::string& path) {
                      if (node.IsScalar() && node.Scalar() == "auto") {
+                       require_tag(node, path, {Tag::str}, "'auto' or a list of devices");
                        config.parallel.devices.clear();
                        return;
                      }
@@ -538,6 +691,7 @@ FieldSpec compression_field() {
       "compression",
       [](Config& config, const Node& node, const std::string& path) {
         if (!node.IsScalar()) type_error(path, "none | gzip:1-9 | lzf", node);
+        require_tag(node, path, {Tag::str}, "none | gzip:1-9 | lzf");
         const std::string& text = node.Scalar();
         auto& output = config.output;
         if (text == "none" || text == "lzf") {
@@ -596,6 +750,7 @@ const std::vector<CacheKey>& cache_keys(CachePolicy policy) {
                                    [](C& c, const Node& node, const std::string& path) {
                                      if (!node.IsSequence())
                                        type_error(path, "a list of numbers", node);
+                                     require_tag(node, path, {Tag::seq}, "a list of numbers");
                                      c.mag_ratios.assign(node.size(), 0.0);
                                      for (std::size_t i = 0; i < node.size(); ++i)
                                        read_into(node[i], fmt::format("{}[{}]", path, i),
@@ -625,6 +780,8 @@ const std::vector<CacheKey>& cache_keys(CachePolicy policy) {
   return none;
 }
 
+std::string key_text(const Node& key, const std::string& parent);
+
 StepCacheConfig read_step_cache(const Node& node, const std::string& path) {
   StepCacheConfig c;
   if (node.IsScalar()) {
@@ -634,6 +791,7 @@ StepCacheConfig read_step_cache(const Node& node, const std::string& path) {
   if (!node.IsMap()) {
     type_error(path, "off | first_block | taylorseer | magcache, or a map with a policy", node);
   }
+  require_tag(node, path, {Tag::map}, "a policy name or a map with a policy");
   const Node policy = node["policy"];
   if (!policy) {
     throw ConfigError(path + ".policy",
@@ -643,7 +801,7 @@ StepCacheConfig read_step_cache(const Node& node, const std::string& path) {
   read_into(policy, path + ".policy", c.policy);
   const auto& keys = cache_keys(c.policy);
   for (const auto& item : node) {
-    const std::string key = item.first.as<std::string>();
+    const std::string key = key_text(item.first, path);
     if (key == "policy") continue;
     const std::string at = path + "." + key;
     const auto spec =
@@ -823,7 +981,12 @@ const std::vector<SectionSpec>& schema() {
           field("max_line_bytes", &C::input, &InputConfig::max_line_bytes,
                 in_range<std::size_t>(256, std::size_t{1} << 30)),
           field("max_image_pixels", &C::input, &InputConfig::max_image_pixels,
-                in_range<std::uint64_t>(1, std::uint64_t{1} << 32))}});
+                in_range<std::uint64_t>(1, std::uint64_t{1} << 32)),
+          field("max_image_aspect", &C::input, &InputConfig::max_image_aspect,
+                Check<double>([](const double& v, const std::string& path) {
+                  require(std::isfinite(v) && v >= 1.0 && v <= 1e6, path,
+                          format_double(v) + " is out of range (expected a number in [1, 1e6])");
+                }))}});
     s.push_back({"output",
                  {field("dir", &C::output, &OutputConfig::dir, required()),
                   field("store_video", &C::output, &OutputConfig::store_video), compression_field(),
@@ -912,11 +1075,9 @@ const FieldSpec& find_field(const SectionSpec& section, const std::string& key) 
 void apply_section(Config& config, const SectionSpec& section, const Node& node) {
   if (node.IsNull()) return;  // "faults:" with nothing under it
   if (!node.IsMap()) type_error(section.key, "a map of keys", node);
-  std::set<std::string> seen;
-  for (const auto& item : node) {
+  for (const auto& item : node) {  // no key twice (ShapeCheck)
     const std::string key = key_text(item.first, section.key);
     const std::string path = section.key + "." + key;
-    if (!seen.insert(key).second) throw ConfigError(path, "duplicate key");
     find_field(section, key).read(config, item.second, path);
   }
 }
@@ -927,10 +1088,8 @@ void apply_document(Config& config, const Node& root) {
     throw ConfigError("<top level>", "expected a map of sections (" + join(section_names(), ", ") +
                                          "), got " + describe(root));
   }
-  std::set<std::string> seen;
-  for (const auto& item : root) {
+  for (const auto& item : root) {  // no key twice (ShapeCheck)
     const std::string key = key_text(item.first, "");
-    if (!seen.insert(key).second) throw ConfigError(key, "duplicate key");
     apply_section(config, find_section(key), item.second);
   }
 }
@@ -956,7 +1115,10 @@ std::size_t document_start_line(const std::string& text, int mark_line) {
   return static_cast<std::size_t>(std::max(mark_line, 0)) + 1;
 }
 
-Node load_yaml(const std::string& text, const std::string& origin) {
+// The one document of `text`, its shape checked (ShapeCheck). `path`: the YAML path of the
+// text's value ("" for a file, "generation.cache" for a --set value), which its nesting counts
+// from.
+Node load_yaml(const std::string& text, const std::string& origin, const std::string& path = "") {
   try {
     // One document: a second one (after '---') was read as nothing (issue 39, class 10).
     std::vector<Node> documents = YAML::LoadAll(text);
@@ -966,7 +1128,16 @@ Node load_yaml(const std::string& text, const std::string& origin) {
           "a second YAML document starts here: a configuration holds one "
           "document (remove this '---' and what follows it, or merge the two)");
     }
-    return documents.empty() ? Node() : documents.front();
+    if (documents.empty()) return Node();
+    const int depth =
+        path.empty() ? 1 : 2 + static_cast<int>(std::count(path.begin(), path.end(), '.'));
+    ShapeCheck(origin).check(documents.front(), path, depth);
+    return documents.front();
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard, which stops its recursive parser at a few hundred levels.
+    throw ConfigError(
+        fmt::format("{}:{}:{}", origin, e.mark.line + 1, e.mark.column + 1),
+        fmt::format("nested deeper than {} levels of lists and maps", kMaxValueNesting));
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}", origin, e.mark.line + 1, e.mark.column + 1),
                       "invalid YAML: " + e.msg);
@@ -1026,12 +1197,23 @@ std::string check_seed(long long seed) {
 
 Config parse_config_yaml(const std::string& yaml_text, const std::string& origin) {
   Config config;
-  apply_document(config, load_yaml(yaml_text, origin));
+  const Node root = load_yaml(yaml_text, origin);
+  try {
+    apply_document(config, root);
+  } catch (const TagError& e) {
+    throw ConfigError(location_of(origin, e.mark()), e.path(), e.message());
+  }
   return config;
 }
 
 StepCacheConfig parse_step_cache(const std::string& text, const std::string& path) {
-  StepCacheConfig c = read_step_cache(load_yaml(text, path), path);
+  const Node root = load_yaml(text, path, path);
+  StepCacheConfig c;
+  try {
+    c = read_step_cache(root, path);
+  } catch (const TagError& e) {
+    throw ConfigError(location_of(path, e.mark()), e.path(), e.message());
+  }
   check_step_cache(c, path);
   return c;
 }
@@ -1078,7 +1260,12 @@ void apply_overrides(Config& config, const std::vector<std::string>& assignments
     }
     const std::string key = path.substr(dot + 1);
     const FieldSpec& spec = find_field(section, key);
-    spec.read(config, load_yaml(value, "--set " + path), path);
+    const Node node = load_yaml(value, "--set " + path, path);
+    try {
+      spec.read(config, node, path);
+    } catch (const TagError& e) {
+      throw ConfigError("--set", e.path(), e.message());
+    }
   }
 }
 

@@ -49,6 +49,11 @@ void read_input_files(Request& r, bool size_given, const ManifestOptions& option
                 path, info.width, info.height, pixels, options.max_image_pixels));
         return false;
       }
+      if (const std::string problem = image_aspect_problem(info, options.max_image_aspect);
+          !problem.empty()) {
+        r.input_error = input_error(field, path + ": " + problem);
+        return false;
+      }
       sha256 = hash_input(path, stamp);
       if (stamp && probed) {
         cache->put(path, *stamp, FileHashCache::Entry{sha256, info.width, info.height});

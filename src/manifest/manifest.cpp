@@ -29,6 +29,7 @@ ManifestOptions manifest_options(const Config& config, std::string weights_ident
   options.weights_identity = std::move(weights_identity);
   options.max_line_bytes = config.input.max_line_bytes;
   options.max_image_pixels = config.input.max_image_pixels;
+  options.max_image_aspect = config.input.max_image_aspect;
   std::vector<Task> tasks;
   for (const auto& task : config.input.tasks)
     tasks.push_back(task == "i2v" ? Task::i2v : Task::t2v);

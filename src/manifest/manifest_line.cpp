@@ -7,6 +7,7 @@
 #include <array>
 #include <limits>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -60,7 +61,10 @@ std::string describe(const Value& v) {
 using FieldValues = std::array<std::optional<Value>, kFieldCount>;
 
 // nlohmann SAX consumer for one line: a flat object of known fields. Records the first problem
-// (with the field it concerns) and stops the parse.
+// (with the field it concerns) and stops the parse. Nested values (a field's object or array)
+// are checked for what no later reader could see: a key given twice in any object (nlohmann's
+// own parse keeps the last; issue 52, class 10) and nesting deeper than kMaxValueNesting
+// (issue 52, class 4: the cache text was re-read recursively and crashed).
 class LineSax {
  public:
   FieldValues fields;
@@ -117,7 +121,12 @@ class LineSax {
   bool end_array() { return close(); }
 
   bool key(Json::string_t& name) {
-    if (depth_ != 1) return true;  // inside a nested value: rejected as a whole later
+    if (depth_ != 1) {  // inside a nested object: its reader takes the value as a whole
+      Frame& frame = nested_.back();
+      if (!frame.keys.insert(name).second) return fail(nested_path() + "." + name, "given twice");
+      frame.key = std::move(name);
+      return true;
+    }
     const auto& names = field_names();
     const auto it = std::find(names.begin(), names.end(), name);
     if (it == names.end()) {
@@ -159,6 +168,7 @@ class LineSax {
 
   bool scalar(Value v) {
     if (depth_ == 0) return fail("", "a line must be a JSON object, got " + describe(v));
+    element_starts();
     if (depth_ == 1) {
       fields[current_] = std::move(v);
       in_value_ = false;
@@ -167,23 +177,56 @@ class LineSax {
   }
 
   bool open_nested(Value::Kind kind) {
+    element_starts();
     if (depth_ == 1) {
       Value v;
       v.kind = kind;
       fields[current_] = std::move(v);
     }
+    if (depth_ >= static_cast<std::size_t>(kMaxValueNesting)) {
+      return fail(field_name(static_cast<ManifestField>(current_)),
+                  fmt::format("nested deeper than {} levels of arrays and objects (the line's "
+                              "object counted)",
+                              kMaxValueNesting));
+    }
     ++depth_;
+    nested_.push_back(Frame{kind == Value::Kind::object, {}, {}, 0});
     return true;
   }
 
+  // A value starts: in an array, it is the next element.
+  void element_starts() {
+    if (!nested_.empty() && !nested_.back().object) ++nested_.back().elements;
+  }
+
+  // "cache.a[2]": the field and the keys and indices down to the innermost open value.
+  [[nodiscard]] std::string nested_path() const {
+    std::string path = field_name(static_cast<ManifestField>(current_));
+    for (std::size_t i = 0; i + 1 < nested_.size(); ++i) {
+      const Frame& f = nested_[i];
+      path += f.object ? "." + f.key : fmt::format("[{}]", f.elements - 1);
+    }
+    return path;
+  }
+
   bool close() {
+    if (depth_ > 1) nested_.pop_back();
     --depth_;
     if (depth_ == 1) in_value_ = false;
     if (depth_ == 0) done_ = true;
     return true;
   }
 
+  // An open object or array inside a field's value.
+  struct Frame {
+    bool object = false;
+    std::set<std::string> keys;  // an object's keys so far
+    std::string key;             // an object's key whose value is being read
+    std::size_t elements = 0;    // an array's elements so far
+  };
+
   std::size_t depth_ = 0;
+  std::vector<Frame> nested_;
   std::size_t current_ = 0;
   bool in_value_ = false;  // between a key and the end of its value
   bool done_ = false;      // the top-level object is complete

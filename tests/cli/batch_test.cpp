@@ -121,6 +121,73 @@ TEST(BatchCli, UsageErrorsExit2WithOneLine) {
   EXPECT_EQ(count_lines_starting_with(exclusive.err, "omni-dp-batch: error: "), 1U);
 }
 
+// Issue 52, class 12: omni-dp-batch's number options go through cli/number_options.hpp (its
+// own test holds the other tools'): one bad value of each kind, exit 2 naming the option.
+TEST(BatchCli, NumberOptionsRefuseBadValuesNamingTheOption) {
+  for (const auto& [option, before] : std::vector<std::pair<std::string, std::string>>{
+           {"--num-replicas", "--validate-only"}, {"--world-size", "--dry-run"}}) {
+    for (const std::string value :
+         {"-1", "0", "1048577", "99999999999999999999", "nan", "inf", "-inf", "1.5", "0x10"}) {
+      SCOPED_TRACE(option + "=" + value);
+      const Outcome r = run_batch({before, option + "=" + value});
+      EXPECT_EQ(r.code, 2);
+      EXPECT_EQ(r.out, "");
+      const bool named =
+          r.err.find(option + ": " + value + " is out of range [1, 1048576]") != std::string::npos ||
+          r.err.find(option + ": '" + value + "' is not an integer") != std::string::npos;
+      EXPECT_TRUE(named) << r.err;
+      EXPECT_EQ(count_lines_starting_with(r.err, "omni-dp-batch: error: "), 1U) << r.err;
+    }
+  }
+}
+
+// Issue 52, classes 4, 10 and 11 through the executable's front end: a nested duplicate key, a
+// contradicting or unknown tag and deep nesting in --set values and in a config file exit 2 with
+// one line naming the place and the key.
+TEST(BatchCli, NestedDuplicatesTagsAndDeepNestingExit2NamingTheKey) {
+  TempDir dir;
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const fs::path dup = dir.write("dup.yaml",
+                                 "generation:\n  cache:\n    policy: first_block\n"
+                                 "    policy: off\n");
+  const fs::path tag = dir.write("tag.yaml", "generation:\n  fps: 8\n  num_frames: !!float 9\n");
+  const fs::path nested = dir.write("deep.yaml", "generation:\n  cache: " + deep + "\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--set", "generation.cache={policy: first_block, policy: off}"},
+       "omni-dp-batch: error: --set: generation.cache.policy: duplicate key\n"},
+      {{"--set", "generation.num_frames=!!float 9"},
+       "omni-dp-batch: error: --set: generation.num_frames: the tag !!float contradicts the "
+       "key's type (expected an integer)\n"},
+      {{"--set", "generation.num_frames=!foo 9"},
+       "omni-dp-batch: error: --set: generation.num_frames: unknown tag !foo (the standard tags "
+       "!!str, !!int, !!float, !!bool, !!null, !!seq and !!map are read where they agree with "
+       "the key's type)\n"},
+      {{"--config", dup.string()},
+       "omni-dp-batch: error: " + dup.string() + ":4: generation.cache.policy: duplicate key\n"},
+      {{"--config", tag.string()},
+       "omni-dp-batch: error: " + tag.string() +
+           ":3: generation.num_frames: the tag !!float contradicts the key's type (expected an "
+           "integer)\n"}};
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> all{"--validate-only"};
+    all.insert(all.end(), args.begin(), args.end());
+    const Outcome r = run_batch(all);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, message);
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--set", "generation.cache=" + deep},
+        std::vector<std::string>{"--config", nested.string()}}) {
+    std::vector<std::string> all{"--validate-only"};
+    all.insert(all.end(), args.begin(), args.end());
+    const Outcome r = run_batch(all);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_TRUE(r.err.ends_with(": nested deeper than 64 levels of lists and maps\n")) << r.err;
+    EXPECT_EQ(count_lines_starting_with(r.err, "omni-dp-batch: error: "), 1U);
+  }
+}
+
 TEST(BatchCli, SetErrorsExit2WithTheConfigMessage) {
   const Outcome key = run_batch({"--validate-only", "--set", "scheduler.polcy=dynamic"});
   EXPECT_EQ(key.code, 2);

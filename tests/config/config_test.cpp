@@ -262,9 +262,161 @@ TEST(ConfigParse, UnknownKeysNameThePathAndTheNearestKey) {
   EXPECT_EQ(parse_error("determinism: {zzz: 1}\n"), "determinism.zzz: unknown key (valid: strict)");
 }
 
-TEST(ConfigParse, DuplicateKeysAreErrors) {
-  EXPECT_EQ(parse_error("model: {name: a}\nmodel: {name: b}\n"), "model: duplicate key");
-  EXPECT_EQ(parse_error("model:\n  name: a\n  name: b\n"), "model.name: duplicate key");
+// Issue 52, class 10: a key twice in a nested map was read as one of its values. Refused in
+// every map at every depth, in a file and in a --set value, with the line of the second one.
+TEST(ConfigParse, DuplicateKeysAreErrorsAtEveryDepth) {
+  EXPECT_EQ(parse_error("model: {name: a}\nmodel: {name: b}\n"),
+            "test.yaml:2: model: duplicate key");
+  EXPECT_EQ(parse_error("model:\n  name: a\n  name: b\n"),
+            "test.yaml:3: model.name: duplicate key");
+  EXPECT_EQ(parse_error("generation:\n  cache: {policy: first_block, policy: off}\n"),
+            "test.yaml:2: generation.cache.policy: duplicate key");
+  EXPECT_EQ(parse_error("generation:\n  cache:\n    policy: first_block\n    threshold: 0.1\n"
+                        "    threshold: 0.2\n"),
+            "test.yaml:5: generation.cache.threshold: duplicate key");
+  EXPECT_EQ(parse_error("faults:\n  fail_ids: [a, {k: 1, k: 2}]\n"),
+            "test.yaml:2: faults.fail_ids[1].k: duplicate key");
+  EXPECT_EQ(parse_error("x:\n  - y:\n      z: 1\n      z: 2\n"),
+            "test.yaml:4: x[0].y.z: duplicate key");
+  EXPECT_EQ(override_error({"generation.cache={policy: first_block, policy: off}"}),
+            "--set: generation.cache.policy: duplicate key");
+  EXPECT_EQ(
+      override_error({"generation.cache={policy: magcache, calibrate: true, calibrate: false}"}),
+      "--set: generation.cache.calibrate: duplicate key");
+  // The same key in two maps is no duplicate.
+  EXPECT_EQ(parse_error("generation:\n  cache: {policy: first_block, threshold: 0.1}\n"
+                        "scheduler: {policy: dynamic}\n"),
+            "");
+}
+
+// Issue 52, class 11: tags were ignored (`num_frames: !!float 9` read as 9). A standard tag
+// that contradicts the key's type, a tag that does not fit its node and an unknown tag are
+// errors naming the line and the key, at any depth, in a file and in --set; a standard tag
+// that agrees with the key's type is read.
+TEST(ConfigParse, TagsThatContradictTheKeyOrAreUnknownAreErrors) {
+  const std::string integer = ": the tag !!float contradicts the key's type (expected an integer)";
+  EXPECT_EQ(parse_error("generation:\n  fps: 8\n  num_frames: !!float 9\n"),
+            "test.yaml:3: generation.num_frames" + integer);
+  EXPECT_EQ(override_error({"generation.num_frames=!!float 9"}),
+            "--set: generation.num_frames" + integer);
+  EXPECT_EQ(parse_error("generation: {fps: !!str 8}\n"),
+            "test.yaml:1: generation.fps: the tag !!str contradicts the key's type (expected an "
+            "integer)");
+  EXPECT_EQ(
+      parse_error("model:\n  name: !!int 5\n"),
+      "test.yaml:2: model.name: the tag !!int contradicts the key's type (expected a string)");
+  EXPECT_EQ(parse_error("output:\n  store_video: !!int 1\n"),
+            "test.yaml:2: output.store_video: the tag !!int contradicts the key's type (expected "
+            "true or false)");
+  EXPECT_EQ(parse_error("generation:\n  guidance_scale: !!bool true\n"),
+            "test.yaml:2: generation.guidance_scale: the tag !!bool contradicts the key's type "
+            "(expected a number)");
+  EXPECT_EQ(parse_error("model:\n  dtype: !!float 16\n"),
+            "test.yaml:2: model.dtype: the tag !!float contradicts the key's type (expected one "
+            "of fp32 | bf16 | fp16)");
+  EXPECT_EQ(parse_error("faults:\n  fail_ids:\n    - a\n    - !!int 3\n"),
+            "test.yaml:4: faults.fail_ids[1]: the tag !!int contradicts the key's type (expected "
+            "a string)");
+  EXPECT_EQ(parse_error("parallel: {data_parallel_size: !!int auto}\n"),
+            "test.yaml:1: parallel.data_parallel_size: the tag !!int contradicts the key's type "
+            "(expected 'auto' or an integer >= 1)");
+  EXPECT_EQ(parse_error("generation:\n  cache: {policy: first_block, threshold: !!str 0.1}\n"),
+            "test.yaml:2: generation.cache.threshold: the tag !!str contradicts the key's type "
+            "(expected a number)");
+  EXPECT_EQ(override_error({"generation.cache={policy: magcache, mag_ratios: [1, !!bool true]}"}),
+            "--set: generation.cache.mag_ratios[1]: the tag !!bool contradicts the key's type "
+            "(expected a number)");
+  // A tag that does not fit its node, and unknown tags (of any key, at any depth).
+  EXPECT_EQ(parse_error("generation: !!seq {fps: 8}\n"),
+            "test.yaml:1: generation: the tag !!seq does not fit a map");
+  EXPECT_EQ(parse_error("generation:\n  fps: !!map 8\n"),
+            "test.yaml:2: generation.fps: the tag !!map does not fit '8'");
+  EXPECT_EQ(parse_error("generation:\n  fps: !!null 8\n"),
+            "test.yaml:2: generation.fps: the tag !!null does not fit '8'");
+  const std::string unknown =
+      " (the standard tags !!str, !!int, !!float, !!bool, !!null, !!seq and !!map are read where "
+      "they agree with the key's type)";
+  EXPECT_EQ(parse_error("generation:\n  num_frames: !foo 9\n"),
+            "test.yaml:2: generation.num_frames: unknown tag !foo" + unknown);
+  EXPECT_EQ(parse_error("generation:\n  cache: {policy: !!binary b2Zm}\n"),
+            "test.yaml:2: generation.cache.policy: unknown tag !!binary" + unknown);
+  EXPECT_EQ(parse_error("zzz: !<tag:example.com,2000:x> 1\n"),
+            "test.yaml:1: zzz: unknown tag tag:example.com,2000:x" + unknown);
+  EXPECT_EQ(override_error({"generation.cache={policy: !custom first_block}"}),
+            "--set: generation.cache.policy: unknown tag !custom" + unknown);
+  EXPECT_EQ(override_error({"faults.fail_ids=!!set {a, b}"}),
+            "--set: faults.fail_ids: unknown tag !!set" + unknown);
+  // Standard tags that agree are read.
+  const Config c = parse_config_yaml(
+      "generation:\n  num_frames: !!int 9\n  guidance_scale: !!float 4\n  flow_shift: !!int 3\n"
+      "  guidance_scale_2: !!null\n  negative_prompt: !!str 12\n"
+      "  cache: !!map {policy: !!str first_block, threshold: !!float 0.5}\n"
+      "model: !!map\n  dtype: !!str bf16\n  fused_kernels: !!bool false\n"
+      "  path: !<tag:yaml.org,2002:str> p\n"
+      "parallel:\n  devices: !!seq [!!str cpu]\n  data_parallel_size: !!str auto\n",
+      "t");
+  EXPECT_EQ(c.generation.num_frames, 9);
+  EXPECT_EQ(c.generation.guidance_scale, 4.0);
+  EXPECT_EQ(c.generation.flow_shift, 3.0);
+  EXPECT_FALSE(c.generation.guidance_scale_2.has_value());
+  EXPECT_EQ(c.generation.negative_prompt, "12");
+  EXPECT_EQ(c.generation.cache.policy, CachePolicy::first_block);
+  EXPECT_EQ(c.generation.cache.threshold, 0.5);
+  EXPECT_EQ(c.model.dtype, DType::bf16);
+  EXPECT_FALSE(c.model.fused_kernels);
+  EXPECT_EQ(c.model.path, "p");
+  EXPECT_EQ(c.parallel.devices, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(c.parallel.data_parallel_size, 0);
+}
+
+// Issue 52, class 4: deep nesting crashed the recursive readers. Lists and maps nest at most
+// kMaxValueNesting levels (the document's map is level 1), in block and flow style, in a file
+// and in --set; deeper is an error naming the line and the key (beyond yaml-cpp's own guard of
+// a few hundred levels, its line and column).
+TEST(ConfigParse, NestingDeeperThanTheLimitIsAnErrorNamingTheLineAndKey) {
+  const auto repeat = [](const std::string& text, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += text;
+    return out;
+  };
+  const std::string too_deep = ": nested deeper than 64 levels of lists and maps";
+  // faults.fail_ids is level 3: 62 lists in it are level 64, read (and refused by the key).
+  EXPECT_EQ(parse_error("faults:\n  fail_ids: " + repeat("[", 62) + repeat("]", 62) + "\n"),
+            "faults.fail_ids[0]: expected a string, got a list");
+  EXPECT_EQ(parse_error("faults:\n  fail_ids: " + repeat("[", 63) + repeat("]", 63) + "\n"),
+            "test.yaml:2: faults.fail_ids" + repeat("[0]", 62) + too_deep);
+  EXPECT_EQ(parse_error("generation:\n  cache: " + repeat("{a: ", 63) + "1" + repeat("}", 63) + "\n"),
+            "test.yaml:2: generation.cache" + repeat(".a", 62) + too_deep);
+  EXPECT_EQ(
+      parse_error("generation:\n  cache: " + repeat("[{a: ", 40) + "1" + repeat("}]", 40) + "\n"),
+      "test.yaml:2: generation.cache" + repeat("[0].a", 31) + too_deep);
+  // Block style: the map holding a64 is level 65, on line 65.
+  std::string block;
+  std::string path;
+  for (int i = 0; i < 70; ++i) {
+    block += std::string(static_cast<std::size_t>(2 * i), ' ') + "a" + std::to_string(i) + ":\n";
+    if (i < 64) path += (i > 0 ? ".a" : "a") + std::to_string(i);
+  }
+  EXPECT_EQ(parse_error(block), "test.yaml:65: " + path + too_deep);
+  EXPECT_EQ(parse_error("generation:\n  cache: " + repeat("[", 300) + repeat("]", 300) + "\n"),
+            "test.yaml:2: generation.cache" + repeat("[0]", 62) + too_deep);
+  // Beyond yaml-cpp's guard (a few hundred levels): its position, never a crash.
+  for (const int levels : {1000, 100000}) {
+    SCOPED_TRACE(levels);
+    const std::string flow = repeat("[", levels) + repeat("]", levels);
+    const std::string file_error = parse_error("generation:\n  cache: " + flow + "\n");
+    EXPECT_EQ(file_error.rfind("test.yaml:2:", 0), 0U) << file_error;
+    EXPECT_TRUE(file_error.ends_with(too_deep)) << file_error;
+    const std::string set_error = override_error({"generation.cache=" + flow});
+    EXPECT_EQ(set_error.rfind("--set generation.cache:1:", 0), 0U) << set_error;
+    EXPECT_TRUE(set_error.ends_with(too_deep)) << set_error;
+  }
+  // A --set value counts from its key's level (generation.cache is level 3).
+  EXPECT_EQ(override_error({"generation.cache=" + repeat("[", 62) + repeat("]", 62)}),
+            "generation.cache: expected off | first_block | taylorseer | magcache, or a map with "
+            "a policy, got a list");
+  EXPECT_EQ(override_error({"generation.cache=" + repeat("[", 63) + repeat("]", 63)}),
+            "--set: generation.cache" + repeat("[0]", 62) + too_deep);
 }
 
 TEST(ConfigParse, WrongTypesNameThePathAndTheValue) {
@@ -595,6 +747,11 @@ TEST(ConfigValidate, InputOutputAndFaultRules) {
             "input.max_line_bytes: 10 is out of range [256, 1073741824]");
   EXPECT_EQ(validate_error("input: {manifest: m, max_image_pixels: 0}\n"),
             "input.max_image_pixels: 0 is out of range [1, 4294967296]");
+  EXPECT_EQ(validate_error("input: {manifest: m, max_image_aspect: 0.5}\n"),
+            "input.max_image_aspect: 0.5 is out of range (expected a number in [1, 1e6])");
+  EXPECT_EQ(validate_error("input: {manifest: m, max_image_aspect: 1e7}\n"),
+            "input.max_image_aspect: 1e+07 is out of range (expected a number in [1, 1e6])");
+  EXPECT_EQ(validate_error("input: {manifest: m, max_image_aspect: 1}\n"), "");
   EXPECT_EQ(validate_error("output: {dir: \"\"}\n"), "output.dir: required (got '')");
   EXPECT_EQ(validate_error("output: {export: [mp4, webm]}\n"),
             "output.export[1]: unknown format 'webm' (expected mp4, png or gif)");

@@ -95,5 +95,80 @@ TEST(ManifestLine, ALinesStepCacheReadsAsGenerationCache) {
             "or an object {\"policy\": ..., <its keys>}, got an array");
 }
 
+// Issue 52, class 10: a key twice in a nested object was read as its last value (nlohmann's
+// parse keeps the last). Refused at every depth, named by its path in the line.
+TEST(ManifestLine, AKeyTwiceInANestedObjectIsAnErrorAtEveryDepth) {
+  const auto error = [](const std::string& cache) {
+    return manifest_error_of([&] {
+      (void)parse_manifest_line(R"({"id":"a","prompt":"p","cache":)" + cache + "}", test_defaults(),
+                                "m.jsonl", 2);
+    });
+  };
+  EXPECT_EQ(error(R"({"policy":"first_block","policy":"off"})"),
+            "m.jsonl:2:cache.policy: given twice");
+  EXPECT_EQ(error(R"({"policy":"first_block","threshold":0.1,"threshold":0.2})"),
+            "m.jsonl:2:cache.threshold: given twice");
+  EXPECT_EQ(error(R"({"policy":"magcache","mag_ratios":[1,{"x":1,"y":2,"x":3}]})"),
+            "m.jsonl:2:cache.mag_ratios[1].x: given twice");
+  EXPECT_EQ(error(R"({"a":{"b":[[0],[1,{"c":{"d":1,"d":2}}]]}})"),
+            "m.jsonl:2:cache.a.b[1][1].c.d: given twice");
+  // In another field too (which then refuses the object anyway), and at the top as before.
+  EXPECT_EQ(manifest_error_of(
+                [] { (void)ManifestLine(R"({"id":"a","prompt":{"k":1,"k":2}})", "m.jsonl", 3); }),
+            "m.jsonl:3:prompt.k: given twice");
+  EXPECT_EQ(
+      manifest_error_of([] { (void)ManifestLine(R"({"id":"a","seed":1,"seed":1})", "m.jsonl", 3); }),
+      "m.jsonl:3:seed: given twice");
+  // The same key in sibling objects is no duplicate.
+  EXPECT_EQ(manifest_error_of([] {
+              (void)ManifestLine(R"({"id":"a","prompt":[{"k":1},{"k":2}]})", "m.jsonl", 3);
+            }),
+            "");
+}
+
+// Issue 52, class 4: a "cache" of 100,000 nested arrays crashed the process (the nested text
+// was re-read recursively); 40,000 gave "cache:40001:1: invalid YAML: bad file". Any field of a
+// line nests at most kMaxValueNesting levels, the line's object counted.
+TEST(ManifestLine, NestingDeeperThanTheLimitIsAnErrorNamingTheField) {
+  const auto nested = [](const std::string& field, const std::string& open,
+                         const std::string& close, int levels) {
+    std::string value;
+    for (int i = 0; i < levels; ++i) value += open;
+    for (int i = 0; i < levels; ++i) value += close;
+    return R"({"id":"a","prompt":"p",")" + field + "\":" + value + "}";
+  };
+  const std::string too_deep =
+      ": nested deeper than 64 levels of arrays and objects (the "
+      "line's object counted)";
+  for (const int levels : {64, 65, 1000, 100000}) {
+    SCOPED_TRACE(levels);
+    EXPECT_EQ(manifest_error_of(
+                  [&] { (void)ManifestLine(nested("cache", "[", "]", levels), "m.jsonl", 5); }),
+              "m.jsonl:5:cache" + too_deep);
+    EXPECT_EQ(manifest_error_of([&] {
+                (void)ManifestLine(nested("cache", R"({"a":)", "}", levels), "m.jsonl", 5);
+              }),
+              "m.jsonl:5:cache" + too_deep);
+    EXPECT_EQ(manifest_error_of([&] {
+                (void)ManifestLine(nested("prompt_embeds", R"([{"a":)", "}]", levels), "m.jsonl", 5);
+              }),
+              "m.jsonl:5:prompt_embeds" + too_deep);
+  }
+  // 63 levels below the line's object are read: the cache's own reader has the last word.
+  EXPECT_EQ(manifest_error_of([&] {
+              (void)parse_manifest_line(nested("cache", "[", "]", 63), test_defaults(), "m.jsonl", 5);
+            }),
+            "m.jsonl:5:cache: must be a policy name (off | first_block | taylorseer | magcache) "
+            "or an object {\"policy\": ..., <its keys>}, got an array");
+  std::string deep_map = R"({"policy":"first_block","x":)";
+  for (int i = 0; i < 61; ++i) deep_map += R"({"a":)";
+  deep_map += "1" + std::string(62, '}');
+  EXPECT_EQ(manifest_error_of([&] {
+              (void)parse_manifest_line(R"({"id":"a","prompt":"p","cache":)" + deep_map + "}",
+                                        test_defaults(), "m.jsonl", 5);
+            }),
+            "m.jsonl:5:cache.x: not a key of the first_block cache (its keys: threshold)");
+}
+
 }  // namespace
 }  // namespace omnidp

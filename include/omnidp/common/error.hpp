@@ -58,15 +58,20 @@ class UsageError : public Error {
   explicit UsageError(const std::string& message) : Error(ErrorKind::usage, message) {}
 };
 
-// `path` is the YAML path ("scheduler.policy"), shown first.
+// `path` is the YAML path ("scheduler.policy"), shown first; with a `location` ("c.yaml:3",
+// "--set"), that comes before it: "c.yaml:3: generation.num_frames: ...".
 class ConfigError : public Error {
  public:
   ConfigError(const std::string& path, const std::string& message)
       : Error(ErrorKind::config, message, {path}), path_(path) {}
+  ConfigError(const std::string& location, const std::string& path, const std::string& message)
+      : Error(ErrorKind::config, message, {location, path}), path_(path), location_(location) {}
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] const std::string& location() const noexcept { return location_; }
 
  private:
   std::string path_;
+  std::string location_;
 };
 
 // file:line:field context of a manifest line.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,13 @@ struct RgbImage {
 
 // Reads only the header (PNG signature + IHDR, JPEG markers up to the start of scan).
 [[nodiscard]] ImageInfo probe_image(const std::filesystem::path& path);
+
+// "" when the longer side of `info` is at most `max_aspect` times the shorter, else the reason
+// ("image is 1x16777216, an aspect ratio of 16777216:1, over the limit of 32:1
+// (input.max_image_aspect)"). The work of preparing an image follows its shape, not its pixels
+// (a resize to a shortest edge of 224 makes a 1 x 16M image 224 x 3.7G; issue 52, class 6), so
+// the manifest reader refuses extreme shapes from the header, before decoding.
+[[nodiscard]] std::string image_aspect_problem(const ImageInfo& info, double max_aspect);
 
 // Decodes to 8-bit RGB the way PIL's Image.convert("RGB") does: palette and grey expanded,
 // alpha dropped (not composited), 16-bit samples truncated to their high byte. Refuses before

@@ -175,6 +175,9 @@ struct InputConfig {
   std::vector<std::string> tasks{"t2v", "i2v"};
   std::size_t max_line_bytes = 1U << 20;               // longer lines are refused
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;  // larger images refused before decoding
+  // An image whose longer side is more than this many times its shorter side is refused from
+  // its header (that request fails): preparing it costs by its shape, not its pixels.
+  double max_image_aspect = 32.0;
 
   friend bool operator==(const InputConfig&, const InputConfig&) = default;
 };
@@ -249,9 +252,18 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
+// How deep lists and maps (JSON arrays and objects) may nest, the outermost one counted: the
+// YAML document's map is level 1 and a section's map level 2; a manifest line's object is level
+// 1 and its "cache" object level 2 (issue 52, class 4: deep input crashed the recursive
+// readers). Deeper is an error naming the file, line and key; the keys nest 4 levels at most.
+inline constexpr int kMaxValueNesting = 64;
+
 // Parses YAML text into a Config on top of the defaults. `origin` names the text in YAML
-// syntax errors ("<origin>:<line>:<col>: ..."). Unknown keys, duplicate keys and wrong types
-// throw ConfigError; ranges are checked later by validate_and_resolve().
+// syntax errors ("<origin>:<line>:<col>: ..."). Unknown keys, duplicate keys (in any map, at
+// any depth), values nested deeper than kMaxValueNesting, unknown YAML tags and tags that
+// contradict a key's type (`num_frames: !!float 9`; a standard tag that agrees, `!!int 9`, is
+// read) throw ConfigError; the last three and duplicates name "<origin>:<line>" first.
+// Ranges are checked later by validate_and_resolve().
 [[nodiscard]] Config parse_config_yaml(const std::string& yaml_text, const std::string& origin);
 // Reads and parses a file and sets `source_file` (absolute): relative `input.manifest` and
 // `model.path` in it resolve against its folder. An unreadable file is a ConfigError.
@@ -260,7 +272,8 @@ struct Config {
 // relative paths resolve against the current directory.
 [[nodiscard]] Config default_config();
 // Applies "section.key=value" overrides in order. `value` is parsed as YAML (a scalar, or
-// flow syntax such as [a, b]) and goes through the same checks as the file.
+// flow syntax such as [a, b]) and goes through the same checks as the file (their location is
+// "--set").
 void apply_overrides(Config& config, const std::vector<std::string>& assignments);
 // Checks ranges and cross-field rules (first violation -> ConfigError naming the YAML path
 // and the bad value), then resolves paths: `input.manifest` and `model.path` against the

@@ -42,6 +42,7 @@ struct ManifestOptions {
   std::string weights_identity;           // part of the input key (models/pipeline.hpp)
   std::size_t max_line_bytes = 1U << 20;  // longer lines are refused (line end not counted)
   std::uint64_t max_image_pixels = 4096ULL * 4096ULL;
+  double max_image_aspect = 32.0;  // longer side / shorter side (image_aspect_problem)
   // height and width must be multiples of this (the model's VAE x patch size, ModelInfo::
   // size_multiple(); 32 for Wan); lines that are not are rejected with the nearest values.
   int size_multiple = 16;
