@@ -1,13 +1,42 @@
 #include "omnidp/cli/compare.hpp"
 
 #include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cmath>
 #include <iostream>
+#include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/error_text.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/compare.hpp"
 
 namespace omnidp::cli {
+
+namespace {
+
+// A finite number > 0, its bound written as such: CLI::PositiveNumber's message printed the
+// largest double in full, 309 digits (issue 52, class 15).
+CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0.0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range && end == text.data() + text.size()) {
+          return "'" + one_line(text) + "' is out of range (expected a finite number > 0)";
+        }
+        if (ec != std::errc{} || end != text.data() + text.size()) {
+          return "'" + one_line(text) + "' is not a number";
+        }
+        if (std::isfinite(value) && value > 0.0) return {};
+        return shortest(value) + " is out of range (expected a finite number > 0)";
+      },
+      "NUMBER > 0");
+}
+
+}  // namespace
 
 int compare_main(int argc, char** argv) {
   CLI::App app{
@@ -41,7 +70,7 @@ int compare_main(int argc, char** argv) {
       app.add_option("--min-psnr", min_psnr,
                      "requests whose hashes differ pass when their PSNR is at least DB")
           ->type_name("DB")
-          ->check(CLI::PositiveNumber);
+          ->check(positive_finite());
   app.set_version_flag("--version", version_line());
   try {
     app.parse(argc, argv);
@@ -62,7 +91,7 @@ int compare_main(int argc, char** argv) {
               << std::flush;
     return report.passed(allow_missing) ? 0 : 1;
   } catch (const Error& e) {
-    std::cerr << "omni-dp-compare: " << e.what() << "\n";
+    std::cerr << "omni-dp-compare: " << one_line(e.what()) << "\n";
     return static_cast<int>(ExitCode::usage);
   }
 }
