@@ -18,6 +18,7 @@
 
 #include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/error_text.hpp"
 #include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
@@ -97,7 +98,8 @@ int env_int(std::initializer_list<const char*> names, int fallback) {
 }
 
 // Output of this process: only the launcher's rank 0 writes to the terminal, so an error
-// shared by every rank appears once.
+// shared by every rank appears once. Errors and warnings are one line: control characters of
+// the values they quote are escaped (one_line).
 class Console {
  public:
   explicit Console(int rank) : rank_(rank) {}
@@ -107,13 +109,21 @@ class Console {
   }
   void error(const std::string& message) const {
     if (speaks()) {
-      std::cerr << kProgram << ": error: " << message << '\n' << std::flush;
+      print_error(message);
     } else {
       log_debug(std::string("error (printed by rank 0): ") + message);
     }
   }
+  // On this rank whatever it is: the rank a job's ranks chose to report (stop_before_job).
+  void print_error(const std::string& message) const {
+    std::cerr << kProgram << ": error: " << one_line(message)
+              << (rank_ == 0 ? std::string() : fmt::format(" (rank {})", rank_)) << '\n'
+              << std::flush;
+  }
   void warning(const std::string& message) const {
-    if (speaks()) std::cerr << kProgram << ": warning: " << message << '\n' << std::flush;
+    if (speaks()) {
+      std::cerr << kProgram << ": warning: " << one_line(message) << '\n' << std::flush;
+    }
   }
 
  private:
@@ -296,6 +306,12 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
     for (const auto& file : merged.unreadable_files) {
       console.warning(file + ": unreadable rank file, skipped");
     }
+    if (merged.rows_without_video > 0) {
+      console.warning(fmt::format(
+          "{}: {} ok row(s) not merged: their stored video is missing or unreadable (a rank "
+          "died between the video and its row; a rerun generates them again)",
+          folder.string(), merged.rows_without_video));
+    }
     console.out(fmt::format("{}: {} requests from {} rank file{} (summary: {})\n",
                             merged.path.string(), merged.rows, merged.rank_files.size(),
                             merged.rank_files.size() == 1 ? "" : "s", merged.summary_source));
@@ -307,9 +323,16 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   return static_cast<int>(ExitCode::ok);
 }
 
+// `reported`: set once the job's error is printed (by rank 0, before MPI_Finalize).
 int run(const Config& config, bool resume, bool resume_mixed, bool verify,
-        std::optional<runtime::Deadline> deadline) {
+        std::optional<runtime::Deadline> deadline, const Console& console, bool& reported) {
   runtime::JobOptions options;
+  options.report_error = [&console, &reported](const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    console.error(error != nullptr ? std::string(e.what())
+                                   : std::string("internal error: ") + e.what());
+    reported = true;
+  };
   options.config = config;
   options.resume = resume;
   options.resume_mixed = resume_mixed;
@@ -326,6 +349,31 @@ int run(const Config& config, bool resume, bool resume_mixed, bool verify,
         return video_export::with_export(rank_files(info), config.output);
       };
   return static_cast<int>(runtime::run_job(options));
+}
+
+// A job's ranks under a launcher: its world size (1 alone).
+int launcher_world_size() { return env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1); }
+
+// The modes that run no job (they need no other rank): rank 0 alone does them.
+bool runs_no_job(const BatchOptions& o) {
+  return o.version || o.validate_only || o.dry_run || !o.merge_only.empty();
+}
+
+// An error that stops this rank before the job: printed by rank 0 alone, else, for a job's
+// ranks under a launcher (where the first rank to exit makes it stop the others, rank 0
+// perhaps before it printed), by the lowest rank that stopped, once every rank has started
+// (runtime::stop_before_job; the ranks that did not stop exit 2 too).
+int stop(const Console& console, const std::string& message, ExitCode code, bool job_ranks) {
+  if (job_ranks && launcher_world_size() > 1) {
+    try {
+      runtime::stop_before_job([&] { console.print_error(message); });
+    } catch (const std::exception& e) {  // MPI cannot start: this rank says why it stopped
+      console.print_error(message + " (and MPI could not start to coordinate: " + e.what() + ")");
+    }
+  } else {
+    console.error(message);
+  }
+  return static_cast<int>(code);
 }
 
 }  // namespace
@@ -350,10 +398,14 @@ int batch_main(int argc, char** argv) {
     console.out(app.help("", CLI::AppFormatMode::All));
     return static_cast<int>(ExitCode::ok);
   } catch (const CLI::ParseError& e) {
-    console.error(std::string(e.what()) + " (see --help)");
-    return static_cast<int>(ExitCode::usage);
+    // Every rank has the same command line: all of them stop here.
+    return stop(console, std::string(e.what()) + " (see --help)", ExitCode::usage, true);
   }
+  // The other ranks of a launcher exit at once (0): the exit code and the messages are rank
+  // 0's, and no rank can exit with an error before rank 0 has printed its own.
+  if (!console.speaks() && runs_no_job(o)) return static_cast<int>(ExitCode::ok);
 
+  bool reported = false;  // by run_job's report_error hook
   try {
     if (o.version) {
       console.out(version_line() + "\n");
@@ -375,13 +427,14 @@ int batch_main(int argc, char** argv) {
           o.world_size > 0 ? o.world_size : env_int({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1);
       return dry_run(config, resume, o.resume_mixed, o.verify, world_size, console);
     }
-    return run(config, resume, o.resume_mixed, o.verify, std::move(deadline));
+    return run(config, resume, o.resume_mixed, o.verify, std::move(deadline), console, reported);
   } catch (const Error& e) {
-    console.error(e.what());
-    return static_cast<int>(e.exit_code());
+    if (reported) return static_cast<int>(e.exit_code());
+    return stop(console, e.what(), e.exit_code(), !runs_no_job(o));
   } catch (const std::exception& e) {
-    console.error(std::string("internal error: ") + e.what());
-    return static_cast<int>(ExitCode::some_failed);
+    if (reported) return static_cast<int>(ExitCode::some_failed);
+    return stop(console, std::string("internal error: ") + e.what(), ExitCode::some_failed,
+                !runs_no_job(o));
   }
 }
 

@@ -1,10 +1,16 @@
 #include "omnidp/cli/compare.hpp"
 
 #include <CLI/CLI.hpp>
+
+#include <charconv>
+#include <cmath>
 #include <iostream>
+#include <string>
 
 #include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/error_text.hpp"
+#include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/compare.hpp"
 
@@ -65,7 +71,7 @@ int compare_main(int argc, char** argv) {
               << std::flush;
     return report.passed(allow_missing) ? 0 : 1;
   } catch (const Error& e) {
-    std::cerr << "omni-dp-compare: " << e.what() << "\n";
+    std::cerr << "omni-dp-compare: " << one_line(e.what()) << "\n";
     return static_cast<int>(ExitCode::usage);
   }
 }

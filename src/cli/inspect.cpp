@@ -16,6 +16,7 @@
 
 #include "omnidp/cli/number_options.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/error_text.hpp"
 #include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/config/numerics.hpp"
@@ -135,7 +136,11 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "requests:     " << s.total << " total, " << s.completed << " completed, " << s.failed
     << " failed, " << s.skipped_resume << " skipped (done before)\n"
     << "rows:         " << run.rows.size() << " (" << run.duplicates_dropped
-    << " duplicate(s) dropped)\n";
+    << " duplicate(s) dropped"
+    << (run.rows_without_video == 0
+            ? std::string()
+            : fmt::format(", {} ok row(s) without their video dropped", run.rows_without_video))
+    << ")\n";
   const auto by_profile = profiles(run);
   if (by_profile.size() == 1) {
     o << "numerics:     " << profile_line(by_profile[0].first, by_profile[0].second) << "\n";
@@ -183,7 +188,8 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     << "):\n";
   for (std::size_t i = 0; i < failed.size() && i < options.max_list; ++i) {
     const auto& r = failed[i]->record;
-    o << "  " << r.id << " (rank " << r.rank << ", attempt " << r.attempt << "): " << r.error << "\n";
+    o << "  " << one_line(r.id) << " (rank " << r.rank << ", attempt " << r.attempt
+      << "): " << one_line(r.error) << "\n";
   }
 
   const auto slow = slowest(run, options.slowest);
@@ -193,7 +199,7 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     const auto& r = row->record;
     const std::string size = fmt::format("{}x{}", r.width, r.height);
     o << fmt::format("{:>10.3f}{:>6}  {:<8}{:>6}  ", r.seconds, r.rank, to_string(r.status), r.frames)
-      << size << std::string(size.size() < 12 ? 12 - size.size() : 1, ' ') << r.id << "\n";
+      << size << std::string(size.size() < 12 ? 12 - size.size() : 1, ' ') << one_line(r.id) << "\n";
   }
   return o.str();
 }
@@ -216,6 +222,7 @@ std::string inspect_to_json(const video_export::StoredRun& run, const InspectOpt
   j["git_revision"] = run.info.git_revision;
   j["rows"] = run.rows.size();
   j["duplicates_dropped"] = run.duplicates_dropped;
+  j["rows_without_video"] = run.rows_without_video;
   j["numerics_profiles"] = Json::array();
   for (const auto& [profile, rows] : profiles(run)) {
     j["numerics_profiles"].push_back({{"profile", profile}, {"rows", rows}});
@@ -303,7 +310,7 @@ int inspect_main(int argc, char** argv) {
     std::cout << (json ? inspect_to_json(run, options) : format_inspect(run, options)) << std::flush;
     return 0;
   } catch (const Error& e) {
-    std::cerr << kProgram << ": " << e.what() << "\n";
+    std::cerr << kProgram << ": " << one_line(e.what()) << "\n";
     return static_cast<int>(ExitCode::usage);
   }
 }

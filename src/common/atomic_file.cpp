@@ -45,9 +45,30 @@ fs::path replacement_target(const fs::path& path, std::string_view what) {
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
   const auto status = fs::status(target, ec);
+  // A link of /proc (/proc/self/fd/1, /dev/stdout) leads to "pipe:[123]", no path: what it
+  // opens is what the user's path names.
+  const auto opened = fs::status(path, ec);
+  if (!fs::exists(status) && fs::exists(opened)) {
+    throw IoError(path.string(),
+                  std::string(what) + " goes to a regular file or a new path, not " +
+                      (fs::is_regular_file(opened)
+                           ? "a file without a path ('" + target.filename().string() + "')"
+                           : std::string(file_kind(opened.type()))));
+  }
   if (!fs::exists(status) || fs::is_regular_file(status)) return target;
   throw IoError(path.string(), std::string(what) + " goes to a regular file or a new path, not " +
                                    file_kind(status.type()));
+}
+
+void create_temporary(const fs::path& tmp, const fs::path& path, std::string_view what) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int saved = errno;
+    const fs::path folder = tmp.parent_path().empty() ? fs::path(".") : tmp.parent_path();
+    throw IoError(path.string(), fmt::format("cannot create {}: {} (creating a file in '{}')", what,
+                                             std::strerror(saved), folder.string()));
+  }
+  ::close(fd);
 }
 
 fs::path temporary_beside(const fs::path& path) {
@@ -78,18 +99,23 @@ void write_file_atomically(const fs::path& path, std::string_view bytes, std::st
                            Durability durability) {
   std::error_code ec;
   if (fs::is_character_file(fs::status(path, ec))) {  // /dev/null, /dev/stdout: in place
+    errno = 0;
     std::ofstream out(path, std::ios::binary);
-    if (!out) throw IoError(path.string(), "cannot open " + std::string(what));
+    if (!out) {
+      throw IoError(path.string(), "cannot open " + std::string(what) +
+                                       (errno != 0 ? ": " + std::string(std::strerror(errno)) : ""));
+    }
     write_checked(out, bytes, path, what);
     return;
   }
   const fs::path target = replacement_target(path, what);
   const fs::path tmp = temporary_beside(target);
   try {
+    create_temporary(tmp, path, what);
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw IoError(tmp.string(), "cannot create " + std::string(what));
-      write_checked(out, bytes, tmp, what);
+      if (!out) throw IoError(path.string(), "cannot create " + std::string(what));
+      write_checked(out, bytes, path, what);
     }
     if (durability == Durability::synced) fsync_path(tmp);
   } catch (...) {

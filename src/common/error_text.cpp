@@ -1,5 +1,7 @@
 #include "omnidp/common/error_text.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 
 namespace omnidp {
@@ -36,6 +38,26 @@ std::string without_backtrace(std::string_view what) {
     message.remove_suffix(1);
   }
   return std::string(message);
+}
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 }  // namespace omnidp

@@ -1246,10 +1246,20 @@ Config default_config() {
 void apply_overrides(Config& config, const std::vector<std::string>& assignments) {
   for (const auto& assignment : assignments) {
     const auto eq = assignment.find('=');
-    if (eq == std::string::npos || eq == 0) {
+    if (eq == std::string::npos) {
       throw ConfigError("--set", "'" + assignment + "' is not of the form section.key=value");
     }
     const std::string path = assignment.substr(0, eq);
+    // Every name of the key path is there: ".x", "x.", "a..b" and "" are refused, not read as
+    // the names around the gap.
+    if (path.empty()) {
+      throw ConfigError("--set",
+                        "'" + assignment + "': the key path is empty (expected section.key=value)");
+    }
+    if (path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos) {
+      throw ConfigError("--set", "'" + assignment + "': the key path '" + path +
+                                     "' has an empty name (expected section.key=value)");
+    }
     const std::string value = assignment.substr(eq + 1);
     const auto dot = path.find('.');
     const std::string section_key = path.substr(0, dot);

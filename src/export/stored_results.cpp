@@ -62,7 +62,8 @@ StoredRun read_stored_run(const fs::path& path) {
                          where.first, ids.size() == 1 ? "" : "s", named,
                          ids.size() == 1 ? "its video" : "their videos", where.second));
   }
-  run.rows = results::select_rows(std::move(read.rows), &run.duplicates_dropped);
+  run.rows =
+      results::select_rows(std::move(read.rows), &run.duplicates_dropped, &run.rows_without_video);
 
   // One merged results.h5 carries its figures; several shards' are recomputed from their rows.
   const bool merged = run.info.format == results::kResultsFormat && run.files.size() == 1;

@@ -141,6 +141,7 @@ void encode_atomically(const Video& video, int fps, const fs::path& path, const 
   check_input(video, fps, path);
   const fs::path target = replacement_target(path, "the video");
   const fs::path tmp = temporary_beside(target);
+  create_temporary(tmp, path, "the video");  // an unwritable folder: errno's reason, `path`
   try {
     encode(video, fps, path, tmp, spec);
   } catch (...) {

@@ -64,7 +64,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
   }
   if (result.rank_files.empty()) throw IoError(dir.string(), "no readable rank file to merge");
 
-  const auto selected = select_rows(std::move(all), &result.duplicates_dropped);
+  const auto selected =
+      select_rows(std::move(all), &result.duplicates_dropped, &result.rows_without_video);
   result.rows = selected.size();
 
   // The figures describe the rows merged, or they are recomputed from them (docs/results.md,
@@ -99,6 +100,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
   const auto tmp = temporary_beside(target);
   std::error_code ec;
   std::filesystem::remove(tmp, ec);
+  // A folder that cannot take the file: one line naming results.h5 and errno's reason.
+  create_temporary(tmp, result.path, "the merged results");
   try {
     h5::File file = h5::create_file(tmp.string(), true);
     const hid_t root = file.id();
@@ -116,6 +119,8 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     h5::write_attribute(root, "unreadable_files", result.unreadable_files);
     h5::write_attribute(root, "duplicates_dropped",
                         static_cast<std::int64_t>(result.duplicates_dropped));
+    h5::write_attribute(root, "rows_without_video",
+                        static_cast<std::int64_t>(result.rows_without_video));
     {
       // Copied a block at a time (the rows are already in memory once, as `selected`).
       h5::Dataset table = create_requests_table(root, kRequestsPath);

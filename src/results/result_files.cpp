@@ -283,9 +283,12 @@ FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>
   return out;
 }
 
-std::vector<StoredRow> select_rows(std::vector<StoredRow> rows, std::size_t* dropped) {
-  const std::size_t before = rows.size();
+std::vector<StoredRow> select_rows(std::vector<StoredRow> rows, std::size_t* dropped,
+                                   std::size_t* without_video) {
+  const std::size_t read = rows.size();
   std::erase_if(rows, [](const StoredRow& r) { return r.video_expected && !r.video_present; });
+  if (without_video != nullptr) *without_video = read - rows.size();
+  const std::size_t before = rows.size();
   // Best row of an id first: a stable sort of indices (rows are large; their temporary copies
   // would double the memory of a 10^6-row merge), then the permutation applied in place.
   std::vector<std::size_t> order(rows.size());

@@ -137,7 +137,23 @@ GroupCollectives make_group_collectives(const Communicator& world, const Topolog
 
 std::string gcost(double cost) { return fmt::format("{:.4g}", cost / 1e9); }
 
+// The lowest rank that stopped before its job (`stopped` on this rank), or the world size when
+// none did: one MPI_Allreduce, the first collective of every rank of a job.
+int first_stopped_rank(const Communicator& world, bool stopped) {
+  int first = stopped ? world.rank() : world.size();
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, world.get()),
+            "MPI_Allreduce (the ranks that stopped before the job)");
+  return first;
+}
+
 }  // namespace
+
+void stop_before_job(const std::function<void()>& report) {
+  const MpiEnvironment env(MPI_THREAD_FUNNELED);
+  const Communicator world = Communicator::world();
+  if (first_stopped_rank(world, true) == world.rank()) report();
+  // env's MPI_Finalize: no rank leaves it before the reporting rank has reached it.
+}
 
 SinkFactory results_sink_factory(const Config& config) {
   return [config](const SinkInfo& info) -> std::unique_ptr<ResultSink> {
@@ -169,40 +185,53 @@ ExitCode run_job(const JobOptions& options) {
   const int rank = world.rank();
   const int size = world.size();
   set_log_rank(rank);
-  // Checks every rank makes alike, so they all stop with the same error (exit 2).
-  const Topology topology = make_topology(opts.config.parallel, size);
-  results::check_output_support(opts.config.output);
+  // An error that stops the job is reported before env's MPI_Finalize: the launcher cannot
+  // stop this rank (another one exited first) before it has printed it (issue 52, class 15).
+  try {
+    // A rank that stopped before its run_job (stop_before_job) joins this first collective.
+    if (const int stopped = first_stopped_rank(world, false); stopped < size) {
+      log_debug(fmt::format("rank {} stopped before the job (it prints why): exit 2", stopped));
+      return ExitCode::usage;
+    }
+    // Checks every rank makes alike, so they all stop with the same error (exit 2).
+    const Topology topology = make_topology(opts.config.parallel, size);
+    results::check_output_support(opts.config.output);
 
-  const Communicator node = world.split_shared();
-  const Communicator group = world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
-  MpiTransport world_transport(world);
-  const std::string host = host_name();
-  // Before any work: a node-local output folder stops the job here (exit 2).
-  if (!opts.config.output.dir.empty()) {
-    check_shared_output_dir(world_transport, opts.config.output.dir, host);
-  }
-  std::optional<MpiTransport> group_transport;
-  if (!group.null()) group_transport.emplace(group);
-  const GroupCollectives collectives =
-      make_group_collectives(world, topology, opts.config, node.rank(), host);
+    const Communicator node = world.split_shared();
+    const Communicator group =
+        world.split(topology.group_size > 1 ? topology.replica(rank) : -1, rank);
+    MpiTransport world_transport(world);
+    const std::string host = host_name();
+    // Before any work: a node-local output folder stops the job here (exit 2).
+    if (!opts.config.output.dir.empty()) {
+      check_shared_output_dir(world_transport, opts.config.output.dir, host);
+    }
+    std::optional<MpiTransport> group_transport;
+    if (!group.null()) group_transport.emplace(group);
+    const GroupCollectives collectives =
+        make_group_collectives(world, topology, opts.config, node.rank(), host);
 
-  if (rank == 0) {
-    std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
-              << effective_config_yaml(opts.config) << std::flush;
+    if (rank == 0) {
+      std::cout << "# omni-dp effective configuration (" << size << " rank(s))\n"
+                << effective_config_yaml(opts.config) << std::flush;
+    }
+    RankSetup setup;
+    setup.options = &opts;
+    setup.world = &world_transport;
+    setup.group = group_transport ? &*group_transport : nullptr;
+    setup.axes = collectives.axes();
+    setup.topology = topology;
+    setup.local_rank = node.rank();
+    setup.host = host;
+    setup.signal_level = [] { return DrainSignals::count(); };
+    setup.last_signal = [] { return DrainSignals::last(); };
+    setup.progress_out = stderr;
+    setup.progress_in_place = isatty(fileno(stderr)) != 0;
+    return run_rank(setup);
+  } catch (const std::exception& e) {
+    if (opts.report_error) opts.report_error(e);
+    throw;
   }
-  RankSetup setup;
-  setup.options = &opts;
-  setup.world = &world_transport;
-  setup.group = group_transport ? &*group_transport : nullptr;
-  setup.axes = collectives.axes();
-  setup.topology = topology;
-  setup.local_rank = node.rank();
-  setup.host = host;
-  setup.signal_level = [] { return DrainSignals::count(); };
-  setup.last_signal = [] { return DrainSignals::last(); };
-  setup.progress_out = stderr;
-  setup.progress_in_place = isatty(fileno(stderr)) != 0;
-  return run_rank(setup);
 }
 
 void print_plan(const JobOptions& options, int world_size, std::ostream& out) {

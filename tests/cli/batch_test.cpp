@@ -7,6 +7,12 @@
 #include <gtest/gtest.h>
 #include <png.h>
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -288,12 +294,28 @@ TEST(BatchCli, UnreadableManifestExits2) {
                             dir.path().string() + "': it is a folder\n");
 }
 
+// Issue 52, class 15: the modes that run no job are rank 0's alone; another rank exits 0 at once,
+// printing nothing, so it can never exit with an error before rank 0 has printed its own (the
+// launcher then stops rank 0: a bad --set under mpirun exited 2 with no line at all). A job's
+// error on another rank without a launcher's world size is logged (debug) there, exit 2.
 TEST(BatchCli, OnlyRankZeroPrints) {
   const ScopedEnv rank("OMPI_COMM_WORLD_RANK", "1");
   const Outcome error = run_batch({"--validate-only", "--set", "scheduler.polcy=dynamic"});
-  EXPECT_EQ(error.code, 2);
+  EXPECT_EQ(error.code, 0);
   EXPECT_EQ(error.err, "");
   EXPECT_EQ(error.out, "");
+  for (const std::vector<std::string>& mode :
+       {std::vector<std::string>{"--dry-run", "--set", "scheduler.polcy=dynamic"},
+        std::vector<std::string>{"--merge-only", "/nonexistent/omnidp"}}) {
+    const Outcome other = run_batch(mode);
+    EXPECT_EQ(other.code, 0) << mode[0];
+    EXPECT_EQ(other.err, "") << mode[0];
+    EXPECT_EQ(other.out, "") << mode[0];
+  }
+  const Outcome job = run_batch({"--set", "scheduler.polcy=dynamic"});
+  EXPECT_EQ(job.code, 2);
+  EXPECT_EQ(job.err, "");
+  EXPECT_EQ(job.out, "");
   const Outcome ok = run_batch({"--validate-only", "--config", (kConfigs / "tiny.yaml").string()});
   EXPECT_EQ(ok.code, 0);
   EXPECT_EQ(ok.out, "");
@@ -616,6 +638,100 @@ TEST(BatchCli, MergeOnlyMergesEveryShardOfAJobArrayFolder) {
   const Outcome empty = run_batch({"--merge-only", (dir.path() / "logs").string()});
   EXPECT_EQ(empty.code, 2) << empty.err;
   EXPECT_NE(empty.err.find("omni-dp-batch: error: "), std::string::npos) << empty.err;
+}
+
+// Issue 52, class 15: a value echoed in an error is one line: a key path or a value holding a
+// newline or an escape sequence is written with escapes (a raw newline split the error).
+TEST(BatchCli, ValuesInErrorsAreEscapedToOneLine) {
+  const Outcome key = run_batch({"--validate-only", "--set", "scheduler.polcy\nx=1"});
+  EXPECT_EQ(key.code, 2);
+  EXPECT_EQ(key.err,
+            "omni-dp-batch: error: scheduler.polcy\\nx: unknown key (valid: policy, order, "
+            "prefetch, max_retries, request_timeout_s, lookahead, heartbeat_s, silent_timeout_s, "
+            "deadline_margin_s)\n");
+  const Outcome value = run_batch({"--validate-only", "--set", "model.name=\"tiny\\e[31m\""});
+  EXPECT_EQ(value.code, 2);
+  EXPECT_EQ(value.err.find('\x1b'), std::string::npos) << value.err;
+  EXPECT_EQ(value.err.rfind("omni-dp-batch: error: model.name: unknown model 'tiny\\x1b[31m' ", 0), 0U)
+      << value.err;
+  const Outcome tab = run_batch({"--validate-only", "--set", "model.dtype=\"bf\\t16\""});
+  EXPECT_EQ(tab.code, 2);
+  EXPECT_EQ(tab.err.rfind("omni-dp-batch: error: model.dtype: invalid value 'bf\\t16' ", 0), 0U)
+      << tab.err;
+  for (const Outcome& o : {key, value, tab}) {
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
+}
+
+// Issue 52, class 15: a key path with an empty name is an error naming the assignment.
+TEST(BatchCli, AnEmptyNameInASetKeyPathIsAnError) {
+  for (const std::string set : {".x=5", "x.=5", "a..b=5", "scheduler.=dynamic"}) {
+    const Outcome o = run_batch({"--validate-only", "--set", set});
+    EXPECT_EQ(o.code, 2) << set;
+    EXPECT_EQ(o.err, "omni-dp-batch: error: --set: '" + set + "': the key path '" +
+                         set.substr(0, set.find('=')) +
+                         "' has an empty name (expected section.key=value)\n");
+  }
+  const Outcome empty = run_batch({"--validate-only", "--set", "=5"});
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_EQ(empty.err,
+            "omni-dp-batch: error: --set: '=5': the key path is empty (expected "
+            "section.key=value)\n");
+}
+
+// Issue 52, class 15: --merge-only on a folder that cannot take results.h5 printed HDF5's whole
+// error stack naming ".results.h5.tmp-<pid>-<n>". One line: results.h5 and errno's reason. As
+// root the folder is a read-only bind mount in a private mount namespace (EROFS), else a folder
+// without write permission (EACCES); skipped where neither can be made.
+TEST(BatchCli, MergeOnlyIntoAReadOnlyFolderIsOneLine) {
+  TempDir dir;
+  const std::filesystem::path run = dir.path() / "run";
+  std::filesystem::create_directories(run);
+  results::testing::write_rank(run, 0, 1, {"a", "b"});
+  const std::filesystem::path err_file = dir.path() / "stderr.txt";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string reason = "Permission denied";
+    if (::geteuid() == 0) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount(run.c_str(), run.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+          ::mount(nullptr, run.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) {
+        ::_exit(77);
+      }
+      reason = "Read-only file system";
+    } else {
+      std::filesystem::permissions(
+          run, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    }
+    const int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    std::string arg0 = "omni-dp-batch";
+    std::string arg1 = "--merge-only";
+    std::string arg2 = run.string();
+    std::vector<char*> argv{arg0.data(), arg1.data(), arg2.data(), nullptr};
+    const int code = batch_main(3, argv.data());
+    std::fflush(stderr);
+    std::ofstream(dir.path() / "reason.txt") << reason;
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  std::filesystem::permissions(run, std::filesystem::perms::owner_all);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no read-only folder can be made here";
+  std::ifstream reason_in(dir.path() / "reason.txt");
+  std::string reason;
+  std::getline(reason_in, reason);
+  std::ifstream in(err_file);
+  std::ostringstream err;
+  err << in.rdbuf();
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // an I/O error (docs/cli.md)
+  EXPECT_EQ(err.str(), "omni-dp-batch: error: " + (run / "results.h5").string() +
+                           ": cannot create the merged results: " + reason +
+                           " (creating a file in '" + run.string() + "')\n");
+  EXPECT_FALSE(std::filesystem::exists(run / "results.h5"));
 }
 
 }  // namespace

@@ -285,5 +285,32 @@ TEST_F(CompareCli, EveryUnreadableVideoIsReportedAndTheOthersCompared) {
   EXPECT_FALSE(j["passed"].get<bool>());
 }
 
+// Issue 52, class 15: --min-psnr -1 printed its bound as the largest double written out, 309
+// digits. Each refused value is named with the bound in words.
+TEST_F(CompareCli, BoundsAreWrittenReadably) {
+  const std::string help = "Run with --help for more information.\n";
+  const auto error_of = [&](const std::string& value) {
+    const Outcome o = run_compare({"--min-psnr", value, a(), b()});
+    EXPECT_EQ(o.code, 2) << value;
+    return o.err;
+  };
+  EXPECT_EQ(error_of("-1"), "--min-psnr: -1 is out of range (expected a finite number > 0)\n" + help);
+  EXPECT_EQ(error_of("0"), "--min-psnr: 0 is out of range (expected a finite number > 0)\n" + help);
+  EXPECT_EQ(error_of("inf"),
+            "--min-psnr: inf is out of range (expected a finite number > 0)\n" + help);
+  EXPECT_EQ(error_of("nan"),
+            "--min-psnr: nan is out of range (expected a finite number > 0)\n" + help);
+  EXPECT_EQ(error_of("1e999"),
+            "--min-psnr: '1e999' is out of range (expected a finite number > 0)\n" + help);
+  EXPECT_EQ(error_of("loud"), "--min-psnr: 'loud' is not a number\n" + help);
+  const Outcome level = run_compare({"--max-level-diff", "300", a(), b()});
+  EXPECT_EQ(level.code, 2);
+  EXPECT_EQ(level.err, "--max-level-diff: Value 300 not in range 0 to 255\n" + help);
+  for (const char* value : {"-1", "0", "inf", "1e999", "loud"}) {
+    const std::string err = error_of(value);
+    EXPECT_LT(err.size(), 120U) << err;
+  }
+}
+
 }  // namespace
 }  // namespace omnidp::cli

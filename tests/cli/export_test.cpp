@@ -110,7 +110,8 @@ TEST_F(ExportCli, Mp4OfEveryOkVideoDecodesBack) {
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   EXPECT_EQ(o.out, "x -> " + (out() / "x.mp4").string() + " (2 frames, 6x4, 24 fps)\n" + "y/1 -> " +
                        (out() / "y%2F1.mp4").string() + " (2 frames, 6x4, 24 fps)\n" +
-                       "exported 2 of 2 video(s) as mp4 to " + out().string() + "\n");
+                       "exported 2 of 2 video(s) as mp4 to " + out().string() +
+                       "; 1 failed request(s) have no video\n");
   for (const char* name : {"x.mp4", "y%2F1.mp4"}) {
     const auto d = video_export::testing::decode_file(out() / name);
     EXPECT_EQ(d.codec, "h264");
@@ -158,6 +159,90 @@ TEST(ExportRecovered, AnUnreadableRankFileIsSkippedWithOneWarning) {
   EXPECT_NE(o.err.find(warning), std::string::npos) << o.err;
   EXPECT_EQ(o.err.find(warning), o.err.rfind(warning)) << o.err;
   EXPECT_TRUE(fs::exists(out.path() / "png" / "y" / "frame-00001.png"));
+}
+
+// Issue 52, class 15: a folder a running job writes said "exported 0 of 0" while it skipped its
+// ok rows. Every ok row counts in the total; the line says how many were not exported and why
+// (exit 1: not every video was written); a failed request is named as such.
+TEST(ExportLive, RowsOfARunningJobAreCountedAndNamed) {
+  rt::ScratchDir run("export-live");
+  rt::ScratchDir out("export-live-out");
+  const fs::path png = out.path() / "png";
+  rt::LiveRank live(run.path(), 0, 2, {"a", "b"});
+  const std::string why =
+      "2 ok row(s) not exported: a running job is writing their rank file (their videos can be "
+      "read once that job has ended)";
+  const Outcome only_live =
+      run_export({run.path().string(), "--format", "png", "--out", png.string()});
+  EXPECT_EQ(only_live.code, 1) << only_live.err;
+  EXPECT_EQ(only_live.out, "exported 0 of 2 video(s) as png to " + png.string() + "; " + why + "\n");
+  rt::write_rank(run.path(), 1, 2, {"c"});
+  rt::write_failed_rank(run.path(), 1, 2, {"z"});
+  const Outcome mixed = run_export({run.path().string(), "--format", "png", "--out", png.string()});
+  EXPECT_EQ(mixed.code, 1) << mixed.err;
+  EXPECT_EQ(mixed.out, "c -> " + (png / "c").string() + " (2 frames, 6x4, 24 fps)\n" +
+                           "exported 1 of 3 video(s) as png to " + png.string() + "; " + why +
+                           "; 1 failed request(s) have no video\n");
+  ASSERT_EQ(live.finish(), 0);
+  const Outcome after = run_export({run.path().string(), "--format", "png", "--out", png.string()});
+  EXPECT_EQ(after.code, 0) << after.err;
+  EXPECT_NE(after.out.find("\nexported 3 of 3 video(s) as png to " + png.string() +
+                           "; 1 failed request(s) have no video\n"),
+            std::string::npos)
+      << after.out;
+}
+
+// Issue 52, class 15: --ids splits at commas, so an id holding one could not be chosen. --id
+// takes one id exactly (repeatable), --ids-file one id a line; all three combine, each id once.
+TEST(ExportIds, AnIdWithACommaIsChosenByIdOrIdsFile) {
+  rt::ScratchDir run("export-ids");
+  rt::ScratchDir out("export-ids-out");
+  rt::write_rank(run.path(), 0, 1, {"a,b", "c", "d e"});
+  const fs::path png = out.path() / "png";
+  const Outcome split =
+      run_export({run.path().string(), "--format", "png", "--out", png.string(), "--ids", "a,b"});
+  EXPECT_EQ(split.code, 1);
+  EXPECT_EQ(split.err, "omni-dp-export: skipped 'a': no such request in " + run.path().string() +
+                           "\nomni-dp-export: skipped 'b': no such request in " +
+                           run.path().string() + "\n");
+  EXPECT_EQ(split.out, "exported 0 of 2 video(s) as png to " + png.string() +
+                           "; 2 --ids entries skipped (named above)\n");
+  const Outcome exact = run_export(
+      {run.path().string(), "--format", "png", "--out", png.string(), "--id", "a,b", "--id", "c"});
+  EXPECT_EQ(exact.code, 0) << exact.err;
+  EXPECT_EQ(exact.out, "a,b -> " + (png / "a,b").string() + " (2 frames, 6x4, 24 fps)\n" + "c -> " +
+                           (png / "c").string() + " (2 frames, 6x4, 24 fps)\n" +
+                           "exported 2 of 2 video(s) as png to " + png.string() + "\n");
+  const fs::path list = out.path() / "ids.txt";
+  std::ofstream(list) << "a,b\r\n\nd e\nc\n";
+  const Outcome file =
+      run_export({run.path().string(), "--format", "png", "--out", (out.path() / "f").string(),
+                  "--ids-file", list.string(), "--ids", "c", "--id", "a,b"});
+  EXPECT_EQ(file.code, 0) << file.err;
+  EXPECT_NE(file.out.find("exported 3 of 3 video(s)"), std::string::npos) << file.out;
+  EXPECT_TRUE(fs::exists(out.path() / "f" / "d e" / "frame-00001.png"));
+  const Outcome missing = run_export({run.path().string(), "--format", "png", "--out", png.string(),
+                                      "--ids-file", (out.path() / "no").string()});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(missing.err,
+            "omni-dp-export: --ids-file: '" + (out.path() / "no").string() + "' does not exist\n");
+  const Outcome folder = run_export({run.path().string(), "--format", "png", "--out", png.string(),
+                                     "--ids-file", out.path().string()});
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_EQ(folder.err,
+            "omni-dp-export: --ids-file: '" + out.path().string() + "' is not a regular file\n");
+}
+
+// Issue 52, class 15: an id holding a newline or an escape sequence is echoed escaped, one line.
+TEST(ExportIds, IdsInMessagesAreOneLine) {
+  rt::ScratchDir run("export-ids-nl");
+  rt::ScratchDir out("export-ids-nl-out");
+  rt::write_rank(run.path(), 0, 1, {"a"});
+  const Outcome o = run_export({run.path().string(), "--format", "png", "--out",
+                                (out.path() / "png").string(), "--id", "x\ny\x1b[2J"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.err, "omni-dp-export: skipped 'x\\ny\\x1b[2J': no such request in " +
+                       run.path().string() + "\n");
 }
 
 }  // namespace

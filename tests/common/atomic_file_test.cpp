@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -52,7 +53,11 @@ TEST(AtomicFile, FailuresNameTheFileAndCleanUp) {
   const auto missing = dir.path() / "no" / "m.prom";
   const auto message =
       test::error_of<IoError>([&] { write_file_atomically(missing, "x", "the metrics textfile"); });
-  EXPECT_NE(message.find("cannot create the metrics textfile"), std::string::npos) << message;
+  // The path as given and errno's reason, never the temporary's name (issue 52, class 15).
+  EXPECT_EQ(message, missing.string() +
+                         ": cannot create the metrics textfile: No such file or directory "
+                         "(creating a file in '" +
+                         missing.parent_path().string() + "')");
   // A folder where the file should be: refused before anything is written.
   fs::create_directories(dir.path() / "taken" / "inner");
   EXPECT_EQ(test::error_of<IoError>(
@@ -104,6 +109,53 @@ TEST(AtomicFile, OnlyRegularFilesAreReplaced) {
   }
   EXPECT_EQ(test::error_of<IoError>([&] { (void)replacement_target("/dev/null", "the video"); }),
             "/dev/null: the video goes to a regular file or a new path, not a character device");
+}
+
+// Issue 52, class 15: a file that cannot be created was "cannot create the report" with no
+// reason, naming ".report.html.tmp-<pid>-<n>"; /proc/self/fd/N of a pipe was named
+// ".pipe:[123].tmp-...". Each member: the user's path, and why.
+TEST(AtomicFile, EveryFailureNamesTheGivenPathAndWhy) {
+  test::TempDir dir;
+  // A regular file where a folder should be: ENOTDIR.
+  const auto file = dir.path() / "plain";
+  write_file_atomically(file, "x");
+  const auto under_file = file / "report.html";
+  EXPECT_EQ(test::error_of<IoError>([&] { write_file_atomically(under_file, "x", "the report"); }),
+            under_file.string() +
+                ": cannot create the report: Not a directory (creating a file "
+                "in '" +
+                file.string() + "')");
+  // A folder without write permission (root passes it: only checked for another user).
+  const auto locked = dir.path() / "locked";
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  if (::geteuid() != 0) {
+    EXPECT_EQ(test::error_of<IoError>(
+                  [&] { write_file_atomically(locked / "summary.json", "x", "the summary"); }),
+              (locked / "summary.json").string() +
+                  ": cannot create the summary: Permission denied (creating a file in '" +
+                  locked.string() + "')");
+  }
+  fs::permissions(locked, fs::perms::owner_all);
+  // /proc/self/fd/N of a pipe: its link reads "pipe:[123]", no path; named as given.
+  int fds[2] = {-1, -1};
+  ASSERT_EQ(::pipe(fds), 0);
+  const fs::path pipe_end = "/proc/self/fd/" + std::to_string(fds[1]);
+  EXPECT_EQ(test::error_of<IoError>([&] { write_file_atomically(pipe_end, "x", "the report"); }),
+            pipe_end.string() + ": the report goes to a regular file or a new path, not a FIFO");
+  EXPECT_EQ(test::error_of<IoError>([&] { (void)replacement_target(pipe_end, "the video"); }),
+            pipe_end.string() + ": the video goes to a regular file or a new path, not a FIFO");
+  ::close(fds[0]);
+  ::close(fds[1]);
+  // create_temporary itself: O_EXCL, so an existing temporary is an error, not overwritten.
+  const auto tmp = dir.path() / ".x.tmp";
+  create_temporary(tmp, dir.path() / "x", "the file");
+  EXPECT_TRUE(fs::exists(tmp));
+  EXPECT_EQ(test::error_of<IoError>([&] { create_temporary(tmp, dir.path() / "x", "the file"); }),
+            (dir.path() / "x").string() +
+                ": cannot create the file: File exists (creating a file "
+                "in '" +
+                dir.path().string() + "')");
 }
 
 }  // namespace

@@ -38,5 +38,22 @@ TEST(ErrorText, AMessageWithoutABacktraceIsKeptWhole) {
   EXPECT_EQ(without_backtrace(""), "");
 }
 
+// Issue 52, class 15: a value the user gave, echoed in a one-line error, broke the line (a key
+// path or an id holding a newline) or drove the terminal (an escape sequence). Every control
+// character is written as an escape; printable text and UTF-8 stay as they are.
+TEST(ErrorText, OneLineEscapesEveryControlCharacter) {
+  EXPECT_EQ(one_line("scheduler.polcy\nx: unknown key"), "scheduler.polcy\\nx: unknown key");
+  EXPECT_EQ(one_line("a\r\nb\tc"), "a\\r\\nb\\tc");
+  EXPECT_EQ(one_line("\x1b[2Jcleared"), "\\x1b[2Jcleared");
+  EXPECT_EQ(one_line(std::string("nul\0byte", 8)), "nul\\x00byte");
+  EXPECT_EQ(one_line("bell\a del\x7f"), "bell\\x07 del\\x7f");
+  EXPECT_EQ(one_line("caf\xc3\xa9 \xe2\x9c\x93 'quoted' C:\\dir"),
+            "caf\xc3\xa9 \xe2\x9c\x93 'quoted' C:\\dir");
+  EXPECT_EQ(one_line(""), "");
+  const std::string escaped = one_line("first\nsecond\rthird\x0b\x0c\x1f");
+  EXPECT_EQ(escaped.find_first_of("\n\r\x0b\x0c\x1f"), std::string::npos) << escaped;
+  EXPECT_EQ(escaped, "first\\nsecond\\rthird\\x0b\\x0c\\x1f");
+}
+
 }  // namespace
 }  // namespace omnidp

@@ -896,6 +896,34 @@ TEST(ConfigOverrides, SetsAnyKeyIncludingListsAndSpecialForms) {
   EXPECT_EQ(c.parallel.data_parallel_size, 0);
 }
 
+// Issue 52, class 15: a key path with an empty name was read as the names around the gap
+// (".x=5" said "unknown key" of nothing, "a..b=5" named only "a"); every such path is refused,
+// naming the assignment and the path as given.
+TEST(ConfigOverrides, AKeyPathWithAnEmptyNameIsAnError) {
+  EXPECT_EQ(override_error({".x=5"}),
+            "--set: '.x=5': the key path '.x' has an empty name (expected section.key=value)");
+  EXPECT_EQ(override_error({"x.=5"}),
+            "--set: 'x.=5': the key path 'x.' has an empty name (expected section.key=value)");
+  EXPECT_EQ(override_error({"a..b=5"}),
+            "--set: 'a..b=5': the key path 'a..b' has an empty name (expected section.key=value)");
+  EXPECT_EQ(override_error({"scheduler.=dynamic"}),
+            "--set: 'scheduler.=dynamic': the key path 'scheduler.' has an empty name (expected "
+            "section.key=value)");
+  EXPECT_EQ(override_error({".scheduler.policy=dynamic"}),
+            "--set: '.scheduler.policy=dynamic': the key path '.scheduler.policy' has an empty "
+            "name (expected section.key=value)");
+  EXPECT_EQ(override_error({"scheduler..policy=dynamic"}),
+            "--set: 'scheduler..policy=dynamic': the key path 'scheduler..policy' has an empty "
+            "name (expected section.key=value)");
+  EXPECT_EQ(override_error({"=5"}),
+            "--set: '=5': the key path is empty (expected section.key=value)");
+  EXPECT_EQ(override_error({"="}),
+            "--set: '=': the key path is empty (expected section.key=value)");
+  // A good assignment after a bad one is never applied: the first error stops the list.
+  EXPECT_EQ(override_error({"a..b=5", "scheduler.policy=round_robin"}),
+            "--set: 'a..b=5': the key path 'a..b' has an empty name (expected section.key=value)");
+}
+
 TEST(ConfigOverrides, ErrorsAreTheSameAsInAFile) {
   EXPECT_EQ(override_error({"scheduler.polcy=dynamic"}),
             "scheduler.polcy: unknown key (did you mean 'policy'?)");
@@ -910,7 +938,8 @@ TEST(ConfigOverrides, ErrorsAreTheSameAsInAFile) {
       override_error({"model.dtype=bf17"}),
       "model.dtype: invalid value 'bf17' (expected fp32 | bf16 | fp16; did you mean 'bf16'?)");
   EXPECT_EQ(override_error({"noequals"}), "--set: 'noequals' is not of the form section.key=value");
-  EXPECT_EQ(override_error({"=3"}), "--set: '=3' is not of the form section.key=value");
+  EXPECT_EQ(override_error({"=3"}),
+            "--set: '=3': the key path is empty (expected section.key=value)");
   EXPECT_EQ(override_error({"determinism=1"}),
             "determinism: a section, not a key: use determinism.KEY=value (keys: strict)");
   EXPECT_EQ(override_error({"faults.fail_ids=[a, [b]]"}),

@@ -56,9 +56,13 @@ TEST(SelectRows, OneBestRowPerIdInIdOrderWhateverTheInputOrder) {
     std::swap(rows[i], rows[static_cast<std::size_t>(state >> 33) % (i + 1)]);
   }
   std::size_t dropped = 0;
-  const auto selected = select_rows(std::move(rows), &dropped);
+  std::size_t without_video = 0;
+  const auto selected = select_rows(std::move(rows), &dropped, &without_video);
   ASSERT_EQ(selected.size(), static_cast<std::size_t>(kIds));
-  EXPECT_EQ(dropped, total - kIds);
+  // The ok rows whose video is missing are counted apart from the duplicates (issue 52,
+  // class 15: inspect called them "duplicates dropped").
+  EXPECT_EQ(without_video, static_cast<std::size_t>((kIds + 2) / 3));
+  EXPECT_EQ(dropped, total - kIds - without_video);
   for (int k = 0; k < kIds; ++k) {
     const StoredRow& r = selected[static_cast<std::size_t>(k)];
     char id[16];

@@ -19,6 +19,12 @@ namespace omnidp {
 [[nodiscard]] std::filesystem::path replacement_target(const std::filesystem::path& path,
                                                        std::string_view what = "the file");
 
+// Creates the empty file `tmp` (O_EXCL) that will replace `path`, or throws IoError naming
+// `path`, the user's name: "cannot create <what>: <strerror> (creating a file in '<folder>')"
+// (a read-only folder: "Permission denied" / "Read-only file system").
+void create_temporary(const std::filesystem::path& tmp, const std::filesystem::path& path,
+                      std::string_view what);
+
 // A fresh temporary path beside `path`: "<folder>/.<name>.tmp-<pid>-<n>".
 [[nodiscard]] std::filesystem::path temporary_beside(const std::filesystem::path& path);
 
@@ -34,10 +40,10 @@ enum class Durability { cached, synced };
 
 // Writes `bytes` to a temporary beside replacement_target(path) and renames it into place;
 // `synced` also fsyncs the file before the rename and the folder after (the new content
-// survives a crash). A character device is written in place instead. Throws IoError:
-// replacement_target's refusal, "cannot create <what>" / "cannot write <what>: <reason>" naming
-// the temporary (or the device), or the rename's error naming the target; the temporary never
-// stays behind.
+// survives a crash). A character device is written in place instead. Throws IoError naming
+// `path` as given (never the temporary): replacement_target's refusal, create_temporary's
+// "cannot create <what>: <reason> ...", "cannot write <what>: <reason>", or the rename's error
+// naming the target; the temporary never stays behind.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes,
                            std::string_view what = "the file",
                            Durability durability = Durability::cached);

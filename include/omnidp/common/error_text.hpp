@@ -16,4 +16,10 @@ namespace omnidp {
 // True when `what` holds a backtrace that without_backtrace() removes.
 [[nodiscard]] bool has_backtrace(std::string_view what);
 
+// `text` as one line of a terminal: each control character (U+0000-U+001F, U+007F) written as
+// an escape, \n \r \t or \xHH; everything else (UTF-8 included) kept. A value the user gave
+// (an id, a key path, a YAML string) echoed in an error cannot break its line or move the
+// cursor: "unknown key 'a\nb'" stays one line (issue 52, class 15).
+[[nodiscard]] std::string one_line(std::string_view text);
+
 }  // namespace omnidp

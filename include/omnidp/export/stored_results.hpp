@@ -29,7 +29,10 @@ struct StoredRun {
   std::vector<std::filesystem::path> live_files;
   results::ResultsFileInfo info;         // root attributes of the first file read
   std::vector<results::StoredRow> rows;  // one per id, sorted by id (results::select_rows)
-  std::size_t duplicates_dropped = 0;
+  std::size_t duplicates_dropped = 0;    // older or failed attempts of an id
+  // ok rows whose stored video is missing or unreadable (dropped: their id shows an older row
+  // if there is one, else nothing); not duplicates.
+  std::size_t rows_without_video = 0;
   RunSummary summary;
   // "runtime" / "summary.json" / "recomputed": results.h5's /summary source attribute;
   // for rank files: "summary.json" when the folder has one, else "recomputed" (from the rows).

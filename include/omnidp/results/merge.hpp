@@ -16,6 +16,7 @@ struct MergeResult {
   std::filesystem::path path;                 // <dir>/results.h5
   std::size_t rows = 0;                       // rows in /requests (one per id)
   std::size_t duplicates_dropped = 0;         // older or failed attempts of an id
+  std::size_t rows_without_video = 0;         // ok rows whose stored video is missing, dropped
   std::vector<std::string> rank_files;        // file names merged
   std::vector<std::string> unreadable_files;  // skipped with a warning
   std::string summary_source;                 // "runtime" | "summary.json" | "recomputed"

@@ -105,9 +105,12 @@ struct FilesRows {
 
 // One row per id, sorted by id (bytewise). Rule (docs/results.md): an ok row whose expected
 // video is missing is dropped (a writer died between the two); then ok beats failed; then the
-// newest end_time, then the higher attempt, then the later file. `dropped` counts the rest.
+// newest end_time, then the higher attempt, then the later file. `without_video` counts the
+// rows of the first rule, `dropped` the rest (the duplicates of an id; issue 52, class 15: the
+// two were one count, so inspect called rows without their video "duplicates").
 // Sorts in place through an index (extra memory: 8 bytes a row).
 [[nodiscard]] std::vector<StoredRow> select_rows(std::vector<StoredRow> rows,
-                                                 std::size_t* dropped = nullptr);
+                                                 std::size_t* dropped = nullptr,
+                                                 std::size_t* without_video = nullptr);
 
 }  // namespace omnidp::results

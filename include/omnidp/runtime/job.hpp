@@ -3,6 +3,7 @@
 // run_job initialises MPI itself (runtime::MpiEnvironment, MPI_THREAD_FUNNELED) and finalizes
 // it before returning. Rank 0 coordinates (docs/runtime.md).
 
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -69,6 +70,10 @@ struct JobOptions {
   // durations). Tests inject one: the coordinator's decisions, the measured request seconds,
   // the request timeout watch and the heartbeats then all read it.
   std::function<double()> clock;
+  // Called on this rank with the error that stops run_job after MPI_Init, before MPI_Finalize
+  // (omni-dp-batch prints it there: a rank that exits first cannot make the launcher stop this
+  // one before it has printed); run_job then rethrows it.
+  std::function<void(const std::exception&)> report_error;
 };
 
 // The HDF5 rank files of `config` (results::RankWriter in config.output.dir), with the
@@ -80,6 +85,14 @@ struct JobOptions {
 // stop the job before it starts (exit 2), the same on every rank. Rank 0 prints the effective
 // configuration at start and the summary at the end (stdout), progress on stderr.
 [[nodiscard]] ExitCode run_job(const JobOptions& options);
+
+// For a rank of a job under a launcher that stopped on an error before calling run_job
+// (omni-dp-batch: a bad --set, an unreadable config): initialises MPI and joins the first
+// collective of the other ranks' run_job, which then returns exit 2 (no rank waits for one that
+// will never come), and runs `report` on the lowest rank that stopped, before MPI_Finalize.
+// Since MPI_Finalize waits for every rank, no rank exits (and no launcher stops the reporting
+// rank) before the error is printed: exactly one rank prints it (issue 52, class 15).
+void stop_before_job(const std::function<void()>& report);
 
 // `omni-dp-batch --dry-run`: prints what a job of `world_size` ranks would do, without MPI and
 // without loading a model: the requests (and how many resume would skip), the replicas and
