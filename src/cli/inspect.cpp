@@ -19,7 +19,6 @@
 #include "omnidp/common/error_text.hpp"
 #include "omnidp/common/format.hpp"
 #include "omnidp/common/version.hpp"
-#include "omnidp/config/numerics.hpp"
 #include "omnidp/export/html_report.hpp"
 #include "omnidp/results/summary.hpp"
 
@@ -149,20 +148,9 @@ std::string format_inspect(const video_export::StoredRun& run, const InspectOpti
     for (const auto& [profile, rows] : by_profile) o << "  " << profile_line(profile, rows) << "\n";
   }
   // The adapters of the run: the job's (model.lora) and each manifest line set with its rows.
-  std::map<std::string, std::size_t> job_sets, line_sets;
-  for (const auto& row : run.rows) {
-    const auto items = parse_numerics(row.record.numerics);
-    if (const auto it = items.find("lora"); it != items.end()) ++job_sets[it->second];
-    if (const auto it = items.find("lora_line"); it != items.end()) ++line_sets[it->second];
-  }
-  if (!job_sets.empty() || !line_sets.empty()) {
-    o << "adapters:     "
-      << (job_sets.empty() ? std::string("none for the job") : "job " + job_sets.begin()->first)
-      << (job_sets.size() > 1 ? fmt::format(" (and {} other job sets)", job_sets.size() - 1) : "")
-      << "; " << line_sets.size() << " manifest set(s)\n";
-    for (const auto& [set, rows] : line_sets) {
-      o << "  " << set << " (" << rows << (rows == 1 ? " row)" : " rows)") << "\n";
-    }
+  const auto adapters = video_export::describe_adapters(run);
+  for (std::size_t i = 0; i < adapters.size(); ++i) {
+    o << (i == 0 ? "adapters:     " : "  ") << adapters[i] << "\n";
   }
   o << "interrupted:  " << (s.interrupted ? "yes" : "no") << "\n"
     << "makespan:     " << fixed(s.makespan_s, 3) << " s\n"

@@ -336,6 +336,11 @@ void summary_table(std::ostringstream& o, const StoredRun& run, const Extent& e)
   row("scheduling efficiency", fixed(s.scheduling_efficiency, 3));
   row("model flops", results::describe_flops(s));    // docs/performance.md, "MFU"
   row("step cache", results::describe_forwards(s));  // the rows' transformer forwards
+  if (const auto adapters = describe_adapters(run); !adapters.empty()) {  // LoRA sets
+    std::string text;
+    for (const auto& line : adapters) text += (text.empty() ? "" : "; ") + line;
+    row("adapters", text);
+  }
   row("layout",
       fmt::format("world size {}, replicas {}, tp {}, sp {}, cfg {}", s.world_size, s.replicas,
                   s.tensor_parallel_size, s.sequence_parallel_size, s.cfg_parallel_size));

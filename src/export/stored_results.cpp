@@ -10,6 +10,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
+#include "omnidp/config/numerics.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/results/summary_group.hpp"
@@ -100,6 +101,25 @@ StoredVideo read_stored_video(const fs::path& file, std::string_view id) {
   out.prompt = attributes.prompt;
   out.seed = attributes.seed;
   out.video = results::read_video(f.id(), id);
+  return out;
+}
+
+std::vector<std::string> describe_adapters(const StoredRun& run) {
+  std::map<std::string, std::size_t> job_sets;
+  std::map<std::string, std::size_t> line_sets;
+  for (const auto& row : run.rows) {
+    const auto items = parse_numerics(row.record.numerics);
+    if (const auto it = items.find("lora"); it != items.end()) ++job_sets[it->second];
+    if (const auto it = items.find("lora_line"); it != items.end()) ++line_sets[it->second];
+  }
+  std::vector<std::string> out;
+  if (job_sets.empty() && line_sets.empty()) return out;
+  std::string first = job_sets.empty() ? std::string("none for the job") : "job " + job_sets.begin()->first;
+  if (job_sets.size() > 1) first += fmt::format(" (and {} other job set(s))", job_sets.size() - 1);
+  out.push_back(first + fmt::format("; {} manifest set(s)", line_sets.size()));
+  for (const auto& [set, rows] : line_sets) {
+    out.push_back(fmt::format("{} ({} row{})", set, rows, rows == 1 ? "" : "s"));
+  }
   return out;
 }
 

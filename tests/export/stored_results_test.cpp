@@ -84,5 +84,24 @@ TEST(StoredRun, MissingPathIsAnIoError) {
   }
 }
 
+// The adapters a run's rows were made with, from their numerics profiles: the job's set and each
+// manifest set with its rows; nothing for a run without adapters.
+TEST(StoredRun, AdaptersAreListedFromTheRowsProfiles) {
+  StoredRun run;
+  const auto add = [&](const std::string& numerics) {
+    results::StoredRow row;
+    row.record.numerics = numerics;
+    run.rows.push_back(row);
+  };
+  add("dtype=bf16;software=x");
+  EXPECT_TRUE(describe_adapters(run).empty());
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0.5;software=x");
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0.5;software=x");
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=dddddddddddd*1;software=x");
+  EXPECT_EQ(describe_adapters(run),
+            (std::vector<std::string>{"job aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise; 2 manifest set(s)",
+                                      "cccccccccccc*0.5 (2 rows)", "dddddddddddd*1 (1 row)"}));
+}
+
 }  // namespace
 }  // namespace omnidp::video_export

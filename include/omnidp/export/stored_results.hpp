@@ -48,6 +48,12 @@ struct StoredRun {
 // (a single file that cannot be read).
 [[nodiscard]] StoredRun read_stored_run(const std::filesystem::path& path);
 
+// The LoRA adapters of a run's rows, from their numerics profiles (docs/models.md, "LoRA"):
+// first line "job <set>" (model.lora) or "none for the job", then "; N manifest set(s)", then one
+// line per manifest set ("<set> (R rows)"). Empty when no row has adapters. Shown by
+// omni-dp-inspect and the HTML report.
+[[nodiscard]] std::vector<std::string> describe_adapters(const StoredRun& run);
+
 struct StoredVideo {
   Video video;
   int fps = 0;  // the request's fps (video attribute)
