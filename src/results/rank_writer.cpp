@@ -77,6 +77,10 @@ void check_output_dir(const std::string& dir) {
   for (;;) {
     std::error_code ec;
     const auto status = std::filesystem::status(p, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels) {  // a link loop (issue 52, class 3)
+      throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +
+                                          p.string() + "' " + regular_file_problem(p));
+    }
     if (std::filesystem::exists(status)) {
       if (!std::filesystem::is_directory(status)) {
         throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +

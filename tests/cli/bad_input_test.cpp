@@ -468,6 +468,21 @@ std::vector<Case> cases() {
                                {"output.dir: cannot create the output folder '@DIR@/out': "
                                 "'@DIR@/out' is not a folder"}),
                      [](const fs::path& dir) { EXPECT_EQ(read_text(dir / "out"), "x"); }));
+  // Issue 52, class 3: an output folder that is a link loop, or under one, is refused before
+  // the job starts (it was exit 1, "cannot create the output folder", after loading the model).
+  for (const std::string out : {"out", "out/sub"}) {
+    c.push_back(custom(
+        malformed(out == "out" ? "output_is_a_link_loop" : "output_under_a_link_loop",
+                  [](const fs::path& dir) {
+                    write_text(dir / "c.yaml", kConfig);
+                    write_text(dir / "m.jsonl", std::string(kGoodA) + "\n");
+                    fs::create_symlink("out", dir / "out");
+                  },
+                  {"output.dir: cannot create the output folder '@DIR@/" + out + "': '@DIR@/" +
+                   out + "' is a symbolic link loop (too many levels of symbolic links)"},
+                  {"--output", out}),
+        [](const fs::path& dir) { EXPECT_TRUE(fs::is_symlink(dir / "out")); }));
+  }
   // A full disk, simulated by RLIMIT_FSIZE (8 MiB; SIGXFSZ ignored, so write() fails with
   // EFBIG): a (small) is flushed, b (33x512x512 RGB = 26 MB) does not fit. The job stops
   // (exit 1), no results.h5 is written, the rank file keeps a readable and intact.
