@@ -283,8 +283,7 @@ int dry_run(const Config& config, bool resume, bool resume_mixed, bool verify, i
 }
 
 int merge_only(const std::filesystem::path& dir, const Console& console) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
+  if (!is_folder_path(dir)) {
     throw UsageError("--merge-only: '" + dir.string() + "' is not a folder");
   }
   if (!console.speaks()) return static_cast<int>(ExitCode::ok);  // one writer of results.h5
@@ -293,9 +292,10 @@ int merge_only(const std::filesystem::path& dir, const Console& console) {
   std::vector<std::filesystem::path> folders{dir};
   if (results::list_rank_files(dir).empty()) {
     std::vector<std::filesystem::path> shards;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.is_directory() && !results::list_rank_files(entry.path()).empty()) {
-        shards.push_back(entry.path());
+    // Names only, then what each is, without throwing on a link loop (issue 52, class 3).
+    for (auto& entry : folder_entries(dir)) {
+      if (is_folder_path(entry) && !results::list_rank_files(entry).empty()) {
+        shards.push_back(std::move(entry));
       }
     }
     std::sort(shards.begin(), shards.end());

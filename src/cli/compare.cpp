@@ -18,9 +18,10 @@ namespace omnidp::cli {
 
 int compare_main(int argc, char** argv) {
   CLI::App app{
-      "Joins two result sets by input key and compares their video hashes (with "
-      "--max-level-diff/--min-psnr: the videos of requests whose hashes differ). Exit 0 "
-      "when every request of A is matched in B, 1 when not, 2 on usage or read errors.",
+      "Joins two result sets by input key, one request to one, and compares their video "
+      "hashes (with --max-level-diff/--min-psnr: the videos of requests whose hashes differ). "
+      "Exit 0 when every request of A is matched in B and B holds no other, 1 when not, 2 on "
+      "usage or read errors.",
       "omni-dp-compare"};
   std::string a;
   std::string b;
@@ -37,7 +38,8 @@ int compare_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json, "print the report as JSON");
   app.add_flag("--allow-missing", allow_missing,
-               "requests of A that are absent from B do not fail the comparison");
+               "requests missing on either side (A's absent from B, B's absent from A) do not "
+               "fail the comparison");
   app.add_flag("--no-verify", no_verify,
                "trust the stored video_sha256 columns instead of re-hashing the stored videos");
   auto* level_option =

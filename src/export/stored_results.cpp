@@ -79,10 +79,12 @@ StoredRun read_stored_run(const fs::path& path) {
   std::size_t ok_rows = 0;
   for (const auto& row : run.rows) ok_rows += row.record.status == RequestStatus::ok ? 1 : 0;
   const std::size_t failed_rows = run.rows.size() - ok_rows;
-  const fs::path summary_json = path / "summary.json";
-  if (folder_of_rank_files && results::summary_json_current(summary_json, run.files) &&
-      results::figures_cover_rows(run.summary = results::read_summary_json(summary_json), ok_rows,
-                                  failed_rows)) {
+  const auto stored = folder_of_rank_files
+                          ? results::usable_summary_json(path / "summary.json", run.files, ok_rows,
+                                                         failed_rows, "read")
+                          : std::nullopt;
+  if (stored) {
+    run.summary = *stored;
     run.summary_source = "summary.json";
   } else {
     const auto records = records_of(run.rows);

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/sha256.hpp"
 
@@ -70,8 +71,18 @@ FileHashCache::FileHashCache(Hasher hasher) : hasher_(std::move(hasher)) {
 bool FileHashCache::load(const fs::path& file) {
   entries_.clear();
   loaded_ = added_ = used_ = 0;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return false;
+  // The sidecar is read only when it is a regular file: a FIFO under its name would block the
+  // job, --validate-only and --dry-run forever (issue 52, class 5).
+  if (!path_taken(file)) return false;
+  std::string text;
+  try {
+    text = read_regular_file(file, "the file hash cache");
+  } catch (const Error& e) {
+    log_warn(std::string(e.what()) +
+             "; the file hash cache is ignored (every input file is hashed again)");
+    return false;
+  }
+  std::istringstream in(text);
   std::unordered_map<std::string, Slot> read;
   std::string line;
   std::size_t number = 0;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/tensor_shape.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -324,11 +325,13 @@ Runner find_runner(std::string_view kind) {
 
 std::vector<fs::path> find_cases(const fs::path& root) {
   std::vector<fs::path> cases;
-  if (fs::is_regular_file(root / "case.json")) cases.push_back(root);
-  for (const auto& entry :
-       fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied)) {
-    if (entry.is_directory() && fs::is_regular_file(entry.path() / "case.json")) {
-      cases.push_back(entry.path());
+  if (is_regular_path(root / "case.json")) cases.push_back(root);
+  // Never throws on a link loop or a dangling link in the tree (issue 52, class 3).
+  std::error_code ec;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+  for (const fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
+    if (is_folder_path(it->path()) && is_regular_path(it->path() / "case.json")) {
+      cases.push_back(it->path());
     }
   }
   std::sort(cases.begin(), cases.end());

@@ -8,13 +8,13 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string_view>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/log.hpp"
 
 namespace omnidp::results {
 namespace fs = std::filesystem;
@@ -58,11 +58,11 @@ std::string attempt_key(const std::string& id, const std::string& input_key) {
 }
 
 AttemptLog::AttemptLog(const fs::path& dir, int rank) : path_(attempt_log_path(dir, rank)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    throw IoError(path_.string(),
-                  std::string("cannot open the attempt log: ") + std::strerror(errno));
-  }
+  // A FIFO (or a device) under the log's name is refused, never opened blocking: the worker
+  // would wait for a reader forever (issue 52, class 5).
+  std::string why;
+  fd_ = open_regular_file(path_, O_WRONLY | O_APPEND | O_CREAT, why, 0644);
+  if (fd_ < 0) throw IoError(path_.string(), "cannot open the attempt log: " + why);
 }
 
 AttemptLog::~AttemptLog() {
@@ -94,19 +94,21 @@ void AttemptLog::append(const char* what, const std::string& id, const std::stri
 
 std::unordered_map<std::string, AttemptHistory> read_attempt_logs(const fs::path& dir) {
   std::unordered_map<std::string, AttemptHistory> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  if (!is_folder_path(dir)) return out;
   // (key, attempt) -> started, ended
   std::map<std::pair<std::string, int>, std::pair<bool, bool>> attempts;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file(ec) || !name.starts_with(kPrefix) || !name.ends_with(kSuffix)) {
+  for (const auto& entry : folder_entries(dir)) {
+    const std::string name = entry.filename().string();
+    if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) continue;
+    // A log that is not a regular file (a FIFO, a folder, a link loop) or cannot be read counts
+    // nothing, with one warning: the count is a safety net (issue 52, classes 3 and 5).
+    std::string text;
+    try {
+      text = read_regular_file(entry, "the attempt log");
+    } catch (const Error& e) {
+      log_warn(std::string("resume: ") + e.what() + "; its attempts are not counted");
       continue;
     }
-    std::ifstream in(entry.path(), std::ios::binary);
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
     std::string_view rest(text);
     for (auto nl = rest.find('\n'); nl != std::string_view::npos; nl = rest.find('\n')) {
       const std::string_view line = rest.substr(0, nl);  // a line without '\n' is cut: ignored

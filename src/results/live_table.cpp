@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/table.hpp"
 
@@ -28,6 +29,15 @@ LiveTable::LiveTable(const std::filesystem::path& rank_file,
     : impl_(std::make_unique<Impl>()) {
   impl_->path = live_table_path(rank_file);
   const std::string name = impl_->path.string();
+  // A left-over table is truncated; anything else under its name (a link, a FIFO, a folder) is
+  // left alone: the truncation would go through a link to its target (issue 52, class 3).
+  std::error_code ec;
+  const auto own = std::filesystem::symlink_status(impl_->path, ec).type();
+  if (own != std::filesystem::file_type::not_found && own != std::filesystem::file_type::regular &&
+      own != std::filesystem::file_type::none) {
+    throw IoError(name, std::string("is ") + file_kind(own) +
+                            ", not a regular file: no live table is written over it");
+  }
   // SWMR needs the latest file format (rank files keep the 1.8 one); locking as for rank files
   // (output.file_locking). SWMR writing releases the lock once it has started.
   const h5::PropList fapl = h5::file_access();
@@ -62,6 +72,9 @@ const std::filesystem::path& LiveTable::path() const noexcept { return impl_->pa
 
 h5::File open_live_table(const std::filesystem::path& live_file) {
   const std::string name = live_file.string();
+  if (const std::string problem = regular_file_problem(live_file); !problem.empty()) {
+    throw IoError(name, problem);  // HDF5's open would block on a FIFO (issue 52, class 5)
+  }
   const h5::PropList fapl = h5::file_access();
   h5::call("H5Pset_libver_bounds", name,
            [&] { return H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_EARLIEST, H5F_LIBVER_LATEST); });

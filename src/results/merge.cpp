@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/hdf5.hpp"
@@ -80,8 +81,11 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
   if (summary != nullptr && figures_cover_rows(*summary, ok_rows, failed_rows)) {
     figures = *summary;
     result.summary_source = "runtime";
-  } else if (summary == nullptr && summary_json_current(summary_json, read_files) &&
-             figures_cover_rows(figures = read_summary_json(summary_json), ok_rows, failed_rows)) {
+  } else if (const auto stored =
+                 summary == nullptr
+                     ? usable_summary_json(summary_json, read_files, ok_rows, failed_rows, "merge")
+                     : std::nullopt) {
+    figures = *stored;
     result.summary_source = "summary.json";
   } else {
     std::vector<ResultRecord> records;  // only here: a copy of every row
@@ -96,6 +100,10 @@ MergeResult merge_directory(const std::filesystem::path& dir, const RunSummary* 
     result.summary_source = "recomputed";
   }
 
+  if (const std::string was = remove_special_file(result.path); !was.empty()) {
+    log_warn("merge: " + result.path.string() + " was " + was +
+             ", not a regular file: replaced by the merged results");
+  }
   const auto target = replacement_target(result.path, "the merged results");
   const auto tmp = temporary_beside(target);
   std::error_code ec;

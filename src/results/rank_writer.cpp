@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/hdf5.hpp"
@@ -76,6 +77,10 @@ void check_output_dir(const std::string& dir) {
   for (;;) {
     std::error_code ec;
     const auto status = std::filesystem::status(p, ec);
+    if (ec == std::errc::too_many_symbolic_link_levels) {  // a link loop (issue 52, class 3)
+      throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +
+                                          p.string() + "' " + regular_file_problem(p));
+    }
     if (std::filesystem::exists(status)) {
       if (!std::filesystem::is_directory(status)) {
         throw ConfigError("output.dir", "cannot create the output folder '" + dir + "': '" +
@@ -222,7 +227,9 @@ RankWriter::RankWriter(const std::filesystem::path& dir, const RankFileInfo& inf
   int segment = 0;
   for (; segment < kMaxSegments; ++segment) {
     const auto candidate = dir / rank_file_name(info.rank, segment);
-    if (std::filesystem::exists(candidate)) continue;
+    // Anything under the name takes it, a dangling link or a link loop too (exists() would
+    // follow the link, and throw on a loop: issue 52, class 3).
+    if (path_taken(candidate)) continue;
     impl_->path = candidate;
     break;
   }

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <tuple>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/live_table.hpp"
@@ -45,17 +47,30 @@ std::optional<std::pair<int, int>> parse_rank_file_name(const std::string& name)
 std::optional<std::filesystem::path> live_view_of(const std::filesystem::path& file) {
   if (!is_locked_by_writer(file)) return std::nullopt;
   auto live = live_table_path(file);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(live, ec)) return std::nullopt;
+  if (!is_regular_path(live)) return std::nullopt;
   return live;
 }
 
 int status_order(const StoredRow& row) { return row.record.status == RequestStatus::ok ? 0 : 1; }
 
+// "" when `linked` (a file name an external link of `file` names: results.h5's links into its
+// rank files) is a regular file beside `file`, else why its videos cannot be read there.
+std::string linked_file_problem(const std::filesystem::path& file, const std::string& linked) {
+  const auto target = file.parent_path() / linked;
+  const std::string problem = regular_file_problem(target);
+  if (problem.empty()) return {};
+  return fmt::format(
+      "{} {}: {} keeps its videos in the rank files beside it (copy them with it, or "
+      "read the output folder)",
+      target.string(), problem == "file not found" ? std::string("is missing") : problem,
+      file.filename().string());
+}
+
 }  // namespace
 
 bool is_locked_by_writer(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string why;  // a FIFO named like a rank file must not block the open (issue 52, class 5)
+  const int fd = open_regular_file(file, O_RDONLY, why);
   if (fd < 0) return false;
   const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);  // also drops our shared lock
@@ -63,15 +78,17 @@ bool is_locked_by_writer(const std::filesystem::path& file) {
 }
 
 std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return {};
+  if (!is_folder_path(dir)) return {};
+  // Every entry named like a rank file, whatever it is (a folder, a FIFO, a link loop or a link
+  // to a device is listed too, and its reader names it unreadable; issue 52, class 13). The
+  // names alone are read: nothing here follows a link (class 3).
   std::vector<std::tuple<int, int, std::filesystem::path>> found;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file()) continue;
-    const auto parsed = parse_rank_file_name(entry.path().filename().string());
-    if (parsed) found.emplace_back(parsed->first, parsed->second, entry.path());
+  std::string error;
+  for (auto& entry : folder_entries(dir, &error)) {
+    const auto parsed = parse_rank_file_name(entry.filename().string());
+    if (parsed) found.emplace_back(parsed->first, parsed->second, std::move(entry));
   }
-  if (ec) throw IoError(dir.string(), "cannot list the folder: " + ec.message());
+  if (!error.empty()) throw IoError(dir.string(), "cannot list the folder: " + error);
   std::sort(found.begin(), found.end());
   std::vector<std::filesystem::path> paths;
   paths.reserve(found.size());
@@ -82,16 +99,18 @@ std::vector<std::filesystem::path> list_rank_files(const std::filesystem::path& 
 ResultPaths result_paths(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   ResultPaths out;
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) {
+  if (is_regular_path(path)) {
     out.files.push_back(path);
     return out;
   }
-  if (!fs::is_directory(path, ec)) throw IoError(path.string(), "no such file or folder");
-  const auto of_folder = [&ec](const fs::path& dir) {
+  if (!is_folder_path(path)) {
+    const std::string problem = regular_file_problem(path);
+    throw IoError(path.string(), problem == "file not found" ? "no such file or folder"
+                                                             : problem + " or a folder");
+  }
+  const auto of_folder = [](const fs::path& dir) {
     auto files = list_rank_files(dir);
-    if (files.empty() && fs::is_regular_file(dir / "results.h5", ec))
-      files.push_back(dir / "results.h5");
+    if (files.empty() && is_regular_path(dir / "results.h5")) files.push_back(dir / "results.h5");
     return files;
   };
   out.files = list_rank_files(path);
@@ -99,8 +118,8 @@ ResultPaths result_paths(const std::filesystem::path& path) {
   if (out.files.empty()) out.files = of_folder(path);
   if (!out.files.empty()) return out;
   std::vector<fs::path> subfolders;
-  for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (entry.is_directory(ec)) subfolders.push_back(entry.path());
+  for (auto& entry : folder_entries(path)) {
+    if (is_folder_path(entry)) subfolders.push_back(std::move(entry));
   }
   std::sort(subfolders.begin(), subfolders.end());
   for (const auto& dir : subfolders) {
@@ -166,6 +185,9 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
   const bool has_videos = h5::link_exists(root, kVideosPath);
   const h5::Dataset table = h5::open_dataset(root, kRequestsPath);
   if (reserve) reserve(static_cast<std::size_t>(h5::dataset_dims(table).at(0)));
+  // The files results.h5's videos link into -> why they cannot be opened ("" when they can):
+  // HDF5 would follow a link into a FIFO and block (issue 52, class 5).
+  std::map<std::string, std::string> linked_problems;
   for_each_request(table, [&](ResultRecord&& record) {
     StoredRow row;
     row.file = file;
@@ -175,6 +197,13 @@ void stored_rows(const std::filesystem::path& file, std::size_t file_order, bool
     if (row.video_present && record.status == RequestStatus::ok) {
       // A video whose data never reached the disk (a full disk at its close) is not there.
       try {
+        if (const auto linked = h5::external_link_file(root, video_path(record.id))) {
+          auto at = linked_problems.find(*linked);
+          if (at == linked_problems.end()) {
+            at = linked_problems.emplace(*linked, linked_file_problem(file, *linked)).first;
+          }
+          if (!at->second.empty()) throw Error(ErrorKind::io, at->second);
+        }
         check_stored_video(root, record);
         if (rehash) {
           const std::string actual = hash_stored_video(root, record.id);
@@ -201,13 +230,8 @@ std::string video_read_error(const std::filesystem::path& file, const std::strin
   const auto start = at + kMarker.size();
   const auto end = what.find('\'', start);
   if (end == std::string::npos) return what;
-  const auto target = file.parent_path() / what.substr(start, end - start);
-  std::error_code ec;
-  if (std::filesystem::exists(target, ec)) return what;
-  return fmt::format(
-      "{} is missing: {} keeps its videos in the rank files beside it (copy them with it, or "
-      "read the output folder)",
-      target.string(), file.filename().string());
+  const std::string problem = linked_file_problem(file, what.substr(start, end - start));
+  return problem.empty() ? what : problem;
 }
 
 std::string stored_hash_mismatch(const std::string& recorded, const std::string& actual) {
@@ -237,8 +261,7 @@ FilesRows read_rows_skipping_unreadable(const std::vector<std::filesystem::path>
     // A live job's file: its rows so far from the live table (SWMR), videos not yet.
     if (is_locked_by_writer(file)) {
       const auto live = live_table_path(file);
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(live, ec)) {
+      if (!is_regular_path(live)) {
         throw InputError(file.string(), live_file_message(file));
       }
       std::vector<ResultRecord> records;

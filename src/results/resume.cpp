@@ -112,7 +112,10 @@ ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, boo
     // Rows of a file read before a failure are kept: what was flushed is done.
     try {
       for_each_stored_row(file, i, false, add, verify);
-    } catch (const Hdf5Error& e) {
+    } catch (const Error& e) {
+      // Not HDF5, truncated, or not a regular file at all (a folder, a FIFO, a link loop named
+      // like a rank file: issue 52, classes 3 and 13).
+      if (e.kind() != ErrorKind::hdf5 && e.kind() != ErrorKind::io) throw;
       if (!is_locked_by_writer(file)) {
         log_warn("resume: skipping unreadable " + file.string() +
                  " (its requests are generated again): " + e.what());

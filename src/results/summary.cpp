@@ -6,14 +6,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <type_traits>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/common/file_kind.hpp"
+#include "omnidp/common/log.hpp"
 #include "omnidp/config/config.hpp"
 
 namespace omnidp::results {
@@ -30,17 +34,50 @@ void put_json(json& j, const char* key, const T& value) {
   }
 }
 
+// A value of the JSON type of its field, else std::invalid_argument naming the key: nlohmann's
+// get<>() would take -1 for a std::size_t (18446744073709551615), 2.5 or true for a count.
 template <class T>
 void get_json(const json& j, const char* key, T& value) {
   if (!j.contains(key)) return;
+  const json& v = j.at(key);
+  const auto wrong = [key](const char* want) {
+    return std::invalid_argument(std::string("'") + key + "' must be " + want);
+  };
   if constexpr (std::is_same_v<T, std::optional<double>>) {
-    if (j.at(key).is_null()) {
+    if (v.is_null()) {
       value.reset();
-    } else {
-      value = j.at(key).get<double>();
+      return;
     }
+    if (!v.is_number()) throw wrong("a number or null");
+    value = v.get<double>();
+  } else if constexpr (std::is_same_v<T, std::size_t>) {
+    if (!v.is_number_unsigned()) throw wrong("a whole number >= 0");
+    value = v.get<std::size_t>();
+  } else if constexpr (std::is_same_v<T, int>) {
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+    const bool in_range = v.is_number_unsigned() ? v.get<std::uint64_t>() <= kMax
+                          : v.is_number_integer()
+                              ? v.get<std::int64_t>() >= std::numeric_limits<int>::min() &&
+                                    v.get<std::int64_t>() <= std::numeric_limits<int>::max()
+                              : false;
+    if (!in_range) throw wrong("a whole number within int's range");
+    value = v.get<int>();
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!v.is_number()) throw wrong("a number");
+    value = v.get<double>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) throw wrong("true or false");
+    value = v.get<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) throw wrong("a string");
+    value = v.get<std::string>();
   } else {
-    j.at(key).get_to(value);
+    static_assert(std::is_same_v<T, std::vector<double>>);
+    if (!v.is_array() ||
+        !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number(); })) {
+      throw wrong("an array of numbers");
+    }
+    value = v.get<std::vector<double>>();
   }
 }
 
@@ -60,20 +97,98 @@ RunSummary summary_from_json(const std::string& text, const std::string& origin)
     for_each_summary_field(s, [&](const char* key, auto& value) { get_json(j, key, value); });
   } catch (const json::exception& e) {
     throw IoError(origin, std::string("malformed summary JSON: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw IoError(origin, std::string("malformed summary JSON: ") + e.what());
+  }
+  if (const std::string problem = summary_problem(s); !problem.empty()) {
+    throw IoError(origin, "inconsistent summary: " + problem);
   }
   return s;
 }
 
+std::string summary_problem(const RunSummary& s) {
+  std::string problem;
+  for_each_summary_field(s, [&problem](const char* key, const auto& value) {
+    using T = std::decay_t<decltype(value)>;
+    if (!problem.empty()) return;
+    const auto bad = [](double x) { return !std::isfinite(x) || x < 0.0; };
+    if constexpr (std::is_same_v<T, double>) {
+      if (bad(value)) problem = fmt::format("{} is {}, not a finite number >= 0", key, value);
+    } else if constexpr (std::is_same_v<T, std::optional<double>>) {
+      if (value && bad(*value)) {
+        problem = fmt::format("{} is {}, not a finite number >= 0", key, *value);
+      }
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      for (const double x : value) {
+        if (bad(x)) {
+          problem = fmt::format("{} holds {}, not a finite number >= 0", key, x);
+          return;
+        }
+      }
+    } else if constexpr (std::is_same_v<T, int>) {
+      if (value < 1) problem = fmt::format("{} is {}, not a whole number >= 1", key, value);
+    }
+  });
+  if (!problem.empty()) return problem;
+  if (s.completed > s.total || s.failed > s.total - s.completed) {
+    return fmt::format("total {} is less than completed {} + failed {}", s.total, s.completed,
+                       s.failed);
+  }
+  if (s.replicas > s.world_size) {
+    return fmt::format("replicas {} exceeds world_size {}", s.replicas, s.world_size);
+  }
+  const auto ranks = static_cast<std::size_t>(s.world_size);
+  if (s.busy_s_per_rank.size() > ranks || s.busy_fraction_per_rank.size() > ranks) {
+    return fmt::format("busy figures for more ranks than world_size {}", s.world_size);
+  }
+  if (s.flops_counted > s.completed) {
+    return fmt::format("flops_counted {} exceeds completed {}", s.flops_counted, s.completed);
+  }
+  if (s.forwards_computed > s.forwards) {
+    return fmt::format("forwards_computed {} exceeds forwards {}", s.forwards_computed, s.forwards);
+  }
+  if (s.peak_tflops && *s.peak_tflops <= 0.0) return "peak_tflops is 0";
+  if (s.cache_skip_rate && *s.cache_skip_rate > 1.0) {
+    return fmt::format("cache_skip_rate is {}, more than 1", *s.cache_skip_rate);
+  }
+  return {};
+}
+
 void write_summary_json(const std::filesystem::path& path, const RunSummary& summary) {
+  // A FIFO under the name would refuse the job's verdict after all the work (issue 52, class 5).
+  if (const std::string was = remove_special_file(path); !was.empty()) {
+    log_warn(path.string() + " was " + was + ", not a regular file: replaced by the summary");
+  }
   write_file_atomically(path, summary_to_json(summary), "the summary");
 }
 
 RunSummary read_summary_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path.string(), "cannot read the summary");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return summary_from_json(text.str(), path.string());
+  // Never blocks on a FIFO or reads a device (issue 52, class 5).
+  return summary_from_json(read_regular_file(path, "the summary"), path.string());
+}
+
+std::optional<RunSummary> usable_summary_json(const std::filesystem::path& summary_json,
+                                              const std::vector<std::filesystem::path>& rank_files,
+                                              std::size_t ok, std::size_t failed,
+                                              const std::string& who) {
+  if (!path_taken(summary_json)) return std::nullopt;
+  const auto recomputed = [&](const std::string& why) -> std::optional<RunSummary> {
+    log_warn(who + ": " + summary_json.string() + ": " + why +
+             "; the figures are recomputed from the rows");
+    return std::nullopt;
+  };
+  if (const std::string problem = regular_file_problem(summary_json); !problem.empty()) {
+    return recomputed(problem);
+  }
+  if (!summary_json_current(summary_json, rank_files)) return std::nullopt;  // an earlier run's
+  RunSummary s;
+  try {
+    s = read_summary_json(summary_json);
+  } catch (const Error& e) {
+    return recomputed(e.message());
+  }
+  if (!figures_cover_rows(s, ok, failed)) return std::nullopt;  // a resumed segment's
+  return s;
 }
 
 bool figures_cover_rows(const RunSummary& s, std::size_t ok, std::size_t failed) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/models/pipeline.hpp"
@@ -145,7 +146,7 @@ JobInputs::JobInputs(const Config& config, bool resume, const DoneScan& scan_don
   // The file hash cache is read here and written only by save_hash_cache.
   manifest_.hash_cache = std::make_shared<FileHashCache>();
   (void)manifest_.hash_cache->load(file_hash_cache_path(dir_));
-  if (resume && std::filesystem::exists(dir_) && scan_done) done_ = scan_done(dir_);
+  if (resume && path_taken(dir_) && scan_done) done_ = scan_done(dir_);
   AttemptRule rule;
   if (count_attempts && resume) {
     attempts_ = results::read_attempt_logs(dir_);

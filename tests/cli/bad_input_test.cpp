@@ -31,6 +31,7 @@
 #include "omnidp/models/text/sentencepiece_model.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "png_file.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 #include "test_files.hpp"
 
@@ -467,6 +468,21 @@ std::vector<Case> cases() {
                                {"output.dir: cannot create the output folder '@DIR@/out': "
                                 "'@DIR@/out' is not a folder"}),
                      [](const fs::path& dir) { EXPECT_EQ(read_text(dir / "out"), "x"); }));
+  // Issue 52, class 3: an output folder that is a link loop, or under one, is refused before
+  // the job starts (it was exit 1, "cannot create the output folder", after loading the model).
+  for (const std::string out : {"out", "out/sub"}) {
+    c.push_back(custom(
+        malformed(out == "out" ? "output_is_a_link_loop" : "output_under_a_link_loop",
+                  [](const fs::path& dir) {
+                    write_text(dir / "c.yaml", kConfig);
+                    write_text(dir / "m.jsonl", std::string(kGoodA) + "\n");
+                    fs::create_symlink("out", dir / "out");
+                  },
+                  {"output.dir: cannot create the output folder '@DIR@/" + out + "': '@DIR@/" +
+                   out + "' is a symbolic link loop (too many levels of symbolic links)"},
+                  {"--output", out}),
+        [](const fs::path& dir) { EXPECT_TRUE(fs::is_symlink(dir / "out")); }));
+  }
   // A full disk, simulated by RLIMIT_FSIZE (8 MiB; SIGXFSZ ignored, so write() fails with
   // EFBIG): a (small) is flushed, b (33x512x512 RGB = 26 MB) does not fit. The job stops
   // (exit 1), no results.h5 is written, the rank file keeps a readable and intact.
@@ -840,6 +856,160 @@ TEST(ResumeProfile, ALinesOwnCacheIsPinnedByItsInputKey) {
   EXPECT_EQ(changed.exit_code, 2) << changed.err;
   EXPECT_NE(changed.err.find("m.jsonl:2:id: request 'b' is already done in"), std::string::npos)
       << changed.err;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// ---- issue 52: the files of the job's own folder
+
+// omni-dp-batch in `dir` (under mpirun -np `ranks` when ranks > 0) under `timeout`: a job that
+// blocks (a FIFO opened for reading) ends with 124 and fails the test instead of hanging it.
+BatchRun run_guarded(const fs::path& dir, int ranks, const std::vector<std::string>& args) {
+  std::string cmd =
+      "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1; cd '" +
+      dir.string() + "' && exec timeout -k 10 300 ";
+  if (ranks > 0) {
+    cmd += "mpirun --oversubscribe --bind-to none -np " + std::to_string(ranks) + " ";
+  }
+  cmd += std::string(OMNIDP_BATCH_EXE) + " --config c.yaml";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " > stdout.txt 2> stderr.txt";
+  BatchRun r;
+  const int status = std::system(cmd.c_str());
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.err = read_text(dir / "stderr.txt");
+  return r;
+}
+
+// The three requests a, b, c done and merged in dir/out (the folder every case below starts from).
+fs::path finished_run(const std::string& name) {
+  const fs::path dir = fresh_dir(name);
+  (void)synthetic_abc(dir);
+  const BatchRun first = run_guarded(dir, 0, {});
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  return dir;
+}
+
+void expect_three_ok(const fs::path& out) {
+  const auto rows = results::read_stored_rows(out / "results.h5");
+  ASSERT_EQ(rows.size(), 3U);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
+    EXPECT_TRUE(row.video_present) << row.record.id;
+  }
+}
+
+// Issue 52, class 5: a FIFO named .omnidp-file-hashes blocked the job, --validate-only and
+// --dry-run; one named attempts-rank-00001.log blocked rank 1's worker (a 2-rank job never
+// ended); summary.json or results.h5 as a FIFO refused the job's verdict after all the work.
+// Each: the command ends, with one warning naming the file, and the job's results are whole.
+TEST(OwnFolder, AFifoUnderAnyNameOfTheJobsFolderNeverBlocksIt) {
+  const fs::path dir = finished_run("omnidp-own-fifo");
+  const fs::path out = dir / "out";
+  const fs::path sidecar = out / ".omnidp-file-hashes";
+  fs::remove(sidecar);
+  ASSERT_EQ(::mkfifo(sidecar.c_str(), 0600), 0);
+  const std::string ignored = sidecar.string() +
+                              ": cannot read the file hash cache: is a FIFO, not a regular file; "
+                              "the file hash cache is ignored";
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--validate-only"}, {"--dry-run"}, {"--no-resume"}}) {
+    SCOPED_TRACE(args.front());
+    const BatchRun r = run_guarded(dir, 0, args);
+    EXPECT_EQ(r.signal, 0);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(ignored), std::string::npos) << r.err;
+  }
+  expect_three_ok(out);
+
+  // A FIFO under rank 1's attempt log, and under the job's summary.json and results.h5.
+  for (const char* name : {"attempts-rank-00001.log", "summary.json", "results.h5"}) {
+    fs::remove(out / name);
+    ASSERT_EQ(::mkfifo((out / name).c_str(), 0600), 0) << name;
+  }
+  const BatchRun two = run_guarded(dir, 2, {"--no-resume"});
+  EXPECT_EQ(two.signal, 0);
+  EXPECT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.err.find("attempts are not counted across runs: " +
+                         (out / "attempts-rank-00001.log").string() +
+                         ": cannot open the attempt log: is a FIFO, not a regular file"),
+            std::string::npos)
+      << two.err;
+  EXPECT_NE(two.err.find((out / "summary.json").string() +
+                         " was a FIFO, not a regular file: replaced by the summary"),
+            std::string::npos)
+      << two.err;
+  EXPECT_NE(two.err.find("merge: " + (out / "results.h5").string() +
+                         " was a FIFO, not a regular file: replaced by the merged results"),
+            std::string::npos)
+      << two.err;
+  EXPECT_TRUE(fs::is_regular_file(out / "summary.json"));
+  expect_three_ok(out);
+
+  // --merge-only and a plain rerun over a FIFO named summary.json: the figures from the rows.
+  fs::remove(out / "summary.json");
+  ASSERT_EQ(::mkfifo((out / "summary.json").c_str(), 0600), 0);
+  const BatchRun merged = run_guarded(dir, 0, {"--merge-only", out.string()});
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_NE(merged.err.find("merge: " + (out / "summary.json").string() +
+                            ": is a FIFO, not a regular file; the figures are recomputed"),
+            std::string::npos)
+      << merged.err;
+  const BatchRun rerun = run_guarded(dir, 0, {});
+  EXPECT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_NE(rerun.err.find("3 already done, skipped"), std::string::npos) << rerun.err;
+  expect_three_ok(out);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// Issue 52, classes 3 and 13: a link loop anywhere in the output folder made every rerun and
+// --merge-only exit 1 ("internal error": the folder could never be resumed); a folder, FIFO or
+// link to /dev/zero named like a rank file was passed over without a word. Each member, named
+// like rank 1's file and (for the loop) under a name of no interest: a rerun on 2 ranks and
+// --merge-only end with exit 0, every request done once, the rank file named unreadable.
+TEST(OwnFolder, NonFilesInTheJobsFolderNeverStopARerunOrTheMerge) {
+  const fs::path dir = finished_run("omnidp-own-odd");
+  const fs::path out = dir / "out";
+  ASSERT_EQ(fs::exists(out / "rank-00001.h5"), false);
+  results::testing::make_odd(out / "junk", results::testing::Odd::link_loop);
+  for (const auto kind : results::testing::odd_kinds()) {
+    SCOPED_TRACE(results::testing::odd_name(kind));
+    std::error_code ec;
+    fs::remove_all(out / "rank-00001.h5", ec);
+    results::testing::make_odd(out / "rank-00001.h5", kind);
+    const std::string problem =
+        (out / "rank-00001.h5").string() + ": " + results::testing::odd_problem(kind);
+    const BatchRun rerun = run_guarded(dir, 2, {});
+    EXPECT_EQ(rerun.signal, 0);
+    EXPECT_EQ(rerun.exit_code, 0) << rerun.err;
+    EXPECT_NE(rerun.err.find("3 already done, skipped"), std::string::npos) << rerun.err;
+    EXPECT_NE(rerun.err.find("resume: skipping unreadable " + (out / "rank-00001.h5").string() +
+                             " (its requests are generated again): " + problem),
+              std::string::npos)
+        << rerun.err;
+    EXPECT_NE(rerun.err.find("merge: skipping unreadable " + (out / "rank-00001.h5").string() +
+                             ": " + problem),
+              std::string::npos)
+        << rerun.err;
+    const BatchRun merged = run_guarded(dir, 0, {"--merge-only", out.string()});
+    EXPECT_EQ(merged.exit_code, 0) << merged.err;
+    EXPECT_NE(merged.err.find("rank-00001.h5: unreadable rank file, skipped"), std::string::npos)
+        << merged.err;
+    expect_three_ok(out);
+  }
+  // A loop named like rank 0's own file: the rerun writes the next segment and the folder
+  // resumes.
+  fs::remove_all(out / "rank-00001.h5");
+  fs::rename(out / "rank-00000.h5", out / "kept.h5");
+  results::testing::make_odd(out / "rank-00000.h5", results::testing::Odd::link_loop);
+  const BatchRun again = run_guarded(dir, 0, {});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("resume: skipping unreadable " + (out / "rank-00000.h5").string() +
+                           " (its requests are generated again): " + (out / "rank-00000.h5").string() +
+                           ": " + results::testing::odd_problem(results::testing::Odd::link_loop)),
+            std::string::npos)
+      << again.err;
+  expect_three_ok(out);
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 

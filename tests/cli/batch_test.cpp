@@ -22,8 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/result_files.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 #include "temp_dir.hpp"
 
@@ -732,6 +734,42 @@ TEST(BatchCli, MergeOnlyIntoAReadOnlyFolderIsOneLine) {
                            ": cannot create the merged results: " + reason +
                            " (creating a file in '" + run.string() + "')\n");
   EXPECT_FALSE(std::filesystem::exists(run / "results.h5"));
+}
+
+// Issue 52, classes 3, 5, 13 and 14: --merge-only on a folder with a link loop anywhere exited 1
+// ("internal error"), with a FIFO named summary.json it blocked, and a folder, FIFO or link to
+// /dev/zero named like a rank file was passed over silently. Each member, under a name of no
+// interest, a rank file's name and summary.json: the merge ends (a child under an alarm),
+// merges every readable rank file, and names what it could not use.
+TEST(BatchCli, MergeOnlyNamesNonFilesInTheFolderNeverCrashOrHang) {
+  namespace rt = results::testing;
+  for (const rt::Odd kind : rt::odd_kinds()) {
+    for (const std::string name : {"junk", "rank-00002.h5", "summary.json"}) {
+      SCOPED_TRACE(std::string(rt::odd_name(kind)) + " named " + name);
+      TempDir dir;
+      rt::write_rank(dir.path(), 0, 2, {"a", "b"});
+      rt::write_rank(dir.path(), 1, 2, {"c"});
+      rt::make_odd(dir.path() / name, kind);
+      const auto o = test::run_main_in_child(batch_main, "omni-dp-batch",
+                                             {"--merge-only", dir.path().string()});
+      ASSERT_EQ(o.code, 0) << test::describe(o);
+      EXPECT_EQ(o.out, (dir.path() / "results.h5").string() +
+                           ": 3 requests from 2 rank files (summary: recomputed)\n");
+      const std::string file = (dir.path() / name).string();
+      const bool rank_named = name.starts_with("rank-");
+      EXPECT_EQ(rt::occurrences_of(o.err, "merge: skipping unreadable " + file + ": " + file +
+                                              ": " + rt::odd_problem(kind)),
+                rank_named ? 1U : 0U)
+          << o.err;
+      EXPECT_EQ(rt::occurrences_of(o.err, name + ": unreadable rank file, skipped"), rank_named ? 1U : 0U)
+          << o.err;
+      EXPECT_EQ(rt::occurrences_of(o.err, "merge: " + file + ": " + rt::odd_problem(kind) +
+                                              "; the figures are recomputed from the rows"),
+                name == "summary.json" ? 1U : 0U)
+          << o.err;
+      EXPECT_EQ(results::read_stored_rows(dir.path() / "results.h5").size(), 3U);
+    }
+  }
 }
 
 }  // namespace

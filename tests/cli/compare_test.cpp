@@ -7,10 +7,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "child_process.hpp"
 #include "cli/run_main.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/table.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::cli {
@@ -72,8 +74,11 @@ TEST_F(CompareCli, MissingExitsOneUnlessAllowed) {
   EXPECT_NE(strict.out.find("only in A (2 of 2):\n  y\n  z\n"), std::string::npos) << strict.out;
   const Outcome relaxed = run_compare({"--allow-missing", a(), b()});
   EXPECT_EQ(relaxed.code, 0) << relaxed.out;
-  // Missing from A is never an error for A's requests.
-  EXPECT_EQ(run_compare({b(), a()}).code, 0);
+  // Missing from A fails too (issue 52, class 2): B's requests need their partners as well.
+  const Outcome reversed = run_compare({b(), a()});
+  EXPECT_EQ(reversed.code, 1) << reversed.out;
+  EXPECT_NE(reversed.out.find("only in B (2 of 2):\n  y\n  z\n"), std::string::npos) << reversed.out;
+  EXPECT_EQ(run_compare({"--allow-missing", b(), a()}).code, 0);
 }
 
 TEST_F(CompareCli, FailedExitsOne) {
@@ -309,6 +314,114 @@ TEST_F(CompareCli, BoundsAreWrittenReadably) {
   for (const char* value : {"-1", "0", "inf", "1e999", "loud"}) {
     const std::string err = error_of(value);
     EXPECT_LT(err.size(), 120U) << err;
+// Writes one rank file holding ok rows of `ids` that all have the same content: one input key
+// and one video (what a manifest holding one request under several ids gives).
+void write_same_content(const std::filesystem::path& dir, const std::vector<std::string>& ids) {
+  results::RankWriter writer(dir, results::testing::rank_info(0, 1), OutputConfig{});
+  const Video v = results::testing::video_for("same");
+  for (const auto& id : ids) {
+    ResultRecord r = results::testing::ok_record(id, v);
+    r.input_key = results::testing::key_of("same content");
+    writer.write(r, &v);
+  }
+  writer.close();
+}
+
+// Issue 52, class 2: the join was by input key alone, so A's 8 ids of one content all matched
+// B's single one ("matched: 8 ... PASS", exit 0). Each id needs a partner of its own, by id
+// first: an id on one side only is missing, on either side, in the text and the JSON.
+TEST_F(CompareCli, MissingIdsOnEitherSideFailAndAreListed) {
+  const std::vector<std::string> eight = {"i1", "i2", "i3", "i4", "i5", "i6", "i7", "i8"};
+  write_same_content(a_.path(), eight);
+  write_same_content(b_.path(), {"i4"});
+  const Outcome o = run_compare({a(), b()});
+  EXPECT_EQ(o.code, 1) << o.out;
+  EXPECT_NE(o.out.find("matched:     1\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("only in A:   7\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("only in A (7 of 7):\n  i1\n  i2\n  i3\n  i5\n  i6\n  i7\n  i8\n"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("FAIL: 0 mismatched, 7 only in A, 0 failed\n"), std::string::npos) << o.out;
+  // The other way round: B's extra ids fail as well.
+  const Outcome reversed = run_compare({"--json", b(), a()});
+  EXPECT_EQ(reversed.code, 1) << reversed.out;
+  const auto j = nlohmann::json::parse(reversed.out);
+  EXPECT_EQ(j["matched"], 1);
+  EXPECT_EQ(j["only_in_a"], 0);
+  EXPECT_EQ(j["only_in_b"], 7);
+  EXPECT_EQ(j["only_in_b_ids"], nlohmann::json::array({"i1", "i2", "i3", "i5", "i6", "i7", "i8"}));
+  EXPECT_EQ(j["passed"], false);
+  const Outcome text = run_compare({b(), a()});
+  EXPECT_NE(text.out.find("FAIL: 0 mismatched, 0 only in A, 7 only in B, 0 failed\n"), std::string::npos)
+      << text.out;
+  // --allow-missing excuses either side; the one pair still has to match.
+  for (const auto& [first, second] : {std::pair{a(), b()}, std::pair{b(), a()}}) {
+    const Outcome allowed = run_compare({"--allow-missing", first, second});
+    EXPECT_EQ(allowed.code, 0) << allowed.out;
+    EXPECT_NE(allowed.out.find("matched:     1\n"), std::string::npos) << allowed.out;
+  }
+}
+
+// The other members of the class: two ids of one content on each side pair up by id where the
+// ids agree and by order where they do not (a renamed id still compares); one side's extra id
+// of that content is missing; a failed row of A still takes its partner in B.
+TEST_F(CompareCli, EveryIdOfOneContentNeedsItsOwnPartner) {
+  write_same_content(a_.path(), {"p", "q"});
+  ScratchDir renamed("cli-renamed");
+  write_same_content(renamed.path(), {"q", "r"});
+  const Outcome pairs = run_compare({a(), renamed.path().string()});
+  EXPECT_EQ(pairs.code, 0) << pairs.out;
+  EXPECT_NE(pairs.out.find("matched:     2\n"), std::string::npos) << pairs.out;
+  ScratchDir three("cli-three");
+  write_same_content(three.path(), {"p", "q", "r"});
+  const Outcome extra = run_compare({a(), three.path().string()});
+  EXPECT_EQ(extra.code, 1) << extra.out;
+  EXPECT_NE(extra.out.find("only in B (1 of 1):\n  r\n"), std::string::npos) << extra.out;
+  const Outcome fewer = run_compare({three.path().string(), a()});
+  EXPECT_EQ(fewer.code, 1) << fewer.out;
+  EXPECT_NE(fewer.out.find("only in A (1 of 1):\n  r\n"), std::string::npos) << fewer.out;
+  // Different contents never pair, whatever their ids.
+  ScratchDir other("cli-other");
+  results::testing::write_rank(other.path(), 0, 1, {"p", "q"});
+  const Outcome apart = run_compare({a(), other.path().string()});
+  EXPECT_EQ(apart.code, 1) << apart.out;
+  EXPECT_NE(apart.out.find("only in A:   2\n"), std::string::npos) << apart.out;
+  EXPECT_NE(apart.out.find("only in B:   2\n"), std::string::npos) << apart.out;
+}
+
+// Issue 52, classes 3, 5 and 13: a link loop anywhere in a folder aborted compare (exit 134); a
+// FIFO named like a rank file blocked it; a folder or a link to /dev/zero named like one was
+// skipped silently. Each member, on either side: compare ends (a child under an alarm), compares
+// the rest, and names the rank file it skipped.
+TEST_F(CompareCli, NonFilesInAFolderAreNamedNeverCrashOrHang) {
+  results::testing::write_rank(a_.path(), 0, 1, {"x", "y"});
+  namespace rt = results::testing;
+  for (const rt::Odd kind : rt::odd_kinds()) {
+    for (const std::string name : {"junk", "rank-00002.h5"}) {
+      SCOPED_TRACE(std::string(rt::odd_name(kind)) + " named " + name);
+      ScratchDir odd("cli-odd");
+      rt::write_rank(odd.path(), 0, 2, {"x"});
+      rt::write_rank(odd.path(), 1, 2, {"y"});
+      rt::make_odd(odd.path() / name, kind);
+      const std::string file = (odd.path() / name).string();
+      const bool rank_named = name.starts_with("rank-");
+      for (const bool odd_is_b : {true, false}) {
+        const auto o =
+            test::run_main_in_child(compare_main, "omni-dp-compare",
+                                    odd_is_b ? std::vector<std::string>{a(), odd.path().string()}
+                                             : std::vector<std::string>{odd.path().string(), a()});
+        ASSERT_EQ(o.code, 0) << test::describe(o);
+        EXPECT_NE(o.out.find("matched:     2\n"), std::string::npos) << o.out;
+        EXPECT_EQ(o.out.find("skipped unreadable file of " + std::string(odd_is_b ? "B" : "A") +
+                             ": " + file + " (its rows are not compared)") != std::string::npos,
+                  rank_named)
+            << o.out;
+        EXPECT_EQ(rt::occurrences_of(o.err, "compare: skipping unreadable " + file + ": " + file +
+                                                ": " + rt::odd_problem(kind)),
+                  rank_named ? 1U : 0U)
+            << o.err;
+      }
+    }
   }
 }
 

@@ -11,7 +11,10 @@
 #ifdef OMNIDP_TEST_HAVE_FFMPEG
 #include "export/decode_util.hpp"
 #endif
+#include "child_process.hpp"
 #include "cli/run_main.hpp"
+#include "omnidp/results/summary.hpp"
+#include "results/odd_files.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -243,6 +246,39 @@ TEST(ExportIds, IdsInMessagesAreOneLine) {
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "omni-dp-export: skipped 'x\\ny\\x1b[2J': no such request in " +
                        run.path().string() + "\n");
+}
+
+// Issue 52, classes 3, 5, 13 and 14: a link loop anywhere in the folder aborted export (exit
+// 134); a FIFO named summary.json or like a rank file blocked it; a folder, FIFO or link to
+// /dev/zero named like a rank file was skipped silently. Each member, under a name of no
+// interest, a rank file's name and summary.json: export ends (a child under an alarm), writes
+// every readable video, and names the rank file or the summary it could not use.
+TEST(ExportOddFiles, NonFilesInTheFolderAreNamedNeverCrashOrHang) {
+  for (const rt::Odd kind : rt::odd_kinds()) {
+    for (const std::string name : {"junk", "rank-00002.h5", "summary.json"}) {
+      SCOPED_TRACE(std::string(rt::odd_name(kind)) + " named " + name);
+      rt::ScratchDir run("export-odd");
+      rt::ScratchDir out("export-odd-out");
+      rt::write_rank(run.path(), 0, 2, {"x"});
+      rt::write_rank(run.path(), 1, 2, {"y"});
+      rt::make_odd(run.path() / name, kind);
+      const auto o = test::run_main_in_child(
+          export_main, "omni-dp-export",
+          {run.path().string(), "--format", "png", "--out", (out.path() / "png").string()});
+      ASSERT_EQ(o.code, 0) << test::describe(o);
+      EXPECT_NE(o.out.find("exported 2 of 2 video(s) as png"), std::string::npos) << o.out;
+      const std::string file = (run.path() / name).string();
+      EXPECT_EQ(rt::occurrences_of(o.err, "read: skipping unreadable " + file + ": " + file + ": " +
+                                              rt::odd_problem(kind)),
+                name.starts_with("rank-") ? 1U : 0U)
+          << o.err;
+      EXPECT_EQ(rt::occurrences_of(o.err, "read: " + file + ": " + rt::odd_problem(kind) +
+                                              "; the figures are recomputed from the rows"),
+                name == "summary.json" ? 1U : 0U)
+          << o.err;
+      EXPECT_TRUE(fs::exists(out.path() / "png" / "y" / "frame-00001.png"));
+    }
+  }
 }
 
 }  // namespace

@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "child_process.hpp"
 #include "cli/run_main.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/results/table.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::cli {
@@ -526,6 +528,164 @@ TEST(InspectCounts, IdsAndErrorsAreListedOneLineEach) {
       << o.out;
   EXPECT_NE(o.out.find("ok\\tid\n"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("bad\nid"), std::string::npos) << o.out;
+}
+
+// Issue 52, classes 3, 5 and 13: a link loop anywhere in the folder aborted inspect (an uncaught
+// filesystem_error, exit 134); a FIFO named like a rank file blocked it; a folder, a FIFO or a
+// link to /dev/zero named like one was skipped silently, as if the run had no more. Each member
+// of "not a regular file", under a name of no interest and under a rank file's name: inspect
+// ends (in a child under an alarm: a block fails the test), reads the rest, and lists the rank
+// file unreadable with one warning naming what it is.
+TEST(InspectOddFiles, NonFilesInTheFolderAreNamedNeverCrashOrHang) {
+  for (const rt::Odd kind : rt::odd_kinds()) {
+    for (const std::string name : {"junk", "rank-00002.h5"}) {
+      SCOPED_TRACE(std::string(rt::odd_name(kind)) + " named " + name);
+      rt::ScratchDir dir("inspect-odd");
+      rt::write_rank(dir.path(), 0, 3, {"a", "b"});
+      rt::write_rank(dir.path(), 1, 3, {"c"});
+      rt::make_odd(dir.path() / name, kind);
+      for (const bool json : {false, true}) {
+        std::vector<std::string> args = {dir.path().string()};
+        if (json) args.insert(args.begin(), "--json");
+        const auto o = test::run_main_in_child(inspect_main, "omni-dp-inspect", args);
+        ASSERT_EQ(o.code, 0) << test::describe(o);
+        const bool rank_named = name.starts_with("rank-");
+        const std::string warning = "read: skipping unreadable " + (dir.path() / name).string() +
+                                    ": " + (dir.path() / name).string() + ": " +
+                                    rt::odd_problem(kind);
+        EXPECT_EQ(rt::occurrences_of(o.err, warning), rank_named ? 1U : 0U) << o.err;
+        EXPECT_EQ(rt::occurrences_of(o.err, "skipping unreadable"), rank_named ? 1U : 0U) << o.err;
+        if (json) {
+          const auto j = nlohmann::json::parse(o.out);
+          EXPECT_EQ(j["rows"], 3);
+          EXPECT_EQ(j["unreadable_files"],
+                    rank_named ? nlohmann::json::array({(dir.path() / name).string()})
+                               : nlohmann::json::array());
+          continue;
+        }
+        EXPECT_NE(o.out.find("requests:     3 total, 3 completed, 0 failed"), std::string::npos)
+            << o.out;
+        EXPECT_NE(o.out.find("files:        2 (rank-00000.h5, rank-00001.h5)\n"), std::string::npos)
+            << o.out;
+        EXPECT_EQ(o.out.find("unreadable:   " + name + " (skipped: its rows are not shown)\n") !=
+                      std::string::npos,
+                  rank_named)
+            << o.out;
+      }
+    }
+  }
+}
+
+// Issue 52, classes 5 and 14: summary.json was trusted over the rows. A FIFO there blocked
+// inspect; a folder or garbage refused the whole folder (exit 2); an edited one (total -1,
+// makespan -5) was shown as 18446744073709551615 total and -5.000 s. Every member: one warning
+// naming the file and why, the figures recomputed from the rows.
+TEST(InspectSummary, ASummaryJsonThatCannotBeUsedIsRecomputedFromTheRows) {
+  RunSummary good;
+  good.total = 3;
+  good.completed = 3;
+  good.makespan_s = 10.0;
+  good.videos_per_min = 18.0;
+  good.world_size = 2;
+  good.replicas = 2;
+  good.busy_s_per_rank = {3.0, 1.5};
+  good.busy_fraction_per_rank = {0.3, 0.15};
+  const std::string text = results::summary_to_json(good);
+  const auto edited = [&text](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const auto at = t.find(from);
+    if (at == std::string::npos) throw std::runtime_error("no '" + from + "' in " + t);
+    return t.replace(at, from.size(), to);
+  };
+  struct Member {
+    std::string name;
+    std::string json;  // written as summary.json ("" = an odd file instead)
+    rt::Odd odd = rt::Odd::fifo;
+    std::string why;  // the warning's reason
+  };
+  std::vector<Member> members = {
+      {"garbage", "not json {", {}, "malformed summary JSON: "},
+      {"an array", "[1, 2]", {}, "summary JSON is not an object"},
+      {"total -1",
+       edited("\"total\": 3", "\"total\": -1"),
+       {},
+       "'total' must be a whole number >= 0"},
+      {"total 2^64",
+       edited("\"total\": 3", "\"total\": 18446744073709551616"),
+       {},
+       "'total' must be a whole number >= 0"},
+      {"total 2.5",
+       edited("\"total\": 3", "\"total\": 2.5"),
+       {},
+       "'total' must be a whole number >= 0"},
+      {"total a string",
+       edited("\"total\": 3", "\"total\": \"3\""),
+       {},
+       "'total' must be a whole number >= 0"},
+      {"total below the rows",
+       edited("\"total\": 3", "\"total\": 2"),
+       {},
+       "inconsistent summary: total 2 is less than completed 3 + failed 0"},
+      {"makespan -5",
+       edited("\"makespan_s\": 10.0", "\"makespan_s\": -5.0"),
+       {},
+       "inconsistent summary: makespan_s is -5, not a finite number >= 0"},
+      {"makespan 1e999",
+       edited("\"makespan_s\": 10.0", "\"makespan_s\": 1e999"),
+       {},
+       "malformed summary JSON: "},
+      {"world size 0",
+       edited("\"world_size\": 2", "\"world_size\": 0"),
+       {},
+       "inconsistent summary: world_size is 0, not a whole number >= 1"},
+      {"world size 2^40",
+       edited("\"world_size\": 2", "\"world_size\": 1099511627776"),
+       {},
+       "'world_size' must be a whole number within int's range"},
+      {"interrupted 1",
+       edited("\"interrupted\": false", "\"interrupted\": 1"),
+       {},
+       "'interrupted' must be true or false"},
+      {"busy a string",
+       edited("3.0,", "\"x\","),
+       {},
+       "'busy_s_per_rank' must be an array of numbers"},
+      {"busy negative",
+       edited("3.0,", "-3.0,"),
+       {},
+       "inconsistent summary: busy_s_per_rank holds -3, not a finite number >= 0"},
+  };
+  for (const rt::Odd kind : rt::odd_kinds()) {
+    members.push_back({rt::odd_name(kind), "", kind, rt::odd_problem(kind)});
+  }
+  for (const auto& m : members) {
+    SCOPED_TRACE(m.name);
+    rt::ScratchDir dir("inspect-summary");
+    rt::write_rank(dir.path(), 0, 2, {"a", "b"});
+    rt::write_rank(dir.path(), 1, 2, {"c"});
+    const auto summary = dir.path() / "summary.json";
+    results::write_summary_json(summary, good);
+    const auto control =
+        test::run_main_in_child(inspect_main, "omni-dp-inspect", {dir.path().string()});
+    ASSERT_EQ(control.code, 0) << test::describe(control);
+    ASSERT_NE(control.out.find("figures from: summary.json\n"), std::string::npos) << control.out;
+    ASSERT_NE(control.out.find("makespan:     10.000 s\n"), std::string::npos) << control.out;
+    fs::remove(summary);
+    if (m.json.empty()) {
+      rt::make_odd(summary, m.odd);
+    } else {
+      std::ofstream(summary, std::ios::binary) << m.json;
+    }
+    const auto o = test::run_main_in_child(inspect_main, "omni-dp-inspect", {dir.path().string()});
+    ASSERT_EQ(o.code, 0) << test::describe(o);
+    EXPECT_NE(o.out.find("figures from: recomputed\n"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("requests:     3 total, 3 completed, 0 failed"), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find("makespan:     -"), std::string::npos) << o.out;
+    const std::string warning = "read: " + summary.string() + ": ";
+    EXPECT_EQ(rt::occurrences_of(o.err, warning), 1U) << o.err;
+    EXPECT_NE(o.err.find(m.why), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("; the figures are recomputed from the rows"), std::string::npos) << o.err;
+  }
 }
 
 }  // namespace

@@ -10,8 +10,10 @@
 #include <sstream>
 #include <string>
 
+#include "child_process.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "results/odd_files.hpp"
 #include "temp_dir.hpp"
 
 namespace omnidp {
@@ -195,6 +197,28 @@ TEST_F(FileHashCacheTest, HasherErrorsPropagateAndAreNotCached) {
   fs::remove(a_);
   EXPECT_THROW((void)cache.hash(a_, s), IoError);
   EXPECT_EQ(cache.size(), 0U);
+}
+
+// Issue 52, classes 3 and 5: a FIFO named .omnidp-file-hashes blocked the job, --validate-only
+// and --dry-run (the sidecar is read first). A sidecar that is not a regular file is ignored
+// with one warning, never opened blocking (a child under an alarm); a missing one is silent.
+TEST_F(FileHashCacheTest, ASidecarThatIsNotARegularFileIsIgnoredNeverBlocks) {
+  for (const auto kind : results::testing::odd_kinds()) {
+    SCOPED_TRACE(results::testing::odd_name(kind));
+    std::filesystem::remove_all(cache_file_);
+    results::testing::make_odd(cache_file_, kind);
+    const auto o = test::run_in_child([&] { return FileHashCache().load(cache_file_) ? 1 : 0; });
+    ASSERT_EQ(o.code, 0) << test::describe(o);
+    EXPECT_NE(o.err.find(cache_file_.string() +
+                         ": cannot read the file hash cache: " + results::testing::odd_problem(kind) +
+                         "; the file hash cache is ignored (every input file is hashed again)"),
+              std::string::npos)
+        << o.err;
+    std::filesystem::remove_all(cache_file_);
+  }
+  const auto missing = test::run_in_child([&] { return FileHashCache().load(cache_file_) ? 1 : 0; });
+  EXPECT_EQ(missing.code, 0);
+  EXPECT_EQ(missing.err, "");
 }
 
 }  // namespace

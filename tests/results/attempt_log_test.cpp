@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iostream>
 
+#include "child_process.hpp"
+#include "omnidp/common/error.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::results {
@@ -44,6 +48,43 @@ TEST(AttemptLog, AttemptsStartedAndNeverEndedAreCountedAcrossRunsAndRanks) {
   EXPECT_EQ(logs.at(attempt_key("retry", "k3")).interrupted, 1);
   EXPECT_EQ(attempt_log_path(dir.path(), 3), dir.path() / "attempts-rank-00003.log");
   EXPECT_TRUE(read_attempt_logs(dir.path() / "missing").empty());
+}
+
+// Issue 52, classes 3 and 5: a FIFO named like a rank's attempt log blocked its worker (a 2-rank
+// job never ended); the logs' folder walk threw on a link loop. The log of each member is
+// refused at once, never opened blocking; the reader counts the other logs and names it.
+TEST(AttemptLog, ANonFileUnderALogsNameIsRefusedNeverBlocks) {
+  for (const testing::Odd kind : testing::odd_kinds()) {
+    // A dangling link is followed: the log is created at its target, as any file created
+    // through a link is.
+    if (kind == testing::Odd::dangling_link) continue;
+    SCOPED_TRACE(testing::odd_name(kind));
+    ScratchDir dir("attempts-odd");
+    {
+      AttemptLog log(dir.path(), 0);
+      log.started("hang", "k1", 1);
+    }
+    const auto path = attempt_log_path(dir.path(), 1);
+    testing::make_odd(path, kind);
+    testing::make_odd(dir.path() / "junk", kind);
+    const auto o = test::run_in_child([&] {
+      try {
+        AttemptLog log(dir.path(), 1);
+        return 2;  // opened
+      } catch (const IoError& e) {
+        std::cout << e.what() << "\n";
+      }
+      const auto logs = read_attempt_logs(dir.path());
+      return logs.size() == 1 && logs.at(attempt_key("hang", "k1")).interrupted == 1 ? 0 : 1;
+    });
+    ASSERT_EQ(o.code, 0) << test::describe(o);
+    EXPECT_EQ(o.out,
+              path.string() + ": cannot open the attempt log: " + testing::odd_problem(kind) + "\n");
+    EXPECT_NE(o.err.find("resume: " + path.string() + ": cannot read the attempt log: " +
+                         testing::odd_problem(kind) + "; its attempts are not counted"),
+              std::string::npos)
+        << o.err;
+  }
 }
 
 }  // namespace

@@ -10,12 +10,14 @@
 #include <fstream>
 #include <iterator>
 
+#include "child_process.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/version.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/resume.hpp"
 #include "omnidp/results/table.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::results {
@@ -459,6 +461,34 @@ TEST(RankWriter, UnwritableFolderIsAnError) {
   EXPECT_THROW(RankWriter(std::filesystem::path("/proc/omnidp-cannot-exist"),
                           testing::rank_info(0, 1), OutputConfig{}),
                Error);
+}
+
+// Issue 52, class 3: a link loop named like this rank's file made the writer's exists() throw
+// (every rerun exited 1). Anything under the name, a dangling link or a loop too, takes it:
+// the writer opens the next segment. And a non-file under the live table's name is never
+// written through (a link) or blocked on (a FIFO): the writer goes on without its live view.
+TEST(RankWriter, ANonFileUnderItsNameTakesTheNameAndNoLiveTableIsWrittenOverOne) {
+  for (const testing::Odd kind : testing::odd_kinds()) {
+    SCOPED_TRACE(testing::odd_name(kind));
+    ScratchDir dir("writer-odd");
+    testing::make_odd(dir.path() / "rank-00000.h5", kind);
+    testing::make_odd(dir.path() / "rank-00000.1.h5.live", kind);
+    const auto o = test::run_in_child([&] {
+      RankWriter writer(dir.path(), testing::rank_info(0, 1), OutputConfig{});
+      const Video v = testing::video_for("a");
+      writer.write(testing::ok_record("a", v), &v);
+      writer.close();
+      return writer.path() == dir.path() / "rank-00000.1.h5" ? 0 : 1;
+    });
+    ASSERT_EQ(o.code, 0) << test::describe(o);
+    EXPECT_NE(o.err.find("results: no live view of " + (dir.path() / "rank-00000.1.h5").string()),
+              std::string::npos)
+        << o.err;
+    EXPECT_EQ(read_stored_rows(dir.path() / "rank-00000.1.h5").size(), 1U);
+    if (kind == testing::Odd::link_to_dev_zero) {
+      EXPECT_TRUE(std::filesystem::is_character_file("/dev/zero"));
+    }
+  }
 }
 
 }  // namespace

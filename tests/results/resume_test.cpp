@@ -10,12 +10,14 @@
 #include <csignal>
 #include <fstream>
 
+#include "child_process.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/results/compare.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/table.hpp"
+#include "results/odd_files.hpp"
 #include "results/test_util.hpp"
 
 namespace omnidp::results {
@@ -504,6 +506,42 @@ TEST(ResumeProfiles, FilesWithoutTheColumnAreAnUnknownProfile) {
   const auto warnings = check_resume_profiles(scan, dir.path(), testing::kTestNumerics, true);
   ASSERT_EQ(warnings.size(), 1U);
   EXPECT_NE(warnings[0].find("an unknown numerics profile"), std::string::npos) << warnings[0];
+}
+
+// Issue 52, classes 3, 5 and 13: the resume scan threw on a link loop anywhere in the folder
+// (every rerun exited 1, "internal error"), blocked on a FIFO named like a rank file, and passed
+// over a folder or a link to /dev/zero named like one without a word. Each member, under a name
+// of no interest and a rank file's name: the scan ends (a child under an alarm), counts the
+// readable files' requests done, and names the rank file it skipped; the merge lists it.
+TEST(Resume, NonFilesInTheFolderAreSkippedByNameNeverCrashOrHang) {
+  for (const testing::Odd kind : testing::odd_kinds()) {
+    for (const std::string name : {"junk", "rank-00001.h5"}) {
+      SCOPED_TRACE(std::string(testing::odd_name(kind)) + " named " + name);
+      ScratchDir dir("resume-odd");
+      testing::write_rank(dir.path(), 0, 2, {"a", "b"});
+      testing::make_odd(dir.path() / name, kind);
+      const auto o = test::run_in_child([&] {
+        const bool scanned = scan_done(dir.path()) == expected_done({"a", "b"});
+        const MergeResult merged = merge_directory(dir.path());
+        const bool listed =
+            merged.unreadable_files ==
+            (name == "junk" ? std::vector<std::string>{} : std::vector<std::string>{name});
+        return scanned && merged.rows == 2U && listed ? 0 : 1;
+      });
+      ASSERT_EQ(o.code, 0) << test::describe(o);
+      const std::string file = (dir.path() / name).string();
+      const std::size_t warned = name == "junk" ? 0U : 1U;
+      EXPECT_EQ(testing::occurrences_of(o.err, "resume: skipping unreadable " + file +
+                                                   " (its requests are generated again): " + file +
+                                                   ": " + testing::odd_problem(kind)),
+                warned)
+          << o.err;
+      EXPECT_EQ(testing::occurrences_of(o.err, "merge: skipping unreadable " + file + ": " + file +
+                                                   ": " + testing::odd_problem(kind)),
+                warned)
+          << o.err;
+    }
+  }
 }
 
 }  // namespace

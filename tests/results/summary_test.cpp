@@ -316,5 +316,58 @@ TEST(Summary, SkipRateWithoutACacheAndWithoutCounts) {
   EXPECT_FALSE(summary_from_json("{}", "old").cache_skip_rate.has_value());  // an older file
 }
 
+// Issue 52, class 14: summary.json's figures were taken as written: -1 for total read as
+// 18446744073709551615, a negative makespan was shown. Every figure out of its domain, or of
+// the wrong JSON type, is an IoError naming the file and the field.
+TEST(Summary, FiguresOutsideTheirDomainAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> members = {
+      {R"({"total": -1})", "'total' must be a whole number >= 0"},
+      {R"({"completed": 1.5})", "'completed' must be a whole number >= 0"},
+      {R"({"failed": true})", "'failed' must be a whole number >= 0"},
+      {R"({"total": 18446744073709551616})", "'total' must be a whole number >= 0"},
+      {R"({"world_size": 2147483648})", "'world_size' must be a whole number within int's range"},
+      {R"({"replicas": "2"})", "'replicas' must be a whole number within int's range"},
+      {R"({"makespan_s": "10"})", "'makespan_s' must be a number"},
+      {R"({"mfu": "high"})", "'mfu' must be a number or null"},
+      {R"({"interrupted": 0})", "'interrupted' must be true or false"},
+      {R"({"policy": 3})", "'policy' must be a string"},
+      {R"({"busy_s_per_rank": [1, null]})", "'busy_s_per_rank' must be an array of numbers"},
+      {R"({"makespan_s": -5})", "inconsistent summary: makespan_s is -5, not a finite number >= 0"},
+      {R"({"latency_max_s": -0.5})",
+       "inconsistent summary: latency_max_s is -0.5, not a finite number >= 0"},
+      {R"({"mfu": -1})", "inconsistent summary: mfu is -1, not a finite number >= 0"},
+      {R"({"world_size": 0})", "inconsistent summary: world_size is 0, not a whole number >= 1"},
+      {R"({"cfg_parallel_size": -2})",
+       "inconsistent summary: cfg_parallel_size is -2, not a whole number >= 1"},
+      {R"({"total": 3, "completed": 2, "failed": 2})",
+       "inconsistent summary: total 3 is less than completed 2 + failed 2"},
+      {R"({"total": 1, "completed": 18446744073709551615, "failed": 2})",
+       "inconsistent summary: total 1 is less than completed 18446744073709551615 + failed 2"},
+      {R"({"world_size": 2, "replicas": 3})",
+       "inconsistent summary: replicas 3 exceeds world_size 2"},
+      {R"({"world_size": 1, "busy_s_per_rank": [1, 2]})",
+       "inconsistent summary: busy figures for more ranks than world_size 1"},
+      {R"({"busy_fraction_per_rank": [-0.5]})",
+       "inconsistent summary: busy_fraction_per_rank holds -0.5, not a finite number >= 0"},
+      {R"({"flops_counted": 2})", "inconsistent summary: flops_counted 2 exceeds completed 0"},
+      {R"({"forwards": 1, "forwards_computed": 2})",
+       "inconsistent summary: forwards_computed 2 exceeds forwards 1"},
+      {R"({"peak_tflops": 0})", "inconsistent summary: peak_tflops is 0"},
+      {R"({"cache_skip_rate": 1.5})", "inconsistent summary: cache_skip_rate is 1.5, more than 1"},
+  };
+  for (const auto& [json, why] : members) {
+    SCOPED_TRACE(json);
+    try {
+      (void)summary_from_json(json, "x/summary.json");
+      ADD_FAILURE() << "accepted";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("x/summary.json: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(summary_problem(testing::filled_summary()), "");
+  EXPECT_EQ(summary_from_json(R"({"total": 0, "mfu": null, "world_size": 1})", "z").total, 0U);
+}
+
 }  // namespace
 }  // namespace omnidp::results

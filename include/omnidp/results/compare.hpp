@@ -99,9 +99,12 @@ struct CompareReport {
   // Hashes differ but the videos are inside the tolerance (only with a tolerance): passes.
   std::size_t within_tolerance = 0;
   std::size_t mismatched = 0;  // both ok, hashes differ (or a video does not match its row)
-  std::size_t mismatched_numerics = 0;     // both ok, hashes differ, different numerics profiles
-  std::size_t only_in_a = 0;               // input key absent from B
-  std::size_t only_in_b = 0;               // input key absent from A
+  std::size_t mismatched_numerics = 0;  // both ok, hashes differ, different numerics profiles
+  // The join is one to one by input key (an id of B with the same id first, then the others):
+  // a request without a partner on the other side is missing, also where the other side holds
+  // another request with its input key that has a partner of its own.
+  std::size_t only_in_a = 0;               // requests of A without a partner in B
+  std::size_t only_in_b = 0;               // requests of B without a partner in A
   std::size_t failed_a = 0;                // requests of A recorded failed
   std::size_t failed_b = 0;                // requests of B (joined with A) recorded failed
   std::vector<Mismatch> mismatches;        // every mismatch, sorted by id of A
@@ -125,9 +128,10 @@ struct CompareReport {
   // Whether the two sides' sets of profiles differ (beyond the software version).
   [[nodiscard]] bool profiles_differ() const;
 
-  // Every request of A is matched with an equal hash in B, or within the tolerance
-  // (allow_missing: except those that are absent from B). Without a tolerance, a hash
-  // difference under different numerics profiles fails too.
+  // Every request of A is matched with an equal hash in B, or within the tolerance, and B holds
+  // no request without a partner in A (allow_missing: requests missing on either side are
+  // excused). Without a tolerance, a hash difference under different numerics profiles fails
+  // too.
   [[nodiscard]] bool passed(bool allow_missing) const noexcept;
 };
 

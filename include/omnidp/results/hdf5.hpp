@@ -107,6 +107,9 @@ extern template class Handle<Kind::attribute>;
 [[nodiscard]] bool can_skip_file_lock() noexcept;
 // Creates `path`; fails if it exists (H5F_ACC_EXCL) unless `truncate`.
 [[nodiscard]] File create_file(const std::string& path, bool truncate = false);
+// Opens `path`, a regular file (its links followed): anything else there (a FIFO, a device, a
+// folder, a link loop or a dangling link) is an IoError naming `path` and what it is, never
+// opened; nothing there is HDF5's error (Hdf5Error).
 [[nodiscard]] File open_file(const std::string& path, bool writable = false, bool locking = true);
 // H5Fflush, then fsync of the file descriptor.
 void flush_durable(const File& file, std::string_view context);
@@ -123,6 +126,9 @@ void trim_reserved_space(const File& file, std::string_view context);
 [[nodiscard]] Group open_group(hid_t loc, const std::string& name);
 [[nodiscard]] Dataset open_dataset(hid_t loc, const std::string& name);
 [[nodiscard]] bool link_exists(hid_t loc, const std::string& name);
+// The file an external link `name` of `loc` points into (as written in the link: results.h5's
+// links name their rank files relative to it); nullopt for any other link. Opens nothing.
+[[nodiscard]] std::optional<std::string> external_link_file(hid_t loc, const std::string& name);
 [[nodiscard]] Dataspace dataset_space(const Dataset& dataset);
 [[nodiscard]] std::vector<hsize_t> dataset_dims(const Dataset& dataset);
 // Link creation list with UTF-8 names (and intermediate groups when `parents`).

@@ -14,11 +14,18 @@
 namespace omnidp::results {
 
 [[nodiscard]] std::string summary_to_json(const RunSummary& summary);  // pretty, one object
-// Throws IoError naming `origin` on malformed JSON or a field of the wrong type; missing
-// fields keep their defaults.
+// Throws IoError naming `origin` on malformed JSON, a field of the wrong type (a negative or
+// fractional count, a string for a number, ...) or figures outside their domain
+// (summary_problem); missing fields keep their defaults.
 [[nodiscard]] RunSummary summary_from_json(const std::string& text, const std::string& origin);
+// "" when every figure of `s` is in its domain, else the first that is not: a negative, NaN or
+// infinite number, a size below 1, total < completed + failed, replicas > world_size, busy
+// figures for more ranks than world_size, flops_counted > completed, forwards_computed >
+// forwards, peak_tflops 0, cache_skip_rate > 1 (issue 52, class 14).
+[[nodiscard]] std::string summary_problem(const RunSummary& s);
 // Writes atomically (temporary file + rename). Throws IoError.
 void write_summary_json(const std::filesystem::path& path, const RunSummary& summary);
+// Reads a regular file only (a FIFO or a device is an IoError, never opened for reading).
 [[nodiscard]] RunSummary read_summary_json(const std::filesystem::path& path);
 
 // How a run's ranks worked (docs/runtime.md, "Replica groups and devices"): the working ranks are
@@ -67,6 +74,18 @@ struct RankLayout {
 // false when it is missing or a file is newer): otherwise it describes an earlier run.
 [[nodiscard]] bool summary_json_current(const std::filesystem::path& summary_json,
                                         const std::vector<std::filesystem::path>& rank_files);
+
+// The figures of `summary_json` when they are the figures of the rows of `rank_files` (`ok`
+// ok and `failed` failed rows, one per id), as the readers of a folder take them (merge,
+// inspect, export; docs/results.md, "Figures"): it is current (summary_json_current), reads as
+// a summary (summary_from_json) and covers the rows (figures_cover_rows). Else nullopt and the
+// figures are to be recomputed from the rows; where the file is there but cannot be used (not
+// a regular file, a link loop, unreadable, malformed, a figure outside its domain) with one
+// warning "<who>: <summary_json>: <why>; the figures are recomputed from the rows". Never
+// throws for what the file holds (issue 52, class 14).
+[[nodiscard]] std::optional<RunSummary> usable_summary_json(
+    const std::filesystem::path& summary_json, const std::vector<std::filesystem::path>& rank_files,
+    std::size_t ok, std::size_t failed, const std::string& who);
 
 // One ok request's share of the MFU figures (docs/performance.md, "MFU").
 struct FlopsSample {
