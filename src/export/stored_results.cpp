@@ -116,7 +116,8 @@ std::vector<std::string> describe_adapters(const StoredRun& run) {
   }
   std::vector<std::string> out;
   if (job_sets.empty() && line_sets.empty()) return out;
-  std::string first = job_sets.empty() ? std::string("none for the job") : "job " + job_sets.begin()->first;
+  std::string first =
+      job_sets.empty() ? std::string("none for the job") : "job " + job_sets.begin()->first;
   if (job_sets.size() > 1) first += fmt::format(" (and {} other job set(s))", job_sets.size() - 1);
   out.push_back(first + fmt::format("; {} manifest set(s)", line_sets.size()));
   for (const auto& [set, rows] : line_sets) {

@@ -95,12 +95,16 @@ TEST(StoredRun, AdaptersAreListedFromTheRowsProfiles) {
   };
   add("dtype=bf16;software=x");
   EXPECT_TRUE(describe_adapters(run).empty());
-  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0.5;software=x");
-  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0.5;software=x");
-  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=dddddddddddd*1;software=x");
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0."
+      "5;software=x");
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=cccccccccccc*0."
+      "5;software=x");
+  add("dtype=bf16;lora=aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise;lora_line=dddddddddddd*1;"
+      "software=x");
   EXPECT_EQ(describe_adapters(run),
-            (std::vector<std::string>{"job aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise; 2 manifest set(s)",
-                                      "cccccccccccc*0.5 (2 rows)", "dddddddddddd*1 (1 row)"}));
+            (std::vector<std::string>{
+                "job aaaaaaaaaaaa*1@high_noise+bbbbbbbbbbbb*1@low_noise; 2 manifest set(s)",
+                "cccccccccccc*0.5 (2 rows)", "dddddddddddd*1 (1 row)"}));
 }
 
 }  // namespace
