@@ -9,6 +9,7 @@
 #include <string>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/results/attempt_log.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -24,6 +25,9 @@ sigset_t g_old_mask;
 void on_drain_signal(int sig) {
   g_last.store(sig, std::memory_order_relaxed);
   g_count.fetch_add(1, std::memory_order_relaxed);
+  // The rank was told to stop from outside (a drain, or mpirun ending the job because another
+  // rank died): the attempts this kill may cut short are no evidence against their requests.
+  results::AttemptLog::note_signal(sig);
 }
 
 void install(int sig, struct sigaction* old) {

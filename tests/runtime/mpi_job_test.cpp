@@ -19,6 +19,7 @@
 
 #include "job_test_support.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/results/attempt_log.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"
 #include "request_shape.hpp"
@@ -640,6 +641,124 @@ TEST(MpiJobReliability, ARequestThatAlwaysHangsIsRecordedFailedAfterMaxRetries) 
               std::string::npos)
         << row.record.error;
   }
+}
+
+// The lines of `dir`/attempts-rank-NNNNN.log.
+std::vector<std::string> attempt_lines(const fs::path& dir, int rank) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_text(results::attempt_log_path(dir, rank)));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Whether rank `rank`'s attempt log has started attempt `attempt` of `id`, and the pid of its
+// last run segment (0: none yet).
+bool started_attempt(const fs::path& dir, int rank, const std::string& id, int attempt,
+                     pid_t* pid = nullptr) {
+  bool started = false;
+  for (const auto& line : attempt_lines(dir, rank)) {
+    if (line.starts_with("run\t")) {
+      if (pid != nullptr) *pid = static_cast<pid_t>(std::stol(line.substr(4)));
+      started = false;
+    }
+    if (line.starts_with("start\t" + std::to_string(attempt) + "\t") && line.ends_with("\t" + id)) {
+      started = true;
+    }
+  }
+  return started;
+}
+
+// Issue 52, class 1: a kill of one rank (twice) made every later run refuse the requests the
+// other ranks were running when mpirun ended the job, so a resume never completed. Three ranks
+// run a request each that hangs (round robin, manifest order: r00k on rank k); once all three
+// have started, rank 2 is killed from outside (SIGKILL, as the OOM killer or `kill -9`). mpirun
+// ends ranks 0 and 1 (SIGTERM): their attempts are excused. Twice; the third run records only
+// r002 failed (its own rank died twice while running it) and completes the rest, r000 and r001
+// included.
+TEST(MpiJobReliability, AKilledRankCountsOnlyTheRequestItWasRunning) {
+  adopt_orphans();  // the ranks mpirun tore down are waited for before the next run
+  TempDir dir("mpi-blame");
+  const fs::path out = dir.path() / "out";
+  const auto config = write_config(dir.path(), write_manifest(dir.path(), 6));
+  const std::vector<std::string> hang = {"faults.hang_ids=[r000, r001, r002]",
+                                         "scheduler.policy=round_robin", "scheduler.order=manifest"};
+  for (int run = 1; run <= 2; ++run) {
+    const fs::path log = dir.path() / ("run" + std::to_string(run) + ".log");
+    const pid_t mpirun_pid = spawn_mpirun(3, config, hang, log);
+    ASSERT_GT(mpirun_pid, 0);
+    pid_t victim = 0;
+    ASSERT_TRUE(wait_for([&] {
+      return started_attempt(out, 0, "r000", run) && started_attempt(out, 1, "r001", run) &&
+             started_attempt(out, 2, "r002", run, &victim);
+    })) << read_text(log);
+    ASSERT_GT(victim, 0);
+    ASSERT_EQ(::kill(victim, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(mpirun_pid, &status, 0), mpirun_pid);
+    wait_for_descendants();
+    EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read_text(log);
+  }
+  const auto logs = results::read_attempt_logs(out);
+  const auto rows0 = all_rows(out);
+  std::map<std::string, std::string> keys;  // every request of the manifest ran or was started
+  for (const auto& [key, history] : logs) keys[key.substr(0, key.find('\n'))] = key;
+  ASSERT_EQ(logs.at(keys.at("r000")).interrupted, 0);
+  ASSERT_EQ(logs.at(keys.at("r000")).excused, 2);
+  ASSERT_EQ(logs.at(keys.at("r001")).interrupted, 0);
+  ASSERT_EQ(logs.at(keys.at("r002")).interrupted, 2);
+
+  const auto last = mpirun(3, config, {"scheduler.policy=round_robin", "scheduler.order=manifest"});
+  EXPECT_EQ(last.exit_code, 1) << last.output;
+  const auto rows = all_rows(out);
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 6U) << last.output;
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " recorded twice";
+  for (const auto& row : rows) {
+    const auto& r = row.record;
+    if (r.id == "r002") {
+      EXPECT_EQ(r.status, RequestStatus::failed);
+      EXPECT_NE(r.error.find("not run again: 2 attempt(s) of this request (counted across runs) "
+                             "were interrupted before they ended"),
+                std::string::npos)
+          << r.error;
+      continue;
+    }
+    EXPECT_EQ(r.status, RequestStatus::ok) << r.id << ": " << r.error;
+    if (r.id == "r000" || r.id == "r001") {
+      EXPECT_EQ(r.attempt, 3) << r.id;
+    }
+  }
+}
+
+// The issue's own reproduction: faults.kill_rank=1 faults.kill_after=1 twice, then a clean
+// rerun, which exited 1 with the request rank 0 was running ('big', here r000 hanging so that it
+// still runs when rank 1 kills itself) refused as poison on every later run. Now the clean
+// rerun completes: exit 0, every request once; the kill (a simulated kill from outside) is
+// counted against nothing, and neither is mpirun's end of rank 0.
+TEST(MpiJobReliability, AKilledWorkerTwiceThenACleanRerunCompletes) {
+  TempDir dir("mpi-kill-twice");
+  const fs::path out = dir.path() / "out";
+  const auto config = write_config(dir.path(), write_manifest(dir.path(), 8));
+  for (int run = 1; run <= 2; ++run) {
+    const auto killed =
+        mpirun(2, config,
+               {"faults.kill_rank=1", "faults.kill_after=1", "faults.hang_ids=[r000]",
+                "scheduler.policy=round_robin", "scheduler.order=manifest"});
+    EXPECT_NE(killed.exit_code, 0) << killed.output;
+    EXPECT_NE(killed.output.find("faults.kill_rank: rank 1 kills itself after 1 completions"),
+              std::string::npos)
+        << killed.output;
+  }
+  for (const auto& [key, history] : results::read_attempt_logs(out)) {
+    EXPECT_EQ(history.interrupted, 0) << key;
+  }
+  const auto clean = mpirun(2, config, {"scheduler.policy=round_robin", "scheduler.order=manifest"});
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  const auto rows = all_rows(out);
+  const auto counts = count_ids(rows);
+  ASSERT_EQ(counts.size(), 8U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+  for (const auto& row : rows) EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
 }
 
 // A rank that stops (SIGSTOP after its second completion: the process stays but sends nothing)
