@@ -761,6 +761,79 @@ TEST(MpiJobReliability, AKilledWorkerTwiceThenACleanRerunCompletes) {
   for (const auto& row : rows) EXPECT_EQ(row.record.status, RequestStatus::ok) << row.record.id;
 }
 
+// Issue 52, class 9: two jobs started at once on one folder both generated every request, then
+// one failed at the merge. The second job now fails at once, before any work: exit 2, one line
+// naming the folder and the holder; the first is untouched and a rerun completes.
+TEST(MpiJobReliability, ASecondJobOnABusyFolderFailsAtOnce) {
+  adopt_orphans();
+  TempDir dir("mpi-two-jobs");
+  const fs::path out = dir.path() / "out";
+  const auto config = write_config(dir.path(), write_manifest(dir.path(), 4));
+  const fs::path log = dir.path() / "first.log";
+  const pid_t first = spawn_mpirun(2, config, {"faults.hang_ids=[r000]"}, log);
+  ASSERT_GT(first, 0);
+  ASSERT_TRUE(wait_for([&] { return read_text(log).find("work starts") != std::string::npos; }))
+      << read_text(log);
+  for (int ranks : {1, 2}) {  // the same folder, the same or another world size
+    const fs::path second_log = dir.path() / ("second-" + std::to_string(ranks) + ".log");
+    const pid_t second = spawn_mpirun(ranks, config, {}, second_log);
+    int second_status = 0;
+    ASSERT_EQ(::waitpid(second, &second_status, 0), second);  // not the first job's end
+    const std::string output = read_text(second_log);
+    ASSERT_TRUE(WIFEXITED(second_status)) << output;
+    EXPECT_EQ(WEXITSTATUS(second_status), 2) << output;
+    EXPECT_NE(output.find(out.string() +
+                          ": the output folder is in use by another omni-dp-batch job (pid "),
+              std::string::npos)
+        << output;
+    EXPECT_EQ(output.find("work starts"), std::string::npos) << output;
+  }
+  ::kill(first, SIGTERM);  // mpirun ends its ranks
+  int status = 0;
+  ASSERT_EQ(::waitpid(first, &status, 0), first);
+  wait_for_descendants();
+  for (const auto& [id, n] : count_ids(all_rows(out))) EXPECT_EQ(n, 1) << id;
+  const auto rerun = mpirun(2, config, {});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+  const auto counts = count_ids(all_rows(out));
+  ASSERT_EQ(counts.size(), 4U);
+  for (const auto& [id, n] : counts) EXPECT_EQ(n, 1) << id << " done twice";
+}
+
+// Issue 52, class 9: the output folder deleted or renamed during the run ended with exit 2
+// "no rank-*.h5 files to merge" after every request was generated. Rank 0 notices within a
+// second and stops the job: exit 1, the message says what happened.
+TEST(MpiJobReliability, AnOutputFolderRemovedOrRenamedDuringTheRunIsAClearError) {
+  adopt_orphans();
+  for (const std::string how : {"renamed", "removed"}) {
+    TempDir dir("mpi-lost-" + how);
+    const fs::path out = dir.path() / "out";
+    const auto config = write_config(dir.path(), write_manifest(dir.path(), 4));
+    const fs::path log = dir.path() / "run.log";
+    const pid_t pid = spawn_mpirun(2, config, {"faults.hang_ids=[r000]"}, log);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(wait_for([&] { return read_text(log).find("work starts") != std::string::npos; }))
+        << read_text(log);
+    if (how == "renamed") {
+      fs::rename(out, dir.path() / "moved");
+    } else {
+      fs::remove_all(out);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    wait_for_descendants();
+    const std::string output = read_text(log);
+    ASSERT_TRUE(WIFEXITED(status)) << how << "\n" << output;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << how << "\n" << output;
+    EXPECT_NE(
+        output.find("the output folder " + out.string() + " was removed or renamed during the run"),
+        std::string::npos)
+        << how << "\n"
+        << output;
+    EXPECT_EQ(output.find("no rank-*.h5 files to merge"), std::string::npos) << output;
+  }
+}
+
 // A rank that stops (SIGSTOP after its second completion: the process stays but sends nothing)
 // made the job wait forever. Rank 0 takes it for lost after scheduler.silent_timeout_s and
 // aborts the job (exit 75 for a requeue); the rerun finishes every request exactly once.
