@@ -33,6 +33,7 @@
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/runtime/deadline.hpp"
 #include "omnidp/runtime/job.hpp"
+#include "omnidp/runtime/signals.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -344,15 +345,25 @@ int batch_main(int argc, char** argv) {
   define_options(app, o);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    console.out(app.help());
-    return static_cast<int>(ExitCode::ok);
-  } catch (const CLI::CallForAllHelp&) {
-    console.out(app.help("", CLI::AppFormatMode::All));
-    return static_cast<int>(ExitCode::ok);
-  } catch (const CLI::ParseError& e) {
-    console.error(std::string(e.what()) + " (see --help)");
-    return static_cast<int>(ExitCode::usage);
+  } catch (...) {
+    runtime::release_early_drain_handlers();  // no job: a drain signal ends it as by default
+    try {
+      throw;
+    } catch (const CLI::CallForHelp&) {
+      console.out(app.help());
+      return static_cast<int>(ExitCode::ok);
+    } catch (const CLI::CallForAllHelp&) {
+      console.out(app.help("", CLI::AppFormatMode::All));
+      return static_cast<int>(ExitCode::ok);
+    } catch (const CLI::ParseError& e) {
+      console.error(std::string(e.what()) + " (see --help)");
+      return static_cast<int>(ExitCode::usage);
+    }
+  }
+  // Only a job drains on a signal that came before its handlers (omni-dp-batch's preinit
+  // handlers count it): any other command ends on it as by default.
+  if (o.version || !o.merge_only.empty() || o.validate_only || o.dry_run) {
+    runtime::release_early_drain_handlers();
   }
 
   try {
