@@ -90,10 +90,23 @@ void CoordinatorActor::coordinate() {
     fs::create_directories(dir, ec);
     if (ec) throw IoError(dir.string(), "cannot create the output folder: " + ec.message());
     if (options.merge) options.merge(dir, summary, effective_config_yaml(config));
+    // Every rank has closed its files: a live table still here was left by a killed run (its
+    // readers ignore it: no writer holds its rank file); it goes now (issue 52, class 8).
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with("rank-") && name.ends_with(".h5.live")) {
+        std::error_code ignored;
+        fs::remove(entry.path(), ignored);
+      }
+    }
     // Last, once nothing can fail the job any more: a fresh summary.json is the job's verdict
     // for a launcher that loses the ranks' exit code (jobs/omnidp-job.sh after a TERM).
     results::write_summary_json(dir / "summary.json", summary);
     std::cout << format_summary(summary) << std::flush;
+  };
+  co.on_drain = [dir](const RunSummary& summary) {
+    if (dir.empty()) return;
+    results::write_summary_json(dir / "summary.json", summary);  // the folder exists (its lock)
   };
   Coordinator coordinator(std::move(co), inputs.source(),
                           [this](int dest, const Message& m) { c_.post(dest, m); });
