@@ -105,6 +105,31 @@ TEST_F(EarlySignal, UnderMpirunEveryRankDrains) {
   EXPECT_EQ(rows(), 0U);
 }
 
+// The signal that mpirun forwards while the dynamic loader maps and relocates libtorch (before
+// any code of omni-dp-batch.bin can run: hundreds of milliseconds on a loaded node; a USR1 to
+// mpirun at 0.2-0.7 s still killed a rank with the handlers in .preinit_array alone): the
+// launcher `omni-dp-batch` blocks the drain signals before it execs the program, so the signal
+// stays pending until the handlers exist. Sent here by the launcher itself, once blocked.
+TEST_F(EarlySignal, ASignalPendingThroughTheLibrariesLoadingDrainsTheJob) {
+  const std::string job =
+      std::string(OMNIDP_BATCH_LAUNCHER) + " --config " + (dir_ / "c.yaml").string();
+  const ExeRun alone = run("OMP_NUM_THREADS=1 OMNIDP_TEST_RAISE_IN_LAUNCHER=1 " + job);
+  ASSERT_EQ(alone.exit_code, 75) << alone.output;
+  EXPECT_NE(alone.output.find("received drain signal 10 (1): draining the job"), std::string::npos)
+      << alone.output;
+  EXPECT_EQ(rows(), 0U);
+  const ExeRun ranks = run(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to "
+      "none -np 2 -x OMP_NUM_THREADS=1 -x OMNIDP_TEST_RAISE_IN_LAUNCHER=1 " +
+      job);
+  ASSERT_EQ(ranks.exit_code, 75) << ranks.output;
+  EXPECT_EQ(ranks.output.find("exited on signal"), std::string::npos) << ranks.output;
+  EXPECT_EQ(rows(), 0U);
+  const ExeRun rerun = run("OMP_NUM_THREADS=1 " + job);  // the launcher runs the job
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+  EXPECT_EQ(rows(), 4U);
+}
+
 // --version, --validate-only, --dry-run, --merge-only start no job: the signal ends them as
 // it would without the early handlers (a Ctrl-C stops a long validation).
 TEST_F(EarlySignal, ACommandThatStartsNoJobEndsOnTheSignal) {
