@@ -35,6 +35,7 @@
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/runtime/deadline.hpp"
 #include "omnidp/runtime/job.hpp"
+#include "omnidp/runtime/signals.hpp"
 
 namespace omnidp::cli {
 namespace {
@@ -391,15 +392,25 @@ int batch_main(int argc, char** argv) {
   define_options(app, o);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    console.out(app.help());
-    return static_cast<int>(ExitCode::ok);
-  } catch (const CLI::CallForAllHelp&) {
-    console.out(app.help("", CLI::AppFormatMode::All));
-    return static_cast<int>(ExitCode::ok);
-  } catch (const CLI::ParseError& e) {
-    // Every rank has the same command line: all of them stop here.
-    return stop(console, std::string(e.what()) + " (see --help)", ExitCode::usage, true);
+  } catch (...) {
+    runtime::release_early_drain_handlers();  // no job: a drain signal ends it as by default
+    try {
+      throw;
+    } catch (const CLI::CallForHelp&) {
+      console.out(app.help());
+      return static_cast<int>(ExitCode::ok);
+    } catch (const CLI::CallForAllHelp&) {
+      console.out(app.help("", CLI::AppFormatMode::All));
+      return static_cast<int>(ExitCode::ok);
+    } catch (const CLI::ParseError& e) {
+      // Every rank has the same command line: all of them stop here.
+      return stop(console, std::string(e.what()) + " (see --help)", ExitCode::usage, true);
+    }
+  }
+  // Only a job drains on a signal that came before its handlers (omni-dp-batch's preinit
+  // handlers count it): any other command ends on it as by default.
+  if (o.version || !o.merge_only.empty() || o.validate_only || o.dry_run) {
+    runtime::release_early_drain_handlers();
   }
   // The other ranks of a launcher exit at once (0): the exit code and the messages are rank
   // 0's, and no rank can exit with an error before rank 0 has printed its own.

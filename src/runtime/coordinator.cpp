@@ -425,6 +425,15 @@ void Coordinator::begin_drain(bool abandon) {
     log_warn(fmt::format(
         "coordinator: draining: no new work; {} assigned request(s) finish or come back{}",
         outstanding_.size(), (abandon ? " (abandoned)" : "")));
+    if (options_.on_drain) {
+      SummaryInputs in = summary_inputs_now();
+      in.interrupted = completed_ + failed_ < options_.plan.to_run;
+      try {
+        options_.on_drain(make_summary(in));
+      } catch (const std::exception& e) {
+        log_warn(std::string("coordinator: no summary.json at the drain's start: ") + e.what());
+      }
+    }
   } else if (phase_ != Phase::draining) {
     return;
   }
@@ -444,6 +453,16 @@ void Coordinator::check_done() {
 
 void Coordinator::begin_shutdown() {
   phase_ = Phase::closing;
+  SummaryInputs in = summary_inputs_now();
+  in.interrupted = drained_ && completed_ + failed_ < options_.plan.to_run;
+  summary_inputs_ = in;
+  summary_ = make_summary(in);  // the busy seconds follow with the ranks' Closed
+  progress_.finish(progress());
+  if (metrics_file_) metrics_file_->finish(metrics());
+  broadcast(ShutdownMsg{});
+}
+
+SummaryInputs Coordinator::summary_inputs_now() const {
   SummaryInputs in;
   in.total = options_.plan.to_run;
   in.completed = completed_;
@@ -466,12 +485,7 @@ void Coordinator::begin_shutdown() {
   in.cfg_parallel_size = options_.config.parallel.cfg_parallel_size;
   in.policy = to_string(options_.config.scheduler.policy);
   in.order = to_string(options_.config.scheduler.order);
-  in.interrupted = drained_ && completed_ + failed_ < options_.plan.to_run;
-  summary_inputs_ = in;
-  summary_ = make_summary(in);  // the busy seconds follow with the ranks' Closed
-  progress_.finish(progress());
-  if (metrics_file_) metrics_file_->finish(metrics());
-  broadcast(ShutdownMsg{});
+  return in;
 }
 
 void Coordinator::finish() {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/results/attempt_log.hpp"
 
 namespace omnidp::runtime {
 namespace {
@@ -19,6 +20,9 @@ class KillAfterWrites final : public ResultSink {
     if (++writes_ == limit_) {
       log_warn(fmt::format("faults.kill_rank: rank {} {} itself after {} completions", rank_,
                            stop_ ? "stops" : "kills", writes_));
+      // A kill from outside (a count of completions, not a request): what it cuts short is no
+      // evidence against a request (results/attempt_log.hpp).
+      results::AttemptLog::note_signal(stop_ ? SIGSTOP : SIGKILL);
       std::raise(stop_ ? SIGSTOP : SIGKILL);
     }
   }
@@ -49,6 +53,7 @@ std::function<void()> kill_in_write_hook(const FaultConfig& faults, int rank) {
     if (++writes == limit) {
       log_warn(
           fmt::format("faults.kill_in_write: rank {} kills itself inside write {}", rank, writes));
+      results::AttemptLog::note_signal(SIGKILL);  // a kill from outside, as above
       std::raise(SIGKILL);
     }
   };

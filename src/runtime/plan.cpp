@@ -19,8 +19,9 @@ void AttemptRule::apply(Request& request) const {
     request.refused =
         "not run again: " + std::to_string(it->second.interrupted) +
         " attempt(s) of this request (counted across runs) were interrupted before they ended "
-        "(the job was aborted by scheduler.request_timeout_s, killed or lost a node while it "
-        "ran), more than scheduler.max_retries = " +
+        "(its own rank was killed, crashed, lost its node or aborted the job by "
+        "scheduler.request_timeout_s while it ran; attempts cut short because the job was "
+        "stopped from elsewhere do not count), more than scheduler.max_retries = " +
         std::to_string(max_retries) + "; raise scheduler.max_retries to try it again";
   }
 }

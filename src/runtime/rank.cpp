@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/results/attempt_log.hpp"
 #include "omnidp/runtime/actor.hpp"
 #include "omnidp/runtime/coordinator_actor.hpp"
 #include "omnidp/runtime/worker.hpp"
@@ -80,6 +81,8 @@ class Rank {
   bool writer_broken_ = false;
   std::string device_;
   std::string running_id_;
+  std::string running_key_;
+  int running_attempt_ = 0;
   double running_since_ = 0.0;
   double busy_s_ = 0.0;
   double next_heartbeat_ = 0.0;
@@ -265,6 +268,8 @@ void Rank::on_local(LocalEvent ev) {
     }
   } else if (auto* started = std::get_if<WorkerStarted>(&ev)) {
     running_id_ = started->assignment.request.id;
+    running_key_ = started->assignment.request.input_key;
+    running_attempt_ = started->assignment.attempt;
     running_since_ = started->since;
     if (s_.group != nullptr) {  // the members run it with the leader
       const GroupRunMsg run{started->assignment.request, started->assignment.attempt};
@@ -328,6 +333,9 @@ void Rank::check_running() {
         "{:g} s; aborting the job (rerun with --resume to finish the rest)",
         running_id_, rank_, std::round((t - running_since_) * 10.0) / 10.0, timeout);
     log_error(why);
+    // This attempt is the reason the job ends: it counts against the request, whatever
+    // mpirun's teardown signals note after it (results/attempt_log.hpp).
+    results::AttemptLog::note_timeout(running_id_, running_key_, running_attempt_);
     s_.world->abort_job(static_cast<int>(ExitCode::interrupted), why);
   }
   if (config_.scheduler.heartbeat_s > 0.0 && t >= next_heartbeat_ && !finished_) {

@@ -97,8 +97,13 @@ void Worker::run_as_leader(Pipeline& pipeline, const std::string& device) {
   const auto log_attempt = [&](const AssignMsg& a, bool start) {
     if (attempts_broken) return;
     try {
-      if (!attempts)
+      if (!attempts) {
         attempts = std::make_unique<results::AttemptLog>(c_.config.output.dir, c_.rank);
+        attempts->make_current();  // the signal handlers' and the timeout's notes go here
+        if (s_.signal_level && s_.signal_level() > 0) {
+          attempts->signalled(s_.last_signal ? s_.last_signal() : 0);
+        }
+      }
       if (start) {
         attempts->started(a.request.id, a.request.input_key, a.attempt);
       } else {

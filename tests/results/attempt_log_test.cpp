@@ -87,5 +87,59 @@ TEST(AttemptLog, ANonFileUnderALogsNameIsRefusedNeverBlocks) {
   }
 }
 
+// Issue 52, class 1: a kill of rank 1 (twice) made every rerun refuse the request rank 0 was
+// running when mpirun ended the job. Only an attempt cut short by its own rank's end counts:
+// a rank told to stop from outside notes the signal, and what it leaves unended in that run
+// is excused; an abort for a request past its timeout counts whatever follows it.
+TEST(AttemptLog, OnlyAnAttemptCutShortByItsOwnRanksEndCounts) {
+  ScratchDir dir("attempts-blame");
+  for (int run = 1; run <= 2; ++run) {
+    AttemptLog rank0(dir.path(), 0);  // mpirun's SIGTERM while "big" runs: excused
+    rank0.started("big", "kb", run);
+    rank0.make_current();
+    AttemptLog::note_signal(15);
+    AttemptLog rank1(dir.path(), 1);  // its rank dies unannounced (SIGKILL, OOM): counts
+    rank1.started("victim", "kv", run);
+  }
+  {
+    AttemptLog rank2(dir.path(), 2);  // aborts the job for "hang", then mpirun's TERM: counts
+    rank2.make_current();
+    rank2.started("hang", "kh", 1);
+    rank2.started("other", "ko", 1);  // the same segment's other attempt: excused by the TERM
+    AttemptLog::note_timeout("hang", "kh", 1);
+    AttemptLog::note_signal(15);
+  }
+  {
+    AttemptLog rank3(dir.path(), 3);  // a run's unannounced death ...
+    rank3.started("early", "ke", 1);
+  }
+  {
+    AttemptLog rank3(dir.path(), 3);  // ... is not excused by a later run's signal
+    rank3.signalled(10);              // a drain asked before this log was opened
+    rank3.started("drained", "kd", 1);
+  }
+  {  // a log of an older omni-dp: no run or signal lines
+    std::ofstream out(attempt_log_path(dir.path(), 4), std::ios::binary);
+    out << "start\t1\tkx\told\nstart\t1\tky\tdone\nend\t1\tky\tdone\n";
+  }
+  const auto logs = read_attempt_logs(dir.path());
+  const auto expect = [&](const char* id, const char* key, int last, int interrupted, int excused) {
+    const auto it = logs.find(attempt_key(id, key));
+    ASSERT_NE(it, logs.end()) << id;
+    EXPECT_EQ(it->second.last_attempt, last) << id;
+    EXPECT_EQ(it->second.interrupted, interrupted) << id;
+    EXPECT_EQ(it->second.excused, excused) << id;
+  };
+  expect("big", "kb", 2, 0, 2);
+  expect("victim", "kv", 2, 2, 0);
+  expect("hang", "kh", 1, 1, 0);
+  expect("other", "ko", 1, 0, 1);
+  expect("early", "ke", 1, 1, 0);
+  expect("drained", "kd", 1, 0, 1);
+  expect("old", "kx", 1, 1, 0);
+  expect("done", "ky", 1, 0, 0);
+  EXPECT_EQ(logs.size(), 8U);
+}
+
 }  // namespace
 }  // namespace omnidp::results

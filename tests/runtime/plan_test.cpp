@@ -108,9 +108,10 @@ TEST(Plan, AttemptsOfEarlierRunsContinueAndAPoisonRequestIsRefused) {
   EXPECT_EQ(got[0].prior_attempts, 3);
   EXPECT_EQ(got[0].refused,
             "not run again: 2 attempt(s) of this request (counted across runs) were interrupted "
-            "before they ended (the job was aborted by scheduler.request_timeout_s, killed or "
-            "lost a node while it ran), more than scheduler.max_retries = 1; raise "
-            "scheduler.max_retries to try it again");
+            "before they ended (its own rank was killed, crashed, lost its node or aborted the "
+            "job by scheduler.request_timeout_s while it ran; attempts cut short because the job "
+            "was stopped from elsewhere do not count), more than scheduler.max_retries = 1; "
+            "raise scheduler.max_retries to try it again");
   EXPECT_EQ(got[1].prior_attempts, 1);
   EXPECT_EQ(got[1].refused, "");
   EXPECT_EQ(got[2].prior_attempts, 0);

@@ -9,7 +9,20 @@
 // reads every log before handing out work: a request's attempts continue its last number, and
 // one whose attempts with the same input key were interrupted more than scheduler.max_retries
 // times is recorded failed without running.
-// AttemptLog: one writer thread (the rank's worker). read_attempt_logs: plain function.
+//
+// Only an attempt cut short by its own rank's end counts (issue 52, class 1: a kill of rank 1
+// made every rerun refuse the request rank 0 was running). Each opening of a log starts a run
+// segment ("run\t<pid>"); a rank that is told to stop from outside (a drain signal, or the
+// SIGCONT/SIGTERM/SIGKILL by which mpirun ends the other ranks of a job when one dies or calls
+// MPI_Abort) appends "signal\t<n>" from its handler, and the attempts it leaves unended in that
+// segment are excused: they were interrupted because the job was ended, which is no evidence
+// against them. A rank that aborts the job for a request past scheduler.request_timeout_s
+// appends "timeout\t<attempt>\t<key>\t<id>" first: that attempt counts whatever follows. A rank
+// that dies unannounced (SIGKILL, a crash, the OOM killer, its node lost) leaves its running
+// attempt unexcused: it counts, since nothing tells such a death from one the request caused.
+// AttemptLog: one writer thread (the rank's worker). read_attempt_logs: plain function. The
+// note_* functions write to the process's current log (make_current) from any thread;
+// note_signal is async-signal-safe.
 
 #include <filesystem>
 #include <string>
@@ -30,6 +43,19 @@ class AttemptLog {
   void started(const std::string& id, const std::string& input_key, int attempt);
   void ended(const std::string& id, const std::string& input_key, int attempt);
 
+  // "signal\t<sig>" in this log: the rank had been told to stop before the log was opened.
+  void signalled(int sig) noexcept;
+
+  // Makes this log the one the note_* functions below append to (a duplicate of its descriptor
+  // that stays open until the process exits, so a handler never writes to a reused one).
+  void make_current() noexcept;
+
+  // "signal\t<sig>": the rank was told to stop from outside (from a signal handler: only
+  // write(2)). Nothing without a current log.
+  static void note_signal(int sig) noexcept;
+  // "timeout\t<attempt>\t<key>\t<id>": this rank aborts the job for this attempt (it counts).
+  static void note_timeout(const std::string& id, const std::string& input_key, int attempt) noexcept;
+
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
@@ -40,7 +66,8 @@ class AttemptLog {
 
 struct AttemptHistory {
   int last_attempt = 0;  // the highest attempt number started
-  int interrupted = 0;   // attempts started and never ended
+  int interrupted = 0;   // attempts started and never ended, cut short by their own rank's end
+  int excused = 0;       // attempts started and never ended because the job was stopped
 };
 
 // The key of a request's history: its id and input key (an attempt with another input key, a

@@ -60,6 +60,11 @@ struct CoordinatorOptions {
   // Runs after every rank closed its files, before Finish (writes summary.json, results.h5).
   // An exception ends the job with that error.
   std::function<void(const RunSummary&)> finalize;
+  // Runs once when the job starts to drain (a signal, the deadline), with the figures so far
+  // (interrupted): summary.json is written then, so a launcher that kills the ranks mid-drain
+  // (Open MPI's mpirun on TERM/INT: SIGKILL a second after its SIGTERM) leaves the partial
+  // summary (issue 52, class 8). An exception is one warning.
+  std::function<void(const RunSummary&)> on_drain;
 };
 
 class Coordinator {
@@ -136,6 +141,7 @@ class Coordinator {
   void begin_drain(bool abandon);
   void check_done();
   void begin_shutdown();
+  [[nodiscard]] SummaryInputs summary_inputs_now() const;
   void finish();
 
   CoordinatorOptions options_;

@@ -14,7 +14,9 @@ namespace omnidp::runtime {
 
 // `sink` itself, or, on rank faults.kill_rank with faults.kill_after > 0 and not
 // faults.kill_in_write, a sink that kills the process (SIGKILL) right after its kill_after-th
-// write returned (the row is durable; Done is never sent for it).
+// write returned (the row is durable; Done is never sent for it). A kill from outside, as it
+// simulates: it notes a signal in the rank's attempt log first, so the request it cuts short is
+// not counted against (results/attempt_log.hpp).
 [[nodiscard]] std::unique_ptr<ResultSink> with_kill_after_writes(std::unique_ptr<ResultSink> sink,
                                                                  const FaultConfig& faults, int rank);
 
