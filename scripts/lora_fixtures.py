@@ -90,8 +90,13 @@ def kohya_file(g, rank, alpha, lora_names=("lora_down", "lora_up"), diff_b=True)
             p = f"diffusion_model.blocks.{i}.{o}"
             sd[f"{p}.{down}.weight"], sd[f"{p}.{up}.weight"] = a, b
             sd[f"{p}.alpha"] = torch.tensor(float(alpha))
-        if diff_b:
-            sd[f"diffusion_model.blocks.{i}.self_attn.o.diff_b"] = bf16(torch.randn(DIM, generator=g) * 0.05)
+        if diff_b:  # PEFT's lora_bias is per adapter: every layer of the file then has one
+            for attn in ("self_attn", "cross_attn"):
+                for o, _ in SELF:
+                    scale = 0.05 if (attn, o) == ("self_attn", "o") else 0.0
+                    sd[f"diffusion_model.blocks.{i}.{attn}.{o}.diff_b"] = bf16(torch.randn(DIM, generator=g) * scale)
+            for o, _, (out_f, _) in FFN_NAMES:
+                sd[f"diffusion_model.blocks.{i}.{o}.diff_b"] = bf16(torch.zeros(out_f))
     return sd
 
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include "fixtures.hpp"
 #include "omnidp/refcheck/refcheck.hpp"
@@ -124,6 +125,36 @@ TEST(WanFamilyCases, Wan21ImageToVideoAttendsToTheClipTokens) {
 TEST(WanFamilyCases, Wan21FirstLastFrameToVideoTakesBothImagesTokens) {
   const auto dir = family_case("wan_pipeline_21_flf2v");
   expect_all_pass(run_case(dir, "wan_pipeline_21_flf2v", RefcheckOptions{}), kPipelineChecks);
+}
+
+// LoRA adapters loaded by diffusers' own load_lora_weights (scripts/lora_fixtures.py: PEFT's
+// unfused forward, W x + scale * B(A x)), fused here into the weights: each format and scale,
+// two adapters stacked, and the A14B Lightning-shaped pair (HIGH into the high-noise expert at 1,
+// LOW into the low-noise one at 0.5) within the pipeline bounds (the video within one uint8 level).
+TEST(LoraCases, EveryFormatAndScaleMatchesDiffusersLoadLoraWeights) {
+  for (const char* name : {"wan_lora_peft", "wan_lora_kohya", "wan_lora_kohya_ab", "wan_lora_musubi",
+                           "wan_lora_stacked", "wan_lora_a14b_lightning"}) {
+    SCOPED_TRACE(name);
+    const auto dir = family_case(name);
+    expect_all_pass(run_case(dir, name, RefcheckOptions{}), kPipelineChecks);
+  }
+}
+
+// The checks can fail: without its adapters, with another scale, or with the low-noise file in
+// the other expert, each case's video differs from diffusers'.
+TEST(LoraCases, AWrongScaleExpertOrNoAdapterFailsTheVideoCheck) {
+  const auto video_fails = [](const char* name, const std::function<void(nlohmann::json&)>& edit) {
+    const auto dir = family_case(name);
+    auto j = case_json(dir);
+    edit(j);
+    for (const auto& r : run_wan_pipeline_t2v(dir, j, RefcheckOptions{})) {
+      if (r.check == "video") return r.status == CaseResult::Status::fail;
+    }
+    return false;
+  };
+  EXPECT_TRUE(video_fails("wan_lora_kohya", [](nlohmann::json& j) { j.erase("lora"); }));
+  EXPECT_TRUE(video_fails("wan_lora_peft", [](nlohmann::json& j) { j["lora"][0]["scale"] = 1.0; }));
+  EXPECT_TRUE(video_fails("wan_lora_a14b_lightning", [](nlohmann::json& j) { j["lora"][1]["expert"] = "all"; }));
 }
 
 }  // namespace
