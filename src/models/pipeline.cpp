@@ -39,16 +39,11 @@ ModelInfo describe_model(const ModelConfig& model) {
 std::string weights_identity(const ModelConfig& model) {
   const auto* registration = models::model_table().find(model.name);
   if (registration != nullptr && !registration->has_weights) return model.name;
-  std::string identity = model.weights == WeightsSource::random
-                             ? fmt::format("random:{}", model.weights_seed)
-                             : "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
-  // The job's adapters change every weight they touch (full hashes; nothing without adapters,
-  // so the keys of every other job stay as they were).
-  for (const auto& adapter : model.lora) {
-    identity += fmt::format("+lora:{}*{}@{}", adapter.sha256, shortest(adapter.scale),
-                            to_string(resolve_lora_expert(adapter, true)));
-  }
-  return identity;
+  // The job's LoRA adapters (model.lora) are not part of it: like model.dtype they are numerics
+  // of the job (the profile's `lora`), so a resume with others is refused and --resume-mixed
+  // keeps the rows made with the old ones (docs/models.md, "LoRA").
+  if (model.weights == WeightsSource::random) return fmt::format("random:{}", model.weights_seed);
+  return "snapshot-sha256:" + digest_snapshot(fs::path(model.path)).sha256;
 }
 
 GenerationDefaults resolve_generation_defaults(const Config& config) {

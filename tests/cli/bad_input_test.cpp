@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -769,6 +770,80 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   EXPECT_EQ(run_batch(dir, c, {"--set", "model.dtype=bf16"}).exit_code, 2);
   // --resume-mixed with --no-resume is a usage error.
   EXPECT_EQ(run_batch(dir, c, {"--no-resume", "--resume-mixed"}).exit_code, 2);
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
+// A LoRA file of tiny-wan's blocks in the original-name layout (float32 safetensors written by
+// hand: the test links no torch), its values from `seed`.
+void write_tiny_lora(const fs::path& path, unsigned seed) {
+  std::string header = "{";
+  std::string data;
+  const auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    std::int64_t n = 1;
+    for (const auto d : shape) n *= d;
+    const std::size_t begin = data.size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v =
+          shape.empty() ? 2.0F : 0.05F * static_cast<float>((i * 7 + seed * 13) % 11) - 0.25F;
+      data.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    std::string dims;
+    for (const auto d : shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    header += (header.size() > 1 ? "," : "") + std::string("\"") + name +
+              "\":{\"dtype\":\"F32\",\"shape\":[" + dims + "],\"data_offsets\":[" +
+              std::to_string(begin) + "," + std::to_string(data.size()) + "]}";
+  };
+  for (int b = 0; b < 2; ++b) {
+    const std::string p = "diffusion_model.blocks." + std::to_string(b) + ".self_attn.q";
+    add(p + ".lora_down.weight", {4, 128});
+    add(p + ".lora_up.weight", {128, 4});
+    add(p + ".alpha", {});
+  }
+  header += "}";
+  while (header.size() % 8 != 0) header += ' ';
+  std::string bytes(8, '\0');
+  std::uint64_t size = header.size();
+  std::memcpy(bytes.data(), &size, 8);
+  write_text(path, bytes + header + data);
+}
+
+// The job's adapters are numerics of the job, as model.dtype is (issue 53): a resume with another
+// adapter file (or scale) is refused naming both sets; --resume-mixed keeps the rows made with the
+// old one and runs only what is new with the new one; a line's own adapters are its request's.
+TEST(ResumeProfile, AChangedJobAdapterIsRefusedUnlessResumeMixed) {
+  const fs::path dir = fresh_dir("omnidp-resume-lora");
+  Case c;
+  c.build = inputs(
+      [](std::string text) {
+        return replaced(replaced(std::move(text), "name: synthetic",
+                                 "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
+                        "width: 48", "width: 32");
+      },
+      {R"({"id": "b", "prompt": "second", "seed": 2, "lora": [{"path": "two.safetensors", "scale": 0.5}]})"});
+  c.build(dir);
+  write_tiny_lora(dir / "one.safetensors", 1);
+  write_tiny_lora(dir / "two.safetensors", 2);
+  const BatchRun first = run_batch(dir, c, {"--set", "model.lora=[one.safetensors]"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto rows = results::read_stored_rows(dir / "out" / "results.h5");
+  ASSERT_EQ(rows.size(), 3U);
+  for (const auto& row : rows) {
+    EXPECT_NE(row.record.numerics.find(";lora="), std::string::npos) << row.record.numerics;
+    EXPECT_EQ(row.record.numerics.find(";lora_line=") != std::string::npos, row.record.id == "b")
+        << row.record.numerics;
+  }
+  const BatchRun refused =
+      run_batch(dir, c, {"--set", "model.lora=[{path: one.safetensors, scale: 0.5}]"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("(differing: lora ("), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("*1 -> "), std::string::npos) << refused.err;
+  const BatchRun same = run_batch(dir, c, {"--set", "model.lora=[one.safetensors]"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.err.find("3 already done, skipped"), std::string::npos) << same.err;
+  const BatchRun mixed =
+      run_batch(dir, c, {"--set", "model.lora=[two.safetensors]", "--resume-mixed"});
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("3 already done, skipped"), std::string::npos) << mixed.err;
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
