@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include "fixtures.hpp"
 #include "omnidp/refcheck/refcheck.hpp"
 
@@ -132,8 +132,8 @@ TEST(WanFamilyCases, Wan21FirstLastFrameToVideoTakesBothImagesTokens) {
 // two adapters stacked, and the A14B Lightning-shaped pair (HIGH into the high-noise expert at 1,
 // LOW into the low-noise one at 0.5) within the pipeline bounds (the video within one uint8 level).
 TEST(LoraCases, EveryFormatAndScaleMatchesDiffusersLoadLoraWeights) {
-  for (const char* name : {"wan_lora_peft", "wan_lora_kohya", "wan_lora_kohya_ab", "wan_lora_musubi",
-                           "wan_lora_stacked", "wan_lora_a14b_lightning"}) {
+  for (const char* name : {"wan_lora_peft", "wan_lora_kohya", "wan_lora_kohya_ab",
+                           "wan_lora_musubi", "wan_lora_stacked", "wan_lora_a14b_lightning"}) {
     SCOPED_TRACE(name);
     const auto dir = family_case(name);
     expect_all_pass(run_case(dir, name, RefcheckOptions{}), kPipelineChecks);
@@ -154,7 +154,8 @@ TEST(LoraCases, AWrongScaleExpertOrNoAdapterFailsTheVideoCheck) {
   };
   EXPECT_TRUE(video_fails("wan_lora_kohya", [](nlohmann::json& j) { j.erase("lora"); }));
   EXPECT_TRUE(video_fails("wan_lora_peft", [](nlohmann::json& j) { j["lora"][0]["scale"] = 1.0; }));
-  EXPECT_TRUE(video_fails("wan_lora_a14b_lightning", [](nlohmann::json& j) { j["lora"][1]["expert"] = "all"; }));
+  EXPECT_TRUE(video_fails("wan_lora_a14b_lightning",
+                          [](nlohmann::json& j) { j["lora"][1]["expert"] = "all"; }));
 }
 
 }  // namespace
