@@ -138,23 +138,53 @@ std::vector<std::int64_t> full_shape(const torch::Tensor& p, const std::optional
 }
 
 // One parameter's change: the whole tensor's delta (float32, CPU) before slicing.
+// One parameter's change: its pieces (B A products and full deltas), summed on the parameter's
+// device when fused (a GPU model's deltas are computed there: no [out, in] float32 tensor
+// crosses the bus, only the factors).
 struct Change {
-  torch::Tensor delta;
+  std::vector<const LowRankDelta*> low_rank;
+  std::vector<torch::Tensor> deltas;
   std::vector<std::string> from;  // the file's names, for messages
+  [[nodiscard]] std::vector<std::int64_t> shape() const {
+    if (!deltas.empty()) return deltas.front().sizes().vec();
+    return {low_rank.front()->up.size(0), low_rank.front()->down.size(1)};
+  }
+  [[nodiscard]] bool shapes_agree() const {
+    const auto s = shape();
+    for (const auto* lr : low_rank) {
+      if (std::vector<std::int64_t>{lr->up.size(0), lr->down.size(1)} != s) return false;
+    }
+    for (const auto& d : deltas) {
+      if (d.sizes().vec() != s) return false;
+    }
+    return true;
+  }
+  // The whole parameter's delta in float32 on `device`.
+  [[nodiscard]] torch::Tensor on(torch::Device device) const {
+    torch::Tensor sum;
+    for (const auto* lr : low_rank) {
+      auto d = torch::matmul(lr->up.to(device), lr->down.to(device));
+      if (lr->alpha_over_rank != 1.0) d = d * lr->alpha_over_rank;
+      sum = sum.defined() ? sum + d : d;
+    }
+    for (const auto& delta : deltas) {
+      const auto d = delta.to(device);
+      sum = sum.defined() ? sum + d : d;
+    }
+    return sum;
+  }
 };
 
 std::map<std::string, Change> changes_of(const LoraFile& file) {
   std::map<std::string, Change> out;
   for (const auto& [module, lr] : file.low_rank) {
     auto& c = out[module + ".weight"];
-    auto d = torch::matmul(lr.up, lr.down);
-    if (lr.alpha_over_rank != 1.0) d = d * lr.alpha_over_rank;
-    c.delta = c.delta.defined() ? c.delta + d : d;
+    c.low_rank.push_back(&lr);
     c.from.push_back(module + " (lora)");
   }
   for (const auto& [param, delta] : file.deltas) {
     auto& c = out[param];
-    c.delta = c.delta.defined() ? c.delta + delta : delta;
+    c.deltas.push_back(delta);
     c.from.push_back(param + " (delta)");
   }
   return out;
@@ -390,9 +420,9 @@ std::vector<std::string> lora_problems(const ParameterShapes& shapes, const Lora
       problems.push_back(fmt::format("{}: the model has no parameter {}", listed(change.from), param));
       continue;
     }
-    if (change.delta.sizes().vec() != it->second) {
+    if (!change.shapes_agree() || change.shape() != it->second) {
       problems.push_back(fmt::format("{}: shape {} does not fit {} {}", listed(change.from),
-                                     shape_string(change.delta.sizes()), it->first,
+                                     shape_string(change.shape()), it->first,
                                      shape_string(it->second)));
     }
   }
@@ -416,12 +446,12 @@ void fuse_lora(torch::nn::Module& root, const LoraFile& file, double scale) {
   for (const auto& [param, change] : changes_of(file)) {
     const auto name = name_of_found(params, param);
     torch::Tensor target = *find_parameter(params, param);
-    torch::Tensor delta = change.delta;
+    torch::Tensor delta = change.on(target.device());
     if (const auto slice = plan ? plan(name) : std::nullopt) {
       const auto length = target.size(slice->dim);
       delta = delta.narrow(slice->dim, slice->index * length, length);
     }
-    delta = delta.to(target.device()) * scale;
+    delta = delta * scale;
     target.copy_(target.to(torch::kFloat32).add_(delta));
   }
 }
