@@ -43,4 +43,26 @@ grep -q "scontrol requeue term" "$work/scontrol.calls" || fail "TERM: no requeue
 rc=$(run_signalled usr1 USR1)
 [[ $rc == 75 ]] || fail "USR1: the job script exited $rc, expected 75"
 grep -q "scontrol requeue usr1" "$work/scontrol.calls" || fail "USR1: no requeue"
-echo "PASS: TERM and USR1 to the job script drain, exit 75 and requeue"
+# Issue 52, class 7: USR1 the moment the job script has launched mpirun (its first line, printed
+# just before the launch: mpirun has not started the ranks yet and would drop the signal, so the
+# job ran to its end and exited 0). The script holds the drain until the ranks exist: exit 75.
+log=$work/early.log
+(
+  export SLURM_JOB_ID=early SLURM_JOB_NAME=early SLURM_RESTART_COUNT=0 OMNIDP_BIN=$bin
+  export OMNIDP_CONFIG=$src/configs/synthetic.yaml OMNIDP_MANIFEST=$src/configs/prompts/demo.jsonl
+  export OMNIDP_RESULTS=$work/results OMNIDP_ARGS="--set synthetic.seconds_per_gcost=3000"
+  source "$src/jobs/omnidp-job.sh"
+  omnidp_job mpirun -np 2 --oversubscribe --bind-to none
+) > "$log" 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do  # the event: the launch line
+  grep -q "omni-dp job early restart" "$log" 2>/dev/null && break
+  sleep 0.01
+done
+kill -USR1 "$pid"
+wait "$pid"
+rc=$?
+[[ $rc == 75 ]] || fail "USR1 at the launch: the job script exited $rc, expected 75"
+grep -q "summary: .*INTERRUPTED" "$log" || fail "USR1 at the launch: the job did not drain"
+grep -q "scontrol requeue early" "$work/scontrol.calls" || fail "USR1 at the launch: no requeue"
+echo "PASS: TERM and USR1 to the job script drain, exit 75 and requeue; USR1 at the launch too"
