@@ -66,7 +66,9 @@ bool RequestAdapters::select(const std::vector<LoraAdapter>& adapters) {
     std::vector<std::pair<const LoraFile*, double>> set;
     for (const auto& adapter : adapters) {
       if (!adapter_for_expert(adapter, i, experts_.size())) continue;
-      key += fmt::format("{}*{};", adapter.sha256, adapter.scale);
+      // A set by its files' bytes and scales (an adapter without its hash: by its path).
+      key += fmt::format("{}*{};", adapter.sha256.empty() ? adapter.path : adapter.sha256,
+                         adapter.scale);
       set.emplace_back(nullptr, adapter.scale);
     }
     if (key == switches_by_expert_[i].key()) continue;
