@@ -18,14 +18,15 @@ Runs in float32 on the CPU with TF32 off. case.json's "lora" lists what the case
 unfused forward, W x + scale * B(A x)), final_latents the latents after the last step.
 """
 import argparse
-import json
 import os
 
-import numpy as np
 import torch
 
+# The fixture layout, the reference scheduler (UniPC, flow shift 3) and the pipeline runner of
+# the Wan family's fixtures, which these cases extend.
+from wan_family_fixtures import FLOW_SHIFT, run_pipeline, save_case, scheduler
+
 STEPS = 6
-FLOW_SHIFT = 3.0
 HEIGHT, WIDTH, FRAMES = 32, 48, 9
 DIM, FFN, BLOCKS = 64, 128, 2  # the tiny transformer of wan_family_fixtures.py
 
@@ -115,34 +116,6 @@ def musubi_file(g, rank, alpha):
             sd[f"{p}.lora_down.weight"], sd[f"{p}.lora_up.weight"] = a, b
             sd[f"{p}.alpha"] = torch.tensor(float(alpha))
     return sd
-
-
-def save_case(folder, case, tensors):
-    from safetensors.torch import save_file
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "case.json"), "w") as f:
-        json.dump(case, f, indent=2, sort_keys=True)
-        f.write("\n")
-    save_file({k: v.detach().to(torch.float32).contiguous() for k, v in tensors.items()},
-              os.path.join(folder, "io.safetensors"))
-
-
-def scheduler():
-    from diffusers import UniPCMultistepScheduler
-    return UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True,
-                                   flow_shift=FLOW_SHIFT)
-
-
-def run_pipeline(pipe, call):
-    captured = {}
-
-    def keep(_pipe, _i, _t, kwargs):
-        captured["latents"] = kwargs["latents"].clone()
-        return kwargs
-
-    out = pipe(**call, output_type="np", callback_on_step_end=keep,
-               callback_on_step_end_tensor_inputs=["latents"])
-    return torch.from_numpy(np.asarray(out.frames)), captured["latents"]
 
 
 def main():

@@ -773,6 +773,14 @@ TEST(ResumeProfile, AnotherDtypeIsRefusedUnlessResumeMixed) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// The standard config on a model with a block stack (the synthetic model refuses a step cache
+// and LoRA adapters): tiny-wan, seeded, fp32 on the CPU, 32 x 32.
+std::string tiny_wan_config(std::string text) {
+  return replaced(replaced(std::move(text), "name: synthetic",
+                           "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
+                  "width: 48", "width: 32");
+}
+
 // A LoRA file of tiny-wan's blocks in the original-name layout (float32 safetensors written by
 // hand: the test links no torch), its values from `seed`.
 void write_tiny_lora(const fs::path& path, unsigned seed) {
@@ -814,11 +822,7 @@ TEST(ResumeProfile, AChangedJobAdapterIsRefusedUnlessResumeMixed) {
   const fs::path dir = fresh_dir("omnidp-resume-lora");
   Case c;
   c.build = inputs(
-      [](std::string text) {
-        return replaced(replaced(std::move(text), "name: synthetic",
-                                 "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
-                        "width: 48", "width: 32");
-      },
+      tiny_wan_config,
       {R"({"id": "b", "prompt": "second", "seed": 2, "lora": [{"path": "two.safetensors", "scale": 0.5}]})"});
   c.build(dir);
   write_tiny_lora(dir / "one.safetensors", 1);
@@ -853,13 +857,7 @@ TEST(ResumeProfile, AnotherStepCacheIsRefused) {
   const fs::path dir = fresh_dir("omnidp-resume-cache");
   Case c;
   // A model with a block stack (the synthetic model refuses a cache): tiny-wan, 32 x 32.
-  c.build = inputs(
-      [](std::string text) {
-        return replaced(replaced(std::move(text), "name: synthetic",
-                                 "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
-                        "width: 48", "width: 32");
-      },
-      {R"({"id": "b", "prompt": "second", "seed": 2})"});
+  c.build = inputs(tiny_wan_config, {R"({"id": "b", "prompt": "second", "seed": 2})"});
   c.build(dir);
   const BatchRun first = run_batch(dir, c, {"--set", "generation.cache=taylorseer"});
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -892,10 +890,7 @@ TEST(ResumeProfile, ALinesOwnCacheIsPinnedByItsInputKey) {
                std::string(R"({"id": "a", "prompt": "first", "seed": 1, "cache": "off"})") + "\n" +
                    R"({"id": "b", "prompt": "second", "seed": 2, "cache": )" + b_cache + "}\n");
   };
-  write_text(dir / "c.yaml",
-             replaced(replaced(kConfig, "name: synthetic",
-                               "name: tiny-wan\n  weights: random\n  dtype: fp32\n  device: cpu"),
-                      "width: 48", "width: 32"));
+  write_text(dir / "c.yaml", tiny_wan_config(kConfig));
   manifest(R"({"policy": "first_block", "threshold": 10})");
   const BatchRun first = run_batch(dir, c, {"--dry-run"});
   ASSERT_EQ(first.exit_code, 0) << first.err;

@@ -243,12 +243,8 @@ std::string hv15_lora_problem(const ModelConfig& model, const LoraAdapter& adapt
     return e.message();
   }
   if (model.weights != WeightsSource::pretrained) return {};
-  const auto problems =
-      lora_problems(parameter_shapes(Checkpoint::open(fs::path(model.path) / "transformer")), file);
-  if (problems.empty()) return {};
-  std::string text = std::to_string(problems.size()) + " part(s) do not fit the transformer: ";
-  for (std::size_t k = 0; k < problems.size() && k < 20; ++k) text += (k ? "; " : "") + problems[k];
-  return text;
+  return describe_lora_problems(
+      parameter_shapes(Checkpoint::open(fs::path(model.path) / "transformer")), file, "transformer");
 }
 
 }  // namespace

@@ -258,15 +258,11 @@ std::string wan_lora_problem(const ModelConfig& model, const LoraAdapter& adapte
                                  ParamSpec{torch::kFloat32, torch::Device(torch::kMeta)});
       shapes = parameter_shapes(*meta);
     }
-    const auto problems = lora_problems(shapes, file);
-    if (problems.empty()) continue;
-    std::string text = fmt::format("{} part(s) do not fit the {}: ", problems.size(),
-                                   count == 1 ? "transformer"
-                                   : i == 0   ? "high-noise expert (transformer)"
-                                              : "low-noise expert (transformer_2)");
-    for (std::size_t k = 0; k < problems.size() && k < 20; ++k)
-      text += (k ? "; " : "") + problems[k];
-    return text;
+    auto text = describe_lora_problems(shapes, file,
+                                       count == 1 ? "transformer"
+                                       : i == 0   ? "high-noise expert (transformer)"
+                                                  : "low-noise expert (transformer_2)");
+    if (!text.empty()) return text;
   }
   return {};
 }

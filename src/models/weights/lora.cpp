@@ -429,6 +429,13 @@ std::vector<std::string> lora_problems(const ParameterShapes& shapes, const Lora
   return problems;
 }
 
+std::string describe_lora_problems(const ParameterShapes& shapes, const LoraFile& file,
+                                   std::string_view what) {
+  const auto problems = lora_problems(shapes, file);
+  if (problems.empty()) return {};
+  return fmt::format("{} part(s) do not fit the {}: {}", problems.size(), what, listed(problems));
+}
+
 std::vector<std::string> lora_problems(torch::nn::Module& root, const LoraFile& file) {
   return lora_problems(parameter_shapes(root), file);
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -81,6 +82,11 @@ using ParameterShapes = std::map<std::string, std::vector<std::int64_t>>;
 [[nodiscard]] std::vector<std::string> lora_problems(const ParameterShapes& shapes,
                                                      const LoraFile& file);
 [[nodiscard]] std::vector<std::string> lora_problems(torch::nn::Module& root, const LoraFile& file);
+// lora_problems as one text: "" when the file fits, else "N part(s) do not fit the <what>: ..."
+// (the first 20, with the count of the rest): the models' rank-0 check (ModelRegistration::
+// lora_problem).
+[[nodiscard]] std::string describe_lora_problems(const ParameterShapes& shapes,
+                                                 const LoraFile& file, std::string_view what);
 
 // root's parameters += scale * (alpha/r * B A, and the full deltas), computed in float32 and
 // rounded once to each parameter's dtype; a sharded parameter takes its slice. Throws
