@@ -77,15 +77,16 @@
 #              MPI backend) compared with it by omni-dp-compare --min-psnr 35 (the largest uint8
 #              difference and the PSNR); then one expert's forward at 832x480x81, batch 2 (a CFG
 #              step), strict, cuDNN attention, bf16 against fp8: seconds per block
-#   lora-a14b  LoRA on Wan2.2-T2V-A14B (issue 53): a Lightning-shaped pair (scripts/make_lora.py: rank
-#              64, alpha keys, one file per expert, seeded) on the wan-family-diffusers snapshot
-#              (WAN_FAMILY_LAYERS blocks), 4 steps, guidance 1, fp32 with TF32 off, through omni-dp-batch
-#              (model.lora, HIGH -> high_noise, LOW -> low_noise) and diffusers' load_lora_weights
-#              (load_into_transformer_2 for LOW): largest uint8 difference and PSNR; then the speed at the
-#              released size (LORA_FULL=1: both experts' 40 blocks, seeded random weights, bf16, strict,
-#              cuDNN, 832x480x81, 4 steps, guidance 1): LORA_SAME requests with the job's pair, then
-#              LORA_MIXED requests whose manifest lines interleave 4 adapter sets (the pair at 4 scales),
-#              request seconds each and the adapter switches' seconds from the log
+#   lora-a14b  LoRA on Wan2.2-T2V-A14B (issue 53): (LORA_CHECK=1) a Lightning-shaped pair
+#              (scripts/make_lora.py: rank 64, alpha keys, one file per expert, seeded) on the
+#              wan-family-diffusers snapshot (WAN_FAMILY_LAYERS blocks), 4 steps, guidance 1, fp32
+#              with TF32 off, through omni-dp-batch (model.lora, HIGH -> high_noise, LOW ->
+#              low_noise) and diffusers' load_lora_weights (load_into_transformer_2 for LOW):
+#              largest uint8 difference and PSNR; then the speed at the released size (LORA_FULL=1:
+#              both experts' 40 blocks, seeded random weights, bf16, strict, cuDNN, 832x480x81, 4
+#              steps, guidance 1): one job of 2 x LORA_REQUESTS (8) lines with the pair as each
+#              line's "lora", half at one scale, half at 4 scales interleaved line by line: request
+#              seconds each, each half's sum and their ratio, the adapter switches from the log
 #   hv15-variants-diffusers  the released HunyuanVideo-1.5 variants (omni-dp-bench-make-snapshot
 #              --variant, HV15_VARIANT_LAYERS (8) blocks at the released width, Qwen2.5-VL with 2
 #              layers, seeded random weights) through omni-dp-batch with the variant's YAML and
@@ -491,66 +492,76 @@ PY
       ;;
     lora-a14b)
       export PYTHONPATH=${DIFFUSERS_SRC:-$root/.device/diffusers/src}${PYTHONPATH:+:$PYTHONPATH}
-      snap=$out/snap-wan2.2-t2v-a14b  # the wan-family-diffusers snapshot
-      layers=${WAN_FAMILY_LAYERS:-4}
-      if [ ! -f "$snap/model_index.json" ]; then
-        rm -rf "$snap"
-        run "$bin/omni-dp-bench-make-snapshot" --model wan --variant wan2.2-t2v-a14b --out "$snap" --seed 3 \
-          --layers "$layers" --text-layers 2 \
-          --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || exit 1
-      fi
       dir=$out/lora-a14b; rm -rf "$dir"; mkdir -p "$dir"
-      run python3 "$root/scripts/make_lora.py" --blocks "$layers" --seed 1 --out "$dir/lightning_HIGH.safetensors"
-      run python3 "$root/scripts/make_lora.py" --blocks "$layers" --seed 2 --out "$dir/lightning_LOW.safetensors"
       prompt="A red fox running through fresh snow under the northern lights"
-      echo "{\"id\": \"v\", \"prompt\": \"$prompt\", \"seed\": 7, \"height\": 320, \"width\": 480}" > "$dir/m.jsonl"
-      pair="[{path: $dir/lightning_HIGH.safetensors, expert: high_noise}, {path: $dir/lightning_LOW.safetensors, expert: low_noise}]"
-      for with in none pair; do
-        lora=(); [ $with = pair ] && lora=(--set "model.lora=$pair")
-        run "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" --set model.path="$snap" \
-          --set model.dtype=fp32 --set model.attention=auto --set generation.num_inference_steps=4 \
-          --set generation.guidance_scale=1 --set generation.guidance_scale_2=1 --set generation.flow_shift=3 \
-          --set generation.num_frames=17 --set generation.height=320 --set generation.width=480 "${lora[@]}" \
-          --set input.manifest="$dir/m.jsonl" --set output.dir="$dir/out-$with" --no-resume | tail -4
-        run "$bin/omni-dp-export" "$dir/out-$with/results.h5" --format png --out "$dir/png-$with"
-      done
-      run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" --prompt "$prompt" \
-        --guidance-scale 1 --guidance-scale-2 1 --lora "$dir/lightning_HIGH.safetensors:1:high_noise" \
-        --lora "$dir/lightning_LOW.safetensors:1:low_noise" --seed 7 --frames 17 --steps 4 --height 320 \
-        --width 480 --dtype fp32 --out "$dir/diffusers.npy"
-      echo "== omni-dp with the pair against diffusers with the pair"
-      run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png-pair/v"
-      echo "== omni-dp without adapters against diffusers with the pair (must differ)"
-      run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png-none/v"
+      if [ "${LORA_CHECK:-1}" = 1 ]; then
+        snap=$out/snap-wan2.2-t2v-a14b  # the wan-family-diffusers snapshot
+        layers=${WAN_FAMILY_LAYERS:-4}
+        if [ ! -f "$snap/model_index.json" ]; then
+          rm -rf "$snap"
+          run "$bin/omni-dp-bench-make-snapshot" --model wan --variant wan2.2-t2v-a14b --out "$snap" --seed 3 \
+            --layers "$layers" --text-layers 2 \
+            --spiece "$root/tests/models/text/data/sentencepiece/unigram32k_nfkc.model" || exit 1
+        fi
+        run python3 "$root/scripts/make_lora.py" --blocks "$layers" --seed 1 --out "$dir/lightning_HIGH.safetensors"
+        run python3 "$root/scripts/make_lora.py" --blocks "$layers" --seed 2 --out "$dir/lightning_LOW.safetensors"
+        echo "{\"id\": \"v\", \"prompt\": \"$prompt\", \"seed\": 7, \"height\": 320, \"width\": 480}" > "$dir/m.jsonl"
+        pair="[{path: $dir/lightning_HIGH.safetensors, expert: high_noise}, {path: $dir/lightning_LOW.safetensors, expert: low_noise}]"
+        for with in none pair; do
+          lora=(); [ $with = pair ] && lora=(--set "model.lora=$pair")
+          run "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" --set model.path="$snap" \
+            --set model.dtype=fp32 --set model.attention=auto --set generation.num_inference_steps=4 \
+            --set generation.guidance_scale=1 --set generation.guidance_scale_2=1 --set generation.flow_shift=3 \
+            --set generation.num_frames=17 --set generation.height=320 --set generation.width=480 "${lora[@]}" \
+            --set input.manifest="$dir/m.jsonl" --set output.dir="$dir/out-$with" --no-resume | tail -4
+          run "$bin/omni-dp-export" "$dir/out-$with/results.h5" --format png --out "$dir/png-$with"
+        done
+        run python3 "$root/scripts/diffusers_reference.py" snapshot --snapshot "$snap" --prompt "$prompt" \
+          --guidance-scale 1 --guidance-scale-2 1 --lora "$dir/lightning_HIGH.safetensors:1:high_noise" \
+          --lora "$dir/lightning_LOW.safetensors:1:low_noise" --seed 7 --frames 17 --steps 4 --height 320 \
+          --width 480 --dtype fp32 --out "$dir/diffusers.npy"
+        echo "== omni-dp with the pair against diffusers with the pair"
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png-pair/v"
+        echo "== omni-dp without adapters against diffusers with the pair (must differ)"
+        run python3 "$root/scripts/diffusers_reference.py" compare --ref "$dir/diffusers.npy" --ours "$dir/png-none/v"
+      fi
       if [ "${LORA_FULL:-1}" = 1 ]; then
+        # The released size: one job of 2 x LORA_REQUESTS (8) lines, each with the pair as its
+        # "lora" (beside the layers): the "one-set" lines all at scale 1, the "four-sets" lines at
+        # 4 scales interleaved line by line (the scheduler's default order groups lines by set).
         run python3 "$root/scripts/make_lora.py" --blocks 40 --seed 1 --out "$dir/full_HIGH.safetensors"
         run python3 "$root/scripts/make_lora.py" --blocks 40 --seed 2 --out "$dir/full_LOW.safetensors"
         : > "$dir/full.jsonl"
-        for i in $(seq 1 "${LORA_SAME:-3}"); do
-          echo "{\"id\": \"same-$i\", \"prompt\": \"$prompt, take $i\", \"seed\": $i}" >> "$dir/full.jsonl"
+        for i in $(seq 1 "${LORA_REQUESTS:-8}"); do
+          for group in one-set four-sets; do
+            s=1.0; [ $group = four-sets ] && s=$(python3 -c "print([1.0, 0.9, 0.8, 0.7][$i % 4])")
+            echo "{\"id\": \"$group-$i\", \"prompt\": \"$prompt, take $i\", \"seed\": $i, \"lora\": [{\"path\": \"full_HIGH.safetensors\", \"scale\": $s}, {\"path\": \"full_LOW.safetensors\", \"scale\": $s}]}" >> "$dir/full.jsonl"
+          done
         done
-        for i in $(seq 1 "${LORA_MIXED:-4}"); do
-          s=$(python3 -c "print([1.0, 0.9, 0.8, 0.7][$i % 4])")
-          echo "{\"id\": \"mixed-$i\", \"prompt\": \"$prompt, take $i\", \"seed\": $i, \"lora\": [{\"path\": \"full_HIGH.safetensors\", \"scale\": $s}, {\"path\": \"full_LOW.safetensors\", \"scale\": $s}]}" >> "$dir/full.jsonl"
-        done
-        cat "$dir/full.jsonl"
-        full="[{path: $dir/full_HIGH.safetensors}, {path: $dir/full_LOW.safetensors}]"
         nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$dir/mem.csv" &
         smi=$!
-        start=$(date +%s)
         run "$bin/omni-dp-batch" --config "$root/configs/wan22-t2v-a14b.yaml" --set model.weights=random \
           --set 'model.path=""' --set model.attention=cudnn --set determinism.strict=true \
-          --set generation.num_inference_steps=4 --set generation.guidance_scale=1 --set generation.guidance_scale_2=1 \
-          --set "model.lora=$full" --set scheduler.order=manifest --set input.manifest="$dir/full.jsonl" \
+          --set generation.num_inference_steps=4 --set generation.guidance_scale=1 \
+          --set generation.guidance_scale_2=1 --set input.manifest="$dir/full.jsonl" \
           --set output.dir="$dir/full" --no-resume > "$dir/full.log" 2>&1
         kill "$smi"
-        echo "wall $(($(date +%s) - start)) s; peak GPU memory $(sort -n "$dir/mem.csv" | tail -1) MiB"
-        grep -E "lora|load" "$dir/full.log" | tail -12
+        echo "peak GPU memory $(sort -n "$dir/mem.csv" | tail -1) MiB"
+        grep -E "lora: switched|loaded on" "$dir/full.log" | tail -12
         python3 - "$dir/full/results.h5" <<'PY'
 import sys, h5py
 text = lambda v: v.decode() if isinstance(v, bytes) else str(v)
-for r in sorted(h5py.File(sys.argv[1], "r")["requests"][:], key=lambda r: float(r["start_time"])):
-    print(f"{text(r['id']):10s} request {float(r['seconds']):.2f} s status {int(r['status'])}")
+rows = sorted(h5py.File(sys.argv[1], "r")["requests"][:], key=lambda r: float(r["start_time"]))
+for r in rows:
+    print(f"{text(r['id']):14s} request {float(r['seconds']):.2f} s status {int(r['status'])}")
+sums = {}
+for r in rows:
+    group = text(r["id"]).rsplit("-", 1)[0]
+    sums[group] = sums.get(group, 0.0) + float(r["seconds"])
+for group, total in sums.items():
+    print(f"{group}: {total:.2f} s in all")
+if len(sums) == 2:
+    print(f"four-sets / one-set: {sums['four-sets'] / sums['one-set']:.4f}")
 PY
       fi
       ;;

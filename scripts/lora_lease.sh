@@ -20,5 +20,5 @@ bash "$root/scripts/build_gpu.sh" "$w/build" omni-dp-batch omni-dp-compare omni-
   omni-dp-bench-make-snapshot > "$w/build.log" 2>&1 || { stamp "the build failed: $w/build.log"; exit 1; }
 stamp "built"
 wait
-BENCH_OUT=$w/bench bash "$root/scripts/bench_gpu.sh" "$w/build" lora-a14b
+RUN_TIMEOUT=${RUN_TIMEOUT:-900} BENCH_OUT=$w/bench bash "$root/scripts/bench_gpu.sh" "$w/build" lora-a14b
 stamp "done"

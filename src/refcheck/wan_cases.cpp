@@ -1,12 +1,14 @@
 #include "omnidp/refcheck/wan_cases.hpp"
 
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <regex>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
+#include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -45,7 +47,9 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
     parts.boundary_ratio = required<double>(j, "boundary_ratio", case_dir);
   }
   // LoRA adapters as diffusers' load_lora_weights took them (scripts/lora_fixtures.py):
-  // [{"file", "scale", "expert": all | high_noise | low_noise}], fused into the experts.
+  // [{"file", "scale", "expert": all | high_noise | low_noise}], fused into the experts as
+  // model.lora does, or selected as a manifest line's set (RefcheckOptions::lora_per_request).
+  std::unique_ptr<models::RequestAdapters> line_adapters;
   if (j.contains("lora")) {
     std::vector<LoraAdapter> adapters;
     for (const auto& entry : j.at("lora")) {
@@ -60,7 +64,12 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
     }
     std::vector<torch::nn::Module*> experts{parts.transformer.get()};
     if (parts.transformer_2) experts.push_back(parts.transformer_2.get());
-    models::fuse_job_adapters(adapters, experts, models::wan_lora_names());
+    if (options.lora_per_request) {
+      line_adapters = std::make_unique<models::RequestAdapters>(models::wan_lora_names(), experts);
+      (void)line_adapters->select(adapters);
+    } else {
+      models::fuse_job_adapters(adapters, experts, models::wan_lora_names());
+    }
   }
   // The pipeline's expand_timesteps, as its description states it (Wan2.2-TI2V-5B: True).
   parts.expand_timesteps =

@@ -128,15 +128,20 @@ TEST(WanFamilyCases, Wan21FirstLastFrameToVideoTakesBothImagesTokens) {
 }
 
 // LoRA adapters loaded by diffusers' own load_lora_weights (scripts/lora_fixtures.py: PEFT's
-// unfused forward, W x + scale * B(A x)), fused here into the weights: each format and scale,
-// two adapters stacked, and the A14B Lightning-shaped pair (HIGH into the high-noise expert at 1,
-// LOW into the low-noise one at 0.5) within the pipeline bounds (the video within one uint8 level).
+// unfused forward, W x + scale * B(A x)), fused here into the weights (model.lora) and run
+// beside the layers (a manifest line's set): each format and scale, two adapters stacked, and
+// the A14B Lightning-shaped pair (HIGH into the high-noise expert at 1, LOW into the low-noise
+// one at 0.5) within the pipeline bounds (the video within one uint8 level).
 TEST(LoraCases, EveryFormatAndScaleMatchesDiffusersLoadLoraWeights) {
-  for (const char* name : {"wan_lora_peft", "wan_lora_kohya", "wan_lora_kohya_ab",
-                           "wan_lora_musubi", "wan_lora_stacked", "wan_lora_a14b_lightning"}) {
-    SCOPED_TRACE(name);
-    const auto dir = family_case(name);
-    expect_all_pass(run_case(dir, name, RefcheckOptions{}), kPipelineChecks);
+  for (const bool per_request : {false, true}) {
+    for (const char* name : {"wan_lora_peft", "wan_lora_kohya", "wan_lora_kohya_ab",
+                             "wan_lora_musubi", "wan_lora_stacked", "wan_lora_a14b_lightning"}) {
+      SCOPED_TRACE(std::string(name) + (per_request ? " (per request)" : " (fused)"));
+      const auto dir = family_case(name);
+      RefcheckOptions options;
+      options.lora_per_request = per_request;
+      expect_all_pass(run_case(dir, name, options), kPipelineChecks);
+    }
   }
 }
 

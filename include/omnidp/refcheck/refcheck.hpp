@@ -34,6 +34,9 @@ struct RefcheckOptions {
   torch::Device device = torch::kCPU;
   torch::ScalarType dtype = torch::kFloat32;  // kFloat32 or kBFloat16 (model weights/compute)
   std::string filter;  // run only cases whose name contains this (empty: all)
+  // A case's LoRA adapters as a manifest line's set (beside the layers, RequestAdapters)
+  // instead of fused as model.lora.
+  bool lora_per_request = false;
 };
 
 struct CaseResult {

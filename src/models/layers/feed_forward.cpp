@@ -28,8 +28,10 @@ FeedForwardImpl::FeedForwardImpl(std::int64_t dim, std::int64_t inner_dim,
 torch::Tensor FeedForwardImpl::up(const torch::Tensor& x) const {
   if (activation_ == FeedForwardActivation::silu) return torch::silu(proj->forward(x));
   if (activation_ == FeedForwardActivation::gelu) return torch::gelu(proj->forward(x));
-  // The FP8 GEMM has no GELU epilogue: its bias is in the epilogue, GELU a pass of its own.
-  if (proj->method().quantized()) return torch::gelu(proj->forward(x), "tanh");
+  // The FP8 GEMM has no GELU epilogue: its bias is in the epilogue, GELU a pass of its own; so
+  // with low-rank updates, which come after the product.
+  if (proj->method().quantized() || !proj->method().low_rank().empty())
+    return torch::gelu(proj->forward(x), "tanh");
   return linear_gelu_tanh(x, proj->weight, proj->bias);
 }
 

@@ -1,10 +1,13 @@
 #include "omnidp/models/layers/parallel_linear.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <memory>
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/tensor_shape.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -28,11 +31,55 @@ LinearMethod LinearMethod::fp8_rowwise(const torch::Tensor& weight, Fp8Accumulat
 
 torch::Tensor LinearMethod::apply(const torch::Tensor& x, const torch::Tensor& weight,
                                   const torch::Tensor& bias) const {
-  return fp8_.defined() ? fp8_linear(x, fp8_, bias) : linear_bias(x, weight, bias);
+  auto y = fp8_.defined() ? fp8_linear(x, fp8_, bias) : linear_bias(x, weight, bias);
+  if (low_rank_.empty()) return y;
+  if (!y.is_contiguous()) y = y.contiguous();
+  const auto h = x.reshape({-1, x.size(-1)}).mm(downs_.t());  // [tokens, sum r]
+  auto flat = y.view({-1, y.size(-1)});
+  std::int64_t rank = 0;
+  for (const auto& u : low_rank_) {
+    const auto r = u.down.size(0);
+    flat.narrow(1, u.offset, u.up.size(0)).addmm_(h.narrow(1, rank, r), u.up.t());
+    rank += r;
+  }
+  return y;
+}
+
+void LinearMethod::set_low_rank(std::vector<LowRankUpdate> updates, std::int64_t out,
+                                const std::string& owner) {
+  std::vector<torch::Tensor> downs;
+  for (const auto& u : updates) {
+    if (u.down.dim() != 2 || u.up.dim() != 2 || u.down.size(0) != u.up.size(1) || u.offset < 0 ||
+        u.offset + u.up.size(0) > out) {
+      throw ModelError(fmt::format(
+          "{}: a low-rank update of down {}, up {} at column {} does "
+          "not fit {} output features",
+          owner, shape_string(u.down.sizes()), shape_string(u.up.sizes()), u.offset, out));
+    }
+    downs.push_back(u.down);
+  }
+  downs_ = downs.empty() ? torch::Tensor() : torch::cat(downs, 0);
+  low_rank_ = std::move(updates);
+}
+
+torch::Tensor LinearMethod::matvec_f32(const torch::Tensor& weight, const torch::Tensor& v) const {
+  const auto f32 = torch::kFloat32;
+  auto y = torch::mv(weight.to(f32), v.to(f32));
+  for (const auto& u : low_rank_) {
+    const auto h = torch::mv(u.down.to(f32), v.to(f32));
+    y.narrow(0, u.offset, u.up.size(0)).add_(torch::mv(u.up.to(f32), h));
+  }
+  return y;
 }
 
 void ParallelLinearBase::set_fp8(std::optional<Fp8Accumulation> accumulation) {
+  auto updates = method_.low_rank();
   method_ = accumulation ? LinearMethod::fp8_rowwise(weight_tensor(), *accumulation) : LinearMethod{};
+  method_.set_low_rank(std::move(updates), weight_tensor().size(0), owner_);
+}
+
+void ParallelLinearBase::set_low_rank(std::vector<LowRankUpdate> updates) {
+  method_.set_low_rank(std::move(updates), weight_tensor().size(0), owner_);
 }
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(std::int64_t in_features,
@@ -85,6 +132,10 @@ torch::Tensor RowParallelLinearImpl::partial_product(const torch::Tensor& x) con
   return method().apply(x, weight, {});
 }
 
+torch::Tensor RowParallelLinearImpl::partial_matvec_f32(const torch::Tensor& v) const {
+  return method().matvec_f32(weight, v);
+}
+
 std::vector<std::pair<std::string, TensorSlice>> RowParallelLinearImpl::parameter_slices() const {
   if (!shard().sharded()) return {};
   return {{"weight", slice_of(shard(), 1)}};
@@ -107,6 +158,7 @@ QKVParallelLinear::QKVParallelLinear(std::int64_t in_features, std::int64_t out_
   for (std::size_t i = 0; i < parts; ++i) {
     parts_.emplace_back(in_features, out_features, with_bias, shard, spec, owner);
   }
+  part_low_rank_.resize(parts);
   bind_views();
 }
 
@@ -149,7 +201,30 @@ std::vector<torch::Tensor> QKVParallelLinear::forward_skip_bias(const torch::Ten
 
 void QKVParallelLinear::set_fp8(std::optional<Fp8Accumulation> accumulation) {
   check_views();
+  auto updates = method_.low_rank();
   method_ = accumulation ? LinearMethod::fp8_rowwise(weight_, *accumulation) : LinearMethod{};
+  method_.set_low_rank(std::move(updates), weight_.size(0), owner_);
+}
+
+void QKVParallelLinear::set_low_rank(std::size_t part, std::vector<LowRankUpdate> updates) {
+  const auto rows = parts_.at(part)->weight.size(0);
+  for (const auto& u : updates) {
+    if (u.offset < 0 || u.up.dim() != 2 || u.offset + u.up.size(0) > rows) {
+      throw ModelError(owner_ + ": a low-rank update does not fit part " + std::to_string(part) +
+                       " (" + std::to_string(rows) + " rows)");
+    }
+  }
+  part_low_rank_.at(part) = std::move(updates);
+  std::vector<LowRankUpdate> all;
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < parts_.size(); ++i) {
+    for (auto u : part_low_rank_[i]) {
+      u.offset += offset;
+      all.push_back(std::move(u));
+    }
+    offset += parts_[i]->weight.size(0);
+  }
+  method_.set_low_rank(std::move(all), weight_.size(0), owner_);
 }
 
 void QKVParallelLinear::to(torch::Device device, torch::ScalarType dtype) {
@@ -164,6 +239,7 @@ void QKVParallelLinear::to(torch::Device device, torch::ScalarType dtype) {
   weight_ = torch::cat(weights, 0);
   if (bias_.defined()) bias_ = torch::cat(biases, 0);
   method_ = LinearMethod{};
+  part_low_rank_.assign(parts_.size(), {});
   bind_views();
 }
 

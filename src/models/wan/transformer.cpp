@@ -137,9 +137,9 @@ torch::Tensor WanAttentionImpl::folded_out_bias() {
   if (cross_) throw ModelError("folded_out_bias: not a self-attention");
   torch::NoGradGuard no_grad;
   const auto f32 = torch::kFloat32;
-  // Row-split: each shard's to_out columns times its to_v bias rows, summed over the group.
-  const auto folded =
-      reduce_partial(tensor_group_, torch::mv(out_->weight.to(f32), to_v->bias.to(f32)));
+  // Row-split: each shard's to_out columns (and low-rank updates) times its to_v bias rows,
+  // summed over the group.
+  const auto folded = reduce_partial(tensor_group_, out_->partial_matvec_f32(to_v->bias));
   return (out_->bias.to(f32) + folded).to(out_->bias.scalar_type());
 }
 

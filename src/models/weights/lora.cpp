@@ -466,9 +466,10 @@ void fuse_lora(torch::nn::Module& root, const LoraFile& file, double scale) {
 bool LoraSwitch::set(const std::string& key,
                      const std::vector<std::pair<const LoraFile*, double>>& adapters) {
   if (key == key_) return false;
+  const bool held = !changed_.empty();
   restore();
   key_.clear();
-  if (adapters.empty()) return true;
+  if (adapters.empty()) return held;
   const auto params = root_->named_parameters();
   // Save every parameter the set changes, once (in host memory; page-locked for a GPU module).
   for (const auto& [file, scale] : adapters) {
@@ -503,6 +504,105 @@ void LoraSwitch::restore() {
     p.copy_(saved_.at(name));
   }
   changed_.clear();
+}
+
+LoraSidePath::LoraSidePath(torch::nn::Module& root) : root_(&root) {
+  const auto plan = layer_shard_plan(root);
+  std::map<const torch::nn::Module*, std::string> names;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    names.emplace(item.value().get(), item.key());
+    auto* layer = dynamic_cast<ParallelLinearBase*>(item.value().get());
+    if (layer == nullptr) continue;
+    const auto weight = item.value()->named_parameters(false)["weight"];
+    targets_[item.key()] =
+        Target{layer, nullptr, 0, weight, plan ? plan(item.key() + ".weight") : std::nullopt};
+  }
+  std::vector<torch::nn::Module*> modules{&root};
+  for (const auto& module : root.modules(/*include_self=*/false)) modules.push_back(module.get());
+  for (auto* module : modules) {
+    auto* owner = dynamic_cast<FusedLinearOwner*>(module);
+    if (owner == nullptr) continue;
+    for (auto* fused : owner->fused_linears()) {
+      for (std::size_t i = 0; i < fused->parts(); ++i) {
+        const auto it = names.find(fused->part(i).get());
+        if (it == names.end()) continue;
+        auto& t = targets_.at(it->second);
+        t.layer = nullptr;
+        t.fused = fused;
+        t.part = i;
+      }
+    }
+  }
+}
+
+std::size_t LoraSidePath::set(const std::vector<std::pair<const LoraFile*, double>>& adapters) {
+  clear();
+  std::map<std::string, std::vector<LowRankUpdate>> updates;
+  for (const auto& [file, scale] : adapters) {
+    if (const auto problems = lora_problems(*root_, *file); !problems.empty()) {
+      throw WeightsError(file->path.string(), "does not fit the model: " + listed(problems));
+    }
+    for (const auto& [module, lr] : file->low_rank) {
+      const auto found = targets_.find(module);
+      if (found == targets_.end()) {
+        throw ModelError(
+            fmt::format("{}: {} is not a layer that takes low-rank updates (split "
+                        "the file first)",
+                        file->path.string(), module));
+      }
+      const auto& t = found->second;
+      auto down = lr.down;
+      auto up = lr.up * (scale * lr.alpha_over_rank);
+      if (t.slice && t.slice->dim == 0) {
+        const auto rows = t.weight.size(0);
+        up = up.narrow(0, t.slice->index * rows, rows);
+      } else if (t.slice) {
+        const auto cols = t.weight.size(1);
+        down = down.narrow(1, t.slice->index * cols, cols);
+      }
+      const auto options = t.weight.options();
+      updates[module].push_back(LowRankUpdate{down.to(options), up.to(options), 0});
+    }
+  }
+  for (auto& [module, list] : updates) {
+    // Several adapters on one layer: one update of their stacked ranks.
+    std::vector<torch::Tensor> downs, ups;
+    for (const auto& u : list) {
+      downs.push_back(u.down);
+      ups.push_back(u.up);
+    }
+    std::vector<LowRankUpdate> one{
+        LowRankUpdate{torch::cat(downs, 0).contiguous(), torch::cat(ups, 1).contiguous(), 0}};
+    const auto& t = targets_.at(module);
+    if (t.fused != nullptr) {
+      t.fused->set_low_rank(t.part, std::move(one));
+    } else {
+      t.layer->set_low_rank(std::move(one));
+    }
+    held_.push_back(module);
+  }
+  return held_.size();
+}
+
+void LoraSidePath::clear() {
+  for (const auto& module : held_) {
+    const auto& t = targets_.at(module);
+    if (t.fused != nullptr) {
+      t.fused->set_low_rank(t.part, {});
+    } else {
+      t.layer->set_low_rank({});
+    }
+  }
+  held_.clear();
+}
+
+std::pair<LoraFile, LoraFile> split_lora_file(const LoraFile& file, const LoraSidePath& side) {
+  LoraFile beside{file.path, file.format, {}, {}};
+  LoraFile rest{file.path, file.format, {}, file.deltas};
+  for (const auto& [module, lr] : file.low_rank) {
+    (side.takes(module) ? beside : rest).low_rank.emplace(module, lr);
+  }
+  return {std::move(beside), std::move(rest)};
 }
 
 }  // namespace omnidp::models

@@ -29,6 +29,7 @@
 #include "png_file.hpp"
 #include "request_shape.hpp"
 #include "temp_dir.hpp"
+#include "video_difference.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -305,8 +306,9 @@ TEST_F(Hv15Pipeline, GenerateIsDeterministicPerSeed) {
 
 // diffusers has no HunyuanVideo-1.5 LoRA loader: a Diffusers-named adapter (low rank on the
 // first block's attention, a lora_B.bias, a full .diff delta of its FFN output) gives the video
-// of weights merged by hand (W + scale * B A, b + scale * bias, W + scale * diff), whether
-// fused by model.lora or switched in by a request's "lora".
+// of weights merged by hand (W + scale * B A, b + scale * bias, W + scale * diff) fused by
+// model.lora, and within one uint8 level of it as a request's "lora" (the low rank beside the
+// layer, the bias and the full delta fused; the base comes back exactly after it).
 TEST_F(Hv15Pipeline, ALoraGivesTheVideoOfWeightsMergedByHand) {
   auto hand = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
   auto params = as_hv15(hand).transformer()->named_parameters();
@@ -324,8 +326,10 @@ TEST_F(Hv15Pipeline, ALoraGivesTheVideoOfWeightsMergedByHand) {
                                           {"transformer." + q + ".lora_B.weight", b},
                                           {"transformer." + q + ".lora_B.bias", bias},
                                           {"transformer." + out + ".diff", diff}});
-  const omnidp::LoraAdapter adapter{
-      .path = file.string(), .scale = 0.6, .sha256 = omnidp::sha256_file_hex(file)};
+  const omnidp::LoraAdapter adapter{.path = file.string(),
+                                    .scale = 0.6,
+                                    .expert = std::nullopt,
+                                    .sha256 = omnidp::sha256_file_hex(file)};
   const auto base = hand->generate(request("a", 7), {});
   {
     torch::NoGradGuard no_grad;
@@ -342,7 +346,9 @@ TEST_F(Hv15Pipeline, ALoraGivesTheVideoOfWeightsMergedByHand) {
   auto per_request = hv::create_hunyuanvideo15_pipeline(config(omnidp::WeightsSource::random), {});
   auto r = request("a", 7);
   r.lora = {adapter};
-  EXPECT_EQ(per_request->generate(r, {}).data, merged.data);
+  const auto line = per_request->generate(r, {});
+  EXPECT_NE(line.data, base.data);
+  EXPECT_LE(omnidp::test::max_level_difference(line, merged), 1);
   EXPECT_EQ(per_request->generate(request("a", 7), {}).data, base.data);
 }
 

@@ -253,6 +253,97 @@ TEST(QKVParallelLinear, EachShardFusesItsSlicesOfEveryPart) {
   EXPECT_THROW(QKVParallelLinear(16, 6, 3, true, TensorShard{0, 4}, ParamSpec{}, "att"), ConfigError);
 }
 
+// Low-rank updates beside a layer (an unfused LoRA): a column, a row and a fused QKV layer give
+// the outputs of their weights merged with up @ down, each update in its own columns; the
+// quantization switch keeps them, clearing gives the layer back bit for bit.
+TEST(ParallelLinear, LowRankUpdatesActAsTheMergedWeight) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const WholeLinear w;
+  const auto x = torch::randn({2, 5, 16});
+  const auto down = torch::randn({3, 16}) * 0.3;
+  const auto up = torch::randn({8, 3}) * 0.3;
+  ColumnParallelLinear column(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  RowParallelLinear row(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  for (auto* p : {&column->weight, &row->weight}) p->copy_(w.weight);
+  for (auto* p : {&column->bias, &row->bias}) p->copy_(w.bias);
+  const auto plain = column->forward(x);
+  const auto merged = linear_bias(x, w.weight + torch::matmul(up, down), w.bias);
+  column->set_low_rank({LowRankUpdate{down, up, 0}});
+  row->set_low_rank({LowRankUpdate{down, up, 0}});
+  EXPECT_LT(max_diff(column->forward(x), merged), 1e-4);
+  EXPECT_LT(max_diff(row->forward(x), merged), 1e-4);
+  EXPECT_LT(max_diff(row->forward_skip_bias(x).first + w.bias, merged), 1e-4);
+  const auto v = torch::randn({16});
+  EXPECT_LT(max_diff(row->partial_matvec_f32(v), torch::mv(w.weight + torch::matmul(up, down), v)),
+            1e-4);
+  // Only the last 4 columns: the first 4 stay the layer's own.
+  column->set_low_rank({LowRankUpdate{down, up.narrow(0, 4, 4), 4}});
+  const auto half = column->forward(x);
+  EXPECT_TRUE(torch::equal(half.narrow(-1, 0, 4), plain.narrow(-1, 0, 4)));
+  EXPECT_LT(max_diff(half.narrow(-1, 4, 4), merged.narrow(-1, 4, 4)), 1e-4);
+  column->set_fp8(std::nullopt);
+  EXPECT_EQ(column->method().low_rank().size(), 1U);
+  column->set_low_rank({});
+  EXPECT_TRUE(torch::equal(column->forward(x), plain));
+  try {
+    column->set_low_rank({LowRankUpdate{down, up, 2}});
+    FAIL() << "no error";
+  } catch (const ModelError& e) {
+    EXPECT_STREQ(e.what(),
+                 "m: a low-rank update of down [3, 16], up [8, 3] at column 2 does not fit 8 "
+                 "output features");
+  }
+
+  Attention a({0, 1}, 3);
+  init_random_weights(a, 3, layer_shard_plan(a));
+  const auto before = a.qkv.forward(x);
+  a.qkv.set_low_rank(1, {LowRankUpdate{down, up, 0}});
+  const auto after = a.qkv.forward(x);
+  EXPECT_TRUE(torch::equal(after[0], before[0]));
+  EXPECT_TRUE(torch::equal(after[2], before[2]));
+  EXPECT_LT(max_diff(after[1], linear_bias(x, a.qkv.part(1)->weight + torch::matmul(up, down),
+                                           a.qkv.part(1)->bias)),
+            1e-4);
+  a.qkv.set_low_rank(2, {LowRankUpdate{down, up, 0}});  // part 1's stays (one GEMM for both downs)
+  EXPECT_LT(max_diff(a.qkv.forward(x)[1], after[1]), 1e-5);
+  a.qkv.set_low_rank(1, {});
+  a.qkv.set_low_rank(2, {});
+  EXPECT_TRUE(torch::equal(a.qkv.forward(x)[1], before[1]));
+}
+
+// Sharded: a column shard takes its rows of up, a row shard its columns of down; the shards'
+// outputs compose to the whole layer's with the update (the row layer's partial low-rank
+// products summed by its all-reduce).
+TEST(ParallelLinear, ShardsOfALowRankUpdateComposeToTheWholeUpdate) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(6);
+  const WholeLinear a;  // 16 -> 8
+  const auto b_weight = torch::randn({16, 8});
+  const auto b_bias = torch::randn({16});
+  const auto x = torch::randn({3, 16});
+  const auto da = torch::randn({2, 16}), ua = torch::randn({8, 2});
+  const auto db = torch::randn({2, 8}), ub = torch::randn({16, 2});
+  const auto hidden = linear_bias(x, a.weight + torch::matmul(ua, da), a.bias);
+  const auto want = linear_bias(hidden, b_weight + torch::matmul(ub, db), b_bias);
+  std::vector<torch::Tensor> outputs(2);
+  on_group(2, [&](int r, runtime::Collective& c) {
+    torch::NoGradGuard guard;
+    const TensorShard shard{r, 2};
+    ColumnParallelLinear column(16, 8, true, shard, ParamSpec{}, "m");
+    RowParallelLinear row(8, 16, true, shard, ParamSpec{}, "m");
+    column->weight.copy_(a.weight.chunk(2, 0)[r]);
+    column->bias.copy_(a.bias.chunk(2, 0)[r]);
+    row->weight.copy_(b_weight.chunk(2, 1)[r]);
+    row->bias.copy_(b_bias);
+    row->bind_tensor_group(&c);
+    column->set_low_rank({LowRankUpdate{da, ua.chunk(2, 0)[r], 0}});
+    row->set_low_rank({LowRankUpdate{db.chunk(2, 1)[r], ub, 0}});
+    outputs[static_cast<std::size_t>(r)] = row->forward(column->forward(x));
+  });
+  for (const auto& out : outputs) EXPECT_LT(max_diff(out, want), 1e-3);
+}
+
 TEST(ParallelLinear, Fp8MethodNeedsAGpuThatRunsIt) {
   ColumnParallelLinear layer(16, 16, false, TensorShard{}, ParamSpec{}, "m");
   if (!fp8_unsupported(torch::kCPU).empty()) {

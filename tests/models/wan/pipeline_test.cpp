@@ -29,6 +29,7 @@
 #include "request_shape.hpp"
 #include "runtime/job_test_support.hpp"
 #include "temp_dir.hpp"
+#include "video_difference.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -141,42 +142,48 @@ std::string write_tiny_lora(const fs::path& path, std::uint64_t seed, torch::nn:
   return sha256_file_hex(path);
 }
 
-// The same adapter as model.lora (fused at load) or as a request's "lora" (switched in per
-// request) gives the same bytes; a request without one gets the base weights back exactly, and
-// a set switched back in gives its bytes again.
-TEST_F(WanPipelineTest, JobAndRequestAdaptersGiveTheSameBytesAndSwitchBackExactly) {
+// The same adapter as model.lora (fused into the weights at load) or as a request's "lora"
+// (beside the layers, unfused) gives the same video within one uint8 level; a request's set
+// gives the same bytes whatever was held before, and a request without one the base's.
+TEST_F(WanPipelineTest, JobAndRequestAdaptersAgreeAndASetNeverDependsOnTheOneBefore) {
   const auto plain = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
   auto& wan = dynamic_cast<WanPipeline&>(*plain);
-  const auto base = video_sha256(plain->generate(t2v(), {}));
+  const auto base = plain->generate(t2v(), {});
   const LoraAdapter style{
       .path = (dir_ / "style.safetensors").string(),
       .scale = 0.7,
+      .expert = std::nullopt,
       .sha256 = write_tiny_lora(dir_ / "style.safetensors", 1, *wan.transformer())};
   const LoraAdapter other{
       .path = (dir_ / "other.safetensors").string(),
       .scale = 1.0,
+      .expert = std::nullopt,
       .sha256 = write_tiny_lora(dir_ / "other.safetensors", 2, *wan.transformer())};
   Config with = tiny_config();
   with.model.lora = {style};
   const auto fused = create_wan_pipeline(with, DeviceBinding{DeviceKind::cpu, 0, "cpu"});
-  const auto job = video_sha256(fused->generate(t2v(), {}));
-  EXPECT_NE(job, base);
+  const auto job = fused->generate(t2v(), {});
+  EXPECT_NE(video_sha256(job), video_sha256(base));
   Request r = t2v();
   r.lora = {style};
-  EXPECT_EQ(video_sha256(plain->generate(r, {})), job);
+  const auto line = plain->generate(r, {});
+  EXPECT_LE(test::max_level_difference(line, job), 1);
   r.lora = {style, other};
   const auto both = video_sha256(plain->generate(r, {}));
-  EXPECT_NE(both, job);
-  EXPECT_EQ(video_sha256(plain->generate(t2v(), {})), base);
+  EXPECT_NE(both, video_sha256(line));
+  EXPECT_EQ(video_sha256(plain->generate(t2v(), {})), video_sha256(base));
   r.lora = {style};
-  EXPECT_EQ(video_sha256(plain->generate(r, {})), job);
+  EXPECT_EQ(video_sha256(plain->generate(r, {})), video_sha256(line));
   r.lora = {style, other};
   EXPECT_EQ(video_sha256(plain->generate(r, {})), both);
-  // On top of the job's adapter: the job's, then the line's (the same fuses in the same order).
+  // A line's set on top of the job's adapter: the job's fused, the line's beside.
   r.lora = {other};
-  EXPECT_EQ(video_sha256(fused->generate(r, {})), both);
+  const auto on_job = fused->generate(r, {});
+  r.lora = {style, other};
+  EXPECT_LE(test::max_level_difference(on_job, plain->generate(r, {})), 1);
   // A file whose bytes changed after validation fails the request.
-  r.lora = {LoraAdapter{.path = style.path, .scale = 0.7, .sha256 = std::string(64, '0')}};
+  r.lora = {LoraAdapter{
+      .path = style.path, .scale = 0.7, .expert = std::nullopt, .sha256 = std::string(64, '0')}};
   EXPECT_THROW((void)plain->generate(r, {}), InputError);
 }
 

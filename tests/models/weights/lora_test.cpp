@@ -279,5 +279,90 @@ TEST_F(LoraFiles, ASwitchedSetNeverDependsOnTheSetsBefore) {
   EXPECT_TRUE(torch::equal(param(model, "blocks.0.attn1.to_q.weight"), base_q));
 }
 
+// Beside the layers (a request's set): the low-rank parts of the linear layers go beside them,
+// stacked into one update per layer, while a bias delta and a parameter that is no layer's
+// weight are split off for fusing; the weights stay the base's, the layers act as the fused
+// ones, and the next set replaces the last.
+TEST_F(LoraFiles, TheSidePathActsAsTheFusedWeightsAndLeavesThemAlone) {
+  const auto a = bf16_randn({4, 64}, 1), b = bf16_randn({64, 4}, 2), bias = bf16_randn({64}, 3);
+  const auto one = read_lora_file(write(
+      "one.safetensors", {{"transformer.blocks.0.attn1.to_q.lora_A.weight", a},
+                          {"transformer.blocks.0.attn1.to_q.lora_B.weight", b},
+                          {"transformer.blocks.0.attn1.to_q.lora_B.bias", bias},
+                          {"transformer.blocks.0.scale_shift_table.diff", bf16_randn({1, 6, 64}, 4)},
+                          {"transformer.proj_out.lora_A.weight", bf16_randn({2, 64}, 5)},
+                          {"transformer.proj_out.lora_B.weight", bf16_randn({16, 2}, 6)}}));
+  const auto two = read_lora_file(write(
+      "two.safetensors", {{"transformer.blocks.0.attn1.to_q.lora_A.weight", bf16_randn({2, 64}, 7)},
+                          {"transformer.blocks.0.attn1.to_q.lora_B.weight", bf16_randn({64, 2}, 8)}}));
+  Tiny model;
+  LoraSidePath side(model);
+  EXPECT_TRUE(side.takes("blocks.0.attn1.to_q"));
+  EXPECT_TRUE(side.takes("blocks.0.ffn.net.2"));
+  EXPECT_FALSE(side.takes("blocks.0.scale_shift_table"));
+  const auto [beside, rest] = split_lora_file(one, side);
+  EXPECT_EQ(beside.low_rank.size(), 2U);
+  EXPECT_TRUE(beside.deltas.empty());
+  EXPECT_TRUE(rest.low_rank.empty());
+  EXPECT_EQ(rest.deltas.size(), 2U);  // to_q's bias and the table
+
+  Tiny fused;
+  fuse_lora(fused, two, 0.5);
+  fuse_lora(fused, beside, 1.0);
+  const auto base_q = param(model, "blocks.0.attn1.to_q.weight");
+  EXPECT_EQ(side.set({{&beside, 1.0}, {&two, 0.5}}), 2U);
+  EXPECT_TRUE(torch::equal(param(model, "blocks.0.attn1.to_q.weight"), base_q));
+  const auto named = [](torch::nn::Module& m, const std::string& name) {
+    return std::dynamic_pointer_cast<ColumnParallelLinearImpl>(m.named_modules("", false)[name]);
+  };
+  const auto q = named(model, "blocks.0.attn1.to_q");
+  ASSERT_EQ(q->method().low_rank().size(), 1U);
+  EXPECT_EQ(q->method().low_rank()[0].down.size(0), 6);  // ranks 4 and 2, stacked
+  const auto x = torch::randn({3, 64});
+  torch::NoGradGuard no_grad;
+  for (const char* name : {"blocks.0.attn1.to_q", "proj_out"}) {
+    const auto got = named(model, name)->forward(x);
+    const auto want = named(fused, name)->forward(x);
+    EXPECT_LT((got - want).abs().max().item<double>(), 1e-4) << name;
+  }
+  EXPECT_EQ(side.set({{&two, 0.5}}), 1U);
+  EXPECT_TRUE(named(model, "proj_out")->method().low_rank().empty());
+  EXPECT_EQ(side.set({}), 0U);
+  EXPECT_TRUE(q->method().low_rank().empty());
+}
+
+// A tensor-parallel shard holds its slice of each factor: up's rows for a column-split layer,
+// down's columns for a row-split one.
+TEST_F(LoraFiles, SideShardsTakeTheirSliceOfEachFactor) {
+  const auto file = read_lora_file(
+      write("tp.safetensors",
+            {{"transformer.blocks.0.ffn.net.0.proj.lora_A.weight", bf16_randn({4, 64}, 1)},
+             {"transformer.blocks.0.ffn.net.0.proj.lora_B.weight", bf16_randn({128, 4}, 2)},
+             {"transformer.blocks.0.ffn.net.2.lora_A.weight", bf16_randn({4, 128}, 3)},
+             {"transformer.blocks.0.ffn.net.2.lora_B.weight", bf16_randn({64, 4}, 4)}}));
+  for (std::int64_t r = 0; r < 2; ++r) {
+    Tiny shard(TensorShard{r, 2});
+    LoraSidePath side(shard);
+    EXPECT_EQ(side.set({{&file, 2.0}}), 2U);
+    const auto modules = shard.named_modules("", false);
+    const auto& proj =
+        std::dynamic_pointer_cast<ColumnParallelLinearImpl>(modules["blocks.0.ffn.net.0.proj"])
+            ->method()
+            .low_rank()
+            .at(0);
+    const auto& out =
+        std::dynamic_pointer_cast<RowParallelLinearImpl>(modules["blocks.0.ffn.net.2"])
+            ->method()
+            .low_rank()
+            .at(0);
+    const auto& lp = file.low_rank.at("blocks.0.ffn.net.0.proj");
+    const auto& lo = file.low_rank.at("blocks.0.ffn.net.2");
+    EXPECT_TRUE(torch::equal(proj.up, lp.up.narrow(0, r * 64, 64) * 2.0));
+    EXPECT_TRUE(torch::equal(proj.down, lp.down));
+    EXPECT_TRUE(torch::equal(out.down, lo.down.narrow(1, r * 64, 64)));
+    EXPECT_TRUE(torch::equal(out.up, lo.up * 2.0));
+  }
+}
+
 }  // namespace
 }  // namespace omnidp::models

@@ -30,9 +30,20 @@
 
 namespace omnidp::models {
 
+// A low-rank update beside a linear layer (a LoRA applied unfused, models/weights/lora.hpp):
+// output columns [offset, offset + up.size(0)) gain (x down^T) up^T. down [r, in] (a row-split
+// layer: this shard's input columns), up [rows, r] (a column-split one: this shard's output
+// rows), the adapter's scale folded into up; both in the layer's dtype and on its device.
+struct LowRankUpdate {
+  torch::Tensor down;
+  torch::Tensor up;
+  std::int64_t offset = 0;
+};
+
 // How a linear layer computes x @ W^T + b: in the weights' dtype (the default), or FP8
 // row-wise W8A8 (layers/fp8.hpp: the weight quantized once per output channel, each activation
-// row at every call, bf16 out). Value type; apply() is a pure function.
+// row at every call, bf16 out); plus low-rank updates beside it (none by default), whichever
+// way the base product is computed. Value type; apply() is a pure function.
 class LinearMethod {
  public:
   LinearMethod() = default;  // unquantized
@@ -42,12 +53,22 @@ class LinearMethod {
                                                 Fp8Accumulation accumulation);
   [[nodiscard]] bool quantized() const noexcept { return fp8_.defined(); }
   // x [..., in] @ weight^T + bias (undefined: none) -> [..., out]: linear_bias (layers/fused.hpp)
-  // unquantized, fp8_linear once quantized (`weight` is then not read).
+  // unquantized, fp8_linear once quantized (`weight` is then not read); then each low-rank
+  // update added into its columns (one GEMM for every update's down, one addmm each for up).
   [[nodiscard]] torch::Tensor apply(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias) const;
+  // Replaces the low-rank updates (empty: none). ModelError for an update whose down and up
+  // ranks differ or whose columns do not fit `out` output features.
+  void set_low_rank(std::vector<LowRankUpdate> updates, std::int64_t out, const std::string& owner);
+  [[nodiscard]] const std::vector<LowRankUpdate>& low_rank() const noexcept { return low_rank_; }
+  // weight v + the updates' up (down v) in float32: the layer's matrix times a vector [in]
+  // (a folded bias, wan/transformer.hpp). Unreduced for a row-split shard.
+  [[nodiscard]] torch::Tensor matvec_f32(const torch::Tensor& weight, const torch::Tensor& v) const;
 
  private:
   Fp8Weight fp8_;
+  std::vector<LowRankUpdate> low_rank_;
+  torch::Tensor downs_;  // every update's down, stacked [sum r, in]: one GEMM per call
 };
 
 // A layer that holds slices of its checkpoint tensors and, where its results are partial,
@@ -71,7 +92,10 @@ class ParallelLinearBase : public TensorParallelLayer {
  public:
   // Quantizes the weight to FP8 (LinearMethod::fp8_rowwise), or back to the weights' dtype
   // for nullopt. The weight itself stays (checkpoint names, clone()).
+  // The quantization keeps the low-rank updates.
   void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  // Low-rank updates beside the weight (LinearMethod::set_low_rank; empty: none).
+  void set_low_rank(std::vector<LowRankUpdate> updates);
   [[nodiscard]] const LinearMethod& method() const noexcept { return method_; }
   [[nodiscard]] const TensorShard& shard() const noexcept { return shard_; }
 
@@ -120,6 +144,9 @@ class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBas
   // This rank's x_r W_r^T alone, neither reduced nor biased: for a caller that reduces the
   // products of several layers in one all-reduce and adds each `bias` after it.
   [[nodiscard]] torch::Tensor partial_product(const torch::Tensor& x) const;
+  // This rank's W_r v_r in float32 (low-rank updates included), unreduced: for a caller that
+  // folds a bias through the layer (v [in/n]).
+  [[nodiscard]] torch::Tensor partial_matvec_f32(const torch::Tensor& v) const;
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
   // A sharded layer takes the group of its shard (ModelError for no group or another size or
   // rank); a layer built whole (shard size 1, a replicated layer) ignores it.
@@ -156,11 +183,15 @@ class QKVParallelLinear {
   [[nodiscard]] std::vector<torch::Tensor> forward(const torch::Tensor& x) const;
   // forward(x) without the biases (each part's is part(i)->bias).
   [[nodiscard]] std::vector<torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
-  // The fused GEMM in FP8 (LinearMethod::fp8_rowwise), or back in the weights' dtype (nullopt).
+  // The fused GEMM in FP8 (LinearMethod::fp8_rowwise), or back in the weights' dtype (nullopt);
+  // the low-rank updates stay.
   void set_fp8(std::optional<Fp8Accumulation> accumulation);
+  // Part i's low-rank updates (their offsets within the part; empty: none), added to the fused
+  // GEMM's output in that part's columns. The other parts' stay.
+  void set_low_rank(std::size_t part, std::vector<LowRankUpdate> updates);
   [[nodiscard]] const LinearMethod& method() const noexcept { return method_; }
-  // The fused storage on `device` in `dtype`, the parts views into it again (quantization is
-  // dropped: set_fp8 after a conversion).
+  // The fused storage on `device` in `dtype`, the parts views into it again (quantization and
+  // low-rank updates are dropped: set them after a conversion).
   void to(torch::Device device, torch::ScalarType dtype);
   // The fused weight and bias (undefined without biases): handles that share their
   // implementations, for walks that move storage in place (layers/host_weights.hpp).
@@ -172,6 +203,7 @@ class QKVParallelLinear {
   void check_views() const;
   torch::Tensor weight_, bias_;
   std::vector<ColumnParallelLinear> parts_;
+  std::vector<std::vector<LowRankUpdate>> part_low_rank_;  // per part, offsets within it
   LinearMethod method_;
   std::string owner_;
 };

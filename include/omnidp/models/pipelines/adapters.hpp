@@ -28,25 +28,33 @@ void fuse_job_adapters(const std::vector<LoraAdapter>& adapters,
                                       std::size_t count);
 
 // A request's adapters: read once per file (by SHA-256; the bytes must hash to the value the
-// request was validated with), then each expert switched (LoraSwitch) to the request's set. The
-// experts must outlive this object.
+// request was validated with), then each expert switched to the request's set: the low-rank
+// parts of its linear layers beside them (LoraSidePath: no weight changes, the switch moves
+// factors), the rest (full deltas, biases, other parameters) fused by a LoraSwitch. A set's
+// outputs never depend on the sets before it. The experts must outlive this object.
 class RequestAdapters {
  public:
   RequestAdapters(LoraNameMap names, std::vector<torch::nn::Module*> experts);
   // Makes every expert hold exactly `adapters` beyond its base weights (none: the base).
-  // Returns whether any expert's weights changed (FP8 layers are then quantized again by the
-  // caller). Throws InputError for a file whose bytes changed, WeightsError as fuse_lora.
+  // Returns whether any expert's weights changed (a fused part: FP8 layers are then quantized
+  // again by the caller; the side path needs no such pass). Throws InputError for a file whose
+  // bytes changed, WeightsError as fuse_lora.
   bool select(const std::vector<LoraAdapter>& adapters);
   // Adapter switches so far (a set other than the one held), for the log and benchmarks.
   [[nodiscard]] std::int64_t switches() const noexcept { return switches_; }
 
  private:
   const LoraFile& file(const LoraAdapter& adapter);
+  // file(adapter) split for expert `index` (split_lora_file), kept with the file.
+  const std::pair<LoraFile, LoraFile>& split(const LoraAdapter& adapter, std::size_t index);
 
   LoraNameMap names_;
   std::vector<torch::nn::Module*> experts_;
+  std::vector<LoraSidePath> sides_;
   std::vector<LoraSwitch> switches_by_expert_;
+  std::vector<std::string> held_;          // per expert: the key of the set it holds
   std::map<std::string, LoraFile> files_;  // sha256 -> the converted file
+  std::map<std::pair<const LoraFile*, std::size_t>, std::pair<LoraFile, LoraFile>> splits_;
   std::int64_t switches_ = 0;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // LoRA adapter files (docs/models.md, "LoRA"): read in any of the shared formats, converted to
 // the Diffusers module names, and fused into a module's weights (W += scale * alpha/r * B A,
-// plus full deltas), each tensor-parallel shard taking its slice.
+// plus full deltas) or run beside its linear layers unfused (LoraSidePath), each
+// tensor-parallel shard taking its slice.
 //
 // Formats (detected from the keys; every key must be understood, none is dropped):
 //   - Diffusers / PEFT: `[transformer.|base_model.model.]<module>.lora_A.weight`,
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "omnidp/models/layers/parallel_linear.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 
 namespace omnidp::models {
@@ -101,7 +103,8 @@ class LoraSwitch {
  public:
   explicit LoraSwitch(torch::nn::Module& root) : root_(&root) {}
   // Makes root's weights its base plus each (file, scale) of `adapters`; `key` names the set
-  // (the same key as the set held: nothing is done). Returns whether the weights changed.
+  // (the same key as the set held: nothing is done). Returns whether the weights changed (the
+  // empty set after the empty set: they did not).
   // Throws WeightsError as fuse_lora (the base restored first).
   bool set(const std::string& key, const std::vector<std::pair<const LoraFile*, double>>& adapters);
   [[nodiscard]] const std::string& key() const noexcept { return key_; }
@@ -113,5 +116,41 @@ class LoraSwitch {
   std::vector<std::string> changed_;            // parameters the set held changed
   std::string key_;
 };
+
+// A request's adapters unfused: each low-rank part whose module is a linear layer that takes
+// updates (a ColumnParallelLinear or RowParallelLinear, a fused QKV projection's part) runs
+// beside that layer (LinearMethod::set_low_rank: + x A^T (scale alpha/r B)^T), the adapters of
+// a set stacked into one wider update per layer (one GEMM pair). The weights are never
+// touched, so a switch moves only the factors and a set's outputs never depend on the sets
+// before it. Whatever else a file changes (full deltas, biases, other layers) is split off
+// (split_lora_file) for a LoraSwitch to fuse. The module must outlive this object.
+class LoraSidePath {
+ public:
+  explicit LoraSidePath(torch::nn::Module& root);
+  // Whether the Diffusers module `module` (under root) takes low-rank updates.
+  [[nodiscard]] bool takes(const std::string& module) const { return targets_.contains(module); }
+  // Makes the layers hold exactly the low-rank parts of `adapters` (each file's parts must all
+  // be taken: split_lora_file), in the layers' dtype and device; the layers of the set before
+  // are cleared. Throws WeightsError as fuse_lora for a part that does not fit (the layers are
+  // then cleared). Returns the number of layers that hold an update.
+  std::size_t set(const std::vector<std::pair<const LoraFile*, double>>& adapters);
+
+ private:
+  struct Target {
+    ParallelLinearBase* layer = nullptr;  // a standalone layer, or
+    QKVParallelLinear* fused = nullptr;   // the fused projection whose part it is
+    std::size_t part = 0;
+    torch::Tensor weight;  // the layer's (or part's) weight: shape, dtype, device
+    std::optional<TensorSlice> slice;
+  };
+  void clear();
+  torch::nn::Module* root_;
+  std::map<std::string, Target> targets_;
+  std::vector<std::string> held_;
+};
+
+// `file` in two: {the low-rank parts whose module `side` takes, everything else}.
+[[nodiscard]] std::pair<LoraFile, LoraFile> split_lora_file(const LoraFile& file,
+                                                            const LoraSidePath& side);
 
 }  // namespace omnidp::models
