@@ -6,6 +6,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/hv15/lora_names.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/layers/fp8.hpp"
@@ -220,7 +221,7 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
   }
   // The job's LoRA adapters (Diffusers names: diffusers has no HunyuanVideo-1.5 converter of
   // other formats), fused before FP8 quantizes the layers.
-  if (!m.lora.empty()) fuse_job_adapters(m.lora, {parts.transformer.get()}, LoraNameMap{});
+  if (!m.lora.empty()) fuse_job_adapters(m.lora, {parts.transformer.get()}, hv15_lora_names());
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
     parts.transformer->quantize_fp8();
@@ -238,7 +239,7 @@ namespace {
 std::string hv15_lora_problem(const ModelConfig& model, const LoraAdapter& adapter) {
   LoraFile file;
   try {
-    file = read_lora_file(adapter.path, LoraNameMap{});
+    file = read_lora_file(adapter.path, hv15_lora_names());
   } catch (const WeightsError& e) {
     return e.message();
   }
@@ -260,7 +261,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.fp8 = true;                    // W8A8 FP8 block GEMMs (docs/models.md, "FP8")
   r.facts.vae_tiling = true;             // Diffusers' enable_tiling() (hv15/vae.hpp, VaeTiling)
   r.facts.step_cache = true;             // generation.cache over run_blocks()
-  r.facts.lora = true;                   // model.lora, a line's "lora" (Diffusers names)
+  r.facts.lora = true;                   // model.lora, a line's "lora" (hv15_lora_names)
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
   r.describe = hv15_facts;

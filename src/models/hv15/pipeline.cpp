@@ -13,6 +13,7 @@
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/flops.hpp"
+#include "omnidp/models/hv15/lora_names.hpp"
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
@@ -191,7 +192,7 @@ HunyuanVideo15Pipeline::HunyuanVideo15Pipeline(PipelineParts parts, torch::Devic
   }
   if (parts_.device_name.empty()) parts_.device_name = device_.str();
   adapters_ = std::make_unique<RequestAdapters>(
-      LoraNameMap{}, std::vector<torch::nn::Module*>{parts_.transformer.get()});
+      hv15_lora_names(), std::vector<torch::nn::Module*>{parts_.transformer.get()});
 }
 
 std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height,

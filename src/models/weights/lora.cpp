@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <regex>
 #include <set>
 
@@ -100,16 +102,6 @@ PeftAlphas peft_alphas(const SafetensorsFile& file) {
     }
   }
   return out;
-}
-
-// musubi-tuner's flattened names: "blocks_3_self_attn_q" -> "blocks.3.self_attn.q".
-std::optional<std::string> musubi_name(const std::string& flat) {
-  static const std::regex re(
-      R"(blocks_(\d+)_(self_attn|cross_attn)_(q|k|v|o|k_img|v_img)|blocks_(\d+)_ffn_(0|2))");
-  std::smatch m;
-  if (!std::regex_match(flat, m, re)) return std::nullopt;
-  if (m[1].matched) return "blocks." + m[1].str() + "." + m[2].str() + "." + m[3].str();
-  return "blocks." + m[4].str() + ".ffn." + m[5].str();
 }
 
 // A parameter of `root` by full name, and the parameter a Diffusers-named delta `<name>.weight`
@@ -256,7 +248,44 @@ LoraNameMap wan_lora_names() {
       return std::string("condition_embedder.image_embedder.pos_embed");
     return std::nullopt;
   };
+  map.musubi = [](const std::string& flat) {
+    static const std::vector<std::string> originals{
+        "blocks.<N>.self_attn.q",      "blocks.<N>.self_attn.k",  "blocks.<N>.self_attn.v",
+        "blocks.<N>.self_attn.o",      "blocks.<N>.cross_attn.q", "blocks.<N>.cross_attn.k",
+        "blocks.<N>.cross_attn.v",     "blocks.<N>.cross_attn.o", "blocks.<N>.cross_attn.k_img",
+        "blocks.<N>.cross_attn.v_img", "blocks.<N>.ffn.0",        "blocks.<N>.ffn.2"};
+    return unflatten_lora_name(flat, originals);
+  };
   return map;
+}
+
+std::optional<std::string> unflatten_lora_name(const std::string& flat,
+                                               const std::vector<std::string>& originals) {
+  for (const auto& original : originals) {
+    const auto at = original.find("<N>");
+    std::string written = original;
+    std::replace(written.begin(), written.end(), '.', '_');
+    if (at == std::string::npos) {
+      if (written == flat) return original;
+      continue;
+    }
+    // "<head>.<N>.<tail>": flat must be head_<digits>_tail.
+    const auto head = original.substr(0, at);   // ends with '.'
+    const auto tail = original.substr(at + 3);  // starts with '.'
+    std::string head_flat = head, tail_flat = tail;
+    std::replace(head_flat.begin(), head_flat.end(), '.', '_');
+    std::replace(tail_flat.begin(), tail_flat.end(), '.', '_');
+    if (!flat.starts_with(head_flat) || !flat.ends_with(tail_flat) ||
+        flat.size() <= head_flat.size() + tail_flat.size())
+      continue;
+    const auto digits =
+        flat.substr(head_flat.size(), flat.size() - head_flat.size() - tail_flat.size());
+    if (!std::all_of(digits.begin(), digits.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; }))
+      continue;
+    return head + digits + tail;
+  }
+  return std::nullopt;
 }
 
 LoraFile read_lora_file(const fs::path& path, const LoraNameMap& names) {
@@ -282,7 +311,8 @@ LoraFile read_lora_file(const fs::path& path, const LoraNameMap& names) {
   } else if (any_prefix("base_model.model.")) {
     prefix = "base_model.model.";
   }
-  if (out.format != LoraFormat::diffusers && !names.module) {
+  if ((out.format == LoraFormat::original && !names.module) ||
+      (out.format == LoraFormat::musubi && (!names.module || !names.musubi))) {
     throw WeightsError(
         where,
         fmt::format("is a LoRA in the {} format, whose names this model has no "
@@ -311,7 +341,7 @@ LoraFile read_lora_file(const fs::path& path, const LoraNameMap& names) {
     }
     std::string name = split->name;
     if (out.format == LoraFormat::musubi) {
-      const auto original = musubi_name(name);
+      const auto original = names.musubi ? names.musubi(name) : std::nullopt;
       if (!original) {
         unknown.push_back(key + " (no such musubi-tuner module name)");
         continue;

@@ -13,7 +13,7 @@
 //     full deltas `.diff` (weights) and `.diff_b` (biases);
 //   - musubi-tuner: `lora_unet_blocks_N_self_attn_q.lora_down.weight` + `.alpha`.
 // The original-name formats need the model's name map (LoraNameMap); the Wan family has one
-// (wan_lora_names()), HunyuanVideo-1.5 takes Diffusers-named files only.
+// (wan_lora_names()), so has HunyuanVideo-1.5 (hv15/lora_names.hpp).
 // Threading: a LoraFile is immutable after reading; fuse/LoraSwitch change a module (call from
 // the thread that owns it, before or between forwards).
 
@@ -55,11 +55,19 @@ struct LoraFile {
 // original module name ("blocks.3.self_attn.q", "head.head") -> Diffusers module name
 // ("blocks.3.attn1.to_q", "proj_out"), or nullopt for a name the model does not have. A
 // parameter that is not a module's weight or bias (Wan's "blocks.3.modulation") maps by its
-// full name with `parameter`.
+// full name with `parameter`; musubi-tuner's flattened names ("blocks_3_self_attn_q") are
+// turned back into original ones by `musubi` (absent: the model takes no musubi files).
 struct LoraNameMap {
   std::function<std::optional<std::string>(const std::string& original_module)> module;
   std::function<std::optional<std::string>(const std::string& original_parameter)> parameter;
+  std::function<std::optional<std::string>(const std::string& flat)> musubi;
 };
+
+// The original name among `originals` whose dots written as underscores give `flat` (musubi-
+// tuner's flattening), a block index written as <N> in them matching any number; nullopt for
+// none. For a model's LoraNameMap::musubi.
+[[nodiscard]] std::optional<std::string> unflatten_lora_name(const std::string& flat,
+                                                             const std::vector<std::string>& originals);
 
 // The Wan family's map (diffusers' _convert_non_diffusers_wan_lora_to_diffusers and
 // _convert_musubi_wan_lora_to_diffusers, read as tables).
