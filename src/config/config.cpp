@@ -1449,7 +1449,7 @@ std::string describe_cache(const StepCacheConfig& c) {
           "taylorseer(cache_interval {}, disable_cache_before_step {}, max_order {})",
           c.cache_interval, c.disable_cache_before_step, c.max_order);
     case CachePolicy::magcache: {
-      std::string ratios = "model";
+      std::string ratios = "preset";  // the checkpoint's published ratios (mag_presets.hpp)
       if (c.calibrate) {
         ratios = "calibrate";
       } else if (!c.mag_ratios.empty()) {

@@ -125,7 +125,8 @@ struct StepCacheConfig {
   int disable_cache_before_step = 3;
   int max_order = 1;
   // magcache: at most max_skip_steps skipped in a row; none in the first retention_ratio of
-  // the steps; mag_ratios per step (empty: the model's published ratios, where it has them);
+  // the steps; mag_ratios per step (empty: the checkpoint's published ratios where MagCache has
+  // them, docs/models.md "Step caching");
   // calibrate: skip nothing and log the ratios of each request.
   int max_skip_steps = 3;
   double retention_ratio = 0.2;
@@ -142,7 +143,7 @@ struct StepCacheConfig {
 
 // "off", "first_block(threshold 0.05)", "taylorseer(cache_interval 5, disable_cache_before_step
 // 3, max_order 1)", "magcache(threshold 0.06, max_skip_steps 3, retention_ratio 0.2,
-// mag_ratios <count>:<first 12 hex of their SHA-256> | model | calibrate)": the numerics
+// mag_ratios <count>:<first 12 hex of their SHA-256> | preset | calibrate)": the numerics
 // profile's `cache` value and the text --dry-run prints. Never holds ';' or '='.
 [[nodiscard]] std::string describe_cache(const StepCacheConfig& cache);
 

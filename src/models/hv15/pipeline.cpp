@@ -290,7 +290,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // With a step cache each branch keeps its own cache: two forwards, never one batch.
   const CfgLayout layout{cfg, any_cfg && cfg == nullptr && sequence == nullptr &&
                                   cache_config.policy == CachePolicy::off};
-  RequestCaches caches(cache_config, steps, sequence);
+  RequestCaches caches(cache_config, steps, sequence,
+                       find_mag_cache_preset("hunyuanvideo-1.5", steps, false, 0, 0));
   TransformerInputs both_in;
   if (layout.batched) {
     both_in.encoder_hidden_states =

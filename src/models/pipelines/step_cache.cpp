@@ -62,8 +62,9 @@ StepCache::StepCache(const StepCacheConfig& config, int steps, int first_step,
   if (config_.policy == CachePolicy::magcache && !config_.calibrate) {
     if (mag_ratios.empty()) {
       throw ModelError(
-          "the magcache step cache needs mag_ratios (generation.cache.mag_ratios): this model "
-          "has no published ratios; measure them with calibrate: true");
+          "the magcache step cache needs mag_ratios (generation.cache.mag_ratios): MagCache "
+          "published no ratios for this checkpoint (docs/models.md, \"Step caching\"); measure "
+          "them with calibrate: true");
     }
     ratios_ = static_cast<int>(mag_ratios.size()) == steps ? mag_ratios
                                                            : nearest_interp(mag_ratios, steps);
@@ -215,11 +216,8 @@ BlockStreams run_blocks(StepCache* cache, BlockStreams in, std::size_t count, co
 }
 
 RequestCaches::RequestCaches(StepCacheConfig config, int steps, runtime::Collective* sequence,
-                             std::vector<double> model_ratios)
-    : config_(std::move(config)),
-      steps_(steps),
-      sequence_(sequence),
-      model_ratios_(std::move(model_ratios)) {}
+                             const MagCachePreset* preset)
+    : config_(std::move(config)), steps_(steps), sequence_(sequence), preset_(preset) {}
 
 torch::Tensor RequestCaches::forward(int expert, CfgBranch branch, int step,
                                      const std::function<torch::Tensor(StepCache*)>& run) {
@@ -237,7 +235,12 @@ torch::Tensor RequestCaches::forward(int expert, CfgBranch branch, int step,
   const auto key = state_key(expert, branch);
   auto it = caches_.find(key);
   if (it == caches_.end()) {
-    const auto& ratios = config_.mag_ratios.empty() ? model_ratios_ : config_.mag_ratios;
+    std::vector<double> ratios = config_.mag_ratios;
+    if (ratios.empty() && preset_ != nullptr && config_.policy == CachePolicy::magcache &&
+        !config_.calibrate) {
+      ratios = preset_->branch(branch);
+      preset_used_ = true;
+    }
     it = caches_.try_emplace(key, config_, steps_, expert == 0 ? 0 : step, ratios, sequence_).first;
   }
   StepCache& cache = it->second;
@@ -258,7 +261,8 @@ std::string RequestCaches::describe() const {
   for (const auto& [key, cache] : caches_) {
     parts.push_back(state_name(key) + " " + cache.decisions());
   }
-  return fmt::format("{}", fmt::join(parts, ", "));
+  const auto text = fmt::format("{}", fmt::join(parts, ", "));
+  return preset_used_ ? fmt::format("ratios of preset {}: {}", preset_->name, text) : text;
 }
 
 std::string RequestCaches::calibration() const {

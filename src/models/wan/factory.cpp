@@ -105,6 +105,7 @@ std::unique_ptr<Pipeline> create_wan_pipeline(const Config& config, const Device
 
   WanPipelineParts parts;
   parts.model_name = m.name;
+  parts.checkpoint = wan_variant_name(layout);
   parts.device_name = setup.device_name;
   parts.expand_timesteps = layout.expand_timesteps;
   parts.boundary_ratio = layout.boundary_ratio;

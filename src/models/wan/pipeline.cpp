@@ -312,7 +312,9 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
   const auto timesteps = scheduler.timesteps().to(device_);
   const CfgLayout layout{cfg, batch_cfg};
-  RequestCaches caches(cache_config, steps, sequence);
+  RequestCaches caches(
+      cache_config, steps, sequence,
+      find_mag_cache_preset(parts_.checkpoint, steps, in.image.defined(), in.height, in.width));
   run_denoising_steps(steps, ctx, device_, [&](int i) {
     const int expert_index = experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0;
     const Expert& expert = use_expert(expert_index);

@@ -39,6 +39,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
+#include "omnidp/models/pipelines/mag_presets.hpp"
 
 namespace omnidp::runtime {
 class Collective;
@@ -129,10 +130,11 @@ struct CacheReport {
 // With the policy off it only counts the forwards.
 class RequestCaches {
  public:
-  // `model_ratios`: the model's published magcache ratios (used when config.mag_ratios is
-  // empty; ModelError at the first magcache forward when both are empty and not calibrating).
+  // `preset`: the checkpoint's published magcache ratios (mag_presets.hpp; null: none), each
+  // branch its own, used when config.mag_ratios is empty; ModelError at the first magcache
+  // forward when both are missing and not calibrating. The preset must outlive this object.
   RequestCaches(StepCacheConfig config, int steps, runtime::Collective* sequence,
-                std::vector<double> model_ratios = {});
+                const MagCachePreset* preset = nullptr);
 
   [[nodiscard]] bool active() const noexcept { return config_.policy != CachePolicy::off; }
   // The forward of `branch` of transformer `expert` at denoising step `step`. CfgBranch::both
@@ -141,7 +143,8 @@ class RequestCaches {
                                       const std::function<torch::Tensor(StepCache*)>& run);
   // This rank's forwards (the whole request's: sum over the CFG group, total_counts()).
   [[nodiscard]] ForwardCounts counts() const noexcept { return counts_; }
-  // "transformer 0 cond CCCSCSS, transformer 0 uncond CCSS..." (empty with the policy off).
+  // "transformer 0 cond CCCSCSS, transformer 0 uncond CCSS..." (empty with the policy off),
+  // after "ratios of preset <name>: " where a magcache forward took the preset's.
   [[nodiscard]] std::string describe() const;
   // magcache calibrate: "transformer 0 cond [1, 1.02, ...]; ..." (empty otherwise).
   [[nodiscard]] std::string calibration() const;
@@ -153,7 +156,8 @@ class RequestCaches {
   StepCacheConfig config_;
   int steps_;
   runtime::Collective* sequence_;
-  std::vector<double> model_ratios_;
+  const MagCachePreset* preset_;
+  bool preset_used_ = false;
   std::map<std::pair<int, int>, StepCache> caches_;
   ForwardCounts counts_;
 };

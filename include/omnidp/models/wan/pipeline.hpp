@@ -60,6 +60,8 @@ struct WanPipelineParts {
   std::unique_ptr<vision::ClipImageEncoder> image_encoder;
   UniPCOptions scheduler;  // flow_shift is replaced per request
   std::string model_name;
+  // The released checkpoint the layout is (wan_variant_name; empty: none): its MagCache preset.
+  std::string checkpoint;
   std::string device_name;
   bool cfg_batch = true;  // cond + uncond as one forward of batch 2 (when the shapes allow)
   // generation.cache: the step cache of every request (pipelines/step_cache.hpp); with one
