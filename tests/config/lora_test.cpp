@@ -15,6 +15,14 @@
 namespace omnidp {
 namespace {
 
+// An adapter of `path` for `expert` (unset: the file name's), scale 1, no hash.
+LoraAdapter named(const std::string& path, std::optional<LoraExpert> expert = std::nullopt) {
+  LoraAdapter a;
+  a.path = path;
+  a.expert = expert;
+  return a;
+}
+
 std::string sha_of(const std::string& text) {
   return sha256_hex({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
 }
@@ -75,7 +83,7 @@ TEST(LoraList, TheExpertAFileNameStates) {
   EXPECT_EQ(lora_expert_from_file_name("highway.safetensors"), std::nullopt);  // words, not letters
   EXPECT_EQ(lora_expert_from_file_name("high_and_low.safetensors"), std::nullopt);
   // Resolution: the line's expert, else the name (two experts), else all.
-  LoraAdapter a{.path = "a_HIGH.safetensors"};
+  LoraAdapter a{.path = "a_HIGH.safetensors", .scale = 1.0, .expert = std::nullopt, .sha256 = {}};
   EXPECT_EQ(resolve_lora_expert(a, true), LoraExpert::high_noise);
   EXPECT_EQ(resolve_lora_expert(a, false), LoraExpert::all);
   a.expert = LoraExpert::all;
@@ -87,24 +95,24 @@ TEST(LoraList, ExpertsTheModelDoesNotHaveOrTheFileContradictsAreRefused) {
     return test::error_of<ConfigError>([&] { check_lora_experts(list, two, "model.lora"); });
   };
   EXPECT_EQ(
-      check({{.path = "s.safetensors", .expert = LoraExpert::low_noise}}, false),
+      check({named("s.safetensors", LoraExpert::low_noise)}, false),
       "model.lora[0].expert: low_noise: this model has one transformer (an expert is chosen only "
       "on a two-expert model such as Wan2.2-A14B)");
   EXPECT_EQ(
-      check({{.path = "s.safetensors"},
-             {.path = "lightning_HIGH.safetensors", .expert = LoraExpert::low_noise}},
+      check({named("s.safetensors"), named("lightning_HIGH.safetensors", LoraExpert::low_noise)},
             true),
       "model.lora[1].expert: low_noise: the file lightning_HIGH.safetensors is named for the "
       "high-noise expert (write expert: high_noise, or rename the file if the name is wrong)");
-  EXPECT_EQ(check({{.path = "lightning_HIGH.safetensors", .expert = LoraExpert::high_noise},
-                   {.path = "lightning_LOW.safetensors"},
-                   {.path = "any_HIGH.safetensors", .expert = LoraExpert::all}},
-                  true),
-            "");
+  EXPECT_EQ(
+      check({named("lightning_HIGH.safetensors", LoraExpert::high_noise),
+             named("lightning_LOW.safetensors"), named("any_HIGH.safetensors", LoraExpert::all)},
+            true),
+      "");
 }
 
 TEST(LoraList, DescriptionsTellSetsApart) {
-  const LoraAdapter a{.path = "a", .scale = 0.5, .sha256 = std::string(64, 'a')};
+  const LoraAdapter a{
+      .path = "a", .scale = 0.5, .expert = std::nullopt, .sha256 = std::string(64, 'a')};
   const LoraAdapter b{
       .path = "b", .scale = 1.0, .expert = LoraExpert::low_noise, .sha256 = std::string(64, 'b')};
   EXPECT_EQ(describe_lora({a, b}), "aaaaaaaaaaaa*0.5+bbbbbbbbbbbb*1@low_noise");
@@ -130,7 +138,8 @@ TEST(LoraConfig, TheJobsAdaptersAreResolvedHashedAndInTheProfile) {
   const auto profile = parse_numerics(numerics_profile(config, "v"));
   EXPECT_EQ(profile.at("lora"), sha_of("bytes").substr(0, 12) + "*0.8");
   EXPECT_FALSE(profile.contains("lora_line"));
-  const LoraAdapter line{.path = "x", .scale = 2, .sha256 = std::string(64, 'c')};
+  const LoraAdapter line{
+      .path = "x", .scale = 2, .expert = std::nullopt, .sha256 = std::string(64, 'c')};
   EXPECT_EQ(parse_numerics(numerics_profile(config, "v", {}, {line})).at("lora_line"),
             "cccccccccccc*2");
   // An adapter set is a numerics difference; a profile without the key had none.

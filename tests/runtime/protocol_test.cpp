@@ -34,8 +34,14 @@ Request sample_request() {
   cache.retention_ratio = 0.25;
   cache.mag_ratios = {1.0, 0.99, 0.875};
   r.cache = cache;
-  r.lora = {LoraAdapter{.path = "/l/a.safetensors", .scale = -0.5, .sha256 = std::string(64, 'd')},
-            LoraAdapter{.path = "/l/b_LOW.safetensors", .expert = LoraExpert::low_noise}};
+  r.lora = {LoraAdapter{.path = "/l/a.safetensors",
+                        .scale = -0.5,
+                        .expert = std::nullopt,
+                        .sha256 = std::string(64, 'd')},
+            LoraAdapter{.path = "/l/b_LOW.safetensors",
+                        .scale = 1.0,
+                        .expert = LoraExpert::low_noise,
+                        .sha256 = {}}};
   r.line = 12345;
   r.index = 9876543210ULL;
   r.input_key = std::string(64, 'c');

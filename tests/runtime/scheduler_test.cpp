@@ -110,7 +110,10 @@ TEST(WorkQueue, ReplicasKeepTheirAdapterSetWhileTheWindowHasOne) {
   std::vector<Request> requests;
   for (std::size_t i = 0; i < 32; ++i) {
     Request r = req(i, i % 3 == 0 ? 33 : 9);
-    r.lora = {LoraAdapter{.path = "s", .sha256 = std::string(64, static_cast<char>('a' + i % 4))}};
+    r.lora = {LoraAdapter{.path = "s",
+                          .scale = 1.0,
+                          .expert = std::nullopt,
+                          .sha256 = std::string(64, static_cast<char>('a' + i % 4))}};
     requests.push_back(std::move(r));
   }
   VectorSource source(requests);
