@@ -129,8 +129,13 @@ TEST(LoraConfig, TheJobsAdaptersAreResolvedHashedAndInTheProfile) {
   std::ofstream(yaml)
       << "model: {lora: [{path: style.safetensors, scale: 0.8}]}\ninput: {manifest: m.jsonl}\n";
   Config config = load_config_file(yaml);
-  const std::vector<ModelChoice> models{{.name = "tiny-wan", .lora = true},
-                                        {.name = "synthetic", .has_weights = false}};
+  ModelChoice wan;
+  wan.name = "tiny-wan";
+  wan.lora = true;
+  ModelChoice no_weights;
+  no_weights.name = "synthetic";
+  no_weights.has_weights = false;
+  const std::vector<ModelChoice> models{wan, no_weights};
   validate_and_resolve(config, models);
   ASSERT_EQ(config.model.lora.size(), 1U);
   EXPECT_EQ(config.model.lora[0].path, (dir.path() / "style.safetensors").string());
