@@ -20,6 +20,10 @@
 #              fixed ratios, first_block at 0.05/0.1/0.2): median seconds, forwards computed, and
 #              omni-dp-compare against the uncached videos (PSNR, largest uint8 difference);
 #              CACHE_WAN_POLICIES / CACHE_HV15_POLICIES pick policies by index (0 = off, first)
+#   cache-presets  issue 56's goals: HunyuanVideo-1.5 848x480x121 50 steps (tiled decode), the Wan2.2-
+#              TI2V-5B recipe (8 requests) and Wan2.2-T2V-A14B 832x480x81 40 steps, each uncached and
+#              with magcache's preset at the authors' operating point: forwards computed, seconds,
+#              omni-dp-compare against the uncached videos (CACHE_PRESET_MODELS picks)
 #   wan-snapshot  omni-dp-bench-make-snapshot --model wan: the released Wan2.2-TI2V-5B architecture with UMT5-XXL,
 #              seeded random weights in the Diffusers layout, into $BENCH_WAN_SNAPSHOT (once; about 21 GB)
 #   wan-load   the model load from that snapshot (load_seconds, peak host memory): one process, then
@@ -345,6 +349,55 @@ PY
             "$bin/omni-dp-compare" "$out/cache-$model-0" "$dir" --min-psnr 1 | tail -6
           fi
         done
+      done
+      ;;
+    cache-presets)  # issue 56's goals: each recipe uncached, then magcache with its checkpoint's preset
+      # (no mag_ratios) at the authors' operating point; strict, cuDNN, seeded random weights
+      # (the preset's ratios fix the schedule: the skips and seconds hold on any weights, the
+      # PSNR against the uncached video says nothing of quality). CACHE_PRESET_MODELS picks.
+      manifest=$out/cache-presets.jsonl; : > "$manifest"
+      for i in $(seq 1 8); do
+        echo "{\"id\": \"recipe-$i\", \"prompt\": \"A red fox running through fresh snow, take $i\", \"seed\": $i}" >> "$manifest"
+      done
+      head -1 "$manifest" > "$out/cache-presets-one.jsonl"
+      for model in ${CACHE_PRESET_MODELS:-hv15 ti2v5b a14b}; do
+        case $model in
+          hv15)  # 848x480x121, 50 steps, CFG 6, tiled decode (80 GB); preset hunyuanvideo-1.5-40steps
+            conf=(--config "$root/configs/hv15.yaml" --set generation.width=848 --set generation.height=480
+                  --set generation.num_frames=121 --set generation.num_inference_steps=50
+                  --set generation.guidance_scale=6 --set model.vae_tiling=true
+                  --set input.manifest="$out/cache-presets-one.jsonl")
+            preset="{policy: magcache, threshold: 0.03, max_skip_steps: 2, retention_ratio: 0.25}" ;;
+          ti2v5b)  # the Wan recipe: 8 requests of 832x480x33, 30 steps, CFG 5; preset wan2.2-ti2v-5b-t2v
+            conf=(--config "$root/configs/wan22-ti2v-5b.yaml" --set generation.width=832
+                  --set generation.height=480 --set generation.num_frames=33
+                  --set generation.num_inference_steps=30 --set generation.guidance_scale=5
+                  --set input.manifest="$manifest")
+            preset="{policy: magcache, threshold: 0.06, max_skip_steps: 2, retention_ratio: 0.2}" ;;
+          a14b)  # 832x480x81, 40 steps, CFG 4 / 3, shift 12 (the YAML); preset wan2.2-t2v-a14b
+            conf=(--config "$root/configs/wan22-t2v-a14b.yaml" --set generation.num_inference_steps=40
+                  --set input.manifest="$out/cache-presets-one.jsonl")
+            preset="{policy: magcache, threshold: 0.06, max_skip_steps: 2, retention_ratio: 0.4}" ;;
+          *) echo "unknown CACHE_PRESET_MODELS entry $model"; continue ;;
+        esac
+        for policy in off preset; do
+          dir=$out/cache-presets-$model-$policy; rm -rf "$dir"
+          cache=off; [ $policy = preset ] && cache=$preset
+          echo "== $model generation.cache=$cache"
+          run "$bin/omni-dp-batch" "${conf[@]}" --set model.weights=random --set 'model.path=""' \
+            --set model.attention=cudnn --set determinism.strict=true --set "generation.cache=$cache" \
+            --set output.dir="$dir" --no-resume | grep -E "step cache|summary|videos/min" | tail -3
+          python3 - "$dir/results.h5" "$model" "$policy" <<'PY'
+import sys, h5py
+rows = h5py.File(sys.argv[1], "r")["requests"][:]
+secs = sorted(float(r["seconds"]) for r in rows)
+f, c = sum(int(r["forwards"]) for r in rows), sum(int(r["forwards_computed"]) for r in rows)
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {c} of {f} forwards computed (skip rate {1 - c / max(f, 1):.3f}) "
+      f"| median request {secs[len(secs) // 2]:.2f} s over {len(rows)} |")
+PY
+        done
+        "$bin/omni-dp-compare" "$out/cache-presets-$model-off" "$out/cache-presets-$model-preset" \
+          --min-psnr 1 | tail -4
       done
       ;;
     hv15-i2v)
