@@ -10,6 +10,7 @@
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/wan/lora_names.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
@@ -65,10 +66,11 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
     std::vector<torch::nn::Module*> experts{parts.transformer.get()};
     if (parts.transformer_2) experts.push_back(parts.transformer_2.get());
     if (options.lora_per_request) {
-      line_adapters = std::make_unique<models::RequestAdapters>(models::wan_lora_names(), experts);
+      line_adapters =
+          std::make_unique<models::RequestAdapters>(models::wan::wan_lora_names(), experts);
       (void)line_adapters->select(adapters);
     } else {
-      models::fuse_job_adapters(adapters, experts, models::wan_lora_names());
+      models::fuse_job_adapters(adapters, experts, models::wan::wan_lora_names());
     }
   }
   // The pipeline's expand_timesteps, as its description states it (Wan2.2-TI2V-5B: True).

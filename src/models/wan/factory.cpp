@@ -17,6 +17,7 @@
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/vision/clip.hpp"
 #include "omnidp/models/wan/family.hpp"
+#include "omnidp/models/wan/lora_names.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/lora.hpp"

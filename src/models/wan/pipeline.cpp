@@ -19,6 +19,7 @@
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/flops.hpp"
 #include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/wan/lora_names.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
 namespace omnidp::models::wan {

@@ -4,6 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "error_of.hpp"
 #include "omnidp/common/error.hpp"
@@ -41,6 +45,35 @@ struct Tiny : torch::nn::Module {
     for (auto& p : parameters()) p.copy_(torch::randn(p.sizes(), g));
   }
 };
+
+// A name map as a model keeps one (wan/lora_names.hpp is Wan's): the original names of Tiny's
+// layers under `diffusion_model.`, and musubi-tuner's flattening of them.
+LoraNameMap tiny_names() {
+  static const std::map<std::string, std::string, std::less<>> modules{
+      {"blocks.0.self_attn.q", "blocks.0.attn1.to_q"},
+      {"blocks.0.self_attn.k", "blocks.0.attn1.to_k"},
+      {"blocks.0.self_attn.v", "blocks.0.attn1.to_v"},
+      {"blocks.0.self_attn.o", "blocks.0.attn1.to_out.0"},
+      {"blocks.0.ffn.0", "blocks.0.ffn.net.0.proj"},
+      {"blocks.0.ffn.2", "blocks.0.ffn.net.2"},
+      {"head.head", "proj_out"}};
+  LoraNameMap map;
+  map.module = [](const std::string& original) -> std::optional<std::string> {
+    const auto it = modules.find(original);
+    if (it == modules.end()) return std::nullopt;
+    return it->second;
+  };
+  map.parameter = [](const std::string& original) -> std::optional<std::string> {
+    if (original == "blocks.0.modulation") return std::string("blocks.0.scale_shift_table");
+    return std::nullopt;
+  };
+  map.musubi = [](const std::string& flat) {
+    std::vector<std::string> originals;
+    for (const auto& [original, _] : modules) originals.push_back(original);
+    return unflatten_lora_name(flat, originals);
+  };
+  return map;
+}
 
 torch::Tensor param(torch::nn::Module& m, const std::string& name) {
   return m.named_parameters()[name].clone();
@@ -111,7 +144,7 @@ TEST_F(LoraFiles, OriginalNamesWithAlphaDiffAndDiffBMapToDiffusersModules) {
                                   {"diffusion_model.head.head.diff", diff},
                                   {"diffusion_model.blocks.0.self_attn.q.diff_b", diff_b},
                                   {"diffusion_model.blocks.0.modulation.diff", mod}});
-  const auto file = read_lora_file(path, wan_lora_names());
+  const auto file = read_lora_file(path, tiny_names());
   EXPECT_EQ(file.format, LoraFormat::original);
   EXPECT_DOUBLE_EQ(file.low_rank.at("blocks.0.ffn.net.0.proj").alpha_over_rank, 0.5);
   EXPECT_TRUE(file.deltas.contains("proj_out.weight"));
@@ -139,7 +172,7 @@ TEST_F(LoraFiles, MusubiNamesAreTheOriginalOnesFlattened) {
              {"lora_unet_blocks_0_ffn_2.lora_down.weight", bf16_randn({4, 128}, 3)},
              {"lora_unet_blocks_0_ffn_2.lora_up.weight", bf16_randn({64, 4}, 4)},
              {"lora_unet_blocks_0_ffn_2.alpha", torch::tensor(4.0)}});
-  const auto file = read_lora_file(path, wan_lora_names());
+  const auto file = read_lora_file(path, tiny_names());
   EXPECT_EQ(file.format, LoraFormat::musubi);
   EXPECT_DOUBLE_EQ(file.low_rank.at("blocks.0.attn1.to_q").alpha_over_rank, 2.0);
   EXPECT_DOUBLE_EQ(file.low_rank.at("blocks.0.ffn.net.2").alpha_over_rank, 1.0);
@@ -159,7 +192,7 @@ TEST_F(LoraFiles, EveryKeyThatCannotBeAppliedIsListed) {
              {"diffusion_model.blocks.0.self_attn.o.dora_scale", bf16_randn({64}, 5)},
              {"diffusion_model.blocks.0.self_attn.o.weight", bf16_randn({64}, 6)}});
   const std::string message =
-      test::error_of<WeightsError>([&] { (void)read_lora_file(path, wan_lora_names()); });
+      test::error_of<WeightsError>([&] { (void)read_lora_file(path, tiny_names()); });
   EXPECT_NE(
       message.find(
           "6 key(s) of this LoRA (original names (diffusion_model.) format) cannot be applied"),
@@ -188,7 +221,7 @@ TEST_F(LoraFiles, NotALoraFileIsAClearError) {
   EXPECT_NE(
       test::error_of<WeightsError>([&] { (void)read_lora_file(empty); }).find("holds no tensors"),
       std::string::npos);
-  // An original-name file for a model without a name map (HunyuanVideo-1.5).
+  // An original-name file read without a name map.
   const auto kohya =
       write("k.safetensors", {{"diffusion_model.head.head.diff", bf16_randn({16, 64}, 1)}});
   EXPECT_NE(test::error_of<WeightsError>([&] {

@@ -12,8 +12,8 @@
 //     (`blocks.N.self_attn.q`), `lora_down`/`lora_up` (or lora_A/lora_B) + `.alpha`, and
 //     full deltas `.diff` (weights) and `.diff_b` (biases);
 //   - musubi-tuner: `lora_unet_blocks_N_self_attn_q.lora_down.weight` + `.alpha`.
-// The original-name formats need the model's name map (LoraNameMap); the Wan family has one
-// (wan_lora_names()), so has HunyuanVideo-1.5 (hv15/lora_names.hpp).
+// The original-name formats need the model's name map (LoraNameMap), which each model keeps
+// with its architecture (wan/lora_names.hpp, hv15/lora_names.hpp).
 // Threading: a LoraFile is immutable after reading; fuse/LoraSwitch change a module (call from
 // the thread that owns it, before or between forwards).
 
@@ -68,10 +68,6 @@ struct LoraNameMap {
 // none. For a model's LoraNameMap::musubi.
 [[nodiscard]] std::optional<std::string> unflatten_lora_name(const std::string& flat,
                                                              const std::vector<std::string>& originals);
-
-// The Wan family's map (diffusers' _convert_non_diffusers_wan_lora_to_diffusers and
-// _convert_musubi_wan_lora_to_diffusers, read as tables).
-[[nodiscard]] LoraNameMap wan_lora_names();
 
 // Reads and converts a file. `names`: the model's original-name map (empty functions: only
 // Diffusers-named files are taken). Throws WeightsError naming the file and listing every key
