@@ -219,8 +219,8 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
     parts.vae = random_vae(vopts, m.weights_seed + 1, dtype, device);
     parts.random_conditioning = true;
   }
-  // The job's LoRA adapters (Diffusers names: diffusers has no HunyuanVideo-1.5 converter of
-  // other formats), fused before FP8 quantizes the layers.
+  // The job's LoRA adapters (Diffusers or original names, hv15_lora_names), fused before FP8
+  // quantizes the layers.
   if (!m.lora.empty()) fuse_job_adapters(m.lora, {parts.transformer.get()}, hv15_lora_names());
   if (m.quantization == Quantization::fp8) {
     require_fp8_config(device);
