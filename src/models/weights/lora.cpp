@@ -193,6 +193,32 @@ const char* to_string(LoraFormat format) noexcept {
   return "?";
 }
 
+std::optional<std::string> LoraNameTables::module(const std::string& original) const {
+  for (const auto& b : blocks) {
+    if (!original.starts_with(b.original)) continue;
+    const auto dot = original.find('.', b.original.size());
+    if (dot == std::string::npos || dot == b.original.size()) continue;
+    const auto index = original.substr(b.original.size(), dot - b.original.size());
+    if (!std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+      continue;
+    const auto it = b.names.find(original.substr(dot + 1));
+    if (it == b.names.end()) return std::nullopt;
+    return b.diffusers + index + "." + it->second;
+  }
+  const auto it = top.find(original);
+  if (it == top.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> LoraNameTables::originals() const {
+  std::vector<std::string> out;
+  for (const auto& b : blocks) {
+    for (const auto& [name, _] : b.names) out.push_back(b.original + "<N>." + name);
+  }
+  for (const auto& [name, _] : top) out.push_back(name);
+  return out;
+}
+
 std::optional<std::string> unflatten_lora_name(const std::string& flat,
                                                const std::vector<std::string>& originals) {
   for (const auto& original : originals) {

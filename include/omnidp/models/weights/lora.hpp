@@ -63,6 +63,26 @@ struct LoraNameMap {
   std::function<std::optional<std::string>(const std::string& flat)> musubi;
 };
 
+// A model's original module names as tables (the maps of wan/lora_names.hpp and
+// hv15/lora_names.hpp): per kind of block, the original prefix ("double_blocks.") and the
+// Diffusers one ("transformer_blocks."), both followed by the block index, with the names within
+// a block; and the top-level names. Immutable once built; thread-safe.
+struct LoraNameTables {
+  using Table = std::map<std::string, std::string, std::less<>>;
+  struct Blocks {
+    std::string original;
+    std::string diffusers;
+    Table names;
+  };
+  std::vector<Blocks> blocks;
+  Table top;
+
+  // The Diffusers module name of an original one, or nullopt for a name the tables lack.
+  [[nodiscard]] std::optional<std::string> module(const std::string& original) const;
+  // Every original name, a block index written as <N>.
+  [[nodiscard]] std::vector<std::string> originals() const;
+};
+
 // The original name among `originals` whose dots written as underscores give `flat` (musubi-
 // tuner's flattening), a block index written as <N> in them matching any number; nullopt for
 // none. For a model's LoraNameMap::musubi.
