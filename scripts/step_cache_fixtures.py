@@ -18,6 +18,15 @@ decisions per CFG branch ("C" computed, "S" served from the cache), in call orde
   wan_cache_taylorseer    TaylorSeerCacheConfig(use_lite_mode=True, taylor_factors_dtype=float32)
                           at its defaults: the blocks skipped, proj_out's output extrapolated.
   wan_cache_magcache      MagCacheConfig with 8 ratios for 12 steps (diffusers resamples them).
+  a14b_cache_first_block, a14b_cache_taylorseer, a14b_cache_magcache
+                          WanPipeline with the tiny Wan2.1 pair as Wan2.2-T2V-A14B's experts
+                          (transformer, transformer_2, the switch after step 6 of 12), each with
+                          its own hooks. cache_decisions holds the second expert's as cond_2 and
+                          uncond_2. MagCache: diffusers counts each transformer's steps from its
+                          first forward, generation.cache (and the authors' A14B arrays) the
+                          whole schedule's; transformer_2 gets the MagCacheConfig that reads the
+                          same ratios and retention steps (cache_2_diffusers), and the decisions
+                          of the same config on both (cache_decisions_same_config) are recorded.
   hv15_cache_first_block, hv15_cache_taylorseer, hv15_cache_magcache
                           the same for HunyuanVideo15Pipeline with the shared set's tiny models.
                           diffusers' TransformerBlockRegistry does not list
@@ -81,10 +90,38 @@ class Decisions:
     def _end(self, *_):
         self.calls.append("C" if self._ran else "S")
 
-    def per_branch(self):
+    def per_branch(self, suffix=""):
         # Both pipelines run the conditional branch first, then the unconditional one, per step.
         text = "".join(self.calls)
-        return {"cond": text[0::2], "uncond": text[1::2]}
+        return {"cond" + suffix: text[0::2], "uncond" + suffix: text[1::2]}
+
+
+class Watch:
+    """Decisions of every transformer of a pipeline (Wan2.2-A14B: transformer, transformer_2).
+
+    `experts` lists (transformer, last feed-forward); the second expert's branches are named
+    cond_2 and uncond_2 (diffusers' transformer_2, generation.cache's "transformer 1").
+    """
+
+    def __init__(self, experts):
+        self.watches = [Decisions(t, ff) for t, ff in experts]
+
+    def close(self):
+        for w in self.watches:
+            w.close()
+
+    def keep_second_half(self):
+        # One pipeline call's decisions of the two sampler() runs: they must agree.
+        for w in self.watches:
+            half = len(w.calls) // 2
+            assert w.calls[:half] == w.calls[half:], w.calls
+            w.calls = w.calls[half:]
+
+    def per_branch(self):
+        out = {}
+        for i, w in enumerate(self.watches):
+            out.update(w.per_branch("" if i == 0 else f"_{i + 1}"))
+        return out
 
 
 def cache_config(spec):
@@ -98,19 +135,44 @@ def cache_config(spec):
                                      max_order=spec["max_order"], use_lite_mode=True,
                                      taylor_factors_dtype=torch.float32)
     return MagCacheConfig(threshold=spec["threshold"], max_skip_steps=spec["max_skip_steps"],
-                          retention_ratio=spec["retention_ratio"], num_inference_steps=STEPS,
+                          retention_ratio=spec["retention_ratio"],
+                          num_inference_steps=spec.get("num_inference_steps", STEPS),
                           mag_ratios=np.array(spec["mag_ratios"]))
 
 
-def enable_cache(pipe, spec):
-    # diffusers (58eb52c) keeps the list of a model's child hook registries from its first
-    # cache_context (hooks.py, _get_child_registries) and disable_cache() does not drop it: a
-    # policy enabled after another hooks modules that list lacks (TaylorSeer's proj_out), whose
-    # hooks then never get a context ("No context is set"). Drop the stale list first.
-    registry = getattr(pipe.transformer, "_diffusers_hook", None)
-    if registry is not None:
-        registry._child_registries_cache = None
-    pipe.transformer.enable_cache(cache_config(spec))
+def transformers(pipe):
+    return [t for t in (pipe.transformer, getattr(pipe, "transformer_2", None)) if t is not None]
+
+
+def enable_cache(pipe, spec, spec_2=None):
+    """`spec` on every transformer, or `spec_2` on transformer_2 where given."""
+    for i, transformer in enumerate(transformers(pipe)):
+        # diffusers (58eb52c) keeps the list of a model's child hook registries from its first
+        # cache_context (hooks.py, _get_child_registries) and disable_cache() does not drop it:
+        # a policy enabled after another hooks modules that list lacks (TaylorSeer's proj_out),
+        # whose hooks then never get a context ("No context is set"). Drop the stale list first.
+        registry = getattr(transformer, "_diffusers_hook", None)
+        if registry is not None:
+            registry._child_registries_cache = None
+        transformer.enable_cache(cache_config(spec_2 if i == 1 and spec_2 is not None else spec))
+
+
+def disable_cache(pipe):
+    for transformer in transformers(pipe):
+        transformer.disable_cache()
+
+
+def magcache_from_step(spec, first):
+    """The MagCacheConfig of an expert whose first forward is step `first` of STEPS, such that
+    diffusers' per-transformer count (step_index from 0 at the expert's first forward) reads the
+    ratios and the retention steps of the whole schedule, as generation.cache does and as the
+    MagCache authors' Wan2.2-A14B arrays are laid out (one array over both experts' steps)."""
+    from diffusers.hooks.mag_cache import nearest_interp
+    ratios = nearest_interp(torch.tensor(spec["mag_ratios"], dtype=torch.float64), STEPS)
+    retention = int(spec["retention_ratio"] * STEPS + 0.5)
+    rest = STEPS - first
+    return dict(spec, mag_ratios=[float(r) for r in ratios[first:]], num_inference_steps=rest,
+                retention_ratio=max(0, retention - first) / rest)
 
 
 # A first_block threshold stays 0.5 % or more from every change compared with it: float32
@@ -153,7 +215,7 @@ def measured_changes(pipe, run):
         try:
             run()
         finally:
-            pipe.transformer.disable_cache()
+            disable_cache(pipe)
     return spy.changes
 
 
@@ -165,23 +227,24 @@ def candidate_thresholds(changes):
     return sorted(candidates, key=lambda t: abs(np.log(t / median)))
 
 
-def first_block_threshold(pipe, run, changes, last_ff):
+def first_block_threshold(pipe, run, changes, experts):
     """The first candidate whose cached run both computes and skips, every change it compares
     with the threshold at least MARGIN away from it (skips move the later changes: each one is
     measured against the last computed step), so that float32 rounding cannot flip a decision."""
     for t in candidate_thresholds(changes):
-        decisions = Decisions(pipe.transformer, last_ff)
+        decisions = Watch(experts)
         with ChangeSpy(compute_all=False) as spy:
             enable_cache(pipe, {"policy": "first_block", "threshold": t})
             try:
                 run()
             finally:
-                pipe.transformer.disable_cache()
+                disable_cache(pipe)
                 decisions.close()
         clear = all(c > t * MARGIN or c < t / MARGIN for c in spy.changes)
         # One pipeline call's decisions (run() makes two alike); a branch's first forward always
         # computes (nothing cached yet), so "computes" means a later one does.
-        decisions.calls = decisions.calls[len(decisions.calls) // 2:]
+        for w in decisions.watches:
+            w.calls = w.calls[len(w.calls) // 2:]
         branches = decisions.per_branch().values()
         if clear and any("S" in b for b in branches) and any("C" in b[1:] for b in branches):
             return t, spy.changes
@@ -207,32 +270,44 @@ POLICIES = {
 }
 
 
-def run_cases(prefix, pipe, run, last_ff, description, tensors, out):
+def run_cases(prefix, pipe, run, experts, description, tensors, out, boundary_step=None):
+    """One case per policy. `experts`: (transformer, last feed-forward) of each transformer;
+    `boundary_step`: the first step of transformer_2 (Wan2.2-A14B), where it has one."""
     changes = measured_changes(pipe, run)
     try:
-        threshold, cached_changes = first_block_threshold(pipe, run, changes, last_ff)
+        threshold, cached_changes = first_block_threshold(pipe, run, changes, experts)
     except SystemExit as e:  # no threshold clear of the changes: the other policies still run
         print(f"{prefix}_cache_first_block: skipped: {e}")
         threshold = None
+
+    def cached_run(spec, spec_2=None):
+        enable_cache(pipe, spec, spec_2)
+        decisions = Watch(experts)
+        try:
+            final, video = run()
+        finally:
+            disable_cache(pipe)
+            decisions.close()
+        # The latents run and the video run take the same decisions (the pipeline resets its
+        # transformers' cache states at the end of a call); the video run's are kept.
+        decisions.keep_second_half()
+        return final, video, decisions.per_branch()
+
     for name, spec in POLICIES.items():
         if spec is None:
             if threshold is None:
                 continue
             spec = {"policy": "first_block", "threshold": threshold}
-        enable_cache(pipe, spec)
-        decisions = Decisions(pipe.transformer, last_ff)
-        try:
-            final, video = run()
-        finally:
-            pipe.transformer.disable_cache()
-            decisions.close()
-        # The latents run and the video run take the same decisions (each pipeline call starts
-        # with fresh cache states); the video run's are kept.
-        half = len(decisions.calls) // 2
-        assert decisions.calls[:half] == decisions.calls[half:], decisions.calls
-        decisions.calls = decisions.calls[half:]
-        branches = decisions.per_branch()
-        case = dict(description, cache=spec, cache_decisions=branches, note=NOTE)
+        case = dict(description, cache=spec, note=NOTE)
+        spec_2 = None
+        if boundary_step is not None and spec["policy"] == "magcache":
+            # What a diffusers user gets from the same MagCacheConfig on each transformer: the
+            # second one starts its ratios and its retention steps over (recorded, not compared).
+            case["cache_decisions_same_config"] = cached_run(spec)[2]
+            spec_2 = magcache_from_step(spec, boundary_step)
+            case["cache_2_diffusers"] = spec_2
+        final, video, branches = cached_run(spec, spec_2)
+        case["cache_decisions"] = branches
         if name == "first_block":
             case["first_block_changes"] = changes  # uncached: every forward computed
             case["first_block_changes_cached"] = cached_changes  # those the cached run compared
@@ -270,7 +345,52 @@ def wan_cases(out):
                    "scheduler": "UniPCMultistepScheduler(flow_prediction, use_flow_sigmas, flow_shift=3.0)"}
     tensors = {"latents": noise, "prompt_embeds": io["prompt_embeds"],
                "negative_prompt_embeds": io["negative_prompt_embeds"]}
-    run_cases("wan", pipe, run, transformer.blocks[-1].ffn, description, tensors, out)
+    run_cases("wan", pipe, run, [(transformer, transformer.blocks[-1].ffn)], description, tensors, out)
+
+
+def a14b_cases(out):
+    """Wan2.2-T2V-A14B's two experts (the tiny Wan2.1 pair of wan_family_fixtures.py), each with
+    its own cache hooks (enable_cache on transformer and on transformer_2), the switch after the
+    sixth of 12 steps."""
+    from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanPipeline, WanTransformer3DModel
+    from safetensors.torch import load_file
+    ref = os.path.join(CHECKOUT, "tests", "fixtures", "diffusers-ref")
+    load = lambda name: WanTransformer3DModel.from_pretrained(  # noqa: E731
+        os.path.join(ref, name), torch_dtype=torch.float32).eval()
+    high, low = load("wan21_transformer"), load("wan21_transformer_2")
+    vae = AutoencoderKLWan.from_pretrained(os.path.join(ref, "wan21_vae"), torch_dtype=torch.float32).eval()
+    make_scheduler = lambda: UniPCMultistepScheduler(  # noqa: E731
+        prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=3.0)
+    boundary_step = STEPS // 2
+    probe = make_scheduler()
+    probe.set_timesteps(STEPS)
+    t = probe.timesteps.to(torch.float64)
+    boundary = float((t[boundary_step - 1] + t[boundary_step]) / 2 / probe.config.num_train_timesteps)
+    pipe = WanPipeline(tokenizer=None, text_encoder=None, vae=vae, scheduler=make_scheduler(),
+                       transformer=high, transformer_2=low, boundary_ratio=boundary,
+                       expand_timesteps=False)
+    pipe.set_progress_bar_config(disable=True)
+    io = load_file(os.path.join(ref, "wan_pipeline_a14b_t2v", "io.safetensors"))
+    frames, height, width, seed, guidance, guidance_2 = 9, 32, 48, 1403, 4.0, 3.0
+    noise = torch.randn(1, 16, (frames - 1) // 4 + 1, height // 8, width // 8,
+                        generator=torch.Generator().manual_seed(seed))
+    call = dict(prompt_embeds=io["prompt_embeds"], negative_prompt_embeds=io["negative_prompt_embeds"],
+                height=height, width=width, num_frames=frames, num_inference_steps=STEPS,
+                guidance_scale=guidance, guidance_scale_2=guidance_2)
+
+    run = sampler(pipe, noise, call)
+
+    description = {"pipeline": f"WanPipeline(expand_timesteps=False), boundary_ratio={boundary}",
+                   "guidance_scale": guidance, "guidance_scale_2": guidance_2, "boundary_ratio": boundary,
+                   "boundary_step": boundary_step, "height": height, "width": width,
+                   "num_frames": frames, "steps": STEPS, "flow_shift": 3.0, "latents_seed": seed,
+                   "transformer": "../wan21_transformer", "transformer_2": "../wan21_transformer_2",
+                   "vae": "../wan21_vae",
+                   "scheduler": "UniPCMultistepScheduler(flow_prediction, use_flow_sigmas, flow_shift=3.0)"}
+    tensors = {"latents": noise, "prompt_embeds": io["prompt_embeds"],
+               "negative_prompt_embeds": io["negative_prompt_embeds"]}
+    run_cases("a14b", pipe, run, [(high, high.blocks[-1].ffn), (low, low.blocks[-1].ffn)], description,
+              tensors, out, boundary_step=boundary_step)
 
 
 def hv15_cases(out, shared):
@@ -315,7 +435,7 @@ def hv15_cases(out, shared):
                    "flow_shift": shift, "height": height, "width": width, "num_frames": frames,
                    "steps": STEPS, "latents_seed": seed, "transformer": "../hv15_transformer",
                    "vae": "../hv15_vae_encode"}
-    run_cases("hv15", pipe, run, transformer.transformer_blocks[-1].ff, description,
+    run_cases("hv15", pipe, run, [(transformer, transformer.transformer_blocks[-1].ff)], description,
               dict(latents=noise, **inputs), out)
     for name in POLICIES:
         folder = os.path.join(out, f"hv15_cache_{name}")
@@ -333,6 +453,7 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     out = os.path.abspath(args.out)
     wan_cases(out)
+    a14b_cases(out)
     shared = find_shared(args.shared)
     if shared is None:
         print("no shared fixtures: the HunyuanVideo-1.5 cases are skipped")
