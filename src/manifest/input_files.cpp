@@ -10,7 +10,8 @@
 #include "omnidp/common/image.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/manifest/input_key.hpp"
-#include "omnidp/manifest/manifest.hpp"
+#include "omnidp/manifest/manifest_line.hpp"
+#include "omnidp/manifest/manifest_options.hpp"
 
 namespace omnidp {
 void read_input_files(Request& r, bool size_given, const ManifestOptions& options,

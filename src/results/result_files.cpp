@@ -17,7 +17,6 @@
 #include "omnidp/common/log.hpp"
 #include "omnidp/results/hdf5.hpp"
 #include "omnidp/results/live_table.hpp"
-#include "omnidp/results/resume.hpp"
 #include "omnidp/results/table.hpp"
 
 namespace omnidp::results {
@@ -67,6 +66,21 @@ std::string linked_file_problem(const std::filesystem::path& file, const std::st
 }
 
 }  // namespace
+
+std::string locked_file_message(const std::filesystem::path& file) {
+  (void)file;
+  return "is locked by another process (HDF5 file lock: 'unable to lock the file, errno = 11'): "
+         "is an earlier run still running on this folder, or are its ranks still exiting? Let "
+         "it end (or use another output folder), then run again";
+}
+
+std::string live_file_message(const std::filesystem::path& file) {
+  return "is being written by a running job (HDF5 file lock) that keeps no live table of its "
+         "rows beside it (" +
+         live_table_path(file).filename().string() +
+         ": an older omni-dp, or its live view failed; see the job's log): it can be read once "
+         "that job has ended";
+}
 
 bool is_locked_by_writer(const std::filesystem::path& file) {
   std::string why;  // a FIFO named like a rank file must not block the open (issue 52, class 5)

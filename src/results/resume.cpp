@@ -9,25 +9,9 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/numerics.hpp"
-#include "omnidp/results/live_table.hpp"
 #include "omnidp/results/result_files.hpp"
 
 namespace omnidp::results {
-
-std::string locked_file_message(const std::filesystem::path& file) {
-  (void)file;
-  return "is locked by another process (HDF5 file lock: 'unable to lock the file, errno = 11'): "
-         "is an earlier run still running on this folder, or are its ranks still exiting? Let "
-         "it end (or use another output folder), then run again";
-}
-
-std::string live_file_message(const std::filesystem::path& file) {
-  return "is being written by a running job (HDF5 file lock) that keeps no live table of its "
-         "rows beside it (" +
-         live_table_path(file).filename().string() +
-         ": an older omni-dp, or its live view failed; see the job's log): it can be read once "
-         "that job has ended";
-}
 
 ResumeScan scan_folder(const std::filesystem::path& dir, double lock_wait_s, bool verify) {
   // One map, id -> input_key, filled while the files stream by (a file is never whole in

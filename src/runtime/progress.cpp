@@ -83,8 +83,7 @@ RunSummary make_summary(const SummaryInputs& in) {
   s.latency_p90_s = results::percentile(in.latencies_s, 0.9);
   s.latency_max_s =
       in.latencies_s.empty() ? 0.0 : *std::max_element(in.latencies_s.begin(), in.latencies_s.end());
-  s.world_size = in.world_size;
-  s.replicas = in.replicas;
+  static_cast<RunLayout&>(s) = in;
   s.busy_s_per_rank.assign(static_cast<std::size_t>(in.world_size), 0.0);
   double sum_busy = 0.0;
   for (std::size_t r = 0; r < in.busy_s_per_rank.size() && r < s.busy_s_per_rank.size(); ++r) {
@@ -98,12 +97,6 @@ RunSummary make_summary(const SummaryInputs& in) {
   s.scheduling_efficiency = (in.makespan_s > 0.0 && in.working_ranks > 0)
                                 ? sum_busy / (in.working_ranks * in.makespan_s)
                                 : 0.0;
-  s.tensor_parallel_size = in.tensor_parallel_size;
-  s.sequence_parallel_size = in.sequence_parallel_size;
-  s.cfg_parallel_size = in.cfg_parallel_size;
-  s.policy = in.policy;
-  s.order = in.order;
-  s.interrupted = in.interrupted;
   results::set_flops_figures(s, in.flops, in.working_ranks);
   results::set_forwards_figures(s, in.forwards);
   return s;

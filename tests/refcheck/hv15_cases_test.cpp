@@ -11,6 +11,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/refcheck/refcheck.hpp"
 #include "temp_dir.hpp"
 
 namespace omnidp::refcheck {

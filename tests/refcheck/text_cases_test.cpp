@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
+#include "omnidp/refcheck/refcheck.hpp"
 
 namespace omnidp::refcheck {
 namespace {

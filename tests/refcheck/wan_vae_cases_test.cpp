@@ -7,6 +7,7 @@
 
 #include "fixtures.hpp"
 #include "omnidp/common/error.hpp"
+#include "omnidp/refcheck/refcheck.hpp"
 
 namespace omnidp::refcheck {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
-// Refcheck runners for the model-free cases (see refcheck.hpp for the runner contract).
+// Refcheck runners for the model-free cases (see refcheck.hpp for the runner contract, checks.hpp for what runners share).
 
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

@@ -1,14 +1,14 @@
 #pragma once
-// Refcheck runners of the HunyuanVideo-1.5 cases (see refcheck.hpp for the runner contract).
-// Everything is read from the case folder: config.json + diffusion_pytorch_model.safetensors
-// (the model) and io.safetensors (inputs and expected outputs), so other sizes and seeds of
-// the same layout work.
+// Refcheck runners of the HunyuanVideo-1.5 cases (see refcheck.hpp for the runner contract,
+// checks.hpp for what runners share). Everything is read from the case folder: config.json +
+// diffusion_pytorch_model.safetensors (the model) and io.safetensors (inputs and expected outputs),
+// so other sizes and seeds of the same layout work.
 
 #include <functional>
 #include <memory>
 
 #include "omnidp/models/layers/image_encoder.hpp"
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

@@ -1,11 +1,11 @@
 #pragma once
-// Refcheck runners of the prompt encoders (see refcheck.hpp for the runner contract). A case
-// folder holds a transformers model (config.json + model.safetensors or shards) and
-// io.safetensors with `input_ids` [B, L] and `attention_mask` [B, L] (float32 like every
-// tensor there) plus the expected outputs; only the positions where the mask is 1 are compared
-// (forward tolerance). Every size comes from the case files.
+// Refcheck runners of the prompt encoders (see refcheck.hpp for the runner contract, checks.hpp for
+// what runners share). A case folder holds a transformers model (config.json + model.safetensors or
+// shards) and io.safetensors with `input_ids` [B, L] and `attention_mask` [B, L] (float32 like
+// every tensor there) plus the expected outputs; only the positions where the mask is 1 are
+// compared (forward tolerance). Every size comes from the case files.
 
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

@@ -1,7 +1,7 @@
 #pragma once
-// Refcheck runners of the image encoders (see refcheck.hpp for the runner contract).
+// Refcheck runners of the image encoders (see refcheck.hpp for the runner contract, checks.hpp for what runners share).
 
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

@@ -2,7 +2,7 @@
 // Refcheck runners of the Wan2.2 transformer and pipelines (see refcheck.hpp for the runner
 // contract). Every shape, seed, step count and guidance comes from the case files.
 
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

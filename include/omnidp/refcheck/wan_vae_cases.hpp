@@ -2,7 +2,7 @@
 // Refcheck runner for the Wan2.2 VAE case (AutoencoderKLWan; see refcheck.hpp for the runner
 // contract).
 
-#include "omnidp/refcheck/refcheck.hpp"
+#include "omnidp/refcheck/checks.hpp"
 
 namespace omnidp::refcheck {
 

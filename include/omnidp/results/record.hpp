@@ -53,9 +53,22 @@ struct ResultRecord {
   int fps = 0;
 };
 
+// How a run was laid out and how it ended: what the coordinator gathers for its summary
+// (runtime::SummaryInputs) and what the summary stores, the same fields in both.
+struct RunLayout {
+  int world_size = 1;
+  int replicas = 1;  // model replicas (data-parallel groups)
+  int tensor_parallel_size = 1;
+  int sequence_parallel_size = 1;
+  int cfg_parallel_size = 1;
+  std::string policy;  // scheduler.policy
+  std::string order;   // scheduler.order
+  bool interrupted = false;
+};
+
 // Figures of a run (docs/results.md, "results.h5"); computed by the coordinator, stored by the
 // merge in /summary and in <dir>/summary.json.
-struct RunSummary {
+struct RunSummary : RunLayout {
   std::size_t total = 0;
   std::size_t completed = 0;
   std::size_t failed = 0;
@@ -69,14 +82,6 @@ struct RunSummary {
   std::vector<double> busy_s_per_rank;  // index = rank
   std::vector<double> busy_fraction_per_rank;
   double scheduling_efficiency = 0.0;  // sum busy / (working ranks * makespan): counts GPUs
-  int world_size = 1;
-  int replicas = 1;
-  int tensor_parallel_size = 1;
-  int sequence_parallel_size = 1;
-  int cfg_parallel_size = 1;
-  std::string policy;
-  std::string order;
-  bool interrupted = false;
   // Model FLOPs utilisation (docs/performance.md, "MFU"), over the ok requests whose
   // model_tflop is known (`flops_counted` of them). A request of a group of G GPUs counts its
   // seconds G times. Unknown peak: peak_tflops, mfu and makespan_mfu stay nullopt ("n/a").

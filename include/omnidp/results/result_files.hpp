@@ -30,6 +30,12 @@ struct ResultPaths {
 // True when another process holds the HDF5 write lock (flock) of `file`: a live writer.
 [[nodiscard]] bool is_locked_by_writer(const std::filesystem::path& file);
 
+// The error for a rank file another process holds locked (exit 2): omni-dp-batch's (resume
+// scan, merge), and the companion tools' (compare, inspect, export, the report) for a running
+// job's file without a live table (results/live_table.hpp).
+[[nodiscard]] std::string locked_file_message(const std::filesystem::path& file);
+[[nodiscard]] std::string live_file_message(const std::filesystem::path& file);
+
 // Root attributes of a rank file or results.h5.
 struct ResultsFileInfo {
   std::string format;  // "omni-dp-rank/1" | "omni-dp-results/1"

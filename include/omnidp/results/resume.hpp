@@ -48,12 +48,6 @@ struct ResumeScan {
 [[nodiscard]] std::unordered_map<std::string, std::string> scan_done(const std::filesystem::path& dir,
                                                                      double lock_wait_s = 10.0);
 
-// The error for a rank file another process holds locked (exit 2): omni-dp-batch's (resume
-// scan, merge), and the companion tools' (compare, inspect, export, the report) for a running
-// job's file without a live table (results/live_table.hpp).
-[[nodiscard]] std::string locked_file_message(const std::filesystem::path& file);
-[[nodiscard]] std::string live_file_message(const std::filesystem::path& file);
-
 // The resume rule for numerics profiles (docs/reliability.md): done requests made with a
 // profile other than `current` (config/numerics.hpp) stop the job with an Error of kind config
 // (exit 2) naming both profiles and the differing keys, unless `allow_mixed`

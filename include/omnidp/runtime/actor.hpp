@@ -14,7 +14,7 @@
 #include "omnidp/results/record.hpp"
 #include "omnidp/runtime/mailbox.hpp"
 #include "omnidp/runtime/protocol.hpp"
-#include "omnidp/runtime/rank.hpp"
+#include "omnidp/runtime/rank_setup.hpp"
 
 namespace omnidp::runtime {
 

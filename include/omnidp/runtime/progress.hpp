@@ -50,25 +50,17 @@ class ProgressReporter {
   std::size_t last_done_ = static_cast<std::size_t>(-1);
 };
 
-// Inputs of the summary, gathered by the coordinator.
-struct SummaryInputs {
+// Inputs of the summary, gathered by the coordinator; the layout is copied as it is.
+struct SummaryInputs : RunLayout {
   std::size_t total = 0;
   std::size_t completed = 0;  // ok
   std::size_t failed = 0;
   std::size_t skipped_resume = 0;
   std::size_t skipped_tasks = 0;  // lines of tasks not in input.tasks
   double makespan_s = 0.0;
-  std::vector<double> latencies_s;      // generation seconds of the ok requests
-  std::vector<double> busy_s_per_rank;  // index = world rank; each measured on its rank
-  int working_ranks = 1;                // the ranks that run requests (GPUs)
-  int replicas = 1;
-  int world_size = 1;
-  int tensor_parallel_size = 1;
-  int sequence_parallel_size = 1;
-  int cfg_parallel_size = 1;
-  std::string policy;
-  std::string order;
-  bool interrupted = false;
+  std::vector<double> latencies_s;          // generation seconds of the ok requests
+  std::vector<double> busy_s_per_rank;      // index = world rank; each measured on its rank
+  int working_ranks = 1;                    // the ranks that run requests (GPUs)
   std::vector<results::FlopsSample> flops;  // the ok requests with a model FLOP count
   results::ForwardTotals forwards;          // the ok requests' transformer forwards
 };

@@ -19,25 +19,12 @@
 #include <vector>
 
 #include "omnidp/runtime/collective.hpp"
-#include "omnidp/runtime/job.hpp"
+#include "omnidp/runtime/job_options.hpp"
+#include "omnidp/runtime/rank_setup.hpp"
 #include "omnidp/runtime/topology.hpp"
 #include "omnidp/runtime/transport.hpp"
 
 namespace omnidp::runtime {
-
-struct RankSetup {
-  const JobOptions* options = nullptr;
-  Transport* world = nullptr;
-  Transport* group = nullptr;  // the replica's group (ranks 0..G-1 = the group), or null if G = 1
-  GroupAxes axes;  // the group's collectives per axis (worker thread); all null if G = 1
-  Topology topology;
-  int local_rank = 0;  // index on this node (device binding)
-  std::string host;
-  std::function<int()> signal_level;  // drain signals received by this rank so far; may be empty
-  std::function<int()> last_signal;   // the last one's number (for logs); may be empty
-  std::FILE* progress_out = nullptr;  // rank 0's progress output
-  bool progress_in_place = false;
-};
 
 // Runs the rank to the end of the job and returns the job's exit code (the same on every rank).
 // Throws the job's Error when it could not start or ended on a job-level failure (every rank

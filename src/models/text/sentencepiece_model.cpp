@@ -16,7 +16,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/text/protobuf_wire.hpp"
-#include "omnidp/models/text/sentencepiece_normalizer.hpp"
+#include "omnidp/models/text/utf8.hpp"
 
 namespace omnidp::models::text {
 namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/text/utf8.hpp"
 
 namespace omnidp::models::text {
 namespace fs = std::filesystem;

@@ -52,11 +52,6 @@ TEST(SentencePieceNormalizer, MalformedUtf8BecomesOneReplacementCharacterPerByte
   EXPECT_EQ(n.normalize("\xC0\x80"), kSpace + fffd + fffd) << "an overlong NUL";
   EXPECT_EQ(n.normalize("\xED\xA0\x80"), kSpace + fffd + fffd + fffd) << "a surrogate";
   EXPECT_EQ(n.normalize(fffd), kSpace + fffd) << "U+FFFD itself is valid";
-  EXPECT_EQ(valid_utf8_char_length("\xF4\x8F\xBF\xBF"), 4U);  // U+10FFFF
-  EXPECT_EQ(valid_utf8_char_length("\xF4\x90\x80\x80"), 0U);  // past it
-  EXPECT_EQ(valid_utf8_char_length(""), 0U);
-  EXPECT_EQ(utf8_length_of_lead('\xF0'), 4U);
-  EXPECT_EQ(utf8_length_of_lead('\x80'), 1U);
 }
 
 TEST(SentencePieceNormalizer, UserDefinedPiecesPassUnnormalized) {

@@ -14,6 +14,7 @@
 
 #include "omnidp/models/text/byte_trie.hpp"
 #include "omnidp/models/text/sentencepiece_model.hpp"
+#include "omnidp/models/text/utf8.hpp"
 
 namespace omnidp::models::text {
 
@@ -56,14 +57,5 @@ class SentencePieceNormalizer {
   bool escape_whitespaces_ = true;
   bool treat_whitespace_as_suffix_ = false;
 };
-
-// The length of the UTF-8 character at the start of `text` when it is valid (SentencePiece's
-// DecodeUTF8: no overlong forms, no surrogates, nothing past U+10FFFF), else 0.
-[[nodiscard]] std::size_t valid_utf8_char_length(std::string_view text) noexcept;
-// The length SentencePiece gives the character whose first byte is `lead`, from that byte alone.
-[[nodiscard]] inline std::size_t utf8_length_of_lead(char lead) noexcept {
-  constexpr std::uint8_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[static_cast<std::uint8_t>(lead) >> 4U];
-}
 
 }  // namespace omnidp::models::text
