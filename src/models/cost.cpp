@@ -1,6 +1,7 @@
 #include "omnidp/models/cost.hpp"
 
 #include "omnidp/models/model_table.hpp"
+#include "omnidp/models/request_plan.hpp"
 
 namespace omnidp {
 
@@ -13,9 +14,11 @@ double latent_tokens(const ModelInfo& info, int frames, int height, int width) {
 }
 
 CostFeatures cost_features(const ModelInfo& info, const Request& request) {
-  const double tokens = latent_tokens(info, request.num_frames, request.height, request.width);
-  const double passes =
-      static_cast<double>(request.num_inference_steps) * (request.guidance_scale > 1.0 ? 2.0 : 1.0);
+  // The size the model samples and its guided steps, resolved as the pipeline resolves them.
+  const auto plan = models::plan_request(models::plan_rules(info), request);
+  const auto& size = plan.size;
+  const double tokens = latent_tokens(info, size.num_frames, size.height, size.width);
+  const double passes = static_cast<double>(plan.passes());
   return CostFeatures{passes * tokens * tokens, passes * tokens};
 }
 

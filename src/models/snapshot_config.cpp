@@ -28,6 +28,20 @@ std::optional<double> snapshot_number(const fs::path& file, const char* key,
   return value;
 }
 
+void snapshot_flow_shift(const Config& config, GenerationDefaults& d, const char* other_key) {
+  if (config.generation.flow_shift) return;
+  const fs::path root(config.model.path);
+  const auto file = component_file(root / "scheduler", "scheduler_config.json");
+  if (!file) return;
+  const auto cls = snapshot_string(*file, "_class_name");
+  const char* key = cls == "UniPCMultistepScheduler"           ? "flow_shift"
+                    : cls == "FlowMatchEulerDiscreteScheduler" ? "shift"
+                                                               : other_key;
+  if (const auto v = snapshot_number(*file, key, &check_flow_shift)) {
+    d.flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
+  }
+}
+
 std::string snapshot_string(const fs::path& file, const char* key) {
   const auto j = read_json_object(file);
   const auto it = j.find(key);

@@ -20,6 +20,7 @@
 #include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/size_buckets.hpp"
+#include "omnidp/models/snapshot_config.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -112,15 +113,15 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
   const StagedTransformer transformer(rel("transformer"));
   parts.transformer = hv::load_transformer(transformer.path(), options.dtype, options.device);
   parts.vae = hv::load_vae(rel("vae"), options.dtype, options.device);
-  const auto guider = hv::component_config(case_dir / "guider", "guider_config.json");
-  const auto scheduler = hv::component_config(case_dir / "scheduler", "scheduler_config.json");
+  const auto guider = models::component_file(case_dir / "guider", "guider_config.json");
+  const auto scheduler = models::component_file(case_dir / "scheduler", "scheduler_config.json");
   if (!guider || !scheduler) {
     throw ModelError(
         "the case needs guider/ and scheduler/ configs (config.json, guider_config.json or "
         "scheduler_config.json)",
         {case_dir.string()});
   }
-  parts.guidance = hv::guidance_options_from_json(models::read_json(*guider), guider->string());
+  parts.guidance = models::guidance_options_from_json(models::read_json(*guider), guider->string());
   parts.scheduler =
       hv::scheduler_options_from_json(models::read_json(*scheduler), scheduler->string());
   parts.model_name = "refcheck";
@@ -179,8 +180,8 @@ std::vector<CaseResult> run_hv15_pipeline(const fs::path& case_dir, const nlohma
     results.push_back(exact_size("size_from_image", in.height, in.width,
                                  required<int>(j, "height", case_dir),
                                  required<int>(j, "width", case_dir)));
-    resized = hv::resize_and_crop(image, in.width, in.height);
-    in.image = hv::image_to_tensor(resized);
+    resized = omnidp::models::resize_and_crop(image, in.width, in.height);
+    in.image = omnidp::models::image_to_tensor(resized);
     if (load_image_encoder) {
       const auto encoder_dir = case_dir / required<std::string>(j, "image_encoder", case_dir);
       const auto processor_dir =

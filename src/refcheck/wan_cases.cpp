@@ -9,7 +9,7 @@
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/pipelines/adapters.hpp"
-#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/pipelines/image_preprocess.hpp"
 #include "omnidp/models/wan/lora_names.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -103,11 +103,11 @@ std::vector<CaseResult> run_wan_pipeline(const fs::path& case_dir, const nlohman
   const auto rgb_of = [&](const char* key) { return models::image_from_pixels(io.tensor(key)); };
   if (i2v) {
     const auto first = rgb_of("image_rgb_uint8");
-    in.image = models::wan::preprocess_image(first, in.height, in.width);
+    in.image = models::preprocess_image(first, in.height, in.width);
     std::optional<RgbImage> last;
     if (io.contains("last_image_rgb_uint8")) {
       last = rgb_of("last_image_rgb_uint8");
-      in.last_image = models::wan::preprocess_image(*last, in.height, in.width);
+      in.last_image = models::preprocess_image(*last, in.height, in.width);
     }
     if (j.contains("image_encoder")) {
       in.image_embeds = pipeline.encode_image(first, last ? &*last : nullptr);

@@ -18,6 +18,7 @@
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/request_plan.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/rank_writer.hpp"
 #include "omnidp/results/resume.hpp"
@@ -384,8 +385,8 @@ void print_plan(const JobOptions& options, int world_size, std::ostream& out) {
     char line[256];
     std::snprintf(line, sizeof line, "  %-4zu %-25s %6d  %6d x %-5d  %5d  %3s  %-8s %s\n", shown,
                   id.c_str(), q.num_frames, q.height, q.width, q.num_inference_steps,
-                  q.guidance_scale > 1.0 ? "x2" : "x1", gcost(cost.prior(item->features)).c_str(),
-                  rr ? std::to_string(r).c_str() : "-");
+                  models::plan_request(models::plan_rules(info), q).guided_steps() > 0 ? "x2" : "x1",
+                  gcost(cost.prior(item->features)).c_str(), rr ? std::to_string(r).c_str() : "-");
     out << line;
     ++shown;
   }

@@ -4,10 +4,11 @@
 // and estimate ETAs (runtime/cost_model.hpp calibrates it online) and by the synthetic model
 // to decide how long to take. Pure functions; thread-safe.
 //
+//   frames, height, width, guided steps: models::plan_request (models/request_plan.hpp)
 //   latent_frames = (frames - 1) / vae_temporal + 1
 //   tokens        = latent_frames / patch_t x (height / vae_spatial / patch_h)
 //                                           x (width / vae_spatial / patch_w)
-//   passes        = steps x (2 if guidance_scale > 1 else 1)       (CFG doubles the work)
+//   passes        = steps + guided steps        (a guided step runs two branches: info.guidance)
 //   cost          = passes x (a x tokens^2 + b x tokens)
 // with a = 4 x layers x hidden (attention scores and values) and b = 24 x layers x hidden^2
 // (projections and a 4x FFN): FLOPs per token pair and per token of one transformer pass.

@@ -14,6 +14,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/manifest/request.hpp"
+#include "omnidp/models/guidance.hpp"
 
 namespace omnidp::runtime {
 class Collective;  // runtime/collective.hpp: torch-free, MPI-free
@@ -87,6 +88,13 @@ struct ModelInfo {
   // manifest line, the YAML nor the snapshot sets a value (resolve_generation_defaults).
   double default_guidance_scale = 5.0;
   double default_flow_shift = 5.0;
+  // Which steps of a request are guided (models/guidance.hpp): the Wan family's guidance_scale
+  // > 1, HunyuanVideo-1.5's guider (its snapshot's guider/ config when model.path has one), as
+  // the pipeline runs them; the cost model counts a guided step twice.
+  models::StepGuidance guidance;
+  // The pipeline rounds a request's size as its reference does (the Wan family:
+  // models/request_plan.hpp, sample_size); false: it samples the size as given.
+  bool rounds_size = false;
   // Two experts (Wan2.2-A14B): generation.guidance_scale_2 / a line's guidance_scale_2 apply;
   // other models refuse them.
   bool two_experts = false;

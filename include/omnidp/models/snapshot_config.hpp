@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "omnidp/models/pipeline.hpp"
+
 namespace omnidp::models {
 
 // The config file of a component folder: config.json, else `alt_name` (what diffusers'
@@ -19,5 +21,11 @@ namespace omnidp::models {
                                                     const char* key, std::string (*check)(double));
 // `key` of a JSON object file as a string; "" when absent.
 [[nodiscard]] std::string snapshot_string(const std::filesystem::path& file, const char* key);
+
+// The snapshot's scheduler/ shift as d.flow_shift (origin "snapshot scheduler/<file>"), unless
+// the YAML sets generation.flow_shift or the snapshot has none: a UniPCMultistepScheduler's
+// `flow_shift`, a FlowMatchEulerDiscreteScheduler's `shift`, `other_key` for another class or
+// a config without one. Both models' registrations (snapshot_defaults) read it here.
+void snapshot_flow_shift(const Config& config, GenerationDefaults& d, const char* other_key);
 
 }  // namespace omnidp::models

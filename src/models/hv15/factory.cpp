@@ -38,15 +38,7 @@ void snapshot_defaults(const Config& config, GenerationDefaults& d) {
       }
     }
   }
-  if (!config.generation.flow_shift) {
-    if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-      const char* key = snapshot_string(*file, "_class_name") == "UniPCMultistepScheduler"
-                            ? "flow_shift"
-                            : "shift";
-      if (const auto v = snapshot_number(*file, key, &check_flow_shift))
-        d.flow_shift = ValueOrigin{*v, origin(*file)};
-    }
-  }
+  snapshot_flow_shift(config, d, "shift");
 }
 
 // HunyuanVideo-1.5 snapshot facts: transformer/config.json target_size (640, the released 480p
@@ -57,6 +49,13 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   info.image_size_target = kReleased;
   if (model.path.empty()) return;
   std::error_code ec;
+  // The guider the pipeline runs (its window decides the guided steps the cost model counts).
+  if (const auto guider = component_file(fs::path(model.path) / "guider", "guider_config.json")) {
+    try {
+      info.guidance.guider = guidance_options_from_json(read_json(*guider), guider->string());
+    } catch (const ModelError&) {  // a guider it cannot run: creating the pipeline says so
+    }
+  }
   const auto config = fs::path(model.path) / "transformer" / "config.json";
   // Tencent's original layout ships the super-resolution checkpoints' latent upsamplers here.
   if (const auto upsampler = fs::path(model.path) / "upsampler"; fs::is_directory(upsampler, ec)) {
@@ -137,10 +136,10 @@ std::unique_ptr<Pipeline> create_hunyuanvideo15_pipeline(const Config& config,
   parts.cache = config.generation.cache;
   const fs::path root(m.path);
   if (!m.path.empty()) {
-    if (const auto guider = component_config(root / "guider", "guider_config.json")) {
+    if (const auto guider = component_file(root / "guider", "guider_config.json")) {
       parts.guidance = guidance_options_from_json(read_json(*guider), guider->string());
     }
-    if (const auto scheduler = component_config(root / "scheduler", "scheduler_config.json")) {
+    if (const auto scheduler = component_file(root / "scheduler", "scheduler_config.json")) {
       parts.scheduler = scheduler_options_from_json(read_json(*scheduler), scheduler->string());
     }
   }
@@ -264,6 +263,7 @@ void register_hunyuanvideo15(ModelTable& table) {
   r.facts.lora = true;                   // model.lora, a line's "lora" (hv15_lora_names)
   r.facts.default_guidance_scale = 6.0;  // the released 480p pipelines: CFG 6, shift 5
   r.facts.default_flow_shift = 5.0;
+  r.facts.guidance.rule = GuidanceRule::guider;  // ClassifierFreeGuidance (guider/ config)
   r.describe = hv15_facts;
   r.snapshot_defaults = snapshot_defaults;
   r.lora_problem = hv15_lora_problem;

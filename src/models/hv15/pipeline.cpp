@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -17,10 +16,10 @@
 #include "omnidp/models/layers/placement.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
+#include "omnidp/models/pipelines/image_preprocess.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/vision/siglip_encoder.hpp"
-#include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
@@ -65,64 +64,6 @@ torch::Tensor next_timestep(const torch::Tensor& timesteps, int index) {
   return timesteps[index + 1];
 }
 
-RgbImage resize_and_crop(const RgbImage& image, int width, int height) {
-  const double ratio = static_cast<double>(width) / height;
-  const double src_ratio = static_cast<double>(image.width) / image.height;
-  const int src_w = ratio > src_ratio ? width : image.width * height / image.height;
-  const int src_h = ratio <= src_ratio ? height : image.height * width / image.width;
-  const RgbImage resized = wan::pil_resize_lanczos(image, src_w, src_h);
-  RgbImage out;
-  out.width = width;
-  out.height = height;
-  out.data.assign(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3U, 0);
-  // PIL floor division of possibly negative offsets.
-  auto floor_div = [](int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
-  const int ox = floor_div(width, 2) - floor_div(src_w, 2);
-  const int oy = floor_div(height, 2) - floor_div(src_h, 2);
-  for (int y = 0; y < src_h; ++y) {
-    const int ty = y + oy;
-    if (ty < 0 || ty >= height) continue;
-    for (int x = 0; x < src_w; ++x) {
-      const int tx = x + ox;
-      if (tx < 0 || tx >= width) continue;
-      const auto* src = &resized.data[(static_cast<std::size_t>(y) * src_w + x) * 3U];
-      auto* dst = &out.data[(static_cast<std::size_t>(ty) * width + tx) * 3U];
-      std::memcpy(dst, src, 3);
-    }
-  }
-  return out;
-}
-
-torch::Tensor image_to_tensor(const RgbImage& image) {
-  auto bytes = torch::from_blob(const_cast<std::uint8_t*>(image.data.data()),
-                                {image.height, image.width, 3}, torch::kUInt8);
-  auto x = bytes.to(torch::kFloat32) / 255.0;
-  x = 2.0 * x - 1.0;
-  return x.permute({2, 0, 1}).unsqueeze(0).contiguous();
-}
-
-GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin) {
-  GuidanceOptions g;
-  if (!config.is_object()) throw ModelError("guider config is not an object", {origin});
-  const auto cls = config.value("_class_name", std::string("ClassifierFreeGuidance"));
-  if (cls != "ClassifierFreeGuidance") {
-    throw ModelError("guider '" + cls + "' is not supported (only ClassifierFreeGuidance)", {origin});
-  }
-  try {
-    g.enabled = config.value("enabled", true);
-    if (config.contains("guidance_scale") && !config.at("guidance_scale").is_null()) {
-      g.guidance_scale = config.at("guidance_scale").get<double>();
-    }
-    g.guidance_rescale = config.value("guidance_rescale", 0.0);
-    g.start = config.value("start", 0.0);
-    g.stop = config.value("stop", 1.0);
-    g.use_original_formulation = config.value("use_original_formulation", false);
-  } catch (const nlohmann::json::exception& e) {
-    throw ModelError(std::string("bad guider config: ") + e.what(), {origin});
-  }
-  return g;
-}
-
 FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config,
                                                   const std::string& origin) {
   if (!config.is_object()) throw ModelError("scheduler config is not an object", {origin});
@@ -152,15 +93,6 @@ FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config,
     throw ModelError("scheduler config needs shift > 0 and num_train_timesteps > 0", {origin});
   }
   return o;
-}
-
-std::optional<fs::path> component_config(const fs::path& folder, const std::string& alt_name) {
-  for (const auto& name : {std::string("config.json"), alt_name}) {
-    const auto file = folder / name;
-    std::error_code ec;
-    if (fs::is_regular_file(file, ec)) return file;
-  }
-  return std::nullopt;
 }
 
 TextConditioning random_text_conditioning(const std::string& text, const TransformerOptions& options,
@@ -193,6 +125,15 @@ HunyuanVideo15Pipeline::HunyuanVideo15Pipeline(PipelineParts parts, torch::Devic
   if (parts_.device_name.empty()) parts_.device_name = device_.str();
   adapters_ = std::make_unique<RequestAdapters>(
       hv15_lora_names(), std::vector<torch::nn::Module*>{parts_.transformer.get()});
+}
+
+PlanRules HunyuanVideo15Pipeline::plan_rules() const {
+  const auto& vo = parts_.vae->options();
+  PlanRules rules;
+  rules.vae_temporal = static_cast<int>(vo.temporal_compression_ratio);
+  rules.vae_spatial = static_cast<int>(vo.spatial_compression_ratio);
+  rules.guidance = {GuidanceRule::guider, parts_.guidance};
+  return rules;
 }
 
 std::vector<std::int64_t> HunyuanVideo15Pipeline::latent_shape(int num_frames, int height,
@@ -272,12 +213,8 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
   check_cfg_group(cfg);
   auto cond_in = text_inputs(in.prompt);
-  const bool any_cfg = [&] {
-    for (int i = 0; i < steps; ++i) {
-      if (cfg_enabled(in.guidance_scale, parts_.guidance, i, steps)) return true;
-    }
-    return false;
-  }();
+  const StepGuidance guidance = plan_rules().guidance;
+  const bool any_cfg = guided_steps(guidance, in.guidance_scale, steps) > 0;
   TransformerInputs uncond_in;
   if (any_cfg) {
     if (!in.negative.embeds.defined())
@@ -327,7 +264,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
       return caches.forward(0, branch, i,
                             [&](StepCache* cache) { return transformer->forward(inputs, cache); });
     };
-    const bool guided = cfg_enabled(in.guidance_scale, parts_.guidance, i, steps);
+    const bool guided = step_guided(guidance, in.guidance_scale, i, steps);
     const auto noise_pred =
         guided_prediction(layout, guided, in.guidance_scale, parts_.guidance, forward, latents);
     latents = scheduler.step(noise_pred, i, latents);
@@ -487,11 +424,7 @@ std::optional<RequestFlops> HunyuanVideo15Pipeline::flops(const Request& request
   in.height = request.height;
   in.width = request.width;
   in.num_inference_steps = request.num_inference_steps;
-  for (int i = 0; i < request.num_inference_steps; ++i) {
-    if (cfg_enabled(request.guidance_scale, parts_.guidance, i, request.num_inference_steps)) {
-      ++in.cfg_steps;
-    }
-  }
+  in.cfg_steps = plan_request(plan_rules(), request).guided_steps();
   in.i2v = request.task == Task::i2v;
   const auto prompt = text_cost(request, false);
   if (!prompt) return std::nullopt;
@@ -536,12 +469,8 @@ Video HunyuanVideo15Pipeline::generate(const Request& request, const GenerateCon
   SampleInputs in;
   set_schedule(in, request);
   in.prompt = prompt_conditioning(request, false);
-  bool needs_negative = false;
-  for (int i = 0; i < request.num_inference_steps; ++i) {
-    needs_negative = needs_negative || cfg_enabled(request.guidance_scale, parts_.guidance, i,
-                                                   request.num_inference_steps);
-  }
-  if (needs_negative) in.negative = prompt_conditioning(request, true);
+  if (plan_request(plan_rules(), request).guided_steps() > 0)
+    in.negative = prompt_conditioning(request, true);
   if (request.task == Task::i2v) {
     if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
     const RgbImage image =

@@ -26,16 +26,6 @@ torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& unc
   return pred;
 }
 
-bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps) {
-  if (!g.enabled) return false;
-  const auto first = static_cast<int>(g.start * steps);
-  const auto last = static_cast<int>(g.stop * steps);
-  const bool in_range = first <= step && step < last;
-  const double neutral = g.use_original_formulation ? 0.0 : 1.0;
-  const bool close = std::abs(scale - neutral) <= 1e-9 * std::max(std::abs(scale), std::abs(neutral));
-  return in_range && !close;
-}
-
 void check_cfg_group(const runtime::Collective* group) {
   if (group != nullptr && group->size() != 2) {
     throw ModelError(fmt::format("CFG-parallel needs a group of 2 ranks, not {}", group->size()));

@@ -281,6 +281,7 @@ void register_wan_models(ModelTable& table) {
     r.facts.lora = true;             // model.lora, a line's "lora" (weights/lora.hpp)
     r.lora_problem = wan_lora_problem;
     r.facts.default_guidance_scale = 5.0;  // diffusers' WanPipeline default
+    r.facts.rounds_size = true;            // frames and sides as WanPipeline rounds them
     if (name != "wan") describe_layout(*builtin_wan_layout(name), r.facts);
     // A snapshot's configs (read, and checked against a released name), else the built-in ones.
     r.describe = [name](const ModelConfig& model, ModelInfo& info) {
@@ -300,15 +301,7 @@ void register_wan_models(ModelTable& table) {
     // A snapshot's scheduler/ flow_shift (UniPC; `shift` for a FlowMatchEuler scheduler). Wan
     // has no guider.
     r.snapshot_defaults = [](const Config& config, GenerationDefaults& d) {
-      if (config.generation.flow_shift) return;
-      const std::filesystem::path root(config.model.path);
-      if (const auto file = component_file(root / "scheduler", "scheduler_config.json")) {
-        const bool euler =
-            snapshot_string(*file, "_class_name") == "FlowMatchEulerDiscreteScheduler";
-        if (const auto v = snapshot_number(*file, euler ? "shift" : "flow_shift", &check_flow_shift)) {
-          d.flow_shift = ValueOrigin{*v, "snapshot " + file->lexically_relative(root).string()};
-        }
-      }
+      snapshot_flow_shift(config, d, "flow_shift");
     };
     r.create = create_wan_pipeline;
     table.add(std::move(r));

@@ -15,10 +15,11 @@
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/layers/video_frames.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
+#include "omnidp/models/pipelines/image_preprocess.hpp"
+#include "omnidp/models/request_plan.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/flops.hpp"
-#include "omnidp/models/wan/image_preprocess.hpp"
 #include "omnidp/models/wan/lora_names.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 
@@ -146,61 +147,61 @@ std::vector<std::int64_t> WanPipeline::latent_shape(int num_frames, int height, 
           height / vo.scale_factor_spatial, width / vo.scale_factor_spatial};
 }
 
-WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateContext* ctx) {
-  const StepCacheConfig& cache_config = in.cache ? *in.cache : parts_.cache;
-  c10::InferenceMode inference;
-  auto& transformer = parts_.transformer;
-  auto& vae = parts_.vae;
-  const auto& to = transformer->options();
-  const auto& vo = vae->options();
-  // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
-  // runs with its groups; with a sequence group every forward shards the video tokens over it
-  // and returns the whole prediction on every rank, so the steps stay identical.
-  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+PlanRules WanPipeline::plan_rules() const {
+  const auto& vo = parts_.vae->options();
+  const auto& to = parts_.transformer->options();
+  PlanRules rules;
+  rules.vae_temporal = static_cast<int>(vo.scale_factor_temporal);
+  rules.vae_spatial = static_cast<int>(vo.scale_factor_spatial);
+  rules.patch_h = static_cast<int>(to.patch_size[1]);
+  rules.patch_w = static_cast<int>(to.patch_size[2]);
+  rules.round_size = true;
+  return rules;  // guidance: GuidanceRule::scale_above_one, as WanPipeline's guidance_scale > 1
+}
 
-  // The reference's rounding of the size (with a warning there too).
-  const int t = static_cast<int>(vo.scale_factor_temporal);
-  int frames = in.num_frames % t != 1 ? in.num_frames / t * t + 1 : in.num_frames;
-  frames = std::max(frames, 1);
-  const int h_mult = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
-  const int w_mult = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
-  const int height = in.height / h_mult * h_mult;
-  const int width = in.width / w_mult * w_mult;
-  if (frames != in.num_frames || height != in.height || width != in.width) {
+VideoSize WanPipeline::checked_size(const WanSampleInputs& in) const {
+  const VideoSize requested{in.num_frames, in.height, in.width};
+  const VideoSize size = sample_size(plan_rules(), requested);
+  if (size != requested) {
     log_warn("wan: size " + std::to_string(in.width) + "x" + std::to_string(in.height) + "x" +
-             std::to_string(in.num_frames) + " adjusted to " + std::to_string(width) + "x" +
-             std::to_string(height) + "x" + std::to_string(frames) + " as the reference does");
+             std::to_string(in.num_frames) + " adjusted to " + std::to_string(size.width) + "x" +
+             std::to_string(size.height) + "x" + std::to_string(size.num_frames) +
+             " as the reference does");
   }
-  if (height <= 0 || width <= 0) throw ModelError("height and width must be at least 32");
+  if (size.height <= 0 || size.width <= 0) throw ModelError("height and width must be at least 32");
   if (in.num_inference_steps < 1) throw ModelError("num_inference_steps must be >= 1");
-  const auto shape = latent_shape(frames, height, width);
-  if (!in.noise.defined() || in.noise.sizes().vec() != shape) {
+  if (!in.noise.defined() ||
+      in.noise.sizes().vec() != latent_shape(size.num_frames, size.height, size.width)) {
     throw ModelError("noise must have the latent shape [1, z, T, h, w]");
   }
+  return size;
+}
 
+WanTextInputs WanPipeline::text_inputs(const WanSampleInputs& in, const GenerateContext* ctx,
+                                       const StepCacheConfig& cache) const {
   if (in.guidance_scale_2 && !parts_.transformer_2) {
     throw ModelError("guidance_scale_2 needs a second transformer (boundary_ratio)");
   }
-  const bool do_cfg = in.guidance_scale > 1.0;
-  const auto tdtype = transformer->dtype();
+  const auto& to = parts_.transformer->options();
+  const auto tdtype = parts_.transformer->dtype();
+  WanTextInputs text;
+  text.guided = guided_steps(plan_rules().guidance, in.guidance_scale, in.num_inference_steps) > 0;
   const auto prompt = in.prompt_embeds.to(device_, tdtype);
-  torch::Tensor negative;
-  if (do_cfg) {
+  if (text.guided) {
     if (!in.negative_prompt_embeds.defined()) {
       throw ModelError("guidance_scale > 1 needs negative prompt embeddings");
     }
-    negative = in.negative_prompt_embeds.to(device_, tdtype);
+    text.negative = in.negative_prompt_embeds.to(device_, tdtype);
   }
   // CFG-parallel (GenerateContext::cfg): this rank runs one branch of every step, rank 0 the
   // conditional one, rank 1 the unconditional one; both combine the gathered predictions alike.
-  runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
-  check_cfg_group(cfg);
-  const int branch = cfg != nullptr ? cfg->rank() : 0;
+  text.cfg = ctx != nullptr ? ctx->cfg : nullptr;
+  check_cfg_group(text.cfg);
+  text.branch = text.cfg != nullptr ? text.cfg->rank() : 0;
   // With a step cache each branch keeps its own cache: two forwards, never one batch.
-  const bool batch_cfg = cfg == nullptr && do_cfg && parts_.cfg_batch &&
-                         cache_config.policy == CachePolicy::off &&
-                         prompt.sizes() == negative.sizes();
-  const auto context = batch_cfg ? torch::cat({prompt, negative}, 0) : prompt;
+  text.batched = text.cfg == nullptr && text.guided && parts_.cfg_batch &&
+                 cache.policy == CachePolicy::off && prompt.sizes() == text.negative.sizes();
+  text.context = text.batched ? torch::cat({prompt, text.negative}, 0) : prompt;
   // CLIP image tokens (Wan2.1 I2V): the same for both branches, in the transformer's dtype.
   if (to.image_tokens() != in.image_embeds.defined()) {
     throw ModelError(to.image_tokens()
@@ -212,23 +213,23 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
         "last_image needs a first-last-frame transformer (pos_embed_seq_len): this one "
         "takes the first image's CLIP tokens only");
   }
-  const auto image_tokens =
-      in.image_embeds.defined() ? in.image_embeds.to(device_, tdtype) : torch::Tensor();
+  if (in.image_embeds.defined()) text.image_tokens = in.image_embeds.to(device_, tdtype);
+  return text;
+}
 
-  UniPCOptions so = parts_.scheduler;
-  so.flow_shift = in.flow_shift;
-  UniPCScheduler scheduler(so);
-  scheduler.set_timesteps(in.num_inference_steps);
-  const int steps = scheduler.num_steps();
-
-  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
-  auto latents = in.noise.to(device_, torch::kFloat32);
-
+WanImageConditioning WanPipeline::image_conditioning(const WanSampleInputs& in,
+                                                     const VideoSize& size) {
   // Image conditioning. expand_timesteps: mask 0 on the conditioned first latent frame, whose
   // latent is blended in. Otherwise (channel concat): y = [mask (4 ch), image latents], the
   // image (and the last image) with zero frames between them encoded as one video.
-  auto mask = torch::ones({1, 1, shape[2], shape[3], shape[4]}, f32);
-  torch::Tensor condition, concat;
+  auto& vae = parts_.vae;
+  const auto& to = parts_.transformer->options();
+  const auto& vo = vae->options();
+  const auto shape = latent_shape(size.num_frames, size.height, size.width);
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  const int frames = size.num_frames;
+  WanImageConditioning c;
+  c.mask = torch::ones({1, 1, shape[2], shape[3], shape[4]}, f32);
   const bool image_channels = to.in_channels != vo.z_dim;
   if (image_channels && !in.image.defined()) {
     throw ModelError("this transformer takes image conditioning (" + std::to_string(to.in_channels) +
@@ -240,8 +241,8 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
   if (in.image.defined() && parts_.expand_timesteps) {
     const auto image = in.image.to(device_, torch::kFloat32).unsqueeze(2).to(vae->dtype());
     const auto latent = vae->encode(image).mean.to(torch::kFloat32);
-    condition = vae->normalize_latents(latent);
-    mask.select(2, 0).zero_();
+    c.condition = vae->normalize_latents(latent);
+    c.mask.select(2, 0).zero_();
   } else if (in.image.defined()) {
     if (!image_channels) {
       throw ModelError("an image-to-video request needs an image-to-video transformer");
@@ -249,7 +250,7 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     const auto first = in.image.to(device_, torch::kFloat32).unsqueeze(2);
     std::vector<torch::Tensor> video{first};
     const auto gap = frames - (in.last_image.defined() ? 2 : 1);
-    if (gap > 0) video.push_back(torch::zeros({1, 3, gap, height, width}, f32));
+    if (gap > 0) video.push_back(torch::zeros({1, 3, gap, size.height, size.width}, f32));
     if (in.last_image.defined())
       video.push_back(in.last_image.to(device_, torch::kFloat32).unsqueeze(2));
     const auto latent = vae->encode(torch::cat(video, 2).to(vae->dtype())).mean.to(torch::kFloat32);
@@ -262,19 +263,44 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
                             2)
                      .view({1, -1, t_factor, shape[3], shape[4]})
                      .transpose(1, 2);
-    concat = torch::cat({frame_mask, vae->normalize_latents(latent)}, 1);
+    c.concat = torch::cat({frame_mask, vae->normalize_latents(latent)}, 1);
   }
-  const auto token_mask = mask[0][0]
-                              .slice(0, 0, shape[2], to.patch_size[0])
-                              .slice(1, 0, shape[3], to.patch_size[1])
-                              .slice(2, 0, shape[4], to.patch_size[2])
-                              .flatten();
-  const auto blend = [&](const torch::Tensor& x) {
-    return condition.defined() ? (1 - mask) * condition + mask * x : x;
-  };
+  c.token_mask = c.mask[0][0]
+                     .slice(0, 0, shape[2], to.patch_size[0])
+                     .slice(1, 0, shape[3], to.patch_size[1])
+                     .slice(2, 0, shape[4], to.patch_size[2])
+                     .flatten();
+  return c;
+}
 
-  // The experts: the high-noise one for t >= boundary, the low-noise one after it. The text
-  // side of every step, once per expert: the embedded context's keys and values per block.
+torch::Tensor WanImageConditioning::blend(const torch::Tensor& x) const {
+  return condition.defined() ? (1 - mask) * condition + mask * x : x;
+}
+
+std::vector<int> WanPipeline::expert_schedule(const torch::Tensor& timesteps) const {
+  // The high-noise expert for t >= boundary, the low-noise one after it.
+  const double boundary = parts_.boundary_ratio.value_or(0.0) * parts_.scheduler.num_train_timesteps;
+  const auto cpu = timesteps.to(torch::kCPU, torch::kFloat64);
+  std::vector<int> experts;
+  for (std::int64_t i = 0; i < cpu.size(0); ++i) {
+    experts.push_back(parts_.transformer_2 && cpu[i].item<double>() < boundary ? 1 : 0);
+  }
+  return experts;
+}
+
+torch::Tensor WanPipeline::denoise(const WanSampleInputs& in, const WanTextInputs& text,
+                                   const WanImageConditioning& image,
+                                   const StepCacheConfig& cache_config, const GenerateContext* ctx,
+                                   CacheReport& report) {
+  const auto tdtype = parts_.transformer->dtype();
+  const auto z_dim = parts_.vae->options().z_dim;
+  // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
+  // runs with its groups; with a sequence group every forward shards the video tokens over it
+  // and returns the whole prediction on every rank, so the steps stay identical.
+  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+
+  // The experts and the text side of every step, once per expert: the embedded context's keys
+  // and values per block.
   struct Expert {
     WanTransformer3DModel* model;
     double guidance;
@@ -300,31 +326,36 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
     if (e.prepared) return e;
     auto& m = *e.model;
     // The image tokens belong to the transformer that has image_dim (one expert only).
-    const auto image = m->options().image_tokens() ? image_tokens : torch::Tensor();
-    if (branch == 0) e.text = m->prepare_context(context, image);
-    if (do_cfg && !batch_cfg && (cfg == nullptr || branch == 1)) {
-      e.negative_text = m->prepare_context(negative, image);
+    const auto tokens = m->options().image_tokens() ? text.image_tokens : torch::Tensor();
+    if (text.branch == 0) e.text = m->prepare_context(text.context, tokens);
+    if (text.guided && !text.batched && (text.cfg == nullptr || text.branch == 1)) {
+      e.negative_text = m->prepare_context(text.negative, tokens);
     }
     e.prepared = true;
     return e;
   };
-  const double boundary = parts_.boundary_ratio.value_or(0.0) * so.num_train_timesteps;
 
-  const auto timesteps_cpu = scheduler.timesteps().to(torch::kCPU, torch::kFloat64);
+  UniPCOptions so = parts_.scheduler;
+  so.flow_shift = in.flow_shift;
+  UniPCScheduler scheduler(so);
+  scheduler.set_timesteps(in.num_inference_steps);
+  const int steps = scheduler.num_steps();
+  const auto expert_of_step = expert_schedule(scheduler.timesteps());
   const auto timesteps = scheduler.timesteps().to(device_);
-  const CfgLayout layout{cfg, batch_cfg};
+  const CfgLayout layout{text.cfg, text.batched};
   RequestCaches caches(
       cache_config, steps, sequence,
       find_mag_cache_preset(parts_.checkpoint, steps, in.image.defined(), in.height, in.width));
+  auto latents = in.noise.to(device_, torch::kFloat32);
   run_denoising_steps(steps, ctx, device_, [&](int i) {
-    const int expert_index = experts.size() > 1 && timesteps_cpu[i].item<double>() < boundary ? 1 : 0;
+    const int expert_index = expert_of_step[static_cast<std::size_t>(i)];
     const Expert& expert = use_expert(expert_index);
     auto& model = *expert.model;
-    auto model_input = blend(latents);
-    if (concat.defined()) model_input = torch::cat({model_input, concat}, 1);
+    auto model_input = image.blend(latents);
+    if (image.concat.defined()) model_input = torch::cat({model_input, image.concat}, 1);
     model_input = model_input.to(tdtype);
     // expand_timesteps: a timestep per token [1, N]; otherwise one per sample [1].
-    const auto ts = parts_.expand_timesteps ? (token_mask * timesteps[i]).unsqueeze(0)
+    const auto ts = parts_.expand_timesteps ? (image.token_mask * timesteps[i]).unsqueeze(0)
                                             : timesteps[i].reshape({1});
     const auto forward = [&](CfgBranch b) {
       return caches.forward(expert_index, b, i, [&](StepCache* cache) {
@@ -337,21 +368,33 @@ WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateCo
             model_input, ts, b == CfgBranch::conditional ? expert.text : expert.negative_text, cache);
       });
     };
-    const auto noise_pred = guided_prediction(layout, do_cfg, expert.guidance, {}, forward,
-                                              model_input.narrow(1, 0, vo.z_dim));
+    const auto noise_pred = guided_prediction(layout, text.guided, expert.guidance, {}, forward,
+                                              model_input.narrow(1, 0, z_dim));
     latents = scheduler.step(noise_pred, i, latents);
   });
-  latents = blend(latents);
+  report = caches.report(text.cfg, device_);
+  return image.blend(latents);
+}
 
-  WanSampleOutputs out;
-  out.final_latents = latents;
-  out.cache = caches.report(cfg, device_);
-  if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
+torch::Tensor WanPipeline::decode(const torch::Tensor& latents) {
   require_finite_latents(latents);
+  auto& vae = parts_.vae;
   const auto z = vae->denormalize_latents(latents.to(vae->dtype()));
   auto video = vae->decode(z);  // [1, 3, F, H, W]
   video = (video / 2 + 0.5).clamp(0, 1);
-  out.video = video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous();
+  return video.to(torch::kFloat32).permute({0, 2, 3, 4, 1}).contiguous();
+}
+
+WanSampleOutputs WanPipeline::sample(const WanSampleInputs& in, const GenerateContext* ctx) {
+  c10::InferenceMode inference;
+  const StepCacheConfig& cache = in.cache ? *in.cache : parts_.cache;
+  const VideoSize size = checked_size(in);
+  const WanTextInputs text = text_inputs(in, ctx, cache);
+  const WanImageConditioning image = image_conditioning(in, size);
+  WanSampleOutputs out;
+  out.final_latents = denoise(in, text, image, cache, ctx, out.cache);
+  if (!group_leader(ctx)) return out;  // a parallel group: only its leader decodes
+  out.video = decode(out.final_latents);
   return out;
 }
 
@@ -399,17 +442,14 @@ std::pair<torch::Tensor, torch::Tensor> WanPipeline::text_embeddings(const Reque
 }
 
 std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
-  const bool cfg = request.guidance_scale > 1.0;
+  const bool cfg = plan_request(plan_rules(), request).guided_steps() > 0;
   WanFlopsInputs in;
   const auto& vo = parts_.vae->options();
   const auto& to = parts_.transformer->options();
-  const int t = static_cast<int>(vo.scale_factor_temporal);
-  in.num_frames =
-      std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1 : request.num_frames, 1);
-  const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
-  const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
-  in.height = request.height / hm * hm;
-  in.width = request.width / wm * wm;
+  const auto size = plan_request(plan_rules(), request).size;
+  in.num_frames = size.num_frames;
+  in.height = size.height;
+  in.width = size.width;
   in.num_inference_steps = request.num_inference_steps;
   in.cfg = cfg;
   in.i2v = request.task == Task::i2v;
@@ -444,11 +484,12 @@ std::optional<RequestFlops> WanPipeline::flops(const Request& request) const {
 Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) {
   select_adapters(request);  // before inference mode: the weights change in place
   c10::InferenceMode inference;
+  const RequestPlan plan = plan_request(plan_rules(), request);
   WanSampleInputs in;
   set_schedule(in, request);
   in.guidance_scale_2 = request.guidance_scale_2;
   std::tie(in.prompt_embeds, in.negative_prompt_embeds) =
-      text_embeddings(request, request.guidance_scale > 1.0);
+      text_embeddings(request, plan.guided_steps() > 0);
   if (request.task == Task::i2v) {
     if (request.image.empty()) throw InputError("<manifest>", "i2v request without an image");
     const RgbImage image =
@@ -461,19 +502,12 @@ Video WanPipeline::generate(const Request& request, const GenerateContext& ctx) 
     }
     if (parts_.image_encoder) in.image_embeds = encode_image(image, last ? &*last : nullptr);
   }
-  // The rounded size decides the latent shape (sample() rounds the same way).
-  const auto& vo = parts_.vae->options();
-  const int t = static_cast<int>(vo.scale_factor_temporal);
-  const int frames =
-      std::max(request.num_frames % t != 1 ? request.num_frames / t * t + 1 : request.num_frames, 1);
-  const auto& to = parts_.transformer->options();
-  const int hm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[1]);
-  const int wm = static_cast<int>(vo.scale_factor_spatial * to.patch_size[2]);
-  in.cache = request.cache;
-  in.noise = randn_cpu(latent_shape(frames, request.height / hm * hm, request.width / wm * wm),
-                       request.seed);
+  // The sampled size decides the latent shape (sample() resolves it alike).
+  in.cache = request.cache.value_or(parts_.cache);
+  in.noise =
+      randn_cpu(latent_shape(plan.size.num_frames, plan.size.height, plan.size.width), request.seed);
   const auto out = sample(in, &ctx);
-  report_forwards(request, ctx, out.cache, request.cache.value_or(parts_.cache));
+  report_forwards(request, ctx, out.cache, *in.cache);
   if (!out.video.defined())
     return Video{};  // a CFG-parallel or tensor-parallel member: the leader has it
   return video_from_frames(out.video);

@@ -21,6 +21,7 @@
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/layers/rng.hpp"
+#include "omnidp/models/pipelines/image_preprocess.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
@@ -540,29 +541,6 @@ TEST_F(Hv15Pipeline, TextEncoderIsUsedAndTheNegativeIsCached) {
   EXPECT_EQ(calls, 5);
 }
 
-TEST(Hv15PipelineConfig, GuiderConfig) {
-  const auto g =
-      hv::guidance_options_from_json(nlohmann::json{{"_class_name", "ClassifierFreeGuidance"},
-                                                    {"guidance_scale", 6.0},
-                                                    {"guidance_rescale", 0.5}},
-                                     "guider/config.json");
-  EXPECT_DOUBLE_EQ(g.guidance_rescale, 0.5);
-  EXPECT_DOUBLE_EQ(g.stop, 1.0);
-  EXPECT_THROW((void)hv::guidance_options_from_json(
-                   nlohmann::json{{"_class_name", "AdaptiveProjectedGuidance"}}, "g"),
-               omnidp::ModelError);
-}
-
-TEST(Hv15PipelineConfig, GuiderEnabledAndScale) {
-  const auto g = hv::guidance_options_from_json(
-      nlohmann::json{{"enabled", false}, {"guidance_scale", 4.5}}, "g");
-  EXPECT_FALSE(g.enabled);
-  ASSERT_TRUE(g.guidance_scale.has_value());
-  EXPECT_DOUBLE_EQ(*g.guidance_scale, 4.5);
-  EXPECT_FALSE(
-      hv::guidance_options_from_json(nlohmann::json::object(), "g").guidance_scale.has_value());
-}
-
 TEST(Hv15PipelineConfig, SchedulerConfig) {
   OMNIDP_REQUIRE_FIXTURES();
   const auto cfg =
@@ -589,19 +567,6 @@ TEST(Hv15PipelineConfig, SchedulerConfig) {
                omnidp::ModelError);
 }
 
-TEST(Hv15PipelineConfig, ComponentConfigPrefersConfigJson) {
-  const auto dir =
-      fs::temp_directory_path() / ("omnidp-hv15-component-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  EXPECT_FALSE(hv::component_config(dir, "guider_config.json").has_value());
-  { std::ofstream(dir / "guider_config.json") << "{}"; }
-  EXPECT_EQ(hv::component_config(dir, "guider_config.json"), dir / "guider_config.json");
-  { std::ofstream(dir / "config.json") << "{}"; }
-  EXPECT_EQ(hv::component_config(dir, "guider_config.json"), dir / "config.json");
-  fs::remove_all(dir);
-}
-
 // An image encoder that records the image it was given and returns seeded tokens.
 class RecordingImageEncoder final : public omnidp::models::ImageEncoder {
  public:
@@ -616,24 +581,6 @@ class RecordingImageEncoder final : public omnidp::models::ImageEncoder {
   std::vector<omnidp::RgbImage>* seen_;
   std::int64_t dim_;
 };
-
-TEST(Hv15PipelineImage, ResizeAndCropCoversThenCentres) {
-  // 4 x 2 (w x h) into 2 x 2: the 4 x 2 already covers 2 x 2 at height 2; columns 1..2 kept.
-  omnidp::RgbImage image;
-  image.width = 4;
-  image.height = 2;
-  for (int i = 0; i < 8; ++i) {
-    for (int c = 0; c < 3; ++c) image.data.push_back(static_cast<std::uint8_t>(10 * i + c));
-  }
-  const auto out = hv::resize_and_crop(image, 2, 2);
-  ASSERT_EQ(out.width, 2);
-  ASSERT_EQ(out.height, 2);
-  const std::vector<std::uint8_t> expected = {10, 11, 12, 20, 21, 22, 50, 51, 52, 60, 61, 62};
-  EXPECT_EQ(out.data, expected);
-  const auto t = hv::image_to_tensor(out);
-  EXPECT_EQ(t.sizes(), (std::vector<std::int64_t>{1, 3, 2, 2}));
-  EXPECT_FLOAT_EQ(t[0][0][0][0].item<float>(), 10.0F / 255.0F * 2.0F - 1.0F);
-}
 
 TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
   auto r = i2v_request();
@@ -657,7 +604,7 @@ TEST_F(Hv15Pipeline, ImageEncoderGetsTheResizedImageAndFeedsTheTransformer) {
   decoded.width = 50;
   decoded.height = 40;
   decoded.data = omnidp::test::gradient_rgb(50, 40);  // i2v_request's image
-  EXPECT_EQ(seen[0].data, hv::resize_and_crop(decoded, 96, 64).data);
+  EXPECT_EQ(seen[0].data, omnidp::models::resize_and_crop(decoded, 96, 64).data);
   EXPECT_NE(encoded.data, random_tokens.data);  // the encoder's tokens, not the seeded ones
 }
 

@@ -43,6 +43,7 @@
 #include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/pipelines/guided_step.hpp"
 #include "omnidp/models/pipelines/step_cache.hpp"
+#include "omnidp/models/request_plan.hpp"
 #include "omnidp/models/schedulers/flow_match_euler.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
@@ -153,6 +154,10 @@ class HunyuanVideo15Pipeline final : public Pipeline {
   [[nodiscard]] torch::Device device() const noexcept { return device_; }
 
  private:
+  // How this pipeline resolves a request (models/request_plan.hpp): the size as given, the
+  // guider's steps (PipelineParts::guidance).
+  [[nodiscard]] PlanRules plan_rules() const;
+
   // image_embeds of an I2V request: its prompt_embeds file's `image_embeds`, else the image
   // encoder on `resized`, else seeded random (weights: random).
   [[nodiscard]] torch::Tensor image_embeds_for(const Request& request, const RgbImage& resized);
@@ -191,15 +196,6 @@ class HunyuanVideo15Pipeline final : public Pipeline {
 // tensor of the schedule's dtype). Throws ModelError for an index outside the schedule.
 [[nodiscard]] torch::Tensor next_timestep(const torch::Tensor& timesteps, int index);
 
-// VaeImageProcessor.resize(image, height, width, resize_mode="crop"): PIL Lanczos resize so the
-// image covers width x height keeping its aspect ratio (the other side image.w * height //
-// image.h or image.h * width // image.w), pasted centred on a black canvas (the excess cropped;
-// offsets width // 2 - w // 2 as Python computes them).
-[[nodiscard]] RgbImage resize_and_crop(const RgbImage& image, int width, int height);
-
-// [1, 3, H, W] float32 on the CPU in [-1, 1]: x / 255 * 2 - 1 (VaeImageProcessor.preprocess).
-[[nodiscard]] torch::Tensor image_to_tensor(const RgbImage& image);
-
 // Seeded random conditioning of the real shapes (also used by benchmarks): Qwen and byT5
 // embeddings drawn with randn_cpu from a seed derived from `text`, masks valid on the first
 // *_valid tokens.
@@ -207,23 +203,12 @@ class HunyuanVideo15Pipeline final : public Pipeline {
                                                         const TransformerOptions& options,
                                                         const RandomTextShape& shape);
 
-// Guidance options from a Diffusers guider/config.json (ClassifierFreeGuidance). Throws
-// ModelError for another guider class.
-[[nodiscard]] GuidanceOptions guidance_options_from_json(const nlohmann::json& config,
-                                                         const std::string& origin);
-
 // FlowMatchEulerDiscreteScheduler options from a Diffusers scheduler config: shift and
 // num_train_timesteps; settings this scheduler does not implement (dynamic shifting, Karras /
 // exponential / beta sigmas, shift_terminal, invert_sigmas, stochastic sampling) and another
 // class are ModelErrors naming `origin`.
 [[nodiscard]] FlowMatchEulerOptions scheduler_options_from_json(const nlohmann::json& config,
                                                                 const std::string& origin);
-
-// The config file of a Diffusers component folder: `config.json` as save_pretrained writes it
-// for models, else `<alt_name>` (guider_config.json, scheduler_config.json as the pipeline
-// folders of the reference fixtures and some snapshots spell it); nullopt when neither exists.
-[[nodiscard]] std::optional<std::filesystem::path> component_config(const std::filesystem::path& folder,
-                                                                    const std::string& alt_name);
 
 // Seeded random weights (init_random_weights; the VAE's [C,1,1,1] RMS gains set to 1 like
 // real norm gains), frozen, in eval mode, on `device` in `dtype`. A transformer for a tensor

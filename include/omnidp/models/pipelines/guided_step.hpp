@@ -11,33 +11,19 @@
 #include <functional>
 #include <optional>
 
+#include "omnidp/models/guidance.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 
-// Classifier-free guidance as Diffusers' ClassifierFreeGuidance (a snapshot's
-// guider/config.json; the defaults are a pipeline without one).
-struct GuidanceOptions {
-  bool enabled = true;  // false: never CFG (one transformer call per step)
-  // The config's own guidance_scale (the snapshot's default for requests that set none).
-  std::optional<double> guidance_scale;
-  double guidance_rescale = 0.0;
-  double start = 0.0;  // CFG runs on steps [int(start n), int(stop n))
-  double stop = 1.0;
-  bool use_original_formulation = false;
-};
+// GuidanceOptions, cfg_enabled: models/guidance.hpp.
 
 // uncond + scale (cond - uncond) (cond + scale (cond - uncond) in the original formulation),
 // then guidance_rescale > 0 blends in the prediction rescaled to cond's standard deviation over
 // all but dim 0 (rescale_noise_cfg).
 [[nodiscard]] torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& uncond,
                                            double scale, const GuidanceOptions& g = {});
-
-// ClassifierFreeGuidance._is_cfg_enabled: step `step` of `steps` is guided when guidance is
-// enabled, the step lies in [int(start steps), int(stop steps)) and `scale` is not the neutral
-// scale (1; 0 in the original formulation).
-[[nodiscard]] bool cfg_enabled(double scale, const GuidanceOptions& g, int step, int steps);
 
 // The branch a transformer forward computes: the prompt's, the negative prompt's, or both as
 // one batch of 2 (conditional first).

@@ -36,6 +36,7 @@
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/pipelines/adapters.hpp"
 #include "omnidp/models/pipelines/step_cache.hpp"
+#include "omnidp/models/request_plan.hpp"
 #include "omnidp/models/schedulers/unipc.hpp"
 #include "omnidp/models/text/encoder.hpp"
 #include "omnidp/models/vision/clip.hpp"
@@ -98,6 +99,29 @@ struct WanSampleOutputs {
   torch::Tensor video;          // [1, F, H, W, 3] float32 in [0, 1] on the pipeline's device
 };
 
+// The text side of one sampling run (WanPipeline::sample): the contexts on the device, whether
+// its steps are guided and how the CFG branches run on this rank.
+struct WanTextInputs {
+  bool guided = false;    // guidance_scale > 1 (models/guidance.hpp, GuidanceRule::scale_above_one)
+  bool batched = false;   // both branches as one forward of batch 2 (`context` holds both)
+  torch::Tensor context;  // the prompt's [1, L, D], or prompt and negative as [2, L, D]
+  torch::Tensor negative;              // guided: the negative prompt's [1, L', D]
+  torch::Tensor image_tokens;          // the CLIP tokens, for the transformer with image_dim
+  runtime::Collective* cfg = nullptr;  // GenerateContext::cfg
+  int branch = 0;                      // this rank's branch in `cfg` (0: conditional)
+};
+
+// The image side of one sampling run: expand_timesteps blends `condition` into the latents
+// where `mask` is 0; the channel-concat transformers take `concat` after the latents.
+struct WanImageConditioning {
+  torch::Tensor mask;        // [1, 1, T, h, w]: 0 on a conditioned latent frame
+  torch::Tensor condition;   // expand_timesteps with an image: its normalised latent
+  torch::Tensor concat;      // image-to-video channels: [frame mask (4 ch), image latents]
+  torch::Tensor token_mask;  // `mask` per transformer token (expand_timesteps' timesteps)
+  // (1 - mask) x condition + mask x latents with a condition; `latents` otherwise.
+  [[nodiscard]] torch::Tensor blend(const torch::Tensor& latents) const;
+};
+
 class WanPipeline final : public Pipeline {
  public:
   WanPipeline(WanPipelineParts parts, torch::Device device);
@@ -134,6 +158,26 @@ class WanPipeline final : public Pipeline {
   [[nodiscard]] torch::Device device() const noexcept { return device_; }
 
  private:
+  // How this pipeline resolves a request (models/request_plan.hpp): the size rounded as
+  // WanPipeline does with this VAE and patch, every step guided when guidance_scale > 1.
+  [[nodiscard]] PlanRules plan_rules() const;
+  // sample()'s parts, in order: the size (rounded, with a warning) checked against the noise;
+  // the text contexts; the image conditioning (VAE-encodes the image); the denoising loop
+  // (the experts by timestep, the guided steps, the step cache: its report into `report`),
+  // returning the final latents; the leader's decode to [1, F, H, W, 3] float32 in [0, 1].
+  [[nodiscard]] VideoSize checked_size(const WanSampleInputs& in) const;
+  [[nodiscard]] WanTextInputs text_inputs(const WanSampleInputs& in, const GenerateContext* ctx,
+                                          const StepCacheConfig& cache) const;
+  [[nodiscard]] WanImageConditioning image_conditioning(const WanSampleInputs& in,
+                                                        const VideoSize& size);
+  [[nodiscard]] torch::Tensor denoise(const WanSampleInputs& in, const WanTextInputs& text,
+                                      const WanImageConditioning& image, const StepCacheConfig& cache,
+                                      const GenerateContext* ctx, CacheReport& report);
+  [[nodiscard]] torch::Tensor decode(const torch::Tensor& latents);
+  // The expert of each step of `timesteps` (0: transformer, 1: transformer_2 below the
+  // boundary_ratio x num_train_timesteps).
+  [[nodiscard]] std::vector<int> expert_schedule(const torch::Tensor& timesteps) const;
+
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> text_embeddings(const Request& request,
                                                                         bool need_negative);
   [[nodiscard]] torch::Tensor encode_text(const std::string& text);

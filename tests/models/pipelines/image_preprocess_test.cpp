@@ -1,10 +1,10 @@
-#include "omnidp/models/wan/image_preprocess.hpp"
+#include "omnidp/models/pipelines/image_preprocess.hpp"
 
 #include <gtest/gtest.h>
 
 #include "omnidp/common/error.hpp"
 
-namespace omnidp::models::wan {
+namespace omnidp::models {
 namespace {
 
 // 7x5 RGB test pattern: value (x*37 + y*91 + c*53 + x*y*13) mod 256.
@@ -97,5 +97,23 @@ TEST(PreprocessImage, ScalesToMinusOneOne) {
   EXPECT_EQ(preprocess_image(pattern(), 3, 4).sizes(), (std::vector<std::int64_t>{1, 3, 3, 4}));
 }
 
+TEST(ResizeAndCrop, CoversThenCentres) {
+  // 4 x 2 (w x h) into 2 x 2: the 4 x 2 already covers 2 x 2 at height 2; columns 1..2 kept.
+  RgbImage image;
+  image.width = 4;
+  image.height = 2;
+  for (int i = 0; i < 8; ++i) {
+    for (int c = 0; c < 3; ++c) image.data.push_back(static_cast<std::uint8_t>(10 * i + c));
+  }
+  const auto out = resize_and_crop(image, 2, 2);
+  ASSERT_EQ(out.width, 2);
+  ASSERT_EQ(out.height, 2);
+  const std::vector<std::uint8_t> expected = {10, 11, 12, 20, 21, 22, 50, 51, 52, 60, 61, 62};
+  EXPECT_EQ(out.data, expected);
+  const auto t = image_to_tensor(out);
+  EXPECT_EQ(t.sizes(), (std::vector<std::int64_t>{1, 3, 2, 2}));
+  EXPECT_FLOAT_EQ(t[0][0][0][0].item<float>(), 10.0F / 255.0F * 2.0F - 1.0F);
+}
+
 }  // namespace
-}  // namespace omnidp::models::wan
+}  // namespace omnidp::models
