@@ -18,6 +18,7 @@
 #include "omnidp/config/config.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/synthetic.hpp"
 #include "omnidp/results/summary.hpp"

@@ -4,12 +4,14 @@
 Usage: scripts/check_layering.py [REPO_ROOT]   (default: the folder above scripts/)
        scripts/check_layering.py --self-test  (the checks on a small tree with known faults)
 
-Two checks, each failure printed as one line, exit code 1 when there is any:
+Three checks, each failure printed as one line, exit code 1 when there is any:
 1. Includes: a file of src/<area>/ or include/omnidp/<area>/ includes "omnidp/<other>/..."
    only from its own level or a lower one.
 2. Link lists: a library (omnidp_library, add_library) defined under src/<area>/ links only
    omnidp libraries of its own level or lower, and every include of another level is backed
    by a link path (direct or transitive) from the including level to that level.
+3. Cycles: no two files' units include each other, directly or through others (a unit is
+   include/omnidp/<p>.hpp with src/<p>.cpp): inside one level too, every arrow runs one way.
 
 Levels, lowest first. The models folder holds two of them: its top-level files are the
 torch-free model API (omnidp::model_api, what the runtime sees); its subfolders hold the
@@ -59,6 +61,70 @@ def scan_includes(root):
                         if m:
                             target = level_of(m.group(1).split("/"))
                             yield os.path.relpath(path, root), number, source, target
+
+
+def unit_of(path):
+    """The unit of a file below include/omnidp/ or src/ ("models/cost" for both cost.hpp and
+    cost.cpp), or None for a file outside both."""
+    rel = path.replace(os.sep, "/")
+    for base in ("include/omnidp/", "src/"):
+        if rel.startswith(base):
+            return os.path.splitext(rel[len(base):])[0]
+    return None
+
+
+def include_cycles(root):
+    """One failure line per set of units that include each other (a strongly connected
+    component of the unit include graph with two or more units), naming one cycle in it."""
+    edges, where = defaultdict(set), {}
+    for path, number, _, _ in scan_includes(root):
+        source = unit_of(path)
+        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+            line = f.read().splitlines()[number - 1]
+        target = os.path.splitext(INCLUDE.match(line).group(1))[0]
+        if source and target != source:
+            edges[source].add(target)
+            where.setdefault((source, target), f"{path}:{number}")
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def connect(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(list(edges)):
+        if v not in index:
+            connect(v)
+    failures = []
+    for component in sorted(components):
+        members = set(component)
+        cycle, seen = [component[0]], {component[0]}
+        while True:  # walk inside the component until a unit repeats
+            nxt = sorted(w for w in edges[cycle[-1]] if w in members)[0]
+            if nxt in seen:
+                cycle = cycle[cycle.index(nxt):] + [nxt]
+                break
+            cycle.append(nxt)
+            seen.add(nxt)
+        steps = "; ".join(where[(a, b)] for a, b in zip(cycle, cycle[1:]))
+        failures.append(f"include cycle {' -> '.join(cycle)} ({steps})")
+    return failures
 
 
 def strip_comments(text):
@@ -183,6 +249,7 @@ def check(root):
         if RANK[b] < RANK[a] and not reaches(a, b):
             failures.append(f"{where}: {a} includes {b}, but no {a} library links one of {b}")
 
+    failures += include_cycles(root)
     return failures, len(libs), len(include_edges)
 
 
@@ -199,6 +266,9 @@ def self_test():
         "src/models/layers/CMakeLists.txt": "omnidp_library(layers SOURCES l.cpp)\n",
         "src/models/layers/l.cpp": '#include "omnidp/models/wan/w.hpp"\n#include "omnidp/models/pipeline.hpp"\n',
         "src/models/wan/CMakeLists.txt": "omnidp_library(wan SOURCES w.cpp PRIVATE_DEPS omnidp::layers)\n",
+        "src/models/wan/w.cpp": '#include "omnidp/models/wan/v.hpp"\n',
+        "include/omnidp/models/wan/v.hpp": '#include "omnidp/models/wan/u.hpp"\n',
+        "src/models/wan/u.cpp": '#include "omnidp/models/wan/w.hpp"\n',
     }
     expected = [
         "src/common/a.cpp:1: common includes the higher area cli",
@@ -206,6 +276,9 @@ def self_test():
         "src/common/CMakeLists.txt: common (common) links the higher cli (cli)",
         "src/cli/b.cpp:2: cli includes results, but no cli library links one of results",
         "src/models/layers/l.cpp:2: models includes model_api, but no models library links one of model_api",
+        "include cycle cli/b -> common/a -> cli/b (src/cli/b.cpp:1; src/common/a.cpp:1)",
+        "include cycle models/wan/u -> models/wan/w -> models/wan/v -> models/wan/u "
+        "(src/models/wan/u.cpp:1; src/models/wan/w.cpp:1; include/omnidp/models/wan/v.hpp:1)",
     ]
     with tempfile.TemporaryDirectory() as root:
         for rel, text in files.items():

@@ -27,6 +27,7 @@
 #include "omnidp/export/video_export.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/model_table.hpp"
 #include "omnidp/models/pipeline.hpp"
 #include "omnidp/models/plugin.hpp"

@@ -1,6 +1,5 @@
 #include "omnidp/models/cost.hpp"
 
-#include "omnidp/models/model_table.hpp"
 #include "omnidp/models/request_plan.hpp"
 
 namespace omnidp {
@@ -23,10 +22,7 @@ CostFeatures cost_features(const ModelInfo& info, const Request& request) {
 }
 
 CostCoefficients prior_coefficients(const ModelInfo& info) {
-  if (const auto* registration = models::model_table().find(info.name);
-      registration != nullptr && registration->cost) {
-    return registration->cost(info);
-  }
+  if (info.cost_prior) return *info.cost_prior;
   const double layers = info.num_layers > 0 ? info.num_layers : 1;
   const double hidden = info.hidden_size > 0 ? info.hidden_size : 1;
   return CostCoefficients{4.0 * layers * hidden, 24.0 * layers * hidden * hidden};

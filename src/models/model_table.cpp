@@ -54,6 +54,22 @@ std::vector<ModelRegistration> ModelTable::release() {
   return out;
 }
 
+namespace {
+
+// The synthetic model (no weights; models/synthetic.hpp): registered first, in every process.
+void register_synthetic(ModelTable& table) {
+  ModelRegistration r;
+  r.name = "synthetic";
+  r.facts = synthetic_facts();
+  r.has_weights = false;
+  r.create = [](const Config& config, const DeviceBinding& device) -> std::unique_ptr<Pipeline> {
+    return std::make_unique<SyntheticPipeline>(config, device);
+  };
+  table.add(std::move(r));
+}
+
+}  // namespace
+
 ModelTable& model_table() {
   static ModelTable table;
   static const bool registered = (register_synthetic(table), true);

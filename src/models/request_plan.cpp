@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/model_info.hpp"
 
 namespace omnidp::models {
 

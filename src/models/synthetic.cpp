@@ -9,7 +9,6 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/cost.hpp"
-#include "omnidp/models/model_table.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -80,8 +79,17 @@ Video synthetic_video(std::uint64_t seed, int frames, int height, int width) {
   return video;
 }
 
+ModelInfo synthetic_facts() {
+  ModelInfo facts;
+  facts.name = "synthetic";
+  facts.patch_h = facts.patch_w = 1;
+  facts.hidden_size = 1;
+  facts.num_layers = 1;
+  return facts;
+}
+
 double synthetic_seconds(const Config& config, const Request& request) {
-  return config.synthetic.seconds_per_gcost * prior_cost(describe_model(config.model), request) / 1e9;
+  return config.synthetic.seconds_per_gcost * prior_cost(synthetic_facts(), request) / 1e9;
 }
 
 SyntheticPipeline::SyntheticPipeline(const Config& config, DeviceBinding device)
@@ -119,19 +127,6 @@ Video SyntheticPipeline::generate(const Request& request, const GenerateContext&
     if (ctx.on_step) ctx.on_step(step, steps);
   }
   return video;
-}
-
-void register_synthetic(ModelTable& table) {
-  ModelRegistration r;
-  r.name = "synthetic";
-  r.facts.patch_h = r.facts.patch_w = 1;
-  r.facts.hidden_size = 1;
-  r.facts.num_layers = 1;
-  r.has_weights = false;
-  r.create = [](const Config& config, const DeviceBinding& device) -> std::unique_ptr<Pipeline> {
-    return std::make_unique<SyntheticPipeline>(config, device);
-  };
-  table.add(std::move(r));
 }
 
 }  // namespace omnidp::models

@@ -9,6 +9,7 @@
 
 #include "omnidp/common/log.hpp"
 #include "omnidp/config/peak_flops.hpp"
+#include "omnidp/models/model_facts.hpp"
 
 namespace omnidp::runtime {
 namespace {

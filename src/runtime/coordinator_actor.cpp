@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/results/file_locking.hpp"
 #include "omnidp/results/summary.hpp"
 #include "omnidp/runtime/coordinator.hpp"

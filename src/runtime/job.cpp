@@ -18,6 +18,7 @@
 #include "omnidp/manifest/file_hash_cache.hpp"
 #include "omnidp/manifest/manifest.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/request_plan.hpp"
 #include "omnidp/results/merge.hpp"
 #include "omnidp/results/rank_writer.hpp"

@@ -6,6 +6,7 @@
 #include "omnidp/common/file_kind.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/manifest/file_hash_cache.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/pipeline.hpp"
 
 namespace omnidp::runtime {

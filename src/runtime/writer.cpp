@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "omnidp/common/log.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/runtime/faults.hpp"
 
 namespace omnidp::runtime {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/registry/registry.hpp"
 
 namespace omnidp {

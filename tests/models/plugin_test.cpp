@@ -6,6 +6,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 
 namespace omnidp::models {
 namespace {

@@ -14,6 +14,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/models/pipeline.hpp"
 
 namespace omnidp {

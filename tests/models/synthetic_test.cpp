@@ -5,6 +5,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "request_shape.hpp"
 
 namespace omnidp::models {

@@ -19,6 +19,7 @@
 
 #include "job_test_support.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/results/attempt_log.hpp"
 #include "omnidp/results/result_files.hpp"
 #include "omnidp/results/summary.hpp"

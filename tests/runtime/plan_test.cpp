@@ -11,6 +11,7 @@
 #include "job_test_support.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/cost.hpp"
+#include "omnidp/models/model_facts.hpp"
 #include "small_request.hpp"
 
 namespace omnidp::runtime {

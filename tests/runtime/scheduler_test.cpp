@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "omnidp/models/model_facts.hpp"
 #include "omnidp/runtime/cost_model.hpp"
 #include "runtime/small_request.hpp"
 

@@ -14,23 +14,10 @@
 // (projections and a 4x FFN): FLOPs per token pair and per token of one transformer pass.
 
 #include "omnidp/manifest/request.hpp"
-#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/cost_terms.hpp"
+#include "omnidp/models/model_info.hpp"
 
 namespace omnidp {
-
-// The two features the cost is linear in: passes x tokens^2 and passes x tokens.
-struct CostFeatures {
-  double quadratic = 0.0;  // passes x tokens^2
-  double linear = 0.0;     // passes x tokens
-};
-
-struct CostCoefficients {
-  double a = 0.0;  // per passes x tokens^2
-  double b = 0.0;  // per passes x tokens
-  [[nodiscard]] double apply(const CostFeatures& f) const noexcept {
-    return a * f.quadratic + b * f.linear;
-  }
-};
 
 [[nodiscard]] double latent_tokens(const ModelInfo& info, int frames, int height, int width);
 [[nodiscard]] CostFeatures cost_features(const ModelInfo& info, const Request& request);

@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "omnidp/config/config.hpp"
-#include "omnidp/models/cost.hpp"
+#include "omnidp/models/cost_terms.hpp"
+#include "omnidp/models/model_info.hpp"
 #include "omnidp/models/pipeline.hpp"
 
 namespace omnidp::models {

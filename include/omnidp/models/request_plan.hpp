@@ -10,7 +10,7 @@
 #include "omnidp/models/guidance.hpp"
 
 namespace omnidp {
-struct ModelInfo;  // models/pipeline.hpp
+struct ModelInfo;  // models/model_info.hpp
 }  // namespace omnidp
 
 namespace omnidp::models {

@@ -26,10 +26,9 @@ namespace omnidp::models {
 // Seconds the synthetic model takes for a request.
 [[nodiscard]] double synthetic_seconds(const Config& config, const Request& request);
 
-class ModelTable;
-// Adds `synthetic` (no weights, facts: one layer of width 1, no patching) to `table`;
-// model_table() calls it first.
-void register_synthetic(ModelTable& table);
+// The synthetic model's facts: one layer of width 1, no patching (its registration in the model
+// table, model_table.cpp, and its seconds).
+[[nodiscard]] ModelInfo synthetic_facts();
 
 class SyntheticPipeline final : public Pipeline {
  public:

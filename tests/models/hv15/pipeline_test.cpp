@@ -19,6 +19,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/sha256.hpp"
 #include "omnidp/models/config_json.hpp"
+#include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/flops.hpp"
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/pipelines/image_preprocess.hpp"

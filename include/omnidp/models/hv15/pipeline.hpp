@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "omnidp/common/image.hpp"
-#include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/transformer.hpp"
 #include "omnidp/models/hv15/vae.hpp"
 #include "omnidp/models/layers/image_encoder.hpp"

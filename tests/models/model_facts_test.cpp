@@ -1,5 +1,5 @@
 // The torch-free model API: the manifest options a job reads its manifest with.
-#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/model_facts.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "omnidp/models/pipeline.hpp"
+#include "omnidp/models/model_facts.hpp"
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -33,6 +33,7 @@ ModelInfo describe_model(const ModelConfig& model) {
   }
   ModelInfo info = registration->facts;
   if (registration->describe) registration->describe(model, info);
+  if (registration->cost) info.cost_prior = registration->cost(info);
   return info;
 }
 
