@@ -23,7 +23,7 @@ import re
 import sys
 from collections import defaultdict
 
-LEVELS = ["common", "config", "manifest", "model_api", "results", "export", "runtime", "models",
+LEVELS = ["common", "config", "manifest", "collective", "model_api", "results", "export", "runtime", "models",
           "refcheck", "cli", "apps"]
 MODEL_SUBLEVELS = ["layers", "weights", "schedulers", "text", "vision", "pipelines", "wan", "hv15",
                    "registry"]

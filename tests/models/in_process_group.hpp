@@ -13,17 +13,17 @@
 #include <thread>
 #include <vector>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/video.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::testing {
 
 // body(rank, collective) on `size` threads, one in-process collective (of group `name`) each,
 // without autograd, as the worker runs a model (grad mode is per thread); returns when every
 // thread has.
-inline void on_group(int size, const std::function<void(int, runtime::Collective&)>& body,
+inline void on_group(int size, const std::function<void(int, Collective&)>& body,
                      const std::string& name = "tensor group") {
-  auto group = runtime::make_in_process_collectives(size, name);
+  auto group = make_in_process_collectives(size, name);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)
     threads.emplace_back([&, r] {
@@ -34,13 +34,13 @@ inline void on_group(int size, const std::function<void(int, runtime::Collective
 }
 
 // on_group with each rank's exception caught: the what() of each rank's ("" where none).
-inline std::vector<std::string> on_group_errors(
-    int size, const std::function<void(int, runtime::Collective&)>& body,
-    const std::string& name = "tensor group") {
+inline std::vector<std::string> on_group_errors(int size,
+                                                const std::function<void(int, Collective&)>& body,
+                                                const std::string& name = "tensor group") {
   std::vector<std::string> errors(static_cast<std::size_t>(size));
   on_group(
       size,
-      [&](int r, runtime::Collective& c) {
+      [&](int r, Collective& c) {
         try {
           body(r, c);
         } catch (const std::exception& e) {

@@ -16,11 +16,9 @@
 #include "omnidp/models/guidance.hpp"
 #include "omnidp/models/model_info.hpp"
 
-namespace omnidp::runtime {
-class Collective;  // runtime/collective.hpp: torch-free, MPI-free
-}  // namespace omnidp::runtime
-
 namespace omnidp {
+
+class Collective;  // collective/collective.hpp: torch-free, MPI-free
 
 // The transformer forwards of one request (GenerateContext::on_forwards).
 struct ForwardCounts {
@@ -41,13 +39,13 @@ struct GenerateContext {
   // Only the leader's video is kept: a pipeline may return an empty Video on rank 1.
   // With sequence or tensor parallelism too, `cfg` is over the group's ranks that share this
   // rank's sequence and tensor shard (size cfg_parallel_size; null when that is 1).
-  runtime::Collective* cfg = nullptr;
+  Collective* cfg = nullptr;
   // Ulysses sequence parallel: the group's ranks that share this rank's cfg branch and tensor
   // shard, in sequence-shard order; null when parallel.sequence_parallel_size is 1.
-  runtime::Collective* sequence = nullptr;
+  Collective* sequence = nullptr;
   // Tensor parallel: the group's ranks that share this rank's cfg branch and sequence shard, in
   // tensor-shard order; null when parallel.tensor_parallel_size is 1.
-  runtime::Collective* tensor = nullptr;
+  Collective* tensor = nullptr;
   // Called once per successful generate(), before it returns, on every rank of the group, with
   // the whole request's transformer forwards (every CFG branch of the group counted: a guided
   // step asks for 2, an unguided one 1) and how many of them ran their whole block stack; they

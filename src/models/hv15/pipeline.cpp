@@ -153,7 +153,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
   // runs with its groups; with a sequence group it shards the video tokens over it and returns
   // the whole prediction on every rank.
-  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+  Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
   transformer->bind_parallel({ctx != nullptr ? ctx->tensor : nullptr, sequence});
   if (in.num_frames < 1 || in.height < 1 || in.width < 1)
     throw ModelError("frames, height and width must be >= 1");
@@ -210,7 +210,7 @@ torch::Tensor HunyuanVideo15Pipeline::denoise(const SampleInputs& in, const Gene
   };
   // CFG-parallel (GenerateContext::cfg): rank 0 runs the conditional branch of every step,
   // rank 1 the unconditional one; a step without guidance runs on rank 0 and is broadcast.
-  runtime::Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
+  Collective* cfg = ctx != nullptr ? ctx->cfg : nullptr;
   check_cfg_group(cfg);
   auto cond_in = text_inputs(in.prompt);
   const StepGuidance guidance = plan_rules().guidance;

@@ -7,8 +7,6 @@
 namespace omnidp::models {
 namespace {
 
-using runtime::ElementType;
-
 ElementType element_type(const torch::Tensor& x) {
   switch (x.scalar_type()) {
     case torch::kFloat: return ElementType::f32;
@@ -26,7 +24,7 @@ ElementType element_type(const torch::Tensor& x) {
 }
 
 // The tensor the backend reads: contiguous, on the host unless the backend takes device memory.
-torch::Tensor staged(runtime::Collective& group, const torch::Tensor& x) {
+torch::Tensor staged(Collective& group, const torch::Tensor& x) {
   auto t = x.is_cuda() && !group.takes_device_memory() ? x.to(torch::kCPU) : x;
   return t.contiguous();
 }
@@ -35,7 +33,7 @@ std::size_t count(const torch::Tensor& x) { return static_cast<std::size_t>(x.nu
 
 }  // namespace
 
-torch::Tensor all_gather(runtime::Collective& group, const torch::Tensor& x) {
+torch::Tensor all_gather(Collective& group, const torch::Tensor& x) {
   const auto in = staged(group, x);
   std::vector<std::int64_t> shape{group.size()};
   for (const auto d : in.sizes()) shape.push_back(d);
@@ -44,7 +42,7 @@ torch::Tensor all_gather(runtime::Collective& group, const torch::Tensor& x) {
   return out.to(x.device());
 }
 
-torch::Tensor all_to_all(runtime::Collective& group, const torch::Tensor& x) {
+torch::Tensor all_to_all(Collective& group, const torch::Tensor& x) {
   if (x.dim() < 1 || x.size(0) % group.size() != 0) {
     throw ModelError(
         fmt::format("all_to_all: dim 0 of a [{}, ...] tensor does not split into {} blocks",
@@ -57,7 +55,7 @@ torch::Tensor all_to_all(runtime::Collective& group, const torch::Tensor& x) {
   return out.to(x.device());
 }
 
-torch::Tensor all_reduce_sum(runtime::Collective& group, const torch::Tensor& x) {
+torch::Tensor all_reduce_sum(Collective& group, const torch::Tensor& x) {
   const bool half = x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16;
   auto t = staged(group, x);
   if (half && !group.takes_device_memory()) t = t.to(torch::kFloat);
@@ -66,13 +64,13 @@ torch::Tensor all_reduce_sum(runtime::Collective& group, const torch::Tensor& x)
   return t.to(x.device(), x.scalar_type());
 }
 
-torch::Tensor broadcast(runtime::Collective& group, const torch::Tensor& x, int root) {
+torch::Tensor broadcast(Collective& group, const torch::Tensor& x, int root) {
   auto t = staged(group, x).clone();
   group.broadcast(t.data_ptr(), count(t), element_type(t), root);
   return t.to(x.device());
 }
 
-bool any_rank(runtime::Collective& group, bool flag, const torch::Device& device) {
+bool any_rank(Collective& group, bool flag, const torch::Device& device) {
   std::int32_t v = flag ? 1 : 0;
   if (group.takes_device_memory()) {  // NCCL: through a device scalar
     auto t = torch::full({1}, v, torch::TensorOptions().dtype(torch::kInt).device(device));
@@ -82,8 +80,7 @@ bool any_rank(runtime::Collective& group, bool flag, const torch::Device& device
   return v > 0;
 }
 
-bool group_step(runtime::Collective& group, bool stop, int step, int steps,
-                const torch::Device& device) {
+bool group_step(Collective& group, bool stop, int step, int steps, const torch::Device& device) {
   const auto mine = torch::tensor({static_cast<std::int64_t>(step), static_cast<std::int64_t>(steps),
                                    static_cast<std::int64_t>(stop ? 1 : 0)},
                                   torch::TensorOptions().dtype(torch::kLong))
@@ -106,7 +103,7 @@ bool group_step(runtime::Collective& group, bool stop, int step, int steps,
   return any;
 }
 
-bool group_step(std::initializer_list<runtime::Collective*> axes, bool stop, int step, int steps,
+bool group_step(std::initializer_list<Collective*> axes, bool stop, int step, int steps,
                 const torch::Device& device) {
   for (auto* axis : axes) {
     if (axis != nullptr) stop = group_step(*axis, stop, step, steps, device);

@@ -19,7 +19,7 @@ std::vector<std::pair<std::string, TensorSlice>> HeadNormImpl::parameter_slices(
   return {{"weight", TensorSlice{0, shard_.rank, shard_.size}}};
 }
 
-void HeadNormImpl::bind_tensor_group(runtime::Collective* group) {
+void HeadNormImpl::bind_tensor_group(Collective* group) {
   if (!shard_.sharded()) return;
   check_tensor_group(shard_, group, owner_);
   group_ = group;

@@ -141,7 +141,7 @@ std::vector<std::pair<std::string, TensorSlice>> RowParallelLinearImpl::paramete
   return {{"weight", slice_of(shard(), 1)}};
 }
 
-void RowParallelLinearImpl::bind_tensor_group(runtime::Collective* group) {
+void RowParallelLinearImpl::bind_tensor_group(Collective* group) {
   if (!shard().sharded()) return;  // a replicated layer: its products are whole
   check_tensor_group(shard(), group, owner());
   group_ = group;
@@ -260,7 +260,7 @@ ShardPlan layer_shard_plan(torch::nn::Module& root) {
   };
 }
 
-void bind_tensor_groups(torch::nn::Module& root, runtime::Collective* group) {
+void bind_tensor_groups(torch::nn::Module& root, Collective* group) {
   for (const auto& module : root.modules(/*include_self=*/false)) {
     if (auto* layer = dynamic_cast<TensorParallelLayer*>(module.get())) {
       layer->bind_tensor_group(group);

@@ -24,8 +24,7 @@ std::int64_t shard_part(std::int64_t total, const TensorShard& shard, const std:
   return total / shard.size;
 }
 
-void check_tensor_group(const TensorShard& shard, const runtime::Collective* group,
-                        const std::string& owner) {
+void check_tensor_group(const TensorShard& shard, const Collective* group, const std::string& owner) {
   if (group == nullptr ? !shard.sharded()
                        : group->size() == shard.size && group->rank() == shard.rank) {
     return;
@@ -39,11 +38,11 @@ void check_tensor_group(const TensorShard& shard, const runtime::Collective* gro
       {owner});
 }
 
-torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x) {
+torch::Tensor reduce_partial(Collective* group, const torch::Tensor& x) {
   return group == nullptr ? x : all_reduce_sum(*group, x);
 }
 
-torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
+torch::Tensor sharded_rms_norm_rope(Collective* group, const torch::Tensor& x,
                                     const torch::Tensor& weight, double eps,
                                     const torch::Tensor& freqs, std::int64_t head_dim,
                                     std::int64_t full_dim, const torch::Tensor& bias) {

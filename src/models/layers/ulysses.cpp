@@ -11,7 +11,7 @@
 
 namespace omnidp::models {
 
-SequenceShard make_sequence_shard(runtime::Collective* group, std::int64_t tokens) {
+SequenceShard make_sequence_shard(Collective* group, std::int64_t tokens) {
   SequenceShard s;
   s.tokens = tokens;
   s.local = tokens;

@@ -26,7 +26,7 @@ torch::Tensor apply_guidance(const torch::Tensor& cond, const torch::Tensor& unc
   return pred;
 }
 
-void check_cfg_group(const runtime::Collective* group) {
+void check_cfg_group(const Collective* group) {
   if (group != nullptr && group->size() != 2) {
     throw ModelError(fmt::format("CFG-parallel needs a group of 2 ranks, not {}", group->size()));
   }

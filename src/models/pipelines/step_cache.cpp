@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/common/format.hpp"
 #include "omnidp/common/log.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -25,7 +25,7 @@ double factorial(int n) {
 }
 
 // Sums `values` over `group` (float32: magnitudes and counts).
-std::vector<double> group_sums(runtime::Collective& group, const std::vector<double>& values,
+std::vector<double> group_sums(Collective& group, const std::vector<double>& values,
                                const torch::Device& device) {
   auto t = torch::tensor(std::vector<float>(values.begin(), values.end()),
                          torch::TensorOptions().dtype(torch::kFloat32))
@@ -57,7 +57,7 @@ std::vector<double> nearest_interp(const std::vector<double>& ratios, int length
 }
 
 StepCache::StepCache(const StepCacheConfig& config, int steps, int first_step,
-                     const std::vector<double>& mag_ratios, runtime::Collective* sequence)
+                     const std::vector<double>& mag_ratios, Collective* sequence)
     : config_(config), steps_(steps), sequence_(sequence), mag_step_(first_step) {
   if (config_.policy == CachePolicy::magcache && !config_.calibrate) {
     if (mag_ratios.empty()) {
@@ -215,7 +215,7 @@ BlockStreams run_blocks(StepCache* cache, BlockStreams in, std::size_t count, co
   return in;
 }
 
-RequestCaches::RequestCaches(StepCacheConfig config, int steps, runtime::Collective* sequence,
+RequestCaches::RequestCaches(StepCacheConfig config, int steps, Collective* sequence,
                              const MagCachePreset* preset)
     : config_(std::move(config)), steps_(steps), sequence_(sequence), preset_(preset) {}
 
@@ -276,15 +276,14 @@ std::string RequestCaches::calibration() const {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
-ForwardCounts total_counts(const ForwardCounts& counts, runtime::Collective* cfg,
-                           const torch::Device& device) {
+ForwardCounts total_counts(const ForwardCounts& counts, Collective* cfg, const torch::Device& device) {
   if (cfg == nullptr) return counts;
   const auto sums = group_sums(
       *cfg, {static_cast<double>(counts.forwards), static_cast<double>(counts.computed)}, device);
   return {static_cast<int>(std::lround(sums[0])), static_cast<int>(std::lround(sums[1]))};
 }
 
-CacheReport RequestCaches::report(runtime::Collective* cfg, const torch::Device& device) const {
+CacheReport RequestCaches::report(Collective* cfg, const torch::Device& device) const {
   return {total_counts(counts_, cfg, device), describe(), calibration()};
 }
 

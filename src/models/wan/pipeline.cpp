@@ -297,7 +297,7 @@ torch::Tensor WanPipeline::denoise(const WanSampleInputs& in, const WanTextInput
   // Tensor parallel and Ulysses (GenerateContext::tensor, ::sequence): the transformer's shard
   // runs with its groups; with a sequence group every forward shards the video tokens over it
   // and returns the whole prediction on every rank, so the steps stay identical.
-  runtime::Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
+  Collective* sequence = ctx != nullptr ? ctx->sequence : nullptr;
 
   // The experts and the text side of every step, once per expert: the embedded context's keys
   // and values per block.

@@ -206,7 +206,7 @@ TEST_F(Hv15Pipeline, CfgParallelGroupEqualsTheSingleRun) {
   std::vector<torch::Tensor> got(2);
   omnidp::models::testing::on_group(
       2,
-      [&](int r, omnidp::runtime::Collective& c) {
+      [&](int r, omnidp::Collective& c) {
         const auto pipeline = make();
         omnidp::GenerateContext ctx;
         ctx.cfg = &c;
@@ -743,7 +743,7 @@ TEST(Hv15Variants, MeanflowTimestepRUnderCfgBatchedCfgParallelAndSequenceParalle
     std::vector<torch::Tensor> got(2);
     omnidp::models::testing::on_group(
         2,
-        [&](int r, omnidp::runtime::Collective& c) {
+        [&](int r, omnidp::Collective& c) {
           const auto pipeline = variant_pipeline(true);
           omnidp::GenerateContext ctx;
           (cfg_group ? ctx.cfg : ctx.sequence) = &c;

@@ -13,6 +13,7 @@
 #include "fixture_inputs.hpp"
 #include "fixtures.hpp"
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/hv15/factory.hpp"
 #include "omnidp/models/hv15/pipeline.hpp"
@@ -21,7 +22,6 @@
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 #include "request_shape.hpp"
 
 namespace fs = std::filesystem;
@@ -54,7 +54,7 @@ TEST(Hv15TensorParallel, ShardedForwardEqualsTheWholeModel) {
   const std::vector<torch::Tensor> want{whole->forward(in[0]), whole->forward(in[1])};
   for (const int size : {2, 4}) {
     std::vector<std::vector<torch::Tensor>> got(static_cast<std::size_t>(size));
-    on_group(size, [&](int r, omnidp::runtime::Collective& c) {
+    on_group(size, [&](int r, omnidp::Collective& c) {
       torch::NoGradGuard guard;
       auto model = hv::random_transformer(o, 7, torch::kFloat32, torch::kCPU, TensorShard{r, size});
       model->bind_parallel({&c, nullptr});
@@ -81,7 +81,7 @@ TEST(Hv15TensorParallel, FixtureWeightsInTwoShardsMatchTheReference) {
   const auto whole = hv::load_transformer(dir, torch::kFloat32, torch::kCPU)->forward(in);
   const auto ckpt = omnidp::models::Checkpoint::open(dir);
   std::vector<torch::Tensor> got(2);
-  on_group(2, [&](int r, omnidp::runtime::Collective& c) {
+  on_group(2, [&](int r, omnidp::Collective& c) {
     torch::NoGradGuard guard;
     auto model = hv::load_transformer(dir, torch::kFloat32, torch::kCPU, TensorShard{r, 2});
     // Shard r holds rows r of to_q and columns r of to_out.0, whole biases of to_out.0.
@@ -164,7 +164,7 @@ TEST(Hv15TensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   r.prompt_embeds = (dir / "embeds.safetensors").string();
   const auto want = hv::create_hunyuanvideo15_pipeline(config, {})->generate(r, {});
   std::vector<omnidp::Video> got(2);
-  on_group(2, [&](int rank, omnidp::runtime::Collective& c) {
+  on_group(2, [&](int rank, omnidp::Collective& c) {
     omnidp::DeviceBinding binding;
     binding.tensor_rank = rank;
     binding.tensor_size = 2;

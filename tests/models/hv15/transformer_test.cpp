@@ -15,12 +15,12 @@
 #include "fixtures.hpp"
 #include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/config_json.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace fs = std::filesystem;
 namespace hv = omnidp::models::hv15;
@@ -334,7 +334,7 @@ TEST(Hv15TransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward)
           std::vector<torch::Tensor> got(static_cast<std::size_t>(ranks));
           const auto errors = omnidp::models::testing::on_group_errors(
               ranks,
-              [&](int r, omnidp::runtime::Collective& c) {
+              [&](int r, omnidp::Collective& c) {
                 const auto i = static_cast<std::size_t>(r);
                 models[i]->bind_parallel({nullptr, &c});
                 got[i] = models[i]->forward(in);
@@ -362,7 +362,7 @@ TEST(Hv15TransformerSequenceParallel, HeadsThatDoNotSplitAreAModelError) {
   o.rope_axes_dim = {8, 12, 12};
   hv::HunyuanVideo15Transformer3DModel model(o);
   omnidp::models::init_random_weights(*model, 1);
-  auto group = omnidp::runtime::make_in_process_collectives(4, "test sequence group");
+  auto group = omnidp::make_in_process_collectives(4, "test sequence group");
   const std::string message = omnidp::test::error_of<omnidp::ConfigError>([&] {
     model->bind_parallel({nullptr, group[0].get()});
   });

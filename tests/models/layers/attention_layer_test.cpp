@@ -125,7 +125,7 @@ TEST(AttentionLayer, UnderASequenceGroupItGivesTheValuesWithoutOne) {
   std::vector<std::vector<std::pair<torch::Tensor, torch::Tensor>>> got(2);
   testing::on_group(
       2,
-      [&](int r, runtime::Collective& group) {
+      [&](int r, Collective& group) {
         const auto s = make_sequence_shard(&group, 5);
         const auto mine = [&](const torch::Tensor& x) { return shard_tokens(s, x, 1); };
         for (const auto& c : cases) {

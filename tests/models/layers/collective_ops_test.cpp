@@ -12,8 +12,8 @@
 namespace omnidp::models {
 namespace {
 
-void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
-  auto group = runtime::make_in_process_collectives(size, runtime::replica_group_name(0, {0, 1}));
+void on_group(int size, const std::function<void(int, Collective&)>& body) {
+  auto group = make_in_process_collectives(size, "replica group 0 (world ranks 0,1)");
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)
     threads.emplace_back([&, r] { body(r, *group[static_cast<std::size_t>(r)]); });
@@ -23,7 +23,7 @@ void on_group(int size, const std::function<void(int, runtime::Collective&)>& bo
 TEST(CollectiveOps, GatherAllToAllSumBroadcastAndAny) {
   std::vector<torch::Tensor> gathered(2), a2a(2), sums(2), bcast(2);
   std::vector<bool> any(2), none(2);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     const auto i = static_cast<std::size_t>(r);
     const auto x = torch::arange(6, torch::kFloat).reshape({2, 3}) + 10.0 * r;
     gathered[i] = all_gather(c, x.t());  // a non-contiguous input

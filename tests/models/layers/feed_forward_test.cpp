@@ -73,7 +73,7 @@ TEST(FeedForward, TensorParallelShardsEqualTheWholeLayer) {
   const auto want = whole->forward(x);
   for (const int size : {2, 3}) {
     std::vector<torch::Tensor> got(static_cast<std::size_t>(size));
-    on_group(size, [&](int r, runtime::Collective& c) {
+    on_group(size, [&](int r, Collective& c) {
       torch::NoGradGuard guard;
       auto ffn = random_ffn(FeedForwardActivation::gelu_tanh, {r, size});
       EXPECT_EQ(ffn->proj->weight.size(0), 24 / size);

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -31,7 +31,7 @@ TEST(HeadNorm, ShardsNormaliseByTheWholeRow) {
   EXPECT_TRUE(whole->parameter_slices().empty());
   for (const int size : {2, 4}) {
     std::vector<torch::Tensor> got(static_cast<std::size_t>(size));
-    on_group(size, [&](int r, runtime::Collective& c) {
+    on_group(size, [&](int r, Collective& c) {
       torch::NoGradGuard guard;
       const auto cols = [&](const torch::Tensor& t) { return t.chunk(size, -1)[r].contiguous(); };
       HeadNorm shard(16, 1e-6, TensorShard{r, size}, ParamSpec{}, "m");

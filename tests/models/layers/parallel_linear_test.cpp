@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -61,7 +61,7 @@ TEST(ParallelLinear, ColumnThenRowShardsComposeToTheWholeLayers) {
   for (const int size : {2, 4}) {
     std::vector<torch::Tensor> columns(static_cast<std::size_t>(size)),
         outputs(static_cast<std::size_t>(size)), unbiased(static_cast<std::size_t>(size));
-    on_group(size, [&](int r, runtime::Collective& c) {
+    on_group(size, [&](int r, Collective& c) {
       torch::NoGradGuard guard;
       const TensorShard shard{r, size};
       ColumnParallelLinear column(16, 8, true, shard, ParamSpec{}, "m");
@@ -132,7 +132,7 @@ TEST(ParallelLinear, TheLoadersPlanIsWhatTheLayersDeclare) {
 
 TEST(ParallelLinear, AShardedLayerTakesOnlyItsShardsGroup) {
   torch::NoGradGuard no_grad;
-  auto groups = runtime::make_in_process_collectives(2, "g");
+  auto groups = make_in_process_collectives(2, "g");
   TwoLayers sharded({1, 2});
   try {
     bind_tensor_groups(sharded, nullptr);
@@ -327,7 +327,7 @@ TEST(ParallelLinear, ShardsOfALowRankUpdateComposeToTheWholeUpdate) {
   const auto hidden = linear_bias(x, a.weight + torch::matmul(ua, da), a.bias);
   const auto want = linear_bias(hidden, b_weight + torch::matmul(ub, db), b_bias);
   std::vector<torch::Tensor> outputs(2);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     torch::NoGradGuard guard;
     const TensorShard shard{r, 2};
     ColumnParallelLinear column(16, 8, true, shard, ParamSpec{}, "m");

@@ -29,8 +29,8 @@ TEST(ParallelState, BindsTheTensorGroupToTheLayersAndKeepsBothAxes) {
   const auto want = whole.layer->forward(x);
   std::vector<torch::Tensor> got(2);
   std::vector<ParallelState> kept(2);
-  auto sequence = runtime::make_in_process_collectives(2, "test sequence group");
-  testing::on_group(2, [&](int r, runtime::Collective& c) {
+  auto sequence = make_in_process_collectives(2, "test sequence group");
+  testing::on_group(2, [&](int r, Collective& c) {
     const auto i = static_cast<std::size_t>(r);
     Row part(TensorShard{r, 2});
     part.layer->weight.copy_(whole.layer->weight.narrow(1, 2 * r, 2));
@@ -49,7 +49,7 @@ TEST(ParallelState, RefusesAGroupOfAnotherShardOrHeadsThatDoNotSplit) {
   Row part(TensorShard{0, 2});
   EXPECT_THROW((void)bind_parallel_state(part, {0, 2}, 4, {}, "a model"), ModelError);
   Row whole(TensorShard{});
-  auto sequence = runtime::make_in_process_collectives(3, "test sequence group");
+  auto sequence = make_in_process_collectives(3, "test sequence group");
   const auto message = test::error_of<ConfigError>([&] {
     (void)bind_parallel_state(whole, {}, 4, {nullptr, sequence[0].get()}, "a model");
   });

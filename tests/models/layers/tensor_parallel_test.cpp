@@ -25,7 +25,7 @@ TEST(TensorParallel, TheShardedNormEqualsTheWholeOperation) {
   const auto want_norm = rms_norm_rope(x, norm_weight, 1e-6, freqs, 4, norm_bias);
   for (const int size : {2, 4}) {
     std::vector<torch::Tensor> norm(static_cast<std::size_t>(size));
-    on_group(size, [&](int r, runtime::Collective& c) {
+    on_group(size, [&](int r, Collective& c) {
       const auto cols = [&](const torch::Tensor& t) { return t.chunk(size, -1)[r].contiguous(); };
       norm[static_cast<std::size_t>(r)] =
           sharded_rms_norm_rope(&c, cols(x), cols(norm_weight), 1e-6, freqs, 4, 16, cols(norm_bias));

@@ -20,7 +20,7 @@ namespace omnidp::models {
 namespace {
 
 // body(rank, collective) on `size` threads of one sequence group.
-void on_group(int size, const std::function<void(int, runtime::Collective&)>& body) {
+void on_group(int size, const std::function<void(int, Collective&)>& body) {
   testing::on_group(size, body, "test sequence group");
 }
 
@@ -30,7 +30,7 @@ TEST(Ulysses, ShardsPadTheLastRankAndGatherDropsThePadding) {
   std::vector<torch::Tensor> shards(3), positions(3), gathered(3);
   std::vector<SequenceShard> s(3);
   std::vector<std::int64_t> padded(3);
-  on_group(3, [&](int r, runtime::Collective& c) {
+  on_group(3, [&](int r, Collective& c) {
     const auto i = static_cast<std::size_t>(r);
     s[i] = make_sequence_shard(&c, 7);
     padded[i] = s[i].padded();  // the group lives only as long as on_group
@@ -58,7 +58,7 @@ TEST(Ulysses, TokensToHeadsGivesEveryTokenOfTheHeadShardAndBack) {
   const auto k = torch::randn({1, 5, 4, 3});
   std::vector<std::vector<torch::Tensor>> heads(2);
   std::vector<torch::Tensor> back(2), local(2), all(2);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     const auto i = static_cast<std::size_t>(r);
     const auto s = make_sequence_shard(&c, 5);
     heads[i] = tokens_to_heads(s, {shard_tokens(s, q, 1), shard_tokens(s, k, 1)});
@@ -108,7 +108,7 @@ TEST(Ulysses, AttentionOverTheShardsIsTheWholeAttention) {
   const auto want_masked = sdpa(joint(q, cq), joint(k, ck), joint(v, cv), keys) * rows;
   std::vector<torch::Tensor> alone(2), video(2), text(2), masked_video(2), masked_text(2);
   std::vector<bool> no_text(2);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     const auto i = static_cast<std::size_t>(r);
     const auto s = make_sequence_shard(&c, 5);
     const auto mine = [&](const torch::Tensor& x) { return shard_tokens(s, x, 1); };
@@ -169,10 +169,10 @@ TEST(Ulysses, HeadsThatDoNotSplitNameBothCountsAndTheKey) {
 
 TEST(Ulysses, GroupStepOverTwoAxesReachesTheWholeGroup) {
   // A 2 x 2 group: cfg axis {0, 2}, {1, 3}; sequence axis {0, 1}, {2, 3}. Rank 3 stops.
-  std::vector<std::vector<std::unique_ptr<runtime::Collective>>> cfg, seq;
+  std::vector<std::vector<std::unique_ptr<Collective>>> cfg, seq;
   for (const char* name : {"a", "b"}) {
-    cfg.push_back(runtime::make_in_process_collectives(2, std::string("cfg ") + name));
-    seq.push_back(runtime::make_in_process_collectives(2, std::string("seq ") + name));
+    cfg.push_back(make_in_process_collectives(2, std::string("cfg ") + name));
+    seq.push_back(make_in_process_collectives(2, std::string("seq ") + name));
   }
   std::vector<int> stopped(4, -1);
   std::vector<std::thread> threads;

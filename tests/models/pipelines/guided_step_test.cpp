@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -81,7 +81,7 @@ TEST(GuidedStep, ACfgGroupRunsOneBranchPerRankAndAgrees) {
   for (const bool guided : {true, false}) {
     std::vector<torch::Tensor> got(2);
     std::vector<std::vector<CfgBranch>> calls(2);
-    on_group(2, [&](int r, runtime::Collective& c) {
+    on_group(2, [&](int r, Collective& c) {
       FakeTransformer t;
       got[static_cast<std::size_t>(r)] =
           guided_prediction({&c, false}, guided, 5.0, {}, std::ref(t), like);
@@ -96,7 +96,7 @@ TEST(GuidedStep, ACfgGroupRunsOneBranchPerRankAndAgrees) {
     EXPECT_EQ(calls[1],
               guided ? std::vector<CfgBranch>{CfgBranch::unconditional} : std::vector<CfgBranch>{});
   }
-  auto three = runtime::make_in_process_collectives(3, "g3");
+  auto three = make_in_process_collectives(3, "g3");
   try {
     check_cfg_group(three[0].get());
     FAIL() << "no error";
@@ -123,7 +123,7 @@ TEST(DenoisingSteps, ProgressAndTheGroupsStop) {
   // Rank 1 of a CFG group abandons before step 1: both ranks stop there, after one step each.
   std::vector<std::string> errors(2);
   std::vector<int> ran(2, 0);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     GenerateContext group_ctx;
     group_ctx.cfg = &c;
     const auto i = static_cast<std::size_t>(r);
@@ -161,8 +161,8 @@ TEST(DenoisingSteps, TheLeaderIsRankZeroOfEveryAxis) {
   EXPECT_TRUE(group_leader(nullptr));
   GenerateContext ctx;
   EXPECT_TRUE(group_leader(&ctx));
-  auto cfg = runtime::make_in_process_collectives(2, "cfg");
-  auto tensor = runtime::make_in_process_collectives(2, "tp");
+  auto cfg = make_in_process_collectives(2, "cfg");
+  auto tensor = make_in_process_collectives(2, "tp");
   ctx.cfg = cfg[0].get();
   ctx.tensor = tensor[0].get();
   EXPECT_TRUE(group_leader(&ctx));

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 namespace {
@@ -211,7 +211,7 @@ TEST(StepCache, FirstBlockShardsOfASequenceGroupDecideAsOne) {
   std::vector<std::string> decisions(2);
   on_group(
       2,
-      [&](int rank, runtime::Collective& group) {
+      [&](int rank, Collective& group) {
         StepCache cache(policy(CachePolicy::first_block), 2, 0, {}, &group);
         AddingStack stack;
         const auto x = torch::zeros({1, 4, 2});

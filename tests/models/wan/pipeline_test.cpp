@@ -276,7 +276,7 @@ TEST_F(WanPipelineTest, CfgParallelGroupEqualsTwoPassesAndStopsTogether) {
   WanPipeline single(tiny_parts(false), torch::kCPU);
   const auto want = single.sample(in, nullptr);
   auto run_group = [&](const std::function<bool(int rank, int steps)>& abandon) {
-    auto group = runtime::make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
+    auto group = make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
     std::vector<WanSampleOutputs> out(2);
     std::vector<std::string> errors(2);
     std::vector<std::thread> threads;
@@ -524,7 +524,7 @@ TEST_F(WanPipelineTest, StepCacheCountsReachTheWorkerAndACfgGroupDecidesAsOneRan
 
   const WanSampleInputs in = embedded_inputs(6, 4.0, 3.0);
   const auto want = single.sample(in, nullptr);
-  auto group = runtime::make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
+  auto group = make_in_process_collectives(2, runtime::replica_group_name(0, {0, 1}));
   std::vector<WanSampleOutputs> out(2);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < 2; ++rank) {

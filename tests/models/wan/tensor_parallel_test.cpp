@@ -12,6 +12,7 @@
 #include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
 #include "models/wan/tiny_config.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/factory.hpp"
@@ -19,7 +20,6 @@
 #include "omnidp/models/wan/transformer.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -56,7 +56,7 @@ TEST(WanTensorParallel, ShardedForwardEqualsTheWholeModel) {
     for (const int size : {2, 4}) {
       std::vector<torch::Tensor> scalar(static_cast<std::size_t>(size)),
           token(static_cast<std::size_t>(size));
-      on_group(size, [&](int r, runtime::Collective& c) {
+      on_group(size, [&](int r, Collective& c) {
         torch::NoGradGuard guard;
         const TensorShard shard{r, size};
         WanTransformer3DModel model(o, shard);
@@ -96,7 +96,7 @@ TEST(WanTensorParallel, TheImageTokensShardAsTheText) {
   init_random_weights(*whole, 9);
   const auto want = whole->forward(x, t, context, image);
   std::vector<torch::Tensor> got(2);
-  on_group(2, [&](int r, runtime::Collective& c) {
+  on_group(2, [&](int r, Collective& c) {
     torch::NoGradGuard guard;
     WanTransformer3DModel model(o, TensorShard{r, 2});
     const auto plan = model->shard_plan();
@@ -188,7 +188,7 @@ TEST(WanTensorParallel, HeadCountsTheShardsDoNotDivideAreConfigErrors) {
   // A shard must run in a group of its size and rank.
   WanTransformer3DModel shard(four_heads(), TensorShard{1, 2});
   EXPECT_THROW(shard->bind_parallel({nullptr, nullptr}), ModelError);
-  auto group = runtime::make_in_process_collectives(2, "g");
+  auto group = make_in_process_collectives(2, "g");
   EXPECT_THROW(shard->bind_parallel({group[0].get(), nullptr}), ModelError);
   EXPECT_NO_THROW(shard->bind_parallel({group[1].get(), nullptr}));
 }
@@ -203,7 +203,7 @@ TEST(WanTensorParallel, TwoShardsGenerateTheSingleRankVideo) {
   const auto single = create_wan_pipeline(tiny_config(), DeviceBinding{DeviceKind::cpu, 0, "cpu"});
   const Video want = single->generate(r, {});
   std::vector<Video> got(2);
-  on_group(2, [&](int rank, runtime::Collective& c) {
+  on_group(2, [&](int rank, Collective& c) {
     DeviceBinding binding{DeviceKind::cpu, 0, "cpu"};
     binding.tensor_rank = rank;
     binding.tensor_size = 2;

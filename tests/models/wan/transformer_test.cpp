@@ -13,13 +13,13 @@
 #include "fixtures.hpp"
 #include "models/fused_switch.hpp"
 #include "models/in_process_group.hpp"
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/weights/checkpoint.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models::wan {
 namespace {
@@ -555,7 +555,7 @@ WanTransformerOptions four_head_options() {
 std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOptions& o,
                                            const torch::Tensor& hidden, const torch::Tensor& timestep,
                                            const torch::Tensor& context) {
-  auto group = runtime::make_in_process_collectives(ranks, "test sequence group");
+  auto group = make_in_process_collectives(ranks, "test sequence group");
   std::vector<WanTransformer3DModel> models;
   for (int r = 0; r < ranks; ++r) {
     models.emplace_back(o);
@@ -564,7 +564,7 @@ std::vector<torch::Tensor> sharded_forward(int ranks, const WanTransformerOption
   std::vector<torch::Tensor> out(static_cast<std::size_t>(ranks));
   const auto errors = models::testing::on_group_errors(
       ranks,
-      [&](int r, runtime::Collective& c) {
+      [&](int r, Collective& c) {
         const auto i = static_cast<std::size_t>(r);
         models[i]->bind_parallel({nullptr, &c});
         out[i] = models[i]->forward(hidden, timestep, context);
@@ -607,7 +607,7 @@ TEST(WanTransformerSequenceParallel, TwoAndFourShardsEqualTheSingleRankForward) 
 }
 
 TEST(WanTransformerSequenceParallel, HeadsThatDoNotSplitAreAConfigError) {
-  auto group = runtime::make_in_process_collectives(4, "test sequence group");
+  auto group = make_in_process_collectives(4, "test sequence group");
   const auto o = tiny_options();  // 2 heads
   WanTransformer3DModel model(o);
   init_random_weights(*model, 1);

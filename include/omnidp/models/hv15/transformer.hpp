@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/models/hv15/text_layout.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
@@ -31,7 +32,6 @@
 #include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 class StepCache;  // pipelines/step_cache.hpp
@@ -166,7 +166,7 @@ class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer 
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
     return {};
   }
-  void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
+  void bind_tensor_group(Collective* group) override { tensor_group_ = group; }
 
  private:
   [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
@@ -179,7 +179,7 @@ class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer 
   RMSNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
   // Row-split: to_out.0 and to_add_out.
   RowParallelLinear to_out_{nullptr}, to_add_out_{nullptr};
-  runtime::Collective* tensor_group_ = nullptr;
+  Collective* tensor_group_ = nullptr;
 };
 TORCH_MODULE(JointAttention);
 

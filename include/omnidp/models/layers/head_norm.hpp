@@ -33,7 +33,7 @@ class HeadNormImpl : public torch::nn::Module, public TensorParallelLayer {
   [[nodiscard]] double eps() const noexcept { return eps_; }
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
   // A sharded norm takes the group of its shard (ModelError otherwise); a whole one ignores it.
-  void bind_tensor_group(runtime::Collective* group) override;
+  void bind_tensor_group(Collective* group) override;
 
   torch::Tensor weight;  // [dim/n]
 
@@ -42,7 +42,7 @@ class HeadNormImpl : public torch::nn::Module, public TensorParallelLayer {
   double eps_;
   TensorShard shard_;
   std::string owner_;
-  runtime::Collective* group_ = nullptr;
+  Collective* group_ = nullptr;
 };
 TORCH_MODULE(HeadNorm);
 

@@ -22,11 +22,11 @@
 #include <utility>
 #include <vector>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/param_spec.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
 #include "omnidp/models/layers/tensor_slice.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 
@@ -84,7 +84,7 @@ class TensorParallelLayer {
   // (parameter name within the layer, its slice) for each sliced parameter; empty unsharded.
   [[nodiscard]] virtual std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const = 0;
   // The group of this layer's shard (null: unsharded). Called by bind_tensor_groups.
-  virtual void bind_tensor_group(runtime::Collective* group) = 0;
+  virtual void bind_tensor_group(Collective* group) = 0;
 };
 
 // One linear layer of either split: the parameters, the method, the quantization switch.
@@ -122,7 +122,7 @@ class ColumnParallelLinearImpl : public torch::nn::Module, public ParallelLinear
   // forward(x) without the bias: {x W_r^T, the bias (undefined: none)}.
   [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward_skip_bias(const torch::Tensor& x) const;
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
-  void bind_tensor_group(runtime::Collective* /*group*/) override {}
+  void bind_tensor_group(Collective* /*group*/) override {}
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined without a bias
@@ -150,14 +150,14 @@ class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBas
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override;
   // A sharded layer takes the group of its shard (ModelError for no group or another size or
   // rank); a layer built whole (shard size 1, a replicated layer) ignores it.
-  void bind_tensor_group(runtime::Collective* group) override;
+  void bind_tensor_group(Collective* group) override;
 
   torch::Tensor weight;
   torch::Tensor bias;  // undefined without a bias
 
  private:
   [[nodiscard]] const torch::Tensor& weight_tensor() const override { return weight; }
-  runtime::Collective* group_ = nullptr;
+  Collective* group_ = nullptr;
 };
 TORCH_MODULE(RowParallelLinear);
 
@@ -229,6 +229,6 @@ class FusedLinearOwner {
 
 // Binds `group` (null: none) to every TensorParallelLayer under `root`; the model's one call
 // that gives its layers their tensor group.
-void bind_tensor_groups(torch::nn::Module& root, runtime::Collective* group);
+void bind_tensor_groups(torch::nn::Module& root, Collective* group);
 
 }  // namespace omnidp::models

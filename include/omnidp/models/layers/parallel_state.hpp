@@ -10,14 +10,14 @@
 #include <cstdint>
 #include <string>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/models/layers/tensor_parallel.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 
 struct ParallelState {
-  runtime::Collective* tensor = nullptr;    // parallel.tensor_parallel_size > 1
-  runtime::Collective* sequence = nullptr;  // parallel.sequence_parallel_size > 1
+  Collective* tensor = nullptr;    // parallel.tensor_parallel_size > 1
+  Collective* sequence = nullptr;  // parallel.sequence_parallel_size > 1
 };
 
 // Checks `state` against a model built for `shard` with `heads` attention heads, naming `who`:

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "omnidp/runtime/collective.hpp"
+#include "omnidp/collective/collective.hpp"
 
 namespace omnidp::models {
 
@@ -32,18 +32,17 @@ struct TensorShard {
 // That `group` runs `shard` (its size and rank are the shard's; null exactly when the shard is
 // the whole model): ModelError naming `owner` otherwise, e.g. "the transformer holds tensor
 // shard 0 of 2, but runs in no tensor group".
-void check_tensor_group(const TensorShard& shard, const runtime::Collective* group,
-                        const std::string& owner);
+void check_tensor_group(const TensorShard& shard, const Collective* group, const std::string& owner);
 
 // The sum over the tensor group of a row-split projection's partial product, in place of x;
 // x itself with a null group.
-[[nodiscard]] torch::Tensor reduce_partial(runtime::Collective* group, const torch::Tensor& x);
+[[nodiscard]] torch::Tensor reduce_partial(Collective* group, const torch::Tensor& x);
 
 // rms_norm_rope (layers/fused.hpp) of x [B, L, D/n], this rank's columns of an RMSNorm over
 // `full_dim` = D columns split over the group (Wan's norm across all heads): the float32 sums
 // of squares of every rank are all-reduced, so each rank normalises by the whole row's
 // mean. weight and bias are this rank's columns. With a null group rms_norm_rope itself.
-[[nodiscard]] torch::Tensor sharded_rms_norm_rope(runtime::Collective* group, const torch::Tensor& x,
+[[nodiscard]] torch::Tensor sharded_rms_norm_rope(Collective* group, const torch::Tensor& x,
                                                   const torch::Tensor& weight, double eps,
                                                   const torch::Tensor& freqs, std::int64_t head_dim,
                                                   std::int64_t full_dim,

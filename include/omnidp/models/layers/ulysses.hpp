@@ -15,16 +15,16 @@
 #include <cstdint>
 #include <vector>
 
-#include "omnidp/runtime/collective.hpp"
+#include "omnidp/collective/collective.hpp"
 
 namespace omnidp::models {
 
 // One rank's part of a sharded token sequence.
 struct SequenceShard {
-  runtime::Collective* group = nullptr;  // the sequence axis; null: inactive (one rank, no shard)
-  std::int64_t tokens = 0;               // N, the real token count
-  std::int64_t local = 0;                // tokens per rank, ceil(N / P)
-  std::int64_t offset = 0;               // this rank's first token (global position)
+  Collective* group = nullptr;  // the sequence axis; null: inactive (one rank, no shard)
+  std::int64_t tokens = 0;      // N, the real token count
+  std::int64_t local = 0;       // tokens per rank, ceil(N / P)
+  std::int64_t offset = 0;      // this rank's first token (global position)
 
   [[nodiscard]] bool active() const noexcept { return group != nullptr; }
   [[nodiscard]] int size() const noexcept { return group != nullptr ? group->size() : 1; }
@@ -33,7 +33,7 @@ struct SequenceShard {
 };
 
 // The shard of `tokens` tokens for this rank of `group` (inactive for null or a group of 1).
-[[nodiscard]] SequenceShard make_sequence_shard(runtime::Collective* group, std::int64_t tokens);
+[[nodiscard]] SequenceShard make_sequence_shard(Collective* group, std::int64_t tokens);
 
 // A model's `heads` over a tensor group of `tensor_size` and a sequence group of
 // `sequence_size` (config/head_split.hpp, the rule the config checks too): ConfigError on the

@@ -11,9 +11,9 @@
 #include <functional>
 #include <optional>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/models/guidance.hpp"
 #include "omnidp/models/pipeline.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 
@@ -33,12 +33,12 @@ enum class CfgBranch { conditional, unconditional, both };
 struct CfgLayout {
   // CFG-parallel: a group of 2, rank 0 runs the conditional branch, rank 1 the unconditional
   // one. Null: this rank runs both.
-  runtime::Collective* group = nullptr;
+  Collective* group = nullptr;
   bool batched = false;  // without a group: both branches as one batch of 2
 };
 
 // ModelError unless `group` is null or has 2 ranks.
-void check_cfg_group(const runtime::Collective* group);
+void check_cfg_group(const Collective* group);
 
 // One step's noise prediction. `forward(branch)` runs the transformer ([1, ...] per branch,
 // [2, ...] for both). An unguided step runs the conditional branch alone (in a group on rank 0,

@@ -64,7 +64,7 @@ class StepCache {
   // starts there); `mag_ratios`: the ratios as given (nearest-interpolated to `steps` as
   // diffusers does); `sequence`: the Ulysses group, or null.
   StepCache(const StepCacheConfig& config, int steps, int first_step,
-            const std::vector<double>& mag_ratios, runtime::Collective* sequence);
+            const std::vector<double>& mag_ratios, Collective* sequence);
 
   // One forward: taylorseer on a cached forward returns its prediction without calling `run`;
   // otherwise run(this), and the transformer passes this cache to run_blocks().
@@ -88,7 +88,7 @@ class StepCache {
 
   StepCacheConfig config_;
   int steps_;
-  runtime::Collective* sequence_;
+  Collective* sequence_;
   std::vector<double> ratios_;  // magcache, one per step
   std::string decisions_;
   bool in_forward_ = false;
@@ -133,7 +133,7 @@ class RequestCaches {
   // `preset`: the checkpoint's published magcache ratios (mag_presets.hpp; null: none), each
   // branch its own, used when config.mag_ratios is empty; ModelError at the first magcache
   // forward when both are missing and not calibrating. The preset must outlive this object.
-  RequestCaches(StepCacheConfig config, int steps, runtime::Collective* sequence,
+  RequestCaches(StepCacheConfig config, int steps, Collective* sequence,
                 const MagCachePreset* preset = nullptr);
 
   [[nodiscard]] bool active() const noexcept { return config_.policy != CachePolicy::off; }
@@ -150,12 +150,12 @@ class RequestCaches {
   [[nodiscard]] std::string calibration() const;
   [[nodiscard]] const StepCache* find(int expert, CfgBranch branch) const;
   // The report of the whole request: every rank of the CFG group `cfg` (null: none) calls it.
-  [[nodiscard]] CacheReport report(runtime::Collective* cfg, const torch::Device& device) const;
+  [[nodiscard]] CacheReport report(Collective* cfg, const torch::Device& device) const;
 
  private:
   StepCacheConfig config_;
   int steps_;
-  runtime::Collective* sequence_;
+  Collective* sequence_;
   const MagCachePreset* preset_;
   bool preset_used_ = false;
   std::map<std::pair<int, int>, StepCache> caches_;
@@ -163,7 +163,7 @@ class RequestCaches {
 };
 
 // `counts` summed over the CFG group (each rank counted its branch), or as given without one.
-[[nodiscard]] ForwardCounts total_counts(const ForwardCounts& counts, runtime::Collective* cfg,
+[[nodiscard]] ForwardCounts total_counts(const ForwardCounts& counts, Collective* cfg,
                                          const torch::Device& device);
 
 // What a pipeline's generate() reports of a request's forwards, on every rank of its group:

@@ -105,10 +105,10 @@ struct WanTextInputs {
   bool guided = false;    // guidance_scale > 1 (models/guidance.hpp, GuidanceRule::scale_above_one)
   bool batched = false;   // both branches as one forward of batch 2 (`context` holds both)
   torch::Tensor context;  // the prompt's [1, L, D], or prompt and negative as [2, L, D]
-  torch::Tensor negative;              // guided: the negative prompt's [1, L', D]
-  torch::Tensor image_tokens;          // the CLIP tokens, for the transformer with image_dim
-  runtime::Collective* cfg = nullptr;  // GenerateContext::cfg
-  int branch = 0;                      // this rank's branch in `cfg` (0: conditional)
+  torch::Tensor negative;      // guided: the negative prompt's [1, L', D]
+  torch::Tensor image_tokens;  // the CLIP tokens, for the transformer with image_dim
+  Collective* cfg = nullptr;   // GenerateContext::cfg
+  int branch = 0;              // this rank's branch in `cfg` (0: conditional)
 };
 
 // The image side of one sampling run: expand_timesteps blends `condition` into the latents

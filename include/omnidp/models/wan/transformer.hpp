@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "omnidp/collective/collective.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/head_norm.hpp"
@@ -39,7 +40,6 @@
 #include "omnidp/models/layers/timestep_embedding.hpp"
 #include "omnidp/models/layers/ulysses.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
-#include "omnidp/runtime/collective.hpp"
 
 namespace omnidp::models {
 class StepCache;  // pipelines/step_cache.hpp
@@ -130,7 +130,7 @@ class WanAttentionImpl : public torch::nn::Module,
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
     return {};
   }
-  void bind_tensor_group(runtime::Collective* group) override { tensor_group_ = group; }
+  void bind_tensor_group(Collective* group) override { tensor_group_ = group; }
   // Both attentions return {output, bias}. With defers_biases() the projections run as plain
   // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k biases
   // into their RMSNorm, the output bias returned unapplied for the caller's residual to add.
@@ -190,7 +190,7 @@ class WanAttentionImpl : public torch::nn::Module,
   std::int64_t heads_;  // this shard's
   bool cross_;
   RowParallelLinear out_{nullptr};  // to_out[0]
-  runtime::Collective* tensor_group_ = nullptr;
+  Collective* tensor_group_ = nullptr;
   QKVParallelLinear in_;  // q, k, v (self) or k, v (cross)
 };
 TORCH_MODULE(WanAttention);
