@@ -1,14 +1,11 @@
 #include "omnidp/models/hv15/transformer.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <utility>
 
 #include "omnidp/common/error.hpp"
-#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention_layer.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/quantization.hpp"
@@ -53,95 +50,6 @@ torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
 
 }  // namespace
 
-// --- options ------------------------------------------------------------------------------
-
-void check_served_variant(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object()) return;  // from_json reports it
-  const auto has = [&j](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
-  const bool sparse_mode = has("attn_mode") && j.at("attn_mode").is_string() &&
-                           j.at("attn_mode").get<std::string>() == "flex-block-attn";
-  const bool sparse_param = has("attn_param") && j.at("attn_param").is_object() &&
-                            j.at("attn_param").contains("attn_sparse_type");
-  if (sparse_mode || sparse_param) {
-    throw WeightsError(origin, std::string(sparse_mode ? "attn_mode 'flex-block-attn'"
-                                                       : "attn_param.attn_sparse_type") +
-                                   ": a sparse-attention (SSTA) checkpoint of HunyuanVideo-1.5 "
-                                   "(720p *_sparse) is not served (Diffusers has no pipeline for "
-                                   "it either); use the dense 720p checkpoint (720p_t2v, 720p_i2v "
-                                   "or their cfg-distilled *_distilled)");
-  }
-  if (has("in_channels") && has("out_channels") && j.at("in_channels").is_number_integer() &&
-      j.at("out_channels").is_number_integer()) {
-    const auto in = j.at("in_channels").get<std::int64_t>();
-    const auto out = j.at("out_channels").get<std::int64_t>();
-    if (out > 0 && in == 3 * out + 2) {
-      throw WeightsError(
-          origin,
-          "in_channels " + std::to_string(in) +
-              " = 3 x out_channels + 2 (latents, image "
-              "condition + mask, low-resolution latents + mask): a super-resolution "
-              "checkpoint of HunyuanVideo-1.5 (720p_sr_distilled, 1080p_sr_distilled) is not "
-              "served (Diffusers has no pipeline for it either)");
-    }
-  }
-  if (has("heads_num") || has("mm_double_blocks_depth")) {
-    throw WeightsError(origin,
-                       "Tencent's original transformer config (heads_num, "
-                       "mm_double_blocks_depth), not a Diffusers one: convert the checkpoint with "
-                       "diffusers' scripts/convert_hunyuan_video1_5_to_diffusers.py or use a "
-                       "hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-* snapshot (the "
-                       "sparse-attention and super-resolution checkpoints are not served at all)");
-  }
-}
-
-TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object()) throw WeightsError(origin, "transformer config is not a JSON object");
-  check_served_variant(j, origin);
-  TransformerOptions o;
-  o.in_channels = config_value(j, "in_channels", o.in_channels, origin);
-  o.out_channels = config_value(j, "out_channels", o.out_channels, origin);
-  o.num_attention_heads = config_value(j, "num_attention_heads", o.num_attention_heads, origin);
-  o.attention_head_dim = config_value(j, "attention_head_dim", o.attention_head_dim, origin);
-  o.num_layers = config_value(j, "num_layers", o.num_layers, origin);
-  o.num_refiner_layers = config_value(j, "num_refiner_layers", o.num_refiner_layers, origin);
-  o.mlp_ratio = config_value(j, "mlp_ratio", o.mlp_ratio, origin);
-  o.patch_size = config_value(j, "patch_size", o.patch_size, origin);
-  o.patch_size_t = config_value(j, "patch_size_t", o.patch_size_t, origin);
-  o.qk_norm = config_value(j, "qk_norm", o.qk_norm, origin);
-  o.text_embed_dim = config_value(j, "text_embed_dim", o.text_embed_dim, origin);
-  o.text_embed_2_dim = config_value(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
-  o.image_embed_dim = config_value(j, "image_embed_dim", o.image_embed_dim, origin);
-  o.rope_theta = config_value(j, "rope_theta", o.rope_theta, origin);
-  const auto axes = config_value(
-      j, "rope_axes_dim", std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()),
-      origin);
-  if (axes.size() != 3) throw WeightsError(origin, "rope_axes_dim must have 3 entries");
-  for (std::size_t i = 0; i < 3; ++i) o.rope_axes_dim[i] = axes[i];
-  o.target_size = config_value(j, "target_size", o.target_size, origin);
-  o.task_type = config_value(j, "task_type", o.task_type, origin);
-  o.use_meanflow = config_value(j, "use_meanflow", o.use_meanflow, origin);
-
-  if (o.qk_norm != "rms_norm") {
-    throw WeightsError(origin, "qk_norm '" + o.qk_norm + "' is not supported (only rms_norm)");
-  }
-  if (o.in_channels <= 0 || o.out_channels <= 0 || o.num_attention_heads <= 0 ||
-      o.attention_head_dim <= 0 || o.num_layers < 0 || o.num_refiner_layers < 0 ||
-      o.patch_size <= 0 || o.patch_size_t <= 0 || o.text_embed_dim <= 0 ||
-      o.text_embed_2_dim <= 0 || o.image_embed_dim <= 0 || o.mlp_ratio <= 0.0) {
-    throw WeightsError(origin, "transformer config has a non-positive size");
-  }
-  const auto rope_sum = o.rope_axes_dim[0] + o.rope_axes_dim[1] + o.rope_axes_dim[2];
-  if (rope_sum != o.attention_head_dim) {
-    throw WeightsError(origin, "rope_axes_dim sums to " + std::to_string(rope_sum) +
-                                   ", not attention_head_dim " +
-                                   std::to_string(o.attention_head_dim));
-  }
-  for (const auto d : o.rope_axes_dim) {
-    if (d <= 0 || d % 2 != 0) throw WeightsError(origin, "rope_axes_dim entries must be even");
-  }
-  return o;
-}
-
 // --- building blocks ----------------------------------------------------------------------
 
 Rope3dOptions hv15_rope_options(const TransformerOptions& o) {
@@ -150,24 +58,6 @@ Rope3dOptions hv15_rope_options(const TransformerOptions& o) {
   rope.theta = o.rope_theta;
   rope.tables = RopeTables::device_float32;
   return rope;
-}
-
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
-  const auto s = freqs.size(0);
-  const auto pairs = freqs.size(2);
-  if (fused_elementwise()) return rotate_pairs(x, freqs.view({1, s, 1, pairs}));
-  // The tables repeat each angle for both members of a pair.
-  const auto c =
-      torch::view_as_real(freqs).select(-1, 0).repeat_interleave(2, -1).view({1, s, 1, -1});
-  const auto sn =
-      torch::view_as_real(freqs).select(-1, 1).repeat_interleave(2, -1).view({1, s, 1, -1});
-  auto sizes = x.sizes().vec();
-  const auto last = sizes.size() - 1;
-  sizes[last] /= 2;
-  sizes.push_back(2);
-  const auto xp = x.reshape(sizes);
-  const auto rotated = torch::stack({-xp.select(-1, 1), xp.select(-1, 0)}, -1).flatten(3);
-  return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * sn).to(x.scalar_type());
 }
 
 RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
@@ -239,19 +129,6 @@ torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Ten
   return h;
 }
 
-// to_out.0 and to_add_out on the two streams' attention outputs. Row-split under tensor
-// parallelism: both partial products in one all-reduce over the tensor group, the biases added
-// after it.
-std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const torch::Tensor& video,
-                                                                         const torch::Tensor& text) {
-  if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
-  const auto n = video.size(1);
-  const auto partial =
-      torch::cat({to_out_->partial_product(video), to_add_out_->partial_product(text)}, 1);
-  const auto summed = reduce_partial(tensor_group_, partial);
-  return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
-}
-
 JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard)
     : heads_(shard_part(heads, shard, "HunyuanVideo15Transformer3DModel", "attention heads")) {
   const auto dim = heads * head_dim;
@@ -277,6 +154,7 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
           ->register_module("0", RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
   to_add_out_ = register_module("to_add_out",
                                 RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
+  out_ = JointRowParallelLinear(to_out_, to_add_out_);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(const torch::Tensor& x,
@@ -284,14 +162,16 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(const torch
                                                                      const TextKeys& text,
                                                                      const torch::Tensor& freqs,
                                                                      const SequenceShard& sequence) {
-  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), freqs);
-  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), freqs);
+  // freqs [S, 1, D/2] over q, k [B, S, H, D].
+  const auto rotations = freqs.view({1, freqs.size(0), 1, freqs.size(2)});
+  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), rotations);
+  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), rotations);
   auto v = split_heads(to_v_(x), heads_);
   const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
   const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
   const auto cv = split_heads(add_v_proj_(context), heads_);
   const auto [video, words] = attend(sequence, q, k, v, {cq, ck, cv, text.mask, text.lengths});
-  return project_out(video, words);
+  return out_.forward(video, words);
 }
 
 DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim,

@@ -5,7 +5,6 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/cuda_kernels.hpp"
-#include "omnidp/models/layers/fused.hpp"
 
 #define OMNIDP_HAVE_FP8 \
   (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
@@ -95,11 +94,6 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w, const torch
   require_fp8(x.device());
   return {};
 #endif
-}
-
-torch::Tensor linear_or_fp8(const torch::Tensor& x, const torch::Tensor& weight,
-                            const Fp8Weight& fp8) {
-  return fp8.defined() ? fp8_linear(x, fp8) : linear_bias(x, weight, {});
 }
 
 }  // namespace omnidp::models

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "omnidp/models/layers/cuda_kernels.hpp"
+#include "omnidp/models/layers/rope.hpp"
 
 // libtorch >= 2.4 has at::rms_norm; its ternary TensorIterator ops cast the common dtype to
 // the output inside the kernel (libtorch 1.13 does not accept a narrower output there).
@@ -167,20 +168,6 @@ torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y,
   return addcmul_as(x, y_biased, gate, dtype);
 }
 
-torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs) {
-  if (!fused_elementwise()) {
-    // The reference's expression: x1*cos - x2*sin, x1*sin + x2*cos, interleaved.
-    const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
-    const auto x1 = pairs.select(-1, 0);
-    const auto x2 = pairs.select(-1, 1);
-    const auto c = torch::real(freqs);
-    const auto s = torch::imag(freqs);
-    return torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2).to(x.scalar_type());
-  }
-  const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
-  return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
-}
-
 torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                             const torch::Tensor& freqs, std::int64_t head_dim,
                             const torch::Tensor& bias) {
@@ -203,9 +190,7 @@ torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
                      x.size(1), head_dim, static_cast<float>(eps));
     return out;
   }
-  const auto normed = rms_norm(bias.defined() ? x + bias : x, weight, eps);
-  if (!freqs.defined()) return normed.contiguous();
-  return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
+  return apply_rope_heads(rms_norm(bias.defined() ? x + bias : x, weight, eps), freqs, head_dim);
 }
 
 torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma, double scale,

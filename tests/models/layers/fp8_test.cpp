@@ -88,8 +88,6 @@ TEST(Fp8Gpu, LinearIsWithinFp8ErrorOfTheBf16Gemm) {
       ((out.to(torch::kFloat32) - ref).pow(2).mean() / ref.pow(2).mean()).sqrt().item<double>();
   EXPECT_LT(rel, 0.06);
   EXPECT_GT(rel, 0.0);  // it did quantize
-  // linear_or_fp8 with no FP8 weight is the bf16 GEMM itself.
-  EXPECT_TRUE(torch::equal(linear_or_fp8(x, w, {}), linear_bias(x, w, {})));
 
   // A layer's FP8 LinearMethod: forward() and the unbiased product are the FP8 GEMM.
   ColumnParallelLinear layer(512, 256, true, TensorShard{},

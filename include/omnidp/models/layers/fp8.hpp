@@ -48,8 +48,4 @@ void require_fp8_config(torch::Device device);
 [[nodiscard]] torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w,
                                        const torch::Tensor& bias = {});
 
-// fp8_linear(x, fp8, {}) where fp8 is defined, else linear_bias(x, weight, {}) (layers/fused.hpp).
-[[nodiscard]] torch::Tensor linear_or_fp8(const torch::Tensor& x, const torch::Tensor& weight,
-                                          const Fp8Weight& fp8);
-
 }  // namespace omnidp::models
