@@ -5,6 +5,7 @@
 
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/cuda_kernels.hpp"
+#include "omnidp/models/layers/fused.hpp"
 
 #define OMNIDP_HAVE_FP8 \
   (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
@@ -12,19 +13,13 @@
 namespace omnidp::models {
 namespace {
 constexpr double kE4m3Max = 448.0;
-
-void require_fp8(torch::Device device) {
-  if (auto reason = fp8_unsupported(device); !reason.empty())
-    throw ModelError("model.quantization fp8: " + reason);
-}
 }  // namespace
 
-void require_fp8_config(torch::Device device) {
-  if (const auto reason = fp8_unsupported(device); !reason.empty())
-    throw ConfigError("model.quantization", "fp8: " + reason);
-}
-
-std::string fp8_unsupported(torch::Device device) {
+std::string fp8_unavailable_reason(torch::Device device, Fp8Needs needs) {
+  if (needs == Fp8Needs::deferred_biases && !fused_elementwise()) {
+    return "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
+           "model.fused_kernels true)";
+  }
 #if OMNIDP_HAVE_FP8
   if (!device.is_cuda()) return "FP8 GEMMs need a CUDA device (got " + device.str() + ")";
   if (!torch::cuda::is_available()) return "no CUDA device is available";
@@ -34,6 +29,16 @@ std::string fp8_unsupported(torch::Device device) {
   return "this build's libtorch " TORCH_VERSION
          " has no row-wise FP8 GEMM (at::_scaled_mm needs libtorch 2.5 or later)";
 #endif
+}
+
+void require_fp8(torch::Device device, Fp8Needs needs) {
+  if (auto reason = fp8_unavailable_reason(device, needs); !reason.empty())
+    throw ModelError("model.quantization fp8: " + reason);
+}
+
+void require_fp8_config(torch::Device device) {
+  if (const auto reason = fp8_unavailable_reason(device); !reason.empty())
+    throw ConfigError("model.quantization", "fp8: " + reason);
 }
 
 Fp8Weight quantize_fp8_weight(const torch::Tensor& weight, Fp8Accumulation accumulation) {

@@ -338,11 +338,7 @@ torch::ScalarType WanTransformer3DModelImpl::dtype() const {
 }
 
 void WanTransformer3DModelImpl::quantize_fp8() {
-  if (!fused_elementwise()) {
-    throw ModelError(
-        "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
-        "model.fused_kernels true)");
-  }
+  require_fp8(proj_out->weight.device(), Fp8Needs::deferred_biases);
   apply_fp8_plan(*this, fp8_plan());
 }
 

@@ -267,7 +267,7 @@ TEST(Hv15Transformer, Fp8NeedsAGpu) {
     FAIL() << "no ModelError";
   } catch (const omnidp::ModelError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "model.quantization fp8: " + omnidp::models::fp8_unsupported(torch::kCPU));
+              "model.quantization fp8: " + omnidp::models::fp8_unavailable_reason(torch::kCPU));
   }
   EXPECT_TRUE(torch::equal(model->forward(in), before));
 }

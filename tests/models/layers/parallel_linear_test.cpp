@@ -391,7 +391,7 @@ TEST(ParallelLinear, ShardsOfALowRankUpdateComposeToTheWholeUpdate) {
 
 TEST(ParallelLinear, Fp8MethodNeedsAGpuThatRunsIt) {
   ColumnParallelLinear layer(16, 16, false, TensorShard{}, ParamSpec{}, "m");
-  if (!fp8_unsupported(torch::kCPU).empty()) {
+  if (!fp8_unavailable_reason(torch::kCPU).empty()) {
     EXPECT_THROW(layer->set_fp8(Fp8Accumulation::fast), ModelError);
     EXPECT_FALSE(layer->method().quantized());
   }

@@ -337,8 +337,14 @@ TEST(WanTransformer, BuiltInItsFinalDtypesItHoldsWhatToDtypeGivesAndTheSameRando
 TEST(WanTransformer, Fp8NeedsTheFusedGpuPath) {
   auto model = random_tiny();
   // On the CPU the bias-deferring path is off or FP8 GEMMs are unavailable: a ModelError
-  // either way, never a silent bf16 model.
-  EXPECT_THROW(model->quantize_fp8(), ModelError);
+  // either way, never a silent bf16 model; the reason is layers/fp8.hpp's one check.
+  for (const bool fused : {false, true}) {
+    const testing::FusedSwitch kernels(fused);
+    EXPECT_EQ(
+        omnidp::test::error_of<ModelError>([&] { model->quantize_fp8(); }),
+        "model.quantization fp8: " + fp8_unavailable_reason(torch::kCPU, Fp8Needs::deferred_biases))
+        << fused;
+  }
 }
 
 TEST(WanTransformer, Fp8PlanTakesEveryBlockGemmButTheTextKeysAndValues) {

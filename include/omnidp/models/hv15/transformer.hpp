@@ -186,7 +186,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   // projections and FFN layers to W8A8 FP8 GEMMs; the embedders, the token refiner, the
   // modulation and the output head stay in the weights' dtype; so do the plan's edge blocks.
   // After the weights are loaded; a second call replaces the first plan. ModelError where
-  // fp8_unsupported() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
+  // fp8_unavailable_reason() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
   void quantize_fp8(Fp8Plan plan = {});
   void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }

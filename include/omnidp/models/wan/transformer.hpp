@@ -236,7 +236,8 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] torch::ScalarType dtype() const;
   // model.quantization fp8, the model's plan (layers/quantization.hpp): the blocks' attention
   // and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp); the embeddings, the text keys/values and
-  // proj_out stay bf16. Needs the fused elementwise kernels on the GPU (ModelError otherwise).
+  // proj_out stay bf16. Needs the fused elementwise kernels on the GPU: ModelError where
+  // fp8_unavailable_reason(device, Fp8Needs::deferred_biases), the model unchanged.
   void quantize_fp8();
   [[nodiscard]] static Fp8Plan fp8_plan();
 
