@@ -20,6 +20,8 @@
 
 #include "omnidp/models/hv15/configs.hpp"
 #include "omnidp/models/hv15/text_layout.hpp"
+#include "omnidp/models/hv15/token_refiner.hpp"
+#include "omnidp/models/hv15/transformer_inputs.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/parallel_linear.hpp"
@@ -39,67 +41,11 @@ class StepCache;  // pipelines/step_cache.hpp
 
 namespace omnidp::models::hv15 {
 
-// The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
-struct TransformerInputs {
-  torch::Tensor hidden_states;             // [B, in_channels, F, H, W]
-  torch::Tensor timestep;                  // [B] (0..1000)
-  torch::Tensor encoder_hidden_states;     // [B, L, text_embed_dim] (Qwen2.5-VL)
-  torch::Tensor encoder_attention_mask;    // [B, L]
-  torch::Tensor encoder_hidden_states_2;   // [B, L2, text_embed_2_dim] (byT5)
-  torch::Tensor encoder_attention_mask_2;  // [B, L2]
-  torch::Tensor image_embeds;              // [B, Li, image_embed_dim]; undefined or all 0 = t2v
-  torch::Tensor timestep_r;                // [B], only with use_meanflow; may be undefined
-};
-
 // --- building blocks (public for module tests) -------------------------------------------
 
 // The video tokens' 3-D RoPE (layers/rope.hpp): rope_axes_dim and rope_theta of the options,
 // float32 tables on the model's device, as the reference computes them.
 [[nodiscard]] Rope3dOptions hv15_rope_options(const TransformerOptions& options);
-
-// The token refiner's self-attention (diffusers Attention with AttnProcessor2_0): to_q, to_k,
-// to_v, to_out.0. key_mask [B, L] bool or undefined.
-class RefinerAttentionImpl : public torch::nn::Module {
- public:
-  RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_mask);
-
- private:
-  std::int64_t heads_;
-  Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr}, to_out_{nullptr};
-};
-TORCH_MODULE(RefinerAttention);
-
-class RefinerBlockImpl : public torch::nn::Module {
- public:
-  RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& temb,
-                                      const torch::Tensor& key_mask);
-
- private:
-  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
-  RefinerAttention attn_{nullptr};
-  FeedForward ff_{nullptr};
-  Linear norm_out_{nullptr};  // norm_out.linear
-};
-TORCH_MODULE(RefinerBlock);
-
-// `context_embedder`: pooled (masked mean) text + timestep conditioning, proj_in, refiner
-// blocks. mask [B, L] bool or undefined (all valid).
-class TokenRefinerImpl : public torch::nn::Module {
- public:
-  TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads, std::int64_t head_dim,
-                   std::int64_t num_layers, double mlp_ratio);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& timestep,
-                                      const torch::Tensor& mask);
-
- private:
-  EmbeddingMlp time_embedder_{nullptr};  // time_text_embed.timestep_embedder
-  EmbeddingMlp text_embedder_{nullptr};  // time_text_embed.text_embedder
-  Linear proj_in_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};  // token_refiner.refiner_blocks
-};
-TORCH_MODULE(TokenRefiner);
 
 // Joint attention of a double-stream block. `text` says which text tokens are keys;
 // freqs are the video tokens' RoPE rotations. With an active `sequence` shard, x (and freqs)
@@ -197,7 +143,6 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
                                          TextPadding layout);
   // The ragged layout: each entry's drop-layout tokens, padded (pad_entries).
   [[nodiscard]] TextTokens ragged_context(const TransformerInputs& in, const torch::Tensor& timestep);
-  void check_inputs(const TransformerInputs& in) const;
 
   TransformerOptions options_;
   TensorShard shard_;

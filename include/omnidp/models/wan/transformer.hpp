@@ -266,12 +266,4 @@ TORCH_MODULE(WanTransformer3DModel);
                                                          torch::Device device,
                                                          TensorShard shard = {});
 
-// FLOPs of one forward as docs/performance.md counts them, generalised to the options:
-// L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
-// tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
-// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2);
-// with Li image tokens, + L x (4N*Li*D + 4*Li*D^2) for the added K/V attention.
-[[nodiscard]] double wan_forward_flops(const WanTransformerOptions& options, std::int64_t tokens,
-                                       std::int64_t text_tokens, std::int64_t image_tokens = 0);
-
 }  // namespace omnidp::models::wan
