@@ -32,6 +32,7 @@
 #include "omnidp/models/layers/rng.hpp"
 #include "omnidp/models/sample_schedule.hpp"
 #include "omnidp/models/wan/factory.hpp"
+#include "omnidp/models/wan/flops.hpp"
 #include "omnidp/models/wan/pipeline.hpp"
 
 namespace {

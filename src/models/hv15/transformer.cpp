@@ -1,14 +1,11 @@
 #include "omnidp/models/hv15/transformer.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <utility>
 
 #include "omnidp/common/error.hpp"
-#include "omnidp/models/config_json.hpp"
 #include "omnidp/models/layers/attention_layer.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/quantization.hpp"
@@ -20,15 +17,6 @@ namespace {
 
 namespace nn = torch::nn;
 
-// A weightless container so that checkpoint names nest ("x_embedder.proj", "ff.net.0.proj").
-std::shared_ptr<nn::Module> container(nn::Module& parent, const std::string& name) {
-  return parent.register_module(name, std::make_shared<nn::Module>(name));
-}
-
-Linear linear(nn::Module& parent, const std::string& name, std::int64_t in, std::int64_t out) {
-  return Linear(parent.register_module(name, Linear(in, out)));
-}
-
 nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64_t dim, double eps) {
   return nn::LayerNorm(
       parent.register_module(name, nn::LayerNorm(nn::LayerNormOptions({dim}).eps(eps))));
@@ -36,111 +24,12 @@ nn::LayerNorm layer_norm(nn::Module& parent, const std::string& name, std::int64
 
 constexpr const char* kModelName = "HunyuanVideo15Transformer3DModel";
 
-// FeedForward's inner width: int(dim * mult), as diffusers computes it.
-std::int64_t ffn_width(std::int64_t dim, double mult) {
-  return static_cast<std::int64_t>(static_cast<double>(dim) * mult);
-}
-
 // LayerNorm without affine parameters (eps 1e-6), as diffusers' AdaLN norms.
 torch::Tensor plain_layer_norm(const torch::Tensor& x) {
   return torch::layer_norm(x, {x.size(-1)}, {}, {}, 1e-6);
 }
 
-// [B, L, H*D] -> [B, L, H, D]
-torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
-  return x.view({x.size(0), x.size(1), heads, x.size(2) / heads});
-}
-
 }  // namespace
-
-// --- options ------------------------------------------------------------------------------
-
-void check_served_variant(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object()) return;  // from_json reports it
-  const auto has = [&j](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
-  const bool sparse_mode = has("attn_mode") && j.at("attn_mode").is_string() &&
-                           j.at("attn_mode").get<std::string>() == "flex-block-attn";
-  const bool sparse_param = has("attn_param") && j.at("attn_param").is_object() &&
-                            j.at("attn_param").contains("attn_sparse_type");
-  if (sparse_mode || sparse_param) {
-    throw WeightsError(origin, std::string(sparse_mode ? "attn_mode 'flex-block-attn'"
-                                                       : "attn_param.attn_sparse_type") +
-                                   ": a sparse-attention (SSTA) checkpoint of HunyuanVideo-1.5 "
-                                   "(720p *_sparse) is not served (Diffusers has no pipeline for "
-                                   "it either); use the dense 720p checkpoint (720p_t2v, 720p_i2v "
-                                   "or their cfg-distilled *_distilled)");
-  }
-  if (has("in_channels") && has("out_channels") && j.at("in_channels").is_number_integer() &&
-      j.at("out_channels").is_number_integer()) {
-    const auto in = j.at("in_channels").get<std::int64_t>();
-    const auto out = j.at("out_channels").get<std::int64_t>();
-    if (out > 0 && in == 3 * out + 2) {
-      throw WeightsError(
-          origin,
-          "in_channels " + std::to_string(in) +
-              " = 3 x out_channels + 2 (latents, image "
-              "condition + mask, low-resolution latents + mask): a super-resolution "
-              "checkpoint of HunyuanVideo-1.5 (720p_sr_distilled, 1080p_sr_distilled) is not "
-              "served (Diffusers has no pipeline for it either)");
-    }
-  }
-  if (has("heads_num") || has("mm_double_blocks_depth")) {
-    throw WeightsError(origin,
-                       "Tencent's original transformer config (heads_num, "
-                       "mm_double_blocks_depth), not a Diffusers one: convert the checkpoint with "
-                       "diffusers' scripts/convert_hunyuan_video1_5_to_diffusers.py or use a "
-                       "hunyuanvideo-community/HunyuanVideo-1.5-Diffusers-* snapshot (the "
-                       "sparse-attention and super-resolution checkpoints are not served at all)");
-  }
-}
-
-TransformerOptions TransformerOptions::from_json(const nlohmann::json& j, const std::string& origin) {
-  if (!j.is_object()) throw WeightsError(origin, "transformer config is not a JSON object");
-  check_served_variant(j, origin);
-  TransformerOptions o;
-  o.in_channels = config_value(j, "in_channels", o.in_channels, origin);
-  o.out_channels = config_value(j, "out_channels", o.out_channels, origin);
-  o.num_attention_heads = config_value(j, "num_attention_heads", o.num_attention_heads, origin);
-  o.attention_head_dim = config_value(j, "attention_head_dim", o.attention_head_dim, origin);
-  o.num_layers = config_value(j, "num_layers", o.num_layers, origin);
-  o.num_refiner_layers = config_value(j, "num_refiner_layers", o.num_refiner_layers, origin);
-  o.mlp_ratio = config_value(j, "mlp_ratio", o.mlp_ratio, origin);
-  o.patch_size = config_value(j, "patch_size", o.patch_size, origin);
-  o.patch_size_t = config_value(j, "patch_size_t", o.patch_size_t, origin);
-  o.qk_norm = config_value(j, "qk_norm", o.qk_norm, origin);
-  o.text_embed_dim = config_value(j, "text_embed_dim", o.text_embed_dim, origin);
-  o.text_embed_2_dim = config_value(j, "text_embed_2_dim", o.text_embed_2_dim, origin);
-  o.image_embed_dim = config_value(j, "image_embed_dim", o.image_embed_dim, origin);
-  o.rope_theta = config_value(j, "rope_theta", o.rope_theta, origin);
-  const auto axes = config_value(
-      j, "rope_axes_dim", std::vector<std::int64_t>(o.rope_axes_dim.begin(), o.rope_axes_dim.end()),
-      origin);
-  if (axes.size() != 3) throw WeightsError(origin, "rope_axes_dim must have 3 entries");
-  for (std::size_t i = 0; i < 3; ++i) o.rope_axes_dim[i] = axes[i];
-  o.target_size = config_value(j, "target_size", o.target_size, origin);
-  o.task_type = config_value(j, "task_type", o.task_type, origin);
-  o.use_meanflow = config_value(j, "use_meanflow", o.use_meanflow, origin);
-
-  if (o.qk_norm != "rms_norm") {
-    throw WeightsError(origin, "qk_norm '" + o.qk_norm + "' is not supported (only rms_norm)");
-  }
-  if (o.in_channels <= 0 || o.out_channels <= 0 || o.num_attention_heads <= 0 ||
-      o.attention_head_dim <= 0 || o.num_layers < 0 || o.num_refiner_layers < 0 ||
-      o.patch_size <= 0 || o.patch_size_t <= 0 || o.text_embed_dim <= 0 ||
-      o.text_embed_2_dim <= 0 || o.image_embed_dim <= 0 || o.mlp_ratio <= 0.0) {
-    throw WeightsError(origin, "transformer config has a non-positive size");
-  }
-  const auto rope_sum = o.rope_axes_dim[0] + o.rope_axes_dim[1] + o.rope_axes_dim[2];
-  if (rope_sum != o.attention_head_dim) {
-    throw WeightsError(origin, "rope_axes_dim sums to " + std::to_string(rope_sum) +
-                                   ", not attention_head_dim " +
-                                   std::to_string(o.attention_head_dim));
-  }
-  for (const auto d : o.rope_axes_dim) {
-    if (d <= 0 || d % 2 != 0) throw WeightsError(origin, "rope_axes_dim entries must be even");
-  }
-  return o;
-}
 
 // --- building blocks ----------------------------------------------------------------------
 
@@ -150,106 +39,6 @@ Rope3dOptions hv15_rope_options(const TransformerOptions& o) {
   rope.theta = o.rope_theta;
   rope.tables = RopeTables::device_float32;
   return rope;
-}
-
-torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
-  const auto s = freqs.size(0);
-  const auto pairs = freqs.size(2);
-  if (fused_elementwise()) return rotate_pairs(x, freqs.view({1, s, 1, pairs}));
-  // The tables repeat each angle for both members of a pair.
-  const auto c =
-      torch::view_as_real(freqs).select(-1, 0).repeat_interleave(2, -1).view({1, s, 1, -1});
-  const auto sn =
-      torch::view_as_real(freqs).select(-1, 1).repeat_interleave(2, -1).view({1, s, 1, -1});
-  auto sizes = x.sizes().vec();
-  const auto last = sizes.size() - 1;
-  sizes[last] /= 2;
-  sizes.push_back(2);
-  const auto xp = x.reshape(sizes);
-  const auto rotated = torch::stack({-xp.select(-1, 1), xp.select(-1, 0)}, -1).flatten(3);
-  return (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * sn).to(x.scalar_type());
-}
-
-RefinerAttentionImpl::RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim)
-    : heads_(heads) {
-  const auto dim = heads * head_dim;
-  to_q_ = linear(*this, "to_q", dim, dim);
-  to_k_ = linear(*this, "to_k", dim, dim);
-  to_v_ = linear(*this, "to_v", dim, dim);
-  auto out = container(*this, "to_out");
-  to_out_ = linear(*out, "0", dim, dim);
-}
-
-torch::Tensor RefinerAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& key_mask) {
-  const auto q = split_heads(to_q_(x), heads_);
-  const auto k = split_heads(to_k_(x), heads_);
-  const auto v = split_heads(to_v_(x), heads_);
-  return to_out_(masked_attention(q, k, v, key_mask));
-}
-
-RefinerBlockImpl::RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio) {
-  const auto dim = heads * head_dim;
-  norm1_ = layer_norm(*this, "norm1", dim, 1e-6);
-  attn_ = register_module("attn", RefinerAttention(heads, head_dim));
-  norm2_ = layer_norm(*this, "norm2", dim, 1e-6);
-  ff_ = register_module("ff", FeedForward(dim, ffn_width(dim, mlp_ratio), FeedForwardActivation::silu,
-                                          TensorShard{}, ParamSpec{}, kModelName));
-  auto norm_out = container(*this, "norm_out");
-  norm_out_ = linear(*norm_out, "linear", dim, 2 * dim);
-}
-
-torch::Tensor RefinerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& temb,
-                                        const torch::Tensor& key_mask) {
-  const auto attn_out = attn_(norm1_(x), key_mask);
-  const auto gates = norm_out_(torch::silu(temb)).chunk(2, 1);
-  auto h = x + attn_out * gates[0].unsqueeze(1);
-  h = h + ff_(norm2_(h)) * gates[1].unsqueeze(1);
-  return h;
-}
-
-TokenRefinerImpl::TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads,
-                                   std::int64_t head_dim, std::int64_t num_layers, double mlp_ratio) {
-  const auto dim = heads * head_dim;
-  auto tte = container(*this, "time_text_embed");
-  time_embedder_ =
-      tte->register_module("timestep_embedder", EmbeddingMlp(256, dim, EmbeddingActivation::silu));
-  text_embedder_ = tte->register_module("text_embedder",
-                                        EmbeddingMlp(in_channels, dim, EmbeddingActivation::silu));
-  proj_in_ = linear(*this, "proj_in", in_channels, dim);
-  auto refiner = container(*this, "token_refiner");
-  blocks_ = refiner->register_module("refiner_blocks", nn::ModuleList());
-  for (std::int64_t i = 0; i < num_layers; ++i)
-    blocks_->push_back(RefinerBlock(heads, head_dim, mlp_ratio));
-}
-
-torch::Tensor TokenRefinerImpl::forward(const torch::Tensor& x, const torch::Tensor& timestep,
-                                        const torch::Tensor& mask) {
-  // Masked mean in float32 (as the reference); without a mask every token is valid.
-  torch::Tensor pooled;
-  if (mask.defined()) {
-    const auto m = mask.to(torch::kFloat32).unsqueeze(-1);
-    pooled = ((x * m).sum(1) / m.sum(1)).to(x.scalar_type());
-  } else {
-    pooled = (x.to(torch::kFloat32).sum(1) / static_cast<double>(x.size(1))).to(x.scalar_type());
-  }
-  const auto t = timestep_sinusoid(timestep, 256).to(pooled.scalar_type());
-  const auto temb = time_embedder_->forward(t) + text_embedder_->forward(pooled);
-  auto h = proj_in_(x);
-  for (const auto& block : *blocks_) h = block->as<RefinerBlock>()->forward(h, temb, mask);
-  return h;
-}
-
-// to_out.0 and to_add_out on the two streams' attention outputs. Row-split under tensor
-// parallelism: both partial products in one all-reduce over the tensor group, the biases added
-// after it.
-std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::project_out(const torch::Tensor& video,
-                                                                         const torch::Tensor& text) {
-  if (tensor_group_ == nullptr) return {to_out_(video), to_add_out_(text)};
-  const auto n = video.size(1);
-  const auto partial =
-      torch::cat({to_out_->partial_product(video), to_add_out_->partial_product(text)}, 1);
-  const auto summed = reduce_partial(tensor_group_, partial);
-  return {summed.slice(1, 0, n) + to_out_->bias, summed.slice(1, n) + to_add_out_->bias};
 }
 
 JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim, TensorShard shard)
@@ -273,10 +62,11 @@ JointAttentionImpl::JointAttentionImpl(std::int64_t heads, std::int64_t head_dim
   norm_added_q_ = norm("norm_added_q");
   norm_added_k_ = norm("norm_added_k");
   to_out_ =
-      container(*this, "to_out")
+      register_container(*this, "to_out")
           ->register_module("0", RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
   to_add_out_ = register_module("to_add_out",
                                 RowParallelLinear(dim, dim, true, shard, ParamSpec{}, kModelName));
+  out_ = JointRowParallelLinear(to_out_, to_add_out_);
 }
 
 std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(const torch::Tensor& x,
@@ -284,21 +74,24 @@ std::tuple<torch::Tensor, torch::Tensor> JointAttentionImpl::forward(const torch
                                                                      const TextKeys& text,
                                                                      const torch::Tensor& freqs,
                                                                      const SequenceShard& sequence) {
-  auto q = apply_rope(norm_q_(split_heads(to_q_(x), heads_)), freqs);
-  auto k = apply_rope(norm_k_(split_heads(to_k_(x), heads_)), freqs);
-  auto v = split_heads(to_v_(x), heads_);
-  const auto cq = norm_added_q_(split_heads(add_q_proj_(context), heads_));
-  const auto ck = norm_added_k_(split_heads(add_k_proj_(context), heads_));
-  const auto cv = split_heads(add_v_proj_(context), heads_);
+  // freqs [S, 1, D/2] over q, k [B, S, H, D].
+  const auto rotations = freqs.view({1, freqs.size(0), 1, freqs.size(2)});
+  auto q = apply_rope(norm_q_(to_q_(x).unflatten(2, {heads_, -1})), rotations);
+  auto k = apply_rope(norm_k_(to_k_(x).unflatten(2, {heads_, -1})), rotations);
+  auto v = to_v_(x).unflatten(2, {heads_, -1});
+  const auto cq = norm_added_q_(add_q_proj_(context).unflatten(2, {heads_, -1}));
+  const auto ck = norm_added_k_(add_k_proj_(context).unflatten(2, {heads_, -1}));
+  const auto cv = add_v_proj_(context).unflatten(2, {heads_, -1});
   const auto [video, words] = attend(sequence, q, k, v, {cq, ck, cv, text.mask, text.lengths});
-  return project_out(video, words);
+  return out_.forward(video, words);
 }
 
 DoubleStreamBlockImpl::DoubleStreamBlockImpl(std::int64_t heads, std::int64_t head_dim,
                                              double mlp_ratio, TensorShard shard)
     : dim_(heads * head_dim) {
-  norm1_ = linear(*container(*this, "norm1"), "linear", dim_, 6 * dim_);
-  norm1_context_ = linear(*container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
+  norm1_ = register_linear(*register_container(*this, "norm1"), "linear", dim_, 6 * dim_);
+  norm1_context_ =
+      register_linear(*register_container(*this, "norm1_context"), "linear", dim_, 6 * dim_);
   attn_ = register_module("attn", JointAttention(heads, head_dim, shard));
   const auto ffn = [&] {
     return FeedForward(dim_, ffn_width(dim_, mlp_ratio), FeedForwardActivation::gelu_tanh, shard,
@@ -348,25 +141,25 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
   check_head_split(o.num_attention_heads, shard_.size, 1, "HunyuanVideo15Transformer3DModel");
   const auto dim = o.inner_dim();
   x_embedder_ = nn::Conv3d(
-      container(*this, "x_embedder")
+      register_container(*this, "x_embedder")
           ->register_module(
               "proj", nn::Conv3d(nn::Conv3dOptions(o.in_channels, dim,
                                                    {o.patch_size_t, o.patch_size, o.patch_size})
                                      .stride({o.patch_size_t, o.patch_size, o.patch_size}))));
-  auto image = container(*this, "image_embedder");
+  auto image = register_container(*this, "image_embedder");
   image_norm_in_ = layer_norm(*image, "norm_in", o.image_embed_dim, 1e-5);
-  image_l1_ = linear(*image, "linear_1", o.image_embed_dim, o.image_embed_dim);
-  image_l2_ = linear(*image, "linear_2", o.image_embed_dim, dim);
+  image_l1_ = register_linear(*image, "linear_1", o.image_embed_dim, o.image_embed_dim);
+  image_l2_ = register_linear(*image, "linear_2", o.image_embed_dim, dim);
   image_norm_out_ = layer_norm(*image, "norm_out", dim, 1e-5);
   context_embedder_ = register_module(
       "context_embedder", TokenRefiner(o.text_embed_dim, o.num_attention_heads,
                                        o.attention_head_dim, o.num_refiner_layers, 4.0));
-  auto byt5 = container(*this, "context_embedder_2");
+  auto byt5 = register_container(*this, "context_embedder_2");
   byt5_norm_ = layer_norm(*byt5, "norm", o.text_embed_2_dim, 1e-5);
-  byt5_l1_ = linear(*byt5, "linear_1", o.text_embed_2_dim, 2048);
-  byt5_l2_ = linear(*byt5, "linear_2", 2048, 2048);
-  byt5_l3_ = linear(*byt5, "linear_3", 2048, dim);
-  auto time = container(*this, "time_embed");
+  byt5_l1_ = register_linear(*byt5, "linear_1", o.text_embed_2_dim, 2048);
+  byt5_l2_ = register_linear(*byt5, "linear_2", 2048, 2048);
+  byt5_l3_ = register_linear(*byt5, "linear_3", 2048, dim);
+  auto time = register_container(*this, "time_embed");
   time_embedder_ =
       time->register_module("timestep_embedder", EmbeddingMlp(256, dim, EmbeddingActivation::silu));
   if (o.use_meanflow) {
@@ -379,9 +172,9 @@ HunyuanVideo15Transformer3DModelImpl::HunyuanVideo15Transformer3DModelImpl(Trans
     blocks_->push_back(
         DoubleStreamBlock(o.num_attention_heads, o.attention_head_dim, o.mlp_ratio, shard_));
   }
-  norm_out_ = linear(*container(*this, "norm_out"), "linear", dim, 2 * dim);
-  proj_out_ =
-      linear(*this, "proj_out", dim, o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
+  norm_out_ = register_linear(*register_container(*this, "norm_out"), "linear", dim, 2 * dim);
+  proj_out_ = register_linear(*this, "proj_out", dim,
+                              o.patch_size_t * o.patch_size * o.patch_size * o.out_channels);
 }
 
 void HunyuanVideo15Transformer3DModelImpl::bind_parallel(const ParallelState& state) {
@@ -390,46 +183,6 @@ void HunyuanVideo15Transformer3DModelImpl::bind_parallel(const ParallelState& st
 }
 
 ShardPlan HunyuanVideo15Transformer3DModelImpl::shard_plan() { return layer_shard_plan(*this); }
-
-void HunyuanVideo15Transformer3DModelImpl::check_inputs(const TransformerInputs& in) const {
-  const auto& o = options_;
-  auto fail = [](const std::string& what) {
-    throw ModelError(what, {"HunyuanVideo15Transformer3DModel"});
-  };
-  if (!in.hidden_states.defined() || in.hidden_states.dim() != 5)
-    fail("hidden_states must be [B, C, F, H, W]");
-  const auto b = in.hidden_states.size(0);
-  if (in.hidden_states.size(1) != o.in_channels) {
-    fail("hidden_states has " + std::to_string(in.hidden_states.size(1)) + " channels, the model " +
-         std::to_string(o.in_channels));
-  }
-  if (in.hidden_states.size(2) % o.patch_size_t != 0 ||
-      in.hidden_states.size(3) % o.patch_size != 0 || in.hidden_states.size(4) % o.patch_size != 0) {
-    fail("hidden_states frames/height/width are not multiples of the patch size");
-  }
-  if (!in.timestep.defined() || in.timestep.numel() != b)
-    fail("timestep must have one value per batch entry");
-  auto check_text = [&](const torch::Tensor& x, const torch::Tensor& mask, std::int64_t dim,
-                        const char* name) {
-    if (!x.defined() || x.dim() != 3 || x.size(0) != b || x.size(2) != dim) {
-      fail(std::string(name) + " must be [B, L, " + std::to_string(dim) + "]");
-    }
-    if (!mask.defined() || mask.dim() != 2 || mask.size(0) != b || mask.size(1) != x.size(1)) {
-      fail(std::string(name) + " mask must be [B, L]");
-    }
-  };
-  check_text(in.encoder_hidden_states, in.encoder_attention_mask, o.text_embed_dim,
-             "encoder_hidden_states");
-  check_text(in.encoder_hidden_states_2, in.encoder_attention_mask_2, o.text_embed_2_dim,
-             "encoder_hidden_states_2");
-  if (in.image_embeds.defined() && (in.image_embeds.dim() != 3 || in.image_embeds.size(0) != b ||
-                                    in.image_embeds.size(2) != o.image_embed_dim)) {
-    fail("image_embeds must be [B, L, " + std::to_string(o.image_embed_dim) + "]");
-  }
-  if (o.use_meanflow && in.timestep_r.defined() && in.timestep_r.numel() != b) {
-    fail("timestep_r must have one value per batch entry");
-  }
-}
 
 TextTokens HunyuanVideo15Transformer3DModelImpl::build_context(const TransformerInputs& in,
                                                                const torch::Tensor& timestep,
@@ -511,7 +264,7 @@ TextTokens HunyuanVideo15Transformer3DModelImpl::ragged_context(const Transforme
 
 torch::Tensor HunyuanVideo15Transformer3DModelImpl::forward(const TransformerInputs& in,
                                                             StepCache* cache) {
-  check_inputs(in);
+  check_transformer_inputs(options_, in);
   const auto& o = options_;
   const auto dtype = proj_out_->weight.scalar_type();
   const auto device = proj_out_->weight.device();

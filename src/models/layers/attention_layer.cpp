@@ -40,16 +40,13 @@ std::pair<torch::Tensor, torch::Tensor> ragged_attention(const torch::Tensor& q,
 
 torch::Tensor masked_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& key_mask) {
-  const auto qh = q.transpose(1, 2);
-  const auto kh = k.transpose(1, 2);
-  const auto vh = v.transpose(1, 2);
-  if (!key_mask.defined())
-    return models::scaled_dot_product_attention(qh, kh, vh).transpose(1, 2).flatten(2);
-  const auto b = key_mask.size(0);
-  const auto s = key_mask.size(1);
-  auto out = models::scaled_dot_product_attention(qh, kh, vh, key_mask.view({b, 1, 1, s}));
-  out = out * key_mask.view({b, 1, s, 1}).to(out.scalar_type());
-  return out.transpose(1, 2).flatten(2);
+  if (!key_mask.defined()) {
+    return models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                v.transpose(1, 2))
+        .transpose(1, 2)
+        .flatten(2);
+  }
+  return masked_rows_attention(q, k, v, key_mask, key_mask).flatten(2);
 }
 
 std::pair<torch::Tensor, torch::Tensor> attend(const SequenceShard& sequence,

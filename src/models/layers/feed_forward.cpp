@@ -5,6 +5,10 @@
 
 namespace omnidp::models {
 
+std::int64_t ffn_width(std::int64_t dim, double mult) {
+  return static_cast<std::int64_t>(static_cast<double>(dim) * mult);
+}
+
 FeedForwardActivation feed_forward_activation(const std::string& name) {
   if (name == "gelu-approximate") return FeedForwardActivation::gelu_tanh;
   if (name == "gelu") return FeedForwardActivation::gelu;

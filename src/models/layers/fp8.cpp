@@ -13,19 +13,13 @@
 namespace omnidp::models {
 namespace {
 constexpr double kE4m3Max = 448.0;
-
-void require_fp8(torch::Device device) {
-  if (auto reason = fp8_unsupported(device); !reason.empty())
-    throw ModelError("model.quantization fp8: " + reason);
-}
 }  // namespace
 
-void require_fp8_config(torch::Device device) {
-  if (const auto reason = fp8_unsupported(device); !reason.empty())
-    throw ConfigError("model.quantization", "fp8: " + reason);
-}
-
-std::string fp8_unsupported(torch::Device device) {
+std::string fp8_unavailable_reason(torch::Device device, Fp8Needs needs) {
+  if (needs == Fp8Needs::deferred_biases && !fused_elementwise()) {
+    return "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
+           "model.fused_kernels true)";
+  }
 #if OMNIDP_HAVE_FP8
   if (!device.is_cuda()) return "FP8 GEMMs need a CUDA device (got " + device.str() + ")";
   if (!torch::cuda::is_available()) return "no CUDA device is available";
@@ -35,6 +29,16 @@ std::string fp8_unsupported(torch::Device device) {
   return "this build's libtorch " TORCH_VERSION
          " has no row-wise FP8 GEMM (at::_scaled_mm needs libtorch 2.5 or later)";
 #endif
+}
+
+void require_fp8(torch::Device device, Fp8Needs needs) {
+  if (auto reason = fp8_unavailable_reason(device, needs); !reason.empty())
+    throw ModelError("model.quantization fp8: " + reason);
+}
+
+void require_fp8_config(torch::Device device) {
+  if (const auto reason = fp8_unavailable_reason(device); !reason.empty())
+    throw ConfigError("model.quantization", "fp8: " + reason);
 }
 
 Fp8Weight quantize_fp8_weight(const torch::Tensor& weight, Fp8Accumulation accumulation) {
@@ -95,11 +99,6 @@ torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w, const torch
   require_fp8(x.device());
   return {};
 #endif
-}
-
-torch::Tensor linear_or_fp8(const torch::Tensor& x, const torch::Tensor& weight,
-                            const Fp8Weight& fp8) {
-  return fp8.defined() ? fp8_linear(x, fp8) : linear_bias(x, weight, {});
 }
 
 }  // namespace omnidp::models

@@ -2,11 +2,11 @@
 
 #include <torch/version.h>
 
-#include <atomic>
 #include <optional>
 #include <stdexcept>
 
 #include "omnidp/models/layers/cuda_kernels.hpp"
+#include "omnidp/models/layers/rope.hpp"
 
 // libtorch >= 2.4 has at::rms_norm; its ternary TensorIterator ops cast the common dtype to
 // the output inside the kernel (libtorch 1.13 does not accept a narrower output there).
@@ -16,12 +16,10 @@
 
 namespace omnidp::models {
 namespace {
-std::atomic<bool> g_fused{true};
 
 // The fused CUDA kernels apply: switch on, kernels built, bf16 on a CUDA device.
 const CudaKernels* kernels_for(const torch::Tensor& x) {
-  if (!g_fused.load(std::memory_order_relaxed) || !x.is_cuda() ||
-      x.scalar_type() != torch::kBFloat16) {
+  if (!fused_elementwise() || !x.is_cuda() || x.scalar_type() != torch::kBFloat16) {
     return nullptr;
   }
   return cuda_kernels();
@@ -45,9 +43,6 @@ std::optional<std::int64_t> group_stride(const torch::Tensor& t) {
   return std::nullopt;
 }
 }  // namespace
-
-void set_fused_elementwise(bool on) noexcept { g_fused.store(on, std::memory_order_relaxed); }
-bool fused_elementwise() noexcept { return g_fused.load(std::memory_order_relaxed); }
 
 torch::Tensor addcmul_as(const torch::Tensor& self, const torch::Tensor& t1,
                          const torch::Tensor& t2, torch::ScalarType dtype) {
@@ -167,20 +162,6 @@ torch::Tensor gated_residual(const torch::Tensor& x, const torch::Tensor& y,
   return addcmul_as(x, y_biased, gate, dtype);
 }
 
-torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs) {
-  if (!fused_elementwise()) {
-    // The reference's expression: x1*cos - x2*sin, x1*sin + x2*cos, interleaved.
-    const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
-    const auto x1 = pairs.select(-1, 0);
-    const auto x2 = pairs.select(-1, 1);
-    const auto c = torch::real(freqs);
-    const auto s = torch::imag(freqs);
-    return torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2).to(x.scalar_type());
-  }
-  const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
-  return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
-}
-
 torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight, double eps,
                             const torch::Tensor& freqs, std::int64_t head_dim,
                             const torch::Tensor& bias) {
@@ -203,9 +184,7 @@ torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
                      x.size(1), head_dim, static_cast<float>(eps));
     return out;
   }
-  const auto normed = rms_norm(bias.defined() ? x + bias : x, weight, eps);
-  if (!freqs.defined()) return normed.contiguous();
-  return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
+  return apply_rope_heads(rms_norm(bias.defined() ? x + bias : x, weight, eps), freqs, head_dim);
 }
 
 torch::Tensor channel_rms_norm(const torch::Tensor& x, const torch::Tensor& gamma, double scale,

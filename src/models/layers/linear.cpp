@@ -30,4 +30,14 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
   return linear_bias(x, weight, bias);
 }
 
+std::shared_ptr<torch::nn::Module> register_container(torch::nn::Module& parent,
+                                                      const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>(name));
+}
+
+Linear register_linear(torch::nn::Module& parent, const std::string& name, std::int64_t in,
+                       std::int64_t out) {
+  return Linear(parent.register_module(name, Linear(in, out)));
+}
+
 }  // namespace omnidp::models

@@ -147,6 +147,15 @@ void RowParallelLinearImpl::bind_tensor_group(Collective* group) {
   group_ = group;
 }
 
+std::pair<torch::Tensor, torch::Tensor> JointRowParallelLinear::forward(const torch::Tensor& x,
+                                                                        const torch::Tensor& y) const {
+  if (group_ == nullptr) return {first_->forward(x), second_->forward(y)};
+  const auto n = x.size(1);
+  const auto partial = torch::cat({first_->partial_product(x), second_->partial_product(y)}, 1);
+  const auto summed = reduce_partial(group_, partial);
+  return {summed.slice(1, 0, n) + first_->bias, summed.slice(1, n) + second_->bias};
+}
+
 QKVParallelLinear::QKVParallelLinear(std::int64_t in_features, std::int64_t out_features,
                                      std::size_t parts, bool with_bias, TensorShard shard,
                                      const ParamSpec& spec, const std::string& owner)

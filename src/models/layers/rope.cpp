@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "omnidp/common/error.hpp"
+#include "omnidp/models/layers/fused_switch.hpp"
 
 namespace omnidp::models {
 
@@ -61,6 +62,26 @@ const torch::Tensor& Rope3d::freqs(std::int64_t frames, std::int64_t height, std
     grid_ = grid;
   }
   return freqs_;
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs) {
+  if (!fused_elementwise()) {
+    // The reference's expression: x1*cos - x2*sin, x1*sin + x2*cos, interleaved.
+    const auto pairs = x.to(torch::kFloat32).unflatten(-1, {-1, 2});
+    const auto x1 = pairs.select(-1, 0);
+    const auto x2 = pairs.select(-1, 1);
+    const auto c = torch::real(freqs);
+    const auto s = torch::imag(freqs);
+    return torch::stack({x1 * c - x2 * s, x1 * s + x2 * c}, -1).flatten(-2).to(x.scalar_type());
+  }
+  const auto pairs = torch::view_as_complex(x.to(torch::kFloat32).unflatten(-1, {-1, 2}));
+  return torch::view_as_real(pairs * freqs).flatten(-2).to(x.scalar_type());
+}
+
+torch::Tensor apply_rope_heads(const torch::Tensor& x, const torch::Tensor& freqs,
+                               std::int64_t head_dim) {
+  if (!freqs.defined()) return x.contiguous();
+  return apply_rope(x.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
 }
 
 }  // namespace omnidp::models

@@ -5,6 +5,7 @@
 #include "omnidp/common/error.hpp"
 #include "omnidp/models/layers/collective_ops.hpp"
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/rope.hpp"
 
 namespace omnidp::models {
 
@@ -52,8 +53,7 @@ torch::Tensor sharded_rms_norm_rope(Collective* group, const torch::Tensor& x,
   auto normed =
       (xf * torch::rsqrt(squares / static_cast<double>(full_dim) + eps)).to(x.scalar_type());
   if (weight.defined()) normed = normed * weight;
-  if (!freqs.defined()) return normed.contiguous();
-  return rotate_pairs(normed.unflatten(-1, {-1, head_dim}), freqs).flatten(-2);
+  return apply_rope_heads(normed, freqs, head_dim);
 }
 
 }  // namespace omnidp::models

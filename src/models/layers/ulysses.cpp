@@ -118,13 +118,9 @@ std::pair<torch::Tensor, torch::Tensor> ulysses_attention(const SequenceShard& s
   if (text.key_mask.defined()) {  // as a masked attention: masked keys, their query rows zero
     const auto& mask = text.key_mask;
     const auto b = mask.size(0);
-    const auto lc = mask.size(1);
     const auto keys = torch::cat({torch::ones({b, n}, mask.options()), mask}, 1);
     const auto rows = torch::cat({torch::ones({b, np}, mask.options()), mask}, 1);
-    out = models::scaled_dot_product_attention(jq.transpose(1, 2), torch::cat(jk, 1).transpose(1, 2),
-                                               torch::cat(jv, 1).transpose(1, 2),
-                                               keys.view({b, 1, 1, n + lc}));
-    out = (out * rows.view({b, 1, np + lc, 1}).to(out.scalar_type())).transpose(1, 2);
+    out = masked_rows_attention(jq, torch::cat(jk, 1), torch::cat(jv, 1), keys, rows);
   } else {
     out = joint_attention(jq, jk, jv);
   }

@@ -126,4 +126,16 @@ RequestFlops wan_request_flops(const WanTransformerOptions& t, const Autoencoder
   return f;
 }
 
+double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,
+                         std::int64_t text_tokens, std::int64_t image_tokens) {
+  const double n = static_cast<double>(tokens);
+  const double d = static_cast<double>(o.inner_dim());
+  const double ff = static_cast<double>(o.ffn_dim);
+  // The image's added K/V attention is one more cross-attention context, over Li tokens.
+  const double lc = static_cast<double>(text_tokens + image_tokens);
+  const double per_layer =
+      2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d + 4.0 * n * lc * d + 4.0 * lc * d * d;
+  return static_cast<double>(o.num_layers) * per_layer;
+}
+
 }  // namespace omnidp::models::wan

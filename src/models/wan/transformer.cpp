@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "omnidp/common/error.hpp"
-#include "omnidp/models/layers/attention_layer.hpp"
 #include "omnidp/models/layers/fused.hpp"
 #include "omnidp/models/layers/quantization.hpp"
 #include "omnidp/models/layers/timestep_embedding.hpp"
@@ -17,6 +16,8 @@ namespace {
 // modules libtorch builds on the CPU (a convolution, float32 norms) stay where they are: their
 // shapes are the same.
 bool on_meta(const ParamSpec& spec) { return spec.device.type() == torch::kMeta; }
+
+constexpr const char* kModelName = "WanTransformer3DModel";
 }  // namespace
 
 Rope3dOptions wan_rope_options(const WanTransformerOptions& o) {
@@ -33,123 +34,13 @@ Rope3dOptions wan_rope_options(const WanTransformerOptions& o) {
 // ---------------------------------------------------------------------------------------------
 // Layers
 
-WanAttentionImpl::WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                                   TensorShard shard, const ParamSpec& spec, std::int64_t added_kv)
-    : heads_(shard_part(heads, shard, "WanTransformer3DModel", "attention heads")), cross_(cross) {
-  const std::string owner = "WanTransformer3DModel";
-  // One GEMM for q, k and v (self) or k and v (cross, whose q reads x, not the context).
-  in_ = QKVParallelLinear(dim, dim, cross ? 2 : 3, true, shard, spec, owner);
-  const std::size_t k = cross ? 0 : 1;  // in_'s part holding to_k
-  to_q = register_module(
-      "to_q", cross ? ColumnParallelLinear(dim, dim, true, shard, spec, owner) : in_.part(0));
-  to_k = register_module("to_k", in_.part(k));
-  to_v = register_module("to_v", in_.part(k + 1));
-  to_out = register_module("to_out", torch::nn::ModuleList());
-  out_ = RowParallelLinear(dim, dim, true, shard, spec, owner);
-  to_out->push_back(out_);
-  norm_q = register_module("norm_q", HeadNorm(dim, eps, shard, spec, owner));
-  norm_k = register_module("norm_k", HeadNorm(dim, eps, shard, spec, owner));
-  if (added_kv > 0) {
-    if (!cross) throw ModelError("added K/V projections belong to a cross-attention");
-    add_k_proj =
-        register_module("add_k_proj", ColumnParallelLinear(added_kv, dim, true, shard, spec, owner));
-    add_v_proj =
-        register_module("add_v_proj", ColumnParallelLinear(added_kv, dim, true, shard, spec, owner));
-    norm_added_k = register_module("norm_added_k", HeadNorm(dim, eps, shard, spec, owner));
-  }
-}
-
-void WanAttentionImpl::to_dtype(torch::Device device, torch::ScalarType dtype) {
-  in_.to(device, dtype);
-}
-
-WanKeyValues WanAttentionImpl::context_kv(const torch::Tensor& context) {
-  if (!cross_) throw ModelError("context_kv: not a cross-attention");
-  const auto kv = in_.forward(context);
-  const std::int64_t head_dim = kv[0].size(2) / heads_;
-  const auto k = norm_k->forward(kv[0], {}, head_dim).unflatten(2, {heads_, -1});
-  return {k, kv[1].unflatten(2, {heads_, -1})};  // [B, Lc, H, Dh]
-}
-
-WanKeyValues WanAttentionImpl::image_kv(const torch::Tensor& image) {
-  if (!add_k_proj) throw ModelError("image_kv: this attention has no added K/V projections");
-  const auto k = add_k_proj->forward(image);
-  const std::int64_t head_dim = k.size(2) / heads_;
-  return {norm_added_k->forward(k, {}, head_dim).unflatten(2, {heads_, -1}),
-          add_v_proj->forward(image).unflatten(2, {heads_, -1})};
-}
-
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::attend(const torch::Tensor& x,
-                                                                 const WanKeyValues& kv,
-                                                                 const WanKeyValues& image_kv) {
-  if (!cross_) throw ModelError("attend: not a cross-attention");
-  if (!defers_biases()) {
-    return {out_->forward(cross_attention(to_q->forward(x), {}, kv, image_kv)), {}};
-  }
-  const auto [q, q_bias] = to_q->forward_skip_bias(x);
-  return out_->forward_skip_bias(cross_attention(q, q_bias, kv, image_kv));
-}
-
-torch::Tensor WanAttentionImpl::cross_attention(const torch::Tensor& q, const torch::Tensor& q_bias,
-                                                const WanKeyValues& kv, const WanKeyValues& image_kv) {
-  if (!image_kv.first.defined()) return attention(q, q_bias, kv.first, kv.second, {});
-  if (!add_k_proj) throw ModelError("image keys given to an attention without added K/V");
-  // One normalised query for both: the image part first, as the reference computes it; the
-  // sum is the same either way.
-  const std::int64_t head_dim = q.size(2) / heads_;
-  const auto qn = norm_q->forward(q, {}, head_dim, q_bias).unflatten(2, {heads_, -1});
-  const auto image = models::attend({}, qn, image_kv.first, image_kv.second).first;
-  return models::attend({}, qn, kv.first, kv.second).first + image;
-}
-
-torch::Tensor WanAttentionImpl::attention(const torch::Tensor& q, const torch::Tensor& q_bias,
-                                          const torch::Tensor& k, const torch::Tensor& v,
-                                          const torch::Tensor& rope_freqs,
-                                          const SequenceShard& sequence) {
-  // RMSNorm across heads, then the rotary embedding (self-attention): one kernel on CUDA.
-  const std::int64_t head_dim = q.size(2) / heads_;
-  const auto qn = norm_q->forward(q, rope_freqs, head_dim, q_bias).unflatten(2, {heads_, -1});
-  return models::attend(sequence, qn, k, v).first;
-}
-
-std::pair<torch::Tensor, torch::Tensor> WanAttentionImpl::forward(const torch::Tensor& x,
-                                                                  const torch::Tensor& rope_freqs,
-                                                                  const torch::Tensor& out_bias,
-                                                                  const SequenceShard& sequence) {
-  if (cross_) throw ModelError("forward: a cross-attention attends to prepared keys (attend)");
-  const bool deferred = defers_biases();
-  if (deferred && !out_bias.defined()) throw ModelError("no folded self-attention output bias");
-  // Deferred: plain GEMMs, the q and k biases go into their norms, the output's to the caller.
-  const auto qkv = deferred ? in_.forward_skip_bias(x) : in_.forward(x);
-  const std::int64_t head_dim = qkv[1].size(2) / heads_;
-  const auto k =
-      norm_k->forward(qkv[1], rope_freqs, head_dim, deferred ? to_k->bias : torch::Tensor())
-          .unflatten(2, {heads_, -1});
-  const auto o = attention(qkv[0], deferred ? to_q->bias : torch::Tensor(), k,
-                           qkv[2].unflatten(2, {heads_, -1}), rope_freqs, sequence);
-  if (!deferred) return {out_->forward(o), {}};
-  return {out_->forward_skip_bias(o).first, out_bias};
-}
-
-bool WanAttentionImpl::defers_biases() const { return fused_elementwise(); }
-
-torch::Tensor WanAttentionImpl::folded_out_bias() {
-  if (cross_) throw ModelError("folded_out_bias: not a self-attention");
-  torch::NoGradGuard no_grad;
-  const auto f32 = torch::kFloat32;
-  // Row-split: each shard's to_out columns (and low-rank updates) times its to_v bias rows,
-  // summed over the group.
-  const auto folded = reduce_partial(tensor_group_, out_->partial_matvec_f32(to_v->bias));
-  return (out_->bias.to(f32) + folded).to(out_->bias.scalar_type());
-}
-
 WanTransformerBlockImpl::WanTransformerBlockImpl(const WanTransformerOptions& o, TensorShard shard,
                                                  const ParamSpec& spec)
     : dim_(o.inner_dim()), eps_(o.eps) {
-  attn1 =
-      register_module("attn1", WanAttention(dim_, o.num_attention_heads, o.eps, false, shard, spec));
-  attn2 = register_module("attn2", WanAttention(dim_, o.num_attention_heads, o.eps, true, shard,
-                                                spec, o.added_kv_proj_dim));
+  const auto heads = o.num_attention_heads;
+  attn1 = register_module("attn1", SelfAttention(dim_, heads, o.eps, shard, spec, kModelName));
+  attn2 = register_module(
+      "attn2", CrossAttention(dim_, heads, o.eps, shard, spec, kModelName, o.added_kv_proj_dim));
   if (o.cross_attn_norm) {
     norm2 = register_module(
         "norm2", torch::nn::LayerNorm(
@@ -199,7 +90,7 @@ torch::Tensor WanTransformerBlockImpl::forward(const torch::Tensor& x,
   const auto dtype = x.scalar_type();
   const auto grouped = [&](const torch::Tensor& t) { return t.view({batch, groups, -1, dim_}); };
   const auto flat = [&](const torch::Tensor& t) { return t.view({batch, -1, dim_}); };
-  // Where the projections' biases are deferred (WanAttention::defers_biases), each residual
+  // Where the projections' biases are deferred (SelfAttention::defers_biases), each residual
   // below adds the bias of the output projection it receives.
 
   // 1. Self-attention: norm -> (1 + scale), shift -> attn1 -> residual with gate (float32).
@@ -447,11 +338,7 @@ torch::ScalarType WanTransformer3DModelImpl::dtype() const {
 }
 
 void WanTransformer3DModelImpl::quantize_fp8() {
-  if (!fused_elementwise()) {
-    throw ModelError(
-        "FP8 quantization needs the fused CUDA kernels (a bf16 model on a GPU with "
-        "model.fused_kernels true)");
-  }
+  require_fp8(proj_out->weight.device(), Fp8Needs::deferred_biases);
   apply_fp8_plan(*this, fp8_plan());
 }
 
@@ -461,18 +348,6 @@ Fp8Plan WanTransformer3DModelImpl::fp8_plan() {
           "blocks",
           0,
           {"attn2.to_k", "attn2.to_v", "attn2.add_k_proj", "attn2.add_v_proj"}};
-}
-
-double wan_forward_flops(const WanTransformerOptions& o, std::int64_t tokens,
-                         std::int64_t text_tokens, std::int64_t image_tokens) {
-  const double n = static_cast<double>(tokens);
-  const double d = static_cast<double>(o.inner_dim());
-  const double ff = static_cast<double>(o.ffn_dim);
-  // The image's added K/V attention is one more cross-attention context, over Li tokens.
-  const double lc = static_cast<double>(text_tokens + image_tokens);
-  const double per_layer =
-      2.0 * n * (6.0 * d * d + 2.0 * d * ff) + 4.0 * n * n * d + 4.0 * n * lc * d + 4.0 * lc * d * d;
-  return static_cast<double>(o.num_layers) * per_layer;
 }
 
 }  // namespace omnidp::models::wan

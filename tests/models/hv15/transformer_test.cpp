@@ -204,33 +204,13 @@ TEST(Hv15Transformer, RopeRotatesEachPairByItsAxisAngleInBothFormulations) {
   x.index_put_({0, 5, 0, 6}, 1.0);
   for (const bool fused : {false, true}) {
     omnidp::models::testing::FusedSwitch on(fused);
-    const auto y = hv::apply_rope(x, freqs);
+    const auto y = omnidp::models::apply_rope(x, freqs.view({1, 24, 1, 4}));
     EXPECT_NEAR(y[0][12][0][0].item<double>(), std::cos(1.0), 1e-6) << fused;
     EXPECT_NEAR(y[0][12][0][1].item<double>(), std::sin(1.0), 1e-6) << fused;
     EXPECT_NEAR(y[0][12][0][2].item<double>(), 0.0, 1e-7) << fused;
     EXPECT_NEAR(y[0][5][0][6].item<double>(), std::cos(1.0 / 16.0), 1e-6) << fused;
     EXPECT_NEAR(y[0][5][0][7].item<double>(), std::sin(1.0 / 16.0), 1e-6) << fused;
   }
-}
-
-TEST(Hv15Transformer, OptionsFromJsonValidate) {
-  OMNIDP_REQUIRE_FIXTURES();
-  auto cfg = omnidp::models::read_json(kCase / "config.json");
-  const auto o = hv::TransformerOptions::from_json(cfg, "x");
-  EXPECT_EQ(o.inner_dim(), 128);
-  EXPECT_EQ(o.rope_axes_dim, (std::array<std::int64_t, 3>{16, 24, 24}));
-  EXPECT_EQ(o.text_embed_dim, 48);
-  cfg["rope_axes_dim"] = {16, 24, 20};
-  EXPECT_THROW((void)hv::TransformerOptions::from_json(cfg, "x"), omnidp::WeightsError);
-  cfg = omnidp::models::read_json(kCase / "config.json");
-  cfg["qk_norm"] = "layer_norm";
-  EXPECT_THROW((void)hv::TransformerOptions::from_json(cfg, "x"), omnidp::WeightsError);
-  // The defaults are the released model (docs/models.md).
-  const hv::TransformerOptions real;
-  EXPECT_EQ(real.num_layers, 54);
-  EXPECT_EQ(real.inner_dim(), 2048);
-  EXPECT_EQ(real.in_channels, 65);
-  EXPECT_EQ(real.rope_axes_dim, (std::array<std::int64_t, 3>{16, 56, 56}));
 }
 
 // --- Ulysses sequence parallel: the forward sharded over 2 and 4 threads of in-process
@@ -287,7 +267,7 @@ TEST(Hv15Transformer, Fp8NeedsAGpu) {
     FAIL() << "no ModelError";
   } catch (const omnidp::ModelError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "model.quantization fp8: " + omnidp::models::fp8_unsupported(torch::kCPU));
+              "model.quantization fp8: " + omnidp::models::fp8_unavailable_reason(torch::kCPU));
   }
   EXPECT_TRUE(torch::equal(model->forward(in), before));
 }

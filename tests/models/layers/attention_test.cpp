@@ -145,6 +145,23 @@ TEST(JointAttention, EqualsTheAttentionOverTheConcatenatedKeys) {
   EXPECT_THROW((void)joint_attention(q, {kv, kt}, {vv}), std::invalid_argument);
 }
 
+TEST(MaskedRowsAttention, MasksTheKeysAndZeroesTheMaskedRows) {
+  torch::manual_seed(11);
+  const auto q = torch::randn({2, 5, 3, 8});
+  const auto k = torch::randn({2, 4, 3, 8});
+  const auto v = torch::randn({2, 4, 3, 8});
+  const auto keys = torch::tensor({1, 1, 0, 1, 1, 0, 0, 1}, torch::kBool).view({2, 4});
+  const auto rows = torch::tensor({1, 1, 1, 0, 1, 0, 1, 1, 1, 1}, torch::kBool).view({2, 5});
+  const auto out = masked_rows_attention(q, k, v, keys, rows);
+  ASSERT_EQ(out.sizes(), q.sizes());
+  const auto full = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                 v.transpose(1, 2), keys.view({2, 1, 1, 4}))
+                        .transpose(1, 2);
+  EXPECT_TRUE(torch::equal(out, full * rows.view({2, 5, 1, 1}).to(torch::kFloat32)));
+  EXPECT_TRUE(torch::equal(out[0][3], torch::zeros({3, 8})));
+  EXPECT_TRUE(torch::equal(out[1][0], torch::zeros({3, 8})));
+}
+
 TEST(AttentionKeyPadding, NoneOnTheCpu) {
   set_attention_backend(AttentionBackend::cudnn);
   EXPECT_EQ(attention_key_padding(torch::randn({1, 4, 2, 128}).to(torch::kBFloat16), 49546, 0), 0);

@@ -1,4 +1,5 @@
 #include "omnidp/models/layers/fused.hpp"
+#include "omnidp/models/layers/rope.hpp"
 
 #include <gtest/gtest.h>
 
@@ -130,17 +131,6 @@ TEST(GatedResidual, AddsADeferredBiasAndTakesAMissingGateAsOne) {
   EXPECT_TRUE(torch::equal(gated_residual(x.to(bf), y.to(bf), gate, bf, b.to(bf)), expect));
 }
 
-TEST(RotatePairs, IsTheComplexRotationOnBothPaths) {
-  const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
-  const auto freqs =
-      torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
-  const auto expect = torch::tensor(
-      {1 * 0.0F - 2 * 1.0F, 1 * 1.0F + 2 * 0.0F, 3 * 0.5F - 4 * -0.5F, 3 * -0.5F + 4 * 0.5F});
-  EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
-  const FusedSwitch off(false);
-  EXPECT_LT(max_diff(rotate_pairs(x, freqs).flatten(), expect), 1e-6);
-}
-
 TEST(RmsNormRope, OnAColumnSliceEqualsNormThenRotatePerHead) {
   torch::manual_seed(7);
   const std::int64_t batch = 2, tokens = 5, heads = 3, head_dim = 8, dim = heads * head_dim;
@@ -150,7 +140,7 @@ TEST(RmsNormRope, OnAColumnSliceEqualsNormThenRotatePerHead) {
   const auto angles = torch::randn({tokens, 1, head_dim / 2});
   const auto freqs = torch::polar(torch::ones_like(angles), angles);
   const auto normed = k * torch::rsqrt(k.pow(2).mean(-1, true) + 1e-6) * w;
-  const auto ref = rotate_pairs(normed.unflatten(-1, {heads, head_dim}), freqs).flatten(-2);
+  const auto ref = apply_rope(normed.unflatten(-1, {heads, head_dim}), freqs).flatten(-2);
   const auto out = rms_norm_rope(k, w, 1e-6, freqs, head_dim);
   EXPECT_TRUE(out.is_contiguous());
   EXPECT_LT(max_diff(out, ref), 1e-5);

@@ -152,6 +152,51 @@ TEST(ParallelLinear, AShardedLayerTakesOnlyItsShardsGroup) {
                            linear_bias(x, replicated.down->weight, replicated.down->bias)));
 }
 
+// The two output projections of a joint attention: without a group each layer's forward;
+// with one, both reduced in one all-reduce, the biases after it, as two separate reductions.
+TEST(JointRowParallelLinear, ReducesBothProductsTogetherAndAddsEachBiasAfter) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(4);
+  const WholeLinear first, second;  // 16 -> 8 each
+  const auto x = torch::randn({2, 5, 16});
+  const auto y = torch::randn({2, 3, 16});
+  RowParallelLinear a(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  RowParallelLinear b(16, 8, true, TensorShard{}, ParamSpec{}, "m");
+  a->weight.copy_(first.weight);
+  a->bias.copy_(first.bias);
+  b->weight.copy_(second.weight);
+  b->bias.copy_(second.bias);
+  const auto [whole_x, whole_y] = JointRowParallelLinear(a, b).forward(x, y);
+  EXPECT_TRUE(torch::equal(whole_x, a->forward(x)));
+  EXPECT_TRUE(torch::equal(whole_y, b->forward(y)));
+  const int size = 2;
+  std::vector<torch::Tensor> xs(size), ys(size), want_x(size), want_y(size);
+  on_group(size, [&](int r, Collective& c) {
+    torch::NoGradGuard guard;
+    const TensorShard shard{r, size};
+    RowParallelLinear ra(16, 8, true, shard, ParamSpec{}, "m");
+    RowParallelLinear rb(16, 8, true, shard, ParamSpec{}, "m");
+    ra->weight.copy_(first.weight.chunk(size, 1)[r]);
+    ra->bias.copy_(first.bias);
+    rb->weight.copy_(second.weight.chunk(size, 1)[r]);
+    rb->bias.copy_(second.bias);
+    ra->bind_tensor_group(&c);
+    rb->bind_tensor_group(&c);
+    JointRowParallelLinear joint(ra, rb);
+    joint.bind_tensor_group(&c);
+    const auto i = static_cast<std::size_t>(r);
+    const auto xr = x.chunk(size, 2)[r];
+    const auto yr = y.chunk(size, 2)[r];
+    std::tie(xs[i], ys[i]) = joint.forward(xr, yr);
+    want_x[i] = ra->forward(xr);
+    want_y[i] = rb->forward(yr);
+  });
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(torch::equal(xs[i], want_x[i])) << i;
+    EXPECT_TRUE(torch::equal(ys[i], want_y[i])) << i;
+  }
+}
+
 TEST(ParallelLinear, ShardsThatDoNotDivideAreConfigErrors) {
   try {
     ColumnParallelLinear layer(16, 6, true, TensorShard{0, 4}, ParamSpec{}, "tiny-model");
@@ -346,7 +391,7 @@ TEST(ParallelLinear, ShardsOfALowRankUpdateComposeToTheWholeUpdate) {
 
 TEST(ParallelLinear, Fp8MethodNeedsAGpuThatRunsIt) {
   ColumnParallelLinear layer(16, 16, false, TensorShard{}, ParamSpec{}, "m");
-  if (!fp8_unsupported(torch::kCPU).empty()) {
+  if (!fp8_unavailable_reason(torch::kCPU).empty()) {
     EXPECT_THROW(layer->set_fp8(Fp8Accumulation::fast), ModelError);
     EXPECT_FALSE(layer->method().quantized());
   }

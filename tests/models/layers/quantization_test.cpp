@@ -111,7 +111,8 @@ TEST(Fp8Plan, OnTheCpuAPlanOfNoLayersAppliesAndOneOfSomeIsRefused) {
     apply_fp8_plan(model, plan);
     FAIL() << "no error";
   } catch (const ModelError& e) {
-    EXPECT_EQ(std::string(e.what()), "model.quantization fp8: " + fp8_unsupported(torch::kCPU));
+    EXPECT_EQ(std::string(e.what()),
+              "model.quantization fp8: " + fp8_unavailable_reason(torch::kCPU));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/fused_switch.hpp"
 #include "omnidp/common/error.hpp"
 
 namespace omnidp::models {
@@ -96,6 +97,54 @@ TEST(Rope3d, CachesTheRotationsOfTheLastGrid) {
   EXPECT_FALSE(rope.freqs(2, 3, 5, torch::kCPU).is_same(first));
   rope.clear();
   EXPECT_TRUE(torch::equal(rope.freqs(2, 3, 4, torch::kCPU), first));
+}
+
+TEST(ApplyRope, IsTheComplexRotationOnBothPaths) {
+  const auto x = torch::tensor({1.0F, 2.0F, 3.0F, 4.0F}).view({1, 1, 1, 4});
+  const auto freqs =
+      torch::complex(torch::tensor({0.0F, 0.5F}), torch::tensor({1.0F, -0.5F})).view({1, 1, 2});
+  const auto expect = torch::tensor(
+      {1 * 0.0F - 2 * 1.0F, 1 * 1.0F + 2 * 0.0F, 3 * 0.5F - 4 * -0.5F, 3 * -0.5F + 4 * 0.5F});
+  EXPECT_LT((apply_rope(x, freqs).flatten() - expect).abs().max().item<double>(), 1e-6);
+  const testing::FusedSwitch off(false);
+  EXPECT_LT((apply_rope(x, freqs).flatten() - expect).abs().max().item<double>(), 1e-6);
+}
+
+// HunyuanVideo-1.5 rotated with its own real expression where the fused path was off (the
+// cos/sin tables repeated per pair, x * cos + rotate_half(x) * sin); the one RoPE gives the
+// same bits for float32 and bf16 inputs.
+TEST(ApplyRope, EqualsTheRepeatedTablesExpressionBitForBit) {
+  const testing::FusedSwitch off(false);
+  torch::manual_seed(3);
+  const std::int64_t s = 6, pairs = 4;
+  const auto angles = torch::randn({s, 1, pairs});
+  const auto freqs = torch::polar(torch::ones_like(angles), angles);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const auto x = torch::randn({2, s, 3, 2 * pairs}).to(dtype);
+    const auto c =
+        torch::view_as_real(freqs).select(-1, 0).repeat_interleave(2, -1).view({1, s, 1, -1});
+    const auto sn =
+        torch::view_as_real(freqs).select(-1, 1).repeat_interleave(2, -1).view({1, s, 1, -1});
+    const auto xp = x.reshape({2, s, 3, pairs, 2});
+    const auto rotated = torch::stack({-xp.select(-1, 1), xp.select(-1, 0)}, -1).flatten(3);
+    const auto want = (x.to(torch::kFloat32) * c + rotated.to(torch::kFloat32) * sn).to(dtype);
+    EXPECT_TRUE(torch::equal(apply_rope(x, freqs.view({1, s, 1, pairs})), want)) << dtype;
+  }
+}
+
+TEST(ApplyRopeHeads, RotatesEachHeadAndPassesThroughWithoutFreqs) {
+  torch::manual_seed(5);
+  const auto x = torch::randn({2, 4, 3, 8});
+  const auto angles = torch::randn({4, 1, 4});
+  const auto freqs = torch::polar(torch::ones_like(angles), angles);
+  const auto flat = x.flatten(2);
+  const auto out = apply_rope_heads(flat, freqs, 8);
+  EXPECT_TRUE(out.is_contiguous());
+  EXPECT_TRUE(torch::equal(out, apply_rope(x, freqs).flatten(2)));
+  const auto strided = torch::randn({2, 4, 48}).narrow(2, 24, 24);
+  const auto same = apply_rope_heads(strided, torch::Tensor(), 8);
+  EXPECT_TRUE(same.is_contiguous());
+  EXPECT_TRUE(torch::equal(same, strided));
 }
 
 }  // namespace

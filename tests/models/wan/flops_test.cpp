@@ -101,5 +101,18 @@ TEST(WanFlops, RequestOfTinyWan) {
   EXPECT_EQ(f.vae, 439164928.0);
 }
 
+TEST(WanForwardFlops, MatchesTheDocumentedFormulaAndFigures) {
+  const auto o = WanTransformerOptions::from_json_text(wan22_ti2v_5b_transformer_config(), "5b");
+  const double n = 3510, d = 3072, f = 14336;
+  const double expected =
+      30 * (2 * n * (6 * d * d + 2 * d * f) + 4 * n * n * d + 4 * n * 512 * d + 4 * 512 * d * d);
+  EXPECT_DOUBLE_EQ(wan_forward_flops(o, 3510, 512), expected);
+  // The goals' table: 0.1039 s <-> 349 TFLOP/s, 1.183 s at 27280 tokens <-> 437 TFLOP/s.
+  EXPECT_NEAR(wan_forward_flops(o, 3510, 512) / 0.1039 / 1e12, 349.0, 1.0);
+  EXPECT_NEAR(wan_forward_flops(o, 27280, 512) / 1.183 / 1e12, 437.0, 1.0);
+  // Image tokens are one more cross-attention context: 257 CLIP tokens beside the 512.
+  EXPECT_DOUBLE_EQ(wan_forward_flops(o, 3510, 512, 257), wan_forward_flops(o, 3510, 769));
+}
+
 }  // namespace
 }  // namespace omnidp::models::wan

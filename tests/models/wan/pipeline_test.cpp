@@ -20,6 +20,7 @@
 #include "omnidp/models/text/prompt_encoders.hpp"
 #include "omnidp/models/wan/configs.hpp"
 #include "omnidp/models/wan/factory.hpp"
+#include "omnidp/models/wan/flops.hpp"
 #include "omnidp/models/weights/safetensors.hpp"
 #include "omnidp/models/weights/state_dict.hpp"
 #include "omnidp/results/summary.hpp"

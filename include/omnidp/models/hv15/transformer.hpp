@@ -10,7 +10,6 @@
 // and the weights, so it is deterministic under deterministic kernels.
 
 #include <torch/torch.h>
-#include <nlohmann/json_fwd.hpp>
 
 #include <array>
 #include <cstdint>
@@ -20,7 +19,10 @@
 #include <vector>
 
 #include "omnidp/collective/collective.hpp"
+#include "omnidp/models/hv15/configs.hpp"
 #include "omnidp/models/hv15/text_layout.hpp"
+#include "omnidp/models/hv15/token_refiner.hpp"
+#include "omnidp/models/hv15/transformer_inputs.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/linear.hpp"
 #include "omnidp/models/layers/parallel_linear.hpp"
@@ -39,112 +41,11 @@ class StepCache;  // pipelines/step_cache.hpp
 
 namespace omnidp::models::hv15 {
 
-// config.json of the `transformer/` folder. Defaults are the released 8.3B model (docs/models.md).
-struct TransformerOptions {
-  std::int64_t in_channels = 65;
-  std::int64_t out_channels = 32;
-  std::int64_t num_attention_heads = 16;
-  std::int64_t attention_head_dim = 128;
-  std::int64_t num_layers = 54;
-  std::int64_t num_refiner_layers = 2;
-  double mlp_ratio = 4.0;
-  std::int64_t patch_size = 1;
-  std::int64_t patch_size_t = 1;
-  std::string qk_norm = "rms_norm";
-  std::int64_t text_embed_dim = 3584;
-  std::int64_t text_embed_2_dim = 1472;
-  std::int64_t image_embed_dim = 1152;
-  double rope_theta = 256.0;
-  std::array<std::int64_t, 3> rope_axes_dim{16, 56, 56};
-  std::int64_t target_size = 640;
-  std::string task_type = "i2v";
-  bool use_meanflow = false;
-
-  [[nodiscard]] std::int64_t inner_dim() const noexcept {
-    return num_attention_heads * attention_head_dim;
-  }
-  // Reads a Diffusers config.json; absent keys keep the defaults above. Throws WeightsError
-  // naming `origin` for wrong types or inconsistent values (rope dims not summing to the head
-  // dim, qk_norm other than rms_norm, ...) and for a checkpoint that is not served
-  // (check_served_variant).
-  [[nodiscard]] static TransformerOptions from_json(const nlohmann::json& config,
-                                                    const std::string& origin);
-};
-
-// HunyuanVideo-1.5 checkpoints this port does not serve, recognised by their transformer config
-// (docs/models.md, "HunyuanVideo-1.5's released variants"): a sparse-attention checkpoint
-// (`attn_mode` "flex-block-attn", or an `attn_param` with `attn_sparse_type`), a super-resolution
-// one (`in_channels` = 3 x `out_channels` + 2: latents, image condition + mask, low-resolution
-// latents + mask) and any config in Tencent's original layout (`heads_num` or
-// `mm_double_blocks_depth`). Throws WeightsError naming `origin` and what to use instead;
-// returns for everything else (a non-object included: from_json reports that).
-void check_served_variant(const nlohmann::json& config, const std::string& origin);
-
-// The inputs of one forward pass. Masks are 1/0 (any dtype) with the text's [B, L] shape.
-struct TransformerInputs {
-  torch::Tensor hidden_states;             // [B, in_channels, F, H, W]
-  torch::Tensor timestep;                  // [B] (0..1000)
-  torch::Tensor encoder_hidden_states;     // [B, L, text_embed_dim] (Qwen2.5-VL)
-  torch::Tensor encoder_attention_mask;    // [B, L]
-  torch::Tensor encoder_hidden_states_2;   // [B, L2, text_embed_2_dim] (byT5)
-  torch::Tensor encoder_attention_mask_2;  // [B, L2]
-  torch::Tensor image_embeds;              // [B, Li, image_embed_dim]; undefined or all 0 = t2v
-  torch::Tensor timestep_r;                // [B], only with use_meanflow; may be undefined
-};
-
 // --- building blocks (public for module tests) -------------------------------------------
 
 // The video tokens' 3-D RoPE (layers/rope.hpp): rope_axes_dim and rope_theta of the options,
 // float32 tables on the model's device, as the reference computes them.
 [[nodiscard]] Rope3dOptions hv15_rope_options(const TransformerOptions& options);
-
-// Rotates x [B, S, H, D] pairwise by freqs [S, 1, D/2] (Rope3d::freqs): the fused complex
-// multiply where fused_elementwise(), the reference's real formulation otherwise.
-[[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs);
-
-// The token refiner's self-attention (diffusers Attention with AttnProcessor2_0): to_q, to_k,
-// to_v, to_out.0. key_mask [B, L] bool or undefined.
-class RefinerAttentionImpl : public torch::nn::Module {
- public:
-  RefinerAttentionImpl(std::int64_t heads, std::int64_t head_dim);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_mask);
-
- private:
-  std::int64_t heads_;
-  Linear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr}, to_out_{nullptr};
-};
-TORCH_MODULE(RefinerAttention);
-
-class RefinerBlockImpl : public torch::nn::Module {
- public:
-  RefinerBlockImpl(std::int64_t heads, std::int64_t head_dim, double mlp_ratio);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& temb,
-                                      const torch::Tensor& key_mask);
-
- private:
-  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
-  RefinerAttention attn_{nullptr};
-  FeedForward ff_{nullptr};
-  Linear norm_out_{nullptr};  // norm_out.linear
-};
-TORCH_MODULE(RefinerBlock);
-
-// `context_embedder`: pooled (masked mean) text + timestep conditioning, proj_in, refiner
-// blocks. mask [B, L] bool or undefined (all valid).
-class TokenRefinerImpl : public torch::nn::Module {
- public:
-  TokenRefinerImpl(std::int64_t in_channels, std::int64_t heads, std::int64_t head_dim,
-                   std::int64_t num_layers, double mlp_ratio);
-  [[nodiscard]] torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& timestep,
-                                      const torch::Tensor& mask);
-
- private:
-  EmbeddingMlp time_embedder_{nullptr};  // time_text_embed.timestep_embedder
-  EmbeddingMlp text_embedder_{nullptr};  // time_text_embed.text_embedder
-  Linear proj_in_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};  // token_refiner.refiner_blocks
-};
-TORCH_MODULE(TokenRefiner);
 
 // Joint attention of a double-stream block. `text` says which text tokens are keys;
 // freqs are the video tokens' RoPE rotations. With an active `sequence` shard, x (and freqs)
@@ -166,20 +67,17 @@ class JointAttentionImpl : public torch::nn::Module, public TensorParallelLayer 
   [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
     return {};
   }
-  void bind_tensor_group(Collective* group) override { tensor_group_ = group; }
+  void bind_tensor_group(Collective* group) override { out_.bind_tensor_group(group); }
 
  private:
-  [[nodiscard]] std::tuple<torch::Tensor, torch::Tensor> project_out(const torch::Tensor& video,
-                                                                     const torch::Tensor& text);
-
   std::int64_t heads_;  // this shard's
   // Column-split (this shard's heads): the video stream's and the text stream's q, k, v.
   ColumnParallelLinear to_q_{nullptr}, to_k_{nullptr}, to_v_{nullptr};
   ColumnParallelLinear add_q_proj_{nullptr}, add_k_proj_{nullptr}, add_v_proj_{nullptr};
   RMSNorm norm_q_{nullptr}, norm_k_{nullptr}, norm_added_q_{nullptr}, norm_added_k_{nullptr};
-  // Row-split: to_out.0 and to_add_out.
+  // Row-split: to_out.0 and to_add_out, reduced together by out_.
   RowParallelLinear to_out_{nullptr}, to_add_out_{nullptr};
-  Collective* tensor_group_ = nullptr;
+  JointRowParallelLinear out_;
 };
 TORCH_MODULE(JointAttention);
 
@@ -234,7 +132,7 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
   // projections and FFN layers to W8A8 FP8 GEMMs; the embedders, the token refiner, the
   // modulation and the output head stay in the weights' dtype; so do the plan's edge blocks.
   // After the weights are loaded; a second call replaces the first plan. ModelError where
-  // fp8_unsupported() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
+  // fp8_unavailable_reason() (the CPU, libtorch < 2.5) or the plan's edge blocks are negative.
   void quantize_fp8(Fp8Plan plan = {});
   void set_text_padding(TextPadding padding) noexcept { padding_ = padding; }
   [[nodiscard]] TextPadding text_padding() const noexcept { return padding_; }
@@ -245,7 +143,6 @@ class HunyuanVideo15Transformer3DModelImpl : public torch::nn::Module {
                                          TextPadding layout);
   // The ragged layout: each entry's drop-layout tokens, padded (pad_entries).
   [[nodiscard]] TextTokens ragged_context(const TransformerInputs& in, const torch::Tensor& timestep);
-  void check_inputs(const TransformerInputs& in) const;
 
   TransformerOptions options_;
   TensorShard shard_;

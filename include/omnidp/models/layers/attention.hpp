@@ -37,6 +37,16 @@ inline constexpr std::int64_t kMinPaddedKeys = 4096;
                                             const std::vector<torch::Tensor>& k_parts,
                                             const std::vector<torch::Tensor>& v_parts);
 
+// Masked attention of q [B, Sq, H, D] to k, v [B, Sk, H, D] (token-major): the keys where
+// key_mask [B, Sk] is false are no keys, and the output rows where row_mask [B, Sq] is false are
+// zero (what a masked softmax with every key masked gives in PyTorch >= 2.5: no NaN appears).
+// Returns [B, Sq, H, D] in q's dtype. The one masked attention of the layers (attention_layer,
+// ulysses); the row mask differs from the key mask where the queries carry Ulysses padding.
+[[nodiscard]] torch::Tensor masked_rows_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                  const torch::Tensor& v,
+                                                  const torch::Tensor& key_mask,
+                                                  const torch::Tensor& row_mask);
+
 // How many padding keys to append to `keys` keys for q [B, Sq, H, D]: the rows up to the next
 // multiple of kAttentionKeyAlign, where cuDNN's kernel runs faster than at the unaligned length
 // (docs/performance.md, "Kernel ceilings"), when q is on CUDA in bf16, the head dim is a

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,6 +23,9 @@ namespace omnidp::models {
 // FeedForward's activation_fn: "gelu-approximate" (GELU, tanh form), "gelu" (exact GELU: Wan's
 // image embedder) or "linear-silu" (SiLU).
 enum class FeedForwardActivation { gelu_tanh, gelu, silu };
+
+// FeedForward's inner width from a width multiplier: int(dim * mult), as Diffusers computes it.
+[[nodiscard]] std::int64_t ffn_width(std::int64_t dim, double mult);
 
 // activation_fn text -> FeedForwardActivation; ModelError for any other.
 [[nodiscard]] FeedForwardActivation feed_forward_activation(const std::string& name);

@@ -4,7 +4,7 @@
 // quantized at every call with one scale per row (token); the GEMM runs in cuBLASLt/CUTLASS
 // through at::_scaled_mm, both scales applied in its epilogue, bf16 output.
 // Available with libtorch >= 2.5 (float8 types, row-wise _scaled_mm) on a GPU of compute
-// capability 8.9 or more; fp8_unsupported() says why not. Pure functions; thread-safe.
+// capability 8.9 or more; fp8_unavailable_reason() says why not. Pure functions; thread-safe.
 
 #include <torch/torch.h>
 
@@ -25,17 +25,28 @@ struct Fp8Weight {
   [[nodiscard]] bool defined() const noexcept { return weight.defined(); }
 };
 
-// "" when this build can run FP8 GEMMs on `device`, else the reason (libtorch too old, not a
-// CUDA device, no CUDA device available). A GPU without FP8 tensor cores (compute capability
-// below 8.9) passes here and fails in at::_scaled_mm at the first GEMM.
-[[nodiscard]] std::string fp8_unsupported(torch::Device device);
+// What a model's FP8 path needs besides FP8 GEMMs. deferred_biases: its blocks leave their
+// biases to the fused bias kernels (Wan), so fused_elementwise() (layers/fused.hpp) must be on.
+enum class Fp8Needs { gemms, deferred_biases };
+
+// The one FP8 availability check: "" when this build can run FP8 GEMMs on `device` (and the
+// fused kernels are on, for Fp8Needs::deferred_biases), else the reason (fused kernels off,
+// libtorch too old, not a CUDA device, no CUDA device available). Every check below asks it.
+// A GPU without FP8 tensor cores (compute capability below 8.9) passes here and fails in
+// at::_scaled_mm at the first GEMM.
+[[nodiscard]] std::string fp8_unavailable_reason(torch::Device device,
+                                                 Fp8Needs needs = Fp8Needs::gemms);
+
+// ModelError "model.quantization fp8: <fp8_unavailable_reason(device, needs)>" where FP8 is
+// unavailable: the FP8 functions below and a model's quantize_fp8 before they change anything.
+void require_fp8(torch::Device device, Fp8Needs needs = Fp8Needs::gemms);
 
 // A pipeline factory's check of `model.quantization: fp8` before it quantizes: ConfigError on
-// model.quantization, "fp8: <fp8_unsupported(device)>", where this build or device cannot.
+// model.quantization, "fp8: <fp8_unavailable_reason(device)>", where this build or device cannot.
 void require_fp8_config(torch::Device device);
 
 // weight [out, in] (any floating dtype, on the GPU) -> its FP8 form. Throws ModelError where
-// fp8_unsupported(), or when in or out is not a multiple of 16 (the GEMM's alignment).
+// require_fp8() does, or when in or out is not a multiple of 16 (the GEMM's alignment).
 [[nodiscard]] Fp8Weight quantize_fp8_weight(const torch::Tensor& weight,
                                             Fp8Accumulation accumulation = Fp8Accumulation::fast);
 
@@ -47,9 +58,5 @@ void require_fp8_config(torch::Device device);
 // x [..., in] bf16 -> x @ W^T (+ bias, may be undefined) [..., out] in bf16.
 [[nodiscard]] torch::Tensor fp8_linear(const torch::Tensor& x, const Fp8Weight& w,
                                        const torch::Tensor& bias = {});
-
-// fp8_linear(x, fp8, {}) where fp8 is defined, else linear_bias(x, weight, {}) (layers/fused.hpp).
-[[nodiscard]] torch::Tensor linear_or_fp8(const torch::Tensor& x, const torch::Tensor& weight,
-                                          const Fp8Weight& fp8);
 
 }  // namespace omnidp::models

@@ -7,13 +7,9 @@
 
 #include <torch/torch.h>
 
-namespace omnidp::models {
+#include "omnidp/models/layers/fused_switch.hpp"
 
-// Process-wide switch, default on. Off: every function below, the models' rotary embeddings
-// and the Wan timestep grouping take the reference's eager expressions, kernel for kernel
-// (the "Diffusers-equivalent eager" baseline of the benchmarks). Set before running models.
-void set_fused_elementwise(bool on) noexcept;
-[[nodiscard]] bool fused_elementwise() noexcept;
+namespace omnidp::models {
 
 // (self + t1 * t2) computed in the inputs' promoted dtype (float32 when any input is) and
 // rounded once to `dtype`: the reference's `(x.float() + y * gate).type_as(x)` and
@@ -65,15 +61,11 @@ void set_fused_elementwise(bool on) noexcept;
                                            const torch::Tensor& gate, torch::ScalarType dtype,
                                            const torch::Tensor& bias = {});
 
-// Rotates x [..., H, D] pairwise: (x[2i] + i x[2i+1]) * freqs[..., i], freqs complex64
-// broadcastable to [..., H, D/2] (cos + i sin); computed in float32, returned in x's dtype.
-[[nodiscard]] torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& freqs);
-
 // rms_norm(x', weight, eps) over the whole last dimension of x' [B, L, D], then (freqs defined)
-// rotate_pairs per head of head_dim with freqs complex64 [L, 1, head_dim/2]; x' = x + bias
-// rounded to x's dtype (bias [D] in x's dtype, undefined: x' = x; a projection's deferred bias).
-// Returns [B, L, D] contiguous. x may be a column slice of a fused projection. One fused CUDA
-// kernel for bf16 where available.
+// apply_rope (layers/rope.hpp) per head of head_dim with freqs complex64 [L, 1, head_dim/2]; x' = x
+// + bias rounded to x's dtype (bias [D] in x's dtype, undefined: x' = x; a projection's deferred
+// bias). Returns [B, L, D] contiguous. x may be a column slice of a fused projection. One fused
+// CUDA kernel for bf16 where available.
 [[nodiscard]] torch::Tensor rms_norm_rope(const torch::Tensor& x, const torch::Tensor& weight,
                                           double eps, const torch::Tensor& freqs,
                                           std::int64_t head_dim, const torch::Tensor& bias = {});

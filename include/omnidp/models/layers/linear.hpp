@@ -12,6 +12,10 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "omnidp/models/layers/param_spec.hpp"
 
 namespace omnidp::models {
@@ -38,5 +42,14 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   bool requires_grad_ = true;
 };
 TORCH_MODULE(Linear);
+
+// A weightless module registered under `parent` as `name`, so that checkpoint names nest
+// ("x_embedder.proj", "norm_out.linear").
+[[nodiscard]] std::shared_ptr<torch::nn::Module> register_container(torch::nn::Module& parent,
+                                                                    const std::string& name);
+
+// A Linear(in, out) with a bias, registered under `parent` as `name`.
+[[nodiscard]] Linear register_linear(torch::nn::Module& parent, const std::string& name,
+                                     std::int64_t in, std::int64_t out);
 
 }  // namespace omnidp::models

@@ -161,6 +161,27 @@ class RowParallelLinearImpl : public torch::nn::Module, public ParallelLinearBas
 };
 TORCH_MODULE(RowParallelLinear);
 
+// Two row-split layers whose outputs complete together (a joint attention's two output
+// projections: HunyuanVideo-1.5's to_out.0 over the video tokens and to_add_out over the text
+// tokens). With a tensor group both partial products are concatenated along dim 1 and reduced
+// in one all-reduce, each layer's bias added after it; without one each layer's forward. Not a
+// module: its owner registers the two layers under the checkpoint's names and passes its
+// tensor group on (bind_tensor_group), a group of one rank included.
+class JointRowParallelLinear {
+ public:
+  JointRowParallelLinear() = default;
+  JointRowParallelLinear(RowParallelLinear first, RowParallelLinear second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+  // x [B, N, in/n] and y [B, M, in/n] -> {first(x) [B, N, out], second(y) [B, M, out]}.
+  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
+                                                                const torch::Tensor& y) const;
+  void bind_tensor_group(Collective* group) noexcept { group_ = group; }
+
+ private:
+  RowParallelLinear first_{nullptr}, second_{nullptr};
+  Collective* group_ = nullptr;
+};
+
 // vLLM's QKVParallelLinear for checkpoints that store q, k and v (or k and v) apart, as
 // Diffusers does: one fused weight [parts x out/n, in] and bias computes them in one GEMM. Each
 // part is a ColumnParallelLinear whose weight and bias are views into the fused storage; the

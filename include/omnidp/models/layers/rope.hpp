@@ -37,7 +37,7 @@ struct Rope3dOptions {
                                                                      std::int64_t width,
                                                                      const torch::Device& device);
 
-// The rotations of rope_3d_tables as complex64 [L, 1, D/2] (cos + i sin), what rotate_pairs and
+// The rotations of rope_3d_tables as complex64 [L, 1, D/2] (cos + i sin), what apply_rope and
 // rms_norm_rope (layers/fused.hpp) take for x [B, L, H, D].
 class Rope3d {
  public:
@@ -57,5 +57,17 @@ class Rope3d {
   std::array<std::int64_t, 3> grid_{-1, -1, -1};
   torch::Tensor freqs_;
 };
+
+// The one rotary embedding of the models: rotates x [..., H, D] pairwise,
+// (x[2i] + i x[2i+1]) * freqs[..., i], freqs complex64 broadcastable to [..., H, D/2]
+// (cos + i sin); computed in float32, returned in x's dtype. A complex multiply where
+// fused_elementwise() (layers/fused.hpp), the reference's real expression otherwise
+// (x1 cos - x2 sin, x1 sin + x2 cos).
+[[nodiscard]] torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& freqs);
+
+// apply_rope per head of x [B, L, H * head_dim] (heads flattened), freqs [L, 1, head_dim/2];
+// undefined freqs: no rotation. Returns [B, L, H * head_dim] contiguous.
+[[nodiscard]] torch::Tensor apply_rope_heads(const torch::Tensor& x, const torch::Tensor& freqs,
+                                             std::int64_t head_dim);
 
 }  // namespace omnidp::models

@@ -12,6 +12,14 @@
 
 namespace omnidp::models::wan {
 
+// FLOPs of one forward as docs/performance.md counts them, generalised to the options:
+// L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
+// tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
+// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2);
+// with Li image tokens, + L x (4N*Li*D + 4*Li*D^2) for the added K/V attention.
+[[nodiscard]] double wan_forward_flops(const WanTransformerOptions& options, std::int64_t tokens,
+                                       std::int64_t text_tokens, std::int64_t image_tokens = 0);
+
 // The decoder (post_quant_conv included) on `latent_frames` x h x w latents, stage by stage as
 // vae_blocks.cpp runs them: every causal conv keeps the frame count and (padding 1) the size;
 // an up block's time_conv (3x1x1, C -> 2C) runs on every frame but the video's first, which it

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "omnidp/collective/collective.hpp"
+#include "omnidp/models/layers/dit_attention.hpp"
 #include "omnidp/models/layers/feed_forward.hpp"
 #include "omnidp/models/layers/fp8.hpp"
 #include "omnidp/models/layers/head_norm.hpp"
@@ -97,103 +98,13 @@ struct WanTransformerOptions {
 [[nodiscard]] std::pair<torch::Tensor, std::int64_t> wan_timestep_groups(const torch::Tensor& timestep,
                                                                          std::int64_t frames);
 
-// Keys [B, Lc, H, Dh] (normalised) and values [B, Lc, H, Dh] of a cross-attention context.
-using WanKeyValues = std::pair<torch::Tensor, torch::Tensor>;
-
 // One block's request-invariant tensors (WanTransformerBlock::prepare), reused at every step.
 struct WanPreparedBlock {
-  WanKeyValues context_kv;      // attn2's keys (after norm_k) and values of the text
-  WanKeyValues image_kv;        // attn2's added keys (after norm_added_k) and values of the
+  KeyValues context_kv;         // attn2's keys (after norm_k) and values of the text
+  KeyValues image_kv;           // attn2's added keys (after norm_added_k) and values of the
                                 // image tokens; undefined without image tokens
   torch::Tensor self_out_bias;  // attn1->folded_out_bias() where attn1 defers its biases
 };
-
-// WanAttention (self- or cross-attention): to_q/to_k/to_v/to_out.0, RMSNorm over all heads
-// on q and k (norm_q/norm_k), optional rotary embedding (self-attention). q, k and v (self) or
-// k and v (cross) are one QKVParallelLinear: one GEMM, the checkpoint's names on its parts.
-// A cross-attention with added K/V (Wan2.1 I2V: add_k_proj, add_v_proj, norm_added_k over all
-// heads) also attends to the image tokens with the same normalised queries; the two results
-// are summed before to_out (Diffusers splits one context at length - 512; here the text and
-// the image come separately).
-// Built for a tensor shard it holds heads/n heads: the projections (ColumnParallelLinear) and
-// norm_q/k (HeadNorm) column-split, to_out.0 row-split (RowParallelLinear, the whole bias). The
-// tensor group (bind_tensor_groups) completes the norms' sums of squares, the output
-// projection and the folded bias (layers/parallel_linear.hpp).
-class WanAttentionImpl : public torch::nn::Module,
-                         public TensorParallelLayer,
-                         public FusedLinearOwner {
- public:
-  // added_kv: the added K/V projections' input width (cross-attention only; 0: none).
-  WanAttentionImpl(std::int64_t dim, std::int64_t heads, double eps, bool cross,
-                   TensorShard shard = {}, const ParamSpec& spec = {}, std::int64_t added_kv = 0);
-  // Its layers declare their own slices; the attention keeps the group for the folded bias.
-  [[nodiscard]] std::vector<std::pair<std::string, TensorSlice>> parameter_slices() const override {
-    return {};
-  }
-  void bind_tensor_group(Collective* group) override { tensor_group_ = group; }
-  // Both attentions return {output, bias}. With defers_biases() the projections run as plain
-  // GEMMs and each bias goes into the next kernel that reads the tensor anyway: q and k biases
-  // into their RMSNorm, the output bias returned unapplied for the caller's residual to add.
-  // The value bias is folded into the output bias (attention rows sum to one: attn(V + b) =
-  // attn(V) + b), so self-attention's output bias is to_out.bias + to_out.weight @ to_v.bias,
-  // computed once per request by folded_out_bias(). Without it (the eager baseline) every bias
-  // is added in its projection and the returned bias is undefined. The two equal up to rounding.
-  [[nodiscard]] bool defers_biases() const;  // whenever fused_elementwise() is
-
-  // Self-attention of x [B, L, dim] with rope_freqs (Rope3d::freqs; undefined to skip); the
-  // deferred output bias is `out_bias` (folded_out_bias(); ModelError if undefined then, not
-  // read otherwise). With an active `sequence` shard, x holds this rank's tokens and rope_freqs
-  // their rows; the attention runs over every token of this rank's head shard
-  // (layers/ulysses.hpp). ModelError on a cross-attention.
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x,
-                                                                const torch::Tensor& rope_freqs,
-                                                                const torch::Tensor& out_bias = {},
-                                                                const SequenceShard& sequence = {});
-  // Cross-attention in two steps: the keys (after norm_k) and values of a context [B, Lc, dim],
-  // each [B, Lc, heads, head_dim], prepared once per request, then the attention of x to them
-  // (and, where image_kv is defined, to the image's; ModelError for image keys without added
-  // projections); the deferred bias is to_out.bias. ModelError on a self-attention.
-  [[nodiscard]] WanKeyValues context_kv(const torch::Tensor& context);
-  // The added keys (after norm_added_k) and values of embedded image tokens [B, Li, dim];
-  // ModelError without added K/V projections.
-  [[nodiscard]] WanKeyValues image_kv(const torch::Tensor& image);
-  [[nodiscard]] std::pair<torch::Tensor, torch::Tensor> attend(const torch::Tensor& x,
-                                                               const WanKeyValues& kv,
-                                                               const WanKeyValues& image_kv = {});
-  // Self-attention: to_out.bias + to_out.weight @ to_v.bias (float32 math, the weights' dtype).
-  [[nodiscard]] torch::Tensor folded_out_bias();
-  // Converts the fused projection (the model's to_dtype: before its other parameters).
-  void to_dtype(torch::Device device, torch::ScalarType dtype);
-  // The fused q/k/v (self) or k/v (cross) projection, for the model-wide walks.
-  [[nodiscard]] std::vector<QKVParallelLinear*> fused_linears() override { return {&in_}; }
-
-  ColumnParallelLinear to_q{nullptr}, to_k{nullptr}, to_v{nullptr};  // to_k, to_v: in_'s parts
-  torch::nn::ModuleList to_out{nullptr};  // [0] = RowParallelLinear (the reference's [1] is Dropout)
-  HeadNorm norm_q{nullptr}, norm_k{nullptr};
-  // Wan2.1 I2V's added K/V (column-split like to_k/to_v), or null.
-  ColumnParallelLinear add_k_proj{nullptr}, add_v_proj{nullptr};
-  HeadNorm norm_added_k{nullptr};
-
- private:
-  // Attention of q [B, L, dim] (projected without q_bias, not yet normalised) to k, v
-  // [B, Lc, H, Dh], before the output projection: [B, L, dim].
-  // With an active `sequence` shard (self-attention), q, k and v are this rank's tokens and
-  // are exchanged to its head shard of all tokens and back around the attention.
-  [[nodiscard]] torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& q_bias,
-                                        const torch::Tensor& k, const torch::Tensor& v,
-                                        const torch::Tensor& rope_freqs,
-                                        const SequenceShard& sequence = {});
-  // Cross-attention of q (as attention()) to the text and, where defined, the image tokens.
-  [[nodiscard]] torch::Tensor cross_attention(const torch::Tensor& q, const torch::Tensor& q_bias,
-                                              const WanKeyValues& kv, const WanKeyValues& image_kv);
-
-  std::int64_t heads_;  // this shard's
-  bool cross_;
-  RowParallelLinear out_{nullptr};  // to_out[0]
-  Collective* tensor_group_ = nullptr;
-  QKVParallelLinear in_;  // q, k, v (self) or k, v (cross)
-};
-TORCH_MODULE(WanAttention);
 
 class WanTransformerBlockImpl : public torch::nn::Module {
  public:
@@ -218,7 +129,10 @@ class WanTransformerBlockImpl : public torch::nn::Module {
   [[nodiscard]] WanPreparedBlock prepare(const torch::Tensor& context,
                                          const torch::Tensor& image = {});
 
-  WanAttention attn1{nullptr}, attn2{nullptr};
+  // attn1, attn2: Diffusers' WanAttention (layers/dit_attention.hpp); attn2 with the added
+  // K/V projections of the image tokens where added_kv_proj_dim.
+  SelfAttention attn1{nullptr};
+  CrossAttention attn2{nullptr};
   torch::nn::LayerNorm norm2{nullptr};  // only with cross_attn_norm
   FeedForward ffn{nullptr};             // Diffusers' FeedForward, gelu-approximate, inner ffn_dim
   torch::Tensor scale_shift_table;      // [1, 6, dim]
@@ -322,7 +236,8 @@ class WanTransformer3DModelImpl : public torch::nn::Module {
   [[nodiscard]] torch::ScalarType dtype() const;
   // model.quantization fp8, the model's plan (layers/quantization.hpp): the blocks' attention
   // and FFN GEMMs in FP8 (W8A8, layers/fp8.hpp); the embeddings, the text keys/values and
-  // proj_out stay bf16. Needs the fused elementwise kernels on the GPU (ModelError otherwise).
+  // proj_out stay bf16. Needs the fused elementwise kernels on the GPU: ModelError where
+  // fp8_unavailable_reason(device, Fp8Needs::deferred_biases), the model unchanged.
   void quantize_fp8();
   [[nodiscard]] static Fp8Plan fp8_plan();
 
@@ -350,13 +265,5 @@ TORCH_MODULE(WanTransformer3DModel);
                                                          torch::ScalarType dtype,
                                                          torch::Device device,
                                                          TensorShard shard = {});
-
-// FLOPs of one forward as docs/performance.md counts them, generalised to the options:
-// L x [2N(4D^2 + 2 D^2 + 2DF) + 4N^2 D + 4N*Lc*D + 4*Lc*D^2] with N video tokens, Lc text
-// tokens, D = inner_dim, F = ffn_dim, L = num_layers (the self-attention q,k,v,o projections
-// 4D^2, the cross-attention q,o 2D^2, the FFN 2DF; the cross k,v over the text: 4 Lc D^2);
-// with Li image tokens, + L x (4N*Li*D + 4*Li*D^2) for the added K/V attention.
-[[nodiscard]] double wan_forward_flops(const WanTransformerOptions& options, std::int64_t tokens,
-                                       std::int64_t text_tokens, std::int64_t image_tokens = 0);
 
 }  // namespace omnidp::models::wan
