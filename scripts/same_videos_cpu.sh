@@ -15,7 +15,7 @@ build=$(realpath "${2:-$root/build/release}")
 kept=${SAME_CPU_DIR:-/tmp/omnidp-same-cpu}
 export OMP_NUM_THREADS=1
 if ((EUID == 0)); then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-ctest --test-dir "$build" -R 'SequenceParallel|CfgParallel' --output-on-failure | tail -3
+ctest --test-dir "$build" -R 'SequenceParallel|CfgParallel|TensorParallel' --output-on-failure | tail -3
 cd "$build/tests/cli" || exit 2
 case $mode in
   save)
