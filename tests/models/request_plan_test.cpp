@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "omnidp/models/pipeline.hpp"
+#include "request_shape.hpp"
 
 namespace omnidp::models {
 namespace {
 
 Request request(int frames, int height, int width, int steps, double guidance_scale) {
-  Request r;
-  r.num_frames = frames;
-  r.height = height;
-  r.width = width;
-  r.num_inference_steps = steps;
-  r.guidance_scale = guidance_scale;
-  return r;
+  return test::sized_request(frames, height, width, steps, guidance_scale, Request{}.flow_shift);
 }
 
 TEST(SampleSize, RoundsAsWanPipelineOrKeepsTheSize) {
