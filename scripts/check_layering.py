@@ -43,7 +43,7 @@ def level_of(parts):
 
 
 def scan_includes(root):
-    """Yields (file, line number, from (level, sub), to (level, sub))."""
+    """Yields (file, line number, from (level, sub), to (level, sub), the included path)."""
     for base in ("include/omnidp", "src"):
         top = os.path.join(root, base)
         for dirpath, _, files in os.walk(top):
@@ -60,7 +60,7 @@ def scan_includes(root):
                         m = INCLUDE.match(line)
                         if m:
                             target = level_of(m.group(1).split("/"))
-                            yield os.path.relpath(path, root), number, source, target
+                            yield os.path.relpath(path, root), number, source, target, m.group(1)
 
 
 def unit_of(path):
@@ -77,11 +77,9 @@ def include_cycles(root):
     """One failure line per set of units that include each other (a strongly connected
     component of the unit include graph with two or more units), naming one cycle in it."""
     edges, where = defaultdict(set), {}
-    for path, number, _, _ in scan_includes(root):
+    for path, number, _, _, included in scan_includes(root):
         source = unit_of(path)
-        with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
-            line = f.read().splitlines()[number - 1]
-        target = os.path.splitext(INCLUDE.match(line).group(1))[0]
+        target = os.path.splitext(included)[0]
         if source and target != source:
             edges[source].add(target)
             where.setdefault((source, target), f"{path}:{number}")
@@ -201,7 +199,7 @@ def check(root):
     """The failure lines for the tree at root (empty: it is layered)."""
     failures = []
     include_edges = {}
-    for path, number, source, target in scan_includes(root):
+    for path, number, source, target, _ in scan_includes(root):
         for level in (source[0], target[0]):
             if level not in RANK:
                 failures.append(f"{path}:{number}: unknown area '{level}' (docs/architecture.md lists the areas)")

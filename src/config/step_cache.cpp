@@ -13,16 +13,6 @@
 #include "omnidp/common/sha256.hpp"
 
 namespace omnidp {
-namespace {
-
-// As the config writes numbers (yaml_schema.hpp's format_double): shortest, with a point.
-std::string number(double value) {
-  std::string text = shortest(value);
-  if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
-
-}  // namespace
 
 double StepCacheConfig::default_threshold() const noexcept {
   switch (policy) {
@@ -38,7 +28,7 @@ std::string describe_cache(const StepCacheConfig& c) {
   switch (c.policy) {
     case CachePolicy::off: return "off";
     case CachePolicy::first_block:
-      return fmt::format("first_block(threshold {})", number(c.resolved_threshold()));
+      return fmt::format("first_block(threshold {})", shortest_real(c.resolved_threshold()));
     case CachePolicy::taylorseer:
       return fmt::format(
           "taylorseer(cache_interval {}, disable_cache_before_step {}, max_order {})",
@@ -49,12 +39,13 @@ std::string describe_cache(const StepCacheConfig& c) {
         ratios = "calibrate";
       } else if (!c.mag_ratios.empty()) {
         std::string text;
-        for (const double r : c.mag_ratios) text += number(r) + ",";
+        for (const double r : c.mag_ratios) text += shortest_real(r) + ",";
         ratios = fmt::format("{}:{}", c.mag_ratios.size(), sha256_hex(text).substr(0, 12));
       }
       return fmt::format(
           "magcache(threshold {}, max_skip_steps {}, retention_ratio {}, mag_ratios {})",
-          number(c.resolved_threshold()), c.max_skip_steps, number(c.retention_ratio), ratios);
+          shortest_real(c.resolved_threshold()), c.max_skip_steps, shortest_real(c.retention_ratio),
+          ratios);
     }
   }
   return "off";

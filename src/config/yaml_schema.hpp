@@ -2,7 +2,7 @@
 // The config area's own reading and writing of YAML (private to src/config): the enum name
 // tables, the YAML tags a value may carry, read_into / write_value per type, the range checks
 // and the key specs the schema is made of. config.cpp (the schema, parsing, validation) and
-// step_cache.cpp (generation.cache's schema) include it. Not installed, not thread-shared state.
+// step_cache_schema.cpp (generation.cache's schema) include it. Not installed, not thread-shared state.
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -138,11 +138,7 @@ inline std::string join(const std::vector<std::string>& items, std::string_view 
   return out;
 }
 
-inline std::string format_double(double value) {
-  std::string text = shortest(value);
-  if (std::isfinite(value) && text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
+inline std::string format_double(double value) { return shortest_real(value); }
 
 // ---------------------------------------------------------------------------------------------
 // Reading scalars. Numbers and booleans must be plain YAML scalars (a quoted "9" is a string);
@@ -624,7 +620,7 @@ FieldSpec optional_field(std::string key, S Config::*section, std::optional<doub
   return key.Scalar();
 }
 
-// Defined in step_cache.cpp: generation.cache (a policy name, or a map with a policy and its
+// Defined in step_cache_schema.cpp: generation.cache (a policy name, or a map with a policy and its
 // own keys), read, checked and as a schema key.
 [[nodiscard]] StepCacheConfig read_step_cache(const Node& node, const std::string& path);
 void check_step_cache(const StepCacheConfig& c, const std::string& path);

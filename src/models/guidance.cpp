@@ -12,11 +12,12 @@ namespace omnidp::models {
 GuidanceOptions guidance_options_from_json(const nlohmann::json& config, const std::string& origin) {
   GuidanceOptions g;
   if (!config.is_object()) throw ModelError("guider config is not an object", {origin});
-  const auto cls = config.value("_class_name", std::string("ClassifierFreeGuidance"));
-  if (cls != "ClassifierFreeGuidance") {
-    throw ModelError("guider '" + cls + "' is not supported (only ClassifierFreeGuidance)", {origin});
-  }
   try {
+    const auto cls = config.value("_class_name", std::string("ClassifierFreeGuidance"));
+    if (cls != "ClassifierFreeGuidance") {
+      throw ModelError("guider '" + cls + "' is not supported (only ClassifierFreeGuidance)",
+                       {origin});
+    }
     g.enabled = config.value("enabled", true);
     if (config.contains("guidance_scale") && !config.at("guidance_scale").is_null()) {
       g.guidance_scale = config.at("guidance_scale").get<double>();

@@ -40,5 +40,14 @@ TEST(Shortest, IsTheRoundTripToCharsForm) {
   EXPECT_EQ(shortest(-2.2250738585072014e-308), "-2.2250738585072014e-308");
 }
 
+TEST(ShortestReal, WritesAnIntegralValueWithAPoint) {
+  EXPECT_EQ(shortest_real(5.0), "5.0");
+  EXPECT_EQ(shortest_real(-3.0), "-3.0");
+  EXPECT_EQ(shortest_real(0.1), "0.1");
+  EXPECT_EQ(shortest_real(1e-05), "1e-05");
+  EXPECT_EQ(shortest_real(1e20), "1e+20");
+  EXPECT_EQ(shortest_real(std::numeric_limits<double>::infinity()), "inf");
+}
+
 }  // namespace
 }  // namespace omnidp

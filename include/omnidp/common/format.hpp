@@ -15,4 +15,9 @@ namespace omnidp {
 // scientific notation ("0.1", "5", "1e-05", "1e+20"): a value as the user wrote it.
 [[nodiscard]] std::string shortest(double value);
 
+// shortest(value), with ".0" after a finite value it writes as an integer ("5.0", "0.1",
+// "1e-05", "inf"): a float the YAML reads back as a float (the config's numbers, and the
+// numerics profile's).
+[[nodiscard]] std::string shortest_real(double value);
+
 }  // namespace omnidp

@@ -1,8 +1,8 @@
 #pragma once
 // generation.cache as a value (docs/models.md, "Step caching"; docs/configuration.md): the
 // policy and its parameters, the defaults, and the text that names it in the numerics profile.
-// YAML reading and checking: src/config/step_cache.cpp (through config.hpp's parsers). A plain
-// value; thread-safe to read.
+// YAML reading and checking: src/config/step_cache_schema.cpp (through config.hpp's parsers). A
+// plain value; thread-safe to read.
 
 #include <optional>
 #include <string>

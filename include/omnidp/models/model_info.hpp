@@ -93,10 +93,10 @@ struct ModelInfo {
   // The pipeline routes its forwards through RequestCaches (generation.cache applies); a
   // model without it refuses a cache rather than record one it never ran.
   bool step_cache = false;
-  // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   // The registration's own a-priori cost coefficients (ModelRegistration::cost), set by
   // describe_model; empty: the generic prior (cost.hpp, prior_coefficients).
   std::optional<CostCoefficients> cost_prior;
+  // Heights and widths this model takes without rounding: VAE x patch (32 for Wan).
   [[nodiscard]] int size_multiple() const noexcept {
     return vae_spatial * (patch_h > patch_w ? patch_h : patch_w);
   }

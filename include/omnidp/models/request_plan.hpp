@@ -23,9 +23,9 @@ struct PlanRules {
   int vae_spatial = 16;
   int patch_h = 1;
   int patch_w = 1;
-  // true (the Wan family, as diffusers' WanPipeline): frames to the next lower
-  // k x vae_temporal + 1 (at least 1), height and width down to multiples of vae_spatial x
-  // patch; false: the size as requested (the pipeline checks it).
+  // true (the Wan family, as diffusers' WanPipeline): frames not of the form k x vae_temporal
+  // + 1 to floor(frames / vae_temporal) x vae_temporal + 1 (80 -> 81), height and width down to
+  // multiples of vae_spatial x patch; false: the size as requested (the pipeline checks it).
   bool round_size = false;
   StepGuidance guidance;
 };

@@ -53,7 +53,7 @@ void hv15_facts(const ModelConfig& model, ModelInfo& info) {
   if (const auto guider = component_file(fs::path(model.path) / "guider", "guider_config.json")) {
     try {
       info.guidance.guider = guidance_options_from_json(read_json(*guider), guider->string());
-    } catch (const ModelError&) {  // a guider it cannot run: creating the pipeline says so
+    } catch (const Error&) {  // a guider it cannot read or run: creating the pipeline says so
     }
   }
   const auto config = fs::path(model.path) / "transformer" / "config.json";

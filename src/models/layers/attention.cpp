@@ -205,9 +205,10 @@ torch::Tensor masked_rows_attention(const torch::Tensor& q, const torch::Tensor&
                                     const torch::Tensor& v, const torch::Tensor& key_mask,
                                     const torch::Tensor& row_mask) {
   const auto b = key_mask.size(0);
-  const auto out =
-      scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                   key_mask.view({b, 1, 1, key_mask.size(1)}));
+  // Qualified: libtorch 2 has at::scaled_dot_product_attention too (found by argument lookup).
+  const auto out = omnidp::models::scaled_dot_product_attention(
+      q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+      key_mask.view({b, 1, 1, key_mask.size(1)}));
   return (out * row_mask.view({b, 1, row_mask.size(1), 1}).to(out.scalar_type())).transpose(1, 2);
 }
 

@@ -154,9 +154,10 @@ TEST(MaskedRowsAttention, MasksTheKeysAndZeroesTheMaskedRows) {
   const auto rows = torch::tensor({1, 1, 1, 0, 1, 0, 1, 1, 1, 1}, torch::kBool).view({2, 5});
   const auto out = masked_rows_attention(q, k, v, keys, rows);
   ASSERT_EQ(out.sizes(), q.sizes());
-  const auto full = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                                 v.transpose(1, 2), keys.view({2, 1, 1, 4}))
-                        .transpose(1, 2);
+  const auto full =
+      omnidp::models::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                   v.transpose(1, 2), keys.view({2, 1, 1, 4}))
+          .transpose(1, 2);
   EXPECT_TRUE(torch::equal(out, full * rows.view({2, 5, 1, 1}).to(torch::kFloat32)));
   EXPECT_TRUE(torch::equal(out[0][3], torch::zeros({3, 8})));
   EXPECT_TRUE(torch::equal(out[1][0], torch::zeros({3, 8})));
